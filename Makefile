@@ -1,0 +1,75 @@
+# moonlm build. `make` builds the library and the CLI; `make test` runs every
+# test the project has; `make run` builds, fetches the default model and
+# generates text from it.
+
+GO        ?= go
+BUILD     ?= build
+LIB       := $(BUILD)/libmoonlm.so
+CLI       := $(BUILD)/moonlm
+TESTDATA  ?= $(abspath ../shared/testdata)
+FUZZTIME  ?= 10m
+PREFIX    ?= /usr/local
+VERSION   := 0.1.0
+GOFILES   := $(shell find . -name '*.go' -not -path './bindings/*' 2>/dev/null) go.mod
+LDFLAGS   := -s -w -extldflags=-Wl,-soname,libmoonlm.so.0
+
+export MOONLM_TESTDATA ?= $(TESTDATA)
+export MOONLM_LIBRARY  ?= $(abspath $(LIB))
+
+.PHONY: all lib cli test test-go test-race test-c test-python test-node run model fuzz vet install clean bench bench-models
+
+all: lib cli
+
+lib: $(LIB)
+
+$(LIB): $(GOFILES) include/moonlm.h
+	@mkdir -p $(BUILD)
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -ldflags '$(LDFLAGS)' -o $(LIB) ./capi
+	@rm -f $(BUILD)/libmoonlm.h
+
+cli: $(CLI)
+
+$(CLI): $(GOFILES)
+	@mkdir -p $(BUILD)
+	$(GO) build -trimpath -o $(CLI) ./cmd/moonlm
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+test: all vet test-go test-race test-c test-python test-node
+
+test-go: all
+	$(GO) test -count=1 ./...
+
+# The race detector over the packages whose concurrency matters.
+test-race: all
+	$(GO) test -count=1 -race -run 'Concurrent|Race|Parallel|Pool' ./engine/... ./capi/...
+
+test-c: all
+	@if ls examples/c/*.c >/dev/null 2>&1; then $(MAKE) -C examples/c test LIBDIR=$(abspath $(BUILD)); else echo "no C examples"; fi
+
+test-python: all
+	@if [ -d bindings/python/tests ]; then cd bindings/python && python3 -m pytest -q tests; else echo "no python tests"; fi
+
+test-node: all
+	@if [ -f bindings/node/package.json ]; then cd bindings/node && npm test; else echo "no node tests"; fi
+
+model:
+	@scripts/fetch-model.sh
+
+run: all
+	@m=$$(scripts/fetch-model.sh) && $(CLI) generate -m "$$m" -p "$${PROMPT:-The three primary colors are}" -n $${N:-64}
+
+fuzz:
+	$(GO) test ./gguf -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libmoonlm.so.0
+	ln -sf libmoonlm.so.0 $(DESTDIR)$(PREFIX)/lib/libmoonlm.so
+	install -m 0644 include/moonlm.h $(DESTDIR)$(PREFIX)/include/moonlm.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' moonlm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/moonlm.pc
+
+clean:
+	rm -rf $(BUILD)
