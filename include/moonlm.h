@@ -1,0 +1,429 @@
+/*
+ * moonlm.h - the C interface of moonlm, a CPU inference engine for GGUF
+ * language models.
+ *
+ * This header is the whole contract: every symbol the library exports is
+ * declared here, and nothing else is part of the ABI. It needs only a C99
+ * (or C++) compiler and <stddef.h>/<stdint.h>.
+ *
+ * Conventions (see docs/C-API.md for the long form):
+ *
+ *  - Status codes. Almost every function returns a moonlm_status; MOONLM_OK
+ *    (0) is success. After any call that returns a moonlm_status,
+ *    moonlm_last_error() describes the outcome on the calling thread.
+ *
+ *  - Handles. moonlm_model, moonlm_session and moonlm_sampler are opaque
+ *    handles. Never dereference them. Passing NULL, a freed handle or a
+ *    handle of the wrong kind returns MOONLM_INVALID_ARGUMENT; it never
+ *    crashes. Freeing a handle twice is harmless. Handle values are never
+ *    reused while the library is loaded.
+ *
+ *  - Caller-owned buffers. Every output lands in memory the caller owns.
+ *    Functions that produce variable-length output take (buf, cap, n_out):
+ *    on MOONLM_OK *n_out is the number of elements written; if cap is too
+ *    small the function returns MOONLM_BUFFER_TOO_SMALL, writes nothing to
+ *    buf, and stores in *n_out the size needed, so a caller may ask for the
+ *    size first with buf = NULL, cap = 0. Text outputs are NUL-terminated:
+ *    *n_out counts bytes without the terminator, and cap must be at least
+ *    *n_out + 1 (exactly like snprintf).
+ *
+ *  - Versioned structs. Parameter and info structs start with a size_t
+ *    `size` member that the caller sets to sizeof(the struct). Fill them with
+ *    the matching *_default() function, then change what you need. A size
+ *    smaller than the library's first version of the struct is rejected with
+ *    MOONLM_INVALID_ARGUMENT; a larger size (a caller built against a newer
+ *    header) is accepted only if every byte beyond what this library knows is
+ *    zero, so a newer option is never silently ignored.
+ *
+ *  - Threads. All functions may be called from any thread. Models are
+ *    shared freely between threads. A session or sampler is used by one
+ *    thread at a time: a second concurrent call on the same session (or
+ *    sampler) returns MOONLM_BUSY instead of waiting. Different sessions,
+ *    even over one model, run in parallel. moonlm_session_cancel() may be
+ *    called from any thread at any time.
+ *
+ *  - fork(). The library's runtime does not survive fork(). In a child
+ *    process every function that returns a moonlm_status returns
+ *    MOONLM_FORKED immediately (it never hangs); load the library afresh in
+ *    a process you exec() instead.
+ *
+ *  - Tokens are int32_t ids in [0, n_vocab).
+ */
+#ifndef MOONLM_H
+#define MOONLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define MOONLM_API
+#elif defined(__GNUC__)
+#define MOONLM_API __attribute__((visibility("default")))
+#else
+#define MOONLM_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Versions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define MOONLM_VERSION_MAJOR 0
+#define MOONLM_VERSION_MINOR 1
+#define MOONLM_VERSION_PATCH 0
+#define MOONLM_VERSION_STRING "0.1.0"
+
+/*
+ * MOONLM_ABI_VERSION is bumped on every incompatible change to this header
+ * (a removed or changed function, a changed struct layout, a renumbered
+ * constant). Additions (new functions, new trailing struct members, new
+ * status codes) do not bump it. Compare it with moonlm_abi_version() at run
+ * time to detect a header/library mismatch.
+ */
+#define MOONLM_ABI_VERSION 1
+
+/* The library's version as "MAJOR.MINOR.PATCH"; a static string. */
+MOONLM_API const char *moonlm_version(void);
+
+/* The library's ABI version (see MOONLM_ABI_VERSION). */
+MOONLM_API int moonlm_abi_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status codes and errors                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum moonlm_status {
+    MOONLM_OK = 0,
+    MOONLM_INVALID_ARGUMENT = 1, /* NULL/freed/foreign handle, bad value, bad struct size */
+    MOONLM_IO = 2,               /* the OS failed a read (missing file, truncated mapping) */
+    MOONLM_BAD_FILE = 3,         /* not a valid GGUF model (corrupt or inconsistent) */
+    MOONLM_UNSUPPORTED = 4,      /* valid, but an architecture/type/feature we lack */
+    MOONLM_BUFFER_TOO_SMALL = 5, /* output buffer short; *n_out holds the size needed */
+    MOONLM_CONTEXT_FULL = 6,     /* the session has no room for more tokens */
+    MOONLM_CANCELLED = 7,        /* moonlm_session_cancel() stopped the call */
+    MOONLM_BUSY = 8,             /* the session/sampler is in use by another thread */
+    MOONLM_OUT_OF_MEMORY = 9,    /* an allocation failed */
+    MOONLM_INTERNAL = 10,        /* a bug in moonlm (a recovered panic); please report it */
+    MOONLM_FORKED = 11           /* called in a fork()ed child; the library is unusable there */
+} moonlm_status;
+
+/*
+ * A short static English name for a status, e.g. "buffer too small".
+ * Unknown values give "unknown status". Never NULL.
+ */
+MOONLM_API const char *moonlm_status_string(moonlm_status status);
+
+/*
+ * The message of the last call on the calling thread that returned a
+ * moonlm_status: "" after MOONLM_OK, otherwise one line saying what failed
+ * and where, e.g. "moonlm_model_open: open model.gguf: no such file or
+ * directory". Never NULL. The string belongs to the library; it stays valid
+ * and unchanged until the next moonlm_* call on the same thread (other
+ * threads never touch it). Messages longer than 4095 bytes are truncated.
+ */
+MOONLM_API const char *moonlm_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Models                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A loaded model: weights (memory-mapped, read-only), vocabulary, template. */
+typedef struct moonlm_model moonlm_model;
+
+typedef struct moonlm_model_params {
+    size_t size;       /* sizeof(moonlm_model_params) */
+    int32_t n_threads; /* worker threads for sessions; 0 = one per CPU core */
+    uint32_t flags;    /* reserved for future use; must be 0 */
+} moonlm_model_params;
+
+/* Fills *params with the defaults, including params->size. */
+MOONLM_API void moonlm_model_params_default(moonlm_model_params *params);
+
+/*
+ * Opens the GGUF model at path (a NUL-terminated file name). params may be
+ * NULL for the defaults. On MOONLM_OK *out is a new handle; on failure *out
+ * is set to NULL. Fails with MOONLM_IO (cannot read), MOONLM_BAD_FILE (not a
+ * valid GGUF model) or MOONLM_UNSUPPORTED (architecture or tensor type not
+ * supported).
+ *
+ * The file is memory-mapped: do not modify or truncate it while the model is
+ * open. If it is truncated anyway, calls that touch the lost pages return
+ * MOONLM_IO instead of killing the process with SIGBUS.
+ */
+MOONLM_API moonlm_status moonlm_model_open(const char *path, const moonlm_model_params *params,
+                                           moonlm_model **out);
+
+/*
+ * Releases the handle. NULL is a no-op returning MOONLM_OK; a freed or
+ * foreign handle returns MOONLM_INVALID_ARGUMENT and does nothing.
+ * The handle is invalid from this call on, but sessions created from the
+ * model stay fully usable: the model's memory is released when the last of
+ * its sessions is freed.
+ */
+MOONLM_API moonlm_status moonlm_model_free(moonlm_model *model);
+
+/* Facts about a model; see moonlm_model_get_info(). -1 means unknown/none. */
+typedef struct moonlm_model_info {
+    size_t size;         /* caller sets sizeof(moonlm_model_info) */
+    int32_t n_vocab;     /* vocabulary size */
+    int32_t n_ctx_train; /* context length the model was trained with */
+    int32_t n_embd;      /* embedding (hidden) size */
+    int32_t n_layer;     /* transformer blocks */
+    int32_t n_head;      /* attention heads */
+    int32_t n_head_kv;   /* key/value heads */
+    int32_t token_bos;   /* beginning of sequence, -1 if none */
+    int32_t token_eos;   /* end of sequence, -1 if none */
+    int32_t token_eot;   /* end of turn, -1 if none */
+    int32_t reserved;    /* 0 */
+} moonlm_model_info;
+
+/*
+ * Fills *info (whose size member the caller has set) with the model's facts.
+ * Members the library does not know (from a newer header) are left as given.
+ */
+MOONLM_API moonlm_status moonlm_model_get_info(const moonlm_model *model, moonlm_model_info *info);
+
+/*
+ * The architecture name from the GGUF metadata ("llama", "qwen3", ...) as
+ * NUL-terminated text, with the (buf, cap, n_out) protocol.
+ */
+MOONLM_API moonlm_status moonlm_model_architecture(const moonlm_model *model, char *buf, size_t cap,
+                                                   size_t *n_out);
+
+/*
+ * The model's Jinja chat template (tokenizer.chat_template) as NUL-terminated
+ * text, with the (buf, cap, n_out) protocol. A model without a template gives
+ * MOONLM_OK and "" (*n_out = 0).
+ */
+MOONLM_API moonlm_status moonlm_model_chat_template(const moonlm_model *model, char *buf, size_t cap,
+                                                    size_t *n_out);
+
+/*
+ * 1 if token ends generation for this model (EOS, EOT and the like), 0 if
+ * not, or if the model handle or token is invalid (then moonlm_last_error()
+ * says so).
+ */
+MOONLM_API int moonlm_model_is_eog(const moonlm_model *model, int32_t token);
+
+/* ------------------------------------------------------------------------ */
+/* Tokens and text                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* moonlm_tokenize flags. */
+#define MOONLM_TOKENIZE_ADD_SPECIAL 1u   /* add BOS/EOS as the model's metadata asks */
+#define MOONLM_TOKENIZE_PARSE_SPECIAL 2u /* turn special-token text ("<|im_end|>") into their ids */
+
+/*
+ * Tokenizes len bytes of UTF-8 text (it need not be NUL-terminated; text may
+ * be NULL if len is 0) into out[0..cap). On MOONLM_OK *n_out is the number
+ * of tokens; on MOONLM_BUFFER_TOO_SMALL *n_out is the number needed and out
+ * is untouched. Unknown flag bits give MOONLM_INVALID_ARGUMENT.
+ */
+MOONLM_API moonlm_status moonlm_tokenize(const moonlm_model *model, const char *text, size_t len,
+                                         uint32_t flags, int32_t *out, size_t cap, size_t *n_out);
+
+/*
+ * The text of one token, as it appears inside a longer text (for
+ * SentencePiece vocabularies a word-initial piece keeps its leading space),
+ * NUL-terminated, with the (buf, cap, n_out) protocol. A piece may be part of
+ * a multi-byte UTF-8 character; to stream text, prefer moonlm_detokenize over
+ * everything generated so far or moonlm_generate().
+ */
+MOONLM_API moonlm_status moonlm_token_to_piece(const moonlm_model *model, int32_t token, char *buf,
+                                               size_t cap, size_t *n_out);
+
+/*
+ * The text of n tokens, NUL-terminated, with the (buf, cap, n_out) protocol.
+ * Special tokens such as BOS/EOS render as nothing.
+ */
+MOONLM_API moonlm_status moonlm_detokenize(const moonlm_model *model, const int32_t *tokens, size_t n,
+                                           char *buf, size_t cap, size_t *n_out);
+
+/* ------------------------------------------------------------------------ */
+/* Chat templates                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* One chat message; both strings NUL-terminated UTF-8. */
+typedef struct moonlm_message {
+    const char *role;    /* "system", "user", "assistant", ... */
+    const char *content; /* the message text */
+} moonlm_message;
+
+/*
+ * Renders n messages with the model's chat template into NUL-terminated
+ * text, with the (buf, cap, n_out) protocol. If add_assistant is nonzero the
+ * text ends with the prompt for the assistant's reply. Tokenize the result
+ * with MOONLM_TOKENIZE_PARSE_SPECIAL (and without ADD_SPECIAL if the template
+ * already writes BOS). MOONLM_UNSUPPORTED if the model has no template or it
+ * uses template features moonlm lacks.
+ */
+MOONLM_API moonlm_status moonlm_chat_apply_template(const moonlm_model *model, const moonlm_message *msgs,
+                                                    size_t n, int add_assistant, char *out, size_t cap,
+                                                    size_t *n_out);
+
+/* ------------------------------------------------------------------------ */
+/* Sessions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A sequence being evaluated: its KV cache and position. */
+typedef struct moonlm_session moonlm_session;
+
+/* KV cache element types. */
+typedef enum moonlm_kv_type {
+    MOONLM_KV_F16 = 0, /* half the memory; matches llama.cpp's default */
+    MOONLM_KV_F32 = 1
+} moonlm_kv_type;
+
+typedef struct moonlm_session_params {
+    size_t size;       /* sizeof(moonlm_session_params) */
+    int32_t n_ctx;     /* context length in tokens; 0 = the model's n_ctx_train */
+    int32_t n_threads; /* worker threads; 0 = the model's n_threads */
+    int32_t kv_type;   /* a moonlm_kv_type; default MOONLM_KV_F16 */
+    uint32_t flags;    /* reserved for future use; must be 0 */
+} moonlm_session_params;
+
+/* Fills *params with the defaults, including params->size. */
+MOONLM_API void moonlm_session_params_default(moonlm_session_params *params);
+
+/*
+ * Creates a session over model (params may be NULL for the defaults). The
+ * session keeps the model alive; it may outlive the model handle. On failure
+ * *out is set to NULL; MOONLM_OUT_OF_MEMORY if the KV cache cannot be
+ * allocated.
+ */
+MOONLM_API moonlm_status moonlm_session_new(const moonlm_model *model, const moonlm_session_params *params,
+                                            moonlm_session **out);
+
+/*
+ * Releases the session (cancelling a call still running on it in another
+ * thread, which then returns MOONLM_CANCELLED). NULL is a no-op returning
+ * MOONLM_OK; a freed or foreign handle returns MOONLM_INVALID_ARGUMENT.
+ */
+MOONLM_API moonlm_status moonlm_session_free(moonlm_session *session);
+
+/*
+ * Evaluates n tokens at the session's current position and advances it by
+ * n. If logits is not NULL, the logits of the last position (n_vocab floats)
+ * are written to it; logits_cap (in floats) must then be at least n_vocab or
+ * the call returns MOONLM_BUFFER_TOO_SMALL before doing any work. Returns
+ * MOONLM_CONTEXT_FULL, again before any work, if position + n would exceed
+ * n_ctx, and MOONLM_INVALID_ARGUMENT for n = 0 or a token out of range.
+ * On any failure (including MOONLM_CANCELLED) the position is unchanged.
+ */
+MOONLM_API moonlm_status moonlm_prefill(moonlm_session *session, const int32_t *tokens, size_t n,
+                                        float *logits, size_t logits_cap);
+
+/* moonlm_prefill of one token: the step of a generation loop. */
+MOONLM_API moonlm_status moonlm_decode(moonlm_session *session, int32_t token, float *logits,
+                                       size_t logits_cap);
+
+/*
+ * Keeps the first n_keep positions of the session and forgets the rest, so
+ * the next prefill/decode continues at position n_keep (e.g. to reuse a
+ * shared prompt prefix). n_keep greater than the position is
+ * MOONLM_INVALID_ARGUMENT.
+ */
+MOONLM_API moonlm_status moonlm_session_rewind(moonlm_session *session, size_t n_keep);
+
+/* The number of tokens evaluated so far (the next token's position). */
+MOONLM_API moonlm_status moonlm_session_position(const moonlm_session *session, size_t *pos);
+
+/*
+ * Asks the session's running or next moonlm_prefill/moonlm_decode/
+ * moonlm_generate call to stop; that call returns MOONLM_CANCELLED promptly
+ * (within one layer's work) with the position unchanged. The request is
+ * consumed by the call that returns MOONLM_CANCELLED: the call after it runs
+ * normally. Callable from any thread (and from a moonlm_generate callback)
+ * without blocking; it never returns MOONLM_BUSY.
+ */
+MOONLM_API moonlm_status moonlm_session_cancel(moonlm_session *session);
+
+/* ------------------------------------------------------------------------ */
+/* Sampling                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Chooses tokens from logits; keeps the history its penalties need. */
+typedef struct moonlm_sampler moonlm_sampler;
+
+/* moonlm_sampler_params.seed value that asks for a seed from the OS. */
+#define MOONLM_SEED_RANDOM UINT64_MAX
+
+/*
+ * Filters apply in this order: penalties, top_k, top_p, min_p, temperature,
+ * then a draw. temperature <= 0 is greedy (argmax; ties go to the lowest id).
+ */
+typedef struct moonlm_sampler_params {
+    size_t size;             /* sizeof(moonlm_sampler_params) */
+    float temperature;       /* default 0.8; <= 0: greedy */
+    int32_t top_k;           /* default 40; <= 0: off */
+    float top_p;             /* default 0.95; >= 1: off */
+    float min_p;             /* default 0.05; <= 0: off */
+    float repeat_penalty;    /* default 1 (off); llama.cpp's divide-positive/multiply-negative */
+    float presence_penalty;  /* default 0 (off); subtracted once per seen token */
+    float frequency_penalty; /* default 0 (off); subtracted per occurrence */
+    int32_t penalty_last_n;  /* default 64; accepted tokens the penalties look at; 0: off */
+    uint64_t seed;           /* default MOONLM_SEED_RANDOM; equal seeds give equal draws */
+} moonlm_sampler_params;
+
+/* Fills *params with the defaults, including params->size. */
+MOONLM_API void moonlm_sampler_params_default(moonlm_sampler_params *params);
+
+/* Creates a sampler (params may be NULL for the defaults). */
+MOONLM_API moonlm_status moonlm_sampler_new(const moonlm_sampler_params *params, moonlm_sampler **out);
+
+/* Releases the sampler; NULL is a no-op, a freed handle INVALID_ARGUMENT. */
+MOONLM_API moonlm_status moonlm_sampler_free(moonlm_sampler *sampler);
+
+/*
+ * Records token as part of the text (prompt or generated) for the
+ * penalties. moonlm_sample does not do it: accept the tokens you keep.
+ */
+MOONLM_API moonlm_status moonlm_sampler_accept(moonlm_sampler *sampler, int32_t token);
+
+/* Forgets the accepted history (and keeps the random state). */
+MOONLM_API moonlm_status moonlm_sampler_reset(moonlm_sampler *sampler);
+
+/*
+ * Chooses a token from n logits (n = n_vocab); logits is not modified. On
+ * MOONLM_OK *token is the choice.
+ */
+MOONLM_API moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *logits, size_t n,
+                                       int32_t *token);
+
+/* ------------------------------------------------------------------------ */
+/* Convenience: a whole generation loop                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Receives the text of each generated token as it is produced. piece holds
+ * len bytes (plus a NUL) valid only during the call; text is released only
+ * at UTF-8 character boundaries, so a piece may be empty ("" with len 0)
+ * while a character is incomplete. Return 0 to continue, nonzero to stop.
+ * The callback runs on the thread that called moonlm_generate and may call
+ * moonlm functions, except on the same session or sampler (MOONLM_BUSY).
+ */
+typedef int (*moonlm_piece_callback)(const char *piece, size_t len, int32_t token, void *user_data);
+
+/*
+ * Prefills n_prompt >= 1 tokens (to continue after earlier calls, rewind by
+ * one position and pass the last token again), then samples and decodes
+ * up to max_tokens tokens, calling callback (which may be NULL) with each.
+ * Stops early at an end-of-generation token (which is not decoded and not
+ * passed to the callback), when the callback returns nonzero, or when the
+ * context is full (then returns MOONLM_CONTEXT_FULL). Prompt and generated
+ * tokens are passed to moonlm_sampler_accept. *n_generated (if not NULL)
+ * receives the number of tokens generated, also on failure.
+ */
+MOONLM_API moonlm_status moonlm_generate(moonlm_session *session, moonlm_sampler *sampler,
+                                         const int32_t *prompt, size_t n_prompt, size_t max_tokens,
+                                         moonlm_piece_callback callback, void *user_data,
+                                         size_t *n_generated);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOONLM_H */
