@@ -1,0 +1,387 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// Block geometry of the formats implemented here (ggml's QK constants).
+const (
+	qk32 = 32  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, IQ4_NL
+	qkK  = 256 // K-quants, IQ4_XS, Q8_K
+
+	bytesQ4_0  = 18
+	bytesQ4_1  = 20
+	bytesQ5_0  = 22
+	bytesQ5_1  = 24
+	bytesQ8_0  = 34
+	bytesQ8_1  = 36
+	bytesQ2K   = 84
+	bytesQ3K   = 110
+	bytesQ4K   = 144
+	bytesQ5K   = 176
+	bytesQ6K   = 210
+	bytesQ8K   = 292
+	bytesIQ4NL = 18
+	bytesIQ4XS = 136
+)
+
+// kvaluesIQ4NL is the non-linear 4-bit codebook shared by IQ4_NL and IQ4_XS.
+var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// Supported reports whether DequantizeRow and DotRow handle t.
+func Supported(t gguf.Type) bool {
+	return int(t) < numTypes && genericRowDot()[t] != nil
+}
+
+// checkRow panics with context when a row length does not fit the format;
+// callers (the engine) validate shapes at load time, so this is a bug.
+func checkRow(t gguf.Type, n, blk int) {
+	if n%blk != 0 {
+		panic(fmt.Sprintf("kernels: row of %d values is not a multiple of the %v block size %d", n, t, blk))
+	}
+}
+
+// DequantizeRow expands one row of weights of type t into dst (len(dst)
+// values). The arithmetic is ggml's, in ggml's order, so results match its
+// dequantizers bit for bit.
+func DequantizeRow(t gguf.Type, src []byte, dst []float32) {
+	n := len(dst)
+	switch t {
+	case gguf.F32:
+		src = src[:4*n]
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	case gguf.F16:
+		F16RowToF32(src, dst)
+	case gguf.BF16:
+		BF16RowToF32(src, dst)
+	case gguf.Q4_0:
+		checkRow(t, n, qk32)
+		dequantQ4_0(src, dst)
+	case gguf.Q4_1:
+		checkRow(t, n, qk32)
+		dequantQ4_1(src, dst)
+	case gguf.Q5_0:
+		checkRow(t, n, qk32)
+		dequantQ5_0(src, dst)
+	case gguf.Q5_1:
+		checkRow(t, n, qk32)
+		dequantQ5_1(src, dst)
+	case gguf.Q8_0:
+		checkRow(t, n, qk32)
+		dequantQ8_0(src, dst)
+	case gguf.Q2_K:
+		checkRow(t, n, qkK)
+		dequantQ2K(src, dst)
+	case gguf.Q3_K:
+		checkRow(t, n, qkK)
+		dequantQ3K(src, dst)
+	case gguf.Q4_K:
+		checkRow(t, n, qkK)
+		dequantQ4K(src, dst)
+	case gguf.Q5_K:
+		checkRow(t, n, qkK)
+		dequantQ5K(src, dst)
+	case gguf.Q6_K:
+		checkRow(t, n, qkK)
+		dequantQ6K(src, dst)
+	case gguf.Q8_K:
+		checkRow(t, n, qkK)
+		dequantQ8K(src, dst)
+	case gguf.IQ4_NL:
+		checkRow(t, n, qk32)
+		dequantIQ4NL(src, dst)
+	case gguf.IQ4_XS:
+		checkRow(t, n, qkK)
+		dequantIQ4XS(src, dst)
+	default:
+		panic(fmt.Sprintf("kernels: DequantizeRow: unsupported type %v", t))
+	}
+}
+
+func dequantQ4_0(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qk32; i++ {
+		b := src[i*bytesQ4_0 : (i+1)*bytesQ4_0]
+		d := f16At(b)
+		qs := b[2:18]
+		y := dst[i*qk32 : (i+1)*qk32]
+		for j := 0; j < 16; j++ {
+			y[j] = float32(int32(qs[j]&0xf)-8) * d
+			y[j+16] = float32(int32(qs[j]>>4)-8) * d
+		}
+	}
+}
+
+func dequantQ4_1(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qk32; i++ {
+		b := src[i*bytesQ4_1 : (i+1)*bytesQ4_1]
+		d, m := f16At(b), f16At(b[2:])
+		qs := b[4:20]
+		y := dst[i*qk32 : (i+1)*qk32]
+		for j := 0; j < 16; j++ {
+			y[j] = float32(float32(qs[j]&0xf)*d) + m
+			y[j+16] = float32(float32(qs[j]>>4)*d) + m
+		}
+	}
+}
+
+func dequantQ5_0(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qk32; i++ {
+		b := src[i*bytesQ5_0 : (i+1)*bytesQ5_0]
+		d := f16At(b)
+		qh := binary.LittleEndian.Uint32(b[2:])
+		qs := b[6:22]
+		y := dst[i*qk32 : (i+1)*qk32]
+		for j := 0; j < 16; j++ {
+			h0 := byte(qh>>j<<4) & 0x10
+			h1 := byte(qh>>(j+12)) & 0x10
+			y[j] = float32(int32(qs[j]&0xf|h0)-16) * d
+			y[j+16] = float32(int32(qs[j]>>4|h1)-16) * d
+		}
+	}
+}
+
+func dequantQ5_1(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qk32; i++ {
+		b := src[i*bytesQ5_1 : (i+1)*bytesQ5_1]
+		d, m := f16At(b), f16At(b[2:])
+		qh := binary.LittleEndian.Uint32(b[4:])
+		qs := b[8:24]
+		y := dst[i*qk32 : (i+1)*qk32]
+		for j := 0; j < 16; j++ {
+			h0 := byte(qh>>j<<4) & 0x10
+			h1 := byte(qh>>(j+12)) & 0x10
+			y[j] = float32(float32(qs[j]&0xf|h0)*d) + m
+			y[j+16] = float32(float32(qs[j]>>4|h1)*d) + m
+		}
+	}
+}
+
+func dequantQ8_0(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qk32; i++ {
+		b := src[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		d := f16At(b)
+		qs := b[2:34]
+		y := dst[i*qk32 : (i+1)*qk32]
+		for j := range 32 {
+			y[j] = float32(int8(qs[j])) * d
+		}
+	}
+}
+
+func dequantQ2K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qkK; i++ {
+		b := src[i*bytesQ2K : (i+1)*bytesQ2K]
+		scales := b[0:16]
+		d, dmin := f16At(b[80:]), f16At(b[82:])
+		y := dst[i*qkK : (i+1)*qkK]
+		is := 0
+		for half := 0; half < 2; half++ {
+			q := b[16+32*half : 16+32*half+32]
+			for j := 0; j < 4; j++ {
+				shift := uint(2 * j)
+				for k := 0; k < 2; k++ {
+					sc := scales[is]
+					is++
+					dl := d * float32(sc&0xf)
+					ml := dmin * float32(sc>>4)
+					out := y[half*128+j*32+k*16:][:16]
+					qq := q[16*k : 16*k+16]
+					for l := range 16 {
+						out[l] = float32(dl*float32(qq[l]>>shift&3)) - ml
+					}
+				}
+			}
+		}
+	}
+}
+
+// q3kScales unpacks Q3_K's twelve bytes of 6-bit scales into sixteen signed
+// values (scale - 32).
+func q3kScales(s []byte, out *[16]int8) {
+	var aux [4]uint32
+	aux[0] = binary.LittleEndian.Uint32(s[0:])
+	aux[1] = binary.LittleEndian.Uint32(s[4:])
+	tmp := binary.LittleEndian.Uint32(s[8:])
+	const k1, k2 = 0x03030303, 0x0f0f0f0f
+	aux[2] = (aux[0]>>4)&k2 | ((tmp>>4)&k1)<<4
+	aux[3] = (aux[1]>>4)&k2 | ((tmp>>6)&k1)<<4
+	aux[0] = aux[0]&k2 | (tmp&k1)<<4
+	aux[1] = aux[1]&k2 | ((tmp>>2)&k1)<<4
+	for i := range 16 {
+		out[i] = int8(byte(aux[i/4]>>(8*(i%4)))) - 32
+	}
+}
+
+func dequantQ3K(src []byte, dst []float32) {
+	var sc [16]int8
+	for i := 0; i < len(dst)/qkK; i++ {
+		b := src[i*bytesQ3K : (i+1)*bytesQ3K]
+		hm := b[0:32]
+		d := f16At(b[108:])
+		q3kScales(b[96:108], &sc)
+		y := dst[i*qkK : (i+1)*qkK]
+		is := 0
+		m := byte(1)
+		for half := 0; half < 2; half++ {
+			q := b[32+32*half : 32+32*half+32]
+			for j := 0; j < 4; j++ {
+				shift := uint(2 * j)
+				for k := 0; k < 2; k++ {
+					dl := d * float32(sc[is])
+					is++
+					out := y[half*128+j*32+k*16:][:16]
+					for l := range 16 {
+						v := int32(q[16*k+l]>>shift&3) - 4
+						if hm[16*k+l]&m != 0 {
+							v += 4
+						}
+						out[l] = dl * float32(v)
+					}
+				}
+				m <<= 1
+			}
+		}
+	}
+}
+
+// scaleMinK4 extracts the j-th 6-bit scale and min of a Q4_K/Q5_K block.
+func scaleMinK4(j int, q []byte) (sc, m byte) {
+	if j < 4 {
+		return q[j] & 63, q[j+4] & 63
+	}
+	return q[j+4]&0xf | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
+}
+
+func dequantQ4K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qkK; i++ {
+		b := src[i*bytesQ4K : (i+1)*bytesQ4K]
+		d, dmin := f16At(b), f16At(b[2:])
+		scales := b[4:16]
+		y := dst[i*qkK : (i+1)*qkK]
+		for j := 0; j < 4; j++ {
+			q := b[16+32*j : 16+32*j+32]
+			sc, m := scaleMinK4(2*j, scales)
+			d1, m1 := d*float32(sc), dmin*float32(m)
+			sc, m = scaleMinK4(2*j+1, scales)
+			d2, m2 := d*float32(sc), dmin*float32(m)
+			lo := y[64*j : 64*j+32]
+			hi := y[64*j+32 : 64*j+64]
+			for l := range 32 {
+				lo[l] = float32(d1*float32(q[l]&0xf)) - m1
+				hi[l] = float32(d2*float32(q[l]>>4)) - m2
+			}
+		}
+	}
+}
+
+func dequantQ5K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qkK; i++ {
+		b := src[i*bytesQ5K : (i+1)*bytesQ5K]
+		d, dmin := f16At(b), f16At(b[2:])
+		scales := b[4:16]
+		qh := b[16:48]
+		y := dst[i*qkK : (i+1)*qkK]
+		u1, u2 := byte(1), byte(2)
+		for j := 0; j < 4; j++ {
+			ql := b[48+32*j : 48+32*j+32]
+			sc, m := scaleMinK4(2*j, scales)
+			d1, m1 := d*float32(sc), dmin*float32(m)
+			sc, m = scaleMinK4(2*j+1, scales)
+			d2, m2 := d*float32(sc), dmin*float32(m)
+			lo := y[64*j : 64*j+32]
+			hi := y[64*j+32 : 64*j+64]
+			for l := range 32 {
+				v0, v1 := ql[l]&0xf, ql[l]>>4
+				if qh[l]&u1 != 0 {
+					v0 += 16
+				}
+				if qh[l]&u2 != 0 {
+					v1 += 16
+				}
+				lo[l] = float32(d1*float32(v0)) - m1
+				hi[l] = float32(d2*float32(v1)) - m2
+			}
+			u1 <<= 2
+			u2 <<= 2
+		}
+	}
+}
+
+func dequantQ6K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qkK; i++ {
+		b := src[i*bytesQ6K : (i+1)*bytesQ6K]
+		d := f16At(b[208:])
+		y := dst[i*qkK : (i+1)*qkK]
+		for half := 0; half < 2; half++ {
+			ql := b[64*half : 64*half+64]
+			qh := b[128+32*half : 128+32*half+32]
+			sc := b[192+8*half : 192+8*half+8]
+			out := y[128*half : 128*half+128]
+			for l := range 32 {
+				is := l / 16
+				q1 := int32(ql[l]&0xf|(qh[l]&3)<<4) - 32
+				q2 := int32(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
+				q3 := int32(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
+				q4 := int32(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
+				out[l] = float32(d*float32(int8(sc[is]))) * float32(q1)
+				out[l+32] = float32(d*float32(int8(sc[is+2]))) * float32(q2)
+				out[l+64] = float32(d*float32(int8(sc[is+4]))) * float32(q3)
+				out[l+96] = float32(d*float32(int8(sc[is+6]))) * float32(q4)
+			}
+		}
+	}
+}
+
+func dequantQ8K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qkK; i++ {
+		b := src[i*bytesQ8K : (i+1)*bytesQ8K]
+		d := math.Float32frombits(binary.LittleEndian.Uint32(b))
+		y := dst[i*qkK : (i+1)*qkK]
+		for j := range qkK {
+			y[j] = d * float32(int8(b[4+j]))
+		}
+	}
+}
+
+func dequantIQ4NL(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qk32; i++ {
+		b := src[i*bytesIQ4NL : (i+1)*bytesIQ4NL]
+		d := f16At(b)
+		qs := b[2:18]
+		y := dst[i*qk32 : (i+1)*qk32]
+		for j := range 16 {
+			y[j] = d * float32(kvaluesIQ4NL[qs[j]&0xf])
+			y[j+16] = d * float32(kvaluesIQ4NL[qs[j]>>4])
+		}
+	}
+}
+
+// iq4xsScale returns the signed 6-bit scale (ls - 32) of sub-block ib.
+func iq4xsScale(b []byte, ib int) int32 {
+	sh := binary.LittleEndian.Uint16(b[2:])
+	ls := int32(b[4+ib/2]>>(4*(ib%2)))&0xf | int32(sh>>(2*ib)&3)<<4
+	return ls - 32
+}
+
+func dequantIQ4XS(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qkK; i++ {
+		b := src[i*bytesIQ4XS : (i+1)*bytesIQ4XS]
+		d := f16At(b)
+		y := dst[i*qkK : (i+1)*qkK]
+		for ib := range 8 {
+			dl := d * float32(iq4xsScale(b, ib))
+			qs := b[8+16*ib : 8+16*ib+16]
+			out := y[32*ib : 32*ib+32]
+			for j := range 16 {
+				out[j] = dl * float32(kvaluesIQ4NL[qs[j]&0xf])
+				out[j+16] = dl * float32(kvaluesIQ4NL[qs[j]>>4])
+			}
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package kernels
+
+import (
+	"math"
+	"sync"
+)
+
+// RMSNorm sets dst = x / sqrt(mean(x²) + eps) * w, as ggml's rms_norm
+// followed by mul: squares rounded to float32 and summed in float64, the
+// scale computed in float32. w may be nil (no weight). dst may alias x.
+func RMSNorm(dst, x, w []float32, eps float32) {
+	n := len(x)
+	if n == 0 {
+		return
+	}
+	dst = dst[:n]
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(n))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	if w == nil {
+		for i, v := range x {
+			dst[i] = v * scale
+		}
+		return
+	}
+	w = w[:n]
+	for i, v := range x {
+		dst[i] = float32(v*scale) * w[i]
+	}
+}
+
+// Softmax replaces x with softmax(x), subtracting the maximum first; the sum
+// is accumulated in float64 and its reciprocal applied as a float32 scale,
+// as ggml's soft_max does. -Inf entries (masked) become 0.
+func Softmax(x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	max := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > max {
+			max = v
+		}
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - max)))
+		x[i] = e
+		sum += float64(e)
+	}
+	scale := float32(1 / sum)
+	for i := range x {
+		x[i] *= scale
+	}
+}
+
+// SiLU sets dst[i] = x[i] / (1 + exp(-x[i])). dst may alias x.
+func SiLU(dst, x []float32) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = v / (1 + float32(math.Exp(float64(-v))))
+	}
+}
+
+// SwiGLU sets dst[i] = silu(gate[i]) * up[i]; dst may alias gate or up.
+func SwiGLU(dst, gate, up []float32) {
+	dst, up = dst[:len(gate)], up[:len(gate)]
+	for i, g := range gate {
+		dst[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+	}
+}
+
+// GELU constants, as ggml spells them.
+const (
+	geluCoefA      = float32(0.044715)
+	geluSqrt2OverP = float32(0.79788456080286535587989211986876)
+)
+
+// geluF32 is the tanh approximation in float32, in ggml's operation order.
+func geluF32(x float32) float32 {
+	inner := geluSqrt2OverP * x * (1 + geluCoefA*x*x)
+	return 0.5 * x * (1 + float32(math.Tanh(float64(inner))))
+}
+
+var (
+	geluOnce  sync.Once
+	geluTable []float32 // indexed by the f16 bits of the input
+)
+
+// GELU sets dst = gelu(x) with the tanh approximation, matching ggml's CPU
+// build (GGML_GELU_FP16): inputs <= -10 give 0, >= 10 pass through, and the
+// rest are rounded to f16 and looked up in a table of f16-rounded results.
+// dst may alias x. The table (256 KiB) is built on first use.
+func GELU(dst, x []float32) {
+	geluOnce.Do(func() {
+		geluTable = make([]float32, 1<<16)
+		for i := range geluTable {
+			geluTable[i] = F16ToF32(F32ToF16(geluF32(F16ToF32(uint16(i)))))
+		}
+	})
+	dst = dst[:len(x)]
+	for i, v := range x {
+		switch {
+		case v <= -10:
+			dst[i] = 0
+		case v >= 10:
+			dst[i] = v
+		default:
+			dst[i] = geluTable[F32ToF16(v)]
+		}
+	}
+}
+
+// GELUExact computes the tanh-approximation GELU in float32 without the f16
+// table (for callers that want ggml's non-FP16 build).
+func GELUExact(dst, x []float32) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = geluF32(v)
+	}
+}
+
+// Add sets dst[i] = a[i] + b[i]; dst may alias either.
+func Add(dst, a, b []float32) {
+	dst, b = dst[:len(a)], b[:len(a)]
+	for i, v := range a {
+		dst[i] = v + b[i]
+	}
+}
+
+// Mul sets dst[i] = a[i] * b[i]; dst may alias either.
+func Mul(dst, a, b []float32) {
+	dst, b = dst[:len(a)], b[:len(a)]
+	for i, v := range a {
+		dst[i] = v * b[i]
+	}
+}
+
+// Scale multiplies x by s in place.
+func Scale(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
+}
+
+// Dot returns the dot product of a and b (len(a) values); float32 products
+// summed in float64, as ggml's scalar ggml_vec_dot_f32.
+func Dot(a, b []float32) float32 {
+	return dotF32Impl(a, b)
+}
+
+func dotF32Generic(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += float64(a[i] * b[i])
+		s1 += float64(a[i+1] * b[i+1])
+		s2 += float64(a[i+2] * b[i+2])
+		s3 += float64(a[i+3] * b[i+3])
+	}
+	for ; i < len(a); i++ {
+		s0 += float64(a[i] * b[i])
+	}
+	return float32(s0 + s1 + s2 + s3)
+}
+
+// Axpy sets y[i] += a * x[i] (len(x) values).
+func Axpy(y []float32, a float32, x []float32) {
+	axpyF32Impl(y, a, x)
+}
+
+func axpyGeneric(y []float32, a float32, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
+
+// F16Encode converts src to IEEE halves in dst (F16C rounding), for an F16
+// KV cache or an f16-rounded query.
+func F16Encode(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = F32ToF16(v)
+	}
+}
+
+// F16Decode widens halves to float32.
+func F16Decode(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = F16ToF32(h)
+	}
+}
+
+// DotF16 returns the dot product of two f16 vectors (len(a) values), as
+// ggml_vec_dot_f16 computes it: each product is exact in float32, the sum
+// is accumulated in float64 (the SIMD variants use float32 lanes).
+func DotF16(a, b []uint16) float32 {
+	return dotF16Impl(a, b)
+}
+
+func dotF16Generic(a, b []uint16) float32 {
+	b = b[:len(a)]
+	var s0, s1 float64
+	i := 0
+	for ; i+2 <= len(a); i += 2 {
+		s0 += float64(F16ToF32(a[i]) * F16ToF32(b[i]))
+		s1 += float64(F16ToF32(a[i+1]) * F16ToF32(b[i+1]))
+	}
+	if i < len(a) {
+		s0 += float64(F16ToF32(a[i]) * F16ToF32(b[i]))
+	}
+	return float32(s0 + s1)
+}
+
+// AxpyF16 sets y[i] += a * x[i] for an f16 vector x (len(x) values), for
+// accumulating attention-weighted f16 V rows.
+func AxpyF16(y []float32, a float32, x []uint16) {
+	y = y[:len(x)]
+	for i, h := range x {
+		y[i] += a * F16ToF32(h)
+	}
+}
+
+// RoPEParams describe a rotary embedding as ggml's rope op takes them
+// (without YaRN extrapolation, ext_factor = 0).
+type RoPEParams struct {
+	NDims       int       // rotated dimensions per head (even, <= head dim)
+	FreqBase    float32   // theta base, e.g. 10000
+	FreqScale   float32   // linear position scaling (1 = none; 0 means 1)
+	FreqFactors []float32 // optional per-pair divisors (len NDims/2), e.g. Llama 3 rope scaling
+	AttnFactor  float32   // magnitude scale on cos/sin (1 = none; 0 means 1)
+}
+
+// RoPECache fills cache[0:NDims] with interleaved cos, sin for position pos,
+// computed as ggml_rope_cache_init does in float32: theta starts at pos and is
+// multiplied by base^(-2/NDims) once per pair, so angles round as ggml's do.
+// One cache serves every head (and Q and K) at that position.
+func RoPECache(p RoPEParams, pos int, cache []float32) {
+	thetaScale := float32(math.Pow(float64(p.FreqBase), float64(-2/float32(p.NDims))))
+	freqScale := p.FreqScale
+	if freqScale == 0 {
+		freqScale = 1
+	}
+	mscale := p.AttnFactor
+	if mscale == 0 {
+		mscale = 1
+	}
+	theta := float32(pos)
+	cache = cache[:p.NDims]
+	for i0 := 0; i0 < p.NDims; i0 += 2 {
+		t := theta
+		if p.FreqFactors != nil {
+			t = theta / p.FreqFactors[i0/2]
+		}
+		t = freqScale * t
+		cache[i0] = float32(math.Cos(float64(t))) * mscale
+		cache[i0+1] = float32(math.Sin(float64(t))) * mscale
+		theta *= thetaScale
+	}
+}
+
+// RoPEApply rotates nHeads consecutive heads of headDim values in x in place
+// with a cache from RoPECache (nDims = len(cache) rotated dims; the rest of
+// each head is left alone). neox selects the NeoX layout (pairs i and
+// i+nDims/2) over the normal one (pairs 2i, 2i+1).
+func RoPEApply(x []float32, headDim, nHeads int, cache []float32, neox bool) {
+	nDims := len(cache)
+	_ = x[headDim*nHeads-1]
+	for h := range nHeads {
+		v := x[h*headDim : h*headDim+nDims]
+		if neox {
+			half := nDims / 2
+			for ic := 0; ic < half; ic++ {
+				c, s := cache[2*ic], cache[2*ic+1]
+				x0, x1 := v[ic], v[ic+half]
+				v[ic] = x0*c - x1*s
+				v[ic+half] = x0*s + x1*c
+			}
+		} else {
+			for i0 := 0; i0 < nDims; i0 += 2 {
+				c, s := cache[i0], cache[i0+1]
+				x0, x1 := v[i0], v[i0+1]
+				v[i0] = x0*c - x1*s
+				v[i0+1] = x0*s + x1*c
+			}
+		}
+	}
+}
+
+// maxRoPEDims bounds the stack cache of the convenience RoPE.
+const maxRoPEDims = 1024
+
+// RoPE rotates all headDim dims of nHeads heads at position pos with base
+// freqBase (a convenience over RoPECache + RoPEApply that recomputes the
+// angles; cache them when rotating Q and K at the same position).
+func RoPE(x []float32, headDim, nHeads, pos int, freqBase float32, neox bool) {
+	if headDim > maxRoPEDims {
+		panic("kernels: RoPE: head dimension above 1024; use RoPECache")
+	}
+	var buf [maxRoPEDims]float32
+	cache := buf[:headDim]
+	RoPECache(RoPEParams{NDims: headDim, FreqBase: freqBase}, pos, cache)
+	RoPEApply(x, headDim, nHeads, cache, neox)
+}

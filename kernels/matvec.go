@@ -1,0 +1,109 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// Matrix is a weight matrix in its GGUF block layout: Rows rows of Cols
+// values each, row-major (ggml's ne0 = Cols is the contiguous dimension).
+type Matrix struct {
+	Type       gguf.Type
+	Rows, Cols int
+	Data       []byte
+}
+
+// RowBytes returns the bytes of one row.
+func (m *Matrix) RowBytes() int {
+	return m.Cols / m.Type.BlockSize() * m.Type.BlockBytes()
+}
+
+// Row returns the bytes of row r.
+func (m *Matrix) Row(r int) []byte {
+	rb := m.RowBytes()
+	return m.Data[r*rb : (r+1)*rb]
+}
+
+// ActivationBytes returns the bytes of n activation values converted to
+// VecDotType(t), the size of xq per token for MatVec and MatMul.
+func ActivationBytes(t gguf.Type, n int) int {
+	vt := VecDotType(t)
+	return n / vt.BlockSize() * vt.BlockBytes()
+}
+
+// TokensDotFunc computes, for one weight row w, y[k*yStride] = dot(w, x[k])
+// for k < nTok tokens whose activations lie xStride bytes apart in x. SIMD
+// variants may provide it to reuse a weight row across tokens; nil entries
+// fall back to a RowDotFunc loop.
+type TokensDotFunc func(n int, w, x []byte, xStride, nTok int, y []float32, yStride int)
+
+// tokensDot is the optional multi-token table used by MatMul.
+var tokensDot [numTypes]TokensDotFunc
+
+// MatVec sets y[r] = dot(row r, xq) for r in [r0, r1), where xq holds the
+// activations converted by QuantizeRow(VecDotType(m.Type), x, xq).
+func MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
+	if r0 >= r1 {
+		return
+	}
+	t := m.Type
+	f := rowDot[t]
+	if f == nil {
+		panic(fmt.Sprintf("kernels: MatVec: unsupported type %v", t))
+	}
+	rb := m.RowBytes()
+	n := m.Cols
+	if g := rowsDot[t]; g != nil {
+		g(n, m.Data[r0*rb:r1*rb], rb, xq, y[r0:r1])
+		return
+	}
+	y = y[:r1]
+	for r := r0; r < r1; r++ {
+		y[r] = f(n, m.Data[r*rb:(r+1)*rb], xq)
+	}
+}
+
+// matMulTileBytes bounds the activations of one token tile, so a tile stays
+// in L2 while every weight row is streamed over it once.
+const matMulTileBytes = 128 << 10
+
+// MatMul computes y[tok*m.Rows + r] = dot(row r, token tok) for tok < nTok
+// and r in [r0, r1). xq holds nTok activation rows converted with
+// QuantizeRow(VecDotType(m.Type), ...), ActivationBytes(m.Type, m.Cols)
+// bytes each, consecutive. Each weight row is read once per tile of tokens.
+func MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
+	if r0 >= r1 || nTok <= 0 {
+		return
+	}
+	if nTok == 1 {
+		MatVec(m, xq, y, r0, r1)
+		return
+	}
+	t := m.Type
+	f := rowDot[t]
+	if f == nil {
+		panic(fmt.Sprintf("kernels: MatMul: unsupported type %v", t))
+	}
+	rb := m.RowBytes()
+	n := m.Cols
+	ab := ActivationBytes(t, n)
+	_ = xq[nTok*ab-1]
+	_ = y[(nTok-1)*m.Rows+r1-1]
+	tile := matMulTileBytes / max(ab, 1)
+	tile = max(1, min(tile, nTok))
+	multi := tokensDot[t]
+	for t0 := 0; t0 < nTok; t0 += tile {
+		t1 := min(t0+tile, nTok)
+		for r := r0; r < r1; r++ {
+			w := m.Data[r*rb : (r+1)*rb]
+			if multi != nil {
+				multi(n, w, xq[t0*ab:t1*ab], ab, t1-t0, y[t0*m.Rows+r:], m.Rows)
+				continue
+			}
+			for k := t0; k < t1; k++ {
+				y[k*m.Rows+r] = f(n, w, xq[k*ab:(k+1)*ab])
+			}
+		}
+	}
+}
