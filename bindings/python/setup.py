@@ -1,0 +1,93 @@
+"""Build hook for the moonlm Python package.
+
+The package is pure Python over ctypes, but it ships the engine itself:
+building the package runs `go build -buildmode=c-shared` on the repository
+this folder lives in and puts libmoonlm.so inside the package, so a wheel is
+self-contained and tagged for the platform (py3-none-<platform>), not "any".
+
+Set MOONLM_PREBUILT_LIBRARY=/path/libmoonlm.so to package an already built
+library instead of running Go (for packagers building on a machine without Go).
+"""
+
+import os
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+try:  # setuptools >= 70 carries bdist_wheel itself
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:  # older setuptools: the wheel package provides it
+    from wheel.bdist_wheel import bdist_wheel
+
+HERE = Path(__file__).resolve().parent
+LIBNAME = "libmoonlm.so"
+MODULE = "module github.com/moonlm/moonlm"
+
+
+def _repo_root():
+    root = HERE.parent.parent
+    gomod = root / "go.mod"
+    if gomod.is_file() and MODULE in gomod.read_text():
+        return root
+    return None
+
+
+def _build_library(dest):
+    prebuilt = os.environ.get("MOONLM_PREBUILT_LIBRARY")
+    if prebuilt:
+        shutil.copyfile(prebuilt, dest)
+        return
+    root = _repo_root()
+    if root is None:
+        raise RuntimeError(
+            "moonlm: cannot build libmoonlm.so: the moonlm repository (go.mod) "
+            "was not found two levels above %s; build from a checkout, or set "
+            "MOONLM_PREBUILT_LIBRARY" % HERE
+        )
+    go = shutil.which("go")
+    if go is None:
+        raise RuntimeError(
+            "moonlm: building libmoonlm.so needs Go on PATH (or set MOONLM_PREBUILT_LIBRARY)"
+        )
+    env = dict(os.environ, CGO_ENABLED="1")
+    cmd = [
+        go, "build", "-buildmode=c-shared", "-trimpath",
+        "-ldflags", "-s -w -extldflags=-Wl,-soname,libmoonlm.so.0",
+        "-o", str(dest), "./capi",
+    ]
+    subprocess.run(cmd, cwd=str(root), env=env, check=True)
+    header = Path(dest).with_suffix(".h")  # go writes a header beside the library
+    if header.exists():
+        header.unlink()
+
+
+class BuildPyWithLibrary(build_py):
+    """build_py that also compiles the Go engine into the package."""
+
+    def run(self):
+        super().run()
+        if self.dry_run:
+            return
+        dest = Path(self.build_lib) / "moonlm" / LIBNAME
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _build_library(dest)
+
+
+class PlatformWheel(bdist_wheel):
+    """Tag the wheel py3-none-<platform>: it holds a native library but no
+    CPython extension, so any Python 3 on this platform can use it."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.root_is_pure = False
+
+    def get_tag(self):
+        plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+        return "py3", "none", plat
+
+
+setup(cmdclass={"build_py": BuildPyWithLibrary, "bdist_wheel": PlatformWheel})

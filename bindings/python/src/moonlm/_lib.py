@@ -1,0 +1,228 @@
+"""Loading libmoonlm.so and declaring the C ABI (include/moonlm.h) for ctypes.
+
+The library is loaded with ctypes.CDLL, which releases the GIL for the
+duration of every foreign call: threads using different sessions compute in
+parallel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from ctypes import (
+    POINTER,
+    Structure,
+    c_char_p,
+    c_float,
+    c_int,
+    c_int32,
+    c_size_t,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import Optional
+
+from ._errors import MoonlmError, error_for_status
+
+LIBNAME = "libmoonlm.so"
+ABI_VERSION = 1  # MOONLM_ABI_VERSION this module was written against
+
+OK = 0
+BUFFER_TOO_SMALL = 5
+
+TOKENIZE_ADD_SPECIAL = 1
+TOKENIZE_PARSE_SPECIAL = 2
+
+KV_F16 = 0
+KV_F32 = 1
+
+SEED_RANDOM = (1 << 64) - 1
+
+
+class ModelParams(Structure):
+    _fields_ = [("size", c_size_t), ("n_threads", c_int32), ("flags", c_uint32)]
+
+
+class ModelInfo(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("n_vocab", c_int32),
+        ("n_ctx_train", c_int32),
+        ("n_embd", c_int32),
+        ("n_layer", c_int32),
+        ("n_head", c_int32),
+        ("n_head_kv", c_int32),
+        ("token_bos", c_int32),
+        ("token_eos", c_int32),
+        ("token_eot", c_int32),
+        ("reserved", c_int32),
+    ]
+
+
+class Message(Structure):
+    _fields_ = [("role", c_char_p), ("content", c_char_p)]
+
+
+class SessionParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("n_ctx", c_int32),
+        ("n_threads", c_int32),
+        ("kv_type", c_int32),
+        ("flags", c_uint32),
+    ]
+
+
+class SamplerParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("temperature", c_float),
+        ("top_k", c_int32),
+        ("top_p", c_float),
+        ("min_p", c_float),
+        ("repeat_penalty", c_float),
+        ("presence_penalty", c_float),
+        ("frequency_penalty", c_float),
+        ("penalty_last_n", c_int32),
+        ("seed", c_uint64),
+    ]
+
+
+PieceCallback = ctypes.CFUNCTYPE(c_int, c_char_p, c_size_t, c_int32, c_void_p)
+
+_status = c_int
+_handle = c_void_p
+_i32p = POINTER(c_int32)
+_f32p = POINTER(c_float)
+_sizep = POINTER(c_size_t)
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "moonlm_version": (c_char_p, []),
+    "moonlm_abi_version": (c_int, []),
+    "moonlm_status_string": (c_char_p, [c_int]),
+    "moonlm_last_error": (c_char_p, []),
+    "moonlm_model_params_default": (None, [POINTER(ModelParams)]),
+    "moonlm_model_open": (_status, [c_char_p, POINTER(ModelParams), POINTER(_handle)]),
+    "moonlm_model_free": (_status, [_handle]),
+    "moonlm_model_get_info": (_status, [_handle, POINTER(ModelInfo)]),
+    "moonlm_model_architecture": (_status, [_handle, c_void_p, c_size_t, _sizep]),
+    "moonlm_model_chat_template": (_status, [_handle, c_void_p, c_size_t, _sizep]),
+    "moonlm_model_is_eog": (c_int, [_handle, c_int32]),
+    "moonlm_tokenize": (_status, [_handle, c_char_p, c_size_t, c_uint32, c_void_p, c_size_t, _sizep]),
+    "moonlm_token_to_piece": (_status, [_handle, c_int32, c_void_p, c_size_t, _sizep]),
+    "moonlm_detokenize": (_status, [_handle, c_void_p, c_size_t, c_void_p, c_size_t, _sizep]),
+    "moonlm_chat_apply_template": (
+        _status,
+        [_handle, POINTER(Message), c_size_t, c_int, c_void_p, c_size_t, _sizep],
+    ),
+    "moonlm_session_params_default": (None, [POINTER(SessionParams)]),
+    "moonlm_session_new": (_status, [_handle, POINTER(SessionParams), POINTER(_handle)]),
+    "moonlm_session_free": (_status, [_handle]),
+    "moonlm_prefill": (_status, [_handle, c_void_p, c_size_t, c_void_p, c_size_t]),
+    "moonlm_decode": (_status, [_handle, c_int32, c_void_p, c_size_t]),
+    "moonlm_session_rewind": (_status, [_handle, c_size_t]),
+    "moonlm_session_position": (_status, [_handle, _sizep]),
+    "moonlm_session_cancel": (_status, [_handle]),
+    "moonlm_sampler_params_default": (None, [POINTER(SamplerParams)]),
+    "moonlm_sampler_new": (_status, [POINTER(SamplerParams), POINTER(_handle)]),
+    "moonlm_sampler_free": (_status, [_handle]),
+    "moonlm_sampler_accept": (_status, [_handle, c_int32]),
+    "moonlm_sampler_reset": (_status, [_handle]),
+    "moonlm_sample": (_status, [_handle, c_void_p, c_size_t, _i32p]),
+    "moonlm_generate": (
+        _status,
+        [_handle, _handle, c_void_p, c_size_t, c_size_t, PieceCallback, c_void_p, _sizep],
+    ),
+}
+
+
+def _candidates() -> list:
+    """Where to look for the library, in order of preference."""
+    env = os.environ.get("MOONLM_LIBRARY")
+    if env:
+        return [Path(env)]  # an explicit choice is never second-guessed
+    here = Path(__file__).resolve().parent
+    out = [here / LIBNAME]
+    # A source checkout: bindings/python/src/moonlm -> <repo>/build.
+    repo = here.parent.parent.parent.parent
+    out.append(repo / "build" / LIBNAME)
+    found = ctypes.util.find_library("moonlm")
+    if found:
+        out.append(Path(found))
+    return out
+
+
+class Library:
+    """The loaded library with its prototypes declared."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self.dll = ctypes.CDLL(path)
+        except OSError as e:
+            raise MoonlmError(0, f"moonlm: cannot load {path}: {e}") from e
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            try:
+                fn = getattr(self.dll, name)
+            except AttributeError as e:
+                raise MoonlmError(0, f"moonlm: {path} lacks {name}: wrong or old library") from e
+            fn.restype = restype
+            fn.argtypes = argtypes
+            setattr(self, name[len("moonlm_"):], fn)
+        abi = self.abi_version()
+        if abi != ABI_VERSION:
+            raise MoonlmError(
+                0, f"moonlm: {path} has ABI version {abi}, this package needs {ABI_VERSION}"
+            )
+
+    def check(self, status: int, what: str) -> None:
+        """Raises the exception for a non-OK status with the library's message.
+
+        Must run on the thread that made the call: the message is per thread.
+        """
+        if status != OK:
+            raise self.error(status, what)
+
+    def error(self, status: int, what: str) -> MoonlmError:
+        msg = self.last_error()
+        msg = msg.decode("utf-8", "replace") if msg else ""
+        if not msg:
+            name = self.status_string(status)
+            msg = f"{what}: {name.decode() if name else 'status %d' % status}"
+        return error_for_status(status, msg)
+
+
+_lock = threading.Lock()
+_loaded: Optional[Library] = None
+
+
+def lib() -> Library:
+    """Loads the library once (thread-safe) and returns it."""
+    global _loaded
+    if _loaded is not None:
+        return _loaded
+    with _lock:
+        if _loaded is None:
+            tried = []
+            for cand in _candidates():
+                if cand.is_file():
+                    _loaded = Library(str(cand))
+                    break
+                tried.append(str(cand))
+            else:
+                raise MoonlmError(
+                    0,
+                    "moonlm: libmoonlm.so not found (looked at %s); build it with `make lib` "
+                    "or set MOONLM_LIBRARY" % ", ".join(tried),
+                )
+    return _loaded
+
+
+def library_path() -> str:
+    """The file the library was loaded from."""
+    return lib().path

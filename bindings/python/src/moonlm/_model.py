@@ -1,0 +1,663 @@
+"""Model, Session and Sampler: the Python face of the C ABI."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import weakref
+from array import array
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Union,
+)
+
+from . import _lib as L
+from ._errors import ContextFullError, InvalidArgumentError
+from ._text import IncrementalDetokenizer, StopFilter
+
+try:  # NumPy is optional: logits are NumPy views when present, array('f') otherwise.
+    import numpy as _np
+except ImportError:  # pragma: no cover - exercised by tests that hide numpy
+    _np = None
+
+PathLike = Union[str, "os.PathLike[str]"]
+Tokens = Union[Sequence[int], "array[int]", Any]
+Logits = Any  # numpy.ndarray (float32) when NumPy is installed, else array('f')
+
+_KV_TYPES = {"f16": L.KV_F16, "f32": L.KV_F32}
+
+
+def _free_handle(free, handle: int) -> None:
+    """Finalizer: frees a handle; errors (e.g. FORKED in a child) are ignored
+    because there is nobody to report them to."""
+    try:
+        free(handle)
+    except Exception:  # pragma: no cover
+        pass
+
+
+def _token_array(tokens: Tokens):
+    """tokens as (pointer, count, keepalive) for an int32_t* argument.
+
+    A C-contiguous NumPy int32 array or an array('i') is passed without a copy.
+    """
+    if _np is not None and isinstance(tokens, _np.ndarray):
+        arr = _np.ascontiguousarray(tokens, dtype=_np.int32)
+        return arr.ctypes.data, arr.size, arr
+    if isinstance(tokens, array) and tokens.typecode == "i" and tokens.itemsize == 4:
+        addr, n = tokens.buffer_info()
+        return addr, n, tokens
+    buf = (ctypes.c_int32 * len(tokens))(*tokens)
+    return ctypes.addressof(buf), len(tokens), buf
+
+
+class _TextBuffer:
+    """A growable char buffer for the (buf, cap, n_out) protocol, reused
+    across calls so that a generation loop does not allocate one per token."""
+
+    __slots__ = ("buf", "n_out")
+
+    def __init__(self, cap: int = 256):
+        self.buf = ctypes.create_string_buffer(cap)
+        self.n_out = ctypes.c_size_t(0)
+
+    def call(self, lib: L.Library, fn, what: str, *args) -> bytes:
+        for _ in range(3):  # a second try always has the size the library asked for
+            st = fn(*args, self.buf, len(self.buf), ctypes.byref(self.n_out))
+            if st == L.BUFFER_TOO_SMALL:
+                self.buf = ctypes.create_string_buffer(self.n_out.value + 1)
+                continue
+            lib.check(st, what)
+            return self.buf.raw[: self.n_out.value]
+        raise lib.error(st, what)  # pragma: no cover - the library changed its mind twice
+
+
+class Model:
+    """A GGUF model opened with moonlm.
+
+    Use as a context manager, or call close(). Sessions made from the model
+    stay usable after the model is closed (the library keeps the weights
+    alive until the last session is freed). A Model may be shared between
+    threads; give each thread its own Session.
+    """
+
+    def __init__(self, path: PathLike, n_threads: Optional[int] = None):
+        self._lib = lib = L.lib()
+        params = L.ModelParams()
+        lib.model_params_default(ctypes.byref(params))
+        if n_threads is not None:
+            if n_threads < 0:
+                raise InvalidArgumentError(1, f"Model: n_threads must be >= 0, got {n_threads}")
+            params.n_threads = n_threads
+        handle = ctypes.c_void_p()
+        bpath = os.fsencode(path)
+        st = lib.model_open(bpath, ctypes.byref(params), ctypes.byref(handle))
+        lib.check(st, f"open {os.fsdecode(bpath)}")
+        self._handle: Optional[int] = handle.value
+        self._finalizer = weakref.finalize(self, _free_handle, lib.model_free, handle.value)
+        self.path = os.fsdecode(bpath)
+        self.n_threads = params.n_threads
+        info = L.ModelInfo()
+        info.size = ctypes.sizeof(L.ModelInfo)
+        lib.check(lib.model_get_info(self._handle, ctypes.byref(info)), "model info")
+        self._info = info
+        tb = _TextBuffer()
+        self.architecture: str = tb.call(
+            lib, lib.model_architecture, "model architecture", self._handle
+        ).decode("utf-8", "replace")
+        tmpl = tb.call(lib, lib.model_chat_template, "model chat template", self._handle)
+        self.chat_template: Optional[str] = tmpl.decode("utf-8", "replace") or None
+        self._tls = threading.local()
+
+    # -- lifetime ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Releases the model. Idempotent. Open sessions keep working."""
+        self._handle = None
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.architecture}, vocab {self.vocab_size}"
+        return f"<moonlm.Model {self.path!r} ({state})>"
+
+    def _h(self, what: str) -> int:
+        h = self._handle
+        if h is None:
+            raise InvalidArgumentError(1, f"{what}: the model is closed")
+        return h
+
+    def _textbuf(self) -> _TextBuffer:
+        tb = getattr(self._tls, "tb", None)
+        if tb is None:
+            tb = self._tls.tb = _TextBuffer()
+        return tb
+
+    # -- facts ------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        return self._info.n_vocab
+
+    @property
+    def context_length(self) -> int:
+        """The context length the model was trained with (the default n_ctx)."""
+        return self._info.n_ctx_train
+
+    @property
+    def embedding_size(self) -> int:
+        return self._info.n_embd
+
+    @property
+    def n_layers(self) -> int:
+        return self._info.n_layer
+
+    @property
+    def n_heads(self) -> int:
+        return self._info.n_head
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self._info.n_head_kv
+
+    @staticmethod
+    def _tok(v: int) -> Optional[int]:
+        return None if v < 0 else v
+
+    @property
+    def bos_token_id(self) -> Optional[int]:
+        return self._tok(self._info.token_bos)
+
+    @property
+    def eos_token_id(self) -> Optional[int]:
+        return self._tok(self._info.token_eos)
+
+    @property
+    def eot_token_id(self) -> Optional[int]:
+        return self._tok(self._info.token_eot)
+
+    def is_eog(self, token: int) -> bool:
+        """Whether token ends generation (EOS, EOT and the like)."""
+        return bool(self._lib.model_is_eog(self._h("is_eog"), token))
+
+    # -- text -------------------------------------------------------------
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = False) -> List[int]:
+        """Token ids of text. add_special adds BOS/EOS as the model asks;
+        parse_special turns special-token text such as "<|im_end|>" into ids."""
+        h = self._h("tokenize")
+        lib = self._lib
+        data = text.encode("utf-8")
+        flags = (L.TOKENIZE_ADD_SPECIAL if add_special else 0) | (
+            L.TOKENIZE_PARSE_SPECIAL if parse_special else 0
+        )
+        n_out = ctypes.c_size_t(0)
+        cap = len(data) + 8
+        for _ in range(3):
+            out = (ctypes.c_int32 * cap)()
+            st = lib.tokenize(h, data, len(data), flags, out, cap, ctypes.byref(n_out))
+            if st == L.BUFFER_TOO_SMALL:
+                cap = n_out.value
+                continue
+            lib.check(st, "tokenize")
+            return out[: n_out.value]
+        raise lib.error(st, "tokenize")  # pragma: no cover
+
+    def detokenize(self, tokens: Tokens) -> str:
+        """The text of tokens (special tokens such as BOS render as nothing).
+        Invalid or incomplete UTF-8 becomes U+FFFD."""
+        return self._detokenize_bytes(tokens).decode("utf-8", "replace")
+
+    def _detokenize_bytes(self, tokens: Tokens) -> bytes:
+        h = self._h("detokenize")
+        ptr, n, keep = _token_array(tokens)
+        data = self._textbuf().call(self._lib, self._lib.detokenize, "detokenize", h, ptr, n)
+        del keep
+        return data
+
+    def token_to_piece(self, token: int) -> bytes:
+        """The raw bytes of one token as it appears inside a text (may be part
+        of a UTF-8 character, so bytes, not str)."""
+        h = self._h("token_to_piece")
+        return self._textbuf().call(self._lib, self._lib.token_to_piece, "token_to_piece", h, token)
+
+    def apply_chat_template(
+        self, messages: Sequence[Mapping[str, Any]], add_assistant: bool = True
+    ) -> str:
+        """Renders OpenAI-style messages ({"role": ..., "content": ...}) with the
+        model's chat template. UnsupportedError if the model has none."""
+        h = self._h("apply_chat_template")
+        msgs = (L.Message * len(messages))()
+        keep = []
+        for i, m in enumerate(messages):
+            try:
+                role, content = m["role"], m["content"]
+            except (KeyError, TypeError) as e:
+                raise InvalidArgumentError(
+                    1, f"apply_chat_template: message {i} needs 'role' and 'content': {e!r}"
+                ) from None
+            if content is None:
+                content = ""
+            if not isinstance(role, str) or not isinstance(content, str):
+                raise InvalidArgumentError(
+                    1, f"apply_chat_template: message {i}: role and content must be strings"
+                )
+            r, c = role.encode("utf-8"), content.encode("utf-8")
+            keep += [r, c]
+            msgs[i].role, msgs[i].content = r, c
+        data = self._textbuf().call(
+            self._lib,
+            self._lib.chat_apply_template,
+            "apply_chat_template",
+            h,
+            msgs,
+            len(messages),
+            1 if add_assistant else 0,
+        )
+        return data.decode("utf-8", "replace")
+
+    def _chat_tokens(self, messages: Sequence[Mapping[str, Any]]) -> List[int]:
+        """The prompt tokens of a conversation: the rendered template with
+        special tokens parsed, and BOS added unless the template wrote it."""
+        text = self.apply_chat_template(messages, add_assistant=True)
+        toks = self.tokenize(text, add_special=True, parse_special=True)
+        bos = self.bos_token_id
+        if bos is not None and len(toks) >= 2 and toks[0] == bos and toks[1] == bos:
+            toks = toks[1:]
+        return toks
+
+    # -- sessions and generation -------------------------------------------
+
+    def session(
+        self,
+        n_ctx: Optional[int] = None,
+        n_threads: Optional[int] = None,
+        kv_type: str = "f16",
+    ) -> "Session":
+        """A new session (KV cache and position). n_ctx defaults to the
+        model's context_length; kv_type is "f16" (default, like llama.cpp)
+        or "f32"."""
+        return Session(self, n_ctx=n_ctx, n_threads=n_threads, kv_type=kv_type)
+
+    def generate(
+        self,
+        prompt: Union[str, Tokens],
+        max_tokens: int = 256,
+        *,
+        temperature: Optional[float] = None,
+        top_k: Optional[int] = None,
+        top_p: Optional[float] = None,
+        min_p: Optional[float] = None,
+        repeat_penalty: Optional[float] = None,
+        presence_penalty: Optional[float] = None,
+        frequency_penalty: Optional[float] = None,
+        penalty_last_n: Optional[int] = None,
+        seed: Optional[int] = None,
+        stop: Optional[Iterable[str]] = None,
+        stream: bool = False,
+        add_special: bool = True,
+        parse_special: bool = False,
+        n_ctx: Optional[int] = None,
+    ) -> Union[str, Iterator[str]]:
+        """Generates a continuation of prompt (text, or token ids used as is).
+
+        Sampling options default to the library's (temperature 0.8, top_k 40,
+        top_p 0.95, min_p 0.05, no penalties, random seed); temperature=0 is
+        greedy. Generation stops at an end-of-generation token, after
+        max_tokens tokens, at the end of the context, or before the first
+        occurrence of any string in stop (which is not included).
+
+        Returns the text, or with stream=True an iterator of text pieces;
+        the iterator may be abandoned early (its session is freed when it is
+        closed or collected). Each call uses a fresh session sized for the
+        prompt plus max_tokens unless n_ctx is given.
+        """
+        if isinstance(prompt, str):
+            tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
+        else:
+            tokens = list(prompt)
+        sampler = Sampler(
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            min_p=min_p,
+            repeat_penalty=repeat_penalty,
+            presence_penalty=presence_penalty,
+            frequency_penalty=frequency_penalty,
+            penalty_last_n=penalty_last_n,
+            seed=seed,
+        )
+        it = self._generate_iter(tokens, max_tokens, sampler, stop, n_ctx)
+        if stream:
+            return it
+        return "".join(it)
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int = 256,
+        *,
+        stream: bool = False,
+        **kwargs: Any,
+    ) -> Union[str, Iterator[str]]:
+        """Generates the assistant's reply to OpenAI-style messages
+        ([{"role": "user", "content": "Hi"}]) using the model's chat
+        template; options as for generate(). Returns the reply text (or an
+        iterator of pieces with stream=True)."""
+        tokens = self._chat_tokens(messages)
+        return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+
+    def _generate_iter(
+        self,
+        tokens: List[int],
+        max_tokens: int,
+        sampler: "Sampler",
+        stop: Optional[Iterable[str]],
+        n_ctx: Optional[int],
+    ) -> Iterator[str]:
+        if max_tokens < 0:
+            raise InvalidArgumentError(1, f"generate: max_tokens must be >= 0, got {max_tokens}")
+        if not tokens:
+            raise InvalidArgumentError(1, "generate: the prompt has no tokens")
+        if n_ctx is None:
+            # Sized for the job; a prompt longer than the model's context
+            # fails in prefill with ContextFullError.
+            n_ctx = min(len(tokens) + max(max_tokens, 1), self.context_length)
+        # Validate before the generator starts so errors surface at the call.
+        sess = Session(self, n_ctx=n_ctx)
+        return _generate(self, sess, tokens, max_tokens, sampler, stop, own=True)
+
+
+def _generate(
+    model: Model,
+    sess: "Session",
+    tokens: List[int],
+    max_tokens: int,
+    sampler: "Sampler",
+    stop: Optional[Iterable[str]],
+    own: bool,
+) -> Iterator[str]:
+    """The generation loop shared by generate/chat, streaming or not."""
+    try:
+        if max_tokens == 0:
+            return
+        logits = sess.prefill(tokens)
+        for t in tokens:
+            sampler.accept(t)
+        detok = IncrementalDetokenizer(model._detokenize_bytes, tokens)
+        stopper = StopFilter(stop)
+        for i in range(max_tokens):
+            tok = sampler.sample(logits)
+            if model.is_eog(tok):
+                break
+            sampler.accept(tok)
+            out = stopper.push(detok.push(tok))
+            if out:
+                yield out
+            if stopper.done:
+                return
+            if i + 1 == max_tokens:
+                break
+            try:
+                logits = sess.decode(tok)
+            except ContextFullError:
+                break  # the context is used up: end of text, like max_tokens
+        out = stopper.push(detok.flush(), final=True)
+        if out:
+            yield out
+    finally:
+        if own:
+            sess.close()
+        sampler.close()
+
+
+class Session:
+    """A sequence being evaluated: its KV cache and position.
+
+    One thread at a time may use a session (a concurrent call raises
+    BusyError); cancel() may be called from any thread. prefill() and
+    decode() return the logits of the last position in a buffer that the
+    session owns and overwrites on every call: a read-only NumPy float32
+    array (a view, no copy per token) when NumPy is installed, else an
+    array('f'). Copy it (``logits.copy()``) to keep it past the next call.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        n_ctx: Optional[int] = None,
+        n_threads: Optional[int] = None,
+        kv_type: str = "f16",
+    ):
+        lib = self._lib = model._lib
+        params = L.SessionParams()
+        lib.session_params_default(ctypes.byref(params))
+        if n_ctx is not None:
+            if n_ctx <= 0:
+                raise InvalidArgumentError(1, f"session: n_ctx must be > 0, got {n_ctx}")
+            params.n_ctx = n_ctx
+        if n_threads is not None:
+            params.n_threads = n_threads
+        try:
+            params.kv_type = _KV_TYPES[kv_type]
+        except KeyError:
+            raise InvalidArgumentError(
+                1, f"session: kv_type must be 'f16' or 'f32', got {kv_type!r}"
+            ) from None
+        handle = ctypes.c_void_p()
+        st = lib.session_new(model._h("session"), ctypes.byref(params), ctypes.byref(handle))
+        lib.check(st, "session")
+        self._handle: Optional[int] = handle.value
+        self._finalizer = weakref.finalize(self, _free_handle, lib.session_free, handle.value)
+        self.n_ctx: int = params.n_ctx if params.n_ctx > 0 else model.context_length
+        self.n_vocab = model.vocab_size
+        self.kv_type = kv_type
+        if _np is not None:
+            buf = _np.zeros(self.n_vocab, dtype=_np.float32)
+            self._logits_ptr = buf.ctypes.data
+            view = buf.view()
+            view.flags.writeable = False
+            self._logits: Logits = view
+        else:
+            buf = array("f", bytes(4 * self.n_vocab))
+            self._logits_ptr = buf.buffer_info()[0]
+            self._logits = buf
+        self._logits_owner = buf
+        self._pos = ctypes.c_size_t(0)
+
+    def close(self) -> None:
+        """Frees the session. Idempotent; a call running in another thread is
+        cancelled."""
+        self._handle = None
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _h(self, what: str) -> int:
+        h = self._handle
+        if h is None:
+            raise InvalidArgumentError(1, f"{what}: the session is closed")
+        return h
+
+    @property
+    def logits(self) -> Logits:
+        """The buffer prefill()/decode() write into (the last logits)."""
+        return self._logits
+
+    def prefill(self, tokens: Tokens) -> Logits:
+        """Evaluates tokens at the current position; returns the logits of
+        the last one. The position is unchanged on any error."""
+        h = self._h("prefill")
+        ptr, n, keep = _token_array(tokens)
+        st = self._lib.prefill(h, ptr, n, self._logits_ptr, self.n_vocab)
+        del keep
+        self._lib.check(st, "prefill")
+        return self._logits
+
+    def decode(self, token: int) -> Logits:
+        """Evaluates one token; returns the next-token logits."""
+        st = self._lib.decode(self._h("decode"), token, self._logits_ptr, self.n_vocab)
+        self._lib.check(st, "decode")
+        return self._logits
+
+    def rewind(self, n_keep: int) -> None:
+        """Keeps the first n_keep positions and forgets the rest."""
+        if n_keep < 0:
+            raise InvalidArgumentError(1, f"rewind: n_keep must be >= 0, got {n_keep}")
+        self._lib.check(self._lib.session_rewind(self._h("rewind"), n_keep), "rewind")
+
+    @property
+    def position(self) -> int:
+        """Tokens evaluated so far (the next token's position)."""
+        st = self._lib.session_position(self._h("position"), ctypes.byref(self._pos))
+        self._lib.check(st, "position")
+        return self._pos.value
+
+    def cancel(self) -> None:
+        """Makes the running (or next) prefill/decode raise CancelledError.
+        Safe from any thread; never blocks."""
+        h = self._handle
+        if h is None:
+            return  # nothing left to cancel
+        self._lib.check(self._lib.session_cancel(h), "cancel")
+
+    def generate(
+        self,
+        model: Model,
+        tokens: Tokens,
+        max_tokens: int = 256,
+        *,
+        sampler: Optional["Sampler"] = None,
+        stop: Optional[Iterable[str]] = None,
+    ) -> Iterator[str]:
+        """Streams a continuation of tokens from this session's current
+        position (its text pieces). The session is not closed afterwards;
+        the last generated token is not evaluated."""
+        own_sampler = sampler is None
+        s = sampler if sampler is not None else Sampler()
+        if not own_sampler:
+            # keep the caller's sampler open: close only ones made here
+            s = _BorrowedSampler(s)
+        return _generate(model, self, list(tokens), max_tokens, s, stop, own=False)
+
+
+class Sampler:
+    """Chooses tokens from logits: penalties, top_k, top_p, min_p,
+    temperature, then a seeded draw (temperature <= 0 is greedy).
+    None leaves the library's default. One thread at a time."""
+
+    def __init__(
+        self,
+        temperature: Optional[float] = None,
+        top_k: Optional[int] = None,
+        top_p: Optional[float] = None,
+        min_p: Optional[float] = None,
+        repeat_penalty: Optional[float] = None,
+        presence_penalty: Optional[float] = None,
+        frequency_penalty: Optional[float] = None,
+        penalty_last_n: Optional[int] = None,
+        seed: Optional[int] = None,
+    ):
+        lib = self._lib = L.lib()
+        p = L.SamplerParams()
+        lib.sampler_params_default(ctypes.byref(p))
+        opts: Dict[str, Any] = {
+            "temperature": temperature,
+            "top_k": top_k,
+            "top_p": top_p,
+            "min_p": min_p,
+            "repeat_penalty": repeat_penalty,
+            "presence_penalty": presence_penalty,
+            "frequency_penalty": frequency_penalty,
+            "penalty_last_n": penalty_last_n,
+        }
+        for k, v in opts.items():
+            if v is not None:
+                setattr(p, k, v)
+        if seed is not None:
+            if not 0 <= seed < L.SEED_RANDOM:
+                raise InvalidArgumentError(1, f"Sampler: seed must be in [0, 2**64-1), got {seed}")
+            p.seed = seed
+        self.params = p
+        handle = ctypes.c_void_p()
+        lib.check(lib.sampler_new(ctypes.byref(p), ctypes.byref(handle)), "sampler")
+        self._handle: Optional[int] = handle.value
+        self._finalizer = weakref.finalize(self, _free_handle, lib.sampler_free, handle.value)
+        self._tok = ctypes.c_int32(0)
+
+    def close(self) -> None:
+        self._handle = None
+        self._finalizer()
+
+    def __enter__(self) -> "Sampler":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _h(self, what: str) -> int:
+        h = self._handle
+        if h is None:
+            raise InvalidArgumentError(1, f"{what}: the sampler is closed")
+        return h
+
+    def sample(self, logits: Logits) -> int:
+        """A token chosen from logits (float32, n_vocab long); not accepted."""
+        h = self._h("sample")
+        if _np is not None and isinstance(logits, _np.ndarray):
+            if logits.dtype != _np.float32 or not logits.flags.c_contiguous:
+                logits = _np.ascontiguousarray(logits, dtype=_np.float32)
+            ptr, n = logits.ctypes.data, logits.size
+        elif isinstance(logits, array) and logits.typecode == "f":
+            ptr, n = logits.buffer_info()
+        else:
+            logits = array("f", logits)
+            ptr, n = logits.buffer_info()
+        st = self._lib.sample(h, ptr, n, ctypes.byref(self._tok))
+        self._lib.check(st, "sample")
+        return self._tok.value
+
+    def accept(self, token: int) -> None:
+        """Records token in the history the penalties look at."""
+        self._lib.check(self._lib.sampler_accept(self._h("accept"), token), "sampler accept")
+
+    def reset(self) -> None:
+        """Forgets the accepted history (keeps the random state)."""
+        self._lib.check(self._lib.sampler_reset(self._h("reset")), "sampler reset")
+
+
+class _BorrowedSampler:
+    """A caller's sampler used by a generation loop that must not close it."""
+
+    def __init__(self, s: Sampler):
+        self._s = s
+        self.sample = s.sample
+        self.accept = s.accept
+
+    def close(self) -> None:
+        pass
