@@ -11,7 +11,7 @@ FUZZTIME  ?= 10m
 PREFIX    ?= /usr/local
 VERSION   := 0.1.0
 GOFILES   := $(shell find . -name '*.go' -not -path './bindings/*' 2>/dev/null) go.mod
-LDFLAGS   := -s -w -extldflags=-Wl,-soname,libmoonlm.so.0
+LDFLAGS   := -s -w -extldflags=-Wl,-soname,libmoonlm.so.0,--version-script=$(abspath capi/moonlm.map)
 
 export MOONLM_TESTDATA ?= $(TESTDATA)
 export MOONLM_LIBRARY  ?= $(abspath $(LIB))
@@ -22,7 +22,7 @@ all: lib cli
 
 lib: $(LIB)
 
-$(LIB): $(GOFILES) include/moonlm.h
+$(LIB): $(GOFILES) include/moonlm.h $(wildcard capi/*.c capi/*.map)
 	@mkdir -p $(BUILD)
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -ldflags '$(LDFLAGS)' -o $(LIB) ./capi
 	@rm -f $(BUILD)/libmoonlm.h

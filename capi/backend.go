@@ -1,0 +1,68 @@
+package main
+
+// The capi layer talks to the engine through these small interfaces so that
+// handle management, argument checking and error reporting are independent
+// of engine internals; engine_glue.go adapts package engine to them.
+
+// modelInfo holds the facts moonlm_model_get_info reports; -1 means unknown.
+type modelInfo struct {
+	NVocab, NCtxTrain, NEmbd, NLayer, NHead, NHeadKV int
+	BOS, EOS, EOT                                    int32
+	Architecture                                     string
+	ChatTemplate                                     string
+}
+
+type message struct {
+	Role, Content string
+}
+
+type modelParams struct {
+	Threads int
+}
+
+type sessionParams struct {
+	NCtx    int // 0: the model's training context
+	Threads int // 0: the model's default
+	KVF32   bool
+}
+
+type samplerParams struct {
+	Temperature      float32
+	TopK             int
+	TopP             float32
+	MinP             float32
+	RepeatPenalty    float32
+	PresencePenalty  float32
+	FrequencyPenalty float32
+	PenaltyLastN     int
+	Seed             uint64
+}
+
+type backendModel interface {
+	Close() error
+	Info() modelInfo
+	IsEOG(tok int32) bool
+	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)
+	// Piece returns the text of one token as it appears inside a text.
+	Piece(tok int32) string
+	Detokenize(ids []int32) string
+	ApplyChatTemplate(msgs []message, addAssistant bool) (string, error)
+	NewSession(p sessionParams) (backendSession, error)
+}
+
+type backendSession interface {
+	// Prefill evaluates tokens; logits (nil or n_vocab long) receives the
+	// last position's logits.
+	Prefill(tokens []int32, logits []float32) error
+	Rewind(nKeep int) error
+	Pos() int
+	NCtx() int
+	Cancel()
+	Close()
+}
+
+type backendSampler interface {
+	Sample(logits []float32) int32
+	Accept(tok int32)
+	Reset()
+}

@@ -1,0 +1,668 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "moonlm.h"
+int moonlmc_call_piece(uintptr_t cb, const char *piece, size_t len, int32_t token, uintptr_t user_data);
+*/
+import "C"
+
+import (
+	"fmt"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// The Go halves of the moonlm_* functions (see moonlm.c, which has already
+// checked for fork() and copied versioned structs). Every one defers guard
+// so that a panic becomes MOONLM_INTERNAL instead of unwinding into C.
+
+// ---- helpers ----------------------------------------------------------------
+
+// writeText stores s NUL-terminated in buf under the (buf, cap, n_out)
+// protocol.
+func writeText(fn string, s string, buf *C.char, cap C.size_t, nOut *C.size_t) C.int {
+	if buf == nil && cap != 0 {
+		return fail(stInvalid, fn, "buf is NULL but cap is %d", cap)
+	}
+	if nOut != nil {
+		*nOut = C.size_t(len(s))
+	}
+	if uint64(cap) < uint64(len(s))+1 {
+		return fail(stBufferTooSmall, fn, "text is %d bytes; cap must be at least %d (text plus NUL), got %d", len(s), len(s)+1, cap)
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(cap))
+	copy(dst, s)
+	dst[len(s)] = 0
+	return stOK
+}
+
+// cTokens views n C int32s; nil for n == 0.
+func cTokens(p *C.int32_t, n C.size_t) []int32 {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(p)), int(n))
+}
+
+// checkTokens reports the first token outside [0, nVocab).
+func checkTokens(fn string, toks []int32, nVocab int) C.int {
+	for i, t := range toks {
+		if t < 0 || int(t) >= nVocab {
+			return fail(stInvalid, fn, "token %d (at index %d) is outside the vocabulary [0, %d)", t, i, nVocab)
+		}
+	}
+	return stOK
+}
+
+// ---- models -----------------------------------------------------------------
+
+//export moonlmgo_model_open
+func moonlmgo_model_open(path *C.char, p *C.moonlm_model_params, out *C.uintptr_t) (st C.int) {
+	const fn = "moonlm_model_open"
+	defer guard(fn, &st)
+	enter(fn)
+	if p.flags != 0 {
+		return fail(stInvalid, fn, "moonlm_model_params.flags is %#x; no flags are defined", uint32(p.flags))
+	}
+	if p.n_threads < 0 {
+		return fail(stInvalid, fn, "moonlm_model_params.n_threads is %d; want >= 0", int32(p.n_threads))
+	}
+	name := C.GoString(path)
+	m, err := openModel(name, modelParams{Threads: int(p.n_threads)})
+	if err != nil {
+		return failErr(fn, err)
+	}
+	o := &cModel{m: m, info: m.Info()}
+	o.n.Store(1)
+	*out = C.uintptr_t(models.add(o))
+	return stOK
+}
+
+//export moonlmgo_model_free
+func moonlmgo_model_free(h C.uintptr_t) (st C.int) {
+	const fn = "moonlm_model_free"
+	defer guard(fn, &st)
+	enter(fn)
+	o := models.remove(uintptr(h))
+	if o == nil {
+		return badHandle(fn, "model", uintptr(h))
+	}
+	o.release()
+	return stOK
+}
+
+//export moonlmgo_model_get_info
+func moonlmgo_model_get_info(h C.uintptr_t, info *C.moonlm_model_info) (st C.int) {
+	const fn = "moonlm_model_get_info"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getModel(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	in := &o.info
+	info.n_vocab = C.int32_t(in.NVocab)
+	info.n_ctx_train = C.int32_t(in.NCtxTrain)
+	info.n_embd = C.int32_t(in.NEmbd)
+	info.n_layer = C.int32_t(in.NLayer)
+	info.n_head = C.int32_t(in.NHead)
+	info.n_head_kv = C.int32_t(in.NHeadKV)
+	info.token_bos = C.int32_t(in.BOS)
+	info.token_eos = C.int32_t(in.EOS)
+	info.token_eot = C.int32_t(in.EOT)
+	return stOK
+}
+
+//export moonlmgo_model_string
+func moonlmgo_model_string(h C.uintptr_t, which C.int, buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	fn := "moonlm_model_architecture"
+	if which == 1 {
+		fn = "moonlm_model_chat_template"
+	}
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getModel(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	s := o.info.Architecture
+	if which == 1 {
+		s = o.info.ChatTemplate
+	}
+	return writeText(fn, s, buf, cap, nOut)
+}
+
+//export moonlmgo_model_is_eog
+func moonlmgo_model_is_eog(h C.uintptr_t, tok C.int32_t) (r C.int) {
+	const fn = "moonlm_model_is_eog"
+	var st C.int
+	defer func() {
+		if st != stOK {
+			r = 0
+		}
+	}()
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getModel(fn, h)
+	if o == nil {
+		return 0
+	}
+	defer o.release()
+	if tok < 0 || int(tok) >= o.info.NVocab {
+		fail(stInvalid, fn, "token %d is outside the vocabulary [0, %d)", tok, o.info.NVocab)
+		return 0
+	}
+	if o.m.IsEOG(int32(tok)) {
+		return 1
+	}
+	return 0
+}
+
+// ---- tokens -----------------------------------------------------------------
+
+const tokenizeKnownFlags = C.MOONLM_TOKENIZE_ADD_SPECIAL | C.MOONLM_TOKENIZE_PARSE_SPECIAL
+
+//export moonlmgo_tokenize
+func moonlmgo_tokenize(h C.uintptr_t, text *C.char, n C.size_t, flags C.uint32_t, out *C.int32_t, cap C.size_t, nOut *C.size_t) (st C.int) {
+	const fn = "moonlm_tokenize"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getModel(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	if text == nil && n != 0 {
+		return fail(stInvalid, fn, "text is NULL but len is %d", n)
+	}
+	if out == nil && cap != 0 {
+		return fail(stInvalid, fn, "out is NULL but cap is %d", cap)
+	}
+	if flags&^tokenizeKnownFlags != 0 {
+		return fail(stInvalid, fn, "unknown flags %#x", uint32(flags&^tokenizeKnownFlags))
+	}
+	var s string
+	if n != 0 {
+		s = C.GoStringN(text, C.int(n))
+	}
+	toks, err := o.m.Tokenize(s, flags&C.MOONLM_TOKENIZE_ADD_SPECIAL != 0, flags&C.MOONLM_TOKENIZE_PARSE_SPECIAL != 0)
+	if err != nil {
+		return failErr(fn, fmt.Errorf("tokenizing %d bytes: %w", n, err))
+	}
+	if nOut != nil {
+		*nOut = C.size_t(len(toks))
+	}
+	if int(cap) < len(toks) {
+		return fail(stBufferTooSmall, fn, "text is %d tokens; cap is %d", len(toks), cap)
+	}
+	copy(cTokens(out, cap), toks)
+	return stOK
+}
+
+//export moonlmgo_token_to_piece
+func moonlmgo_token_to_piece(h C.uintptr_t, tok C.int32_t, buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	const fn = "moonlm_token_to_piece"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getModel(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	if tok < 0 || int(tok) >= o.info.NVocab {
+		return fail(stInvalid, fn, "token %d is outside the vocabulary [0, %d)", tok, o.info.NVocab)
+	}
+	return writeText(fn, o.m.Piece(int32(tok)), buf, cap, nOut)
+}
+
+//export moonlmgo_detokenize
+func moonlmgo_detokenize(h C.uintptr_t, toks *C.int32_t, n C.size_t, buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	const fn = "moonlm_detokenize"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getModel(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	if toks == nil && n != 0 {
+		return fail(stInvalid, fn, "tokens is NULL but n is %d", n)
+	}
+	ids := append([]int32(nil), cTokens(toks, n)...)
+	if st := checkTokens(fn, ids, o.info.NVocab); st != stOK {
+		return st
+	}
+	return writeText(fn, o.m.Detokenize(ids), buf, cap, nOut)
+}
+
+//export moonlmgo_chat_apply_template
+func moonlmgo_chat_apply_template(h C.uintptr_t, msgs *C.moonlm_message, n C.size_t, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	const fn = "moonlm_chat_apply_template"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getModel(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	if msgs == nil && n != 0 {
+		return fail(stInvalid, fn, "msgs is NULL but n is %d", n)
+	}
+	var cm []C.moonlm_message
+	if n != 0 {
+		cm = unsafe.Slice(msgs, int(n))
+	}
+	gm := make([]message, len(cm))
+	for i, m := range cm {
+		if m.role == nil || m.content == nil {
+			return fail(stInvalid, fn, "msgs[%d] has a NULL role or content", i)
+		}
+		gm[i] = message{Role: C.GoString(m.role), Content: C.GoString(m.content)}
+	}
+	if o.info.ChatTemplate == "" {
+		return fail(stUnsupported, fn, "the model has no chat template (tokenizer.chat_template)")
+	}
+	text, err := o.m.ApplyChatTemplate(gm, addAssistant != 0)
+	if err != nil {
+		return failErr(fn, err)
+	}
+	return writeText(fn, text, out, cap, nOut)
+}
+
+// ---- sessions ---------------------------------------------------------------
+
+//export moonlmgo_session_new
+func moonlmgo_session_new(h C.uintptr_t, p *C.moonlm_session_params, out *C.uintptr_t) (st C.int) {
+	const fn = "moonlm_session_new"
+	defer guard(fn, &st)
+	enter(fn)
+	m, st := getModel(fn, h)
+	if m == nil {
+		return st
+	}
+	// The call's model reference becomes the session's.
+	keep := false
+	defer func() {
+		if !keep {
+			m.release()
+		}
+	}()
+	if p.flags != 0 {
+		return fail(stInvalid, fn, "moonlm_session_params.flags is %#x; no flags are defined", uint32(p.flags))
+	}
+	if p.n_ctx < 0 || p.n_threads < 0 {
+		return fail(stInvalid, fn, "moonlm_session_params n_ctx %d and n_threads %d must be >= 0", int32(p.n_ctx), int32(p.n_threads))
+	}
+	if p.kv_type != C.MOONLM_KV_F16 && p.kv_type != C.MOONLM_KV_F32 {
+		return fail(stInvalid, fn, "moonlm_session_params.kv_type %d is not a moonlm_kv_type", int32(p.kv_type))
+	}
+	s, err := m.m.NewSession(sessionParams{NCtx: int(p.n_ctx), Threads: int(p.n_threads), KVF32: p.kv_type == C.MOONLM_KV_F32})
+	if err != nil {
+		return failErr(fn, err)
+	}
+	o := &cSession{s: s, model: m, nVocab: m.info.NVocab}
+	o.n.Store(1)
+	keep = true
+	*out = C.uintptr_t(sessions.add(o))
+	return stOK
+}
+
+//export moonlmgo_session_free
+func moonlmgo_session_free(h C.uintptr_t) (st C.int) {
+	const fn = "moonlm_session_free"
+	defer guard(fn, &st)
+	enter(fn)
+	o := sessions.remove(uintptr(h))
+	if o == nil {
+		return badHandle(fn, "session", uintptr(h))
+	}
+	if o.busy.Load() {
+		// A call is running in another thread: stop it; it holds its own
+		// reference, so the session is closed when it returns.
+		o.cancelReq.Store(true)
+		o.s.Cancel()
+	}
+	o.release()
+	return stOK
+}
+
+// lockSession returns the session for h marked busy, or a status.
+func lockSession(fn string, h C.uintptr_t) (*cSession, C.int) {
+	o, st := getSession(fn, h)
+	if o == nil {
+		return nil, st
+	}
+	if !o.busy.CompareAndSwap(false, true) {
+		o.release()
+		return nil, fail(stBusy, fn, "session %#x is in use by another thread", uintptr(h))
+	}
+	return o, stOK
+}
+
+func (o *cSession) unlock() {
+	o.busy.Store(false)
+	o.release()
+}
+
+// prefill runs toks through the session, leaving the position unchanged on
+// failure, and honours a pending cancellation request.
+func (o *cSession) prefill(fn string, toks []int32, logits []float32) C.int {
+	if st := checkTokens(fn, toks, o.nVocab); st != stOK {
+		return st
+	}
+	pos, nCtx := o.s.Pos(), o.s.NCtx()
+	if pos+len(toks) > nCtx {
+		return fail(stContextFull, fn, "%d tokens at position %d do not fit in the context of %d", len(toks), pos, nCtx)
+	}
+	if o.cancelReq.Swap(false) {
+		return fail(stCancelled, fn, "cancelled by moonlm_session_cancel before it started")
+	}
+	err := o.s.Prefill(toks, logits)
+	if err == nil {
+		return stOK
+	}
+	st := statusOf(err)
+	if st == stCancelled {
+		o.cancelReq.Store(false)
+	}
+	if o.s.Pos() != pos {
+		if rerr := o.s.Rewind(pos); rerr != nil {
+			return failErr(fn, fmt.Errorf("%w; restoring position %d also failed: %v", err, pos, rerr))
+		}
+	}
+	return failErr(fn, err)
+}
+
+//export moonlmgo_prefill
+func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.float, lcap C.size_t) (st C.int) {
+	fn := "moonlm_prefill"
+	if toks != nil && n == 1 && debugPanic == "moonlm_decode" {
+		fn = "moonlm_decode"
+	}
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := lockSession(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.unlock()
+	if n == 0 || toks == nil {
+		return fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
+	}
+	var out []float32
+	if logits != nil {
+		if int(lcap) < o.nVocab {
+			return fail(stBufferTooSmall, fn, "logits_cap is %d floats; the vocabulary needs %d", lcap, o.nVocab)
+		}
+		out = unsafe.Slice((*float32)(unsafe.Pointer(logits)), o.nVocab)
+	}
+	// Copy: the engine may keep the slice beyond this call.
+	o.toks = append(o.toks[:0], cTokens(toks, n)...)
+	return o.prefill(fn, o.toks, out)
+}
+
+//export moonlmgo_session_rewind
+func moonlmgo_session_rewind(h C.uintptr_t, nKeep C.size_t) (st C.int) {
+	const fn = "moonlm_session_rewind"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := lockSession(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.unlock()
+	if pos := o.s.Pos(); uint64(nKeep) > uint64(pos) {
+		return fail(stInvalid, fn, "n_keep %d is beyond the position %d", nKeep, pos)
+	}
+	if err := o.s.Rewind(int(nKeep)); err != nil {
+		return failErr(fn, err)
+	}
+	return stOK
+}
+
+//export moonlmgo_session_position
+func moonlmgo_session_position(h C.uintptr_t, pos *C.size_t) (st C.int) {
+	const fn = "moonlm_session_position"
+	defer guard(fn, &st)
+	enter(fn)
+	if pos == nil {
+		return fail(stInvalid, fn, "pos is NULL")
+	}
+	o, st := lockSession(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.unlock()
+	*pos = C.size_t(o.s.Pos())
+	return stOK
+}
+
+//export moonlmgo_session_cancel
+func moonlmgo_session_cancel(h C.uintptr_t) (st C.int) {
+	const fn = "moonlm_session_cancel"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getSession(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	o.cancelReq.Store(true)
+	o.s.Cancel()
+	return stOK
+}
+
+// ---- sampler ----------------------------------------------------------------
+
+//export moonlmgo_sampler_new
+func moonlmgo_sampler_new(p *C.moonlm_sampler_params, out *C.uintptr_t) (st C.int) {
+	const fn = "moonlm_sampler_new"
+	defer guard(fn, &st)
+	enter(fn)
+	sp := samplerParams{
+		Temperature:      float32(p.temperature),
+		TopK:             int(p.top_k),
+		TopP:             float32(p.top_p),
+		MinP:             float32(p.min_p),
+		RepeatPenalty:    float32(p.repeat_penalty),
+		PresencePenalty:  float32(p.presence_penalty),
+		FrequencyPenalty: float32(p.frequency_penalty),
+		PenaltyLastN:     int(p.penalty_last_n),
+		Seed:             uint64(p.seed),
+	}
+	if sp.PenaltyLastN < 0 {
+		return fail(stInvalid, fn, "moonlm_sampler_params.penalty_last_n is %d; want >= 0", sp.PenaltyLastN)
+	}
+	for _, f := range []struct {
+		name string
+		v    float32
+	}{{"temperature", sp.Temperature}, {"top_p", sp.TopP}, {"min_p", sp.MinP}, {"repeat_penalty", sp.RepeatPenalty}, {"presence_penalty", sp.PresencePenalty}, {"frequency_penalty", sp.FrequencyPenalty}} {
+		if f.v != f.v || f.v > 1e30 || f.v < -1e30 {
+			return fail(stInvalid, fn, "moonlm_sampler_params.%s is %v; want a finite number", f.name, f.v)
+		}
+	}
+	if sp.RepeatPenalty <= 0 {
+		return fail(stInvalid, fn, "moonlm_sampler_params.repeat_penalty is %v; want > 0 (1 disables it)", sp.RepeatPenalty)
+	}
+	s, err := newSampler(sp)
+	if err != nil {
+		return failErr(fn, err)
+	}
+	o := &cSampler{s: s}
+	o.n.Store(1)
+	*out = C.uintptr_t(samplers.add(o))
+	return stOK
+}
+
+//export moonlmgo_sampler_free
+func moonlmgo_sampler_free(h C.uintptr_t) (st C.int) {
+	const fn = "moonlm_sampler_free"
+	defer guard(fn, &st)
+	enter(fn)
+	o := samplers.remove(uintptr(h))
+	if o == nil {
+		return badHandle(fn, "sampler", uintptr(h))
+	}
+	o.release()
+	return stOK
+}
+
+func lockSampler(fn string, h C.uintptr_t) (*cSampler, C.int) {
+	o, st := getSampler(fn, h)
+	if o == nil {
+		return nil, st
+	}
+	if !o.busy.CompareAndSwap(false, true) {
+		o.release()
+		return nil, fail(stBusy, fn, "sampler %#x is in use by another thread", uintptr(h))
+	}
+	return o, stOK
+}
+
+func (o *cSampler) unlock() {
+	o.busy.Store(false)
+	o.release()
+}
+
+//export moonlmgo_sampler_accept
+func moonlmgo_sampler_accept(h C.uintptr_t, tok C.int32_t) (st C.int) {
+	const fn = "moonlm_sampler_accept"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := lockSampler(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.unlock()
+	if tok < 0 {
+		return fail(stInvalid, fn, "token %d is negative", tok)
+	}
+	o.s.Accept(int32(tok))
+	return stOK
+}
+
+//export moonlmgo_sampler_reset
+func moonlmgo_sampler_reset(h C.uintptr_t) (st C.int) {
+	const fn = "moonlm_sampler_reset"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := lockSampler(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.unlock()
+	o.s.Reset()
+	return stOK
+}
+
+//export moonlmgo_sample
+func moonlmgo_sample(h C.uintptr_t, logits *C.float, n C.size_t, tok *C.int32_t) (st C.int) {
+	const fn = "moonlm_sample"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := lockSampler(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.unlock()
+	if logits == nil || n == 0 || tok == nil {
+		return fail(stInvalid, fn, "logits (%p), n (%d) and token (%p) must be non-NULL/non-zero", logits, n, tok)
+	}
+	*tok = C.int32_t(o.s.Sample(unsafe.Slice((*float32)(unsafe.Pointer(logits)), int(n))))
+	return stOK
+}
+
+// ---- generate ---------------------------------------------------------------
+
+//export moonlmgo_generate
+func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTokens C.size_t, cb, ud C.uintptr_t, nGen *C.size_t) (st C.int) {
+	const fn = "moonlm_generate"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := lockSession(fn, sh)
+	if o == nil {
+		return st
+	}
+	defer o.unlock()
+	smp, st := lockSampler(fn, smh)
+	if smp == nil {
+		return st
+	}
+	defer smp.unlock()
+	if n == 0 || prompt == nil {
+		return fail(stInvalid, fn, "the prompt is empty (prompt %p, n_prompt %d); at least one token is needed", prompt, n)
+	}
+	if o.logits == nil {
+		o.logits = make([]float32, o.nVocab)
+	}
+	o.toks = append(o.toks[:0], cTokens(prompt, n)...)
+	if st := o.prefill(fn, o.toks, o.logits); st != stOK {
+		return st
+	}
+	for _, t := range o.toks {
+		smp.s.Accept(t)
+	}
+	o.pending = o.pending[:0]
+	model := o.model
+	var one [1]int32
+	for i := 0; uint64(i) < uint64(maxTokens); i++ {
+		tok := smp.s.Sample(o.logits)
+		if model.m.IsEOG(tok) {
+			break
+		}
+		if o.s.Pos() >= o.s.NCtx() {
+			return fail(stContextFull, fn, "the context of %d tokens is full after %d generated tokens", o.s.NCtx(), i)
+		}
+		smp.s.Accept(tok)
+		stop := false
+		if cb != 0 {
+			stop = o.emit(cb, ud, tok, model.m.Piece(tok)) != 0
+		}
+		one[0] = tok
+		if st := o.prefill(fn, one[:], o.logits); st != stOK {
+			return st
+		}
+		if nGen != nil {
+			*nGen = C.size_t(i + 1)
+		}
+		if stop {
+			break
+		}
+	}
+	return stOK
+}
+
+// emit passes the complete UTF-8 characters of the pending text plus piece
+// to the callback, keeping an incomplete trailing character for later.
+func (o *cSession) emit(cb, ud C.uintptr_t, tok int32, piece string) C.int {
+	o.pending = append(o.pending, piece...)
+	cut := len(o.pending)
+	for back := 1; back <= 3 && back <= len(o.pending); back++ {
+		b := o.pending[len(o.pending)-back]
+		if utf8.RuneStart(b) {
+			if b >= utf8.RuneSelf && !utf8.FullRune(o.pending[len(o.pending)-back:]) {
+				cut = len(o.pending) - back
+			}
+			break
+		}
+	}
+	if cut+1 > o.pieceCap {
+		if o.piece != nil {
+			C.free(o.piece)
+		}
+		o.pieceCap = max(2*cut+1, 64)
+		o.piece = C.malloc(C.size_t(o.pieceCap))
+		if o.piece == nil {
+			panic("out of memory for a generated piece")
+		}
+	}
+	dst := unsafe.Slice((*byte)(o.piece), o.pieceCap)
+	copy(dst, o.pending[:cut])
+	dst[cut] = 0
+	rest := copy(o.pending, o.pending[cut:])
+	o.pending = o.pending[:rest]
+	return C.moonlmc_call_piece(C.uintptr_t(cb), (*C.char)(o.piece), C.size_t(cut), C.int32_t(tok), C.uintptr_t(ud))
+}

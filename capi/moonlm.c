@@ -1,0 +1,400 @@
+/*
+ * The exported moonlm_* functions. Each is a thin C wrapper that first
+ * checks for a fork()ed child (the Go runtime cannot run there, and entering
+ * it could hang on locks held by threads that no longer exist), clears the
+ * thread's last error, validates versioned structs, and then calls the Go
+ * implementation (moonlmgo_*, hidden from the dynamic symbol table by
+ * moonlm.map). Including moonlm.h here makes the compiler check that the
+ * definitions match the public declarations exactly.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <pthread.h>
+
+#include "moonlm.h"
+#include "_cgo_export.h"
+
+/* ---- fork detection ---------------------------------------------------- */
+
+static pid_t moonlm__pid;
+static volatile int moonlm__forked_flag;
+
+static void moonlm__atfork_child(void) { moonlm__forked_flag = 1; }
+
+__attribute__((constructor)) static void moonlm__init(void) {
+    moonlm__pid = getpid();
+    pthread_atfork(NULL, NULL, moonlm__atfork_child);
+}
+
+/* ---- per-thread last error -------------------------------------------- */
+
+#define MOONLM__ERR_CAP 4096
+static _Thread_local char moonlm__err[MOONLM__ERR_CAP];
+
+/* Called from Go (and from C below) to record a failure message. */
+__attribute__((visibility("hidden"))) void moonlmc_set_error(const char *msg, size_t n) {
+    if (n >= MOONLM__ERR_CAP) {
+        n = MOONLM__ERR_CAP - 1;
+    }
+    memcpy(moonlm__err, msg, n);
+    moonlm__err[n] = 0;
+}
+
+static void moonlm__errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void moonlm__errorf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(moonlm__err, MOONLM__ERR_CAP, fmt, ap);
+    va_end(ap);
+}
+
+const char *moonlm_last_error(void) { return moonlm__err; }
+
+/* Returns nonzero (and records why) when called in a fork()ed child. */
+static int moonlm__forked(const char *fn) {
+    pid_t now = getpid();
+    if (moonlm__forked_flag || now != moonlm__pid) {
+        moonlm__errorf("%s: called in a fork()ed child (pid %ld; library loaded in pid %ld): "
+                       "the Go runtime does not survive fork(), load the library in a fresh process",
+                       fn, (long)now, (long)moonlm__pid);
+        return 1;
+    }
+    return 0;
+}
+
+#define MOONLM__ENTER(fn)            \
+    do {                             \
+        moonlm__err[0] = 0;          \
+        if (moonlm__forked(fn)) {    \
+            return MOONLM_FORKED;    \
+        }                            \
+    } while (0)
+
+/* ---- versioned structs -------------------------------------------------- */
+
+/*
+ * Copies the caller's struct (whose first member is its size) into dst, a
+ * struct of this library's version already holding defaults. Sizes below
+ * min_size are rejected; bytes beyond known_size must be zero.
+ */
+static moonlm_status moonlm__read_struct(const char *fn, const char *what, const void *src, size_t min_size,
+                                         size_t known_size, void *dst) {
+    size_t size;
+    memcpy(&size, src, sizeof size);
+    if (size < min_size) {
+        moonlm__errorf("%s: %s.size is %zu, want at least %zu (set it to sizeof(%s))", fn, what, size, min_size,
+                       what);
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    if (size > known_size) {
+        const unsigned char *extra = (const unsigned char *)src + known_size;
+        for (size_t i = 0; i < size - known_size; i++) {
+            if (extra[i] != 0) {
+                moonlm__errorf("%s: %s has nonzero byte at offset %zu, beyond the %zu bytes this library "
+                               "(ABI %d) knows: the caller uses an option this library lacks",
+                               fn, what, known_size + i, known_size, MOONLM_ABI_VERSION);
+                return MOONLM_INVALID_ARGUMENT;
+            }
+        }
+        size = known_size;
+    }
+    memcpy(dst, src, size);
+    memcpy(dst, &known_size, sizeof known_size);
+    return MOONLM_OK;
+}
+
+/* ---- versions, status strings, defaults -------------------------------- */
+
+const char *moonlm_version(void) { return MOONLM_VERSION_STRING; }
+
+int moonlm_abi_version(void) { return MOONLM_ABI_VERSION; }
+
+const char *moonlm_status_string(moonlm_status status) {
+    switch (status) {
+    case MOONLM_OK: return "ok";
+    case MOONLM_INVALID_ARGUMENT: return "invalid argument";
+    case MOONLM_IO: return "i/o error";
+    case MOONLM_BAD_FILE: return "bad model file";
+    case MOONLM_UNSUPPORTED: return "unsupported";
+    case MOONLM_BUFFER_TOO_SMALL: return "buffer too small";
+    case MOONLM_CONTEXT_FULL: return "context full";
+    case MOONLM_CANCELLED: return "cancelled";
+    case MOONLM_BUSY: return "busy";
+    case MOONLM_OUT_OF_MEMORY: return "out of memory";
+    case MOONLM_INTERNAL: return "internal error";
+    case MOONLM_FORKED: return "used in a forked child";
+    }
+    return "unknown status";
+}
+
+void moonlm_model_params_default(moonlm_model_params *params) {
+    if (params == NULL) {
+        return;
+    }
+    memset(params, 0, sizeof *params);
+    params->size = sizeof *params;
+}
+
+void moonlm_session_params_default(moonlm_session_params *params) {
+    if (params == NULL) {
+        return;
+    }
+    memset(params, 0, sizeof *params);
+    params->size = sizeof *params;
+    params->kv_type = MOONLM_KV_F16;
+}
+
+void moonlm_sampler_params_default(moonlm_sampler_params *params) {
+    if (params == NULL) {
+        return;
+    }
+    memset(params, 0, sizeof *params);
+    params->size = sizeof *params;
+    params->temperature = 0.8f;
+    params->top_k = 40;
+    params->top_p = 0.95f;
+    params->min_p = 0.05f;
+    params->repeat_penalty = 1.0f;
+    params->presence_penalty = 0.0f;
+    params->frequency_penalty = 0.0f;
+    params->penalty_last_n = 64;
+    params->seed = MOONLM_SEED_RANDOM;
+}
+
+/* ---- models ------------------------------------------------------------- */
+
+moonlm_status moonlm_model_open(const char *path, const moonlm_model_params *params, moonlm_model **out) {
+    MOONLM__ENTER("moonlm_model_open");
+    if (out == NULL) {
+        moonlm__errorf("moonlm_model_open: out is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    if (path == NULL) {
+        moonlm__errorf("moonlm_model_open: path is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    moonlm_model_params p;
+    moonlm_model_params_default(&p);
+    if (params != NULL) {
+        moonlm_status st = moonlm__read_struct("moonlm_model_open", "moonlm_model_params", params,
+                                               sizeof(moonlm_model_params), sizeof(moonlm_model_params), &p);
+        if (st != MOONLM_OK) {
+            return st;
+        }
+    }
+    uintptr_t h = 0;
+    moonlm_status st = (moonlm_status)moonlmgo_model_open((char *)path, &p, &h);
+    if (st == MOONLM_OK) {
+        *out = (moonlm_model *)h;
+    }
+    return st;
+}
+
+moonlm_status moonlm_model_free(moonlm_model *model) {
+    MOONLM__ENTER("moonlm_model_free");
+    if (model == NULL) {
+        return MOONLM_OK;
+    }
+    return (moonlm_status)moonlmgo_model_free((uintptr_t)model);
+}
+
+moonlm_status moonlm_model_get_info(const moonlm_model *model, moonlm_model_info *info) {
+    MOONLM__ENTER("moonlm_model_get_info");
+    if (info == NULL) {
+        moonlm__errorf("moonlm_model_get_info: info is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    if (info->size < sizeof(moonlm_model_info)) {
+        moonlm__errorf("moonlm_model_get_info: info->size is %zu, want at least %zu (set it to "
+                       "sizeof(moonlm_model_info))",
+                       info->size, sizeof(moonlm_model_info));
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    moonlm_model_info local;
+    memset(&local, 0, sizeof local);
+    local.size = sizeof local;
+    moonlm_status st = (moonlm_status)moonlmgo_model_get_info((uintptr_t)model, &local);
+    if (st == MOONLM_OK) {
+        size_t keep = info->size;
+        memcpy(info, &local, sizeof local);
+        info->size = keep;
+    }
+    return st;
+}
+
+moonlm_status moonlm_model_architecture(const moonlm_model *model, char *buf, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_model_architecture");
+    return (moonlm_status)moonlmgo_model_string((uintptr_t)model, 0, buf, cap, n_out);
+}
+
+moonlm_status moonlm_model_chat_template(const moonlm_model *model, char *buf, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_model_chat_template");
+    return (moonlm_status)moonlmgo_model_string((uintptr_t)model, 1, buf, cap, n_out);
+}
+
+int moonlm_model_is_eog(const moonlm_model *model, int32_t token) {
+    moonlm__err[0] = 0;
+    if (moonlm__forked("moonlm_model_is_eog")) {
+        return 0;
+    }
+    return moonlmgo_model_is_eog((uintptr_t)model, token);
+}
+
+/* ---- tokens ------------------------------------------------------------- */
+
+moonlm_status moonlm_tokenize(const moonlm_model *model, const char *text, size_t len, uint32_t flags,
+                              int32_t *out, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_tokenize");
+    return (moonlm_status)moonlmgo_tokenize((uintptr_t)model, (char *)text, len, flags, out, cap, n_out);
+}
+
+moonlm_status moonlm_token_to_piece(const moonlm_model *model, int32_t token, char *buf, size_t cap,
+                                    size_t *n_out) {
+    MOONLM__ENTER("moonlm_token_to_piece");
+    return (moonlm_status)moonlmgo_token_to_piece((uintptr_t)model, token, buf, cap, n_out);
+}
+
+moonlm_status moonlm_detokenize(const moonlm_model *model, const int32_t *tokens, size_t n, char *buf,
+                                size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_detokenize");
+    return (moonlm_status)moonlmgo_detokenize((uintptr_t)model, (int32_t *)tokens, n, buf, cap, n_out);
+}
+
+moonlm_status moonlm_chat_apply_template(const moonlm_model *model, const moonlm_message *msgs, size_t n,
+                                         int add_assistant, char *out, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_chat_apply_template");
+    return (moonlm_status)moonlmgo_chat_apply_template((uintptr_t)model, (moonlm_message *)msgs, n,
+                                                       add_assistant, out, cap, n_out);
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+moonlm_status moonlm_session_new(const moonlm_model *model, const moonlm_session_params *params,
+                                 moonlm_session **out) {
+    MOONLM__ENTER("moonlm_session_new");
+    if (out == NULL) {
+        moonlm__errorf("moonlm_session_new: out is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    moonlm_session_params p;
+    moonlm_session_params_default(&p);
+    if (params != NULL) {
+        moonlm_status st = moonlm__read_struct("moonlm_session_new", "moonlm_session_params", params,
+                                               sizeof(moonlm_session_params), sizeof(moonlm_session_params), &p);
+        if (st != MOONLM_OK) {
+            return st;
+        }
+    }
+    uintptr_t h = 0;
+    moonlm_status st = (moonlm_status)moonlmgo_session_new((uintptr_t)model, &p, &h);
+    if (st == MOONLM_OK) {
+        *out = (moonlm_session *)h;
+    }
+    return st;
+}
+
+moonlm_status moonlm_session_free(moonlm_session *session) {
+    MOONLM__ENTER("moonlm_session_free");
+    if (session == NULL) {
+        return MOONLM_OK;
+    }
+    return (moonlm_status)moonlmgo_session_free((uintptr_t)session);
+}
+
+moonlm_status moonlm_prefill(moonlm_session *session, const int32_t *tokens, size_t n, float *logits,
+                             size_t logits_cap) {
+    MOONLM__ENTER("moonlm_prefill");
+    return (moonlm_status)moonlmgo_prefill((uintptr_t)session, (int32_t *)tokens, n, logits, logits_cap);
+}
+
+moonlm_status moonlm_decode(moonlm_session *session, int32_t token, float *logits, size_t logits_cap) {
+    MOONLM__ENTER("moonlm_decode");
+    return (moonlm_status)moonlmgo_prefill((uintptr_t)session, &token, 1, logits, logits_cap);
+}
+
+moonlm_status moonlm_session_rewind(moonlm_session *session, size_t n_keep) {
+    MOONLM__ENTER("moonlm_session_rewind");
+    return (moonlm_status)moonlmgo_session_rewind((uintptr_t)session, n_keep);
+}
+
+moonlm_status moonlm_session_position(const moonlm_session *session, size_t *pos) {
+    MOONLM__ENTER("moonlm_session_position");
+    return (moonlm_status)moonlmgo_session_position((uintptr_t)session, pos);
+}
+
+moonlm_status moonlm_session_cancel(moonlm_session *session) {
+    MOONLM__ENTER("moonlm_session_cancel");
+    return (moonlm_status)moonlmgo_session_cancel((uintptr_t)session);
+}
+
+/* ---- sampler ------------------------------------------------------------ */
+
+moonlm_status moonlm_sampler_new(const moonlm_sampler_params *params, moonlm_sampler **out) {
+    MOONLM__ENTER("moonlm_sampler_new");
+    if (out == NULL) {
+        moonlm__errorf("moonlm_sampler_new: out is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    moonlm_sampler_params p;
+    moonlm_sampler_params_default(&p);
+    if (params != NULL) {
+        moonlm_status st = moonlm__read_struct("moonlm_sampler_new", "moonlm_sampler_params", params,
+                                               sizeof(moonlm_sampler_params), sizeof(moonlm_sampler_params), &p);
+        if (st != MOONLM_OK) {
+            return st;
+        }
+    }
+    uintptr_t h = 0;
+    moonlm_status st = (moonlm_status)moonlmgo_sampler_new(&p, &h);
+    if (st == MOONLM_OK) {
+        *out = (moonlm_sampler *)h;
+    }
+    return st;
+}
+
+moonlm_status moonlm_sampler_free(moonlm_sampler *sampler) {
+    MOONLM__ENTER("moonlm_sampler_free");
+    if (sampler == NULL) {
+        return MOONLM_OK;
+    }
+    return (moonlm_status)moonlmgo_sampler_free((uintptr_t)sampler);
+}
+
+moonlm_status moonlm_sampler_accept(moonlm_sampler *sampler, int32_t token) {
+    MOONLM__ENTER("moonlm_sampler_accept");
+    return (moonlm_status)moonlmgo_sampler_accept((uintptr_t)sampler, token);
+}
+
+moonlm_status moonlm_sampler_reset(moonlm_sampler *sampler) {
+    MOONLM__ENTER("moonlm_sampler_reset");
+    return (moonlm_status)moonlmgo_sampler_reset((uintptr_t)sampler);
+}
+
+moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *logits, size_t n, int32_t *token) {
+    MOONLM__ENTER("moonlm_sample");
+    return (moonlm_status)moonlmgo_sample((uintptr_t)sampler, (float *)logits, n, token);
+}
+
+/* ---- generate ----------------------------------------------------------- */
+
+/* Called from Go: C function pointers cannot be called from Go directly. */
+__attribute__((visibility("hidden"))) int moonlmc_call_piece(uintptr_t cb, const char *piece, size_t len, int32_t token, uintptr_t user_data) {
+    return ((moonlm_piece_callback)cb)(piece, len, token, (void *)user_data);
+}
+
+moonlm_status moonlm_generate(moonlm_session *session, moonlm_sampler *sampler, const int32_t *prompt,
+                              size_t n_prompt, size_t max_tokens, moonlm_piece_callback callback,
+                              void *user_data, size_t *n_generated) {
+    if (n_generated != NULL) {
+        *n_generated = 0;
+    }
+    MOONLM__ENTER("moonlm_generate");
+    return (moonlm_status)moonlmgo_generate((uintptr_t)session, (uintptr_t)sampler, (int32_t *)prompt, n_prompt,
+                                            max_tokens, (uintptr_t)callback, (uintptr_t)user_data, n_generated);
+}
