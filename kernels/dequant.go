@@ -29,6 +29,54 @@ const (
 	bytesIQ4XS = 136
 )
 
+// blockGeom returns the values and bytes per block of t in the layouts these
+// kernels use (ggml's current structs: Q8_1 is 36 bytes, two halves and 32
+// quants), deferring to gguf for other types.
+func blockGeom(t gguf.Type) (size, bytes int) {
+	switch t {
+	case gguf.F32:
+		return 1, 4
+	case gguf.F16, gguf.BF16:
+		return 1, 2
+	case gguf.Q4_0:
+		return qk32, bytesQ4_0
+	case gguf.Q4_1:
+		return qk32, bytesQ4_1
+	case gguf.Q5_0:
+		return qk32, bytesQ5_0
+	case gguf.Q5_1:
+		return qk32, bytesQ5_1
+	case gguf.Q8_0:
+		return qk32, bytesQ8_0
+	case gguf.Q8_1:
+		return qk32, bytesQ8_1
+	case gguf.Q2_K:
+		return qkK, bytesQ2K
+	case gguf.Q3_K:
+		return qkK, bytesQ3K
+	case gguf.Q4_K:
+		return qkK, bytesQ4K
+	case gguf.Q5_K:
+		return qkK, bytesQ5K
+	case gguf.Q6_K:
+		return qkK, bytesQ6K
+	case gguf.Q8_K:
+		return qkK, bytesQ8K
+	case gguf.IQ4_NL:
+		return qk32, bytesIQ4NL
+	case gguf.IQ4_XS:
+		return qkK, bytesIQ4XS
+	}
+	return t.BlockSize(), t.BlockBytes()
+}
+
+// RowBytes returns the bytes of n values of type t (n a multiple of the
+// block size).
+func RowBytes(t gguf.Type, n int) int {
+	bs, bb := blockGeom(t)
+	return n / bs * bb
+}
+
 // kvaluesIQ4NL is the non-linear 4-bit codebook shared by IQ4_NL and IQ4_XS.
 var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
@@ -75,6 +123,9 @@ func DequantizeRow(t gguf.Type, src []byte, dst []float32) {
 	case gguf.Q8_0:
 		checkRow(t, n, qk32)
 		dequantQ8_0(src, dst)
+	case gguf.Q8_1:
+		checkRow(t, n, qk32)
+		dequantQ8_1(src, dst)
 	case gguf.Q2_K:
 		checkRow(t, n, qkK)
 		dequantQ2K(src, dst)
@@ -167,6 +218,19 @@ func dequantQ8_0(src []byte, dst []float32) {
 		b := src[i*bytesQ8_0 : (i+1)*bytesQ8_0]
 		d := f16At(b)
 		qs := b[2:34]
+		y := dst[i*qk32 : (i+1)*qk32]
+		for j := range 32 {
+			y[j] = float32(int8(qs[j])) * d
+		}
+	}
+}
+
+// dequantQ8_1 expands Q8_1 activations (d * q; the sum field is redundant).
+func dequantQ8_1(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/qk32; i++ {
+		b := src[i*bytesQ8_1 : (i+1)*bytesQ8_1]
+		d := f16At(b)
+		qs := b[4:36]
 		y := dst[i*qk32 : (i+1)*qk32]
 		for j := range 32 {
 			y[j] = float32(int8(qs[j])) * d

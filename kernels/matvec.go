@@ -16,7 +16,7 @@ type Matrix struct {
 
 // RowBytes returns the bytes of one row.
 func (m *Matrix) RowBytes() int {
-	return m.Cols / m.Type.BlockSize() * m.Type.BlockBytes()
+	return RowBytes(m.Type, m.Cols)
 }
 
 // Row returns the bytes of row r.
@@ -28,8 +28,7 @@ func (m *Matrix) Row(r int) []byte {
 // ActivationBytes returns the bytes of n activation values converted to
 // VecDotType(t), the size of xq per token for MatVec and MatMul.
 func ActivationBytes(t gguf.Type, n int) int {
-	vt := VecDotType(t)
-	return n / vt.BlockSize() * vt.BlockBytes()
+	return RowBytes(VecDotType(t), n)
 }
 
 // TokensDotFunc computes, for one weight row w, y[k*yStride] = dot(w, x[k])
