@@ -1,0 +1,183 @@
+// Package chat renders the chat templates GGUF models ship in
+// tokenizer.chat_template. It holds a small interpreter of our own for the
+// Jinja2 subset those templates use, with Hugging Face's settings
+// (trim_blocks, lstrip_blocks, its tojson, raise_exception and strftime_now),
+// and built-in formats for the common template families to fall back on
+// when a template uses something the interpreter lacks.
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Template is a parsed chat template, safe for concurrent Render calls.
+type Template struct {
+	body []node
+}
+
+// Parse parses a template. A malformed template or a construct the
+// interpreter lacks is a *SyntaxError naming it and its position.
+func Parse(src string) (*Template, error) {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	// Jinja drops a single trailing newline (keep_trailing_newline=False).
+	src = strings.TrimSuffix(src, "\n")
+	body, err := parseTemplate(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Template{body: body}, nil
+}
+
+// Render renders the conversation with the variables Hugging Face's
+// apply_chat_template provides: messages, add_generation_prompt,
+// bos_token, eos_token, and tools and documents set to none.
+func (t *Template) Render(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string) (string, error) {
+	return t.RenderVars(msgs, addGenerationPrompt, bosToken, eosToken, nil)
+}
+
+// RenderVars is Render with extra template variables (for example
+// "enable_thinking": false). Values may be nil, bool, ints, floats, string,
+// []any, map[string]any or []Message; they override the defaults.
+func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string, vars map[string]any) (string, error) {
+	ms := make([]Value, len(msgs))
+	for i, m := range msgs {
+		d := NewDict()
+		d.Set("role", m.Role)
+		d.Set("content", m.Content)
+		ms[i] = d
+	}
+	top := map[string]Value{
+		"messages":              &List{Items: ms},
+		"add_generation_prompt": addGenerationPrompt,
+		"bos_token":             bosToken,
+		"eos_token":             eosToken,
+		"tools":                 nil,
+		"documents":             nil,
+	}
+	for k, v := range vars {
+		cv, err := fromGo(v)
+		if err != nil {
+			return "", fmt.Errorf("chat template variable %q: %w", k, err)
+		}
+		top[k] = cv
+	}
+	r := &renderer{scopes: []map[string]Value{top}}
+	if err := r.execBody(t.body); err != nil {
+		if err == errBreak || err == errContinue {
+			return "", fmt.Errorf("chat template: %v", err)
+		}
+		return "", err
+	}
+	return r.out.String(), nil
+}
+
+// fromGo converts a Go value to a template value.
+func fromGo(v any) (Value, error) {
+	switch x := v.(type) {
+	case nil, bool, int64, float64, string:
+		return x, nil
+	case int:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case float32:
+		return float64(x), nil
+	case []Message:
+		out := make([]Value, len(x))
+		for i, m := range x {
+			d := NewDict()
+			d.Set("role", m.Role)
+			d.Set("content", m.Content)
+			out[i] = d
+		}
+		return &List{Items: out}, nil
+	case []string:
+		out := make([]Value, len(x))
+		for i, s := range x {
+			out[i] = s
+		}
+		return &List{Items: out}, nil
+	case []any:
+		out := make([]Value, len(x))
+		for i, it := range x {
+			c, err := fromGo(it)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return &List{Items: out}, nil
+	case map[string]any:
+		// Go maps are unordered; sort keys so rendering is deterministic.
+		keys := make([]Value, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		_ = sortValues(keys, nil, false, true)
+		d := NewDict()
+		for _, k := range keys {
+			c, err := fromGo(x[k.(string)])
+			if err != nil {
+				return nil, err
+			}
+			d.Set(k, c)
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("unsupported Go type %T", v)
+}
+
+// Info tells how Apply produced its text.
+type Info struct {
+	// Family is "" when the template itself rendered the text, else the
+	// built-in family used instead.
+	Family string
+	// Err is why the template could not be used (nil if it was).
+	Err error
+}
+
+// Fallback reports whether a built-in family format was used.
+func (i Info) Fallback() bool { return i.Family != "" }
+
+// Apply renders msgs with the template src. When the template cannot be
+// parsed or rendered, it detects the template's family from its marker
+// strings and renders that family's built-in format instead (ChatML when
+// src is empty or unrecognised); Info says which path was taken. An error
+// raised by the template itself (raise_exception) is returned as is: the
+// conversation is invalid for this model, so no fallback applies.
+func Apply(src string, msgs []Message, addGenerationPrompt bool, bosToken, eosToken string) (string, Info, error) {
+	var why error
+	if strings.TrimSpace(src) == "" {
+		why = fmt.Errorf("chat template is empty")
+	} else if t, err := Parse(src); err != nil {
+		why = err
+	} else {
+		out, err := t.Render(msgs, addGenerationPrompt, bosToken, eosToken)
+		if err == nil {
+			return out, Info{}, nil
+		}
+		var ex *ExceptionError
+		if errors.As(err, &ex) {
+			return "", Info{Err: err}, err
+		}
+		why = err
+	}
+	name := DetectFamily(src)
+	if name == "" {
+		name = "chatml"
+	}
+	f, _ := Family(name)
+	out, err := f.Render(msgs, addGenerationPrompt, bosToken, eosToken)
+	if err != nil {
+		return "", Info{Family: name, Err: why}, fmt.Errorf("chat: fallback format %s: %w", name, err)
+	}
+	return out, Info{Family: name, Err: why}, nil
+}

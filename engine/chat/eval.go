@@ -1,0 +1,1022 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Budgets that keep a hostile template from looping forever or exhausting
+// memory. Real chat templates use a tiny fraction of them.
+const (
+	// MaxSteps bounds evaluated nodes and loop iterations per render.
+	MaxSteps = 5_000_000
+	// MaxOutput bounds the rendered text and any single string built while
+	// rendering, in bytes.
+	MaxOutput = 64 << 20
+	// maxCallDepth bounds macro recursion.
+	maxCallDepth = 64
+	// maxItems bounds lists made by range() and list repetition.
+	maxItems = 1 << 20
+)
+
+// ErrBudget is returned (wrapped) when a render exceeds MaxSteps, MaxOutput
+// or the recursion bound.
+var ErrBudget = errors.New("chat template exceeded its evaluation budget")
+
+// ExceptionError is what the template's raise_exception(msg) returns.
+type ExceptionError struct{ Message string }
+
+func (e *ExceptionError) Error() string { return "chat template raised: " + e.Message }
+
+// RenderError is a failure while rendering, with where in the template.
+type RenderError struct {
+	Pos Pos
+	Err error
+}
+
+func (e *RenderError) Error() string { return fmt.Sprintf("chat template: %s: %v", e.Pos, e.Err) }
+func (e *RenderError) Unwrap() error { return e.Err }
+
+var (
+	errBreak    = errors.New("break outside loop")
+	errContinue = errors.New("continue outside loop")
+)
+
+// Macro is a template-defined macro, callable from expressions.
+type Macro struct{ n *macroNode }
+
+// builtin is a global function such as range() or namespace().
+type builtin struct {
+	name string
+	fn   func(r *renderer, args []Value, kw *Dict) (Value, error)
+}
+
+// method is a bound method of a string, list or dict (s.strip, d.items).
+type method struct {
+	recv Value
+	name string
+}
+
+// loopInfo is the "loop" variable inside for loops.
+type loopInfo struct {
+	index0 int
+	items  []Value
+}
+
+type renderer struct {
+	out    strings.Builder
+	scopes []map[string]Value
+	steps  int
+	depth  int
+}
+
+func (r *renderer) step() error {
+	r.steps++
+	if r.steps > MaxSteps {
+		return fmt.Errorf("%w: more than %d steps", ErrBudget, MaxSteps)
+	}
+	return nil
+}
+
+func (r *renderer) lookup(name string) (Value, bool) {
+	for i := len(r.scopes) - 1; i >= 0; i-- {
+		if v, ok := r.scopes[i][name]; ok {
+			return v, true
+		}
+	}
+	if g, ok := globals[name]; ok {
+		return g, true
+	}
+	return nil, false
+}
+
+func (r *renderer) set(name string, v Value) { r.scopes[len(r.scopes)-1][name] = v }
+
+func (r *renderer) write(s string) error {
+	if r.out.Len()+len(s) > MaxOutput {
+		return fmt.Errorf("%w: output larger than %d bytes", ErrBudget, MaxOutput)
+	}
+	r.out.WriteString(s)
+	return nil
+}
+
+func wrapPos(pos Pos, err error) error {
+	if err == nil || err == errBreak || err == errContinue {
+		return err
+	}
+	var re *RenderError
+	if errors.As(err, &re) {
+		return err
+	}
+	return &RenderError{Pos: pos, Err: err}
+}
+
+func (r *renderer) execBody(body []node) error {
+	for _, n := range body {
+		if err := r.exec(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *renderer) exec(n node) error {
+	if err := r.step(); err != nil {
+		return err
+	}
+	switch n := n.(type) {
+	case *textNode:
+		return r.write(n.s)
+	case *outputNode:
+		v, err := r.eval(n.e)
+		if err != nil {
+			return wrapPos(n.pos, err)
+		}
+		return wrapPos(n.pos, r.write(toStr(v)))
+	case *ifNode:
+		for i, c := range n.conds {
+			v, err := r.eval(c)
+			if err != nil {
+				return err
+			}
+			if truthy(v) {
+				return r.execBody(n.bodies[i])
+			}
+		}
+		if len(n.bodies) > len(n.conds) {
+			return r.execBody(n.bodies[len(n.conds)])
+		}
+		return nil
+	case *forNode:
+		return r.execFor(n)
+	case *setNode:
+		return wrapPos(n.pos, r.execSet(n))
+	case *macroNode:
+		r.set(n.name, &Macro{n: n})
+		return nil
+	case *breakNode:
+		return errBreak
+	case *continueNode:
+		return errContinue
+	}
+	return fmt.Errorf("internal: unknown node %T", n)
+}
+
+func (r *renderer) execSet(n *setNode) error {
+	var v Value
+	if n.body != nil {
+		saved := r.out
+		r.out = strings.Builder{}
+		err := r.execBody(n.body)
+		s := r.out.String()
+		r.out = saved
+		if err != nil {
+			return err
+		}
+		v = s
+	} else {
+		var err error
+		if v, err = r.eval(n.value); err != nil {
+			return err
+		}
+	}
+	if n.ns != "" {
+		obj, ok := r.lookup(n.ns)
+		d, isDict := obj.(*Dict)
+		if !ok || !isDict || !d.Namespace {
+			return fmt.Errorf("cannot assign attribute %q on %s: only namespace() objects allow it", n.attr, n.ns)
+		}
+		d.Set(n.attr, v)
+		return nil
+	}
+	if len(n.targets) == 1 {
+		r.set(n.targets[0], v)
+		return nil
+	}
+	items, err := unpack(v, len(n.targets))
+	if err != nil {
+		return err
+	}
+	for i, t := range n.targets {
+		r.set(t, items[i])
+	}
+	return nil
+}
+
+func unpack(v Value, n int) ([]Value, error) {
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) != n {
+		return nil, fmt.Errorf("cannot unpack %d values into %d names", len(items), n)
+	}
+	return items, nil
+}
+
+func (r *renderer) execFor(n *forNode) error {
+	seq, err := r.eval(n.iter)
+	if err != nil {
+		return err
+	}
+	if d, ok := seq.(*Dict); ok && d.Namespace {
+		return wrapPos(n.pos, fmt.Errorf("namespace is not iterable"))
+	}
+	all, err := iterate(seq)
+	if err != nil {
+		return wrapPos(n.pos, err)
+	}
+	// Snapshot: the body may mutate the list being iterated.
+	items := append([]Value(nil), all...)
+	r.scopes = append(r.scopes, map[string]Value{})
+	defer func() { r.scopes = r.scopes[:len(r.scopes)-1] }()
+	if n.filter != nil {
+		kept := items[:0]
+		for _, it := range items {
+			if err := r.bindTargets(n, it); err != nil {
+				return err
+			}
+			c, err := r.eval(n.filter)
+			if err != nil {
+				return err
+			}
+			if truthy(c) {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
+	}
+	if len(items) == 0 {
+		clear(r.scopes[len(r.scopes)-1])
+		return r.execBody(n.els)
+	}
+	for i, it := range items {
+		if err := r.step(); err != nil {
+			return err
+		}
+		// A fresh scope per iteration, as Jinja: assignments do not carry.
+		clear(r.scopes[len(r.scopes)-1])
+		r.set("loop", &loopInfo{index0: i, items: items})
+		if err := r.bindTargets(n, it); err != nil {
+			return err
+		}
+		err := r.execBody(n.body)
+		if err == errBreak {
+			break
+		}
+		if err != nil && err != errContinue {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *renderer) bindTargets(n *forNode, it Value) error {
+	if len(n.targets) == 1 {
+		r.set(n.targets[0], it)
+		return nil
+	}
+	vals, err := unpack(it, len(n.targets))
+	if err != nil {
+		return wrapPos(n.pos, err)
+	}
+	for i, t := range n.targets {
+		r.set(t, vals[i])
+	}
+	return nil
+}
+
+func (r *renderer) eval(e expr) (Value, error) {
+	if err := r.step(); err != nil {
+		return nil, err
+	}
+	switch e := e.(type) {
+	case *constExpr:
+		return e.v, nil
+	case *nameExpr:
+		if v, ok := r.lookup(e.name); ok {
+			return v, nil
+		}
+		return Undefined{Name: e.name}, nil
+	case *listExpr:
+		l := &List{Items: make([]Value, len(e.items)), Tuple: e.tuple}
+		for i, x := range e.items {
+			v, err := r.eval(x)
+			if err != nil {
+				return nil, err
+			}
+			l.Items[i] = v
+		}
+		return l, nil
+	case *dictExpr:
+		d := NewDict()
+		for i := range e.keys {
+			k, err := r.eval(e.keys[i])
+			if err != nil {
+				return nil, err
+			}
+			v, err := r.eval(e.vals[i])
+			if err != nil {
+				return nil, err
+			}
+			if !d.Set(k, v) {
+				return nil, fmt.Errorf("unhashable dict key of type %s", typeName(k))
+			}
+		}
+		return d, nil
+	case *attrExpr:
+		obj, err := r.eval(e.obj)
+		if err != nil {
+			return nil, err
+		}
+		return getAttr(obj, e.name), nil
+	case *indexExpr:
+		obj, err := r.eval(e.obj)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := r.eval(e.idx)
+		if err != nil {
+			return nil, err
+		}
+		return getItem(obj, idx), nil
+	case *sliceExpr:
+		return r.evalSlice(e)
+	case *callExpr:
+		return r.evalCall(e)
+	case *filterExpr:
+		v, err := r.eval(e.arg)
+		if err != nil {
+			return nil, err
+		}
+		args, kw, err := r.evalArgs(e.args, e.kwName, e.kwVal)
+		if err != nil {
+			return nil, err
+		}
+		out, err := e.fn(r, v, args, kw)
+		if err != nil {
+			return nil, wrapPos(e.pos, fmt.Errorf("filter %s: %w", e.name, err))
+		}
+		return out, nil
+	case *testExpr:
+		v, err := r.eval(e.arg)
+		if err != nil {
+			return nil, err
+		}
+		args, _, err := r.evalArgs(e.args, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := e.fn(v, args)
+		if err != nil {
+			return nil, wrapPos(e.pos, fmt.Errorf("test %s: %w", e.name, err))
+		}
+		return ok != e.neg, nil
+	case *unaryExpr:
+		v, err := r.eval(e.x)
+		if err != nil {
+			return nil, err
+		}
+		switch e.op {
+		case "not":
+			return !truthy(v), nil
+		case "-":
+			switch x := v.(type) {
+			case int64:
+				return -x, nil
+			case float64:
+				return -x, nil
+			case bool:
+				if x {
+					return int64(-1), nil
+				}
+				return int64(0), nil
+			}
+			return nil, wrapPos(e.pos, fmt.Errorf("bad operand type for unary -: %s", typeName(v)))
+		default:
+			if _, _, _, ok := toNumber(v); !ok {
+				return nil, wrapPos(e.pos, fmt.Errorf("bad operand type for unary +: %s", typeName(v)))
+			}
+			return v, nil
+		}
+	case *condExpr:
+		c, err := r.eval(e.cond)
+		if err != nil {
+			return nil, err
+		}
+		if truthy(c) {
+			return r.eval(e.yes)
+		}
+		if e.no == nil {
+			return Undefined{}, nil
+		}
+		return r.eval(e.no)
+	case *binExpr:
+		return r.evalBin(e)
+	case *compareExpr:
+		l, err := r.eval(e.first)
+		if err != nil {
+			return nil, err
+		}
+		for i, op := range e.ops {
+			rv, err := r.eval(e.rest[i])
+			if err != nil {
+				return nil, err
+			}
+			ok, err := compareOp(op, l, rv)
+			if err != nil {
+				return nil, wrapPos(e.pos, err)
+			}
+			if !ok {
+				return false, nil
+			}
+			l = rv
+		}
+		return true, nil
+	}
+	return nil, fmt.Errorf("internal: unknown expression %T", e)
+}
+
+func compareOp(op string, a, b Value) (bool, error) {
+	switch op {
+	case "==":
+		return equal(a, b), nil
+	case "!=":
+		return !equal(a, b), nil
+	case "in", "notin":
+		ok, err := contains(b, a)
+		if err != nil {
+			return false, err
+		}
+		return ok == (op == "in"), nil
+	}
+	c, err := compare(a, b)
+	if err != nil {
+		return false, fmt.Errorf("'%s' not supported: %w", op, err)
+	}
+	switch op {
+	case "<":
+		return c < 0, nil
+	case "<=":
+		return c <= 0, nil
+	case ">":
+		return c > 0, nil
+	}
+	return c >= 0, nil
+}
+
+// contains is Python's "needle in hay".
+func contains(hay, needle Value) (bool, error) {
+	switch h := hay.(type) {
+	case string:
+		s, ok := needle.(string)
+		if !ok {
+			if isUndefined(needle) {
+				return false, fmt.Errorf("'in <string>' requires string as left operand, not undefined")
+			}
+			return false, fmt.Errorf("'in <string>' requires string as left operand, not %s", typeName(needle))
+		}
+		return strings.Contains(h, s), nil
+	case *List:
+		for _, it := range h.Items {
+			if equal(it, needle) {
+				return true, nil
+			}
+		}
+		return false, nil
+	case *Dict:
+		_, ok := h.Get(needle)
+		return ok, nil
+	case Undefined:
+		return false, nil
+	}
+	return false, fmt.Errorf("argument of type %s is not iterable", typeName(hay))
+}
+
+func (r *renderer) evalBin(e *binExpr) (Value, error) {
+	l, err := r.eval(e.l)
+	if err != nil {
+		return nil, err
+	}
+	switch e.op {
+	case "and":
+		if !truthy(l) {
+			return l, nil
+		}
+		return r.eval(e.r)
+	case "or":
+		if truthy(l) {
+			return l, nil
+		}
+		return r.eval(e.r)
+	}
+	rv, err := r.eval(e.r)
+	if err != nil {
+		return nil, err
+	}
+	v, err := arith(e.op, l, rv)
+	if err != nil {
+		return nil, wrapPos(e.pos, err)
+	}
+	return v, nil
+}
+
+func checkLen(n int) error {
+	if n > MaxOutput {
+		return fmt.Errorf("%w: string larger than %d bytes", ErrBudget, MaxOutput)
+	}
+	return nil
+}
+
+func arith(op string, a, b Value) (Value, error) {
+	if op == "~" {
+		s1, s2 := toStr(a), toStr(b)
+		if err := checkLen(len(s1) + len(s2)); err != nil {
+			return nil, err
+		}
+		return s1 + s2, nil
+	}
+	if isUndefined(a) || isUndefined(b) {
+		name := ""
+		if u, ok := a.(Undefined); ok {
+			name = u.Name
+		} else if u, ok := b.(Undefined); ok {
+			name = u.Name
+		}
+		if name != "" {
+			return nil, fmt.Errorf("%q is undefined (in operator %s)", name, op)
+		}
+		return nil, fmt.Errorf("undefined value in operator %s", op)
+	}
+	switch op {
+	case "+":
+		switch x := a.(type) {
+		case string:
+			if y, ok := b.(string); ok {
+				if err := checkLen(len(x) + len(y)); err != nil {
+					return nil, err
+				}
+				return x + y, nil
+			}
+		case *List:
+			if y, ok := b.(*List); ok {
+				if len(x.Items)+len(y.Items) > maxItems {
+					return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
+				}
+				items := make([]Value, 0, len(x.Items)+len(y.Items))
+				items = append(append(items, x.Items...), y.Items...)
+				return &List{Items: items, Tuple: x.Tuple}, nil
+			}
+		}
+	case "*":
+		if s, n, ok := seqTimes(a, b); ok {
+			return repeat(s, n)
+		}
+		if s, n, ok := seqTimes(b, a); ok {
+			return repeat(s, n)
+		}
+	}
+	ai, af, afl, aok := toNumber(a)
+	bi, bf, bfl, bok := toNumber(b)
+	if !aok || !bok {
+		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op, typeName(a), typeName(b))
+	}
+	isFloat := afl || bfl
+	switch op {
+	case "+":
+		if isFloat {
+			return af + bf, nil
+		}
+		return ai + bi, nil
+	case "-":
+		if isFloat {
+			return af - bf, nil
+		}
+		return ai - bi, nil
+	case "*":
+		if isFloat {
+			return af * bf, nil
+		}
+		return ai * bi, nil
+	case "/":
+		if bf == 0 {
+			return nil, fmt.Errorf("division by zero")
+		}
+		return af / bf, nil
+	case "//":
+		if bf == 0 {
+			return nil, fmt.Errorf("integer division or modulo by zero")
+		}
+		if isFloat {
+			return math.Floor(af / bf), nil
+		}
+		q := ai / bi
+		if (ai%bi != 0) && ((ai < 0) != (bi < 0)) {
+			q--
+		}
+		return q, nil
+	case "%":
+		if bf == 0 {
+			return nil, fmt.Errorf("integer division or modulo by zero")
+		}
+		if isFloat {
+			m := math.Mod(af, bf)
+			if m != 0 && (m < 0) != (bf < 0) {
+				m += bf
+			}
+			return m, nil
+		}
+		m := ai % bi
+		if m != 0 && (m < 0) != (bi < 0) {
+			m += bi
+		}
+		return m, nil
+	case "**":
+		if !isFloat && bi >= 0 {
+			res := int64(1)
+			base := ai
+			for e := bi; e > 0; e >>= 1 {
+				if e&1 == 1 {
+					res *= base
+				}
+				base *= base
+			}
+			return res, nil
+		}
+		return math.Pow(af, bf), nil
+	}
+	return nil, fmt.Errorf("unknown operator %s", op)
+}
+
+func seqTimes(a, b Value) (Value, int64, bool) {
+	n, ok := b.(int64)
+	if !ok {
+		return nil, 0, false
+	}
+	switch a.(type) {
+	case string, *List:
+		return a, n, true
+	}
+	return nil, 0, false
+}
+
+func repeat(s Value, n int64) (Value, error) {
+	if n < 0 {
+		n = 0
+	}
+	switch x := s.(type) {
+	case string:
+		if n > 0 && int64(len(x))*n > MaxOutput {
+			return nil, fmt.Errorf("%w: string larger than %d bytes", ErrBudget, MaxOutput)
+		}
+		return strings.Repeat(x, int(n)), nil
+	case *List:
+		if n > 0 && int64(len(x.Items))*n > maxItems {
+			return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
+		}
+		items := make([]Value, 0, len(x.Items)*int(n))
+		for i := int64(0); i < n; i++ {
+			items = append(items, x.Items...)
+		}
+		return &List{Items: items, Tuple: x.Tuple}, nil
+	}
+	return nil, fmt.Errorf("cannot repeat %s", typeName(s))
+}
+
+func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]Value, *Dict, error) {
+	var out []Value
+	for _, a := range args {
+		v, err := r.eval(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, v)
+	}
+	var kw *Dict
+	if len(kwName) > 0 {
+		kw = NewDict()
+		for i, k := range kwName {
+			v, err := r.eval(kwVal[i])
+			if err != nil {
+				return nil, nil, err
+			}
+			kw.Set(k, v)
+		}
+	}
+	return out, kw, nil
+}
+
+func (r *renderer) evalCall(e *callExpr) (Value, error) {
+	fn, err := r.eval(e.fn)
+	if err != nil {
+		return nil, err
+	}
+	args, kw, err := r.evalArgs(e.args, e.kwName, e.kwVal)
+	if err != nil {
+		return nil, err
+	}
+	var v Value
+	switch f := fn.(type) {
+	case *builtin:
+		v, err = f.fn(r, args, kw)
+	case *method:
+		v, err = callMethod(r, f, args, kw)
+	case *Macro:
+		v, err = r.callMacro(f, args, kw)
+	case *loopInfo:
+		err = fmt.Errorf("loop is not callable")
+	case Undefined:
+		if f.Name != "" {
+			err = fmt.Errorf("%q is undefined and cannot be called", f.Name)
+		} else {
+			err = fmt.Errorf("undefined value is not callable")
+		}
+	default:
+		err = fmt.Errorf("%s is not callable", typeName(fn))
+	}
+	if err != nil {
+		return nil, wrapPos(e.pos, err)
+	}
+	return v, nil
+}
+
+func (r *renderer) callMacro(m *Macro, args []Value, kw *Dict) (Value, error) {
+	if r.depth >= maxCallDepth {
+		return nil, fmt.Errorf("%w: macro calls nested deeper than %d", ErrBudget, maxCallDepth)
+	}
+	n := m.n
+	if len(args) > len(n.params) {
+		return nil, fmt.Errorf("macro %s takes %d arguments, got %d", n.name, len(n.params), len(args))
+	}
+	scope := map[string]Value{}
+	// Defaults are evaluated in the caller's scope before binding.
+	for i, p := range n.params {
+		switch {
+		case i < len(args):
+			scope[p] = args[i]
+		case kw != nil:
+			if v, ok := kw.Get(p); ok {
+				scope[p] = v
+				continue
+			}
+			fallthrough
+		default:
+			if n.defaults[i] != nil {
+				v, err := r.eval(n.defaults[i])
+				if err != nil {
+					return nil, err
+				}
+				scope[p] = v
+			} else {
+				scope[p] = Undefined{Name: p}
+			}
+		}
+	}
+	if kw != nil {
+		for _, k := range kw.keys {
+			found := false
+			for _, p := range n.params {
+				if k == p {
+					found = true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("macro %s has no parameter %v", n.name, k)
+			}
+		}
+	}
+	savedOut := r.out
+	savedScopes := r.scopes
+	r.out = strings.Builder{}
+	// Macros see the template's top-level names and their own arguments.
+	r.scopes = []map[string]Value{savedScopes[0], scope}
+	r.depth++
+	err := r.execBody(n.body)
+	r.depth--
+	s := r.out.String()
+	r.out = savedOut
+	r.scopes = savedScopes
+	if err == errBreak || err == errContinue {
+		err = fmt.Errorf("%v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLen(r.out.Len() + len(s)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (r *renderer) evalSlice(e *sliceExpr) (Value, error) {
+	obj, err := r.eval(e.obj)
+	if err != nil {
+		return nil, err
+	}
+	var b [3]Value
+	for i, x := range []expr{e.start, e.stop, e.stp} {
+		b[i] = nil
+		if x != nil {
+			if b[i], err = r.eval(x); err != nil {
+				return nil, err
+			}
+		}
+	}
+	v, err := slice(obj, b[0], b[1], b[2])
+	if err != nil {
+		return nil, wrapPos(e.pos, err)
+	}
+	return v, nil
+}
+
+// slice implements Python's seq[start:stop:step] for lists and strings.
+func slice(obj, start, stop, step Value) (Value, error) {
+	var n int
+	var runes []rune
+	var items []Value
+	tuple := false
+	switch x := obj.(type) {
+	case string:
+		runes = []rune(x)
+		n = len(runes)
+	case *List:
+		items = x.Items
+		tuple = x.Tuple
+		n = len(items)
+	case Undefined:
+		return Undefined{}, nil
+	default:
+		return nil, fmt.Errorf("%s cannot be sliced", typeName(obj))
+	}
+	st := int64(1)
+	if step != nil {
+		s, ok := step.(int64)
+		if !ok {
+			return nil, fmt.Errorf("slice step must be an integer")
+		}
+		if s == 0 {
+			return nil, fmt.Errorf("slice step cannot be zero")
+		}
+		st = s
+	}
+	norm := func(v Value, def int64) (int64, error) {
+		if v == nil {
+			return def, nil
+		}
+		i, ok := v.(int64)
+		if !ok {
+			return 0, fmt.Errorf("slice indices must be integers or none")
+		}
+		if i < 0 {
+			i += int64(n)
+			if i < 0 {
+				if st < 0 {
+					i = -1
+				} else {
+					i = 0
+				}
+			}
+		} else if i >= int64(n) {
+			if st < 0 {
+				i = int64(n) - 1
+			} else {
+				i = int64(n)
+			}
+		}
+		return i, nil
+	}
+	var lo, hi int64
+	var err error
+	if st > 0 {
+		if lo, err = norm(start, 0); err != nil {
+			return nil, err
+		}
+		if hi, err = norm(stop, int64(n)); err != nil {
+			return nil, err
+		}
+	} else {
+		if lo, err = norm(start, int64(n)-1); err != nil {
+			return nil, err
+		}
+		if hi, err = norm(stop, -1); err != nil {
+			return nil, err
+		}
+	}
+	var idx []int
+	for i := lo; (st > 0 && i < hi) || (st < 0 && i > hi); i += st {
+		idx = append(idx, int(i))
+	}
+	if runes != nil || items == nil && isStr(obj) {
+		out := make([]rune, len(idx))
+		for j, i := range idx {
+			out[j] = runes[i]
+		}
+		return string(out), nil
+	}
+	out := make([]Value, len(idx))
+	for j, i := range idx {
+		out[j] = items[i]
+	}
+	return &List{Items: out, Tuple: tuple}, nil
+}
+
+func isStr(v Value) bool { _, ok := v.(string); return ok }
+
+// getAttr is obj.name: methods and loop fields first, then dict keys.
+func getAttr(obj Value, name string) Value {
+	switch x := obj.(type) {
+	case *loopInfo:
+		return x.attr(name)
+	case *Dict:
+		if !x.Namespace {
+			if _, ok := dictMethods[name]; ok {
+				return &method{recv: obj, name: name}
+			}
+		}
+		if v, ok := x.Get(name); ok {
+			return v
+		}
+	case string:
+		if _, ok := strMethods[name]; ok {
+			return &method{recv: obj, name: name}
+		}
+	case *List:
+		if _, ok := listMethods[name]; ok {
+			return &method{recv: obj, name: name}
+		}
+	}
+	return Undefined{Name: name}
+}
+
+// getItem is obj[key]: dict keys and sequence indexes first, then
+// attributes; a miss is undefined, as in Jinja.
+func getItem(obj, key Value) Value {
+	switch x := obj.(type) {
+	case *Dict:
+		if v, ok := x.Get(key); ok {
+			return v
+		}
+	case *List:
+		if i, ok := key.(int64); ok {
+			if i < 0 {
+				i += int64(len(x.Items))
+			}
+			if i >= 0 && i < int64(len(x.Items)) {
+				return x.Items[i]
+			}
+			return Undefined{}
+		}
+	case string:
+		if i, ok := key.(int64); ok {
+			rs := []rune(x)
+			if i < 0 {
+				i += int64(len(rs))
+			}
+			if i >= 0 && i < int64(len(rs)) {
+				return string(rs[i])
+			}
+			return Undefined{}
+		}
+	}
+	if s, ok := key.(string); ok {
+		return getAttr(obj, s)
+	}
+	return Undefined{}
+}
+
+func (l *loopInfo) attr(name string) Value {
+	n := len(l.items)
+	switch name {
+	case "index":
+		return int64(l.index0 + 1)
+	case "index0":
+		return int64(l.index0)
+	case "revindex":
+		return int64(n - l.index0)
+	case "revindex0":
+		return int64(n - l.index0 - 1)
+	case "first":
+		return l.index0 == 0
+	case "last":
+		return l.index0 == n-1
+	case "length":
+		return int64(n)
+	case "depth":
+		return int64(1)
+	case "depth0":
+		return int64(0)
+	case "previtem":
+		if l.index0 > 0 {
+			return l.items[l.index0-1]
+		}
+	case "nextitem":
+		if l.index0 < n-1 {
+			return l.items[l.index0+1]
+		}
+	case "cycle":
+		return &method{recv: l, name: "cycle"}
+	}
+	return Undefined{Name: name}
+}

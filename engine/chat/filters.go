@@ -1,0 +1,1514 @@
+package chat
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+type filterFunc func(r *renderer, v Value, args []Value, kw *Dict) (Value, error)
+type testFunc func(v Value, args []Value) (bool, error)
+
+// arg returns positional argument i or keyword name, else def.
+func arg(args []Value, kw *Dict, i int, name string, def Value) Value {
+	if i < len(args) {
+		return args[i]
+	}
+	if kw != nil {
+		if v, ok := kw.Get(name); ok {
+			return v
+		}
+	}
+	return def
+}
+
+func argInt(args []Value, kw *Dict, i int, name string, def int64) (int64, error) {
+	v := arg(args, kw, i, name, def)
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case bool:
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	case nil:
+		return def, nil
+	}
+	return 0, fmt.Errorf("argument %s must be an integer, not %s", name, typeName(v))
+}
+
+func argStr(args []Value, kw *Dict, i int, name, def string) (string, error) {
+	v := arg(args, kw, i, name, def)
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("argument %s must be a string, not %s", name, typeName(v))
+	}
+	return s, nil
+}
+
+var filters map[string]filterFunc
+
+func init() {
+	filters = map[string]filterFunc{
+		"trim":       fTrim,
+		"length":     fLength,
+		"count":      fLength,
+		"upper":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return strings.ToUpper(toStr(v)), nil },
+		"lower":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return strings.ToLower(toStr(v)), nil },
+		"capitalize": func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return capitalize(toStr(v)), nil },
+		"title":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return title(toStr(v)), nil },
+		"string":     func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return toStr(v), nil },
+		"safe":       func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return v, nil },
+		"e":          fEscape,
+		"escape":     fEscape,
+		"tojson":     fToJSON,
+		"default":    fDefault,
+		"d":          fDefault,
+		"first":      fFirst,
+		"last":       fLast,
+		"join":       fJoin,
+		"replace":    fReplace,
+		"list":       fList,
+		"items":      fItems,
+		"dictsort":   fDictsort,
+		"sort":       fSort,
+		"reverse":    fReverse,
+		"unique":     fUnique,
+		"map":        fMap,
+		"select":     fSelect(true, false),
+		"reject":     fSelect(false, false),
+		"selectattr": fSelect(true, true),
+		"rejectattr": fSelect(false, true),
+		"int":        fInt,
+		"float":      fFloat,
+		"abs":        fAbs,
+		"round":      fRound,
+		"sum":        fSum,
+		"min":        fMinMax(-1),
+		"max":        fMinMax(1),
+		"indent":     fIndent,
+		"wordcount": func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+			return int64(len(strings.Fields(toStr(v)))), nil
+		},
+		"center": func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+			w, err := argInt(args, kw, 0, "width", 80)
+			if err != nil {
+				return nil, err
+			}
+			s := toStr(v)
+			n := int(w) - utf8.RuneCountInString(s)
+			if n <= 0 || w > MaxOutput {
+				return s, nil
+			}
+			left := n / 2
+			if n%2 == 1 && int(w)%2 == 1 {
+				left++
+			}
+			return strings.Repeat(" ", left) + s + strings.Repeat(" ", n-left), nil
+		},
+		"batch": fBatch,
+	}
+}
+
+func fTrim(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	s := toStr(v)
+	chars := arg(args, kw, 0, "chars", nil)
+	if c, ok := chars.(string); ok {
+		return strings.Trim(s, c), nil
+	}
+	return strings.TrimFunc(s, unicode.IsSpace), nil
+}
+
+func fLength(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	n, ok := length(v)
+	if !ok {
+		return nil, fmt.Errorf("object of type %s has no length", typeName(v))
+	}
+	return int64(n), nil
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + strings.ToLower(s[n:])
+}
+
+// title upper-cases the first letter of each word, as Python's str.title.
+func title(s string) string {
+	var b strings.Builder
+	prevLetter := false
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			if prevLetter {
+				b.WriteRune(unicode.ToLower(r))
+			} else {
+				b.WriteRune(unicode.ToUpper(r))
+			}
+			prevLetter = true
+		} else {
+			b.WriteRune(r)
+			prevLetter = false
+		}
+	}
+	return b.String()
+}
+
+func fEscape(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
+	return r.Replace(toStr(v)), nil
+}
+
+func fDefault(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	def := arg(args, kw, 0, "default_value", "")
+	boolean := truthy(arg(args, kw, 1, "boolean", false))
+	if isUndefined(v) || (boolean && !truthy(v)) {
+		return def, nil
+	}
+	return v, nil
+}
+
+func fFirst(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return Undefined{}, nil
+	}
+	return items[0], nil
+}
+
+func fLast(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return Undefined{}, nil
+	}
+	return items[len(items)-1], nil
+}
+
+func fJoin(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	sep, err := argStr(args, kw, 0, "d", "")
+	if err != nil {
+		return nil, err
+	}
+	attr := arg(args, kw, 1, "attribute", nil)
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		if attr != nil {
+			it = getItem(it, attr)
+		}
+		b.WriteString(toStr(it))
+		if err := checkLen(b.Len()); err != nil {
+			return nil, err
+		}
+	}
+	return b.String(), nil
+}
+
+func fReplace(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	old, err := argStr(args, kw, 0, "old", "")
+	if err != nil {
+		return nil, err
+	}
+	nw, err := argStr(args, kw, 1, "new", "")
+	if err != nil {
+		return nil, err
+	}
+	n, err := argInt(args, kw, 2, "count", -1)
+	if err != nil {
+		return nil, err
+	}
+	return replaceStr(toStr(v), old, nw, n)
+}
+
+func replaceStr(s, old, nw string, n int64) (Value, error) {
+	if old == "" && n < 0 {
+		// Python inserts new around every character; bound the result.
+		if err := checkLen(len(s) + (utf8.RuneCountInString(s)+1)*len(nw)); err != nil {
+			return nil, err
+		}
+	} else if old != "" {
+		c := strings.Count(s, old)
+		if err := checkLen(len(s) + c*(len(nw)-len(old))); err != nil {
+			return nil, err
+		}
+	}
+	if n > math.MaxInt32 {
+		n = -1
+	}
+	return strings.Replace(s, old, nw, int(n)), nil
+}
+
+func fList(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	return &List{Items: append([]Value(nil), items...)}, nil
+}
+
+func dictItems(d *Dict) *List {
+	out := make([]Value, d.Len())
+	for i := range d.keys {
+		out[i] = &List{Items: []Value{d.keys[i], d.vals[i]}, Tuple: true}
+	}
+	return &List{Items: out}
+}
+
+func fItems(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	switch x := v.(type) {
+	case *Dict:
+		return dictItems(x), nil
+	case Undefined:
+		return &List{}, nil
+	}
+	return nil, fmt.Errorf("can only get items from a mapping, not %s", typeName(v))
+}
+
+func fDictsort(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	d, ok := v.(*Dict)
+	if !ok {
+		return nil, fmt.Errorf("dictsort expects a mapping, not %s", typeName(v))
+	}
+	cs := truthy(arg(args, kw, 0, "case_sensitive", false))
+	by, _ := arg(args, kw, 1, "by", "key").(string)
+	rev := truthy(arg(args, kw, 2, "reverse", false))
+	l := dictItems(d)
+	pos := int64(0)
+	if by == "value" {
+		pos = 1
+	}
+	err := sortValues(l.Items, func(x Value) Value { return x.(*List).Items[pos] }, rev, cs)
+	return l, err
+}
+
+func attrGetter(attr Value) func(Value) Value {
+	s, ok := attr.(string)
+	if !ok {
+		return func(v Value) Value { return getItem(v, attr) }
+	}
+	parts := strings.Split(s, ".")
+	return func(v Value) Value {
+		for _, p := range parts {
+			if n, err := strconv.ParseInt(p, 10, 64); err == nil {
+				v = getItem(v, n)
+			} else {
+				v = getItem(v, p)
+			}
+		}
+		return v
+	}
+}
+
+func fSort(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	items = append([]Value(nil), items...)
+	rev := truthy(arg(args, kw, 0, "reverse", false))
+	cs := truthy(arg(args, kw, 1, "case_sensitive", false))
+	var key func(Value) Value
+	if a := arg(args, kw, 2, "attribute", nil); a != nil {
+		key = attrGetter(a)
+	}
+	return &List{Items: items}, sortValues(items, key, rev, cs)
+}
+
+func fReverse(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	if s, ok := v.(string); ok {
+		rs := []rune(s)
+		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
+			rs[i], rs[j] = rs[j], rs[i]
+		}
+		return string(rs), nil
+	}
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Value, len(items))
+	for i, it := range items {
+		out[len(items)-1-i] = it
+	}
+	return &List{Items: out}, nil
+}
+
+func fUnique(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	var out []Value
+	for _, it := range items {
+		dup := false
+		for _, o := range out {
+			a, b := it, o
+			if s, ok := a.(string); ok {
+				a = strings.ToLower(s)
+			}
+			if s, ok := b.(string); ok {
+				b = strings.ToLower(s)
+			}
+			if equal(a, b) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, it)
+		}
+	}
+	return &List{Items: out}, nil
+}
+
+func fMap(r *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Value, len(items))
+	if a := arg(nil, kw, 0, "attribute", nil); a != nil {
+		get := attrGetter(a)
+		def, hasDef := Value(nil), false
+		if kw != nil {
+			def, hasDef = kw.Get("default")
+		}
+		for i, it := range items {
+			out[i] = get(it)
+			if hasDef && isUndefined(out[i]) {
+				out[i] = def
+			}
+		}
+		return &List{Items: out}, nil
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("map needs a filter name or attribute=")
+	}
+	name, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("map filter name must be a string")
+	}
+	f, ok := filters[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown filter %q", name)
+	}
+	for i, it := range items {
+		if out[i], err = f(r, it, args[1:], kw); err != nil {
+			return nil, err
+		}
+	}
+	return &List{Items: out}, nil
+}
+
+func fSelect(keep, byAttr bool) filterFunc {
+	return func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+		items, err := iterate(v)
+		if err != nil {
+			return nil, err
+		}
+		var get func(Value) Value
+		if byAttr {
+			if len(args) == 0 {
+				return nil, fmt.Errorf("missing attribute name")
+			}
+			get = attrGetter(args[0])
+			args = args[1:]
+		}
+		var test testFunc
+		if len(args) > 0 {
+			name, ok := args[0].(string)
+			if !ok {
+				return nil, fmt.Errorf("test name must be a string")
+			}
+			if test, ok = tests[name]; !ok {
+				return nil, fmt.Errorf("unknown test %q", name)
+			}
+			args = args[1:]
+		}
+		var out []Value
+		for _, it := range items {
+			x := it
+			if get != nil {
+				x = get(it)
+			}
+			ok := truthy(x)
+			if test != nil {
+				if ok, err = test(x, args); err != nil {
+					return nil, err
+				}
+			}
+			if ok == keep {
+				out = append(out, it)
+			}
+		}
+		return &List{Items: out}, nil
+	}
+}
+
+func fInt(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	def := arg(args, kw, 0, "default", int64(0))
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case bool:
+		if x {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return def, nil
+		}
+		return int64(x), nil
+	case string:
+		s := strings.TrimSpace(x)
+		if i, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64); err == nil {
+			return i, nil
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return int64(f), nil
+		}
+	}
+	return def, nil
+}
+
+func fFloat(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	def := arg(args, kw, 0, "default", 0.0)
+	if _, f, _, ok := toNumber(v); ok {
+		return f, nil
+	}
+	if s, ok := v.(string); ok {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return f, nil
+		}
+	}
+	return def, nil
+}
+
+func fAbs(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return -x, nil
+		}
+		return x, nil
+	case float64:
+		return math.Abs(x), nil
+	}
+	return nil, fmt.Errorf("bad operand type for abs(): %s", typeName(v))
+}
+
+func fRound(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	prec, err := argInt(args, kw, 0, "precision", 0)
+	if err != nil {
+		return nil, err
+	}
+	method, _ := arg(args, kw, 1, "method", "common").(string)
+	_, f, _, ok := toNumber(v)
+	if !ok {
+		return nil, fmt.Errorf("cannot round %s", typeName(v))
+	}
+	if prec > 15 {
+		prec = 15
+	}
+	if prec < -15 {
+		prec = -15
+	}
+	m := math.Pow(10, float64(prec))
+	switch method {
+	case "ceil":
+		return math.Ceil(f*m) / m, nil
+	case "floor":
+		return math.Floor(f*m) / m, nil
+	}
+	return math.Round(f*m) / m, nil
+}
+
+func fSum(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	var get func(Value) Value
+	if a := arg(args, kw, 0, "attribute", nil); a != nil {
+		get = attrGetter(a)
+	}
+	acc := arg(args, kw, 1, "start", int64(0))
+	for _, it := range items {
+		if get != nil {
+			it = get(it)
+		}
+		if acc, err = arith("+", acc, it); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
+}
+
+func fMinMax(sign int) filterFunc {
+	return func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+		items, err := iterate(v)
+		if err != nil {
+			return nil, err
+		}
+		if len(items) == 0 {
+			return Undefined{}, nil
+		}
+		cs := truthy(arg(args, kw, 0, "case_sensitive", false))
+		var get func(Value) Value
+		if a := arg(args, kw, 1, "attribute", nil); a != nil {
+			get = attrGetter(a)
+		}
+		key := func(x Value) Value {
+			if get != nil {
+				x = get(x)
+			}
+			if s, ok := x.(string); ok && !cs {
+				return strings.ToLower(s)
+			}
+			return x
+		}
+		best := items[0]
+		for _, it := range items[1:] {
+			c, err := compare(key(it), key(best))
+			if err != nil {
+				return nil, err
+			}
+			if c*sign > 0 {
+				best = it
+			}
+		}
+		return best, nil
+	}
+}
+
+func fIndent(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	var pad string
+	switch w := arg(args, kw, 0, "width", int64(4)).(type) {
+	case int64:
+		if w < 0 || w > 1024 {
+			return nil, fmt.Errorf("indent width %d out of range", w)
+		}
+		pad = strings.Repeat(" ", int(w))
+	case string:
+		pad = w
+	default:
+		return nil, fmt.Errorf("indent width must be an integer or string")
+	}
+	first := truthy(arg(args, kw, 1, "first", false))
+	blank := truthy(arg(args, kw, 2, "blank", false))
+	s := toStr(v)
+	lines := strings.Split(s, "\n")
+	var b strings.Builder
+	for i, ln := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if (i > 0 || first) && (blank || strings.TrimSpace(ln) != "") {
+			b.WriteString(pad)
+		}
+		b.WriteString(ln)
+		if err := checkLen(b.Len()); err != nil {
+			return nil, err
+		}
+	}
+	return b.String(), nil
+}
+
+func fBatch(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	n, err := argInt(args, kw, 0, "linecount", 1)
+	if err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("batch size must be positive")
+	}
+	items, err := iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	fill, hasFill := Value(nil), len(args) > 1
+	if hasFill {
+		fill = args[1]
+	}
+	var out []Value
+	for i := 0; i < len(items); i += int(n) {
+		end := min(i+int(n), len(items))
+		row := append([]Value(nil), items[i:end]...)
+		for hasFill && len(row) < int(n) {
+			row = append(row, fill)
+		}
+		out = append(out, &List{Items: row})
+	}
+	return &List{Items: out}, nil
+}
+
+// fToJSON is Hugging Face's tojson: json.dumps(ensure_ascii=False) with
+// optional indent, keys in insertion order.
+func fToJSON(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	indent := ""
+	switch x := arg(args, kw, 0, "indent", nil).(type) {
+	case int64:
+		if x < 0 || x > 64 {
+			return nil, fmt.Errorf("indent %d out of range", x)
+		}
+		indent = strings.Repeat(" ", int(x))
+	case string:
+		indent = x
+	case nil:
+	default:
+		return nil, fmt.Errorf("indent must be an integer or string")
+	}
+	hasIndent := arg(args, kw, 0, "indent", nil) != nil
+	sortKeys := truthy(arg(nil, kw, 99, "sort_keys", false))
+	var b strings.Builder
+	if err := writeJSON(&b, v, hasIndent, indent, 0, sortKeys); err != nil {
+		return nil, err
+	}
+	return b.String(), nil
+}
+
+func writeJSON(b *strings.Builder, v Value, hasIndent bool, indent string, level int, sortKeys bool) error {
+	if level > maxDepth {
+		return fmt.Errorf("%w: value nested too deeply for tojson", ErrBudget)
+	}
+	if err := checkLen(b.Len()); err != nil {
+		return err
+	}
+	newline := func(l int) {
+		if hasIndent {
+			b.WriteByte('\n')
+			for i := 0; i < l; i++ {
+				b.WriteString(indent)
+			}
+		}
+	}
+	itemSep := ", "
+	if hasIndent {
+		itemSep = ","
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			b.WriteString("NaN")
+		case math.IsInf(x, 1):
+			b.WriteString("Infinity")
+		case math.IsInf(x, -1):
+			b.WriteString("-Infinity")
+		default:
+			b.WriteString(formatFloat(x))
+		}
+	case string:
+		writeJSONString(b, x)
+	case *List:
+		if len(x.Items) == 0 {
+			b.WriteString("[]")
+			return nil
+		}
+		b.WriteByte('[')
+		for i, it := range x.Items {
+			if i > 0 {
+				b.WriteString(itemSep)
+			}
+			newline(level + 1)
+			if err := writeJSON(b, it, hasIndent, indent, level+1, sortKeys); err != nil {
+				return err
+			}
+		}
+		newline(level)
+		b.WriteByte(']')
+	case *Dict:
+		if x.Len() == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		order := make([]int, x.Len())
+		for i := range order {
+			order[i] = i
+		}
+		if sortKeys {
+			keys := make([]Value, len(order))
+			copy(keys, x.keys)
+			idx := make([]Value, len(order))
+			for i := range idx {
+				idx[i] = int64(i)
+			}
+			_ = sortValues(idx, func(v Value) Value { return keys[v.(int64)] }, false, true)
+			for i := range idx {
+				order[i] = int(idx[i].(int64))
+			}
+		}
+		b.WriteByte('{')
+		for n, i := range order {
+			if n > 0 {
+				b.WriteString(itemSep)
+			}
+			newline(level + 1)
+			k := x.keys[i]
+			var ks string
+			switch kk := k.(type) {
+			case string:
+				ks = kk
+			case nil:
+				ks = "null"
+			case bool:
+				ks = map[bool]string{true: "true", false: "false"}[kk]
+			default:
+				ks = toStr(kk)
+			}
+			writeJSONString(b, ks)
+			b.WriteString(": ")
+			if err := writeJSON(b, x.vals[i], hasIndent, indent, level+1, sortKeys); err != nil {
+				return err
+			}
+		}
+		newline(level)
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("object of type %s is not JSON serializable", typeName(v))
+	}
+	return nil
+}
+
+func writeJSONString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
+
+var tests map[string]testFunc
+
+func init() {
+	cmpTest := func(op string) testFunc {
+		return func(v Value, args []Value) (bool, error) {
+			if len(args) != 1 {
+				return false, fmt.Errorf("needs one argument")
+			}
+			return compareOp(op, v, args[0])
+		}
+	}
+	tests = map[string]testFunc{
+		"defined":   func(v Value, _ []Value) (bool, error) { return !isUndefined(v), nil },
+		"undefined": func(v Value, _ []Value) (bool, error) { return isUndefined(v), nil },
+		"none":      func(v Value, _ []Value) (bool, error) { return v == nil, nil },
+		"string":    func(v Value, _ []Value) (bool, error) { return isStr(v), nil },
+		"boolean": func(v Value, _ []Value) (bool, error) {
+			_, ok := v.(bool)
+			return ok, nil
+		},
+		"true":  func(v Value, _ []Value) (bool, error) { return v == true, nil },
+		"false": func(v Value, _ []Value) (bool, error) { return v == false, nil },
+		"number": func(v Value, _ []Value) (bool, error) {
+			_, _, _, ok := toNumber(v)
+			return ok, nil
+		},
+		"integer": func(v Value, _ []Value) (bool, error) {
+			_, ok := v.(int64)
+			return ok, nil
+		},
+		"float": func(v Value, _ []Value) (bool, error) {
+			_, ok := v.(float64)
+			return ok, nil
+		},
+		"mapping": func(v Value, _ []Value) (bool, error) {
+			d, ok := v.(*Dict)
+			return ok && !d.Namespace, nil
+		},
+		"iterable": func(v Value, _ []Value) (bool, error) {
+			switch v.(type) {
+			case string, *List, Undefined:
+				return true, nil
+			case *Dict:
+				return !v.(*Dict).Namespace, nil
+			}
+			return false, nil
+		},
+		"sequence": func(v Value, _ []Value) (bool, error) {
+			switch v.(type) {
+			case string, *List, *Dict:
+				return true, nil
+			}
+			return false, nil
+		},
+		"callable": func(v Value, _ []Value) (bool, error) {
+			switch v.(type) {
+			case *Macro, *builtin, *method:
+				return true, nil
+			}
+			return false, nil
+		},
+		"odd": func(v Value, _ []Value) (bool, error) {
+			i, ok := v.(int64)
+			if !ok {
+				return false, fmt.Errorf("needs an integer")
+			}
+			return i%2 != 0, nil
+		},
+		"even": func(v Value, _ []Value) (bool, error) {
+			i, ok := v.(int64)
+			if !ok {
+				return false, fmt.Errorf("needs an integer")
+			}
+			return i%2 == 0, nil
+		},
+		"divisibleby": func(v Value, args []Value) (bool, error) {
+			if len(args) != 1 {
+				return false, fmt.Errorf("needs one argument")
+			}
+			m, err := arith("%", v, args[0])
+			if err != nil {
+				return false, err
+			}
+			return equal(m, int64(0)), nil
+		},
+		"lower": func(v Value, _ []Value) (bool, error) {
+			s, ok := v.(string)
+			return ok && s == strings.ToLower(s), nil
+		},
+		"upper": func(v Value, _ []Value) (bool, error) {
+			s, ok := v.(string)
+			return ok && s == strings.ToUpper(s), nil
+		},
+		"sameas": func(v Value, args []Value) (bool, error) {
+			if len(args) != 1 {
+				return false, fmt.Errorf("needs one argument")
+			}
+			switch a := v.(type) {
+			case *List, *Dict:
+				return v == args[0], nil
+			case nil, bool:
+				return args[0] == a, nil
+			}
+			return equal(v, args[0]), nil
+		},
+		"in": func(v Value, args []Value) (bool, error) {
+			if len(args) != 1 {
+				return false, fmt.Errorf("needs one argument")
+			}
+			return contains(args[0], v)
+		},
+		"eq": cmpTest("=="), "equalto": cmpTest("=="), "ne": cmpTest("!="),
+		"lt": cmpTest("<"), "lessthan": cmpTest("<"), "le": cmpTest("<="),
+		"gt": cmpTest(">"), "greaterthan": cmpTest(">"), "ge": cmpTest(">="),
+	}
+}
+
+var globals map[string]Value
+
+func init() {
+	globals = map[string]Value{
+		"range":           &builtin{name: "range", fn: gRange},
+		"namespace":       &builtin{name: "namespace", fn: gNamespace},
+		"dict":            &builtin{name: "dict", fn: gDict},
+		"raise_exception": &builtin{name: "raise_exception", fn: gRaise},
+		"strftime_now":    &builtin{name: "strftime_now", fn: gStrftimeNow},
+	}
+}
+
+func gRange(_ *renderer, args []Value, _ *Dict) (Value, error) {
+	var ns [3]int64
+	ns[2] = 1
+	if len(args) == 0 || len(args) > 3 {
+		return nil, fmt.Errorf("range expects 1 to 3 arguments, got %d", len(args))
+	}
+	for i, a := range args {
+		n, ok := a.(int64)
+		if !ok {
+			return nil, fmt.Errorf("range arguments must be integers, not %s", typeName(a))
+		}
+		ns[i] = n
+	}
+	start, stop, step := int64(0), ns[0], int64(1)
+	if len(args) >= 2 {
+		start, stop = ns[0], ns[1]
+	}
+	if len(args) == 3 {
+		step = ns[2]
+	}
+	if step == 0 {
+		return nil, fmt.Errorf("range step must not be zero")
+	}
+	var count int64
+	if step > 0 && stop > start {
+		count = (stop - start + step - 1) / step
+	} else if step < 0 && stop < start {
+		count = (start - stop - step - 1) / -step
+	}
+	if count > maxItems {
+		return nil, fmt.Errorf("%w: range of %d items", ErrBudget, count)
+	}
+	out := make([]Value, count)
+	for i := range out {
+		out[i] = start + int64(i)*step
+	}
+	return &List{Items: out}, nil
+}
+
+func gNamespace(_ *renderer, args []Value, kw *Dict) (Value, error) {
+	d := NewDict()
+	d.Namespace = true
+	for _, a := range args {
+		src, ok := a.(*Dict)
+		if !ok {
+			return nil, fmt.Errorf("namespace() positional arguments must be mappings")
+		}
+		for i := range src.keys {
+			d.Set(src.keys[i], src.vals[i])
+		}
+	}
+	if kw != nil {
+		for i := range kw.keys {
+			d.Set(kw.keys[i], kw.vals[i])
+		}
+	}
+	return d, nil
+}
+
+func gDict(_ *renderer, args []Value, kw *Dict) (Value, error) {
+	d := NewDict()
+	for _, a := range args {
+		src, ok := a.(*Dict)
+		if !ok {
+			return nil, fmt.Errorf("dict() positional arguments must be mappings")
+		}
+		for i := range src.keys {
+			d.Set(src.keys[i], src.vals[i])
+		}
+	}
+	if kw != nil {
+		for i := range kw.keys {
+			d.Set(kw.keys[i], kw.vals[i])
+		}
+	}
+	return d, nil
+}
+
+func gRaise(_ *renderer, args []Value, _ *Dict) (Value, error) {
+	msg := ""
+	if len(args) > 0 {
+		msg = toStr(args[0])
+	}
+	return nil, &ExceptionError{Message: msg}
+}
+
+// nowFunc is the clock strftime_now reads; tests replace it.
+var nowFunc = time.Now
+
+func gStrftimeNow(_ *renderer, args []Value, _ *Dict) (Value, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("strftime_now expects one format argument")
+	}
+	f, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("strftime_now format must be a string")
+	}
+	return strftime(nowFunc(), f), nil
+}
+
+// strftime formats t with the C/Python directives templates use.
+func strftime(t time.Time, f string) string {
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '%' || i+1 >= len(f) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch f[i] {
+		case 'Y':
+			fmt.Fprintf(&b, "%04d", t.Year())
+		case 'y':
+			fmt.Fprintf(&b, "%02d", t.Year()%100)
+		case 'm':
+			fmt.Fprintf(&b, "%02d", int(t.Month()))
+		case 'd':
+			fmt.Fprintf(&b, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&b, "%2d", t.Day())
+		case '-':
+			// %-d, %-m: no padding (glibc extension)
+			if i+1 < len(f) {
+				i++
+				switch f[i] {
+				case 'd':
+					fmt.Fprintf(&b, "%d", t.Day())
+				case 'm':
+					fmt.Fprintf(&b, "%d", int(t.Month()))
+				case 'H':
+					fmt.Fprintf(&b, "%d", t.Hour())
+				case 'I':
+					fmt.Fprintf(&b, "%d", (t.Hour()+11)%12+1)
+				default:
+					b.WriteString("%-")
+					b.WriteByte(f[i])
+				}
+			}
+		case 'H':
+			fmt.Fprintf(&b, "%02d", t.Hour())
+		case 'I':
+			fmt.Fprintf(&b, "%02d", (t.Hour()+11)%12+1)
+		case 'M':
+			fmt.Fprintf(&b, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&b, "%02d", t.Second())
+		case 'p':
+			if t.Hour() < 12 {
+				b.WriteString("AM")
+			} else {
+				b.WriteString("PM")
+			}
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'b', 'h':
+			b.WriteString(t.Month().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'j':
+			fmt.Fprintf(&b, "%03d", t.YearDay())
+		case 'Z':
+			z, _ := t.Zone()
+			b.WriteString(z)
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(f[i])
+		}
+	}
+	return b.String()
+}
+
+var strMethods = map[string]struct{}{
+	"strip": {}, "lstrip": {}, "rstrip": {}, "startswith": {}, "endswith": {}, "split": {}, "rsplit": {},
+	"replace": {}, "upper": {}, "lower": {}, "title": {}, "capitalize": {}, "find": {}, "rfind": {},
+	"count": {}, "join": {}, "splitlines": {}, "isdigit": {}, "isspace": {}, "isalpha": {}, "format": {},
+}
+
+var dictMethods = map[string]struct{}{"items": {}, "keys": {}, "values": {}, "get": {}, "update": {}, "pop": {}, "copy": {}}
+
+var listMethods = map[string]struct{}{"append": {}, "pop": {}, "index": {}, "count": {}, "extend": {}, "insert": {}, "copy": {}}
+
+func stripArg(args []Value) (string, bool, error) {
+	if len(args) == 0 || args[0] == nil {
+		return "", false, nil
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return "", false, fmt.Errorf("strip argument must be a string or None")
+	}
+	return s, true, nil
+}
+
+func callMethod(r *renderer, m *method, args []Value, kw *Dict) (Value, error) {
+	switch x := m.recv.(type) {
+	case string:
+		return strMethod(x, m.name, args, kw)
+	case *Dict:
+		return dictMethod(x, m.name, args)
+	case *List:
+		return listMethod(x, m.name, args)
+	case *loopInfo:
+		if len(args) == 0 {
+			return nil, fmt.Errorf("loop.cycle needs at least one argument")
+		}
+		return args[x.index0%len(args)], nil
+	}
+	return nil, fmt.Errorf("no method %s on %s", m.name, typeName(m.recv))
+}
+
+func strMethod(s, name string, args []Value, kw *Dict) (Value, error) {
+	switch name {
+	case "strip", "lstrip", "rstrip":
+		chars, has, err := stripArg(args)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case name == "strip" && has:
+			return strings.Trim(s, chars), nil
+		case name == "strip":
+			return strings.TrimFunc(s, unicode.IsSpace), nil
+		case name == "lstrip" && has:
+			return strings.TrimLeft(s, chars), nil
+		case name == "lstrip":
+			return strings.TrimLeftFunc(s, unicode.IsSpace), nil
+		case has:
+			return strings.TrimRight(s, chars), nil
+		}
+		return strings.TrimRightFunc(s, unicode.IsSpace), nil
+	case "startswith", "endswith":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("%s expects one argument", name)
+		}
+		var cands []Value
+		switch a := args[0].(type) {
+		case string:
+			cands = []Value{a}
+		case *List:
+			cands = a.Items
+		default:
+			return nil, fmt.Errorf("%s argument must be a string or tuple, not %s", name, typeName(args[0]))
+		}
+		for _, c := range cands {
+			cs, ok := c.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s tuple must contain strings", name)
+			}
+			if (name == "startswith" && strings.HasPrefix(s, cs)) || (name == "endswith" && strings.HasSuffix(s, cs)) {
+				return true, nil
+			}
+		}
+		return false, nil
+	case "split", "rsplit":
+		sepV := arg(args, kw, 0, "sep", nil)
+		n, err := argInt(args, kw, 1, "maxsplit", -1)
+		if err != nil {
+			return nil, err
+		}
+		var parts []string
+		if sepV == nil {
+			parts = splitWhitespace(s, n, name == "rsplit")
+		} else {
+			sep, ok := sepV.(string)
+			if !ok {
+				return nil, fmt.Errorf("split separator must be a string")
+			}
+			if sep == "" {
+				return nil, fmt.Errorf("empty separator")
+			}
+			if n < 0 {
+				parts = strings.Split(s, sep)
+			} else if name == "split" {
+				parts = strings.SplitN(s, sep, int(min(n, math.MaxInt32))+1)
+			} else {
+				parts = rsplitN(s, sep, int(min(n, math.MaxInt32)))
+			}
+		}
+		out := make([]Value, len(parts))
+		for i, p := range parts {
+			out[i] = p
+		}
+		return &List{Items: out}, nil
+	case "splitlines":
+		lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+		if len(lines) > 0 && lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		out := make([]Value, len(lines))
+		for i, p := range lines {
+			out[i] = p
+		}
+		return &List{Items: out}, nil
+	case "replace":
+		if len(args) < 2 {
+			return nil, fmt.Errorf("replace expects two arguments")
+		}
+		old, ok1 := args[0].(string)
+		nw, ok2 := args[1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("replace arguments must be strings")
+		}
+		n, err := argInt(args, kw, 2, "count", -1)
+		if err != nil {
+			return nil, err
+		}
+		return replaceStr(s, old, nw, n)
+	case "upper":
+		return strings.ToUpper(s), nil
+	case "lower":
+		return strings.ToLower(s), nil
+	case "title":
+		return title(s), nil
+	case "capitalize":
+		return capitalize(s), nil
+	case "find", "rfind", "count":
+		if len(args) < 1 {
+			return nil, fmt.Errorf("%s expects an argument", name)
+		}
+		sub, ok := args[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("%s argument must be a string", name)
+		}
+		var i int
+		switch name {
+		case "find":
+			i = strings.Index(s, sub)
+		case "rfind":
+			i = strings.LastIndex(s, sub)
+		default:
+			return int64(strings.Count(s, sub)), nil
+		}
+		if i < 0 {
+			return int64(-1), nil
+		}
+		return int64(utf8.RuneCountInString(s[:i])), nil
+	case "join":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("join expects one argument")
+		}
+		return fJoin(nil, args[0], []Value{s}, nil)
+	case "isdigit", "isspace", "isalpha":
+		if s == "" {
+			return false, nil
+		}
+		f := map[string]func(rune) bool{"isdigit": unicode.IsDigit, "isspace": unicode.IsSpace, "isalpha": unicode.IsLetter}[name]
+		for _, r := range s {
+			if !f(r) {
+				return false, nil
+			}
+		}
+		return true, nil
+	case "format":
+		// Positional "{}" substitution only.
+		var b strings.Builder
+		ai := 0
+		for i := 0; i < len(s); i++ {
+			if strings.HasPrefix(s[i:], "{}") && ai < len(args) {
+				b.WriteString(toStr(args[ai]))
+				ai++
+				i++
+				continue
+			}
+			b.WriteByte(s[i])
+		}
+		return b.String(), nil
+	}
+	return nil, fmt.Errorf("str has no method %s", name)
+}
+
+func splitWhitespace(s string, n int64, fromRight bool) []string {
+	fields := strings.Fields(s)
+	if n < 0 || int64(len(fields)) <= n+1 {
+		return fields
+	}
+	if !fromRight {
+		// Re-find the remainder of s after n fields.
+		rest := s
+		out := make([]string, 0, n+1)
+		for i := int64(0); i < n; i++ {
+			rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
+			j := strings.IndexFunc(rest, unicode.IsSpace)
+			out = append(out, rest[:j])
+			rest = rest[j:]
+		}
+		return append(out, strings.TrimLeftFunc(rest, unicode.IsSpace))
+	}
+	rest := s
+	var out []string
+	for i := int64(0); i < n; i++ {
+		rest = strings.TrimRightFunc(rest, unicode.IsSpace)
+		j := strings.LastIndexFunc(rest, unicode.IsSpace)
+		out = append([]string{rest[j+1:]}, out...)
+		rest = rest[:j+1]
+	}
+	return append([]string{strings.TrimRightFunc(rest, unicode.IsSpace)}, out...)
+}
+
+func rsplitN(s, sep string, n int) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		j := strings.LastIndex(s, sep)
+		if j < 0 {
+			break
+		}
+		out = append([]string{s[j+len(sep):]}, out...)
+		s = s[:j]
+	}
+	return append([]string{s}, out...)
+}
+
+func dictMethod(d *Dict, name string, args []Value) (Value, error) {
+	switch name {
+	case "items":
+		return dictItems(d), nil
+	case "keys":
+		return &List{Items: append([]Value(nil), d.keys...)}, nil
+	case "values":
+		return &List{Items: append([]Value(nil), d.vals...)}, nil
+	case "get":
+		if len(args) < 1 {
+			return nil, fmt.Errorf("get expects a key")
+		}
+		if v, ok := d.Get(args[0]); ok {
+			return v, nil
+		}
+		if len(args) > 1 {
+			return args[1], nil
+		}
+		return nil, nil
+	case "pop":
+		if len(args) < 1 {
+			return nil, fmt.Errorf("pop expects a key")
+		}
+		if v, ok := d.Get(args[0]); ok {
+			d.delete(args[0])
+			return v, nil
+		}
+		if len(args) > 1 {
+			return args[1], nil
+		}
+		return nil, fmt.Errorf("key %s not found", toStr(args[0]))
+	case "update":
+		for _, a := range args {
+			src, ok := a.(*Dict)
+			if !ok {
+				return nil, fmt.Errorf("update expects a mapping")
+			}
+			for i := range src.keys {
+				d.Set(src.keys[i], src.vals[i])
+			}
+		}
+		return nil, nil
+	case "copy":
+		c := NewDict()
+		for i := range d.keys {
+			c.Set(d.keys[i], d.vals[i])
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("dict has no method %s", name)
+}
+
+func listMethod(l *List, name string, args []Value) (Value, error) {
+	switch name {
+	case "append":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("append expects one argument")
+		}
+		if len(l.Items) >= maxItems {
+			return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
+		}
+		l.Items = append(l.Items, args[0])
+		return nil, nil
+	case "extend":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("extend expects one argument")
+		}
+		items, err := iterate(args[0])
+		if err != nil {
+			return nil, err
+		}
+		if len(l.Items)+len(items) > maxItems {
+			return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
+		}
+		l.Items = append(l.Items, items...)
+		return nil, nil
+	case "insert":
+		if len(args) != 2 {
+			return nil, fmt.Errorf("insert expects two arguments")
+		}
+		i, ok := args[0].(int64)
+		if !ok {
+			return nil, fmt.Errorf("insert index must be an integer")
+		}
+		n := int64(len(l.Items))
+		if i < 0 {
+			i = max(i+n, 0)
+		}
+		i = min(i, n)
+		l.Items = append(l.Items, nil)
+		copy(l.Items[i+1:], l.Items[i:])
+		l.Items[i] = args[1]
+		return nil, nil
+	case "pop":
+		if len(l.Items) == 0 {
+			return nil, fmt.Errorf("pop from empty list")
+		}
+		i := int64(len(l.Items) - 1)
+		if len(args) > 0 {
+			j, ok := args[0].(int64)
+			if !ok {
+				return nil, fmt.Errorf("pop index must be an integer")
+			}
+			if j < 0 {
+				j += int64(len(l.Items))
+			}
+			if j < 0 || j >= int64(len(l.Items)) {
+				return nil, fmt.Errorf("pop index out of range")
+			}
+			i = j
+		}
+		v := l.Items[i]
+		l.Items = append(l.Items[:i], l.Items[i+1:]...)
+		return v, nil
+	case "index":
+		if len(args) < 1 {
+			return nil, fmt.Errorf("index expects an argument")
+		}
+		for i, it := range l.Items {
+			if equal(it, args[0]) {
+				return int64(i), nil
+			}
+		}
+		return nil, fmt.Errorf("%s is not in list", toStr(args[0]))
+	case "count":
+		if len(args) < 1 {
+			return nil, fmt.Errorf("count expects an argument")
+		}
+		n := int64(0)
+		for _, it := range l.Items {
+			if equal(it, args[0]) {
+				n++
+			}
+		}
+		return n, nil
+	case "copy":
+		return &List{Items: append([]Value(nil), l.Items...)}, nil
+	}
+	return nil, fmt.Errorf("list has no method %s", name)
+}

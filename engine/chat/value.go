@@ -1,0 +1,462 @@
+package chat
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Value is a template value: nil (Python None), Undefined, bool, int64,
+// float64, string, *List, *Dict, or a callable (*Macro, *builtin, *method,
+// *loopInfo). Lists and dicts are references, as in Python.
+type Value = any
+
+// Undefined is Jinja's undefined value: renders empty, is falsy, iterates
+// as empty, and its attributes are undefined too.
+type Undefined struct{ Name string }
+
+// List is a Python list (or tuple when Tuple is set, which only changes how
+// it prints).
+type List struct {
+	Items []Value
+	Tuple bool
+}
+
+// Dict is an insertion-ordered mapping with scalar keys. Namespace marks
+// objects made by namespace(), whose attributes "set" may assign.
+type Dict struct {
+	keys      []Value
+	vals      []Value
+	idx       map[dictKey]int
+	Namespace bool
+}
+
+type dictKey struct {
+	kind byte
+	s    string
+}
+
+func keyOf(v Value) (dictKey, bool) {
+	switch x := v.(type) {
+	case string:
+		return dictKey{'s', x}, true
+	case int64:
+		return dictKey{'n', strconv.FormatInt(x, 10)}, true
+	case bool:
+		if x {
+			return dictKey{'n', "1"}, true
+		}
+		return dictKey{'n', "0"}, true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e18 {
+			return dictKey{'n', strconv.FormatInt(int64(x), 10)}, true
+		}
+		return dictKey{'f', strconv.FormatFloat(x, 'g', -1, 64)}, true
+	case nil:
+		return dictKey{'0', ""}, true
+	}
+	return dictKey{}, false
+}
+
+// NewDict returns an empty dict.
+func NewDict() *Dict { return &Dict{idx: map[dictKey]int{}} }
+
+// Set inserts or replaces key; it reports false for unhashable keys.
+func (d *Dict) Set(k, v Value) bool {
+	hk, ok := keyOf(k)
+	if !ok {
+		return false
+	}
+	if i, ok := d.idx[hk]; ok {
+		d.vals[i] = v
+		return true
+	}
+	d.idx[hk] = len(d.keys)
+	d.keys = append(d.keys, k)
+	d.vals = append(d.vals, v)
+	return true
+}
+
+// Get returns the value at key.
+func (d *Dict) Get(k Value) (Value, bool) {
+	hk, ok := keyOf(k)
+	if !ok {
+		return nil, false
+	}
+	i, ok := d.idx[hk]
+	if !ok {
+		return nil, false
+	}
+	return d.vals[i], true
+}
+
+// Len is the number of entries.
+func (d *Dict) Len() int { return len(d.keys) }
+
+func (d *Dict) delete(k Value) {
+	hk, ok := keyOf(k)
+	if !ok {
+		return
+	}
+	i, ok := d.idx[hk]
+	if !ok {
+		return
+	}
+	d.keys = append(d.keys[:i], d.keys[i+1:]...)
+	d.vals = append(d.vals[:i], d.vals[i+1:]...)
+	delete(d.idx, hk)
+	for j := i; j < len(d.keys); j++ {
+		h, _ := keyOf(d.keys[j])
+		d.idx[h] = j
+	}
+}
+
+func isUndefined(v Value) bool {
+	_, ok := v.(Undefined)
+	return ok
+}
+
+// truthy follows Python: empty strings and containers, zero, None and
+// undefined are false.
+func truthy(v Value) bool {
+	switch x := v.(type) {
+	case nil, Undefined:
+		return false
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	case *List:
+		return len(x.Items) > 0
+	case *Dict:
+		return x.Len() > 0 || x.Namespace
+	}
+	return true
+}
+
+// toStr is Python's str() as Jinja applies it when printing.
+func toStr(v Value) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case Undefined:
+		return ""
+	}
+	var b strings.Builder
+	writeRepr(&b, v, false)
+	return b.String()
+}
+
+func formatFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	if f == 0 {
+		if math.Signbit(f) {
+			return "-0.0"
+		}
+		return "0.0"
+	}
+	exp := math.Floor(math.Log10(math.Abs(f)))
+	// Python's repr switches to exponent form outside [1e-4, 1e16).
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	if i := strings.IndexByte(e, 'e'); i >= 0 {
+		if n, err := strconv.Atoi(e[i+1:]); err == nil {
+			exp = float64(n)
+		}
+	}
+	if exp < -4 || exp >= 16 {
+		return e
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// writeRepr writes Python's repr (quoted=true) or str of v.
+func writeRepr(b *strings.Builder, v Value, quoted bool) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("None")
+	case Undefined:
+		if quoted {
+			b.WriteString("Undefined")
+		}
+	case bool:
+		if x {
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
+		}
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		b.WriteString(formatFloat(x))
+	case string:
+		if quoted {
+			writePyStr(b, x)
+		} else {
+			b.WriteString(x)
+		}
+	case *List:
+		open, close := "[", "]"
+		if x.Tuple {
+			open, close = "(", ")"
+		}
+		b.WriteString(open)
+		for i, it := range x.Items {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeRepr(b, it, true)
+		}
+		if x.Tuple && len(x.Items) == 1 {
+			b.WriteString(",")
+		}
+		b.WriteString(close)
+	case *Dict:
+		if x.Namespace {
+			b.WriteString("<Namespace ")
+		}
+		b.WriteString("{")
+		for i := range x.keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeRepr(b, x.keys[i], true)
+			b.WriteString(": ")
+			writeRepr(b, x.vals[i], true)
+		}
+		b.WriteString("}")
+		if x.Namespace {
+			b.WriteString(">")
+		}
+	default:
+		fmt.Fprintf(b, "<%s>", typeName(v))
+	}
+}
+
+func writePyStr(b *strings.Builder, s string) {
+	q := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		q = '"'
+	}
+	b.WriteByte(q)
+	for _, r := range s {
+		switch {
+		case r == rune(q) || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(b, `\x%02x`, r)
+		case r == utf8.RuneError:
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(q)
+}
+
+func typeName(v Value) string {
+	switch v.(type) {
+	case nil:
+		return "NoneType"
+	case Undefined:
+		return "Undefined"
+	case bool:
+		return "bool"
+	case int64:
+		return "int"
+	case float64:
+		return "float"
+	case string:
+		return "str"
+	case *List:
+		return "list"
+	case *Dict:
+		return "dict"
+	case *Macro:
+		return "macro"
+	case *builtin, *method:
+		return "function"
+	case *loopInfo:
+		return "loop"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// toNumber converts bools and numbers for arithmetic.
+func toNumber(v Value) (i int64, f float64, isFloat, ok bool) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return 1, 1, false, true
+		}
+		return 0, 0, false, true
+	case int64:
+		return x, float64(x), false, true
+	case float64:
+		return 0, x, true, true
+	}
+	return 0, 0, false, false
+}
+
+// equal is Python ==.
+func equal(a, b Value) bool {
+	if ai, af, afl, ok := toNumber(a); ok {
+		if bi, bf, bfl, ok := toNumber(b); ok {
+			if afl || bfl {
+				return af == bf
+			}
+			return ai == bi
+		}
+		return false
+	}
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case Undefined:
+		return isUndefined(b)
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case *List:
+		y, ok := b.(*List)
+		if !ok || len(x.Items) != len(y.Items) {
+			return false
+		}
+		for i := range x.Items {
+			if !equal(x.Items[i], y.Items[i]) {
+				return false
+			}
+		}
+		return true
+	case *Dict:
+		y, ok := b.(*Dict)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		for i, k := range x.keys {
+			w, ok := y.Get(k)
+			if !ok || !equal(x.vals[i], w) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+// compare orders numbers and strings (and lists element-wise) as Python.
+func compare(a, b Value) (int, error) {
+	if _, af, _, ok := toNumber(a); ok {
+		if _, bf, _, ok := toNumber(b); ok {
+			switch {
+			case af < bf:
+				return -1, nil
+			case af > bf:
+				return 1, nil
+			}
+			return 0, nil
+		}
+	}
+	if x, ok := a.(string); ok {
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y), nil
+		}
+	}
+	if x, ok := a.(*List); ok {
+		if y, ok := b.(*List); ok {
+			for i := 0; i < len(x.Items) && i < len(y.Items); i++ {
+				c, err := compare(x.Items[i], y.Items[i])
+				if err != nil || c != 0 {
+					return c, err
+				}
+			}
+			return len(x.Items) - len(y.Items), nil
+		}
+	}
+	return 0, fmt.Errorf("cannot compare %s with %s", typeName(a), typeName(b))
+}
+
+// iterate returns the items a for loop visits: list items, dict keys,
+// string characters; undefined iterates as empty.
+func iterate(v Value) ([]Value, error) {
+	switch x := v.(type) {
+	case Undefined:
+		return nil, nil
+	case *List:
+		return x.Items, nil
+	case *Dict:
+		return append([]Value(nil), x.keys...), nil
+	case string:
+		out := make([]Value, 0, len(x))
+		for _, r := range x {
+			out = append(out, string(r))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s is not iterable", typeName(v))
+}
+
+func length(v Value) (int, bool) {
+	switch x := v.(type) {
+	case Undefined:
+		return 0, true
+	case string:
+		return utf8.RuneCountInString(x), true
+	case *List:
+		return len(x.Items), true
+	case *Dict:
+		return x.Len(), true
+	}
+	return 0, false
+}
+
+func sortValues(items []Value, key func(Value) Value, reverse, caseSensitive bool) error {
+	var err error
+	keyed := func(v Value) Value {
+		if key != nil {
+			v = key(v)
+		}
+		if s, ok := v.(string); ok && !caseSensitive {
+			return strings.ToLower(s)
+		}
+		return v
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		c, e := compare(keyed(items[i]), keyed(items[j]))
+		if e != nil && err == nil {
+			err = e
+		}
+		if reverse {
+			return c > 0
+		}
+		return c < 0
+	})
+	return err
+}
