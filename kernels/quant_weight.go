@@ -1,11 +1,494 @@
 package kernels
 
-import "github.com/moonlm/moonlm/gguf"
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// This file holds weight quantizers that follow ggml's reference
+// ("deterministic creation of model files") algorithms, used without an
+// importance matrix: so files we synthesize resemble what ggml's quantize
+// tool writes. They are not hot paths but still do not allocate.
+
+// groupMaxEps is ggml's threshold below which a group counts as all zero.
+const groupMaxEps = 1e-15
 
 // quantizeWeightRow quantizes src into weight type t with ggml's reference
 // quantizers; it reports false for types without one.
 func quantizeWeightRow(t gguf.Type, src []float32, dst []byte) bool {
+	n := len(src)
 	switch t {
+	case gguf.Q4_0:
+		checkRow(t, n, qk32)
+		quantizeQ4_0(src, dst)
+	case gguf.Q4_1:
+		checkRow(t, n, qk32)
+		quantizeQ4_1(src, dst)
+	case gguf.Q5_0:
+		checkRow(t, n, qk32)
+		quantizeQ5_0(src, dst)
+	case gguf.Q5_1:
+		checkRow(t, n, qk32)
+		quantizeQ5_1(src, dst)
+	case gguf.Q4_K:
+		checkRow(t, n, qkK)
+		quantizeQ4K(src, dst)
+	case gguf.Q5_K:
+		checkRow(t, n, qkK)
+		quantizeQ5K(src, dst)
+	case gguf.Q6_K:
+		checkRow(t, n, qkK)
+		quantizeQ6K(src, dst)
+	default:
+		return false
 	}
-	return false
+	return true
+}
+
+// QuantizeWeightRow quantizes one row of weights with ggml's reference
+// quantizers. It equals QuantizeRow except for Q8_0, where QuantizeRow is
+// the activation path (ggml's AVX2 rounding) and this is quantize_row_q8_0_ref
+// (scale 1/d, round half away from zero), what ggml writes into model files.
+func QuantizeWeightRow(t gguf.Type, src []float32, dst []byte) {
+	if t == gguf.Q8_0 {
+		checkRow(t, len(src), qk32)
+		quantizeQ8_0Ref(src, dst)
+		return
+	}
+	QuantizeRow(t, src, dst)
+}
+
+func putF16(b []byte, v float32) {
+	binary.LittleEndian.PutUint16(b, F32ToF16(v))
+}
+
+func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
+
+// roundAway rounds half away from zero, as C's roundf.
+func roundAway(v float32) float32 { return float32(math.Round(float64(v))) }
+
+func quantizeQ8_0Ref(src []float32, dst []byte) {
+	for i := 0; i < len(src)/qk32; i++ {
+		x := src[i*qk32 : (i+1)*qk32]
+		b := dst[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		var amax float32
+		for _, v := range x {
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		for j, v := range x {
+			b[2+j] = byte(int8(roundAway(v * id)))
+		}
+	}
+}
+
+// signedMax returns the value of largest magnitude (the first on ties) and
+// its magnitude.
+func signedMax(x []float32) (max, amax float32) {
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax, max = a, v
+		}
+	}
+	return max, amax
+}
+
+func quantizeQ4_0(src []float32, dst []byte) {
+	for i := 0; i < len(src)/qk32; i++ {
+		x := src[i*qk32 : (i+1)*qk32]
+		b := dst[i*bytesQ4_0 : (i+1)*bytesQ4_0]
+		max, _ := signedMax(x)
+		d := max / -8
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		for j := range 16 {
+			// C truncates (int8_t)(v + 8.5f) toward zero; v+8.5 is >= 0.5.
+			q0 := min(15, int32(x[j]*id+8.5))
+			q1 := min(15, int32(x[j+16]*id+8.5))
+			b[2+j] = byte(q0) | byte(q1)<<4
+		}
+	}
+}
+
+// minMax returns the smallest and largest values of x.
+func minMax(x []float32) (lo, hi float32) {
+	lo, hi = math.MaxFloat32, -math.MaxFloat32
+	for _, v := range x {
+		lo = min(lo, v)
+		hi = max(hi, v)
+	}
+	return lo, hi
+}
+
+func quantizeQ4_1(src []float32, dst []byte) {
+	for i := 0; i < len(src)/qk32; i++ {
+		x := src[i*qk32 : (i+1)*qk32]
+		b := dst[i*bytesQ4_1 : (i+1)*bytesQ4_1]
+		lo, hi := minMax(x)
+		d := (hi - lo) / 15
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		putF16(b[2:], lo)
+		for j := range 16 {
+			q0 := min(15, int32((x[j]-lo)*id+0.5))
+			q1 := min(15, int32((x[j+16]-lo)*id+0.5))
+			b[4+j] = byte(q0) | byte(q1)<<4
+		}
+	}
+}
+
+func quantizeQ5_0(src []float32, dst []byte) {
+	for i := 0; i < len(src)/qk32; i++ {
+		x := src[i*qk32 : (i+1)*qk32]
+		b := dst[i*bytesQ5_0 : (i+1)*bytesQ5_0]
+		max, _ := signedMax(x)
+		d := max / -16
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		var qh uint32
+		for j := range 16 {
+			q0 := uint32(min(31, int32(x[j]*id+16.5)))
+			q1 := uint32(min(31, int32(x[j+16]*id+16.5)))
+			b[6+j] = byte(q0&0xf) | byte(q1&0xf)<<4
+			qh |= (q0 >> 4 & 1) << j
+			qh |= (q1 >> 4 & 1) << (j + 16)
+		}
+		binary.LittleEndian.PutUint32(b[2:], qh)
+	}
+}
+
+func quantizeQ5_1(src []float32, dst []byte) {
+	for i := 0; i < len(src)/qk32; i++ {
+		x := src[i*qk32 : (i+1)*qk32]
+		b := dst[i*bytesQ5_1 : (i+1)*bytesQ5_1]
+		lo, hi := minMax(x)
+		d := (hi - lo) / 31
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		putF16(b[2:], lo)
+		var qh uint32
+		for j := range 16 {
+			q0 := uint32(uint8(int32((x[j]-lo)*id + 0.5)))
+			q1 := uint32(uint8(int32((x[j+16]-lo)*id + 0.5)))
+			b[8+j] = byte(q0&0xf) | byte(q1&0xf)<<4
+			qh |= (q0 >> 4 & 1) << j
+			qh |= (q1 >> 4 & 1) << (j + 16)
+		}
+		binary.LittleEndian.PutUint32(b[4:], qh)
+	}
+}
+
+// makeQKX2Quants is ggml's make_qkx2_quants: it fits x ≈ scale*L - theMin
+// with L in [0, nmax] by weighted least squares, trying nstep+1 candidate
+// inverse scales around nmax/(max-min) and keeping the one with the smallest
+// weighted squared (or absolute, useMAD) error. It returns scale and theMin
+// (>= 0) and leaves the levels in L; laux is scratch.
+func makeQKX2Quants(nmax int32, x, weights []float32, L, laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (scale, theMin float32) {
+	n := len(x)
+	lo, hi := x[0], x[0]
+	sumW := weights[0]
+	sumX := sumW * x[0]
+	for i := 1; i < n; i++ {
+		lo = min(lo, x[i])
+		hi = max(hi, x[i])
+		w := weights[i]
+		sumW += w
+		sumX += w * x[i]
+	}
+	if lo > 0 {
+		lo = 0
+	}
+	if hi == lo {
+		for i := range n {
+			L[i] = 0
+		}
+		return 0, -lo
+	}
+	iscale := float32(nmax) / (hi - lo)
+	scale = 1 / iscale
+	var bestMAD float32
+	for i := range n {
+		l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
+		L[i] = uint8(l)
+		diff := scale*float32(l) + lo - x[i]
+		if useMAD {
+			diff = abs32(diff)
+		} else {
+			diff *= diff
+		}
+		bestMAD += weights[i] * diff
+	}
+	if nstep < 1 {
+		return scale, -lo
+	}
+	for is := 0; is <= nstep; is++ {
+		iscale = (rmin + rdelta*float32(is) + float32(nmax)) / (hi - lo)
+		var sumL, sumL2, sumXL float32
+		for i := range n {
+			l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
+			laux[i] = uint8(l)
+			w := weights[i]
+			fl := float32(l)
+			sumL += w * fl
+			sumL2 += w * fl * fl
+			sumXL += w * fl * x[i]
+		}
+		D := sumW*sumL2 - sumL*sumL
+		if D > 0 {
+			thisScale := (sumW*sumXL - sumX*sumL) / D
+			thisMin := (sumL2*sumX - sumL*sumXL) / D
+			if thisMin > 0 {
+				thisMin = 0
+				thisScale = sumXL / sumL2
+			}
+			var mad float32
+			for i := range n {
+				diff := thisScale*float32(laux[i]) + thisMin - x[i]
+				if useMAD {
+					diff = abs32(diff)
+				} else {
+					diff *= diff
+				}
+				mad += weights[i] * diff
+			}
+			if mad < bestMAD {
+				copy(L[:n], laux[:n])
+				bestMAD = mad
+				scale = thisScale
+				lo = thisMin
+			}
+		}
+	}
+	return scale, -lo
+}
+
+// quantizeKScaleMin is the shared body of the Q4_K and Q5_K reference
+// quantizers for one 256-value block: per 32-value sub-block a scale and min
+// search, both then quantized to 6 bits against the block's largest, and the
+// final levels recomputed from the rounded scales. It fills scales12 (the
+// packed 6-bit scales), returns d and dmin, and leaves the levels in L.
+func quantizeKScaleMin(x []float32, nmax int32, rmin float32, nstep int, scales12 []byte, L *[qkK]uint8) (d, dmin float32) {
+	var weights [32]float32
+	var laux [32]uint8
+	var scales, mins [8]float32
+	var maxScale, maxMin float32
+	for j := range 8 {
+		xs := x[32*j : 32*j+32]
+		var sumX2 float32
+		for _, v := range xs {
+			sumX2 += v * v
+		}
+		avX := float32(math.Sqrt(float64(sumX2 / 32)))
+		for l, v := range xs {
+			weights[l] = avX + abs32(v)
+		}
+		scales[j], mins[j] = makeQKX2Quants(nmax, xs, weights[:], L[32*j:32*j+32], laux[:], rmin, 0.1, nstep, false)
+		maxScale = max(maxScale, scales[j])
+		maxMin = max(maxMin, mins[j])
+	}
+	var invScale, invMin float32
+	if maxScale > 0 {
+		invScale = 63 / maxScale
+	}
+	if maxMin > 0 {
+		invMin = 63 / maxMin
+	}
+	clear(scales12[:12])
+	for j := range 8 {
+		ls := min(63, uint8(nearestInt(invScale*scales[j])))
+		lm := min(63, uint8(nearestInt(invMin*mins[j])))
+		if j < 4 {
+			scales12[j] = ls
+			scales12[j+4] = lm
+		} else {
+			scales12[j+4] = ls&0xf | (lm&0xf)<<4
+			scales12[j-4] |= (ls >> 4) << 6
+			scales12[j] |= (lm >> 4) << 6
+		}
+	}
+	dh, dminh := F32ToF16(maxScale/63), F32ToF16(maxMin/63)
+	d, dmin = F16ToF32(dh), F16ToF32(dminh)
+	for j := range 8 {
+		sc, m := scaleMinK4(j, scales12)
+		ds := d * float32(sc)
+		if ds == 0 {
+			continue
+		}
+		dm := dmin * float32(m)
+		for ii := range 32 {
+			l := nearestInt((x[32*j+ii] + dm) / ds)
+			L[32*j+ii] = uint8(min(nmax, max(0, l)))
+		}
+	}
+	return d, dmin
+}
+
+func quantizeQ4K(src []float32, dst []byte) {
+	var L [qkK]uint8
+	for i := 0; i < len(src)/qkK; i++ {
+		x := src[i*qkK : (i+1)*qkK]
+		b := dst[i*bytesQ4K : (i+1)*bytesQ4K]
+		d, dmin := quantizeKScaleMin(x, 15, -1, 20, b[4:16], &L)
+		putF16(b, d)
+		putF16(b[2:], dmin)
+		q := b[16:144]
+		for j := 0; j < qkK; j += 64 {
+			for l := range 32 {
+				q[j/2+l] = L[j+l] | L[j+l+32]<<4
+			}
+		}
+	}
+}
+
+func quantizeQ5K(src []float32, dst []byte) {
+	var L [qkK]uint8
+	for i := 0; i < len(src)/qkK; i++ {
+		x := src[i*qkK : (i+1)*qkK]
+		b := dst[i*bytesQ5K : (i+1)*bytesQ5K]
+		d, dmin := quantizeKScaleMin(x, 31, -0.5, 15, b[4:16], &L)
+		putF16(b, d)
+		putF16(b[2:], dmin)
+		qh := b[16:48]
+		ql := b[48:176]
+		clear(qh)
+		m1, m2 := byte(1), byte(2)
+		for n := 0; n < qkK; n += 64 {
+			for j := range 32 {
+				l1, l2 := L[n+j], L[n+j+32]
+				if l1 > 15 {
+					l1 -= 16
+					qh[j] |= m1
+				}
+				if l2 > 15 {
+					l2 -= 16
+					qh[j] |= m2
+				}
+				ql[n/2+j] = l1 | l2<<4
+			}
+			m1 <<= 2
+			m2 <<= 2
+		}
+	}
+}
+
+// makeQXQuants is ggml's make_qx_quants with rmse_type 1 and no importance
+// weights (weights x²): symmetric levels in [-nmax, nmax-1], refined over 18
+// candidate scales by weighted least squares. It returns the scale; the
+// levels are stored offset by nmax in L.
+func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
+	max, amax := signedMax(x)
+	if amax < groupMaxEps {
+		for i := range x {
+			L[i] = 0
+		}
+		return 0
+	}
+	fit := func(iscale float32) (sumLX, sumL2 float32) {
+		for _, v := range x {
+			l := float32(min(nmax-1, max32(-nmax, nearestInt(iscale*v))))
+			w := v * v
+			sumLX += w * v * l
+			sumL2 += w * l * l
+		}
+		return sumLX, sumL2
+	}
+	store := func(iscale float32) {
+		for i, v := range x {
+			L[i] = int8(nmax + min(nmax-1, max32(-nmax, nearestInt(iscale*v))))
+		}
+	}
+	iscale := -float32(nmax) / max
+	store(iscale)
+	sumLX, sumL2 := fit(iscale)
+	var scale float32
+	if sumL2 != 0 {
+		scale = sumLX / sumL2
+	}
+	best := scale * sumLX
+	for is := -9; is <= 9; is++ {
+		if is == 0 {
+			continue
+		}
+		iscale = -(float32(nmax) + 0.1*float32(is)) / max
+		sumLX, sumL2 = fit(iscale)
+		if sumL2 > 0 && sumLX*sumLX > best*sumL2 {
+			store(iscale)
+			scale = sumLX / sumL2
+			best = scale * sumLX
+		}
+	}
+	return scale
+}
+
+func max32(a, b int32) int32 { return max(a, b) }
+
+func quantizeQ6K(src []float32, dst []byte) {
+	var L [qkK]int8
+	var scales [16]float32
+	for i := 0; i < len(src)/qkK; i++ {
+		x := src[i*qkK : (i+1)*qkK]
+		b := dst[i*bytesQ6K : (i+1)*bytesQ6K]
+		var maxScale, maxAbsScale float32
+		for ib := range 16 {
+			s := makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
+			scales[ib] = s
+			if a := abs32(s); a > maxAbsScale {
+				maxAbsScale, maxScale = a, s
+			}
+		}
+		if maxAbsScale < groupMaxEps {
+			clear(b)
+			continue
+		}
+		iscale := -128 / maxScale
+		dh := F32ToF16(1 / iscale)
+		binary.LittleEndian.PutUint16(b[208:], dh)
+		sc := b[192:208]
+		for ib := range 16 {
+			sc[ib] = byte(int8(min(127, nearestInt(iscale*scales[ib]))))
+		}
+		d0 := F16ToF32(dh)
+		for j := range 16 {
+			d := d0 * float32(int8(sc[j]))
+			if d == 0 {
+				continue
+			}
+			for ii := range 16 {
+				l := nearestInt(x[16*j+ii] / d)
+				L[16*j+ii] = int8(min(31, max32(-32, l)) + 32)
+			}
+		}
+		ql := b[0:128]
+		qh := b[128:192]
+		for j := 0; j < qkK; j += 128 {
+			for l := range 32 {
+				q1 := byte(L[j+l]) & 0xf
+				q2 := byte(L[j+l+32]) & 0xf
+				q3 := byte(L[j+l+64]) & 0xf
+				q4 := byte(L[j+l+96]) & 0xf
+				ql[j/2+l] = q1 | q3<<4
+				ql[j/2+l+32] = q2 | q4<<4
+				qh[j/4+l] = byte(L[j+l])>>4 | (byte(L[j+l+32])>>4)<<2 | (byte(L[j+l+64])>>4)<<4 | (byte(L[j+l+96])>>4)<<6
+			}
+		}
+	}
 }
