@@ -1,0 +1,615 @@
+// AVX2 + FMA + F16C row-dot kernels. Every kernel loops over nrows weight
+// rows (stride bytes apart) against one activation vector and stores one
+// float32 per row, so a whole row range costs one call.
+//
+// Integer parts are exact: products are formed with VPMADDUBSW (unsigned x
+// signed bytes, pairs summed to int16, which cannot saturate for the value
+// ranges of these formats) and widened with VPMADDWD. Each block's integer
+// sum is scaled in float32 and accumulated in 8 lanes, so only the float
+// summation order differs from the pure-Go kernels.
+
+#include "textflag.h"
+
+// Horizontal sum of the 8 float32 lanes of Y0 into X0 (clobbers X1).
+#define HSUM_Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VPERMILPS    $0x4e, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VADDSS       X1, X0, X0
+
+// Y15 = sixteen int16 ones (for VPMADDWD pair sums).
+#define ONES16_Y15 \
+	VPCMPEQW Y15, Y15, Y15 \
+	VPSRLW   $15, Y15, Y15
+
+// Y14 = 0x0f in every byte.
+#define LOWNIB_Y14 \
+	VPCMPEQW Y14, Y14, Y14 \
+	VPSRLW   $12, Y14, Y14 \
+	VPACKUSWB Y14, Y14, Y14
+
+// func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ nrows+16(FP), R9
+	MOVQ x+24(FP), DI
+	MOVQ nb+32(FP), R10
+	MOVQ y+40(FP), R11
+	ONES16_Y15
+	TESTQ R9, R9
+	JLE   q80done
+
+q80row:
+	MOVQ   SI, AX
+	MOVQ   DI, BX
+	MOVQ   R10, CX
+	VXORPS Y0, Y0, Y0
+	TESTQ  CX, CX
+	JLE    q80sum
+
+q80blk:
+	VPBROADCASTW (AX), X2
+	VCVTPH2PS    X2, Y2
+	VPBROADCASTW (BX), X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y3, Y2, Y2
+	VMOVDQU      2(AX), Y4
+	VMOVDQU      2(BX), Y5
+	VPABSB       Y4, Y6
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y6, Y6
+	VPMADDWD     Y15, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  Y6, Y2, Y0
+	ADDQ         $34, AX
+	ADDQ         $34, BX
+	DECQ         CX
+	JNZ          q80blk
+
+q80sum:
+	HSUM_Y0
+	VMOVSS X0, (R11)
+	ADDQ   $4, R11
+	ADDQ   R8, SI
+	DECQ   R9
+	JNZ    q80row
+
+q80done:
+	VZEROUPPER
+	RET
+
+// func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ nrows+16(FP), R9
+	MOVQ x+24(FP), DI
+	MOVQ nb+32(FP), R10
+	MOVQ y+40(FP), R11
+	ONES16_Y15
+	LOWNIB_Y14
+	VPSRLW $1, Y14, Y13
+	VPANDN Y14, Y13, Y13   // 0x08 in every byte: 0x0f &^ 0x07
+	TESTQ  R9, R9
+	JLE    q40done
+
+q40row:
+	MOVQ   SI, AX
+	MOVQ   DI, BX
+	MOVQ   R10, CX
+	VXORPS Y0, Y0, Y0
+	TESTQ  CX, CX
+	JLE    q40sum
+
+q40blk:
+	VPBROADCASTW (AX), X2
+	VCVTPH2PS    X2, Y2
+	VPBROADCASTW (BX), X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y3, Y2, Y2
+	VMOVDQU      2(AX), X4
+	VPSRLW       $4, X4, X5
+	VINSERTI128  $1, X5, Y4, Y4  // elements 0..15 low nibbles, 16..31 high
+	VPAND        Y14, Y4, Y4
+	VPSUBB       Y13, Y4, Y4     // -8..7
+	VMOVDQU      2(BX), Y5
+	VPABSB       Y4, Y6
+	VPSIGNB      Y4, Y5, Y5
+	VPMADDUBSW   Y5, Y6, Y6
+	VPMADDWD     Y15, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  Y6, Y2, Y0
+	ADDQ         $18, AX
+	ADDQ         $34, BX
+	DECQ         CX
+	JNZ          q40blk
+
+q40sum:
+	HSUM_Y0
+	VMOVSS X0, (R11)
+	ADDQ   $4, R11
+	ADDQ   R8, SI
+	DECQ   R9
+	JNZ    q40row
+
+q40done:
+	VZEROUPPER
+	RET
+
+// func dotQ4_1RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+// x is q8_1: per block d (f16), s = d*sum(qs) (f16), 32 int8.
+TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ nrows+16(FP), R9
+	MOVQ x+24(FP), DI
+	MOVQ nb+32(FP), R10
+	MOVQ y+40(FP), R11
+	ONES16_Y15
+	LOWNIB_Y14
+	TESTQ R9, R9
+	JLE   q41done
+
+q41row:
+	MOVQ   SI, AX
+	MOVQ   DI, BX
+	MOVQ   R10, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y7, Y7, Y7 // lane 1 accumulates m*s
+	TESTQ  CX, CX
+	JLE    q41sum
+
+q41blk:
+	VMOVD         (AX), X2
+	VCVTPH2PS     X2, X2   // [dw, mw, 0, 0]
+	VMOVD         (BX), X3
+	VCVTPH2PS     X3, X3   // [dx, sx, 0, 0]
+	VMULPS        X3, X2, X2
+	VADDPS        X2, X7, X7
+	VBROADCASTSS  X2, Y2
+	VMOVDQU       4(AX), X4
+	VPSRLW        $4, X4, X5
+	VINSERTI128   $1, X5, Y4, Y4
+	VPAND         Y14, Y4, Y4
+	VPMADDUBSW    4(BX), Y4, Y6
+	VPMADDWD      Y15, Y6, Y6
+	VCVTDQ2PS     Y6, Y6
+	VFMADD231PS   Y6, Y2, Y0
+	ADDQ          $20, AX
+	ADDQ          $36, BX
+	DECQ          CX
+	JNZ           q41blk
+
+q41sum:
+	HSUM_Y0
+	VMOVSHDUP X7, X1
+	VADDSS    X1, X0, X0
+	VMOVSS    X0, (R11)
+	ADDQ      $4, R11
+	ADDQ      R8, SI
+	DECQ      R9
+	JNZ       q41row
+
+q41done:
+	VZEROUPPER
+	RET
+
+// Q4_K: for sub-block k (0..7), VPSHUFB mask k broadcasts int16 word k of a
+// 128-bit lane to all eight words.
+DATA q4kmask<>+0x00(SB)/8, $0x0100010001000100
+DATA q4kmask<>+0x08(SB)/8, $0x0100010001000100
+DATA q4kmask<>+0x10(SB)/8, $0x0100010001000100
+DATA q4kmask<>+0x18(SB)/8, $0x0100010001000100
+DATA q4kmask<>+0x20(SB)/8, $0x0302030203020302
+DATA q4kmask<>+0x28(SB)/8, $0x0302030203020302
+DATA q4kmask<>+0x30(SB)/8, $0x0302030203020302
+DATA q4kmask<>+0x38(SB)/8, $0x0302030203020302
+DATA q4kmask<>+0x40(SB)/8, $0x0504050405040504
+DATA q4kmask<>+0x48(SB)/8, $0x0504050405040504
+DATA q4kmask<>+0x50(SB)/8, $0x0504050405040504
+DATA q4kmask<>+0x58(SB)/8, $0x0504050405040504
+DATA q4kmask<>+0x60(SB)/8, $0x0706070607060706
+DATA q4kmask<>+0x68(SB)/8, $0x0706070607060706
+DATA q4kmask<>+0x70(SB)/8, $0x0706070607060706
+DATA q4kmask<>+0x78(SB)/8, $0x0706070607060706
+DATA q4kmask<>+0x80(SB)/8, $0x0908090809080908
+DATA q4kmask<>+0x88(SB)/8, $0x0908090809080908
+DATA q4kmask<>+0x90(SB)/8, $0x0908090809080908
+DATA q4kmask<>+0x98(SB)/8, $0x0908090809080908
+DATA q4kmask<>+0xa0(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q4kmask<>+0xa8(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q4kmask<>+0xb0(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q4kmask<>+0xb8(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q4kmask<>+0xc0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q4kmask<>+0xc8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q4kmask<>+0xd0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q4kmask<>+0xd8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q4kmask<>+0xe0(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q4kmask<>+0xe8(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q4kmask<>+0xf0(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q4kmask<>+0xf8(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q4kmask<>(SB), RODATA|NOPTR, $256
+
+// Q4_K sub-block pair j: 32 bytes of nibbles at qs+32j; low nibbles are
+// sub-block 2j (x at 64j), high nibbles sub-block 2j+1 (x at 64j+32).
+// Y11 holds the eight scales as int16 in both lanes; Y12 accumulates.
+#define Q4K_PAIR(qoff, xoff, m0, m1) \
+	VMOVDQU    qoff(AX), Y4 \
+	VPSRLW     $4, Y4, Y5 \
+	VPAND      Y14, Y4, Y4 \
+	VPAND      Y14, Y5, Y5 \
+	VPMADDUBSW xoff(BX), Y4, Y4 \
+	VPMADDUBSW (xoff+32)(BX), Y5, Y5 \
+	VPSHUFB    m0, Y11, Y6 \
+	VPMADDWD   Y6, Y4, Y4 \
+	VPSHUFB    m1, Y11, Y7 \
+	VPMADDWD   Y7, Y5, Y5 \
+	VPADDD     Y4, Y12, Y12 \
+	VPADDD     Y5, Y12, Y12
+
+// func dotQ4_KRowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+// Block: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of
+// nibbles. x is q8_K: d (f32), 256 int8, 16 int16 sums of 16.
+TEXT ·dotQ4_KRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ nrows+16(FP), R9
+	MOVQ y+40(FP), R11
+	LOWNIB_Y14
+	TESTQ R9, R9
+	JLE   q4kdone
+
+q4krow:
+	MOVQ   SI, AX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
+	VXORPS Y0, Y0, Y0 // scale part
+	VXORPS Y1, Y1, Y1 // min part
+	TESTQ  CX, CX
+	JLE    q4ksum
+
+q4kblk:
+	// Unpack the 6-bit scales (sc) and mins (m) into bytes:
+	// sc0-3 = u0&0x3f.., sc4-7 = (u2&0x0f..) | ((u0>>6)&0x03..)<<4,
+	// m0-3 = u1&0x3f..,  m4-7 = ((u2>>4)&0x0f..) | ((u1>>6)&0x03..)<<4.
+	MOVL 4(AX), DX
+	MOVL 8(AX), R12
+	MOVL 12(AX), R13
+	MOVL DX, R8
+	SHRL $6, R8
+	ANDL $0x03030303, R8
+	SHLL $4, R8
+	MOVL R13, R10
+	ANDL $0x0f0f0f0f, R10
+	ORL  R10, R8           // sc4-7
+	ANDL $0x3f3f3f3f, DX   // sc0-3
+	MOVL R12, R10
+	SHRL $6, R10
+	ANDL $0x03030303, R10
+	SHLL $4, R10
+	SHRL $4, R13
+	ANDL $0x0f0f0f0f, R13
+	ORL  R10, R13          // m4-7
+	ANDL $0x3f3f3f3f, R12  // m0-3
+	VMOVD        DX, X8
+	VPINSRD      $1, R8, X8, X8
+	VPINSRD      $2, R12, X8, X8
+	VPINSRD      $3, R13, X8, X8
+	VPMOVZXBW    X8, Y8           // words: sc0..7 | m0..7
+	VINSERTI128  $1, X8, Y8, Y11  // sc0..7 | sc0..7
+	VEXTRACTI128 $1, Y8, X8       // m0..7
+	VPUNPCKLWD   X8, X8, X6
+	VPUNPCKHWD   X8, X8, X7
+	VINSERTI128  $1, X7, Y6, Y6   // m0,m0,m1,m1,...,m7,m7
+	VPMADDWD     260(BX), Y6, Y6  // m[i]*(bsums[2i]+bsums[2i+1])
+	VCVTDQ2PS    Y6, Y6
+
+	// d*dx and dmin*dx
+	VMOVD        (AX), X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS (BX), X3
+	VMULPS       X3, X2, X2
+	VMOVSHDUP    X2, X3
+	VBROADCASTSS X2, Y2
+	VBROADCASTSS X3, Y3
+	VFMADD231PS  Y6, Y3, Y1
+
+	VPXOR Y12, Y12, Y12
+	Q4K_PAIR(16, 4, q4kmask<>+0x00(SB), q4kmask<>+0x20(SB))
+	Q4K_PAIR(48, 68, q4kmask<>+0x40(SB), q4kmask<>+0x60(SB))
+	Q4K_PAIR(80, 132, q4kmask<>+0x80(SB), q4kmask<>+0xa0(SB))
+	Q4K_PAIR(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB))
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS Y12, Y2, Y0
+
+	ADDQ $144, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q4kblk
+
+q4ksum:
+	VSUBPS Y1, Y0, Y0
+	HSUM_Y0
+	VMOVSS X0, (R11)
+	ADDQ   $4, R11
+	ADDQ   stride+8(FP), SI
+	DECQ   R9
+	JNZ    q4krow
+
+q4kdone:
+	VZEROUPPER
+	RET
+
+// Q6_K: VPSHUFB mask k broadcasts int16 word 2k of the low lane and word
+// 2k+1 of the high lane (the scales of the two 16-value halves of 32 values).
+DATA q6kmask<>+0x00(SB)/8, $0x0100010001000100
+DATA q6kmask<>+0x08(SB)/8, $0x0100010001000100
+DATA q6kmask<>+0x10(SB)/8, $0x0302030203020302
+DATA q6kmask<>+0x18(SB)/8, $0x0302030203020302
+DATA q6kmask<>+0x20(SB)/8, $0x0504050405040504
+DATA q6kmask<>+0x28(SB)/8, $0x0504050405040504
+DATA q6kmask<>+0x30(SB)/8, $0x0706070607060706
+DATA q6kmask<>+0x38(SB)/8, $0x0706070607060706
+DATA q6kmask<>+0x40(SB)/8, $0x0908090809080908
+DATA q6kmask<>+0x48(SB)/8, $0x0908090809080908
+DATA q6kmask<>+0x50(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6kmask<>+0x58(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6kmask<>+0x60(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6kmask<>+0x68(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6kmask<>+0x70(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6kmask<>+0x78(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6kmask<>(SB), RODATA|NOPTR, $128
+
+// 0x30 in every byte: the two high bits of a 6-bit quant, at bits 4-5.
+DATA q6khigh<>+0x00(SB)/8, $0x3030303030303030
+DATA q6khigh<>+0x08(SB)/8, $0x3030303030303030
+DATA q6khigh<>+0x10(SB)/8, $0x3030303030303030
+DATA q6khigh<>+0x18(SB)/8, $0x3030303030303030
+GLOBL q6khigh<>(SB), RODATA|NOPTR, $32
+
+// One group of 32 quants: Y7 = low 4 bits, Y13 = high 2 bits (at 4-5);
+// q (0..63) times x, scaled per 16 by Y10 shuffled with mask m.
+#define Q6K_GROUP(xoff, m) \
+	VPOR       Y13, Y7, Y7 \
+	VPMADDUBSW xoff(BX), Y7, Y7 \
+	VPSHUFB    m, Y10, Y13 \
+	VPMADDWD   Y13, Y7, Y7 \
+	VPADDD     Y7, Y12, Y12
+
+// Half h of a Q6_K block: 64 bytes of ql at 64h, 32 bytes of qh at
+// 128+32h, x at 4+128h; Y10 = the half's eight scales in both lanes.
+#define Q6K_HALF(qloff, qhoff, xoff) \
+	VMOVDQU qloff(AX), Y4 \
+	VMOVDQU (qloff+32)(AX), Y5 \
+	VMOVDQU qhoff(AX), Y6 \
+	VPAND   Y14, Y4, Y7 \
+	VPSLLW  $4, Y6, Y13 \
+	VPAND   Y11, Y13, Y13 \
+	Q6K_GROUP(xoff, q6kmask<>+0x00(SB)) \
+	VPAND   Y14, Y5, Y7 \
+	VPSLLW  $2, Y6, Y13 \
+	VPAND   Y11, Y13, Y13 \
+	Q6K_GROUP((xoff+32), q6kmask<>+0x20(SB)) \
+	VPSRLW  $4, Y4, Y7 \
+	VPAND   Y14, Y7, Y7 \
+	VPAND   Y11, Y6, Y13 \
+	Q6K_GROUP((xoff+64), q6kmask<>+0x40(SB)) \
+	VPSRLW  $4, Y5, Y7 \
+	VPAND   Y14, Y7, Y7 \
+	VPSRLW  $2, Y6, Y13 \
+	VPAND   Y11, Y13, Y13 \
+	Q6K_GROUP((xoff+96), q6kmask<>+0x60(SB))
+
+// func dotQ6_KRowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+// Block: ql (128), qh (64), int8 scales (16), d (f16). Quant q-32 with q in
+// 0..63: computed as sum(sc*q*x) - 32*sum(sc*bsum) with q8_K's bsums.
+TEXT ·dotQ6_KRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ nrows+16(FP), R9
+	MOVQ y+40(FP), R11
+	LOWNIB_Y14
+	VMOVDQU q6khigh<>(SB), Y11
+	TESTQ   R9, R9
+	JLE     q6kdone
+
+q6krow:
+	MOVQ   SI, AX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	TESTQ  CX, CX
+	JLE    q6ksum
+
+q6kblk:
+	VPBROADCASTW 208(AX), X2
+	VCVTPH2PS    X2, Y2
+	VBROADCASTSS (BX), Y3
+	VMULPS       Y3, Y2, Y2
+	VPMOVSXBW    192(AX), Y8     // sc0..15 as int16
+	VPMADDWD     260(BX), Y8, Y9 // sc[i]*bsums[i], pairs summed
+	VPSLLD       $5, Y9, Y9
+	VPXOR        Y12, Y12, Y12
+	VPSUBD       Y9, Y12, Y12    // start at -32*sum(sc*bsum)
+	VPERMQ       $0x44, Y8, Y10  // sc0..7 | sc0..7
+	Q6K_HALF(0, 128, 4)
+	VPERMQ       $0xee, Y8, Y10  // sc8..15 | sc8..15
+	Q6K_HALF(64, 160, 132)
+	VCVTDQ2PS    Y12, Y12
+	VFMADD231PS  Y12, Y2, Y0
+	ADDQ         $210, AX
+	ADDQ         $292, BX
+	DECQ         CX
+	JNZ          q6kblk
+
+q6ksum:
+	HSUM_Y0
+	VMOVSS X0, (R11)
+	ADDQ   $4, R11
+	ADDQ   stride+8(FP), SI
+	DECQ   R9
+	JNZ    q6krow
+
+q6kdone:
+	VZEROUPPER
+	RET
+
+// func dotF16RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+// Both operands f16, widened with F16C; products and sums in float32.
+TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ nrows+16(FP), R9
+	MOVQ y+40(FP), R11
+	TESTQ R9, R9
+	JLE   f16done
+
+f16row:
+	MOVQ   SI, AX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ   CX, $32
+	JLT    f16by8
+
+f16by32:
+	VCVTPH2PS   (AX), Y4
+	VCVTPH2PS   (BX), Y8
+	VFMADD231PS Y8, Y4, Y0
+	VCVTPH2PS   16(AX), Y5
+	VCVTPH2PS   16(BX), Y9
+	VFMADD231PS Y9, Y5, Y1
+	VCVTPH2PS   32(AX), Y6
+	VCVTPH2PS   32(BX), Y10
+	VFMADD231PS Y10, Y6, Y2
+	VCVTPH2PS   48(AX), Y7
+	VCVTPH2PS   48(BX), Y11
+	VFMADD231PS Y11, Y7, Y3
+	ADDQ        $64, AX
+	ADDQ        $64, BX
+	SUBQ        $32, CX
+	CMPQ        CX, $32
+	JGE         f16by32
+
+f16by8:
+	CMPQ CX, $8
+	JLT  f16fold
+
+f16by8loop:
+	VCVTPH2PS   (AX), Y4
+	VCVTPH2PS   (BX), Y8
+	VFMADD231PS Y8, Y4, Y0
+	ADDQ        $16, AX
+	ADDQ        $16, BX
+	SUBQ        $8, CX
+	CMPQ        CX, $8
+	JGE         f16by8loop
+
+f16fold:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM_Y0
+	TESTQ  CX, CX
+	JLE    f16store
+
+f16tail:
+	MOVWLZX     (AX), DX
+	VMOVD       DX, X4
+	VCVTPH2PS   X4, X4
+	MOVWLZX     (BX), DX
+	VMOVD       DX, X8
+	VCVTPH2PS   X8, X8
+	VFMADD231SS X8, X4, X0
+	ADDQ        $2, AX
+	ADDQ        $2, BX
+	DECQ        CX
+	JNZ         f16tail
+
+f16store:
+	VMOVSS X0, (R11)
+	ADDQ   $4, R11
+	ADDQ   stride+8(FP), SI
+	DECQ   R9
+	JNZ    f16row
+
+f16done:
+	VZEROUPPER
+	RET
+
+// func dotF32RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+TEXT ·dotF32RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ nrows+16(FP), R9
+	MOVQ y+40(FP), R11
+	TESTQ R9, R9
+	JLE   f32done
+
+f32row:
+	MOVQ   SI, AX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ   CX, $32
+	JLT    f32by8
+
+f32by32:
+	VMOVUPS     (AX), Y4
+	VFMADD231PS (BX), Y4, Y0
+	VMOVUPS     32(AX), Y5
+	VFMADD231PS 32(BX), Y5, Y1
+	VMOVUPS     64(AX), Y6
+	VFMADD231PS 64(BX), Y6, Y2
+	VMOVUPS     96(AX), Y7
+	VFMADD231PS 96(BX), Y7, Y3
+	ADDQ        $128, AX
+	ADDQ        $128, BX
+	SUBQ        $32, CX
+	CMPQ        CX, $32
+	JGE         f32by32
+
+f32by8:
+	CMPQ CX, $8
+	JLT  f32fold
+
+f32by8loop:
+	VMOVUPS     (AX), Y4
+	VFMADD231PS (BX), Y4, Y0
+	ADDQ        $32, AX
+	ADDQ        $32, BX
+	SUBQ        $8, CX
+	CMPQ        CX, $8
+	JGE         f32by8loop
+
+f32fold:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM_Y0
+	TESTQ  CX, CX
+	JLE    f32store
+
+f32tail:
+	VMOVSS      (AX), X4
+	VFMADD231SS (BX), X4, X0
+	ADDQ        $4, AX
+	ADDQ        $4, BX
+	DECQ        CX
+	JNZ         f32tail
+
+f32store:
+	VMOVSS X0, (R11)
+	ADDQ   $4, R11
+	ADDQ   stride+8(FP), SI
+	DECQ   R9
+	JNZ    f32row
+
+f32done:
+	VZEROUPPER
+	RET

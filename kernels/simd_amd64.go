@@ -1,0 +1,145 @@
+//go:build amd64
+
+package kernels
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Assembly row-dot kernels (dot_avx2_amd64.s). Each computes
+// y[i] = dot(row i, x) for nrows rows stride bytes apart, each nb blocks
+// (values, for F16 and F32) long. The Go wrappers below check lengths, so
+// the assembly never reads outside the slices.
+
+//go:noescape
+func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+
+//go:noescape
+func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+
+//go:noescape
+func dotQ4_1RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+
+//go:noescape
+func dotQ4_KRowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+
+//go:noescape
+func dotQ6_KRowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+
+//go:noescape
+func dotF16RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+
+//go:noescape
+func dotF32RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+
+// checkRows panics, naming the kernel, if a call would read past its
+// inputs: nrows rows of rowLen bytes spaced stride apart in w, and xLen
+// bytes of activations. It keeps the assembly memory safe.
+func checkRows(kind string, wLen, stride, nrows, rowLen, xHave, xLen int) {
+	if nrows <= 0 {
+		return
+	}
+	if xHave < xLen || rowLen < 0 || stride < 0 || (nrows-1)*stride+rowLen > wLen {
+		panic(fmt.Sprintf("kernels: %s dot: %d rows of %d bytes (stride %d) need %d weight and %d activation bytes, have %d and %d",
+			kind, nrows, rowLen, stride, (nrows-1)*stride+rowLen, xLen, wLen, xHave))
+	}
+}
+
+func rowQ8_0AVX2(n int, w, x []byte) float32 {
+	nb := n / 32
+	checkRows("q8_0", len(w), 0, 1, nb*34, len(x), nb*34)
+	var y float32
+	dotQ8_0RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	return y
+}
+
+func rowsQ8_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 32
+	checkRows("q8_0", len(w), rowBytes, len(y), nb*34, len(x), nb*34)
+	dotQ8_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+}
+
+func rowQ4_0AVX2(n int, w, x []byte) float32 {
+	nb := n / 32
+	checkRows("q4_0", len(w), 0, 1, nb*18, len(x), nb*34)
+	var y float32
+	dotQ4_0RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	return y
+}
+
+func rowsQ4_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 32
+	checkRows("q4_0", len(w), rowBytes, len(y), nb*18, len(x), nb*34)
+	dotQ4_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+}
+
+func rowQ4_1AVX2(n int, w, x []byte) float32 {
+	nb := n / 32
+	checkRows("q4_1", len(w), 0, 1, nb*20, len(x), nb*36)
+	var y float32
+	dotQ4_1RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	return y
+}
+
+func rowsQ4_1AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 32
+	checkRows("q4_1", len(w), rowBytes, len(y), nb*20, len(x), nb*36)
+	dotQ4_1RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+}
+
+func rowQ4_KAVX2(n int, w, x []byte) float32 {
+	nb := n / 256
+	checkRows("q4_k", len(w), 0, 1, nb*144, len(x), nb*292)
+	var y float32
+	dotQ4_KRowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	return y
+}
+
+func rowsQ4_KAVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 256
+	checkRows("q4_k", len(w), rowBytes, len(y), nb*144, len(x), nb*292)
+	dotQ4_KRowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+}
+
+func rowQ6_KAVX2(n int, w, x []byte) float32 {
+	nb := n / 256
+	checkRows("q6_k", len(w), 0, 1, nb*210, len(x), nb*292)
+	var y float32
+	dotQ6_KRowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	return y
+}
+
+func rowsQ6_KAVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 256
+	checkRows("q6_k", len(w), rowBytes, len(y), nb*210, len(x), nb*292)
+	dotQ6_KRowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+}
+
+func rowF16AVX2(n int, w, x []byte) float32 {
+	nb := n / 1
+	checkRows("f16", len(w), 0, 1, nb*2, len(x), nb*2)
+	var y float32
+	dotF16RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	return y
+}
+
+func rowsF16AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 1
+	checkRows("f16", len(w), rowBytes, len(y), nb*2, len(x), nb*2)
+	dotF16RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+}
+
+func rowF32AVX2(n int, w, x []byte) float32 {
+	nb := n / 1
+	checkRows("f32", len(w), 0, 1, nb*4, len(x), nb*4)
+	var y float32
+	dotF32RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	return y
+}
+
+func rowsF32AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 1
+	checkRows("f32", len(w), rowBytes, len(y), nb*4, len(x), nb*4)
+	dotF32RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+}
