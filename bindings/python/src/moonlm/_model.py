@@ -466,6 +466,7 @@ class Session:
         lib.check(st, "session")
         self._handle: Optional[int] = handle.value
         self._finalizer = weakref.finalize(self, _free_handle, lib.session_free, handle.value)
+        self.model = model
         self.n_ctx: int = params.n_ctx if params.n_ctx > 0 else model.context_length
         self.n_vocab = model.vocab_size
         self.kv_type = kv_type
@@ -548,7 +549,6 @@ class Session:
 
     def generate(
         self,
-        model: Model,
         tokens: Tokens,
         max_tokens: int = 256,
         *,
@@ -557,13 +557,14 @@ class Session:
     ) -> Iterator[str]:
         """Streams a continuation of tokens from this session's current
         position (its text pieces). The session is not closed afterwards;
-        the last generated token is not evaluated."""
+        the last generated token is not evaluated. Needs the session's model
+        to be open (for detokenization)."""
         own_sampler = sampler is None
         s = sampler if sampler is not None else Sampler()
         if not own_sampler:
             # keep the caller's sampler open: close only ones made here
             s = _BorrowedSampler(s)
-        return _generate(model, self, list(tokens), max_tokens, s, stop, own=False)
+        return _generate(self.model, self, list(tokens), max_tokens, s, stop, own=False)
 
 
 class Sampler:

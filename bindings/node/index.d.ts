@@ -1,0 +1,206 @@
+// Type declarations for moonlm (Node binding over libmoonlm.so).
+
+/** Status codes of include/moonlm.h. */
+export declare const Status: Readonly<{
+  OK: 0;
+  INVALID_ARGUMENT: 1;
+  IO: 2;
+  BAD_FILE: 3;
+  UNSUPPORTED: 4;
+  BUFFER_TOO_SMALL: 5;
+  CONTEXT_FULL: 6;
+  CANCELLED: 7;
+  BUSY: 8;
+  OUT_OF_MEMORY: 9;
+  INTERNAL: 10;
+  FORKED: 11;
+}>;
+
+export type StatusCode =
+  | 'INVALID_ARGUMENT'
+  | 'IO'
+  | 'BAD_FILE'
+  | 'UNSUPPORTED'
+  | 'BUFFER_TOO_SMALL'
+  | 'CONTEXT_FULL'
+  | 'CANCELLED'
+  | 'BUSY'
+  | 'OUT_OF_MEMORY'
+  | 'INTERNAL'
+  | 'FORKED'
+  | 'LOAD';
+
+/** A failed moonlm call; `message` is the library's description. */
+export declare class MoonlmError extends Error {
+  readonly name: 'MoonlmError';
+  /** The status name; 'LOAD' when the library itself could not be loaded. */
+  readonly code: StatusCode | `STATUS_${number}`;
+  /** The moonlm_status number (0 for failures before reaching the library). */
+  readonly status: number;
+}
+
+export type Tokens = Int32Array | ArrayLike<number>;
+
+export interface OpenOptions {
+  /** Worker threads for the model's sessions; 0 or omitted = one per core. */
+  threads?: number;
+}
+
+export interface TokenizeOptions {
+  /** Add BOS/EOS as the model's metadata asks (default true). */
+  addSpecial?: boolean;
+  /** Turn special-token text such as "<|im_end|>" into their ids (default false). */
+  parseSpecial?: boolean;
+}
+
+export interface SessionOptions {
+  /** Context length in tokens; default the model's contextLength. */
+  nCtx?: number;
+  /** Worker threads; default the model's. */
+  threads?: number;
+  /** KV cache element type: 'f16' (default, like llama.cpp) or 'f32'. */
+  kvType?: 'f16' | 'f32';
+}
+
+export interface SamplerOptions {
+  /** Default 0.8; <= 0 is greedy. */
+  temperature?: number;
+  /** Default 40; <= 0 off. */
+  topK?: number;
+  /** Default 0.95; >= 1 off. */
+  topP?: number;
+  /** Default 0.05; <= 0 off. */
+  minP?: number;
+  /** Default 1 (off). */
+  repeatPenalty?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /** Accepted tokens the penalties look at (default 64). */
+  penaltyLastN?: number;
+  /** Equal seeds give equal draws; omitted = random. */
+  seed?: number | bigint;
+}
+
+export interface GenerateOptions extends SamplerOptions {
+  /** Tokens to generate at most (default 256). */
+  maxTokens?: number;
+  /** Stop before the first occurrence of any of these (not included in the text). */
+  stop?: string | string[];
+  /** Aborting cancels the running computation; the call rejects with MoonlmError CANCELLED. */
+  signal?: AbortSignal;
+  /** For a text prompt: add BOS (default true). */
+  addSpecial?: boolean;
+  /** For a text prompt: parse special-token text (default false). */
+  parseSpecial?: boolean;
+  /** Context of the session used; default prompt length + maxTokens (capped at contextLength). */
+  nCtx?: number;
+}
+
+export interface SessionStreamOptions extends GenerateOptions {
+  /** Use (and keep open) this sampler instead of a new one. */
+  sampler?: Sampler;
+}
+
+/** An OpenAI-style chat message. */
+export interface ChatMessage {
+  role: string;
+  content: string | null;
+}
+
+export declare class Model implements Disposable {
+  private constructor();
+  /** Opens a GGUF model on a worker thread. */
+  static open(path: string, opts?: OpenOptions): Promise<Model>;
+  /** Releases the model (idempotent); open sessions keep working. */
+  close(): void;
+  [Symbol.dispose](): void;
+  readonly closed: boolean;
+  readonly path: string;
+  readonly architecture: string;
+  /** The Jinja chat template, or null if the model has none. */
+  readonly chatTemplate: string | null;
+  readonly vocabSize: number;
+  /** The context length the model was trained with. */
+  readonly contextLength: number;
+  readonly embeddingSize: number;
+  readonly nLayers: number;
+  readonly nHeads: number;
+  readonly nKvHeads: number;
+  readonly bosTokenId: number | null;
+  readonly eosTokenId: number | null;
+  readonly eotTokenId: number | null;
+  isEog(token: number): boolean;
+  tokenize(text: string, opts?: TokenizeOptions): Int32Array;
+  detokenize(tokens: Tokens): string;
+  /** Raw bytes of one token (may be part of a UTF-8 character). */
+  tokenToPiece(token: number): Buffer;
+  applyChatTemplate(messages: ChatMessage[], opts?: { addAssistant?: boolean }): string;
+  session(opts?: SessionOptions): Session;
+  generate(prompt: string | Tokens, opts?: GenerateOptions): Promise<string>;
+  stream(prompt: string | Tokens, opts?: GenerateOptions): AsyncGenerator<string, void, undefined>;
+  chat(messages: ChatMessage[], opts?: GenerateOptions): Promise<string>;
+  chatStream(messages: ChatMessage[], opts?: GenerateOptions): AsyncGenerator<string, void, undefined>;
+}
+
+export declare class Session implements Disposable {
+  constructor(model: Model, opts?: SessionOptions);
+  readonly model: Model;
+  readonly nCtx: number;
+  readonly nVocab: number;
+  readonly kvType: 'f16' | 'f32';
+  /** The buffer prefill/decode write into, reused on every call. */
+  readonly logits: Float32Array;
+  readonly closed: boolean;
+  /** Tokens evaluated so far. */
+  readonly position: number;
+  /** Evaluates tokens; resolves to `logits` (the session's reused buffer). */
+  prefill(tokens: Tokens): Promise<Float32Array>;
+  /** Evaluates one token; resolves to `logits` (the session's reused buffer). */
+  decode(token: number): Promise<Float32Array>;
+  rewind(nKeep: number): void;
+  /** Makes the running or next prefill/decode reject with CANCELLED. */
+  cancel(): void;
+  stream(tokens: Tokens, opts?: SessionStreamOptions): AsyncGenerator<string, void, undefined>;
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+export declare class Sampler implements Disposable {
+  constructor(opts?: SamplerOptions);
+  /** A token chosen from logits (not accepted). */
+  sample(logits: Float32Array | ArrayLike<number>): number;
+  accept(token: number): void;
+  reset(): void;
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+/** Incremental detokenization used by the streams (exported for custom loops). */
+export declare class IncrementalDetokenizer {
+  constructor(detokenizeBytes: (tokens: Int32Array) => Uint8Array, context: Tokens);
+  push(token: number): string;
+  flush(): string;
+}
+
+/** Stop-string filtering used by the streams (exported for custom loops). */
+export declare class StopFilter {
+  constructor(stop?: string | string[] | null);
+  readonly done: boolean;
+  push(text: string, final?: boolean): string;
+}
+
+export declare function libraryPath(): string;
+export declare function libraryVersion(): string;
+
+declare const moonlm: {
+  Model: typeof Model;
+  Session: typeof Session;
+  Sampler: typeof Sampler;
+  MoonlmError: typeof MoonlmError;
+  Status: typeof Status;
+  libraryPath: typeof libraryPath;
+  libraryVersion: typeof libraryVersion;
+  IncrementalDetokenizer: typeof IncrementalDetokenizer;
+  StopFilter: typeof StopFilter;
+};
+export default moonlm;

@@ -1,0 +1,802 @@
+'use strict';
+// moonlm for Node: a CPU inference engine for GGUF language models, over the
+// C ABI of libmoonlm.so (include/moonlm.h) through koffi.
+//
+// Compute (opening a model, prefill, decode) runs on koffi's async worker
+// threads (fn.async), so it never blocks the event loop. Cheap calls
+// (tokenize, sampling, rewind, ...) are synchronous.
+
+const fs = require('node:fs');
+const path = require('node:path');
+const koffi = require('koffi');
+
+const LIBNAME = 'libmoonlm.so';
+const ABI_VERSION = 1; // MOONLM_ABI_VERSION this module was written against
+
+/** Status codes of include/moonlm.h, by name. */
+const Status = Object.freeze({
+  OK: 0,
+  INVALID_ARGUMENT: 1,
+  IO: 2,
+  BAD_FILE: 3,
+  UNSUPPORTED: 4,
+  BUFFER_TOO_SMALL: 5,
+  CONTEXT_FULL: 6,
+  CANCELLED: 7,
+  BUSY: 8,
+  OUT_OF_MEMORY: 9,
+  INTERNAL: 10,
+  FORKED: 11,
+});
+const STATUS_NAMES = Object.fromEntries(Object.entries(Status).map(([k, v]) => [v, k]));
+
+/**
+ * A failed moonlm call. `code` is the status name ('CONTEXT_FULL', ...),
+ * `status` its number (0 for failures before reaching the library, such as
+ * a library that cannot be loaded), and `message` the library's description.
+ */
+class MoonlmError extends Error {
+  constructor(status, message, options) {
+    super(message, options);
+    this.name = 'MoonlmError';
+    this.status = status;
+    this.code = STATUS_NAMES[status] || (status === 0 ? 'LOAD' : `STATUS_${status}`);
+  }
+}
+
+function invalid(message) {
+  return new MoonlmError(Status.INVALID_ARGUMENT, message);
+}
+
+// ---- the library ---------------------------------------------------------
+
+/** Where to look for libmoonlm.so, in order of preference. */
+function candidates() {
+  const env = process.env.MOONLM_LIBRARY;
+  if (env) return [path.resolve(env)]; // an explicit choice is never second-guessed
+  return [
+    path.join(__dirname, 'lib', LIBNAME), // bundled by `npm pack` (scripts/bundle-library.js)
+    path.resolve(__dirname, '..', '..', 'build', LIBNAME), // a source checkout after `make lib`
+  ];
+}
+
+let L = null;
+
+function lib() {
+  if (L) return L;
+  const tried = candidates();
+  const file = tried.find((p) => fs.existsSync(p));
+  if (!file) {
+    throw new MoonlmError(0, `moonlm: ${LIBNAME} not found (looked at ${tried.join(', ')}); ` +
+      'build it with `make lib` or set MOONLM_LIBRARY');
+  }
+  let dll;
+  try {
+    dll = koffi.load(file);
+  } catch (e) {
+    throw new MoonlmError(0, `moonlm: cannot load ${file}: ${e.message}`, { cause: e });
+  }
+  // Distinct type names per load: koffi type names are global to the process.
+  const t = {
+    model: koffi.pointer(koffi.opaque()),
+    session: koffi.pointer(koffi.opaque()),
+    sampler: koffi.pointer(koffi.opaque()),
+    modelParams: koffi.struct({ size: 'size_t', n_threads: 'int32_t', flags: 'uint32_t' }),
+    modelInfo: koffi.struct({
+      size: 'size_t', n_vocab: 'int32_t', n_ctx_train: 'int32_t', n_embd: 'int32_t',
+      n_layer: 'int32_t', n_head: 'int32_t', n_head_kv: 'int32_t', token_bos: 'int32_t',
+      token_eos: 'int32_t', token_eot: 'int32_t', reserved: 'int32_t',
+    }),
+    message: koffi.struct({ role: 'const char *', content: 'const char *' }),
+    sessionParams: koffi.struct({
+      size: 'size_t', n_ctx: 'int32_t', n_threads: 'int32_t', kv_type: 'int32_t', flags: 'uint32_t',
+    }),
+    samplerParams: koffi.struct({
+      size: 'size_t', temperature: 'float', top_k: 'int32_t', top_p: 'float', min_p: 'float',
+      repeat_penalty: 'float', presence_penalty: 'float', frequency_penalty: 'float',
+      penalty_last_n: 'int32_t', seed: 'uint64_t',
+    }),
+  };
+  const P = (x) => koffi.pointer(x);
+  const out = (x) => koffi.out(koffi.pointer(x));
+  const f = (name, ret, args) => dll.func(name, ret, args);
+  const sizeOut = koffi.out(koffi.pointer('size_t'));
+  const c = {
+    version: f('moonlm_version', 'const char *', []),
+    abi_version: f('moonlm_abi_version', 'int', []),
+    status_string: f('moonlm_status_string', 'const char *', ['int']),
+    last_error: f('moonlm_last_error', 'const char *', []),
+    model_params_default: f('moonlm_model_params_default', 'void', [out(t.modelParams)]),
+    model_open: f('moonlm_model_open', 'int', ['const char *', P(t.modelParams), koffi.out(P(t.model))]),
+    model_free: f('moonlm_model_free', 'int', [t.model]),
+    model_get_info: f('moonlm_model_get_info', 'int', [t.model, koffi.inout(P(t.modelInfo))]),
+    model_architecture: f('moonlm_model_architecture', 'int', [t.model, 'uint8_t *', 'size_t', sizeOut]),
+    model_chat_template: f('moonlm_model_chat_template', 'int', [t.model, 'uint8_t *', 'size_t', sizeOut]),
+    model_is_eog: f('moonlm_model_is_eog', 'int', [t.model, 'int32_t']),
+    tokenize: f('moonlm_tokenize', 'int',
+      [t.model, 'uint8_t *', 'size_t', 'uint32_t', 'int32_t *', 'size_t', sizeOut]),
+    token_to_piece: f('moonlm_token_to_piece', 'int', [t.model, 'int32_t', 'uint8_t *', 'size_t', sizeOut]),
+    detokenize: f('moonlm_detokenize', 'int',
+      [t.model, 'int32_t *', 'size_t', 'uint8_t *', 'size_t', sizeOut]),
+    chat_apply_template: f('moonlm_chat_apply_template', 'int',
+      [t.model, P(t.message), 'size_t', 'int', 'uint8_t *', 'size_t', sizeOut]),
+    session_params_default: f('moonlm_session_params_default', 'void', [out(t.sessionParams)]),
+    session_new: f('moonlm_session_new', 'int', [t.model, P(t.sessionParams), koffi.out(P(t.session))]),
+    session_free: f('moonlm_session_free', 'int', [t.session]),
+    prefill: f('moonlm_prefill', 'int', [t.session, 'int32_t *', 'size_t', 'float *', 'size_t']),
+    decode: f('moonlm_decode', 'int', [t.session, 'int32_t', 'float *', 'size_t']),
+    session_rewind: f('moonlm_session_rewind', 'int', [t.session, 'size_t']),
+    session_position: f('moonlm_session_position', 'int', [t.session, sizeOut]),
+    session_cancel: f('moonlm_session_cancel', 'int', [t.session]),
+    sampler_params_default: f('moonlm_sampler_params_default', 'void', [out(t.samplerParams)]),
+    sampler_new: f('moonlm_sampler_new', 'int', [P(t.samplerParams), koffi.out(P(t.sampler))]),
+    sampler_free: f('moonlm_sampler_free', 'int', [t.sampler]),
+    sampler_accept: f('moonlm_sampler_accept', 'int', [t.sampler, 'int32_t']),
+    sampler_reset: f('moonlm_sampler_reset', 'int', [t.sampler]),
+    sample: f('moonlm_sample', 'int', [t.sampler, 'float *', 'size_t', koffi.out(P('int32_t'))]),
+  };
+  const abi = c.abi_version();
+  if (abi !== ABI_VERSION) {
+    throw new MoonlmError(0, `moonlm: ${file} has ABI version ${abi}, this package needs ${ABI_VERSION}`);
+  }
+  L = { file, c, t };
+  return L;
+}
+
+/** The error for a failed synchronous call: the library's message for this thread. */
+function errorFor(st, what) {
+  const { c } = lib();
+  const msg = c.last_error() || `${what}: ${c.status_string(st)}`;
+  return new MoonlmError(st, msg);
+}
+
+function check(st, what) {
+  if (st !== Status.OK) throw errorFor(st, what);
+}
+
+/**
+ * Runs fn.async(...args) as a promise of its status. The library keeps its
+ * last error per OS thread and async calls run on a worker thread, so the
+ * message is not reachable from here: callers recover it (see asyncError).
+ */
+function callAsync(fn, ...args) {
+  return new Promise((resolve, reject) => {
+    fn.async(...args, (err, res) => (err ? reject(err) : resolve(res)));
+  });
+}
+
+/**
+ * The error for a failed async call. retrySync, if given, repeats the call
+ * synchronously to obtain the library's own message; it is used only for
+ * statuses the header guarantees are returned before any work is done (so
+ * the repeat is cheap and changes nothing).
+ */
+function asyncError(st, what, retrySync) {
+  const { c } = lib();
+  const beforeWork = st === Status.INVALID_ARGUMENT || st === Status.CONTEXT_FULL ||
+    st === Status.BUFFER_TOO_SMALL || st === Status.IO || st === Status.BAD_FILE ||
+    st === Status.UNSUPPORTED;
+  if (retrySync && beforeWork) {
+    const st2 = retrySync();
+    if (st2 === st) return new MoonlmError(st, c.last_error() || `${what}: ${c.status_string(st)}`);
+  }
+  return new MoonlmError(st, `${what}: ${c.status_string(st)}`);
+}
+
+// Handles forgotten without close() are freed when collected.
+const registry = new FinalizationRegistry(({ free, handle }) => {
+  try { free(handle); } catch { /* nobody to tell */ }
+});
+
+// ---- text buffers --------------------------------------------------------
+
+/**
+ * Calls fn(...args, buf, cap, nOut) under the (buf, cap, n_out) protocol with
+ * a buffer reused across calls (JS is single-threaded and these calls are
+ * synchronous), retrying once with the size the library asks for.
+ */
+class TextBuffer {
+  constructor(cap = 256) { this.buf = Buffer.alloc(cap); this.nOut = [0]; }
+
+  call(fn, what, ...args) {
+    for (let i = 0; i < 3; i++) {
+      const st = fn(...args, this.buf, this.buf.length, this.nOut);
+      if (st === Status.BUFFER_TOO_SMALL) {
+        this.buf = Buffer.alloc(Number(this.nOut[0]) + 1);
+        continue;
+      }
+      check(st, what);
+      return this.buf.subarray(0, Number(this.nOut[0]));
+    }
+    throw invalid(`${what}: the library kept asking for a larger buffer`);
+  }
+}
+
+function toInt32Array(tokens, what) {
+  if (tokens instanceof Int32Array) return tokens;
+  if (!tokens || typeof tokens.length !== 'number') {
+    throw invalid(`${what}: tokens must be an Int32Array or an array of integers`);
+  }
+  return Int32Array.from(tokens);
+}
+
+// ---- streaming text helpers (pure JS) ------------------------------------
+
+/** Bytes at the end of b that begin a UTF-8 character still missing bytes. */
+function incompleteUtf8Tail(b) {
+  const n = b.length;
+  for (let back = 1; back <= Math.min(4, n); back++) {
+    const c = b[n - back];
+    if ((c & 0xc0) === 0x80) continue; // continuation: look further back for the lead
+    let need;
+    if (c >= 0xf8) return 0; // not a lead byte: invalid, waiting will not help
+    if (c >= 0xf0) need = 4;
+    else if (c >= 0xe0) need = 3;
+    else if (c >= 0xc0) need = 2;
+    else return 0;
+    return back < need ? back : 0;
+  }
+  return 0;
+}
+
+/**
+ * Turns generated tokens into text pieces: each piece is the difference
+ * between the detokenization of a short window of tokens with and without
+ * the newest ones, so the tokenizer's joining rules (SentencePiece's leading
+ * space, byte tokens) apply exactly as to the whole text. A piece is
+ * released only when it ends on a complete UTF-8 character.
+ */
+class IncrementalDetokenizer {
+  constructor(detokenizeBytes, context) {
+    this.detok = detokenizeBytes;
+    this.toks = Array.from(context).slice(-4);
+    this.read = this.toks.length;
+  }
+
+  _diff() {
+    const prevLen = this.read ? this.detok(Int32Array.from(this.toks.slice(0, this.read))).length : 0;
+    const cur = this.detok(Int32Array.from(this.toks));
+    return Buffer.from(cur.subarray(prevLen)); // copy: cur lives in a reused buffer
+  }
+
+  push(token) {
+    this.toks.push(token);
+    const piece = this._diff();
+    if (incompleteUtf8Tail(piece)) return ''; // wait for the rest of the character
+    this.toks.splice(0, this.read);
+    this.read = this.toks.length;
+    return piece.toString('utf8');
+  }
+
+  flush() {
+    if (this.read === this.toks.length) return '';
+    const piece = this._diff();
+    this.read = this.toks.length;
+    return piece.toString('utf8');
+  }
+}
+
+/**
+ * Cuts a text stream before the first occurrence of any stop string,
+ * holding back text that could still become one.
+ */
+class StopFilter {
+  constructor(stop) {
+    let stops = stop == null ? [] : typeof stop === 'string' ? [stop] : Array.from(stop);
+    for (const s of stops) {
+      if (typeof s !== 'string') throw new TypeError(`stop strings must be strings, got ${typeof s}`);
+    }
+    this.stops = stops.filter((s) => s.length > 0);
+    this.held = '';
+    this.done = false;
+  }
+
+  push(text, final = false) {
+    if (this.done) return '';
+    if (this.stops.length === 0) return text;
+    const buf = this.held + text;
+    let cut = -1;
+    for (const s of this.stops) {
+      const i = buf.indexOf(s);
+      if (i !== -1 && (cut === -1 || i < cut)) cut = i;
+    }
+    if (cut !== -1) {
+      this.done = true;
+      this.held = '';
+      return buf.slice(0, cut);
+    }
+    if (final) {
+      this.held = '';
+      return buf;
+    }
+    let hold = 0;
+    for (const s of this.stops) {
+      for (let k = Math.min(s.length - 1, buf.length); k > hold; k--) {
+        if (buf.endsWith(s.slice(0, k))) { hold = k; break; }
+      }
+    }
+    this.held = buf.slice(buf.length - hold);
+    return buf.slice(0, buf.length - hold);
+  }
+}
+
+// ---- Model -----------------------------------------------------------------
+
+const KV_TYPES = { f16: 0, f32: 1 };
+
+/**
+ * A GGUF model. Open with `await Model.open(path)`; close with close() (or
+ * `using`). Sessions made from it stay usable after close(): the library
+ * keeps the weights alive until the last session is freed.
+ */
+class Model {
+  constructor(token, handle, file) {
+    if (token !== Model._token) throw new TypeError('use `await Model.open(path)`');
+    const { c, t } = lib();
+    this._h = handle;
+    this.path = file;
+    this._tb = new TextBuffer();
+    this._unreg = {};
+    registry.register(this, { free: c.model_free, handle }, this._unreg);
+    const info = { size: koffi.sizeof(t.modelInfo) };
+    check(c.model_get_info(handle, info), 'model info');
+    this._info = info;
+    this.architecture = this._tb.call(c.model_architecture, 'model architecture', handle).toString('utf8');
+    const tmpl = this._tb.call(c.model_chat_template, 'model chat template', handle).toString('utf8');
+    /** The model's Jinja chat template, or null if it has none. */
+    this.chatTemplate = tmpl || null;
+  }
+
+  /**
+   * Opens a model (on a worker thread). opts.threads: worker threads for its
+   * sessions (default one per core).
+   */
+  static async open(file, opts = {}) {
+    const { c, t } = lib();
+    if (typeof file !== 'string') throw invalid('Model.open: path must be a string');
+    const params = {};
+    c.model_params_default(params);
+    if (opts.threads != null) {
+      if (!Number.isInteger(opts.threads) || opts.threads < 0) {
+        throw invalid(`Model.open: threads must be an integer >= 0, got ${opts.threads}`);
+      }
+      params.n_threads = opts.threads;
+    }
+    const out = [null];
+    const st = await callAsync(c.model_open, file, params, out);
+    if (st !== Status.OK) {
+      throw asyncError(st, `open ${file}`, () => {
+        const again = [null];
+        const st2 = c.model_open(file, params, again);
+        if (st2 === Status.OK) c.model_free(again[0]); // it changed meanwhile: keep the first answer
+        return st2;
+      });
+    }
+    return new Model(Model._token, out[0], file);
+  }
+
+  /** Releases the model. Idempotent; open sessions keep working. */
+  close() {
+    if (this._h === null) return;
+    const { c } = lib();
+    registry.unregister(this._unreg);
+    c.model_free(this._h);
+    this._h = null;
+  }
+
+  [Symbol.dispose]() { this.close(); }
+
+  get closed() { return this._h === null; }
+
+  _handle(what) {
+    if (this._h === null) throw invalid(`${what}: the model is closed`);
+    return this._h;
+  }
+
+  get vocabSize() { return this._info.n_vocab; }
+  /** The context length the model was trained with (the default nCtx). */
+  get contextLength() { return this._info.n_ctx_train; }
+  get embeddingSize() { return this._info.n_embd; }
+  get nLayers() { return this._info.n_layer; }
+  get nHeads() { return this._info.n_head; }
+  get nKvHeads() { return this._info.n_head_kv; }
+  get bosTokenId() { return this._info.token_bos < 0 ? null : this._info.token_bos; }
+  get eosTokenId() { return this._info.token_eos < 0 ? null : this._info.token_eos; }
+  get eotTokenId() { return this._info.token_eot < 0 ? null : this._info.token_eot; }
+
+  /** Whether token ends generation (EOS, EOT and the like). */
+  isEog(token) {
+    return lib().c.model_is_eog(this._handle('isEog'), token) !== 0;
+  }
+
+  /**
+   * Token ids of text. opts.addSpecial (default true) adds BOS/EOS as the
+   * model asks; opts.parseSpecial turns special-token text into ids.
+   */
+  tokenize(text, opts = {}) {
+    const { c } = lib();
+    const h = this._handle('tokenize');
+    if (typeof text !== 'string') throw invalid('tokenize: text must be a string');
+    const data = Buffer.from(text, 'utf8');
+    const flags = (opts.addSpecial === false ? 0 : 1) | (opts.parseSpecial ? 2 : 0);
+    const nOut = [0];
+    let cap = data.length + 8;
+    for (let i = 0; i < 3; i++) {
+      const out = new Int32Array(cap);
+      const st = c.tokenize(h, data, data.length, flags, out, cap, nOut);
+      if (st === Status.BUFFER_TOO_SMALL) { cap = Number(nOut[0]); continue; }
+      check(st, 'tokenize');
+      return out.subarray(0, Number(nOut[0]));
+    }
+    throw invalid('tokenize: the library kept asking for a larger buffer');
+  }
+
+  /** The text of tokens; special tokens such as BOS render as nothing. */
+  detokenize(tokens) {
+    return this._detokenizeBytes(toInt32Array(tokens, 'detokenize')).toString('utf8');
+  }
+
+  // The bytes live in a reused buffer: valid until the next call.
+  _detokenizeBytes(toks) {
+    const h = this._handle('detokenize');
+    return this._tb.call(lib().c.detokenize, 'detokenize', h, toks, toks.length);
+  }
+
+  /** The raw bytes of one token inside a text (may be part of a UTF-8 character). */
+  tokenToPiece(token) {
+    const h = this._handle('tokenToPiece');
+    return Buffer.from(this._tb.call(lib().c.token_to_piece, 'tokenToPiece', h, token));
+  }
+
+  /**
+   * Renders OpenAI-style messages ({role, content}) with the model's chat
+   * template. MoonlmError UNSUPPORTED if the model has none.
+   */
+  applyChatTemplate(messages, opts = {}) {
+    const h = this._handle('applyChatTemplate');
+    if (!Array.isArray(messages)) throw invalid('applyChatTemplate: messages must be an array');
+    const msgs = messages.map((m, i) => {
+      if (!m || typeof m.role !== 'string' || (m.content != null && typeof m.content !== 'string')) {
+        throw invalid(`applyChatTemplate: message ${i} needs a string role and content`);
+      }
+      return { role: m.role, content: m.content ?? '' };
+    });
+    const add = opts.addAssistant === false ? 0 : 1;
+    return this._tb.call(lib().c.chat_apply_template, 'applyChatTemplate', h, msgs, msgs.length, add)
+      .toString('utf8');
+  }
+
+  _chatTokens(messages) {
+    const text = this.applyChatTemplate(messages, { addAssistant: true });
+    let toks = this.tokenize(text, { addSpecial: true, parseSpecial: true });
+    const bos = this.bosTokenId;
+    if (bos !== null && toks.length >= 2 && toks[0] === bos && toks[1] === bos) toks = toks.subarray(1);
+    return toks;
+  }
+
+  /** A new session. opts: nCtx (default contextLength), threads, kvType ('f16' default, or 'f32'). */
+  session(opts = {}) {
+    return new Session(this, opts);
+  }
+
+  _promptTokens(prompt, opts) {
+    if (typeof prompt === 'string') {
+      return this.tokenize(prompt, { addSpecial: opts.addSpecial !== false, parseSpecial: !!opts.parseSpecial });
+    }
+    return toInt32Array(prompt, 'generate');
+  }
+
+  /**
+   * Streams the continuation of prompt (text, or token ids used as given)
+   * as text pieces: `for await (const piece of model.stream(p, opts))`.
+   * Breaking out of the loop early frees everything. See generate() for opts.
+   */
+  stream(prompt, opts = {}) {
+    return this._stream(this._promptTokens(prompt, opts), opts);
+  }
+
+  /**
+   * The continuation of prompt as one string. opts: maxTokens (256),
+   * temperature, topK, topP, minP, repeatPenalty, presencePenalty,
+   * frequencyPenalty, penaltyLastN, seed (library defaults when omitted;
+   * temperature 0 is greedy), stop (strings, not included in the text),
+   * signal (an AbortSignal: rejects with MoonlmError CANCELLED), nCtx.
+   */
+  async generate(prompt, opts = {}) {
+    let text = '';
+    for await (const piece of this.stream(prompt, opts)) text += piece;
+    return text;
+  }
+
+  /** Streams the assistant's reply to OpenAI-style messages (model's chat template). */
+  chatStream(messages, opts = {}) {
+    return this._stream(this._chatTokens(messages), opts);
+  }
+
+  /** The assistant's reply to OpenAI-style messages, as one string. */
+  async chat(messages, opts = {}) {
+    let text = '';
+    for await (const piece of this.chatStream(messages, opts)) text += piece;
+    return text;
+  }
+
+  _stream(tokens, opts) {
+    const maxTokens = opts.maxTokens ?? 256;
+    if (!Number.isInteger(maxTokens) || maxTokens < 0) {
+      throw invalid(`generate: maxTokens must be an integer >= 0, got ${maxTokens}`);
+    }
+    if (tokens.length === 0) throw invalid('generate: the prompt has no tokens');
+    const nCtx = opts.nCtx ?? Math.min(tokens.length + Math.max(maxTokens, 1), this.contextLength);
+    const stop = new StopFilter(opts.stop); // validate before any allocation
+    const sampler = new Sampler(opts);
+    let session;
+    try {
+      session = new Session(this, { nCtx });
+    } catch (e) {
+      sampler.close();
+      throw e;
+    }
+    return generateLoop(this, session, tokens, maxTokens, sampler, stop, opts.signal, true);
+  }
+}
+Model._token = Symbol('Model');
+
+function abortedError(signal, cause) {
+  return new MoonlmError(Status.CANCELLED, 'generate: aborted', { cause: signal.reason ?? cause });
+}
+
+/** The generation loop behind stream/generate/chat. */
+async function* generateLoop(model, session, tokens, maxTokens, sampler, stop, signal, own) {
+  const onAbort = () => session.cancel();
+  try {
+    if (signal) {
+      if (signal.aborted) throw abortedError(signal);
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+    if (maxTokens === 0) return;
+    let logits;
+    try {
+      logits = await session.prefill(tokens);
+    } catch (e) {
+      if (signal && signal.aborted && e.code === 'CANCELLED') throw abortedError(signal, e);
+      throw e;
+    }
+    for (const t of tokens) sampler.accept(t);
+    const detok = new IncrementalDetokenizer((t) => model._detokenizeBytes(t), tokens);
+    for (let i = 0; i < maxTokens; i++) {
+      const tok = sampler.sample(logits);
+      if (model.isEog(tok)) break;
+      sampler.accept(tok);
+      const out = stop.push(detok.push(tok));
+      if (out) yield out;
+      if (stop.done) return;
+      if (signal && signal.aborted) throw abortedError(signal);
+      if (i + 1 === maxTokens) break;
+      if (session.position >= session.nCtx) break; // the context is used up: end of text
+      try {
+        logits = await session.decode(tok);
+      } catch (e) {
+        if (signal && signal.aborted && e.code === 'CANCELLED') throw abortedError(signal, e);
+        throw e;
+      }
+    }
+    const out = stop.push(detok.flush(), true);
+    if (out) yield out;
+  } finally {
+    if (signal) signal.removeEventListener('abort', onAbort);
+    if (own) session.close();
+    sampler.close();
+  }
+}
+
+// ---- Session -----------------------------------------------------------------
+
+/**
+ * A sequence being evaluated: its KV cache and position. prefill() and
+ * decode() resolve to the logits of the last position as a Float32Array
+ * that the session owns and overwrites on every call (no copy per token):
+ * copy it (`logits.slice()`) to keep it. One call at a time per session
+ * (a concurrent one rejects with BUSY); cancel() works any time.
+ */
+class Session {
+  constructor(model, opts = {}) {
+    const { c } = lib();
+    const h = model._handle('session');
+    const params = {};
+    c.session_params_default(params);
+    if (opts.nCtx != null) {
+      if (!Number.isInteger(opts.nCtx) || opts.nCtx <= 0) throw invalid(`session: nCtx must be an integer > 0, got ${opts.nCtx}`);
+      params.n_ctx = opts.nCtx;
+    }
+    if (opts.threads != null) params.n_threads = opts.threads;
+    const kv = opts.kvType ?? 'f16';
+    if (!(kv in KV_TYPES)) throw invalid(`session: kvType must be 'f16' or 'f32', got ${kv}`);
+    params.kv_type = KV_TYPES[kv];
+    const out = [null];
+    check(c.session_new(h, params, out), 'session');
+    this._h = out[0];
+    this._unreg = {};
+    registry.register(this, { free: c.session_free, handle: this._h }, this._unreg);
+    this.model = model;
+    this.nCtx = params.n_ctx > 0 ? params.n_ctx : model.contextLength;
+    this.kvType = kv;
+    this.nVocab = model.vocabSize;
+    /** The buffer prefill()/decode() write the logits into. */
+    this.logits = new Float32Array(this.nVocab);
+    this._busy = false;
+    this._pos = [0];
+  }
+
+  /** Frees the session. Idempotent; a running call is cancelled. */
+  close() {
+    if (this._h === null) return;
+    registry.unregister(this._unreg);
+    lib().c.session_free(this._h);
+    this._h = null;
+  }
+
+  [Symbol.dispose]() { this.close(); }
+
+  get closed() { return this._h === null; }
+
+  _handle(what) {
+    if (this._h === null) throw invalid(`${what}: the session is closed`);
+    if (this._busy) throw new MoonlmError(Status.BUSY, `${what}: the session is busy with another call`);
+    return this._h;
+  }
+
+  async _run(what, fn, args, retry) {
+    const h = this._handle(what);
+    this._busy = true;
+    let st;
+    try {
+      st = await callAsync(fn, h, ...args, this.logits, this.logits.length);
+    } finally {
+      this._busy = false;
+    }
+    if (st !== Status.OK) {
+      throw asyncError(st, what, this._h === null ? null : () => retry(this._h));
+    }
+    return this.logits;
+  }
+
+  /** Evaluates tokens at the current position; resolves to the last logits. */
+  prefill(tokens) {
+    const toks = toInt32Array(tokens, 'prefill');
+    const { c } = lib();
+    return this._run('prefill', c.prefill, [toks, toks.length],
+      (h) => c.prefill(h, toks, toks.length, this.logits, this.logits.length));
+  }
+
+  /** Evaluates one token; resolves to the next-token logits. */
+  decode(token) {
+    const { c } = lib();
+    return this._run('decode', c.decode, [token],
+      (h) => c.decode(h, token, this.logits, this.logits.length));
+  }
+
+  /** Keeps the first nKeep positions and forgets the rest. */
+  rewind(nKeep) {
+    const h = this._handle('rewind');
+    if (!Number.isInteger(nKeep) || nKeep < 0) throw invalid(`rewind: nKeep must be an integer >= 0, got ${nKeep}`);
+    check(lib().c.session_rewind(h, nKeep), 'rewind');
+  }
+
+  /** Tokens evaluated so far (the next token's position). */
+  get position() {
+    if (this._h === null) throw invalid('position: the session is closed');
+    check(lib().c.session_position(this._h, this._pos), 'position');
+    return Number(this._pos[0]);
+  }
+
+  /** Makes the running (or next) prefill/decode reject with CANCELLED. */
+  cancel() {
+    if (this._h === null) return;
+    check(lib().c.session_cancel(this._h), 'cancel');
+  }
+
+  /**
+   * Streams a continuation of tokens from this session's position (the
+   * session stays open; the last generated token is not evaluated). Needs
+   * the session's model to be open (for detokenization).
+   * opts as for Model.generate; opts.sampler uses (and keeps open) a Sampler.
+   */
+  stream(tokens, opts = {}) {
+    const toks = toInt32Array(tokens, 'stream');
+    const own = !opts.sampler;
+    const sampler = own ? new Sampler(opts) : opts.sampler;
+    const borrowed = own ? sampler : { sample: (l) => sampler.sample(l), accept: (t) => sampler.accept(t), close() {} };
+    return generateLoop(this.model, this, toks, opts.maxTokens ?? 256, borrowed, new StopFilter(opts.stop), opts.signal, false);
+  }
+}
+
+// ---- Sampler -------------------------------------------------------------------
+
+const SAMPLER_OPTS = {
+  temperature: 'temperature', topK: 'top_k', topP: 'top_p', minP: 'min_p',
+  repeatPenalty: 'repeat_penalty', presencePenalty: 'presence_penalty',
+  frequencyPenalty: 'frequency_penalty', penaltyLastN: 'penalty_last_n',
+};
+
+/**
+ * Chooses tokens from logits: penalties, topK, topP, minP, temperature, then
+ * a seeded draw (temperature <= 0 is greedy). Omitted options keep the
+ * library's defaults (temperature 0.8, topK 40, topP 0.95, minP 0.05).
+ */
+class Sampler {
+  constructor(opts = {}) {
+    const { c } = lib();
+    const p = {};
+    c.sampler_params_default(p);
+    for (const [js, cname] of Object.entries(SAMPLER_OPTS)) {
+      if (opts[js] != null) {
+        if (typeof opts[js] !== 'number' || Number.isNaN(opts[js])) throw invalid(`sampler: ${js} must be a number`);
+        p[cname] = opts[js];
+      }
+    }
+    if (opts.seed != null) {
+      const s = BigInt(opts.seed);
+      if (s < 0n || s >= 0xffffffffffffffffn) throw invalid(`sampler: seed must be in [0, 2^64-1), got ${opts.seed}`);
+      p.seed = s;
+    }
+    this.params = p;
+    const out = [null];
+    check(c.sampler_new(p, out), 'sampler');
+    this._h = out[0];
+    this._unreg = {};
+    registry.register(this, { free: c.sampler_free, handle: this._h }, this._unreg);
+    this._tok = [0];
+  }
+
+  close() {
+    if (this._h === null) return;
+    registry.unregister(this._unreg);
+    lib().c.sampler_free(this._h);
+    this._h = null;
+  }
+
+  [Symbol.dispose]() { this.close(); }
+
+  _handle(what) {
+    if (this._h === null) throw invalid(`${what}: the sampler is closed`);
+    return this._h;
+  }
+
+  /** A token chosen from logits (a Float32Array of nVocab); not accepted. */
+  sample(logits) {
+    const h = this._handle('sample');
+    if (!(logits instanceof Float32Array)) logits = Float32Array.from(logits);
+    check(lib().c.sample(h, logits, logits.length, this._tok), 'sample');
+    return this._tok[0];
+  }
+
+  /** Records token in the history the penalties look at. */
+  accept(token) {
+    check(lib().c.sampler_accept(this._handle('accept'), token), 'sampler accept');
+  }
+
+  /** Forgets the accepted history (keeps the random state). */
+  reset() {
+    check(lib().c.sampler_reset(this._handle('reset')), 'sampler reset');
+  }
+}
+
+/** The path libmoonlm.so was loaded from. */
+function libraryPath() { return lib().file; }
+
+/** The loaded library's version ("MAJOR.MINOR.PATCH"). */
+function libraryVersion() { return lib().c.version(); }
+
+module.exports = {
+  Model,
+  Session,
+  Sampler,
+  MoonlmError,
+  Status,
+  libraryPath,
+  libraryVersion,
+  // exported for tests and for custom loops
+  IncrementalDetokenizer,
+  StopFilter,
+};
+module.exports.default = module.exports; // for `import moonlm from 'moonlm'` compiled to CommonJS

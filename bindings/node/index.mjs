@@ -1,0 +1,15 @@
+// ES module entry: the CommonJS implementation, re-exported by name.
+import moonlm from './index.js';
+
+export const {
+  Model,
+  Session,
+  Sampler,
+  MoonlmError,
+  Status,
+  libraryPath,
+  libraryVersion,
+  IncrementalDetokenizer,
+  StopFilter,
+} = moonlm;
+export default moonlm;
