@@ -32,6 +32,12 @@ func quantizeWeightRow(t gguf.Type, src []float32, dst []byte) bool {
 	case gguf.Q5_1:
 		checkRow(t, n, qk32)
 		quantizeQ5_1(src, dst)
+	case gguf.Q2_K:
+		checkRow(t, n, qkK)
+		quantizeQ2K(src, dst)
+	case gguf.Q3_K:
+		checkRow(t, n, qkK)
+		quantizeQ3K(src, dst)
 	case gguf.Q4_K:
 		checkRow(t, n, qkK)
 		quantizeQ4K(src, dst)
@@ -490,5 +496,192 @@ func quantizeQ6K(src []float32, dst []byte) {
 				qh[j/4+l] = byte(L[j+l])>>4 | (byte(L[j+l+32])>>4)<<2 | (byte(L[j+l+64])>>4)<<4 | (byte(L[j+l+96])>>4)<<6
 			}
 		}
+	}
+}
+
+// packQ2Bits stores 2-bit levels L (256) as Q2_K/Q3_K do: byte l of each
+// 32-byte half holds levels l, l+32, l+64, l+96 of that 128-value half.
+func packQ2Bits(L *[qkK]uint8, qs []byte) {
+	for j := 0; j < qkK; j += 128 {
+		for l := range 32 {
+			qs[j/4+l] = L[j+l] | L[j+l+32]<<2 | L[j+l+64]<<4 | L[j+l+96]<<6
+		}
+	}
+}
+
+func quantizeQ2K(src []float32, dst []byte) {
+	const q4scale = 15
+	var L [qkK]uint8
+	var laux [16]uint8
+	var weights [16]float32
+	var scales, mins [16]float32
+	for i := 0; i < len(src)/qkK; i++ {
+		x := src[i*qkK : (i+1)*qkK]
+		b := dst[i*bytesQ2K : (i+1)*bytesQ2K]
+		sc := b[0:16]
+		var maxScale, maxMin float32
+		for j := range 16 {
+			xs := x[16*j : 16*j+16]
+			for l, v := range xs {
+				weights[l] = abs32(v)
+			}
+			scales[j], mins[j] = makeQKX2Quants(3, xs, weights[:], L[16*j:16*j+16], laux[:], -0.5, 0.1, 15, true)
+			maxScale = max(maxScale, scales[j])
+			maxMin = max(maxMin, mins[j])
+		}
+		var dh, dminh uint16
+		if maxScale > 0 {
+			iscale := q4scale / maxScale
+			for j := range 16 {
+				sc[j] = uint8(nearestInt(iscale * scales[j]))
+			}
+			dh = F32ToF16(maxScale / q4scale)
+		} else {
+			clear(sc)
+		}
+		if maxMin > 0 {
+			iscale := q4scale / maxMin
+			for j := range 16 {
+				sc[j] |= uint8(nearestInt(iscale*mins[j]) << 4)
+			}
+			dminh = F32ToF16(maxMin / q4scale)
+		}
+		binary.LittleEndian.PutUint16(b[80:], dh)
+		binary.LittleEndian.PutUint16(b[82:], dminh)
+		d0, dmin0 := F16ToF32(dh), F16ToF32(dminh)
+		for j := range 16 {
+			d := d0 * float32(sc[j]&0xf)
+			if d == 0 {
+				continue
+			}
+			dm := dmin0 * float32(sc[j]>>4)
+			for ii := range 16 {
+				l := nearestInt((x[16*j+ii] + dm) / d)
+				L[16*j+ii] = uint8(min(3, max(0, l)))
+			}
+		}
+		packQ2Bits(&L, b[16:80])
+	}
+}
+
+// makeQ3Quants is ggml's make_q3_quants with do_rmse: symmetric levels in
+// [-nmax, nmax-1] from the largest magnitude, then up to five passes moving
+// single levels while that improves the x²-weighted fit. Levels are stored
+// offset by nmax; it returns the fitted scale.
+func makeQ3Quants(nmax int32, x []float32, L []int8) float32 {
+	max, amax := signedMax(x)
+	if amax < groupMaxEps {
+		for i := range x {
+			L[i] = 0
+		}
+		return 0
+	}
+	iscale := -float32(nmax) / max
+	var sumLX, sumL2 float32
+	for i, v := range x {
+		l := min(nmax-1, max32(-nmax, nearestInt(iscale*v)))
+		L[i] = int8(l)
+		w := v * v
+		sumLX += w * v * float32(l)
+		sumL2 += w * float32(l) * float32(l)
+	}
+	for range 5 {
+		changed := 0
+		for i, v := range x {
+			w := v * v
+			li := float32(L[i])
+			slx := sumLX - w*v*li
+			if slx > 0 {
+				sl2 := sumL2 - w*li*li
+				nl := min(nmax-1, max32(-nmax, nearestInt(v*sl2/slx)))
+				if nl != int32(L[i]) {
+					fl := float32(nl)
+					slx += w * v * fl
+					sl2 += w * fl * fl
+					if sl2 > 0 && slx*slx*sumL2 > sumLX*sumLX*sl2 {
+						L[i] = int8(nl)
+						sumLX, sumL2 = slx, sl2
+						changed++
+					}
+				}
+			}
+		}
+		if changed == 0 {
+			break
+		}
+	}
+	for i := range x {
+		L[i] += int8(nmax)
+	}
+	return sumLX / sumL2
+}
+
+func quantizeQ3K(src []float32, dst []byte) {
+	var L [qkK]int8
+	var scales [16]float32
+	var levels [qkK]uint8
+	for i := 0; i < len(src)/qkK; i++ {
+		x := src[i*qkK : (i+1)*qkK]
+		b := dst[i*bytesQ3K : (i+1)*bytesQ3K]
+		hmask := b[0:32]
+		sc := b[96:108]
+		var maxScale, amax float32
+		for j := range 16 {
+			scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:16*j+16])
+			if a := abs32(scales[j]); a > amax {
+				amax, maxScale = a, scales[j]
+			}
+		}
+		clear(sc)
+		var dh uint16
+		if maxScale != 0 {
+			iscale := -32 / maxScale
+			for j := range 16 {
+				l := int8(nearestInt(iscale * scales[j]))
+				l = min(31, max(-32, l)) + 32
+				if j < 8 {
+					sc[j] = byte(l) & 0xf
+				} else {
+					sc[j-8] |= (byte(l) & 0xf) << 4
+				}
+				l >>= 4
+				sc[j%4+8] |= byte(l) << (2 * (j / 4))
+			}
+			dh = F32ToF16(1 / iscale)
+		}
+		binary.LittleEndian.PutUint16(b[108:], dh)
+		d0 := F16ToF32(dh)
+		for j := range 16 {
+			var s byte
+			if j < 8 {
+				s = sc[j] & 0xf
+			} else {
+				s = sc[j-8] >> 4
+			}
+			s |= (sc[8+j%4] >> (2 * (j / 4)) & 3) << 4
+			d := d0 * float32(int32(s)-32)
+			if d == 0 {
+				continue
+			}
+			for ii := range 16 {
+				l := nearestInt(x[16*j+ii] / d)
+				L[16*j+ii] = int8(min(3, max32(-4, l)) + 4)
+			}
+		}
+		clear(hmask)
+		m, hm := 0, byte(1)
+		for j := range qkK {
+			v := uint8(L[j])
+			if v > 3 {
+				hmask[m] |= hm
+				v -= 4
+			}
+			levels[j] = v
+			if m++; m == qkK/8 {
+				m = 0
+				hm <<= 1
+			}
+		}
+		packQ2Bits(&levels, b[32:96])
 	}
 }
