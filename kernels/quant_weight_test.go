@@ -55,8 +55,8 @@ func TestQuantvecQuantizeWeights(t *testing.T) {
 func TestQuantizeRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	bound := map[gguf.Type]float64{
-		gguf.Q2_K: 0.45, // 4 levels over 16 values, range ~3.5 sigma: ~0.34
-		gguf.Q3_K: 0.25, // step amax/4 over 16 values, amax ~1.8 sigma: ~0.13
+		gguf.Q2_K: 0.45,  // 4 levels over 16 values, range ~3.5 sigma: ~0.34
+		gguf.Q3_K: 0.25,  // step amax/4 over 16 values, amax ~1.8 sigma: ~0.13
 		gguf.Q8_0: 0.010, // step amax/127, amax ~2.5 sigma: noise ~0.006
 		gguf.Q4_0: 0.13,  // step amax/8: ~0.09
 		gguf.Q4_1: 0.11,  // step range/15, range ~4 sigma: ~0.077
