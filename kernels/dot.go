@@ -39,14 +39,22 @@ func dotF32Row(n int, w, x []byte) float32 {
 }
 
 // dotF16Row: products of two halves are exact in float32; ggml's scalar
-// ggml_vec_dot_f16 sums them in double.
+// ggml_vec_dot_f16 sums them in double (here in four partial sums).
 func dotF16Row(n int, w, x []byte) float32 {
 	w, x = w[:2*n], x[:2*n]
-	var s float64
-	for i := 0; i < n; i++ {
-		s += float64(F16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * F16ToF32(binary.LittleEndian.Uint16(x[2*i:])))
+	tab := f16Table
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s0 += float64(tab[binary.LittleEndian.Uint16(w[2*i:])] * tab[binary.LittleEndian.Uint16(x[2*i:])])
+		s1 += float64(tab[binary.LittleEndian.Uint16(w[2*i+2:])] * tab[binary.LittleEndian.Uint16(x[2*i+2:])])
+		s2 += float64(tab[binary.LittleEndian.Uint16(w[2*i+4:])] * tab[binary.LittleEndian.Uint16(x[2*i+4:])])
+		s3 += float64(tab[binary.LittleEndian.Uint16(w[2*i+6:])] * tab[binary.LittleEndian.Uint16(x[2*i+6:])])
 	}
-	return float32(s)
+	for ; i < n; i++ {
+		s0 += float64(tab[binary.LittleEndian.Uint16(w[2*i:])] * tab[binary.LittleEndian.Uint16(x[2*i:])])
+	}
+	return float32(s0 + s1 + s2 + s3)
 }
 
 func dotBF16Row(n int, w, x []byte) float32 {

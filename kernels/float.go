@@ -192,8 +192,9 @@ func F16Encode(dst []uint16, src []float32) {
 // F16Decode widens halves to float32.
 func F16Decode(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
+	tab := f16Table
 	for i, h := range src {
-		dst[i] = F16ToF32(h)
+		dst[i] = tab[h]
 	}
 }
 
@@ -206,24 +207,28 @@ func DotF16(a, b []uint16) float32 {
 
 func dotF16Generic(a, b []uint16) float32 {
 	b = b[:len(a)]
-	var s0, s1 float64
+	tab := f16Table
+	var s0, s1, s2, s3 float64
 	i := 0
-	for ; i+2 <= len(a); i += 2 {
-		s0 += float64(F16ToF32(a[i]) * F16ToF32(b[i]))
-		s1 += float64(F16ToF32(a[i+1]) * F16ToF32(b[i+1]))
+	for ; i+4 <= len(a); i += 4 {
+		s0 += float64(tab[a[i]] * tab[b[i]])
+		s1 += float64(tab[a[i+1]] * tab[b[i+1]])
+		s2 += float64(tab[a[i+2]] * tab[b[i+2]])
+		s3 += float64(tab[a[i+3]] * tab[b[i+3]])
 	}
-	if i < len(a) {
-		s0 += float64(F16ToF32(a[i]) * F16ToF32(b[i]))
+	for ; i < len(a); i++ {
+		s0 += float64(tab[a[i]] * tab[b[i]])
 	}
-	return float32(s0 + s1)
+	return float32(s0 + s1 + s2 + s3)
 }
 
 // AxpyF16 sets y[i] += a * x[i] for an f16 vector x (len(x) values), for
 // accumulating attention-weighted f16 V rows.
 func AxpyF16(y []float32, a float32, x []uint16) {
 	y = y[:len(x)]
+	tab := f16Table
 	for i, h := range x {
-		y[i] += a * F16ToF32(h)
+		y[i] += a * tab[h]
 	}
 }
 

@@ -22,44 +22,39 @@ func F16ToF32(h uint16) float32 {
 	return math.Float32frombits(sign | math.Float32bits(float32(mant)*(1.0/(1<<24))))
 }
 
+// f16Table maps every half to its float32 value (256 KiB): bulk
+// conversions and the f16 dot products look values up instead of decoding.
+var f16Table = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = F16ToF32(uint16(i))
+	}
+	return &t
+}()
+
 // F32ToF16 narrows to IEEE half with round-to-nearest-even, overflow to
 // infinity and quiet NaNs, bit for bit what x86 F16C (vcvtps2ph imm 0)
 // produces, which is what ggml's CPU backend uses.
 func F32ToF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23) & 0xff
-	mant := b & 0x7fffff
-	if exp == 0xff {
-		if mant != 0 {
-			return sign | 0x7e00 | uint16(mant>>13)
-		}
+	a := b & 0x7fffffff
+	switch {
+	case a > 0x7f800000: // NaN: keep the top payload bits, force quiet
+		return sign | 0x7e00 | uint16(a>>13)&0x3ff
+	case a >= 0x47800000: // 2^16 and above, and infinity
 		return sign | 0x7c00
+	case a < 0x38800000:
+		// Below 2^-14 the half is subnormal, in units of 2^-24: adding 0.5
+		// (whose ulp is 2^-24) rounds to that unit, ties to even, and leaves
+		// the count in the low bits.
+		v := math.Float32frombits(a) + 0.5
+		return sign | uint16(math.Float32bits(v)-0x3f000000)
 	}
-	e := exp - 127 + 15
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	if e <= 0 {
-		if e < -10 {
-			return sign // below half the smallest subnormal
-		}
-		m := mant | 0x800000
-		s := uint32(14 - e)
-		q := m >> s
-		rem := m & (1<<s - 1)
-		half := uint32(1) << (s - 1)
-		if rem > half || (rem == half && q&1 == 1) {
-			q++
-		}
-		return sign | uint16(q)
-	}
-	q := uint32(e)<<10 | mant>>13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && q&1 == 1) {
-		q++ // a carry out of the mantissa correctly bumps the exponent (to inf at the top)
-	}
-	return sign | uint16(q)
+	// Normal: round the 13 dropped bits to nearest even (a carry correctly
+	// bumps the exponent, up to infinity), then rebias 127 -> 15.
+	r := a + 0xfff + (a>>13)&1
+	return sign | uint16((r-0x38000000)>>13)
 }
 
 // BF16ToF32 widens a bfloat16; exact.
@@ -85,8 +80,9 @@ func f16At(b []byte) float32 {
 // F16RowToF32 converts len(dst) little-endian halves from src.
 func F16RowToF32(src []byte, dst []float32) {
 	src = src[:2*len(dst)]
+	tab := f16Table
 	for i := range dst {
-		dst[i] = F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		dst[i] = tab[binary.LittleEndian.Uint16(src[2*i:])]
 	}
 }
 
