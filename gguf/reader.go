@@ -398,7 +398,7 @@ func (f *File) parseMetadata(p *parser, n int) error {
 		ctx := fmt.Sprintf("key %q", KeyAlignment)
 		a, err := v.Uint64()
 		if err != nil {
-			return &FormatError{Context: ctx, Off: v.off, Msg: fmt.Sprintf("alignment must be an unsigned integer: %v", err)}
+			return &FormatError{Context: ctx, Off: v.off, Msg: fmt.Sprintf("alignment must be a non-negative integer, have %s", v.typ)}
 		}
 		if a == 0 || a&(a-1) != 0 {
 			return &FormatError{Context: ctx, Off: v.off, Msg: fmt.Sprintf("alignment %d is not a power of two", a)}
@@ -501,9 +501,12 @@ func (f *File) parseTensors(p *parser, n int) error {
 			}
 			nel *= d
 		}
+		if bs := int64(t.Type.BlockSize()); t.Shape[0]%bs != 0 {
+			return &FormatError{Context: ctx(), Off: r.entry, Msg: fmt.Sprintf("row length %d not a multiple of the %s block size %d", t.Shape[0], t.Type, bs)}
+		}
 		rowBytes, err := t.Type.RowBytes(t.Shape[0])
 		if err != nil {
-			return &FormatError{Context: ctx(), Off: r.entry, Msg: fmt.Sprintf("row of %d elements: %v", t.Shape[0], err)}
+			return &FormatError{Context: ctx(), Off: r.entry, Msg: fmt.Sprintf("shape %v: byte size overflows int64", t.Shape)}
 		}
 		rows := nel / t.Shape[0]
 		if rowBytes != 0 && rows > math.MaxInt64/rowBytes {
@@ -513,7 +516,10 @@ func (f *File) parseTensors(p *parser, n int) error {
 		if r.rel%uint64(f.Alignment) != 0 {
 			return &FormatError{Context: ctx(), Off: r.entry, Msg: fmt.Sprintf("data offset %d not a multiple of the alignment %d", r.rel, f.Alignment)}
 		}
-		if r.rel > uint64(size) || f.DataOffset > size-int64(r.rel) || nbytes > size-f.DataOffset-int64(r.rel) {
+		if f.DataOffset > size || r.rel > uint64(size-f.DataOffset) {
+			return &FormatError{Context: ctx(), Off: r.entry, Msg: fmt.Sprintf("data offset %d past end of file (size %d; data section at %d)", r.rel, size, f.DataOffset)}
+		}
+		if nbytes > size-f.DataOffset-int64(r.rel) {
 			return &FormatError{Context: ctx(), Off: r.entry, Msg: fmt.Sprintf("data [%d, +%d) past end of file (size %d; data section at %d, relative offset %d)", f.DataOffset+int64(r.rel), nbytes, size, f.DataOffset, r.rel)}
 		}
 		t.Offset = f.DataOffset + int64(r.rel)

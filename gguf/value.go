@@ -353,6 +353,9 @@ func (a Array) Index(i int) (Value, error) {
 	if a.ix.err != nil {
 		return Value{}, a.ix.err
 	}
+	if len(a.ix.offs) != a.n+1 {
+		return Value{}, &FormatError{Off: a.off, Msg: "arrays share an element offset"}
+	}
 	return Value{f: a.f, typ: a.elem, off: a.ix.offs[i], end: a.ix.offs[i+1]}, nil
 }
 

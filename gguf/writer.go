@@ -79,7 +79,7 @@ func (w *Writer) Set(key string, v any) error {
 	if key == KeyAlignment {
 		a, ok := alignmentOf(typ, payload)
 		if !ok {
-			return fmt.Errorf("gguf: set %q: alignment must be an unsigned power of two up to %d", key, maxAlignment)
+			return fmt.Errorf("gguf: set %q: alignment must be a positive integer power of two up to %d", key, maxAlignment)
 		}
 		w.alignment = a
 	}
@@ -93,20 +93,11 @@ func (w *Writer) Set(key string, v any) error {
 }
 
 func alignmentOf(typ ValueType, payload []byte) (int64, bool) {
-	var a uint64
-	switch typ {
-	case ValueUint8:
-		a = uint64(payload[0])
-	case ValueUint16:
-		a = uint64(le.Uint16(payload))
-	case ValueUint32:
-		a = uint64(le.Uint32(payload))
-	case ValueUint64:
-		a = le.Uint64(payload)
-	default:
+	if !typ.isInt() {
 		return 0, false
 	}
-	if a == 0 || a&(a-1) != 0 || a > maxAlignment {
+	a, neg := decodeInt(typ, payload)
+	if neg || a == 0 || a&(a-1) != 0 || a > maxAlignment {
 		return 0, false
 	}
 	return int64(a), true
