@@ -115,7 +115,10 @@ func GELU(dst, x []float32) {
 }
 
 // GELUExact computes the tanh-approximation GELU in float32 without the f16
-// table (for callers that want ggml's non-FP16 build).
+// table. This is what ik_llama.cpp's x86 SIMD path computes (it evaluates
+// 0.5*(1+tanh(a)) as e/(e+1), e = exp(2a), for every full vector), so it is
+// the closer match for references made with it (the synth models); GELU is
+// the match for llama.cpp b4748.
 func GELUExact(dst, x []float32) {
 	dst = dst[:len(x)]
 	for i, v := range x {
