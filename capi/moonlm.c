@@ -9,6 +9,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -24,34 +25,82 @@ static volatile int moonlm__forked_flag;
 
 static void moonlm__atfork_child(void) { moonlm__forked_flag = 1; }
 
+static void moonlm__init_errors(void);
+
 __attribute__((constructor)) static void moonlm__init(void) {
     moonlm__pid = getpid();
     pthread_atfork(NULL, NULL, moonlm__atfork_child);
+    moonlm__init_errors();
 }
 
 /* ---- per-thread last error -------------------------------------------- */
 
+/*
+ * Each thread's message lives in a heap buffer found through a pthread key
+ * (freed when the thread exits). Not a _Thread_local array: the Go runtime
+ * makes this library use static TLS, whose space dlopen() can barely extend.
+ */
 #define MOONLM__ERR_CAP 4096
-static _Thread_local char moonlm__err[MOONLM__ERR_CAP];
+static pthread_key_t moonlm__errkey;
+static int moonlm__errkey_ok;
+
+/* The calling thread's buffer; allocated only if alloc is set. May be NULL. */
+static char *moonlm__errbuf(int alloc) {
+    if (!moonlm__errkey_ok) {
+        return NULL;
+    }
+    char *b = pthread_getspecific(moonlm__errkey);
+    if (b == NULL && alloc) {
+        b = calloc(1, MOONLM__ERR_CAP);
+        if (b != NULL && pthread_setspecific(moonlm__errkey, b) != 0) {
+            free(b);
+            b = NULL;
+        }
+    }
+    return b;
+}
+
+static void moonlm__clear_error(void) {
+    char *b = moonlm__errbuf(0);
+    if (b != NULL) {
+        b[0] = 0;
+    }
+}
 
 /* Called from Go (and from C below) to record a failure message. */
 __attribute__((visibility("hidden"))) void moonlmc_set_error(const char *msg, size_t n) {
+    char *b = moonlm__errbuf(1);
+    if (b == NULL) {
+        return;
+    }
     if (n >= MOONLM__ERR_CAP) {
         n = MOONLM__ERR_CAP - 1;
     }
-    memcpy(moonlm__err, msg, n);
-    moonlm__err[n] = 0;
+    memcpy(b, msg, n);
+    b[n] = 0;
 }
 
 static void moonlm__errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void moonlm__errorf(const char *fmt, ...) {
+    char *b = moonlm__errbuf(1);
+    if (b == NULL) {
+        return;
+    }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(moonlm__err, MOONLM__ERR_CAP, fmt, ap);
+    vsnprintf(b, MOONLM__ERR_CAP, fmt, ap);
     va_end(ap);
 }
 
-const char *moonlm_last_error(void) { return moonlm__err; }
+static void moonlm__init_errors(void) { moonlm__errkey_ok = pthread_key_create(&moonlm__errkey, free) == 0; }
+
+const char *moonlm_last_error(void) {
+    char *b = moonlm__errbuf(0);
+    if (b == NULL) {
+        return "";
+    }
+    return b;
+}
 
 /* Returns nonzero (and records why) when called in a fork()ed child. */
 static int moonlm__forked(const char *fn) {
@@ -67,7 +116,7 @@ static int moonlm__forked(const char *fn) {
 
 #define MOONLM__ENTER(fn)            \
     do {                             \
-        moonlm__err[0] = 0;          \
+        moonlm__clear_error();       \
         if (moonlm__forked(fn)) {    \
             return MOONLM_FORKED;    \
         }                            \
@@ -237,7 +286,7 @@ moonlm_status moonlm_model_chat_template(const moonlm_model *model, char *buf, s
 }
 
 int moonlm_model_is_eog(const moonlm_model *model, int32_t token) {
-    moonlm__err[0] = 0;
+    moonlm__clear_error();
     if (moonlm__forked("moonlm_model_is_eog")) {
         return 0;
     }
