@@ -47,6 +47,18 @@ func quantizeWeightRow(t gguf.Type, src []float32, dst []byte) bool {
 	case gguf.Q6_K:
 		checkRow(t, n, qkK)
 		quantizeQ6K(src, dst)
+	case gguf.IQ4_NL:
+		checkRow(t, n, qk32)
+		for i := 0; i < n/qk32; i++ {
+			b := dst[i*bytesIQ4NL : (i+1)*bytesIQ4NL]
+			quantizeIQ4(src[i*qk32:(i+1)*qk32], b[0:2], b[2:18], nil, nil)
+		}
+	case gguf.IQ4_XS:
+		checkRow(t, n, qkK)
+		for i := 0; i < n/qkK; i++ {
+			b := dst[i*bytesIQ4XS : (i+1)*bytesIQ4XS]
+			quantizeIQ4(src[i*qkK:(i+1)*qkK], b[0:2], b[8:136], b[2:4], b[4:8])
+		}
 	default:
 		return false
 	}
@@ -683,5 +695,130 @@ func quantizeQ3K(src []float32, dst []byte) {
 			}
 		}
 		packQ2Bits(&levels, b[32:96])
+	}
+}
+
+// bestIndexIQ4 returns the index of the codebook value nearest to x (the
+// upper one on exact ties), by bisection as ggml's best_index_int8.
+func bestIndexIQ4(x float32) uint8 {
+	v := &kvaluesIQ4NL
+	if x <= float32(v[0]) {
+		return 0
+	}
+	if x >= float32(v[15]) {
+		return 15
+	}
+	lo, hi := 0, 15
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if x < float32(v[mid]) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if x-float32(v[hi-1]) < float32(v[hi])-x {
+		return uint8(hi - 1)
+	}
+	return uint8(hi)
+}
+
+// quantizeIQ4 is ggml's quantize_row_iq4_nl_impl as quantize_iq4_nl and
+// quantize_iq4_xs call it without an importance matrix (weights x², 7
+// refinement tries each side): for x of 32 values (IQ4_NL: scalesH nil) or
+// 256 values (IQ4_XS: 8 sub-blocks whose scales are then quantized to 6 bits
+// against the largest). It writes the f16 scale to dh and the packed
+// codebook indices to q4.
+func quantizeIQ4(x []float32, dh, q4, scalesH, scalesL []byte) {
+	const ntry = 7
+	const blk = 32
+	var L [qkK]uint8
+	var scales [8]float32
+	nsub := len(x) / blk
+	clear(q4[:len(x)/2])
+	putF16(dh, 0)
+	var maxScale, amaxScale float32
+	for ib := range nsub {
+		xb := x[ib*blk : (ib+1)*blk]
+		Lb := L[ib*blk : (ib+1)*blk]
+		max, amax := signedMax(xb)
+		if amax < groupMaxEps {
+			scales[ib] = 0
+			continue
+		}
+		v0 := float32(kvaluesIQ4NL[0])
+		d := -max / v0
+		id := 1 / d
+		var sumQX, sumQ2 float32
+		for j, v := range xb {
+			l := bestIndexIQ4(id * v)
+			Lb[j] = l
+			q := float32(kvaluesIQ4NL[l])
+			w := v * v
+			sumQX += w * q * v
+			sumQ2 += w * q * q
+		}
+		d = sumQX / sumQ2
+		best := d * sumQX
+		for itry := -ntry; itry <= ntry; itry++ {
+			id = float32(itry+int(kvaluesIQ4NL[0])) / max
+			sumQX, sumQ2 = 0, 0
+			for _, v := range xb {
+				q := float32(kvaluesIQ4NL[bestIndexIQ4(id*v)])
+				w := v * v
+				sumQX += w * q * v
+				sumQ2 += w * q * q
+			}
+			if sumQ2 > 0 && sumQX*sumQX > best*sumQ2 {
+				d = sumQX / sumQ2
+				best = d * sumQX
+			}
+		}
+		scales[ib] = d
+		if a := abs32(d); a > amaxScale {
+			amaxScale, maxScale = a, d
+		}
+	}
+	if nsub > 1 {
+		var sh uint16
+		d := -maxScale / 32
+		putF16(dh, d)
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		for ib := range nsub {
+			l := min(31, max32(-32, nearestInt(id*scales[ib])))
+			dl := d * float32(l)
+			var idl float32
+			if dl != 0 {
+				idl = 1 / dl
+			}
+			for j, v := range x[ib*blk : (ib+1)*blk] {
+				L[ib*blk+j] = bestIndexIQ4(idl * v)
+			}
+			l += 32
+			if ib%2 == 0 {
+				scalesL[ib/2] = byte(l & 0xf)
+			} else {
+				scalesL[ib/2] |= byte(l&0xf) << 4
+			}
+			sh |= uint16(l>>4) << (2 * ib)
+		}
+		binary.LittleEndian.PutUint16(scalesH, sh)
+	} else {
+		putF16(dh, scales[0])
+		var id float32
+		if scales[0] != 0 {
+			id = 1 / scales[0]
+		}
+		for j, v := range x {
+			L[j] = bestIndexIQ4(id * v)
+		}
+	}
+	for i := range len(x) / 32 {
+		for j := range 16 {
+			q4[16*i+j] = L[32*i+j] | L[32*i+16+j]<<4
+		}
 	}
 }

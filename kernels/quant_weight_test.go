@@ -10,7 +10,7 @@ import (
 )
 
 // quantizableTypes are the weight types QuantizeWeightRow supports.
-var quantizableTypes = []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}
+var quantizableTypes = []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS}
 
 // TestQuantvecQuantizeWeights quantizes quantvec's src rows and compares
 // with ggml's own quantization T.q, block by block, and the dequantized
@@ -55,16 +55,18 @@ func TestQuantvecQuantizeWeights(t *testing.T) {
 func TestQuantizeRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	bound := map[gguf.Type]float64{
-		gguf.Q2_K: 0.45,  // 4 levels over 16 values, range ~3.5 sigma: ~0.34
-		gguf.Q3_K: 0.25,  // step amax/4 over 16 values, amax ~1.8 sigma: ~0.13
-		gguf.Q8_0: 0.010, // step amax/127, amax ~2.5 sigma: noise ~0.006
-		gguf.Q4_0: 0.13,  // step amax/8: ~0.09
-		gguf.Q4_1: 0.11,  // step range/15, range ~4 sigma: ~0.077
-		gguf.Q5_0: 0.065, // step amax/16: ~0.045
-		gguf.Q5_1: 0.055, // step range/31: ~0.037
-		gguf.Q4_K: 0.11,  // as Q4_1 plus 6-bit scales and mins
-		gguf.Q5_K: 0.055, // as Q5_1 plus 6-bit scales and mins
-		gguf.Q6_K: 0.03,  // step amax/32 over 16 values: ~0.018
+		gguf.Q2_K:   0.45,  // 4 levels over 16 values, range ~3.5 sigma: ~0.34
+		gguf.Q3_K:   0.25,  // step amax/4 over 16 values, amax ~1.8 sigma: ~0.13
+		gguf.Q8_0:   0.010, // step amax/127, amax ~2.5 sigma: noise ~0.006
+		gguf.Q4_0:   0.13,  // step amax/8: ~0.09
+		gguf.Q4_1:   0.11,  // step range/15, range ~4 sigma: ~0.077
+		gguf.Q5_0:   0.065, // step amax/16: ~0.045
+		gguf.Q5_1:   0.055, // step range/31: ~0.037
+		gguf.Q4_K:   0.11,  // as Q4_1 plus 6-bit scales and mins
+		gguf.Q5_K:   0.055, // as Q5_1 plus 6-bit scales and mins
+		gguf.Q6_K:   0.03,  // step amax/32 over 16 values: ~0.018
+		gguf.IQ4_NL: 0.12,  // 16 non-uniform levels over 32 values: about Q4_0's
+		gguf.IQ4_XS: 0.12,
 	}
 	const n = 4096
 	for _, typ := range quantizableTypes {
