@@ -10,7 +10,7 @@ import (
 )
 
 // quantizableTypes are the weight types QuantizeWeightRow supports.
-var quantizableTypes = []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS}
+var quantizableTypes = []gguf.Type{gguf.F16, gguf.BF16, gguf.Q2_K, gguf.Q3_K, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS}
 
 // TestQuantvecQuantizeWeights quantizes quantvec's src rows and compares
 // with ggml's own quantization T.q, block by block, and the dequantized
@@ -55,6 +55,8 @@ func TestQuantvecQuantizeWeights(t *testing.T) {
 func TestQuantizeRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	bound := map[gguf.Type]float64{
+		gguf.F16:    0x1p-11, // half an ulp at 11 significant bits
+		gguf.BF16:   0x1p-8,
 		gguf.Q2_K:   0.45,  // 4 levels over 16 values, range ~3.5 sigma: ~0.34
 		gguf.Q3_K:   0.25,  // step amax/4 over 16 values, amax ~1.8 sigma: ~0.13
 		gguf.Q8_0:   0.010, // step amax/127, amax ~2.5 sigma: noise ~0.006
