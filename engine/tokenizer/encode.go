@@ -1,0 +1,403 @@
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+)
+
+// fragment is a piece of the input: raw text [start,end) when tok < 0, or a
+// special token found in the text.
+type fragment struct {
+	tok        int32
+	start, end int
+}
+
+// symbol is a piece being merged by SPM or BPE: a byte span of the
+// word, linked to its live neighbours.
+type symbol struct {
+	prev, next int32
+	start, n   int32
+	id         int32 // BPE: token id of the span, -1 if none
+}
+
+// bigram is a candidate merge of two adjacent symbols. key orders the queue
+// (lower first: BPE rank, or negated SPM score), ties going to the leftmost.
+type bigram struct {
+	key         float64
+	left, right int32
+	size        int32 // left.n + right.n when queued; a mismatch means stale
+	id          int32 // token id of the merged span
+}
+
+// Encode tokenizes text. addSpecial adds BOS/EOS as the model asks;
+// parseSpecial lets control tokens written in the text (like "<|im_end|>")
+// become those tokens. User-defined tokens are always matched, as in
+// llama.cpp.
+func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	return t.AppendEncode(nil, text, addSpecial, parseSpecial)
+}
+
+// AppendEncode is Encode appending to dst.
+func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	sc, _ := t.pool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	defer t.pool.Put(sc)
+
+	sc.frags, sc.frags2 = t.partition(text, parseSpecial, sc.frags, sc.frags2)
+
+	var err error
+	switch t.kind {
+	case SPM:
+		if addSpecial && t.addBOS {
+			if dst, err = t.appendSpecial(dst, t.bos, "BOS"); err != nil {
+				return dst, err
+			}
+		}
+		prevSpecial := true
+		for _, f := range sc.frags {
+			if f.tok >= 0 {
+				dst = append(dst, f.tok)
+				prevSpecial = true
+				continue
+			}
+			buf := sc.buf[:0]
+			if t.addSpacePrefix && prevSpecial {
+				buf = append(buf, "\u2581"...)
+			}
+			for i := f.start; i < f.end; i++ {
+				if c := text[i]; c == ' ' {
+					buf = append(buf, "\u2581"...)
+				} else {
+					buf = append(buf, c)
+				}
+			}
+			sc.buf = buf
+			dst = t.encodeSPM(dst, buf, sc)
+			prevSpecial = false
+		}
+		if addSpecial && t.addEOS {
+			if dst, err = t.appendSpecial(dst, t.eos, "EOS"); err != nil {
+				return dst, err
+			}
+		}
+	case BPE:
+		if addSpecial && t.addBOS {
+			if dst, err = t.appendSpecial(dst, t.bos, "BOS"); err != nil {
+				return dst, err
+			}
+		}
+		for _, f := range sc.frags {
+			if f.tok >= 0 {
+				dst = append(dst, f.tok)
+				continue
+			}
+			dst = t.encodeBPE(dst, text[f.start:f.end], sc)
+		}
+		if addSpecial && t.addEOS {
+			if dst, err = t.appendSpecial(dst, t.eos, "EOS"); err != nil {
+				return dst, err
+			}
+		}
+	case WPM:
+		// WordPiece always frames the text with CLS (BOS) and SEP.
+		if addSpecial {
+			if dst, err = t.appendSpecial(dst, t.bos, "BOS"); err != nil {
+				return dst, err
+			}
+		}
+		for _, f := range sc.frags {
+			if f.tok >= 0 {
+				dst = append(dst, f.tok)
+				continue
+			}
+			dst = t.encodeWPM(dst, text[f.start:f.end], sc)
+		}
+		if addSpecial {
+			if dst, err = t.appendSpecial(dst, t.sep, "SEP"); err != nil {
+				return dst, err
+			}
+		}
+	}
+	return dst, nil
+}
+
+func (t *Tokenizer) appendSpecial(dst []int32, id int32, what string) ([]int32, error) {
+	if id < 0 {
+		return dst, fmt.Errorf("%w: the model asks for a %s token but has none", ErrBadVocab, what)
+	}
+	return append(dst, id), nil
+}
+
+// partition splits text at special tokens as llama.cpp's
+// tokenizer_st_partition: each special token in turn, longest first, is
+// looked for in the raw pieces left by the previous ones.
+func (t *Tokenizer) partition(text string, parseSpecial bool, frags, tmp []fragment) ([]fragment, []fragment) {
+	frags = frags[:0]
+	if text == "" {
+		return frags, tmp
+	}
+	frags = append(frags, fragment{tok: -1, start: 0, end: len(text)})
+	for _, id := range t.special {
+		a := t.attrs[id]
+		if !parseSpecial && a&(attrControl|attrUnknown) != 0 {
+			continue
+		}
+		tok := t.text[id]
+		if !strings.Contains(text, tok) {
+			continue
+		}
+		tmp = tmp[:0]
+		for _, f := range frags {
+			if f.tok >= 0 {
+				tmp = append(tmp, f)
+				continue
+			}
+			off, end := f.start, f.end
+			for off < end {
+				k := strings.Index(text[off:end], tok)
+				if k < 0 {
+					break
+				}
+				m := off + k
+				if m > off {
+					l := m
+					if a&attrLStrip != 0 {
+						for l > off && isSpaceASCII(text[l-1]) {
+							l--
+						}
+					}
+					if l > off {
+						tmp = append(tmp, fragment{tok: -1, start: off, end: l})
+					}
+				}
+				tmp = append(tmp, fragment{tok: id})
+				off = m + len(tok)
+				if a&attrRStrip != 0 {
+					for off < end && isSpaceASCII(text[off]) {
+						off++
+					}
+				}
+			}
+			if off < end {
+				tmp = append(tmp, fragment{tok: -1, start: off, end: end})
+			}
+		}
+		frags, tmp = tmp, frags
+	}
+	return frags, tmp
+}
+
+// push adds a bigram to the queue, a binary heap.
+func push(h []bigram, b bigram) []bigram {
+	h = append(h, b)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].less(&h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+// pop removes the first bigram from the queue.
+func pop(h []bigram) (bigram, []bigram) {
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].less(&h[l]) {
+			m = r
+		}
+		if !h[m].less(&h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return top, h
+}
+
+func (b *bigram) less(o *bigram) bool {
+	return b.key < o.key || (b.key == o.key && b.left < o.left)
+}
+
+// encodeSPM is llama.cpp's SentencePiece BPE: start from characters, merge
+// the adjacent pair forming the highest-scoring token until none is left,
+// and spell what is not a token with byte tokens.
+func (t *Tokenizer) encodeSPM(dst []int32, text []byte, sc *scratch) []int32 {
+	syms := sc.syms[:0]
+	for off := 0; off < len(text); {
+		n := min(utf8Len(text[off]), len(text)-off)
+		i := int32(len(syms))
+		syms = append(syms, symbol{prev: i - 1, next: i + 1, start: int32(off), n: int32(n)})
+		off += n
+	}
+	if len(syms) == 0 {
+		return dst
+	}
+	syms[len(syms)-1].next = -1
+
+	h := sc.heap[:0]
+	try := func(l, r int32) {
+		if l < 0 || r < 0 {
+			return
+		}
+		s := syms[l].start
+		e := syms[r].start + syms[r].n
+		id, ok := t.ids[string(text[s:e])]
+		if !ok {
+			return
+		}
+		h = push(h, bigram{key: -float64(t.scores[id]), left: l, right: r, size: e - s, id: id})
+	}
+	for i := int32(1); i < int32(len(syms)); i++ {
+		try(i-1, i)
+	}
+	for len(h) > 0 {
+		var b bigram
+		b, h = pop(h)
+		ls, rs := &syms[b.left], &syms[b.right]
+		if ls.n == 0 || rs.n == 0 || ls.n+rs.n != b.size {
+			continue
+		}
+		ls.n += rs.n
+		rs.n = 0
+		ls.next = rs.next
+		if rs.next >= 0 {
+			syms[rs.next].prev = b.left
+		}
+		try(ls.prev, b.left)
+		try(b.left, ls.next)
+	}
+	for i := int32(0); i != -1; i = syms[i].next {
+		s := &syms[i]
+		piece := text[s.start : s.start+s.n]
+		if id, ok := t.ids[string(piece)]; ok {
+			dst = append(dst, id)
+			continue
+		}
+		// Every merged span is a token, so this is a single character
+		// missing from the vocabulary: byte fallback.
+		for _, c := range piece {
+			if id := t.byteTok[c]; id >= 0 {
+				dst = append(dst, id)
+			} else if t.unk >= 0 {
+				dst = append(dst, t.unk)
+			}
+		}
+	}
+	sc.syms, sc.heap = syms, h
+	return dst
+}
+
+// encodeBPE pre-tokenizes text and runs byte-level BPE on each word.
+func (t *Tokenizer) encodeBPE(dst []int32, text string, sc *scratch) []int32 {
+	sc.cpts = appendCpts(sc.cpts[:0], text)
+	sc.segs, sc.segs2 = preSplit(t.pre, sc.cpts, sc.segs, sc.segs2)
+	s := 0
+	for _, n := range sc.segs {
+		w := sc.word[:0]
+		for _, r := range sc.cpts[s : s+int(n)] {
+			w = appendUTF8(w, r)
+		}
+		sc.word = w
+		s += int(n)
+		dst = t.bpeWord(dst, w, sc)
+	}
+	return dst
+}
+
+// bpeWord merges the bytes of one word by merge rank.
+func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
+	if len(w) == 0 {
+		return dst
+	}
+	if t.ignoreMerges {
+		// A word that is a token as a whole is taken as is (Llama 3).
+		enc := sc.buf[:0]
+		for _, c := range w {
+			enc = appendUTF8(enc, byteLevel[c])
+		}
+		sc.buf = enc
+		if id, ok := t.ids[string(enc)]; ok {
+			return append(dst, id)
+		}
+	}
+	if len(w) == 1 {
+		if id := t.byteTok[w[0]]; id >= 0 {
+			return append(dst, id)
+		}
+	}
+	syms := sc.syms[:0]
+	for i, c := range w {
+		syms = append(syms, symbol{prev: int32(i) - 1, next: int32(i) + 1, start: int32(i), n: 1, id: t.byteTok[c]})
+	}
+	syms[len(syms)-1].next = -1
+
+	h := sc.heap[:0]
+	try := func(l, r int32) {
+		if l < 0 || r < 0 {
+			return
+		}
+		li, ri := syms[l].id, syms[r].id
+		if li < 0 || ri < 0 {
+			return
+		}
+		m, ok := t.merges[uint64(uint32(li))<<32|uint64(uint32(ri))]
+		if !ok {
+			return
+		}
+		h = push(h, bigram{key: float64(m >> 32), left: l, right: r, size: syms[l].n + syms[r].n, id: int32(uint32(m))})
+	}
+	for i := int32(1); i < int32(len(syms)); i++ {
+		try(i-1, i)
+	}
+	for len(h) > 0 {
+		var b bigram
+		b, h = pop(h)
+		ls, rs := &syms[b.left], &syms[b.right]
+		if ls.n == 0 || rs.n == 0 || ls.n+rs.n != b.size {
+			continue
+		}
+		ls.n += rs.n
+		ls.id = b.id
+		rs.n = 0
+		ls.next = rs.next
+		if rs.next >= 0 {
+			syms[rs.next].prev = b.left
+		}
+		try(ls.prev, b.left)
+		try(b.left, ls.next)
+	}
+	for i := int32(0); i != -1; i = syms[i].next {
+		s := &syms[i]
+		if s.id >= 0 {
+			dst = append(dst, s.id)
+			continue
+		}
+		// Not a token: llama.cpp emits the tokens of the single bytes of
+		// its byte-level spelling, skipping those that are not tokens.
+		var tmp [4]byte
+		for _, c := range w[s.start : s.start+s.n] {
+			for _, x := range appendUTF8(tmp[:0], byteLevel[c]) {
+				if id := t.rawByteTok[x]; id >= 0 {
+					dst = append(dst, id)
+				}
+			}
+		}
+	}
+	sc.syms, sc.heap = syms, h
+	return dst
+}

@@ -1,0 +1,193 @@
+package tokenizer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// FromGGUF builds the tokenizer of a model file from its tokenizer.ggml.*
+// keys. The tokenizer copies what it needs: it stays valid after f is closed.
+func FromGGUF(f *gguf.File) (*Tokenizer, error) {
+	v, err := VocabFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	t, err := New(v)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: building from GGUF: %w", err)
+	}
+	return t, nil
+}
+
+// VocabFromGGUF reads the tokenizer metadata of a model file.
+func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
+	v := &Vocab{Special: map[string]int64{}}
+	var err error
+	if v.Model, err = optString(f, "tokenizer.ggml.model"); err != nil {
+		return nil, err
+	}
+	if v.Model == "" {
+		return nil, fmt.Errorf("%w: key tokenizer.ggml.model missing", ErrBadVocab)
+	}
+	if v.Pre, err = optString(f, "tokenizer.ggml.pre"); err != nil {
+		return nil, err
+	}
+	if v.Name, err = optString(f, "general.name"); err != nil {
+		return nil, err
+	}
+	if v.Tokens, err = stringArray(f, "tokenizer.ggml.tokens", true); err != nil {
+		return nil, err
+	}
+	if v.Model == "gpt2" {
+		if v.Merges, err = stringArray(f, "tokenizer.ggml.merges", true); err != nil {
+			return nil, err
+		}
+	}
+	if v.Scores, err = floatArray(f, "tokenizer.ggml.scores"); err != nil {
+		return nil, err
+	}
+	if v.Types, err = intArray(f, "tokenizer.ggml.token_type"); err != nil {
+		return nil, err
+	}
+	for _, k := range specialKeys {
+		key := "tokenizer.ggml." + k + "_token_id"
+		val, ok := f.Lookup(key)
+		if !ok {
+			continue
+		}
+		id, err := val.Int64()
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+		}
+		v.Special[k] = id
+	}
+	for _, b := range []struct {
+		key string
+		dst **bool
+	}{
+		{"tokenizer.ggml.add_bos_token", &v.AddBOS},
+		{"tokenizer.ggml.add_eos_token", &v.AddEOS},
+		{"tokenizer.ggml.add_space_prefix", &v.AddSpacePrefix},
+	} {
+		val, ok := f.Lookup(b.key)
+		if !ok {
+			continue
+		}
+		x, err := val.Bool()
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: key %s: %w", b.key, err)
+		}
+		*b.dst = &x
+	}
+	return v, nil
+}
+
+func optString(f *gguf.File, key string) (string, error) {
+	val, ok := f.Lookup(key)
+	if !ok {
+		return "", nil
+	}
+	s, err := val.String()
+	if err != nil {
+		return "", fmt.Errorf("tokenizer: key %s: %w", key, err)
+	}
+	return strings.Clone(s), nil
+}
+
+// stringArray copies a string array into one allocation and slices it.
+func stringArray(f *gguf.File, key string, required bool) ([]string, error) {
+	val, ok := f.Lookup(key)
+	if !ok {
+		if required {
+			return nil, fmt.Errorf("%w: key %s missing", ErrBadVocab, key)
+		}
+		return nil, nil
+	}
+	a, err := val.Array()
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	}
+	if a.ElemType() != gguf.ValueString {
+		return nil, fmt.Errorf("%w: key %s holds %s, not strings", ErrBadVocab, key, a.ElemType())
+	}
+	n := a.Len()
+	ends := make([]int, n)
+	total := 0
+	for i := 0; i < n; i++ {
+		b, err := a.StringBytes(i)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: key %s[%d]: %w", key, i, err)
+		}
+		total += len(b)
+		ends[i] = total
+	}
+	buf := make([]byte, 0, total)
+	for i := 0; i < n; i++ {
+		b, _ := a.StringBytes(i)
+		buf = append(buf, b...)
+	}
+	all := string(buf)
+	out := make([]string, n)
+	prev := 0
+	for i, e := range ends {
+		out[i] = all[prev:e]
+		prev = e
+	}
+	return out, nil
+}
+
+func floatArray(f *gguf.File, key string) ([]float32, error) {
+	val, ok := f.Lookup(key)
+	if !ok {
+		return nil, nil
+	}
+	a, err := val.Array()
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	}
+	out := make([]float32, a.Len())
+	if raw := a.Raw(); a.ElemType() == gguf.ValueFloat32 && len(raw) == 4*len(out) {
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		return out, nil
+	}
+	for i := range out {
+		x, err := a.Float64(i)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: key %s[%d]: %w", key, i, err)
+		}
+		out[i] = float32(x)
+	}
+	return out, nil
+}
+
+func intArray(f *gguf.File, key string) ([]int32, error) {
+	val, ok := f.Lookup(key)
+	if !ok {
+		return nil, nil
+	}
+	a, err := val.Array()
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	}
+	out := make([]int32, a.Len())
+	if raw := a.Raw(); a.ElemType() == gguf.ValueInt32 && len(raw) == 4*len(out) {
+		for i := range out {
+			out[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		return out, nil
+	}
+	for i := range out {
+		x, err := a.Int64(i)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: key %s[%d]: %w", key, i, err)
+		}
+		out[i] = int32(x)
+	}
+	return out, nil
+}

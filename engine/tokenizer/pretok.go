@@ -1,0 +1,557 @@
+package tokenizer
+
+// Pre-tokenizers split text into words before BPE. llama.cpp describes each
+// by a list of regular expressions applied in turn, each splitting every
+// piece left by the previous one into its matches and the gaps between them.
+// Two expressions (GPT-2's and Llama 3's) have hand-written matchers there;
+// the others run through std::regex on a "collapsed" text where each non-ASCII
+// code point is replaced by one byte naming its category, or through
+// std::wregex. The scanners below reproduce those results, including the
+// collapsed classes' ASCII tables (where, for instance, '~' is in neither
+// \p{P} nor \p{S}).
+
+type preType int
+
+const (
+	preDefault preType = iota
+	preLlama3
+	preDeepseekLLM
+	preDeepseekCoder
+	preFalcon
+	preStarcoder // also refact, command-r, smollm, codeshell, exaone, minerva
+	preGPT2      // also mpt, olmo, jais
+	preQwen2     // also stablelm2, deepseek-r1-qwen, megrez
+	prePoro      // also bloom, gpt3-finnish
+	preViking
+)
+
+type preInfo struct {
+	typ          preType
+	noClean      bool // clean_spaces off
+	ignoreMerges bool
+	addBOS       bool
+	noBOS        bool
+}
+
+// lookupPre maps tokenizer.ggml.pre to the pre-tokenizer and the options
+// llama.cpp attaches to it.
+func lookupPre(name string) (preInfo, bool) {
+	switch name {
+	case "", "default":
+		return preInfo{typ: preDefault}, true
+	case "llama3", "llama-v3", "llama-bpe", "falcon3":
+		return preInfo{typ: preLlama3, ignoreMerges: true, addBOS: true}, true
+	case "dbrx", "smaug-bpe":
+		return preInfo{typ: preLlama3}, true
+	case "deepseek-llm":
+		return preInfo{typ: preDeepseekLLM, noClean: true}, true
+	case "deepseek-coder":
+		return preInfo{typ: preDeepseekCoder, noClean: true}, true
+	case "falcon":
+		return preInfo{typ: preFalcon}, true
+	case "mpt", "olmo", "jais":
+		return preInfo{typ: preGPT2}, true
+	case "starcoder", "refact", "codeshell", "exaone", "minerva-7b":
+		return preInfo{typ: preStarcoder}, true
+	case "command-r", "smollm":
+		return preInfo{typ: preStarcoder, noClean: true}, true
+	case "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en",
+		"jina-v2-es", "jina-v2-de", "jina-v2-code", "roberta-bpe":
+		return preInfo{typ: preGPT2}, true
+	case "qwen2", "deepseek-r1-qwen":
+		return preInfo{typ: preQwen2, noClean: true}, true
+	case "stablelm2", "megrez":
+		return preInfo{typ: preQwen2}, true
+	case "chatglm-bpe":
+		return preInfo{typ: preLlama3, noBOS: true}, true
+	case "poro-chat":
+		return preInfo{typ: prePoro, noClean: true}, true
+	case "bloom", "gpt3-finnish":
+		return preInfo{typ: prePoro}, true
+	case "viking":
+		return preInfo{typ: preViking, noClean: true}, true
+	}
+	return preInfo{}, false
+}
+
+// splitter is one pre-tokenizer stage. partition stages split a piece
+// completely; match stages return the length of the match anchored at i
+// (0 for none), and the gaps between matches become pieces of their own.
+type stage struct {
+	partition func(c []rune, s, e int, out []int32) []int32
+	match     func(c []rune, i, s, e int) int
+}
+
+var preStages = map[preType][]stage{
+	preDefault: {
+		{match: matchRun(colFalconDefault)},
+		{partition: splitGPT2},
+		{match: matchRun(colNumber)},
+		{match: matchThreeDigits},
+	},
+	preLlama3:        {{partition: splitLlama3}},
+	preQwen2:         {{partition: splitQwen2}},
+	preGPT2:          {{partition: splitGPT2}},
+	preStarcoder:     {{match: matchOne(colNumber)}, {partition: splitGPT2}},
+	preFalcon:        {{match: matchRun(colFalcon)}, {partition: splitGPT2}, {match: matchThreeDigits}},
+	preDeepseekLLM:   {{match: matchOne(isCRLF)}, {match: matchSpaceOptRun(wDeepseekLetter)}, {match: matchSpaceOptRun(wDeepseekPunct)}, {match: matchTrailingSpace}, {match: matchRun(wCJK)}, {match: matchRun(colNumber)}},
+	preDeepseekCoder: {{match: matchOne(isCRLF)}, {match: matchSpaceOptRun(colLetter)}, {match: matchSpaceOptRun(colPunct)}, {match: matchRun(wCJK)}, {match: matchOne(colNumber)}},
+	prePoro:          {{match: matchPoro}},
+	preViking:        {{match: matchPoro}, {match: matchOne(colNumber)}},
+}
+
+// preSplit splits cpts into words, returning their lengths in code points.
+func preSplit(p preType, cpts []rune, segs, tmp []int32) ([]int32, []int32) {
+	segs = append(segs[:0], int32(len(cpts)))
+	if len(cpts) == 0 {
+		return segs[:0], tmp
+	}
+	for _, st := range preStages[p] {
+		tmp = tmp[:0]
+		s := 0
+		for _, n := range segs {
+			e := s + int(n)
+			if st.partition != nil {
+				tmp = st.partition(cpts, s, e, tmp)
+			} else {
+				tmp = applyMatch(st.match, cpts, s, e, tmp)
+			}
+			s = e
+		}
+		segs, tmp = tmp, segs
+	}
+	return segs, tmp
+}
+
+// applyMatch finds the leftmost non-overlapping matches in [s,e), as
+// std::regex_iterator does, emitting gaps and matches.
+func applyMatch(m func(c []rune, i, s, e int) int, c []rune, s, e int, out []int32) []int32 {
+	last := s
+	for i := s; i < e; {
+		n := m(c, i, s, e)
+		if n == 0 {
+			i++
+			continue
+		}
+		if i > last {
+			out = append(out, int32(i-last))
+		}
+		out = append(out, int32(n))
+		i += n
+		last = i
+	}
+	if last < e {
+		out = append(out, int32(e-last))
+	}
+	return out
+}
+
+func matchRun(class func(rune) bool) func(c []rune, i, s, e int) int {
+	return func(c []rune, i, s, e int) int {
+		j := i
+		for j < e && class(c[j]) {
+			j++
+		}
+		return j - i
+	}
+}
+
+func matchOne(class func(rune) bool) func(c []rune, i, s, e int) int {
+	return func(c []rune, i, s, e int) int {
+		if class(c[i]) {
+			return 1
+		}
+		return 0
+	}
+}
+
+// matchSpaceOptRun is \s?X+ where X excludes whitespace.
+func matchSpaceOptRun(class func(rune) bool) func(c []rune, i, s, e int) int {
+	return func(c []rune, i, s, e int) int {
+		j := i
+		if isWS(c[j]) && j+1 < e && class(c[j+1]) {
+			j++
+		}
+		k := j
+		for k < e && class(c[k]) {
+			k++
+		}
+		if k == j {
+			return 0
+		}
+		return k - i
+	}
+}
+
+// matchTrailingSpace is \s+$: whitespace reaching the end of the piece.
+func matchTrailingSpace(c []rune, i, s, e int) int {
+	if !isWS(c[i]) || (i > s && isWS(c[i-1])) {
+		// Only the start of a run can begin the leftmost match.
+		return 0
+	}
+	j := i
+	for j < e && isWS(c[j]) {
+		j++
+	}
+	if j == e {
+		return e - i
+	}
+	return 0
+}
+
+// matchThreeDigits is [0-9][0-9][0-9].
+func matchThreeDigits(c []rune, i, s, e int) int {
+	if i+3 <= e && isDigit(c[i]) && isDigit(c[i+1]) && isDigit(c[i+2]) {
+		return 3
+	}
+	return 0
+}
+
+// matchPoro is " ?[^(\s|.,!?…。，、।۔،)]+".
+func matchPoro(c []rune, i, s, e int) int {
+	j := i
+	if c[j] == ' ' && j+1 < e && poroWord(c[j+1]) {
+		j++
+	}
+	k := j
+	for k < e && poroWord(c[k]) {
+		k++
+	}
+	if k == j {
+		return 0
+	}
+	return k - i
+}
+
+func poroWord(r rune) bool {
+	if isWS(r) {
+		return false
+	}
+	switch r {
+	case '(', '|', '.', ',', '!', '?', '…', '。', '，', '、', '।', '۔', '،', ')':
+		return false
+	}
+	return true
+}
+
+func isDigit(r rune) bool { return r >= '0' && r <= '9' }
+func isCRLF(r rune) bool  { return r == '\r' || r == '\n' }
+
+// isWS is \s both in llama.cpp's custom matchers and, after its replacement
+// of non-ASCII whitespace by \v, in its std::regex ones: the White_Space
+// property.
+func isWS(r rune) bool {
+	if r < 128 {
+		return r == ' ' || (r >= '\t' && r <= '\r')
+	}
+	return cptFlags(r)&fSpace != 0
+}
+
+// Classes of the collapsed text: ASCII by llama.cpp's tables, the rest by
+// general category (whitespace first).
+func colNumber(r rune) bool {
+	if r < 128 {
+		return isDigit(r)
+	}
+	f := cptFlags(r)
+	return f&fSpace == 0 && f&fNumber != 0
+}
+
+func colLetter(r rune) bool {
+	if r < 128 {
+		return (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z')
+	}
+	f := cptFlags(r)
+	return f&fSpace == 0 && f&fLetter != 0
+}
+
+// asciiPunct is llama.cpp's ASCII part of \p{P}: !-# %-* ,-/ :-; ?-@ [-] _ { }.
+func asciiPunct(r rune) bool {
+	switch {
+	case r >= '!' && r <= '#', r >= '%' && r <= '*', r >= ',' && r <= '/',
+		r >= ':' && r <= ';', r >= '?' && r <= '@', r >= '[' && r <= ']',
+		r == '_', r == '{', r == '}':
+		return true
+	}
+	return false
+}
+
+func colPunct(r rune) bool {
+	if r < 128 {
+		return asciiPunct(r)
+	}
+	f := cptFlags(r)
+	return f&fSpace == 0 && f&fPunct != 0
+}
+
+// colFalconDefault is [\p{P}\$\+<=>\^~\|].
+func colFalconDefault(r rune) bool {
+	if r < 128 {
+		switch r {
+		case '$', '+', '<', '=', '>', '^', '~', '|':
+			return true
+		}
+	}
+	return colPunct(r)
+}
+
+// colFalcon is [\p{P}\$\+<=>\^~\|`].
+func colFalcon(r rune) bool { return r == '`' || colFalconDefault(r) }
+
+// wide applies std::wregex's view: non-ASCII whitespace was replaced by \v.
+func wide(r rune) rune {
+	if r > 0x7F && cptFlags(r)&fSpace != 0 {
+		return 0x0B
+	}
+	return r
+}
+
+// wCJK is [一-龥ࠀ-一가-퟿].
+func wCJK(r rune) bool {
+	r = wide(r)
+	return (r >= 0x4E00 && r <= 0x9FA5) || (r >= 0x0800 && r <= 0x4E00) || (r >= 0xAC00 && r <= 0xD7FF)
+}
+
+// wDeepseekPunct is [!-/:-~！-／：-～‘-‟　-。].
+func wDeepseekPunct(r rune) bool {
+	r = wide(r)
+	return (r >= '!' && r <= '/') || (r >= ':' && r <= '~') || (r >= 0xFF01 && r <= 0xFF0F) ||
+		(r >= 0xFF1A && r <= 0xFF5E) || (r >= 0x2018 && r <= 0x201F) || (r >= 0x3000 && r <= 0x3002)
+}
+
+// deepseekLetterRanges is the letter class of DeepSeek LLM's pre-tokenizer
+// (its tokenizer.json), as pairs of inclusive bounds.
+var deepseekLetterRanges = parseRanges("A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃")
+
+func parseRanges(class string) []rune {
+	rs := []rune(class)
+	var out []rune
+	for i := 0; i < len(rs); i++ {
+		if i+2 < len(rs) && rs[i+1] == '-' {
+			out = append(out, rs[i], rs[i+2])
+			i += 2
+		} else {
+			out = append(out, rs[i], rs[i])
+		}
+	}
+	return out
+}
+
+func wDeepseekLetter(r rune) bool {
+	r = wide(r)
+	for i := 0; i < len(deepseekLetterRanges); i += 2 {
+		if r < deepseekLetterRanges[i] {
+			return false // ranges ascend
+		}
+		if r <= deepseekLetterRanges[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// splitGPT2 is llama.cpp's matcher for GPT-2's expression
+// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+func splitGPT2(c []rune, s, e int, out []int32) []int32 {
+	flags := func(i int) uint16 {
+		if i < e {
+			return cptFlags(c[i])
+		}
+		return 0
+	}
+	prev := s
+	add := func(end int) {
+		if end > prev {
+			out = append(out, int32(end-prev))
+		}
+		prev = end
+	}
+	const other = fSpace | fLetter | fNumber
+	for pos := s; pos < e; {
+		r := c[pos]
+		f := flags(pos)
+		if r == '\'' && pos+1 < e {
+			n := c[pos+1]
+			if n == 's' || n == 't' || n == 'm' || n == 'd' {
+				pos += 2
+				add(pos)
+				continue
+			}
+			if pos+2 < e {
+				nn := c[pos+2]
+				if (n == 'r' && nn == 'e') || (n == 'v' && nn == 'e') || (n == 'l' && nn == 'l') {
+					pos += 3
+					add(pos)
+					continue
+				}
+			}
+		}
+		f2 := f
+		if r == ' ' {
+			f2 = flags(pos + 1)
+		}
+		if f2&fLetter != 0 {
+			if r == ' ' {
+				pos++
+			}
+			for flags(pos)&fLetter != 0 {
+				pos++
+			}
+			add(pos)
+			continue
+		}
+		if f2&fNumber != 0 {
+			if r == ' ' {
+				pos++
+			}
+			for flags(pos)&fNumber != 0 {
+				pos++
+			}
+			add(pos)
+			continue
+		}
+		if f2&other == 0 && f2 != 0 {
+			if r == ' ' {
+				pos++
+			}
+			for g := flags(pos); g&other == 0 && g != 0; g = flags(pos) {
+				pos++
+			}
+			add(pos)
+			continue
+		}
+		nws := 0
+		for flags(pos+nws)&fSpace != 0 {
+			nws++
+		}
+		if nws > 1 && pos+nws < e {
+			pos += nws - 1
+			add(pos)
+			continue
+		}
+		if nws > 0 {
+			pos += nws
+			add(pos)
+			continue
+		}
+		pos++
+		add(pos)
+	}
+	return out
+}
+
+func splitLlama3(c []rune, s, e int, out []int32) []int32 { return splitLlama3Like(c, s, e, out, 3) }
+func splitQwen2(c []rune, s, e int, out []int32) []int32  { return splitLlama3Like(c, s, e, out, 1) }
+
+// splitLlama3Like matches Llama 3's expression
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,maxDigits}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// as llama.cpp's custom matcher does (maxDigits 3); Qwen2's expression is the
+// same with single digits, which llama.cpp runs through std::regex with the
+// same result.
+func splitLlama3Like(c []rune, s, e int, out []int32, maxDigits int) []int32 {
+	flags := func(i int) uint16 {
+		if i < e {
+			return cptFlags(c[i])
+		}
+		return 0
+	}
+	lower := func(i int) rune {
+		r := c[i]
+		if r >= 'A' && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		return r
+	}
+	prev := s
+	add := func(end int) {
+		if end > prev {
+			out = append(out, int32(end-prev))
+		}
+		prev = end
+	}
+	const other = fSpace | fLetter | fNumber
+	for pos := s; pos < e; {
+		r := c[pos]
+		f := flags(pos)
+		if r == '\'' && pos+1 < e {
+			n := lower(pos + 1)
+			if n == 's' || n == 't' || n == 'm' || n == 'd' {
+				pos += 2
+				add(pos)
+				continue
+			}
+			if pos+2 < e {
+				nn := lower(pos + 2)
+				if (n == 'r' && nn == 'e') || (n == 'v' && nn == 'e') || (n == 'l' && nn == 'l') {
+					pos += 3
+					add(pos)
+					continue
+				}
+			}
+		}
+		if !(r == '\r' || r == '\n' || f&fNumber != 0) {
+			if f&fLetter != 0 || flags(pos+1)&fLetter != 0 {
+				pos++
+				for flags(pos)&fLetter != 0 {
+					pos++
+				}
+				add(pos)
+				continue
+			}
+		}
+		if f&fNumber != 0 {
+			ini := pos
+			for flags(pos)&fNumber != 0 {
+				pos++
+				if pos-ini >= maxDigits {
+					add(pos)
+					ini = pos
+				}
+			}
+			add(pos)
+			continue
+		}
+		f2 := f
+		if r == ' ' {
+			f2 = flags(pos + 1)
+		}
+		if f2&other == 0 && f != 0 {
+			if r == ' ' {
+				pos++
+			}
+			for g := flags(pos); g&other == 0 && g != 0; g = flags(pos) {
+				pos++
+			}
+			for pos < e && (c[pos] == '\r' || c[pos] == '\n') {
+				pos++
+			}
+			add(pos)
+			continue
+		}
+		nws, lastNL := 0, 0
+		for flags(pos+nws)&fSpace != 0 {
+			if r2 := c[pos+nws]; r2 == '\r' || r2 == '\n' {
+				lastNL = pos + nws + 1
+			}
+			nws++
+		}
+		if lastNL > 0 {
+			pos = lastNL
+			add(pos)
+			continue
+		}
+		if nws > 1 && pos+nws < e {
+			pos += nws - 1
+			add(pos)
+			continue
+		}
+		if nws > 0 {
+			pos += nws
+			add(pos)
+			continue
+		}
+		pos++
+		add(pos)
+	}
+	return out
+}

@@ -1,0 +1,568 @@
+// Package tokenizer turns text into token ids and back for the vocabularies
+// GGUF files carry: SentencePiece-style BPE over scores ("llama"), GPT-2
+// byte-level BPE with merges and per-model pre-tokenizers ("gpt2") and
+// WordPiece ("bert"). It reproduces llama.cpp's tokenizer (build 4748)
+// exactly, quirks included, because models are trained and evaluated with
+// the ids it produces.
+//
+// A Tokenizer is immutable after construction and safe for concurrent use.
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// ErrUnsupported reports a vocabulary or pre-tokenizer this package does not
+// implement.
+var ErrUnsupported = errors.New("tokenizer: unsupported")
+
+// ErrBadVocab reports vocabulary metadata that cannot be used.
+var ErrBadVocab = errors.New("tokenizer: bad vocabulary")
+
+// Kind is the tokenization algorithm.
+type Kind int
+
+const (
+	SPM Kind = iota + 1 // SentencePiece BPE over piece scores, byte fallback
+	BPE                 // GPT-2 byte-level BPE with ranked merges
+	WPM                 // WordPiece (BERT)
+)
+
+func (k Kind) String() string {
+	switch k {
+	case SPM:
+		return "SPM"
+	case BPE:
+		return "BPE"
+	case WPM:
+		return "WPM"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Token types as stored in tokenizer.ggml.token_type.
+const (
+	TypeUndefined   = 0
+	TypeNormal      = 1
+	TypeUnknown     = 2
+	TypeControl     = 3
+	TypeUserDefined = 4
+	TypeUnused      = 5
+	TypeByte        = 6
+)
+
+// Token attributes, llama.cpp's llama_token_attr bits.
+const (
+	attrUndefined   uint16 = 0
+	attrUnknown     uint16 = 1 << 0
+	attrUnused      uint16 = 1 << 1
+	attrNormal      uint16 = 1 << 2
+	attrControl     uint16 = 1 << 3
+	attrUserDefined uint16 = 1 << 4
+	attrByte        uint16 = 1 << 5
+	attrLStrip      uint16 = 1 << 7
+	attrRStrip      uint16 = 1 << 8
+)
+
+// Vocab is the tokenizer part of a model's metadata, as the tokenizer.ggml.*
+// keys hold it. FromGGUF fills it from a file; tests may build one directly.
+type Vocab struct {
+	Model   string   // tokenizer.ggml.model: "llama", "gpt2" or "bert"
+	Pre     string   // tokenizer.ggml.pre (gpt2 only)
+	Name    string   // general.name; llama.cpp special-cases Phi-3 by it
+	Tokens  []string // tokenizer.ggml.tokens
+	Scores  []float32
+	Types   []int32  // tokenizer.ggml.token_type; nil means all normal
+	Merges  []string // tokenizer.ggml.merges, "left right", in rank order
+	Special map[string]int64
+	// Special token ids by key suffix ("bos", "eos", "eot", "eom", "unknown",
+	// "seperator", "padding", "mask", "fim_pre", ...), as the
+	// tokenizer.ggml.<suffix>_token_id keys give them.
+	AddBOS, AddEOS, AddSpacePrefix *bool // nil: the model type's default
+}
+
+// Tokenizer encodes and decodes text for one vocabulary.
+type Tokenizer struct {
+	kind Kind
+	pre  preType
+
+	text   []string // raw token text, by id
+	scores []float32
+	attrs  []uint16
+	ids    map[string]int32
+
+	// BPE: merges by (left id, right id) -> rank<<32 | result id.
+	merges map[uint64]uint64
+	// byteTok[b] is the id of the single-byte piece for byte b: for BPE the
+	// byte-level character of b, for SPM the <0xXX> token (or the raw byte).
+	byteTok [256]int32
+	// rawByteTok[b] is the id of the one-byte string b (BPE fallback).
+	rawByteTok [256]int32
+
+	maxTokenLen  int
+	special      []int32  // control, user-defined and unknown tokens, longest first
+	pieceData    []byte   // rendered pieces, concatenated
+	pieceOff     []uint32 // piece of id is pieceData[pieceOff[id]:pieceOff[id+1]]
+	eog          map[int32]bool
+	ignoreMerges bool
+	cleanSpaces  bool
+
+	addBOS, addEOS, addSpacePrefix bool
+
+	bos, eos, eot, eom, unk, sep, pad, mask int32
+	fimPre, fimSuf, fimMid, fimPad, fimRep  int32
+	fimSep, nl                              int32
+
+	pool sync.Pool // *scratch
+}
+
+// scratch holds the buffers of one Encode call, reused across calls.
+type scratch struct {
+	frags  []fragment
+	frags2 []fragment
+	buf    []byte
+	cpts   []rune
+	segs   []int32
+	segs2  []int32
+	syms   []symbol
+	heap   []bigram
+	word   []byte
+}
+
+// New builds a tokenizer from vocabulary metadata.
+func New(v *Vocab) (*Tokenizer, error) {
+	t := &Tokenizer{
+		bos: -1, eos: -1, eot: -1, eom: -1, unk: -1, sep: -1, pad: -1, mask: -1,
+		fimPre: -1, fimSuf: -1, fimMid: -1, fimPad: -1, fimRep: -1, fimSep: -1, nl: -1,
+	}
+	n := len(v.Tokens)
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no tokens", ErrBadVocab)
+	}
+	if n > 1<<31-1 {
+		return nil, fmt.Errorf("%w: %d tokens", ErrBadVocab, n)
+	}
+	if v.Scores != nil && len(v.Scores) != n {
+		return nil, fmt.Errorf("%w: %d scores for %d tokens", ErrBadVocab, len(v.Scores), n)
+	}
+	if v.Types != nil && len(v.Types) != n {
+		return nil, fmt.Errorf("%w: %d token types for %d tokens", ErrBadVocab, len(v.Types), n)
+	}
+
+	// Defaults per model type, as llama.cpp's llama_vocab::impl::load.
+	switch v.Model {
+	case "llama":
+		t.kind = SPM
+		t.bos, t.eos, t.unk = 1, 2, 0
+		t.addSpacePrefix, t.addBOS = true, true
+	case "bert":
+		t.kind = WPM
+		t.bos, t.unk, t.sep, t.pad, t.mask = 101, 100, 102, 0, 103
+		t.cleanSpaces, t.addBOS = true, true
+	case "gpt2":
+		t.kind = BPE
+		t.bos, t.eos = 11, 11
+		t.cleanSpaces = true
+		p, ok := lookupPre(v.Pre)
+		if !ok {
+			return nil, fmt.Errorf("%w: pre-tokenizer %q", ErrUnsupported, v.Pre)
+		}
+		t.pre = p.typ
+		if p.noClean {
+			t.cleanSpaces = false
+		}
+		if p.ignoreMerges {
+			t.ignoreMerges = true
+		}
+		if p.addBOS {
+			t.addBOS = true
+		}
+		if p.noBOS {
+			t.bos = -1
+		}
+	case "":
+		return nil, fmt.Errorf("%w: no tokenizer model", ErrBadVocab)
+	default:
+		return nil, fmt.Errorf("%w: tokenizer model %q", ErrUnsupported, v.Model)
+	}
+	if v.AddSpacePrefix != nil {
+		t.addSpacePrefix = *v.AddSpacePrefix
+	}
+
+	t.buildTokens(v)
+
+	if t.kind == BPE {
+		if err := t.buildMerges(v.Merges); err != nil {
+			return nil, err
+		}
+	}
+	for b := 0; b < 256; b++ {
+		t.rawByteTok[b] = t.lookup(string([]byte{byte(b)}))
+		switch t.kind {
+		case SPM:
+			id := t.lookup(fmt.Sprintf("<0x%02X>", b))
+			if id < 0 {
+				id = t.rawByteTok[b]
+			}
+			t.byteTok[b] = id
+		default:
+			var tmp [4]byte
+			t.byteTok[b] = t.lookup(string(appendUTF8(tmp[:0], byteLevel[b])))
+		}
+	}
+
+	t.setSpecialIDs(v)
+	if v.AddBOS != nil {
+		t.addBOS = *v.AddBOS
+	}
+	if v.AddEOS != nil {
+		t.addEOS = *v.AddEOS
+	}
+	t.findEOG()
+
+	// Special tokens that tokenizer_st_partition looks for, longest first.
+	// llama.cpp's std::sort leaves equal lengths in unspecified order; ties go
+	// by id here so the result is deterministic.
+	for id := range t.attrs {
+		if t.attrs[id]&(attrControl|attrUserDefined|attrUnknown) != 0 {
+			t.special = append(t.special, int32(id))
+		}
+	}
+	sort.SliceStable(t.special, func(i, j int) bool {
+		return len(t.text[t.special[i]]) > len(t.text[t.special[j]])
+	})
+
+	// Phi-3 strips spaces after its special tokens (llama.cpp keys this on
+	// the model name).
+	name := strings.ToLower(v.Name)
+	if strings.Contains(name, "phi-3") || strings.Contains(name, "phi3") {
+		for _, id := range t.special {
+			t.attrs[id] |= attrRStrip
+		}
+		for _, s := range []string{"</s>"} {
+			if id := t.lookup(s); id >= 0 {
+				t.attrs[id] |= attrRStrip
+			}
+		}
+		for _, s := range []string{"<unk>", "<s>", "<|endoftext|>"} {
+			if id := t.lookup(s); id >= 0 {
+				t.attrs[id] &^= attrRStrip
+			}
+		}
+	}
+
+	t.buildPieces()
+	switch t.kind {
+	case SPM:
+		t.nl = t.byteTok['\n']
+	case WPM:
+		t.nl = t.pad
+	default:
+		if ids, err := t.Encode("\n", false, false); err == nil && len(ids) > 0 {
+			t.nl = ids[0]
+		} else {
+			t.nl = t.pad
+		}
+	}
+	return t, nil
+}
+
+func (t *Tokenizer) buildTokens(v *Vocab) {
+	n := len(v.Tokens)
+	t.text = make([]string, n)
+	t.attrs = make([]uint16, n)
+	t.scores = make([]float32, n)
+	if v.Scores != nil {
+		copy(t.scores, v.Scores)
+	}
+	t.ids = make(map[string]int32, n)
+	for i, s := range v.Tokens {
+		if s == "" {
+			s = fmt.Sprintf("[EMPTY_%d]", i)
+		}
+		t.text[i] = s
+		t.ids[s] = int32(i)
+		if len(s) > t.maxTokenLen {
+			t.maxTokenLen = len(s)
+		}
+		a := attrNormal
+		if v.Types != nil {
+			switch v.Types[i] {
+			case TypeUnknown:
+				a = attrUnknown
+			case TypeUnused:
+				a = attrUnused
+			case TypeNormal:
+				a = attrNormal
+			case TypeControl:
+				a = attrControl
+			case TypeUserDefined:
+				a = attrUserDefined
+			case TypeByte:
+				a = attrByte
+			default:
+				a = attrUndefined
+			}
+		}
+		t.attrs[i] = a
+	}
+}
+
+// buildMerges indexes the merge list by the ids of its two sides. Every
+// merge of the supported vocabularies joins two tokens into a token; a merge
+// with a side that is not a token can never apply to token ids and is
+// skipped. Entries without a separating space rank but match nothing, as in
+// llama.cpp.
+func (t *Tokenizer) buildMerges(merges []string) error {
+	t.merges = make(map[uint64]uint64, len(merges))
+	var buf []byte
+	for rank, m := range merges {
+		if len(m) < 2 {
+			continue
+		}
+		p := strings.IndexByte(m[1:], ' ')
+		if p < 0 {
+			continue
+		}
+		p++
+		l, ok1 := t.ids[m[:p]]
+		r, ok2 := t.ids[m[p+1:]]
+		if !ok1 || !ok2 {
+			continue
+		}
+		buf = append(append(buf[:0], m[:p]...), m[p+1:]...)
+		res, ok := t.ids[string(buf)]
+		if !ok {
+			res = -1
+		}
+		key := uint64(uint32(l))<<32 | uint64(uint32(r))
+		if _, dup := t.merges[key]; !dup {
+			t.merges[key] = uint64(rank)<<32 | uint64(uint32(res))
+		}
+	}
+	return nil
+}
+
+// specialKeys lists the special-token keys llama.cpp reads, in its order.
+var specialKeys = []string{
+	"bos", "eos", "eot", "eom", "unknown", "seperator", "padding", "mask",
+	"fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep",
+	"prefix", "suffix", "middle",
+}
+
+func (t *Tokenizer) specialField(key string) *int32 {
+	switch key {
+	case "bos":
+		return &t.bos
+	case "eos":
+		return &t.eos
+	case "eot":
+		return &t.eot
+	case "eom":
+		return &t.eom
+	case "unknown":
+		return &t.unk
+	case "seperator":
+		return &t.sep
+	case "padding":
+		return &t.pad
+	case "mask":
+		return &t.mask
+	case "fim_pre", "prefix":
+		return &t.fimPre
+	case "fim_suf", "suffix":
+		return &t.fimSuf
+	case "fim_mid", "middle":
+		return &t.fimMid
+	case "fim_pad":
+		return &t.fimPad
+	case "fim_rep":
+		return &t.fimRep
+	case "fim_sep":
+		return &t.fimSep
+	}
+	return nil
+}
+
+func (t *Tokenizer) setSpecialIDs(v *Vocab) {
+	for _, k := range specialKeys {
+		id, ok := v.Special[k]
+		if !ok {
+			continue
+		}
+		// Out-of-range ids (like 0xFFFFFFFF for "none") keep the default.
+		if id < 0 || id >= int64(len(t.text)) {
+			continue
+		}
+		*t.specialField(k) = int32(id)
+	}
+
+	// Guess unset end-of-turn and fill-in-the-middle tokens from their text,
+	// forcing them to control type, as llama.cpp does. llama.cpp walks a hash
+	// map, so when a vocabulary holds several candidates its choice is
+	// arbitrary; here the first candidate listed wins.
+	guess := func(field *int32, names ...string) {
+		if *field >= 0 {
+			return
+		}
+		for _, s := range names {
+			if id := t.lookup(s); id >= 0 {
+				*field = id
+				t.attrs[id] = t.forceControl(id)
+				return
+			}
+		}
+	}
+	guess(&t.eot, "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "<｜end▁of▁sentence｜>")
+	guess(&t.eom, "<|eom_id|>")
+	guess(&t.fimPre, "<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>", "<PRE>")
+	guess(&t.fimSuf, "<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>")
+	guess(&t.fimMid, "<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>", "<MID>")
+	guess(&t.fimPad, "<|fim_pad|>", "<fim-pad>", "<PAD>")
+	guess(&t.fimRep, "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>")
+	guess(&t.fimSep, "<|file_sep|>")
+}
+
+// forceControl returns the attributes of id with the control type, which
+// llama.cpp imposes on tokens it recognizes as end-of-turn or FIM markers.
+func (t *Tokenizer) forceControl(id int32) uint16 {
+	a := t.attrs[id]
+	if a&attrControl == 0 {
+		return attrControl
+	}
+	return a
+}
+
+func (t *Tokenizer) findEOG() {
+	t.eog = map[int32]bool{}
+	for _, id := range []int32{t.fimPad, t.fimRep, t.fimSep} {
+		if id >= 0 {
+			t.eog[id] = true
+		}
+	}
+	for _, s := range []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>"} {
+		if id := t.lookup(s); id >= 0 {
+			t.eog[id] = true
+			t.attrs[id] = t.forceControl(id)
+		}
+	}
+	for _, id := range []int32{t.eos, t.eot, t.eom} {
+		if id >= 0 {
+			t.eog[id] = true
+		}
+	}
+}
+
+func (t *Tokenizer) lookup(s string) int32 {
+	if id, ok := t.ids[s]; ok {
+		return id
+	}
+	return -1
+}
+
+// Kind returns the tokenization algorithm.
+func (t *Tokenizer) Kind() Kind { return t.kind }
+
+// VocabSize returns the number of tokens.
+func (t *Tokenizer) VocabSize() int { return len(t.text) }
+
+// Token returns the raw vocabulary text of id ("" if out of range).
+func (t *Tokenizer) Token(id int32) string {
+	if !t.valid(id) {
+		return ""
+	}
+	return t.text[id]
+}
+
+// ID returns the id of the token whose raw text is s, or -1.
+func (t *Tokenizer) ID(s string) int32 { return t.lookup(s) }
+
+// Score returns the score of id (0 if out of range or absent).
+func (t *Tokenizer) Score(id int32) float32 {
+	if !t.valid(id) {
+		return 0
+	}
+	return t.scores[id]
+}
+
+// Type returns the token type of id (TypeNormal, TypeControl, ...), after
+// llama.cpp's overrides, or TypeUndefined if out of range.
+func (t *Tokenizer) Type(id int32) int {
+	if !t.valid(id) {
+		return TypeUndefined
+	}
+	a := t.attrs[id]
+	switch {
+	case a&attrUnknown != 0:
+		return TypeUnknown
+	case a&attrUnused != 0:
+		return TypeUnused
+	case a&attrNormal != 0:
+		return TypeNormal
+	case a&attrControl != 0:
+		return TypeControl
+	case a&attrUserDefined != 0:
+		return TypeUserDefined
+	case a&attrByte != 0:
+		return TypeByte
+	}
+	return TypeUndefined
+}
+
+func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < len(t.text) }
+
+// Special token ids; -1 when the vocabulary has none.
+func (t *Tokenizer) BOS() int32     { return t.bos }
+func (t *Tokenizer) EOS() int32     { return t.eos }
+func (t *Tokenizer) EOT() int32     { return t.eot }
+func (t *Tokenizer) EOM() int32     { return t.eom }
+func (t *Tokenizer) UNK() int32     { return t.unk }
+func (t *Tokenizer) SEP() int32     { return t.sep }
+func (t *Tokenizer) PAD() int32     { return t.pad }
+func (t *Tokenizer) Mask() int32    { return t.mask }
+func (t *Tokenizer) Newline() int32 { return t.nl }
+func (t *Tokenizer) FIMPre() int32  { return t.fimPre }
+func (t *Tokenizer) FIMSuf() int32  { return t.fimSuf }
+func (t *Tokenizer) FIMMid() int32  { return t.fimMid }
+func (t *Tokenizer) FIMPad() int32  { return t.fimPad }
+func (t *Tokenizer) FIMRep() int32  { return t.fimRep }
+func (t *Tokenizer) FIMSep() int32  { return t.fimSep }
+
+// AddBOS reports whether Encode with addSpecial prepends BOS.
+func (t *Tokenizer) AddBOS() bool { return t.addBOS }
+
+// AddEOS reports whether Encode with addSpecial appends EOS.
+func (t *Tokenizer) AddEOS() bool { return t.addEOS }
+
+// AddSpacePrefix reports whether a space is put before text (SentencePiece).
+func (t *Tokenizer) AddSpacePrefix() bool { return t.addSpacePrefix }
+
+// IsEOG reports whether id ends generation: EOS, EOT, EOM and the tokens
+// llama.cpp recognizes by text (<|im_end|>, <end_of_turn>, <|eot_id|>,
+// <|endoftext|>, <|end|>, <EOT>, FIM pad/repo/sep).
+func (t *Tokenizer) IsEOG(id int32) bool { return t.eog[id] }
+
+// EOGTokens returns the end-of-generation ids, ascending.
+func (t *Tokenizer) EOGTokens() []int32 {
+	out := make([]int32, 0, len(t.eog))
+	for id := range t.eog {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// IsControl reports whether id is a control token (not rendered by Decode).
+func (t *Tokenizer) IsControl(id int32) bool {
+	return t.valid(id) && t.attrs[id]&attrControl != 0
+}
+
+// IsSpecial reports whether id is a control, user-defined or unknown token:
+// the tokens Encode can find in text when parsing special tokens.
+func (t *Tokenizer) IsSpecial(id int32) bool {
+	return t.valid(id) && t.attrs[id]&(attrControl|attrUserDefined|attrUnknown) != 0
+}

@@ -1,0 +1,104 @@
+package tokenizer
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/shareddata"
+)
+
+// vocabNames are the tokenizer test vocabularies of the shared test data.
+var vocabNames = []string{
+	"llama-spm", "phi-3", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon",
+	"mpt", "refact", "starcoder", "bert-bge", "smollm2", "qwen3", "llama3",
+}
+
+func openTokenizer(tb testing.TB, rel string) *Tokenizer {
+	tb.Helper()
+	path := shareddata.Path(tb, rel)
+	f, err := gguf.Open(path)
+	require.NoError(tb, err)
+	defer f.Close()
+	tok, err := FromGGUF(f)
+	require.NoError(tb, err, rel)
+	return tok
+}
+
+type vocabCase struct {
+	text string
+	ids  []int32
+}
+
+// readCases reads NAME.gguf.inp and NAME.gguf.out as llama.cpp's
+// test-tokenizer-0 does: inputs are separated by "\n__ggml_vocab_test__\n"
+// (the file ends with one), outputs are one line each.
+func readCases(tb testing.TB, name string) []vocabCase {
+	tb.Helper()
+	inp, err := os.ReadFile(shareddata.Path(tb, "vocab/ggml-vocab-"+name+".gguf.inp"))
+	require.NoError(tb, err)
+	out, err := os.ReadFile(shareddata.Path(tb, "vocab/ggml-vocab-"+name+".gguf.out"))
+	require.NoError(tb, err)
+
+	const sep = "\n__ggml_vocab_test__\n"
+	var texts []string
+	raw := string(inp)
+	for pos := 0; pos < len(raw); {
+		next := strings.Index(raw[pos:], sep)
+		if next < 0 {
+			texts = append(texts, raw[pos:])
+			break
+		}
+		texts = append(texts, raw[pos:pos+next])
+		pos += next + len(sep)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Equal(tb, len(lines), len(texts), "%s: cases in .inp and lines in .out", name)
+
+	cases := make([]vocabCase, len(texts))
+	for i, text := range texts {
+		cases[i].text = text
+		for _, f := range strings.Fields(lines[i]) {
+			id, err := strconv.ParseInt(f, 10, 32)
+			require.NoError(tb, err, "%s line %d", name, i+1)
+			cases[i].ids = append(cases[i].ids, int32(id))
+		}
+	}
+	return cases
+}
+
+func TestVocabVectors(t *testing.T) {
+	for _, name := range vocabNames {
+		t.Run(name, func(t *testing.T) {
+			tok := openTokenizer(t, "vocab/ggml-vocab-"+name+".gguf")
+			cases := readCases(t, name)
+			pass := 0
+			for i, c := range cases {
+				got, err := tok.Encode(c.text, false, false)
+				require.NoError(t, err)
+				if equalIDs(got, c.ids) {
+					pass++
+					continue
+				}
+				t.Errorf("case %d %q:\n got  %v\n want %v", i, c.text, got, c.ids)
+			}
+			t.Logf("%s: %d/%d cases pass", name, pass, len(cases))
+		})
+	}
+}
+
+func equalIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
