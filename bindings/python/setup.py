@@ -15,7 +15,7 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 try:  # setuptools >= 70 carries bdist_wheel itself
@@ -72,7 +72,8 @@ class BuildPyWithLibrary(build_py):
         super().run()
         if self.dry_run:
             return
-        dest = Path(self.build_lib) / "moonlm" / LIBNAME
+        # absolute: go runs in the repository root, not here
+        dest = (Path(self.build_lib) / "moonlm" / LIBNAME).resolve()
         dest.parent.mkdir(parents=True, exist_ok=True)
         _build_library(dest)
 
@@ -90,4 +91,14 @@ class PlatformWheel(bdist_wheel):
         return "py3", "none", plat
 
 
-setup(cmdclass={"build_py": BuildPyWithLibrary, "bdist_wheel": PlatformWheel})
+class BinaryDistribution(Distribution):
+    """Holds a native library: install it as platform code (wheel root)."""
+
+    def has_ext_modules(self):
+        return True
+
+
+setup(
+    cmdclass={"build_py": BuildPyWithLibrary, "bdist_wheel": PlatformWheel},
+    distclass=BinaryDistribution,
+)
