@@ -102,3 +102,29 @@ func equalIDs(a, b []int32) bool {
 	}
 	return true
 }
+
+// Decoding what Encode produced gives the text back wherever the vocabulary
+// can represent it: byte-level BPE and SentencePiece with byte fallback are
+// lossless, except that vocabularies asking for llama.cpp's space cleanup
+// (GPT-2 style) come back cleaned. WordPiece lowercases and drops accents
+// and spaces, so it cannot round-trip.
+func TestVocabRoundTrip(t *testing.T) {
+	for _, name := range vocabNames {
+		t.Run(name, func(t *testing.T) {
+			tok := openTokenizer(t, "vocab/ggml-vocab-"+name+".gguf")
+			if tok.Kind() == WPM {
+				t.Skip("WordPiece normalizes text (lowercase, accents, spaces): no round trip")
+			}
+			for i, c := range readCases(t, name) {
+				ids, err := tok.Encode(c.text, false, false)
+				require.NoError(t, err)
+				want := c.text
+				if tok.cleanSpaces {
+					b := []byte(want)
+					want = string(b[:cleanSpaces(b)])
+				}
+				require.Equal(t, want, tok.Decode(ids), "case %d", i)
+			}
+		})
+	}
+}
