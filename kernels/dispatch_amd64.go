@@ -13,6 +13,9 @@ func init() {
 	if hasAVX2() {
 		registerVariant("avx2", applyAVX2)
 	}
+	if hasAVX2() && hasAVX512() {
+		registerVariant("avx512", applyAVX512)
+	}
 	chooseDefaultVariant()
 }
 
@@ -20,6 +23,22 @@ func init() {
 // uses; the OS must save the YMM state (x/sys/cpu checks OSXSAVE).
 func hasAVX2() bool {
 	return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+}
+
+// hasAVX512 reports the AVX-512 subsets the avx512 kernels use: F, BW
+// (byte ops, mask moves), VL (EVEX on 256-bit registers) and VNNI.
+func hasAVX512() bool {
+	return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+}
+
+// applyAVX512 installs the AVX2 kernels, then the AVX-512 ones where they
+// exist (the K-quant and float kernels gain nothing from VNNI: their
+// per-sub-block scales keep them on VPMADDUBSW/VPMADDWD).
+func applyAVX512() {
+	applyAVX2()
+	rowDot[gguf.Q8_0], rowsDot[gguf.Q8_0] = rowQ8_0AVX512, rowsQ8_0AVX512
+	rowDot[gguf.Q4_0], rowsDot[gguf.Q4_0] = rowQ4_0AVX512, rowsQ4_0AVX512
+	rowDot[gguf.Q4_1], rowsDot[gguf.Q4_1] = rowQ4_1AVX512, rowsQ4_1AVX512
 }
 
 // applyAVX2 installs the AVX2 kernels over the generic tables.

@@ -2,6 +2,10 @@
 // rows (stride bytes apart) against one activation vector and stores one
 // float32 per row, so a whole row range costs one call.
 //
+// The f16 block scales of the 32-value formats are looked up in a 64K-entry
+// float32 table (f16, passed by the caller): a broadcast load instead of
+// F16C conversions, which compete for the shuffle port.
+//
 // Integer parts are exact: products are formed with VPMADDUBSW (unsigned x
 // signed bytes, pairs summed to int16, which cannot saturate for the value
 // ranges of these formats) and widened with VPMADDWD. Each block's integer
@@ -30,8 +34,9 @@
 	VPSRLW   $12, Y14, Y14 \
 	VPACKUSWB Y14, Y14, Y14
 
-// func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
-TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-48
+// func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ f16+48(FP), R13
 	MOVQ w+0(FP), SI
 	MOVQ stride+8(FP), R8
 	MOVQ nrows+16(FP), R9
@@ -51,10 +56,10 @@ q80row:
 	JLE    q80sum
 
 q80blk:
-	VPBROADCASTW (AX), X2
-	VCVTPH2PS    X2, Y2
-	VPBROADCASTW (BX), X3
-	VCVTPH2PS    X3, Y3
+	MOVWLZX      (AX), DX
+	MOVWLZX      (BX), R12
+	VBROADCASTSS (R13)(DX*4), Y2
+	VBROADCASTSS (R13)(R12*4), Y3
 	VMULPS       Y3, Y2, Y2
 	VMOVDQU      2(AX), Y4
 	VMOVDQU      2(BX), Y5
@@ -81,8 +86,9 @@ q80done:
 	VZEROUPPER
 	RET
 
-// func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
-TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-48
+// func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ f16+48(FP), R13
 	MOVQ w+0(FP), SI
 	MOVQ stride+8(FP), R8
 	MOVQ nrows+16(FP), R9
@@ -105,10 +111,10 @@ q40row:
 	JLE    q40sum
 
 q40blk:
-	VPBROADCASTW (AX), X2
-	VCVTPH2PS    X2, Y2
-	VPBROADCASTW (BX), X3
-	VCVTPH2PS    X3, Y3
+	MOVWLZX      (AX), DX
+	MOVWLZX      (BX), R12
+	VBROADCASTSS (R13)(DX*4), Y2
+	VBROADCASTSS (R13)(R12*4), Y3
 	VMULPS       Y3, Y2, Y2
 	VMOVDQU      2(AX), X4
 	VPSRLW       $4, X4, X5
@@ -139,9 +145,10 @@ q40done:
 	VZEROUPPER
 	RET
 
-// func dotQ4_1RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+// func dotQ4_1RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 // x is q8_1: per block d (f16), s = d*sum(qs) (f16), 32 int8.
-TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-48
+TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ f16+48(FP), R13
 	MOVQ w+0(FP), SI
 	MOVQ stride+8(FP), R8
 	MOVQ nrows+16(FP), R9
@@ -158,18 +165,20 @@ q41row:
 	MOVQ   DI, BX
 	MOVQ   R10, CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y7, Y7, Y7 // lane 1 accumulates m*s
+	VXORPS Y7, Y7, Y7 // accumulates m*s
 	TESTQ  CX, CX
 	JLE    q41sum
 
 q41blk:
-	VMOVD         (AX), X2
-	VCVTPH2PS     X2, X2   // [dw, mw, 0, 0]
-	VMOVD         (BX), X3
-	VCVTPH2PS     X3, X3   // [dx, sx, 0, 0]
-	VMULPS        X3, X2, X2
-	VADDPS        X2, X7, X7
-	VBROADCASTSS  X2, Y2
+	MOVWLZX       (AX), DX
+	MOVWLZX       (BX), R12
+	VBROADCASTSS  (R13)(DX*4), Y2
+	VBROADCASTSS  (R13)(R12*4), Y3
+	VMULPS        Y3, Y2, Y2       // dw*dx
+	MOVWLZX       2(AX), DX
+	MOVWLZX       2(BX), R12
+	VMOVSS        (R13)(DX*4), X3
+	VFMADD231SS   (R13)(R12*4), X3, X7 // += mw*sx
 	VMOVDQU       4(AX), X4
 	VPSRLW        $4, X4, X5
 	VINSERTI128   $1, X5, Y4, Y4
@@ -185,8 +194,7 @@ q41blk:
 
 q41sum:
 	HSUM_Y0
-	VMOVSHDUP X7, X1
-	VADDSS    X1, X0, X0
+	VADDSS    X7, X0, X0
 	VMOVSS    X0, (R11)
 	ADDQ      $4, R11
 	ADDQ      R8, SI

@@ -9,17 +9,18 @@ import (
 
 // Assembly row-dot kernels (dot_avx2_amd64.s). Each computes
 // y[i] = dot(row i, x) for nrows rows stride bytes apart, each nb blocks
-// (values, for F16 and F32) long. The Go wrappers below check lengths, so
+// (values, for F16 and F32) long. The 32-value formats take f16Table to
+// look up their f16 block scales. The Go wrappers below check lengths, so
 // the assembly never reads outside the slices.
 
 //go:noescape
-func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
 //go:noescape
-func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
 //go:noescape
-func dotQ4_1RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
+func dotQ4_1RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
 //go:noescape
 func dotQ4_KRowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
@@ -50,42 +51,42 @@ func rowQ8_0AVX2(n int, w, x []byte) float32 {
 	nb := n / 32
 	checkRows("q8_0", len(w), 0, 1, nb*34, len(x), nb*34)
 	var y float32
-	dotQ8_0RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	dotQ8_0RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
 	return y
 }
 
 func rowsQ8_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 	nb := n / 32
 	checkRows("q8_0", len(w), rowBytes, len(y), nb*34, len(x), nb*34)
-	dotQ8_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+	dotQ8_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
 }
 
 func rowQ4_0AVX2(n int, w, x []byte) float32 {
 	nb := n / 32
 	checkRows("q4_0", len(w), 0, 1, nb*18, len(x), nb*34)
 	var y float32
-	dotQ4_0RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	dotQ4_0RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
 	return y
 }
 
 func rowsQ4_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 	nb := n / 32
 	checkRows("q4_0", len(w), rowBytes, len(y), nb*18, len(x), nb*34)
-	dotQ4_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+	dotQ4_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
 }
 
 func rowQ4_1AVX2(n int, w, x []byte) float32 {
 	nb := n / 32
 	checkRows("q4_1", len(w), 0, 1, nb*20, len(x), nb*36)
 	var y float32
-	dotQ4_1RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
+	dotQ4_1RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
 	return y
 }
 
 func rowsQ4_1AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 	nb := n / 32
 	checkRows("q4_1", len(w), rowBytes, len(y), nb*20, len(x), nb*36)
-	dotQ4_1RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+	dotQ4_1RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
 }
 
 func rowQ4_KAVX2(n int, w, x []byte) float32 {
@@ -142,4 +143,57 @@ func rowsF32AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 	nb := n / 1
 	checkRows("f32", len(w), rowBytes, len(y), nb*4, len(x), nb*4)
 	dotF32RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+}
+
+// AVX-512 VNNI kernels (dot_avx512_amd64.s), same contract as the AVX2 ones.
+
+//go:noescape
+func dotQ8_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotQ4_1RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+
+func rowQ8_0AVX512(n int, w, x []byte) float32 {
+	nb := n / 32
+	checkRows("q8_0", len(w), 0, 1, nb*34, len(x), nb*34)
+	var y float32
+	dotQ8_0RowsAVX512(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
+	return y
+}
+
+func rowsQ8_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 32
+	checkRows("q8_0", len(w), rowBytes, len(y), nb*34, len(x), nb*34)
+	dotQ8_0RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
+}
+
+func rowQ4_0AVX512(n int, w, x []byte) float32 {
+	nb := n / 32
+	checkRows("q4_0", len(w), 0, 1, nb*18, len(x), nb*34)
+	var y float32
+	dotQ4_0RowsAVX512(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
+	return y
+}
+
+func rowsQ4_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 32
+	checkRows("q4_0", len(w), rowBytes, len(y), nb*18, len(x), nb*34)
+	dotQ4_0RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
+}
+
+func rowQ4_1AVX512(n int, w, x []byte) float32 {
+	nb := n / 32
+	checkRows("q4_1", len(w), 0, 1, nb*20, len(x), nb*36)
+	var y float32
+	dotQ4_1RowsAVX512(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
+	return y
+}
+
+func rowsQ4_1AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 32
+	checkRows("q4_1", len(w), rowBytes, len(y), nb*20, len(x), nb*36)
+	dotQ4_1RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
 }
