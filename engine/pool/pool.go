@@ -1,0 +1,261 @@
+// Package pool is a fixed-size worker pool with microsecond dispatch.
+//
+// A forward pass hands work to threads hundreds of times per token, so a
+// channel round trip per operation would dominate on small models. Run
+// publishes a task by bumping a generation counter that idle workers spin on
+// for a short while before parking; completion is an atomic countdown the
+// caller spins on. Channels are only used to park and wake sleeping workers.
+//
+// Workers run with debug.SetPanicOnFault(true) and recover panics: a fault
+// on a truncated memory-mapped file, or a bug in a kernel, comes back from
+// Run as a *PanicError instead of crashing the process.
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrPanic classifies errors returned by Run when a task panicked.
+var ErrPanic = errors.New("pool: task panicked")
+
+// PanicError describes a panic recovered in a task.
+type PanicError struct {
+	Value any    // the recovered value
+	Fault bool   // a memory fault (for example SIGBUS on a truncated mapping)
+	Stack []byte // the stack of the panicking goroutine
+}
+
+func (e *PanicError) Error() string {
+	if e.Fault {
+		return fmt.Sprintf("memory fault in worker: %v", e.Value)
+	}
+	return fmt.Sprintf("panic in worker: %v", e.Value)
+}
+
+// Unwrap lets errors.Is(err, ErrPanic) match.
+func (e *PanicError) Unwrap() error { return ErrPanic }
+
+// Task is work split across the pool: fn(i, n) is called once for each
+// i in [0, n) where n is the number of threads, concurrently.
+type Task func(i, n int)
+
+// spin is how many times a waiting goroutine polls before it parks. Polls
+// are cheap atomic loads with an occasional yield, so this is on the order
+// of tens of microseconds.
+const spin = 1 << 14
+
+type worker struct {
+	sleeping atomic.Int32
+	wake     chan struct{}
+	_        [48]byte // keep workers' hot fields on separate cache lines
+}
+
+// Pool runs tasks on a fixed number of threads: the caller of Run and
+// n-1 worker goroutines. Run calls are serialized, so one pool can be shared
+// by several sessions.
+type Pool struct {
+	mu       sync.Mutex // serializes Run
+	n        int
+	workers  []worker
+	gen      atomic.Uint64
+	pending  atomic.Int32
+	task     Task
+	failure  atomic.Pointer[PanicError]
+	waiting  atomic.Int32 // caller parked waiting for completion
+	done     chan struct{}
+	quit     atomic.Bool
+	closed   bool
+	wg       sync.WaitGroup
+	closeMu  sync.Mutex
+	panicked atomic.Bool
+}
+
+// New starts a pool of n threads; n <= 0 means runtime.NumCPU().
+func New(n int) *Pool {
+	if n <= 0 {
+		n = runtime.NumCPU()
+	}
+	p := &Pool{n: n, workers: make([]worker, n), done: make(chan struct{}, 1)}
+	for i := 1; i < n; i++ {
+		p.workers[i].wake = make(chan struct{}, 1)
+		p.wg.Add(1)
+		go p.loop(i)
+	}
+	return p
+}
+
+// Threads is the number of threads tasks are split over.
+func (p *Pool) Threads() int { return p.n }
+
+// Run calls t(i, n) for every thread i and waits for all of them. If any
+// call panics, Run still waits for the others and returns a *PanicError.
+func (p *Pool) Run(t Task) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("pool: run after close")
+	}
+	if p.n == 1 {
+		return p.call(t, 0)
+	}
+	p.task = t
+	p.failure.Store(nil)
+	p.pending.Store(int32(p.n - 1))
+	p.gen.Add(1)
+	for i := 1; i < p.n; i++ {
+		w := &p.workers[i]
+		if w.sleeping.CompareAndSwap(1, 0) {
+			w.wake <- struct{}{}
+		}
+	}
+	err := p.call(t, 0)
+	p.waitDone()
+	p.task = nil
+	if err != nil {
+		return err
+	}
+	if f := p.failure.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// waitDone spins, then parks, until every worker finished the current task.
+func (p *Pool) waitDone() {
+	for k := 0; k < spin; k++ {
+		if p.pending.Load() == 0 {
+			return
+		}
+		if k&255 == 255 {
+			runtime.Gosched()
+		}
+	}
+	p.waiting.Store(1)
+	if p.pending.Load() == 0 {
+		if p.waiting.CompareAndSwap(1, 0) {
+			return
+		}
+		<-p.done // a worker claimed the wake-up: consume it
+		return
+	}
+	<-p.done
+}
+
+// finish is called by a worker after its share of the task.
+func (p *Pool) finish() {
+	if p.pending.Add(-1) == 0 {
+		if p.waiting.CompareAndSwap(1, 0) {
+			p.done <- struct{}{}
+		}
+	}
+}
+
+// call runs one share of a task, turning a panic or a memory fault into an
+// error. The fault setting is per goroutine, so it is set here for the
+// caller's own share too.
+func (p *Pool) call(t Task, i int) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			pe := &PanicError{Value: r, Stack: debug.Stack()}
+			if re, ok := r.(runtime.Error); ok {
+				if _, ok := re.(interface{ Addr() uintptr }); ok {
+					pe.Fault = true
+				}
+			}
+			err = pe
+		}
+	}()
+	t(i, p.n)
+	return nil
+}
+
+func (p *Pool) loop(i int) {
+	defer p.wg.Done()
+	debug.SetPanicOnFault(true)
+	w := &p.workers[i]
+	var seen uint64 // generation 0 is "no task yet", even if Run already bumped it
+	for {
+		// Wait for a new generation: spin, then park.
+		g := p.gen.Load()
+		for k := 0; g == seen && k < spin; k++ {
+			if k&255 == 255 {
+				runtime.Gosched()
+			}
+			g = p.gen.Load()
+		}
+		if g == seen {
+			w.sleeping.Store(1)
+			if g = p.gen.Load(); g != seen {
+				if !w.sleeping.CompareAndSwap(1, 0) {
+					<-w.wake // Run claimed the wake-up: consume it
+				}
+			} else {
+				<-w.wake
+				g = p.gen.Load()
+			}
+		}
+		seen = g
+		if p.quit.Load() {
+			return
+		}
+		if err := p.call(p.task, i); err != nil {
+			var pe *PanicError
+			if errors.As(err, &pe) {
+				p.failure.CompareAndSwap(nil, pe)
+			}
+		}
+		p.finish()
+	}
+}
+
+// Close stops the workers. It waits for a running task to finish. Run after
+// Close returns an error.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.quit.Store(true)
+	p.gen.Add(1)
+	for i := 1; i < p.n; i++ {
+		w := &p.workers[i]
+		if w.sleeping.CompareAndSwap(1, 0) {
+			w.wake <- struct{}{}
+		}
+	}
+	p.wg.Wait()
+}
+
+// Split returns the share [lo, hi) of n items for thread i of nt, in chunks
+// that are multiples of align (except the last), so threads touch whole
+// cache lines or quant blocks.
+func Split(n, i, nt, align int) (lo, hi int) {
+	if align < 1 {
+		align = 1
+	}
+	chunks := (n + align - 1) / align
+	per := chunks / nt
+	rem := chunks % nt
+	c0 := i*per + min(i, rem)
+	c1 := c0 + per
+	if i < rem {
+		c1++
+	}
+	lo, hi = c0*align, c1*align
+	if lo > n {
+		lo = n
+	}
+	if hi > n {
+		hi = n
+	}
+	return lo, hi
+}
