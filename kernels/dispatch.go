@@ -124,6 +124,7 @@ func SetVariant(name string) error {
 		if v.name == name {
 			rowDot = genericRowDot()
 			rowsDot = [numTypes]RowsDotFunc{}
+			tokensDot = [numTypes]TokensDotFunc{}
 			dotF32Impl, axpyF32Impl, dotF16Impl = dotF32Generic, axpyGeneric, dotF16Generic
 			v.apply()
 			Variant = name

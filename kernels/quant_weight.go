@@ -7,6 +7,10 @@ import (
 	"github.com/moonlm/moonlm/gguf"
 )
 
+// Products that feed a sum are wrapped in float32() conversions: the Go
+// spec then forbids fusing them into FMAs (which GOAMD64=v3 would do), so the
+// results match ggml's separately rounded float arithmetic on every build.
+//
 // This file holds weight quantizers that follow ggml's reference
 // ("deterministic creation of model files") algorithms, used without an
 // importance matrix: so files we synthesize resemble what ggml's quantize
@@ -131,8 +135,8 @@ func quantizeQ4_0(src []float32, dst []byte) {
 		putF16(b, d)
 		for j := range 16 {
 			// C truncates (int8_t)(v + 8.5f) toward zero; v+8.5 is >= 0.5.
-			q0 := min(15, int32(x[j]*id+8.5))
-			q1 := min(15, int32(x[j+16]*id+8.5))
+			q0 := min(15, int32(float32(x[j]*id)+8.5))
+			q1 := min(15, int32(float32(x[j+16]*id)+8.5))
 			b[2+j] = byte(q0) | byte(q1)<<4
 		}
 	}
@@ -161,8 +165,8 @@ func quantizeQ4_1(src []float32, dst []byte) {
 		putF16(b, d)
 		putF16(b[2:], lo)
 		for j := range 16 {
-			q0 := min(15, int32((x[j]-lo)*id+0.5))
-			q1 := min(15, int32((x[j+16]-lo)*id+0.5))
+			q0 := min(15, int32(float32((x[j]-lo)*id)+0.5))
+			q1 := min(15, int32(float32((x[j+16]-lo)*id)+0.5))
 			b[4+j] = byte(q0) | byte(q1)<<4
 		}
 	}
@@ -181,8 +185,8 @@ func quantizeQ5_0(src []float32, dst []byte) {
 		putF16(b, d)
 		var qh uint32
 		for j := range 16 {
-			q0 := uint32(min(31, int32(x[j]*id+16.5)))
-			q1 := uint32(min(31, int32(x[j+16]*id+16.5)))
+			q0 := uint32(min(31, int32(float32(x[j]*id)+16.5)))
+			q1 := uint32(min(31, int32(float32(x[j+16]*id)+16.5)))
 			b[6+j] = byte(q0&0xf) | byte(q1&0xf)<<4
 			qh |= (q0 >> 4 & 1) << j
 			qh |= (q1 >> 4 & 1) << (j + 16)
@@ -205,8 +209,8 @@ func quantizeQ5_1(src []float32, dst []byte) {
 		putF16(b[2:], lo)
 		var qh uint32
 		for j := range 16 {
-			q0 := uint32(uint8(int32((x[j]-lo)*id + 0.5)))
-			q1 := uint32(uint8(int32((x[j+16]-lo)*id + 0.5)))
+			q0 := uint32(uint8(int32(float32((x[j]-lo)*id) + 0.5)))
+			q1 := uint32(uint8(int32(float32((x[j+16]-lo)*id) + 0.5)))
 			b[8+j] = byte(q0&0xf) | byte(q1&0xf)<<4
 			qh |= (q0 >> 4 & 1) << j
 			qh |= (q1 >> 4 & 1) << (j + 16)
@@ -230,7 +234,7 @@ func makeQKX2Quants(nmax int32, x, weights []float32, L, laux []uint8, rmin, rde
 		hi = max(hi, x[i])
 		w := weights[i]
 		sumW += w
-		sumX += w * x[i]
+		sumX += float32(w * x[i])
 	}
 	if lo > 0 {
 		lo = 0
@@ -247,46 +251,46 @@ func makeQKX2Quants(nmax int32, x, weights []float32, L, laux []uint8, rmin, rde
 	for i := range n {
 		l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
 		L[i] = uint8(l)
-		diff := scale*float32(l) + lo - x[i]
+		diff := float32(scale*float32(l)) + lo - x[i]
 		if useMAD {
 			diff = abs32(diff)
 		} else {
 			diff *= diff
 		}
-		bestMAD += weights[i] * diff
+		bestMAD += float32(weights[i] * diff)
 	}
 	if nstep < 1 {
 		return scale, -lo
 	}
 	for is := 0; is <= nstep; is++ {
-		iscale = (rmin + rdelta*float32(is) + float32(nmax)) / (hi - lo)
+		iscale = (rmin + float32(rdelta*float32(is)) + float32(nmax)) / (hi - lo)
 		var sumL, sumL2, sumXL float32
 		for i := range n {
 			l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
 			laux[i] = uint8(l)
 			w := weights[i]
 			fl := float32(l)
-			sumL += w * fl
-			sumL2 += w * fl * fl
-			sumXL += w * fl * x[i]
+			sumL += float32(w * fl)
+			sumL2 += float32(w * fl * fl)
+			sumXL += float32(w * fl * x[i])
 		}
-		D := sumW*sumL2 - sumL*sumL
+		D := float32(sumW*sumL2) - float32(sumL*sumL)
 		if D > 0 {
-			thisScale := (sumW*sumXL - sumX*sumL) / D
-			thisMin := (sumL2*sumX - sumL*sumXL) / D
+			thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
+			thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
 			if thisMin > 0 {
 				thisMin = 0
 				thisScale = sumXL / sumL2
 			}
 			var mad float32
 			for i := range n {
-				diff := thisScale*float32(laux[i]) + thisMin - x[i]
+				diff := float32(thisScale*float32(laux[i])) + thisMin - x[i]
 				if useMAD {
 					diff = abs32(diff)
 				} else {
 					diff *= diff
 				}
-				mad += weights[i] * diff
+				mad += float32(weights[i] * diff)
 			}
 			if mad < bestMAD {
 				copy(L[:n], laux[:n])
@@ -313,7 +317,7 @@ func quantizeKScaleMin(x []float32, nmax int32, rmin float32, nstep int, scales1
 		xs := x[32*j : 32*j+32]
 		var sumX2 float32
 		for _, v := range xs {
-			sumX2 += v * v
+			sumX2 += float32(v * v)
 		}
 		avX := float32(math.Sqrt(float64(sumX2 / 32)))
 		for l, v := range xs {
@@ -424,8 +428,8 @@ func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
 		for _, v := range x {
 			l := float32(min(nmax-1, max32(-nmax, nearestInt(iscale*v))))
 			w := v * v
-			sumLX += w * v * l
-			sumL2 += w * l * l
+			sumLX += float32(w * v * l)
+			sumL2 += float32(w * l * l)
 		}
 		return sumLX, sumL2
 	}
@@ -446,7 +450,7 @@ func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
 		if is == 0 {
 			continue
 		}
-		iscale = -(float32(nmax) + 0.1*float32(is)) / max
+		iscale = -(float32(nmax) + float32(0.1*float32(is))) / max
 		sumLX, sumL2 = fit(iscale)
 		if sumL2 > 0 && sumLX*sumLX > best*sumL2 {
 			store(iscale)
@@ -594,22 +598,22 @@ func makeQ3Quants(nmax int32, x []float32, L []int8) float32 {
 		l := min(nmax-1, max32(-nmax, nearestInt(iscale*v)))
 		L[i] = int8(l)
 		w := v * v
-		sumLX += w * v * float32(l)
-		sumL2 += w * float32(l) * float32(l)
+		sumLX += float32(w * v * float32(l))
+		sumL2 += float32(w * float32(l) * float32(l))
 	}
 	for range 5 {
 		changed := 0
 		for i, v := range x {
 			w := v * v
 			li := float32(L[i])
-			slx := sumLX - w*v*li
+			slx := sumLX - float32(w*v*li)
 			if slx > 0 {
-				sl2 := sumL2 - w*li*li
+				sl2 := sumL2 - float32(w*li*li)
 				nl := min(nmax-1, max32(-nmax, nearestInt(v*sl2/slx)))
 				if nl != int32(L[i]) {
 					fl := float32(nl)
-					slx += w * v * fl
-					sl2 += w * fl * fl
+					slx += float32(w * v * fl)
+					sl2 += float32(w * fl * fl)
 					if sl2 > 0 && slx*slx*sumL2 > sumLX*sumLX*sl2 {
 						L[i] = int8(nl)
 						sumLX, sumL2 = slx, sl2
@@ -755,8 +759,8 @@ func quantizeIQ4(x []float32, dh, q4, scalesH, scalesL []byte) {
 			Lb[j] = l
 			q := float32(kvaluesIQ4NL[l])
 			w := v * v
-			sumQX += w * q * v
-			sumQ2 += w * q * q
+			sumQX += float32(w * q * v)
+			sumQ2 += float32(w * q * q)
 		}
 		d = sumQX / sumQ2
 		best := d * sumQX
@@ -766,8 +770,8 @@ func quantizeIQ4(x []float32, dh, q4, scalesH, scalesL []byte) {
 			for _, v := range xb {
 				q := float32(kvaluesIQ4NL[bestIndexIQ4(id*v)])
 				w := v * v
-				sumQX += w * q * v
-				sumQ2 += w * q * q
+				sumQX += float32(w * q * v)
+				sumQ2 += float32(w * q * q)
 			}
 			if sumQ2 > 0 && sumQX*sumQX > best*sumQ2 {
 				d = sumQX / sumQ2
