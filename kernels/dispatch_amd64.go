@@ -50,4 +50,5 @@ func applyAVX2() {
 	rowDot[gguf.Q6_K], rowsDot[gguf.Q6_K] = rowQ6_KAVX2, rowsQ6_KAVX2
 	rowDot[gguf.F16], rowsDot[gguf.F16] = rowF16AVX2, rowsF16AVX2
 	rowDot[gguf.F32], rowsDot[gguf.F32] = rowF32AVX2, rowsF32AVX2
+	dotF32Impl, axpyF32Impl, dotF16Impl = dotF32AVX2, axpyF32AVX2, dotF16AVX2
 }

@@ -621,3 +621,63 @@ f32store:
 f32done:
 	VZEROUPPER
 	RET
+
+// func axpyAVX2(y *float32, a float32, x *float32, n int)
+// y[i] += a*x[i], fused (one rounding per element).
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y0
+	MOVQ         x+16(FP), SI
+	MOVQ         n+24(FP), CX
+	CMPQ         CX, $32
+	JLT          axpyby8
+
+axpyby32:
+	VMOVUPS     (DI), Y1
+	VMOVUPS     32(DI), Y2
+	VMOVUPS     64(DI), Y3
+	VMOVUPS     96(DI), Y4
+	VFMADD231PS (SI), Y0, Y1
+	VFMADD231PS 32(SI), Y0, Y2
+	VFMADD231PS 64(SI), Y0, Y3
+	VFMADD231PS 96(SI), Y0, Y4
+	VMOVUPS     Y1, (DI)
+	VMOVUPS     Y2, 32(DI)
+	VMOVUPS     Y3, 64(DI)
+	VMOVUPS     Y4, 96(DI)
+	ADDQ        $128, DI
+	ADDQ        $128, SI
+	SUBQ        $32, CX
+	CMPQ        CX, $32
+	JGE         axpyby32
+
+axpyby8:
+	CMPQ CX, $8
+	JLT  axpytail
+
+axpyby8loop:
+	VMOVUPS     (DI), Y1
+	VFMADD231PS (SI), Y0, Y1
+	VMOVUPS     Y1, (DI)
+	ADDQ        $32, DI
+	ADDQ        $32, SI
+	SUBQ        $8, CX
+	CMPQ        CX, $8
+	JGE         axpyby8loop
+
+axpytail:
+	TESTQ CX, CX
+	JLE   axpydone
+
+axpytailloop:
+	VMOVSS      (DI), X1
+	VFMADD231SS (SI), X0, X1
+	VMOVSS      X1, (DI)
+	ADDQ        $4, DI
+	ADDQ        $4, SI
+	DECQ        CX
+	JNZ         axpytailloop
+
+axpydone:
+	VZEROUPPER
+	RET

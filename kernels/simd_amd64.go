@@ -197,3 +197,27 @@ func rowsQ4_1AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
 	checkRows("q4_1", len(w), rowBytes, len(y), nb*20, len(x), nb*36)
 	dotQ4_1RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
 }
+
+//go:noescape
+func axpyAVX2(y *float32, a float32, x *float32, n int)
+
+// dotF32AVX2 is Dot on the AVX2 row kernel (float32 lanes, not float64).
+func dotF32AVX2(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s float32
+	dotF32RowsAVX2((*byte)(unsafe.Pointer(unsafe.SliceData(a))), 0, 1, (*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(a), &s)
+	return s
+}
+
+// dotF16AVX2 is DotF16 on the AVX2 row kernel.
+func dotF16AVX2(a, b []uint16) float32 {
+	b = b[:len(a)]
+	var s float32
+	dotF16RowsAVX2((*byte)(unsafe.Pointer(unsafe.SliceData(a))), 0, 1, (*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(a), &s)
+	return s
+}
+
+func axpyF32AVX2(y []float32, a float32, x []float32) {
+	y = y[:len(x)]
+	axpyAVX2(unsafe.SliceData(y), a, unsafe.SliceData(x), len(x))
+}

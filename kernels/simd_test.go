@@ -419,3 +419,34 @@ func TestSIMDQuantvecRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDFloatHelpers: Dot, DotF16 and Axpy of every SIMD set against the
+// generic ones, for lengths covering every loop tail. Dot sums in float32
+// lanes (generic: float64), so it is within 1e-6 of sum |a_i b_i|; Axpy
+// fuses the multiply-add, so each element is within one rounding of it.
+func TestSIMDFloatHelpers(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, v := range simdVariants(t) {
+		useVariant(t, v)
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 64, 65, 100, 1000} {
+			a, b := make([]float32, n), make([]float32, n)
+			ah, bh := make([]uint16, n), make([]uint16, n)
+			var mag, magh float64
+			for i := range n {
+				a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+				ah[i], bh[i] = F32ToF16(a[i]), F32ToF16(b[i])
+				mag += math.Abs(float64(a[i]) * float64(b[i]))
+				magh += math.Abs(float64(F16ToF32(ah[i])) * float64(F16ToF32(bh[i])))
+			}
+			require.InDelta(t, dotF32Generic(a, b), Dot(a, b), 1e-6*mag+1e-30, "%s Dot n=%d", v, n)
+			require.InDelta(t, dotF16Generic(ah, bh), DotF16(ah, bh), 1e-6*magh+1e-30, "%s DotF16 n=%d", v, n)
+			y1 := append([]float32(nil), b...)
+			y2 := append([]float32(nil), b...)
+			axpyGeneric(y1, 0.37, a)
+			Axpy(y2, 0.37, a)
+			for i := range n {
+				require.InDelta(t, y1[i], y2[i], 2e-7*(math.Abs(float64(y1[i]))+math.Abs(0.37*float64(a[i]))), "%s Axpy n=%d [%d]", v, n, i)
+			}
+		}
+	}
+}
