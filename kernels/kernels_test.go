@@ -204,3 +204,31 @@ func TestRowBytes(t *testing.T) {
 		require.Equal(t, typ.BlockBytes(), bb, "%v", typ)
 	}
 }
+
+// TestMatMulTiles uses rows wide enough that the token tile (matMulTileBytes
+// of activations) is smaller than the token count, so tiles break mid-way.
+func TestMatMulTiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, typ := range []gguf.Type{gguf.F32, gguf.Q8_0, gguf.Q4_K} {
+		const rows, cols = 5, 4096
+		ab := ActivationBytes(typ, cols)
+		nTok := matMulTileBytes/ab*2 + 3
+		m := &Matrix{Type: typ, Rows: rows, Cols: cols}
+		for range rows {
+			m.Data = append(m.Data, randomRow(rng, typ, cols)...)
+		}
+		xq := make([]byte, nTok*ab)
+		for k := range nTok {
+			QuantizeRow(VecDotType(typ), randomFloats(rng, cols, 1), xq[k*ab:(k+1)*ab])
+		}
+		y := make([]float32, nTok*rows)
+		MatMul(m, xq, nTok, y, 1, rows)
+		for k := range nTok {
+			require.Zero(t, y[k*rows], "%v: row 0 is outside the range", typ)
+			for r := 1; r < rows; r++ {
+				want, scale := refDot(typ, m.Row(r), xq[k*ab:(k+1)*ab], cols)
+				require.InDelta(t, want, y[k*rows+r], 1e-5*scale, "%v token %d row %d", typ, k, r)
+			}
+		}
+	}
+}
