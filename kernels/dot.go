@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -12,10 +11,7 @@ import (
 // with activations xq already converted by QuantizeRow(VecDotType(t), ...).
 // It uses the dispatched (possibly SIMD) kernel.
 func DotRow(t gguf.Type, w, xq []byte, n int) float32 {
-	if int(t) >= numTypes || rowDot[t] == nil {
-		panic(fmt.Sprintf("kernels: DotRow: unsupported type %v", t))
-	}
-	return rowDot[t](n, w, xq)
+	return dotFor(t, "DotRow")(n, w, xq)
 }
 
 // The generic kernels below sum integer products exactly within a block and

@@ -47,10 +47,7 @@ func MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
 		return
 	}
 	t := m.Type
-	f := rowDot[t]
-	if f == nil {
-		panic(fmt.Sprintf("kernels: MatVec: unsupported type %v", t))
-	}
+	f := dotFor(t, "MatVec")
 	rb := m.RowBytes()
 	n := m.Cols
 	if g := rowsDot[t]; g != nil {
@@ -61,6 +58,17 @@ func MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
 	for r := r0; r < r1; r++ {
 		y[r] = f(n, m.Data[r*rb:(r+1)*rb], xq)
 	}
+}
+
+// dotFor returns the dispatched row dot for t, panicking with context for a
+// type without one (the engine checks Supported when it loads a model).
+func dotFor(t gguf.Type, who string) RowDotFunc {
+	if int(t) < numTypes {
+		if f := rowDot[t]; f != nil {
+			return f
+		}
+	}
+	panic(fmt.Sprintf("kernels: %s: unsupported weight type %v", who, t))
 }
 
 // matMulTileBytes bounds the activations of one token tile, so a tile stays
@@ -80,10 +88,7 @@ func MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 		return
 	}
 	t := m.Type
-	f := rowDot[t]
-	if f == nil {
-		panic(fmt.Sprintf("kernels: MatMul: unsupported type %v", t))
-	}
+	f := dotFor(t, "MatMul")
 	rb := m.RowBytes()
 	n := m.Cols
 	ab := ActivationBytes(t, n)
