@@ -186,7 +186,7 @@ func moonlmgo_tokenize(h C.uintptr_t, text *C.char, n C.size_t, flags C.uint32_t
 	}
 	var s string
 	if n != 0 {
-		s = C.GoStringN(text, C.int(n))
+		s = string(unsafe.Slice((*byte)(unsafe.Pointer(text)), int(n)))
 	}
 	toks, err := o.m.Tokenize(s, flags&C.MOONLM_TOKENIZE_ADD_SPECIAL != 0, flags&C.MOONLM_TOKENIZE_PARSE_SPECIAL != 0)
 	if err != nil {
@@ -377,9 +377,9 @@ func (o *cSession) prefill(fn string, toks []int32, logits []float32) C.int {
 }
 
 //export moonlmgo_prefill
-func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.float, lcap C.size_t) (st C.int) {
+func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.float, lcap C.size_t, decode C.int) (st C.int) {
 	fn := "moonlm_prefill"
-	if toks != nil && n == 1 && debugPanic == "moonlm_decode" {
+	if decode != 0 {
 		fn = "moonlm_decode"
 	}
 	defer guard(fn, &st)
@@ -399,7 +399,8 @@ func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.floa
 		}
 		out = unsafe.Slice((*float32)(unsafe.Pointer(logits)), o.nVocab)
 	}
-	// Copy: the engine may keep the slice beyond this call.
+	// Copy: the tokens are the caller's memory, and the engine may keep the
+	// slice beyond this call.
 	o.toks = append(o.toks[:0], cTokens(toks, n)...)
 	return o.prefill(fn, o.toks, out)
 }
@@ -607,7 +608,6 @@ func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTo
 	}
 	o.pending = o.pending[:0]
 	model := o.model
-	var one [1]int32
 	for i := 0; uint64(i) < uint64(maxTokens); i++ {
 		tok := smp.s.Sample(o.logits)
 		if model.m.IsEOG(tok) {
@@ -621,8 +621,8 @@ func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTo
 		if cb != 0 {
 			stop = o.emit(cb, ud, tok, model.m.Piece(tok)) != 0
 		}
-		one[0] = tok
-		if st := o.prefill(fn, one[:], o.logits); st != stOK {
+		o.toks = append(o.toks[:0], tok)
+		if st := o.prefill(fn, o.toks, o.logits); st != stOK {
 			return st
 		}
 		if nGen != nil {

@@ -358,12 +358,12 @@ moonlm_status moonlm_session_free(moonlm_session *session) {
 moonlm_status moonlm_prefill(moonlm_session *session, const int32_t *tokens, size_t n, float *logits,
                              size_t logits_cap) {
     MOONLM__ENTER("moonlm_prefill");
-    return (moonlm_status)moonlmgo_prefill((uintptr_t)session, (int32_t *)tokens, n, logits, logits_cap);
+    return (moonlm_status)moonlmgo_prefill((uintptr_t)session, (int32_t *)tokens, n, logits, logits_cap, 0);
 }
 
 moonlm_status moonlm_decode(moonlm_session *session, int32_t token, float *logits, size_t logits_cap) {
     MOONLM__ENTER("moonlm_decode");
-    return (moonlm_status)moonlmgo_prefill((uintptr_t)session, &token, 1, logits, logits_cap);
+    return (moonlm_status)moonlmgo_prefill((uintptr_t)session, &token, 1, logits, logits_cap, 1);
 }
 
 moonlm_status moonlm_session_rewind(moonlm_session *session, size_t n_keep) {
