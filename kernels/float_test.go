@@ -162,3 +162,34 @@ func TestRoPE(t *testing.T) {
 	require.Equal(t, x[8:], y[8:])
 	require.NotEqual(t, x[:8], y[:8])
 }
+
+func TestFloatHelpersDoNotAllocate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	x := randomFloats(rng, 256, 1)
+	w := randomFloats(rng, 256, 1)
+	y := make([]float32, 256)
+	h := make([]uint16, 256)
+	cache := make([]float32, 64)
+	GELU(y, x) // builds the table once
+	allocs := testing.AllocsPerRun(5, func() {
+		RMSNorm(y, x, w, 1e-6)
+		Softmax(y)
+		SiLU(y, x)
+		SwiGLU(y, x, w)
+		GELU(y, x)
+		GELUExact(y, x)
+		Add(y, x, w)
+		Mul(y, x, w)
+		Scale(y, 2)
+		Axpy(y, 0.5, x)
+		_ = Dot(x, w)
+		F16Encode(h, x)
+		F16Decode(y, h)
+		_ = DotF16(h, h)
+		AxpyF16(y, 0.5, h)
+		RoPECache(RoPEParams{NDims: 64, FreqBase: 10000}, 7, cache)
+		RoPEApply(y, 64, 4, cache, true)
+		RoPE(y, 64, 4, 9, 10000, false)
+	})
+	require.Zero(t, allocs)
+}
