@@ -53,13 +53,25 @@ func dotF16Row(n int, w, x []byte) float32 {
 	return float32(s0 + s1 + s2 + s3)
 }
 
+// bf16At reads the little-endian bfloat16 at b[0:2].
+func bf16At(b []byte) float32 {
+	return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
+}
+
 func dotBF16Row(n int, w, x []byte) float32 {
 	w, x = w[:2*n], x[:2*n]
-	var s float64
-	for i := 0; i < n; i++ {
-		s += float64(BF16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * BF16ToF32(binary.LittleEndian.Uint16(x[2*i:])))
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s0 += float64(bf16At(w[2*i:]) * bf16At(x[2*i:]))
+		s1 += float64(bf16At(w[2*i+2:]) * bf16At(x[2*i+2:]))
+		s2 += float64(bf16At(w[2*i+4:]) * bf16At(x[2*i+4:]))
+		s3 += float64(bf16At(w[2*i+6:]) * bf16At(x[2*i+6:]))
 	}
-	return float32(s)
+	for ; i < n; i++ {
+		s0 += float64(bf16At(w[2*i:]) * bf16At(x[2*i:]))
+	}
+	return float32(s0 + s1 + s2 + s3)
 }
 
 func dotQ4_0Generic(n int, w, x []byte) float32 {
