@@ -51,4 +51,9 @@ func applyAVX2() {
 	rowDot[gguf.F16], rowsDot[gguf.F16] = rowF16AVX2, rowsF16AVX2
 	rowDot[gguf.F32], rowsDot[gguf.F32] = rowF32AVX2, rowsF32AVX2
 	dotF32Impl, axpyF32Impl, dotF16Impl = dotF32AVX2, axpyF32AVX2, dotF16AVX2
+	tokensDot[gguf.Q8_0] = tokQ8_0AVX2
+	tokensDot[gguf.Q4_0] = tokQ4_0AVX2
+	tokensDot[gguf.Q4_1] = tokQ4_1AVX2
+	tokensDot[gguf.Q4_K] = tokQ4_KAVX2
+	tokensDot[gguf.Q6_K] = tokQ6_KAVX2
 }

@@ -681,3 +681,410 @@ axpytailloop:
 axpydone:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------------------
+// Multi-token kernels for prefill: one weight row against four tokens at
+// once. Each weight block is loaded and unpacked once and then used for the
+// four activation rows (xstride bytes apart), so unpacking and weight loads
+// are shared. The arithmetic per token is that of the row kernels.
+
+// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
+#define HSUM(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS       T, X, X \
+	VPERMILPS    $0x4e, X, T \
+	VADDPS       T, X, X \
+	VMOVSHDUP    X, T \
+	VADDSS       T, X, X
+
+// Store the four accumulators Y0..Y3 (hsummed) to 4 floats at R11.
+#define STORE4 \
+	HSUM(Y0, X0, X4) \
+	HSUM(Y1, X1, X4) \
+	HSUM(Y2, X2, X4) \
+	HSUM(Y3, X3, X4) \
+	VMOVSS X0, (R11) \
+	VMOVSS X1, 4(R11) \
+	VMOVSS X2, 8(R11) \
+	VMOVSS X3, 12(R11)
+
+// One token of a q8_0 block: Y4 = signed weight quants, Y6 = |Y4|,
+// Y5 = weight scale; D and Q address the token's scale and quants.
+#define TOK_SIGNED(D, Q, ACC) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y7 \
+	VMULPS       Y5, Y7, Y7 \
+	VMOVDQU      Q, Y8 \
+	VPSIGNB      Y4, Y8, Y8 \
+	VPMADDUBSW   Y8, Y6, Y8 \
+	VPMADDWD     Y15, Y8, Y8 \
+	VCVTDQ2PS    Y8, Y8 \
+	VFMADD231PS  Y8, Y7, ACC
+
+// func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+TEXT ·dotQ8_0Tok4AVX2(SB), NOSPLIT, $0-48
+	MOVQ     w+0(FP), AX
+	MOVQ     x+8(FP), BX
+	MOVQ     xstride+16(FP), R8
+	MOVQ     nb+24(FP), CX
+	MOVQ     y+32(FP), R11
+	MOVQ     f16+40(FP), R13
+	LEAQ     (R8)(R8*2), R9
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VXORPS   Y0, Y0, Y0
+	VXORPS   Y1, Y1, Y1
+	VXORPS   Y2, Y2, Y2
+	VXORPS   Y3, Y3, Y3
+	TESTQ    CX, CX
+	JLE      q80t4store
+
+q80t4blk:
+	MOVWLZX      (AX), DX
+	VBROADCASTSS (R13)(DX*4), Y5
+	VMOVDQU      2(AX), Y4
+	VPABSB       Y4, Y6
+	TOK_SIGNED((BX), 2(BX), Y0)
+	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1)
+	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2)
+	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3)
+	ADDQ         $34, AX
+	ADDQ         $34, BX
+	DECQ         CX
+	JNZ          q80t4blk
+
+q80t4store:
+	STORE4
+	VZEROUPPER
+	RET
+
+// func dotQ4_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+TEXT ·dotQ4_0Tok4AVX2(SB), NOSPLIT, $0-48
+	MOVQ      w+0(FP), AX
+	MOVQ      x+8(FP), BX
+	MOVQ      xstride+16(FP), R8
+	MOVQ      nb+24(FP), CX
+	MOVQ      y+32(FP), R11
+	MOVQ      f16+40(FP), R13
+	LEAQ      (R8)(R8*2), R9
+	VPCMPEQW  Y15, Y15, Y15
+	VPSRLW    $15, Y15, Y15
+	VPCMPEQW  Y14, Y14, Y14
+	VPSRLW    $12, Y14, Y14
+	VPACKUSWB Y14, Y14, Y14 // 0x0f bytes
+	VPSRLW    $1, Y14, Y13
+	VPANDN    Y14, Y13, Y13 // 0x08 bytes
+	VXORPS    Y0, Y0, Y0
+	VXORPS    Y1, Y1, Y1
+	VXORPS    Y2, Y2, Y2
+	VXORPS    Y3, Y3, Y3
+	TESTQ     CX, CX
+	JLE       q40t4store
+
+q40t4blk:
+	MOVWLZX      (AX), DX
+	VBROADCASTSS (R13)(DX*4), Y5
+	VMOVDQU      2(AX), X4
+	VPSRLW       $4, X4, X9
+	VINSERTI128  $1, X9, Y4, Y4
+	VPAND        Y14, Y4, Y4
+	VPSUBB       Y13, Y4, Y4
+	VPABSB       Y4, Y6
+	TOK_SIGNED((BX), 2(BX), Y0)
+	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1)
+	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2)
+	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3)
+	ADDQ         $18, AX
+	ADDQ         $34, BX
+	DECQ         CX
+	JNZ          q40t4blk
+
+q40t4store:
+	STORE4
+	VZEROUPPER
+	RET
+
+// One token of a q8_1 block against unsigned nibbles Y4 (scale Y5, min X6):
+// the min term goes to the scalar accumulator MACC.
+#define TOK_Q41(D, S, Q, ACC, MACC) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y7 \
+	VMULPS       Y5, Y7, Y7 \
+	MOVWLZX      S, DX \
+	VFMADD231SS  (R13)(DX*4), X6, MACC \
+	VPMADDUBSW   Q, Y4, Y8 \
+	VPMADDWD     Y15, Y8, Y8 \
+	VCVTDQ2PS    Y8, Y8 \
+	VFMADD231PS  Y8, Y7, ACC
+
+// func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
+	MOVQ      w+0(FP), AX
+	MOVQ      x+8(FP), BX
+	MOVQ      xstride+16(FP), R8
+	MOVQ      nb+24(FP), CX
+	MOVQ      y+32(FP), R11
+	MOVQ      f16+40(FP), R13
+	LEAQ      (R8)(R8*2), R9
+	VPCMPEQW  Y15, Y15, Y15
+	VPSRLW    $15, Y15, Y15
+	VPCMPEQW  Y14, Y14, Y14
+	VPSRLW    $12, Y14, Y14
+	VPACKUSWB Y14, Y14, Y14
+	VXORPS    Y0, Y0, Y0
+	VXORPS    Y1, Y1, Y1
+	VXORPS    Y2, Y2, Y2
+	VXORPS    Y3, Y3, Y3
+	VXORPS    X9, X9, X9
+	VXORPS    X10, X10, X10
+	VXORPS    X11, X11, X11
+	VXORPS    X12, X12, X12
+	TESTQ     CX, CX
+	JLE       q41t4store
+
+q41t4blk:
+	MOVWLZX      (AX), DX
+	VBROADCASTSS (R13)(DX*4), Y5
+	MOVWLZX      2(AX), DX
+	VMOVSS       (R13)(DX*4), X6
+	VMOVDQU      4(AX), X4
+	VPSRLW       $4, X4, X13
+	VINSERTI128  $1, X13, Y4, Y4
+	VPAND        Y14, Y4, Y4
+	TOK_Q41((BX), 2(BX), 4(BX), Y0, X9)
+	TOK_Q41((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10)
+	TOK_Q41((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11)
+	TOK_Q41((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12)
+	ADDQ         $20, AX
+	ADDQ         $36, BX
+	DECQ         CX
+	JNZ          q41t4blk
+
+q41t4store:
+	HSUM(Y0, X0, X4)
+	HSUM(Y1, X1, X4)
+	HSUM(Y2, X2, X4)
+	HSUM(Y3, X3, X4)
+	VADDSS X9, X0, X0
+	VADDSS X10, X1, X1
+	VADDSS X11, X2, X2
+	VADDSS X12, X3, X3
+	VMOVSS X0, (R11)
+	VMOVSS X1, 4(R11)
+	VMOVSS X2, 8(R11)
+	VMOVSS X3, 12(R11)
+	VZEROUPPER
+	RET
+
+// Q4_K, one sub-block pair for one token at base B: Y4/Y5 = low/high
+// nibbles, Y6/Y7 = their scales as int16 words.
+#define Q4K_TOK(B, xoff, IACC) \
+	VPMADDUBSW xoff(B), Y4, Y15 \
+	VPMADDWD   Y6, Y15, Y15 \
+	VPADDD     Y15, IACC, IACC \
+	VPMADDUBSW (xoff+32)(B), Y5, Y15 \
+	VPMADDWD   Y7, Y15, Y15 \
+	VPADDD     Y15, IACC, IACC
+
+#define Q4K_PAIR4(qoff, xoff, m0, m1) \
+	VMOVDQU qoff(AX), Y4 \
+	VPSRLW  $4, Y4, Y5 \
+	VPAND   Y14, Y4, Y4 \
+	VPAND   Y14, Y5, Y5 \
+	VPSHUFB m0, Y11, Y6 \
+	VPSHUFB m1, Y11, Y7 \
+	Q4K_TOK(BX, xoff, Y8) \
+	Q4K_TOK(SI, xoff, Y9) \
+	Q4K_TOK(DI, xoff, Y12) \
+	Q4K_TOK(R10, xoff, Y13)
+
+// Q4_K epilogue for one token at B: ACC += d*dx*IACC - dmin*dx*mins(Y10).
+// X4 = [d, dmin] of the weight block.
+#define Q4K_END(B, IACC, ACC) \
+	VBROADCASTSS (B), X5 \
+	VMULPS       X4, X5, X5 \
+	VBROADCASTSS X5, Y6 \
+	VMOVSHDUP    X5, X7 \
+	VBROADCASTSS X7, Y7 \
+	VCVTDQ2PS    IACC, IACC \
+	VFMADD231PS  IACC, Y6, ACC \
+	VPMADDWD     260(B), Y10, Y15 \
+	VCVTDQ2PS    Y15, Y15 \
+	VFNMADD231PS Y15, Y7, ACC
+
+// func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
+TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
+	MOVQ   w+0(FP), AX
+	MOVQ   x+8(FP), BX
+	MOVQ   xstride+16(FP), R8
+	MOVQ   nb+24(FP), CX
+	MOVQ   y+32(FP), R11
+	LEAQ   (BX)(R8*1), SI
+	LEAQ   (BX)(R8*2), DI
+	LEAQ   (SI)(R8*2), R10
+	LOWNIB_Y14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  CX, CX
+	JLE    q4kt4store
+
+q4kt4blk:
+	// Scales and mins as in dotQ4_KRowsAVX2.
+	MOVL 4(AX), DX
+	MOVL 8(AX), R12
+	MOVL 12(AX), R13
+	MOVL DX, R8
+	SHRL $6, R8
+	ANDL $0x03030303, R8
+	SHLL $4, R8
+	MOVL R13, R9
+	ANDL $0x0f0f0f0f, R9
+	ORL  R9, R8
+	ANDL $0x3f3f3f3f, DX
+	MOVL R12, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	SHRL $4, R13
+	ANDL $0x0f0f0f0f, R13
+	ORL  R9, R13
+	ANDL $0x3f3f3f3f, R12
+	VMOVD        DX, X8
+	VPINSRD      $1, R8, X8, X8
+	VPINSRD      $2, R12, X8, X8
+	VPINSRD      $3, R13, X8, X8
+	VPMOVZXBW    X8, Y8
+	VINSERTI128  $1, X8, Y8, Y11
+	VEXTRACTI128 $1, Y8, X8
+	VPUNPCKLWD   X8, X8, X6
+	VPUNPCKHWD   X8, X8, X7
+	VINSERTI128  $1, X7, Y6, Y10
+
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	Q4K_PAIR4(16, 4, q4kmask<>+0x00(SB), q4kmask<>+0x20(SB))
+	Q4K_PAIR4(48, 68, q4kmask<>+0x40(SB), q4kmask<>+0x60(SB))
+	Q4K_PAIR4(80, 132, q4kmask<>+0x80(SB), q4kmask<>+0xa0(SB))
+	Q4K_PAIR4(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB))
+
+	VMOVD     (AX), X4
+	VCVTPH2PS X4, X4
+	Q4K_END(BX, Y8, Y0)
+	Q4K_END(SI, Y9, Y1)
+	Q4K_END(DI, Y12, Y2)
+	Q4K_END(R10, Y13, Y3)
+
+	ADDQ $144, AX
+	ADDQ $292, BX
+	ADDQ $292, SI
+	ADDQ $292, DI
+	ADDQ $292, R10
+	DECQ CX
+	JNZ  q4kt4blk
+
+q4kt4store:
+	STORE4
+	VZEROUPPER
+	RET
+
+// Q6_K, one group of 32 quants (Y7, scales Y13) for one token at B.
+#define Q6K_TOK(B, xoff, IACC) \
+	VPMADDUBSW xoff(B), Y7, Y15 \
+	VPMADDWD   Y13, Y15, Y15 \
+	VPADDD     Y15, IACC, IACC
+
+#define Q6K_GROUP4(xoff, m) \
+	VPOR    Y15, Y7, Y7 \
+	VPSHUFB m, Y10, Y13 \
+	Q6K_TOK(BX, xoff, Y8) \
+	Q6K_TOK(SI, xoff, Y9) \
+	Q6K_TOK(DI, xoff, Y11) \
+	Q6K_TOK(R10, xoff, Y12)
+
+#define Q6K_HALF4(qloff, qhoff, xoff) \
+	VMOVDQU qloff(AX), Y4 \
+	VMOVDQU (qloff+32)(AX), Y5 \
+	VMOVDQU qhoff(AX), Y6 \
+	VPAND   Y14, Y4, Y7 \
+	VPSLLW  $4, Y6, Y15 \
+	VPAND   q6khigh<>(SB), Y15, Y15 \
+	Q6K_GROUP4(xoff, q6kmask<>+0x00(SB)) \
+	VPAND   Y14, Y5, Y7 \
+	VPSLLW  $2, Y6, Y15 \
+	VPAND   q6khigh<>(SB), Y15, Y15 \
+	Q6K_GROUP4((xoff+32), q6kmask<>+0x20(SB)) \
+	VPSRLW  $4, Y4, Y7 \
+	VPAND   Y14, Y7, Y7 \
+	VPAND   q6khigh<>(SB), Y6, Y15 \
+	Q6K_GROUP4((xoff+64), q6kmask<>+0x40(SB)) \
+	VPSRLW  $4, Y5, Y7 \
+	VPAND   Y14, Y7, Y7 \
+	VPSRLW  $2, Y6, Y15 \
+	VPAND   q6khigh<>(SB), Y15, Y15 \
+	Q6K_GROUP4((xoff+96), q6kmask<>+0x60(SB))
+
+// Q6_K epilogue for one token at B: subtract 32*sum(sc*bsum) (Y10 = the 16
+// scales as words), then ACC += d*dx*IACC (Y4 = d in every lane).
+#define Q6K_END(B, IACC, ACC) \
+	VPMADDWD     260(B), Y10, Y15 \
+	VPSLLD       $5, Y15, Y15 \
+	VPSUBD       Y15, IACC, IACC \
+	VCVTDQ2PS    IACC, IACC \
+	VBROADCASTSS (B), Y5 \
+	VMULPS       Y4, Y5, Y5 \
+	VFMADD231PS  IACC, Y5, ACC
+
+// func dotQ6_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
+TEXT ·dotQ6_KTok4AVX2(SB), NOSPLIT, $0-40
+	MOVQ   w+0(FP), AX
+	MOVQ   x+8(FP), BX
+	MOVQ   xstride+16(FP), R8
+	MOVQ   nb+24(FP), CX
+	MOVQ   y+32(FP), R11
+	LEAQ   (BX)(R8*1), SI
+	LEAQ   (BX)(R8*2), DI
+	LEAQ   (SI)(R8*2), R10
+	LOWNIB_Y14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  CX, CX
+	JLE    q6kt4store
+
+q6kt4blk:
+	VPXOR     Y8, Y8, Y8
+	VPXOR     Y9, Y9, Y9
+	VPXOR     Y11, Y11, Y11
+	VPXOR     Y12, Y12, Y12
+	VPMOVSXBW 192(AX), Y10
+	VPERMQ    $0x44, Y10, Y10
+	Q6K_HALF4(0, 128, 4)
+	VPMOVSXBW 192(AX), Y10
+	VPERMQ    $0xee, Y10, Y10
+	Q6K_HALF4(64, 160, 132)
+
+	VPMOVSXBW    192(AX), Y10
+	VPBROADCASTW 208(AX), X4
+	VCVTPH2PS    X4, Y4
+	Q6K_END(BX, Y8, Y0)
+	Q6K_END(SI, Y9, Y1)
+	Q6K_END(DI, Y11, Y2)
+	Q6K_END(R10, Y12, Y3)
+
+	ADDQ $210, AX
+	ADDQ $292, BX
+	ADDQ $292, SI
+	ADDQ $292, DI
+	ADDQ $292, R10
+	DECQ CX
+	JNZ  q6kt4blk
+
+q6kt4store:
+	STORE4
+	VZEROUPPER
+	RET

@@ -221,3 +221,138 @@ func axpyF32AVX2(y []float32, a float32, x []float32) {
 	y = y[:len(x)]
 	axpyAVX2(unsafe.SliceData(y), a, unsafe.SliceData(x), len(x))
 }
+
+// Multi-token AVX2 kernels (prefill): one weight row against four tokens
+// whose activations lie xstride bytes apart; y receives the four dots.
+
+//go:noescape
+func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotQ4_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
+
+//go:noescape
+func dotQ6_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
+
+// checkTokens panics, naming the kernel, if a multi-token call would read
+// or write outside its slices.
+func checkTokens(kind string, wLen, rowLen, xLen, xStride, nTok, xRow, yLen, yStride int) {
+	if nTok <= 0 {
+		return
+	}
+	if wLen < rowLen || xStride < 0 || yStride < 0 || (nTok-1)*xStride+xRow > xLen || (nTok-1)*yStride >= yLen {
+		panic(fmt.Sprintf("kernels: %s multi-token dot: %d tokens (x stride %d, y stride %d) of %d weight and %d activation bytes do not fit slices of %d, %d and %d",
+			kind, nTok, xStride, yStride, rowLen, xRow, wLen, xLen, yLen))
+	}
+}
+
+func tokQ8_0AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 32
+	checkTokens("q8_0", len(w), nb*34, len(x), xStride, nTok, nb*34, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ8_0Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ8_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
+	}
+}
+
+func tokQ4_0AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 32
+	checkTokens("q4_0", len(w), nb*18, len(x), xStride, nTok, nb*34, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ4_0Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ4_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
+	}
+}
+
+func tokQ4_1AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 32
+	checkTokens("q4_1", len(w), nb*20, len(x), xStride, nTok, nb*36, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ4_1Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ4_1RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
+	}
+}
+
+func tokQ4_KAVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 256
+	checkTokens("q4_K", len(w), nb*144, len(x), xStride, nTok, nb*292, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ4_KTok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ4_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
+	}
+}
+
+func tokQ6_KAVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 256
+	checkTokens("q6_K", len(w), nb*210, len(x), xStride, nTok, nb*292, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ6_KTok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ6_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
+	}
+}

@@ -450,3 +450,53 @@ func TestSIMDFloatHelpers(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDTokensMatchGeneric: the multi-token (prefill) kernels against the
+// generic row dot for every token, with token counts around the kernels'
+// group of four, padded activation strides and a y stride; y entries
+// between the outputs must stay untouched.
+func TestSIMDTokensMatchGeneric(t *testing.T) {
+	for _, v := range simdVariants(t) {
+		useVariant(t, v)
+		for _, typ := range simdTypes {
+			multi := tokensDot[typ]
+			if multi == nil {
+				continue
+			}
+			for _, n := range simdLengths(typ) {
+				for _, nTok := range []int{1, 3, 4, 5, 8, 11} {
+					t.Run(fmt.Sprintf("%s/%v/n=%d/tok=%d", v, typ, n, nTok), func(t *testing.T) {
+						r := rand.New(rand.NewPCG(uint64(n), uint64(nTok)))
+						w, _, _ := simdRows(r, typ, n, 1, 0)
+						vt := VecDotType(typ)
+						ab := simdActBytes(vt, n)
+						xStride := ab + nTok%3
+						x := make([]byte, nTok*xStride)
+						src := make([]float32, n)
+						for k := range nTok {
+							for i := range src {
+								src[i] = float32(r.NormFloat64())
+							}
+							QuantizeRow(vt, src, x[k*xStride:k*xStride+ab])
+						}
+						const yStride = 3
+						y := make([]float32, nTok*yStride)
+						for i := range y {
+							y[i] = -12345
+						}
+						multi(n, w, x, xStride, nTok, y, yStride)
+						gen := GenericRowDot(typ)
+						for k := range nTok {
+							xk := x[k*xStride : k*xStride+ab]
+							want := gen(n, w, xk)
+							bound := 1e-5 * simdDotBound(t, typ, n, w, xk)
+							require.InDelta(t, want, y[k*yStride], bound, "token %d (generic %v, got %v)", k, want, y[k*yStride])
+							require.Equal(t, float32(-12345), y[k*yStride+1], "y written between outputs")
+							require.Equal(t, float32(-12345), y[k*yStride+2], "y written between outputs")
+						}
+					})
+				}
+			}
+		}
+	}
+}
