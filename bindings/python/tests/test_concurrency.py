@@ -154,3 +154,32 @@ def test_spawn_child_works(model, stories_path):
     p.join(30)
     assert kind == "ok", text
     assert text == want
+
+
+def test_library_calls_release_the_gil(model):
+    # While one thread is inside a long prefill, another runs Python code:
+    # impossible if the call held the GIL.
+    toks = [1] + [259 + i % 200 for i in range(1999)]
+    window = {}
+    with model.session(n_ctx=2048) as s:
+
+        def work():
+            for _ in range(3):
+                s.rewind(0)
+                t0 = time.perf_counter()
+                s.prefill(toks)
+                t1 = time.perf_counter()
+                if t1 - t0 > window.get("len", 0):
+                    window.update(len=t1 - t0, t0=t0, t1=t1)
+
+        th = threading.Thread(target=work)
+        stamps = []
+        th.start()
+        while th.is_alive():
+            stamps.append(time.perf_counter())
+            time.sleep(0.001)
+        th.join()
+    if window["len"] < 0.02:
+        pytest.skip(f"the longest prefill took {window['len'] * 1e3:.1f} ms: too short to tell")
+    inside = [t for t in stamps if window["t0"] < t < window["t1"]]
+    assert len(inside) >= 3, f"{len(inside)} main-thread steps during a {window['len'] * 1e3:.0f} ms prefill"
