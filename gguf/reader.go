@@ -258,16 +258,13 @@ func (p *parser) skipValue(t ValueType, depth int) error {
 			return nil
 		}
 		if elem == ValueString {
-			// The hot path for vocabularies: walk lengths only.
-			for i := uint64(0); i < n; i++ {
+			off, i := walkStrings(p.data, int(p.off), int(n))
+			p.off = int64(off)
+			if i < int(n) {
 				if p.remaining() < 8 {
 					return p.errf(p.off, "string %d of %d: length truncated", i, n)
 				}
-				l := le.Uint64(p.data[p.off:])
-				if l > uint64(p.remaining()-8) {
-					return p.errf(p.off, "string %d of %d: length %d past end of file (%d bytes left)", i, n, l, p.remaining()-8)
-				}
-				p.off += 8 + int64(l)
+				return p.errf(p.off, "string %d of %d: length %d past end of file (%d bytes left)", i, n, le.Uint64(p.data[p.off:]), p.remaining()-8)
 			}
 			return nil
 		}
@@ -285,6 +282,23 @@ func (p *parser) skipValue(t ValueType, depth int) error {
 		return nil
 	}
 	return p.errf(p.off-4, "unknown value type %d", uint32(t))
+}
+
+// walkStrings skips n length-prefixed strings starting at off: the hot path
+// of opening a vocabulary, so it only reads lengths. It returns the offset
+// reached and how many strings were whole (n on success).
+func walkStrings(d []byte, off, n int) (int, int) {
+	for i := 0; i < n; i++ {
+		if off < 0 || off > len(d)-8 {
+			return off, i
+		}
+		l := le.Uint64(d[off : off+8])
+		if l > uint64(len(d)-off-8) {
+			return off, i
+		}
+		off += 8 + int(l)
+	}
+	return off, n
 }
 
 func withContext(err error, format string, args ...any) error {
