@@ -547,7 +547,9 @@ function abortedError(signal, cause) {
 
 /** The generation loop behind stream/generate/chat. */
 async function* generateLoop(model, session, tokens, maxTokens, sampler, stop, signal, own) {
-  const onAbort = () => session.cancel();
+  // Cancel only a call in flight: between calls the loop checks the signal
+  // itself, and a request left pending would cancel the session's next call.
+  const onAbort = () => { if (session._busy) session.cancel(); };
   try {
     if (signal) {
       if (signal.aborted) throw abortedError(signal);

@@ -44,6 +44,23 @@ describe('concurrency', { skip }, () => {
     assert.ok(Date.now() - started < 5000);
   });
 
+  it('aborting a session stream leaves the session usable', async () => {
+    const s = model.session();
+    const ac = new AbortController();
+    let n = 0;
+    await assert.rejects(async () => {
+      for await (const p of s.stream(model.tokenize('Once upon a time'), { maxTokens: 50, temperature: 0, signal: ac.signal })) {
+        assert.ok(p);
+        if (++n === 2) ac.abort();
+      }
+    }, { code: 'CANCELLED' });
+    const pos = s.position;
+    assert.ok(pos > 5);
+    await s.decode(403); // no cancellation request left behind
+    assert.equal(s.position, pos + 1);
+    s.close();
+  });
+
   it('rejects at once with an already aborted signal', async () => {
     await assert.rejects(model.generate('Once', { signal: AbortSignal.abort() }), { code: 'CANCELLED' });
   });
