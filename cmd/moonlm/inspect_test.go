@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/moonlm/moonlm/internal/shareddata"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInspectStories260KJSON checks inspect's JSON on the real model against
+// the facts the shared test data README gives about it (dim 64, 5 layers,
+// 4 KV heads of 8, ffn 172, vocabulary 512, separate output.weight, all F32).
+func TestInspectStories260KJSON(t *testing.T) {
+	rep, err := inspectFile(shareddata.Path(t, "models/stories260K.gguf"))
+	require.NoError(t, err)
+	b, err := rep.json()
+	require.NoError(t, err)
+
+	var out struct {
+		Version  uint32                     `json:"version"`
+		Metadata map[string]json.RawMessage `json:"metadata"`
+		Tensors  []struct {
+			Name   string  `json:"name"`
+			Type   string  `json:"type"`
+			Shape  []int64 `json:"shape"`
+			Offset int64   `json:"offset"`
+			Bytes  int64   `json:"bytes"`
+		} `json:"tensors"`
+		NParams    int64 `json:"n_params"`
+		DataOffset int64 `json:"data_offset"`
+	}
+	require.NoError(t, json.Unmarshal(b, &out), "%s", b)
+	assert.Equal(t, uint32(3), out.Version)
+	assert.JSONEq(t, `"llama"`, string(out.Metadata["general.architecture"]))
+	assert.JSONEq(t, `64`, string(out.Metadata["llama.embedding_length"]))
+	assert.JSONEq(t, `172`, string(out.Metadata["llama.feed_forward_length"]))
+	assert.NotContains(t, out.Metadata, "llama.rope.freq_base")
+	var toks struct {
+		Type  string   `json:"type"`
+		Count int      `json:"count"`
+		Head  []string `json:"head"`
+	}
+	require.NoError(t, json.Unmarshal(out.Metadata["tokenizer.ggml.tokens"], &toks))
+	assert.Equal(t, "str", toks.Type)
+	assert.Equal(t, 512, toks.Count)
+	assert.Contains(t, toks.Head, "<s>")
+
+	// 3 global tensors and 9 per layer.
+	require.Len(t, out.Tensors, 3+5*9)
+	first := out.Tensors[0]
+	assert.Equal(t, "token_embd.weight", first.Name)
+	assert.Equal(t, "f32", first.Type)
+	assert.Equal(t, []int64{64, 512}, first.Shape)
+	assert.Equal(t, out.DataOffset, first.Offset)
+	assert.Equal(t, int64(64*512*4), first.Bytes)
+
+	// Parameters from the README's dimensions: embeddings and output head,
+	// the final norm, and per layer q, k, v, o, two norms and three FFN
+	// matrices.
+	const dim, kv, ffn, vocab, layers = 64, 32, 172, 512, 5
+	perLayer := dim*dim + 2*dim*kv + dim*dim + 2*dim + 3*dim*ffn
+	assert.Equal(t, int64(2*dim*vocab+dim+layers*perLayer), out.NParams)
+	var sum int64
+	for _, tn := range out.Tensors {
+		sum += tn.Bytes
+	}
+	assert.Equal(t, out.NParams*4, sum, "all F32")
+
+	var text strings.Builder
+	require.NoError(t, rep.writeText(&text))
+	assert.Contains(t, text.String(), "blk.4.ffn_norm.weight")
+	assert.Contains(t, text.String(), "parameters:   292800")
+}
+
+func TestInspectErrors(t *testing.T) {
+	assert.Error(t, runInspect(nil))
+	assert.Error(t, runInspect([]string{"a.gguf", "b.gguf"}))
+	assert.Error(t, runInspect([]string{"--bogus", "a.gguf"}))
+	err := runInspect([]string{"does-not-exist.gguf"})
+	assert.ErrorContains(t, err, "does-not-exist.gguf")
+}
