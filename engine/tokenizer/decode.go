@@ -45,8 +45,8 @@ func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
 			for i := 0; i < len(text); {
 				r, n := decodeCpt(text, i)
 				i += n
-				if b, ok := byteLevelInv[r]; ok {
-					dst = append(dst, b)
+				if r >= 0 && int(r) < len(byteLevelInv) && byteLevelInv[r] != 0 {
+					dst = append(dst, byte(byteLevelInv[r]-1))
 					continue
 				}
 				// A character outside the byte-level alphabet: llama.cpp

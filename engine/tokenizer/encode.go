@@ -256,8 +256,8 @@ func (t *Tokenizer) encodeSPM(dst []int32, text []byte, sc *scratch) []int32 {
 		}
 		s := syms[l].start
 		e := syms[r].start + syms[r].n
-		id, ok := t.ids[string(text[s:e])]
-		if !ok {
+		id := t.ids.getBytes(text[s:e])
+		if id < 0 {
 			return
 		}
 		h = push(h, bigram{key: -float64(t.scores[id]), left: l, right: r, size: e - s, id: id})
@@ -284,7 +284,7 @@ func (t *Tokenizer) encodeSPM(dst []int32, text []byte, sc *scratch) []int32 {
 	for i := int32(0); i != -1; i = syms[i].next {
 		s := &syms[i]
 		piece := text[s.start : s.start+s.n]
-		if id, ok := t.ids[string(piece)]; ok {
+		if id := t.ids.getBytes(piece); id >= 0 {
 			dst = append(dst, id)
 			continue
 		}
@@ -331,7 +331,7 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 			enc = appendUTF8(enc, byteLevel[c])
 		}
 		sc.buf = enc
-		if id, ok := t.ids[string(enc)]; ok {
+		if id := t.ids.getBytes(enc); id >= 0 {
 			return append(dst, id)
 		}
 	}
@@ -355,7 +355,7 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 		if li < 0 || ri < 0 {
 			return
 		}
-		m, ok := t.merges[uint64(uint32(li))<<32|uint64(uint32(ri))]
+		m, ok := t.merges.get(pairKey(li, ri))
 		if !ok {
 			return
 		}

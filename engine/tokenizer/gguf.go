@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -98,7 +99,11 @@ func optString(f *gguf.File, key string) (string, error) {
 	return strings.Clone(s), nil
 }
 
-// stringArray copies a string array into one allocation and slices it.
+// stringArray copies a string array into one allocation and slices it. It
+// parses the array's encoding itself (u32 element type, u64 count, then per
+// string a u64 length and the bytes): a vocabulary has 10^5 strings, and
+// going through the file's per-element accessors costs more than the rest of
+// the tokenizer's construction.
 func stringArray(f *gguf.File, key string, required bool) ([]string, error) {
 	val, ok := f.Lookup(key)
 	if !ok {
@@ -107,30 +112,43 @@ func stringArray(f *gguf.File, key string, required bool) ([]string, error) {
 		}
 		return nil, nil
 	}
-	a, err := val.Array()
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	if val.Type() != gguf.ValueArray {
+		return nil, fmt.Errorf("%w: key %s is a %s, not an array", ErrBadVocab, key, val.Type())
 	}
-	if a.ElemType() != gguf.ValueString {
-		return nil, fmt.Errorf("%w: key %s holds %s, not strings", ErrBadVocab, key, a.ElemType())
+	raw := val.Raw()
+	if len(raw) < 12 {
+		return nil, fmt.Errorf("%w: key %s: array header truncated", ErrBadVocab, key)
 	}
-	n := a.Len()
+	if et := gguf.ValueType(binary.LittleEndian.Uint32(raw)); et != gguf.ValueString {
+		return nil, fmt.Errorf("%w: key %s holds %s, not strings", ErrBadVocab, key, et)
+	}
+	n := binary.LittleEndian.Uint64(raw[4:])
+	body := raw[12:]
+	if n > uint64(len(body))/8 {
+		return nil, fmt.Errorf("%w: key %s: %d strings cannot fit in %d bytes", ErrBadVocab, key, n, len(body))
+	}
 	ends := make([]int, n)
 	total := 0
-	for i := 0; i < n; i++ {
-		b, err := a.StringBytes(i)
-		if err != nil {
-			return nil, fmt.Errorf("tokenizer: key %s[%d]: %w", key, i, err)
+	for i := range ends {
+		if len(body) < 8 {
+			return nil, fmt.Errorf("%w: key %s[%d]: truncated", ErrBadVocab, key, i)
 		}
-		total += len(b)
+		l := binary.LittleEndian.Uint64(body)
+		if l > uint64(len(body)-8) {
+			return nil, fmt.Errorf("%w: key %s[%d]: length %d past the end", ErrBadVocab, key, i, l)
+		}
+		total += int(l)
 		ends[i] = total
+		body = body[8+l:]
 	}
 	buf := make([]byte, 0, total)
-	for i := 0; i < n; i++ {
-		b, _ := a.StringBytes(i)
-		buf = append(buf, b...)
+	body = raw[12:]
+	for range ends {
+		l := binary.LittleEndian.Uint64(body)
+		buf = append(buf, body[8:8+l]...)
+		body = body[8+l:]
 	}
-	all := string(buf)
+	all := unsafe.String(unsafe.SliceData(buf), len(buf))
 	out := make([]string, n)
 	prev := 0
 	for i, e := range ends {

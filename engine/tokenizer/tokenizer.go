@@ -93,10 +93,10 @@ type Tokenizer struct {
 	text   []string // raw token text, by id
 	scores []float32
 	attrs  []uint16
-	ids    map[string]int32
+	ids    *idTable
 
 	// BPE: merges by (left id, right id) -> rank<<32 | result id.
-	merges map[uint64]uint64
+	merges *pairTable
 	// byteTok[b] is the id of the single-byte piece for byte b: for BPE the
 	// byte-level character of b, for SPM the <0xXX> token (or the raw byte).
 	byteTok [256]int32
@@ -279,13 +279,11 @@ func (t *Tokenizer) buildTokens(v *Vocab) {
 	if v.Scores != nil {
 		copy(t.scores, v.Scores)
 	}
-	t.ids = make(map[string]int32, n)
 	for i, s := range v.Tokens {
 		if s == "" {
 			s = fmt.Sprintf("[EMPTY_%d]", i)
 		}
 		t.text[i] = s
-		t.ids[s] = int32(i)
 		if len(s) > t.maxTokenLen {
 			t.maxTokenLen = len(s)
 		}
@@ -310,6 +308,7 @@ func (t *Tokenizer) buildTokens(v *Vocab) {
 		}
 		t.attrs[i] = a
 	}
+	t.ids = newIDTable(t.text)
 }
 
 // buildMerges indexes the merge list by the ids of its two sides. Every
@@ -318,8 +317,15 @@ func (t *Tokenizer) buildTokens(v *Vocab) {
 // skipped. Entries without a separating space rank but match nothing, as in
 // llama.cpp.
 func (t *Tokenizer) buildMerges(merges []string) error {
-	t.merges = make(map[uint64]uint64, len(merges))
+	n := 0
+	for _, m := range merges {
+		if m != "" {
+			n++
+		}
+	}
+	t.merges = newPairTable(n)
 	var buf []byte
+	guess := int32(-2)
 	for rank, m := range merges {
 		if len(m) < 2 {
 			continue
@@ -329,22 +335,27 @@ func (t *Tokenizer) buildMerges(merges []string) error {
 			continue
 		}
 		p++
-		l, ok1 := t.ids[m[:p]]
-		r, ok2 := t.ids[m[p+1:]]
-		if !ok1 || !ok2 {
+		l, r := t.ids.get(m[:p]), t.ids.get(m[p+1:])
+		if l < 0 || r < 0 {
 			continue
 		}
-		buf = append(append(buf[:0], m[:p]...), m[p+1:]...)
-		res, ok := t.ids[string(buf)]
-		if !ok {
-			res = -1
+		// Vocabularies usually list merge results in merge order: try the
+		// token after the previous result before hashing.
+		var res int32
+		if g := guess + 1; g >= 0 && int(g) < len(t.text) && isConcat(t.text[g], m[:p], m[p+1:]) {
+			res = g
+		} else {
+			buf = append(append(buf[:0], m[:p]...), m[p+1:]...)
+			res = t.ids.getBytes(buf)
 		}
-		key := uint64(uint32(l))<<32 | uint64(uint32(r))
-		if _, dup := t.merges[key]; !dup {
-			t.merges[key] = uint64(rank)<<32 | uint64(uint32(res))
-		}
+		guess = res
+		t.merges.add(pairKey(l, r), uint64(rank)<<32|uint64(uint32(res)))
 	}
 	return nil
+}
+
+func isConcat(s, a, b string) bool {
+	return len(s) == len(a)+len(b) && s[:len(a)] == a && s[len(a):] == b
 }
 
 // specialKeys lists the special-token keys llama.cpp reads, in its order.
@@ -458,10 +469,7 @@ func (t *Tokenizer) findEOG() {
 }
 
 func (t *Tokenizer) lookup(s string) int32 {
-	if id, ok := t.ids[s]; ok {
-		return id
-	}
-	return -1
+	return t.ids.get(s)
 }
 
 // Kind returns the tokenization algorithm.

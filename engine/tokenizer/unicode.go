@@ -137,12 +137,12 @@ func utf8Len(c byte) int {
 // take code points from U+0100 up, in byte order.
 var byteLevel [256]rune
 
-// byteLevelInv maps those characters back to bytes; -1 for other code points.
-var byteLevelInv map[rune]byte
+// byteLevelInv maps those characters back to bytes, +1 (0 for other code
+// points); they all lie below U+0144.
+var byteLevelInv [0x144]uint16
 
 func init() {
 	n := rune(0)
-	byteLevelInv = make(map[rune]byte, 256)
 	for b := 0; b < 256; b++ {
 		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
 			byteLevel[b] = rune(b)
@@ -150,7 +150,7 @@ func init() {
 			byteLevel[b] = 256 + n
 			n++
 		}
-		byteLevelInv[byteLevel[b]] = byte(b)
+		byteLevelInv[byteLevel[b]] = uint16(b) + 1
 	}
 }
 

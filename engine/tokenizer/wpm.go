@@ -45,7 +45,7 @@ func (t *Tokenizer) wpmWord(dst []int32, w []byte) []int32 {
 	for i := 0; i < n; i++ {
 		matched := false
 		for j := min(n, i+t.maxTokenLen+1); j > i; j-- {
-			if id, ok := t.ids[string(w[i:j])]; ok {
+			if id := t.ids.getBytes(w[i:j]); id >= 0 {
 				dst = append(dst, id)
 				matched = true
 				i = j - 1
