@@ -1,0 +1,307 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/moonlm/moonlm/engine/pool"
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+// Per-token stages of the forward pass, run by runStage over the batch.
+const (
+	stEmbed    = iota // embedding, RoPE angles, first layer's attention norm
+	stQKV             // biases, Q/K norms, RoPE, KV cache store
+	stAttnOut         // quantize the attention output for the O projection
+	stResidAtt        // post-attention norm, residual, FFN norm
+	stFFNAct          // gate activation times up
+	stResidFFN        // post-FFN norm, residual, next layer's attention norm
+	stFinal           // output norm
+)
+
+// forward runs one chunk of tokens at positions s.pos.. through the model.
+// out, when not nil, receives the logits: of every token if all, else of
+// the last one.
+func (s *Session) forward(tokens []int32, out []float32, all bool) error {
+	m := s.m
+	s.batch = tokens
+	s.nTok = len(tokens)
+	s.p0 = s.pos
+	s.il = 0
+	s.stageRun(stEmbed)
+	for il := range m.layers {
+		if s.cancel.Load() {
+			return fmt.Errorf("layer %d: %w", il, ErrCancelled)
+		}
+		L := &m.layers[il]
+		s.il = il
+		// xn (normed, quantized) -> q, k, v
+		s.setJobs(mmJob{&L.wq, s.act(L.wq.Type), s.q}, mmJob{&L.wk, s.act(L.wk.Type), s.k}, mmJob{&L.wv, s.act(L.wv.Type), s.v})
+		if err := s.pool.Run(s.fnMat); err != nil {
+			return err
+		}
+		s.stageRun(stQKV)
+		if err := s.pool.Run(s.fnAttn); err != nil {
+			return err
+		}
+		s.stageRun(stAttnOut)
+		s.setJobs(mmJob{&L.wo, s.act(L.wo.Type), s.o})
+		if err := s.pool.Run(s.fnMat); err != nil {
+			return err
+		}
+		s.stageRun(stResidAtt)
+		s.setJobs(mmJob{&L.gate, s.act(L.gate.Type), s.g}, mmJob{&L.up, s.act(L.up.Type), s.u})
+		if err := s.pool.Run(s.fnMat); err != nil {
+			return err
+		}
+		s.stageRun(stFFNAct)
+		s.setJobs(mmJob{&L.down, s.act(L.down.Type), s.o})
+		if err := s.pool.Run(s.fnMat); err != nil {
+			return err
+		}
+		s.stageRun(stResidFFN)
+	}
+	if out == nil {
+		return nil
+	}
+	if s.cancel.Load() {
+		return fmt.Errorf("output: %w", ErrCancelled)
+	}
+	s.allOut = all
+	s.stageRun(stFinal)
+	outAct := s.act(m.output.Type)
+	if all {
+		s.setJobs(mmJob{&m.output, outAct, out})
+	} else {
+		// The final stage quantized the last token into row 0.
+		s.setJobs(mmJob{&m.output, outAct, out})
+		s.nTok = 1
+	}
+	return s.pool.Run(s.fnMat)
+}
+
+func (s *Session) act(t gguf.Type) []byte { return s.acts[kernels.VecDotType(t)] }
+
+func (s *Session) setJobs(jobs ...mmJob) {
+	s.nJobs = copy(s.jobs[:], jobs)
+}
+
+// stageRun runs a per-token stage: inline for one token (dispatching would
+// cost more than the work), else split over the pool by tokens.
+func (s *Session) stageRun(stage int) {
+	s.stage = stage
+	if s.nTok == 1 || (stage == stFinal && !s.allOut) {
+		s.stageToken(0, 0)
+		return
+	}
+	if err := s.pool.Run(s.fnStage); err != nil {
+		panic(err) // re-raised so eval's recover classifies it
+	}
+}
+
+// runStage is the pool task of stageRun.
+func (s *Session) runStage(i, n int) {
+	lo, hi := pool.Split(s.nTok, i, n, 1)
+	for t := lo; t < hi; t++ {
+		s.stageToken(t, i)
+	}
+}
+
+// runMatrices is the pool task computing the current jobs: each thread
+// takes its share of every matrix's rows.
+func (s *Session) runMatrices(i, n int) {
+	for j := 0; j < s.nJobs; j++ {
+		job := &s.jobs[j]
+		lo, hi := pool.Split(job.m.Rows, i, n, 16)
+		if lo >= hi {
+			continue
+		}
+		if s.nTok == 1 {
+			kernels.MatVec(job.m, job.xq, job.y, lo, hi)
+		} else {
+			kernels.MatMul(job.m, job.xq, s.nTok, job.y, lo, hi)
+		}
+	}
+}
+
+// quantize converts row t of src (n values) into every activation type the
+// given weight types need.
+func (s *Session) quantize(src []float32, t, n int, types ...gguf.Type) {
+	for k, wt := range types {
+		vt := kernels.VecDotType(wt)
+		dup := false
+		for _, prev := range types[:k] {
+			if kernels.VecDotType(prev) == vt {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		rb := kernels.ActivationBytes(wt, n)
+		kernels.QuantizeRow(vt, src[t*n:(t+1)*n], s.acts[vt][t*rb:(t+1)*rb])
+	}
+}
+
+// stageToken runs the current stage for token t of the batch.
+func (s *Session) stageToken(t, worker int) {
+	c := s.c
+	m := s.m
+	dim := c.dim
+	qDim, kvDim := c.nHead*c.headDim, c.nKV*c.headDim
+	L := &m.layers[s.il]
+	x := s.x[t*dim : (t+1)*dim]
+	xn := s.xn[t*dim : (t+1)*dim]
+	switch s.stage {
+	case stEmbed:
+		id := s.batch[t]
+		kernels.DequantizeRow(m.embd.Type, m.embd.Row(int(id)), x)
+		if c.embScale != 1 {
+			kernels.Scale(x, c.embScale)
+		}
+		pos := s.p0 + t
+		kernels.RoPECache(kernels.RoPEParams{NDims: c.nRot, FreqBase: c.ropeBase, FreqScale: c.ropeScale, FreqFactors: m.ropeFreqs},
+			pos, s.rope[t*c.nRot:(t+1)*c.nRot])
+		if s.ropeSWA != nil {
+			kernels.RoPECache(kernels.RoPEParams{NDims: c.nRot, FreqBase: c.ropeSWA, FreqScale: 1},
+				pos, s.ropeSWA[t*c.nRot:(t+1)*c.nRot])
+		}
+		kernels.RMSNorm(xn, x, L.attnNorm, c.eps)
+		s.quantize(s.xn, t, dim, L.wq.Type, L.wk.Type, L.wv.Type)
+	case stQKV:
+		q := s.q[t*qDim : (t+1)*qDim]
+		k := s.k[t*kvDim : (t+1)*kvDim]
+		v := s.v[t*kvDim : (t+1)*kvDim]
+		if L.bq != nil {
+			kernels.Add(q, q, L.bq)
+			kernels.Add(k, k, L.bk)
+			kernels.Add(v, v, L.bv)
+		}
+		if L.qNorm != nil {
+			hd := c.headDim
+			for h := 0; h < c.nHead; h++ {
+				kernels.RMSNorm(q[h*hd:(h+1)*hd], q[h*hd:(h+1)*hd], L.qNorm, c.eps)
+			}
+			for h := 0; h < c.nKV; h++ {
+				kernels.RMSNorm(k[h*hd:(h+1)*hd], k[h*hd:(h+1)*hd], L.kNorm, c.eps)
+			}
+		}
+		rc := s.rope[t*c.nRot : (t+1)*c.nRot]
+		if L.sliding {
+			rc = s.ropeSWA[t*c.nRot : (t+1)*c.nRot]
+		}
+		kernels.RoPEApply(q, c.headDim, c.nHead, rc, c.neox)
+		kernels.RoPEApply(k, c.headDim, c.nKV, rc, c.neox)
+		if c.qScale != 1 {
+			kernels.Scale(q, c.qScale)
+		}
+		pos := s.p0 + t
+		kc := s.cache
+		if kc.f32 {
+			copy(kc.k32[s.il][pos*kvDim:(pos+1)*kvDim], k)
+			copy(kc.v32[s.il][pos*kvDim:(pos+1)*kvDim], v)
+		} else {
+			kernels.F16Encode(kc.k16[s.il][pos*kvDim:(pos+1)*kvDim], k)
+			kernels.F16Encode(kc.v16[s.il][pos*kvDim:(pos+1)*kvDim], v)
+		}
+	case stAttnOut:
+		s.quantize(s.att, t, qDim, L.wo.Type)
+	case stResidAtt:
+		o := s.o[t*dim : (t+1)*dim]
+		if L.postAttnNorm != nil {
+			kernels.RMSNorm(o, o, L.postAttnNorm, c.eps)
+		}
+		kernels.Add(x, x, o)
+		kernels.RMSNorm(xn, x, L.ffnNorm, c.eps)
+		s.quantize(s.xn, t, dim, L.gate.Type, L.up.Type)
+	case stFFNAct:
+		g := s.g[t*c.ff : (t+1)*c.ff]
+		u := s.u[t*c.ff : (t+1)*c.ff]
+		if c.act == actGELU {
+			kernels.GELU(g, g)
+			kernels.Mul(g, g, u)
+		} else {
+			kernels.SwiGLU(g, g, u)
+		}
+		s.quantize(s.g, t, c.ff, L.down.Type)
+	case stResidFFN:
+		o := s.o[t*dim : (t+1)*dim]
+		if L.postFFNNorm != nil {
+			kernels.RMSNorm(o, o, L.postFFNNorm, c.eps)
+		}
+		kernels.Add(x, x, o)
+		if s.il+1 < len(m.layers) {
+			N := &m.layers[s.il+1]
+			kernels.RMSNorm(xn, x, N.attnNorm, c.eps)
+			s.quantize(s.xn, t, dim, N.wq.Type, N.wk.Type, N.wv.Type)
+		}
+	case stFinal:
+		if !s.allOut {
+			// Only the last token's logits: norm it into row 0.
+			last := s.nTok - 1
+			x = s.x[last*dim : (last+1)*dim]
+			xn = s.xn[:dim]
+			kernels.RMSNorm(xn, x, m.outputNorm, c.eps)
+			s.quantize(s.xn, 0, dim, m.output.Type)
+			return
+		}
+		kernels.RMSNorm(xn, x, m.outputNorm, c.eps)
+		s.quantize(s.xn, t, dim, m.output.Type)
+	}
+}
+
+// runAttention is the pool task of causal attention: thread i takes its
+// share of the (token, head) pairs.
+func (s *Session) runAttention(i, n int) {
+	c := s.c
+	lo, hi := pool.Split(s.nTok*c.nHead, i, n, 1)
+	for w := lo; w < hi; w++ {
+		s.attendHead(w/c.nHead, w%c.nHead, i)
+	}
+}
+
+// attendHead computes head h of token t's attention output over the cache.
+// With an f16 cache it rounds q and the softmax weights to f16 for the two
+// products, as ggml does, so results track llama.cpp's.
+func (s *Session) attendHead(t, h, worker int) {
+	c := s.c
+	hd := c.headDim
+	qDim, kvDim := c.nHead*hd, c.nKV*hd
+	g := h / (c.nHead / c.nKV)
+	pos := s.p0 + t
+	first := 0
+	if s.m.layers[s.il].sliding {
+		first = max(0, pos-c.swaWindow+1)
+	}
+	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
+	sc := s.scores[worker][:pos-first+1]
+	kc := s.cache
+	clear(out)
+	if kc.f32 {
+		K, V := kc.k32[s.il], kc.v32[s.il]
+		for j := first; j <= pos; j++ {
+			sc[j-first] = kernels.Dot(q, K[j*kvDim+g*hd:j*kvDim+(g+1)*hd]) * c.kqScale
+		}
+		kernels.Softmax(sc)
+		for j := first; j <= pos; j++ {
+			kernels.Axpy(out, sc[j-first], V[j*kvDim+g*hd:j*kvDim+(g+1)*hd])
+		}
+		return
+	}
+	q16 := s.q16[worker]
+	kernels.F16Encode(q16, q)
+	K, V := kc.k16[s.il], kc.v16[s.il]
+	for j := first; j <= pos; j++ {
+		sc[j-first] = kernels.DotF16(q16, K[j*kvDim+g*hd:j*kvDim+(g+1)*hd]) * c.kqScale
+	}
+	kernels.Softmax(sc)
+	for j := first; j <= pos; j++ {
+		w := kernels.F16ToF32(kernels.F32ToF16(sc[j-first]))
+		if w == 0 {
+			continue
+		}
+		kernels.AxpyF16(out, w, V[j*kvDim+g*hd:j*kvDim+(g+1)*hd])
+	}
+}

@@ -1,0 +1,378 @@
+// Package engine runs GGUF language models on the CPU: it loads a model's
+// weights in place from the file mapping, and runs sessions (a KV cache plus
+// scratch buffers) that prefill prompts and decode tokens.
+//
+// A Model is safe for concurrent use; each Session is used by one goroutine
+// at a time (a concurrent call gets ErrBusy). Sessions of one model share its
+// worker pool, whose operations are serialized, so concurrent sessions
+// interleave at the granularity of one matrix product.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/engine/pool"
+	"github.com/moonlm/moonlm/engine/tokenizer"
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+// ModelParams configure Open.
+type ModelParams struct {
+	// Threads is the size of the model's worker pool; 0 means all cores.
+	Threads int
+}
+
+// Info describes a model. Token ids are -1 where the model has none.
+type Info struct {
+	Arch          string // general.architecture
+	Name          string // general.name
+	VocabSize     int    // logits per position
+	ContextLength int    // training context
+	EmbeddingSize int
+	Layers        int
+	Heads         int
+	KVHeads       int
+	HeadDim       int
+	FFNSize       int
+	ChatTemplate  string // tokenizer.chat_template, "" if absent
+	BOS, EOS, EOT int32
+	AddBOS        bool // whether Tokenize with addSpecial prepends BOS
+	Threads       int  // worker pool size
+}
+
+// layer holds one transformer block's weights. Matrices alias the mapping;
+// the small vectors (norms, biases) are copied to float32.
+type layer struct {
+	attnNorm, ffnNorm         []float32
+	qNorm, kNorm              []float32 // qwen3, gemma3
+	postAttnNorm, postFFNNorm []float32 // gemma3
+	bq, bk, bv                []float32 // qwen2
+	wq, wk, wv, wo            kernels.Matrix
+	gate, up, down            kernels.Matrix
+	sliding                   bool
+}
+
+// Model is a loaded model. Its weights are views into the file mapping.
+type Model struct {
+	f          *gguf.File
+	ownsFile   bool
+	cfg        config
+	tok        *tokenizer.Tokenizer
+	embd       kernels.Matrix // token_embd: vocab rows of dim
+	output     kernels.Matrix // output head (token_embd when tied)
+	outputNorm []float32
+	ropeFreqs  []float32 // llama3 per-pair frequency divisors, or nil
+	layers     []layer
+	pool       *pool.Pool
+	info       Info
+	template   string
+
+	mu       sync.Mutex
+	sessions int
+	closed   bool
+}
+
+// Open maps the GGUF file at path and loads the model from it. An
+// unsupported architecture or a missing required tensor is an error naming
+// it.
+func Open(path string, p ModelParams) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open %s: %w", path, classifyGGUF(err))
+	}
+	m, err := OpenFile(f, p)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("engine: open %s: %w", path, err)
+	}
+	m.ownsFile = true
+	return m, nil
+}
+
+// classifyGGUF maps a gguf error onto the engine's sentinels, keeping it.
+func classifyGGUF(err error) error {
+	switch {
+	case errors.Is(err, gguf.ErrFormat):
+		return fmt.Errorf("%w: %w", ErrBadFile, err)
+	case errors.Is(err, gguf.ErrUnsupported):
+		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("%w: %w", ErrIO, err)
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%w: %w", ErrIO, err)
+	}
+	return fmt.Errorf("%w: %w", ErrBadFile, err)
+}
+
+// OpenFile loads a model from an open GGUF file. The file must stay open
+// while the model is in use; Model.Close does not close it.
+func OpenFile(f *gguf.File, p ModelParams) (m *Model, err error) {
+	if p.Threads < 0 {
+		return nil, fmt.Errorf("%w: %d threads", ErrInvalidArgument, p.Threads)
+	}
+	// Reading norms and metadata touches the mapping: a truncated file must
+	// be an error, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError("loading model", r)
+		}
+	}()
+	cfg, err := readConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	m = &Model{f: f, cfg: cfg}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		if errors.Is(err, tokenizer.ErrUnsupported) {
+			return nil, fmt.Errorf("%w: tokenizer: %w", ErrUnsupported, err)
+		}
+		return nil, fmt.Errorf("%w: tokenizer: %w", ErrBadFile, err)
+	}
+	m.tok = tok
+	if err := m.loadTensors(); err != nil {
+		return nil, err
+	}
+	if v, ok := f.Lookup("tokenizer.chat_template"); ok {
+		m.template, _ = v.String()
+	}
+	m.pool = pool.New(p.Threads)
+	m.info = Info{
+		Arch: cfg.arch, Name: cfg.name, VocabSize: m.output.Rows,
+		ContextLength: cfg.nCtxTrain, EmbeddingSize: cfg.dim, Layers: cfg.nLayer,
+		Heads: cfg.nHead, KVHeads: cfg.nKV, HeadDim: cfg.headDim, FFNSize: cfg.ff,
+		ChatTemplate: m.template,
+		BOS:          tok.BOS(), EOS: tok.EOS(), EOT: tok.EOT(), AddBOS: tok.AddBOS(),
+		Threads: m.pool.Threads(),
+	}
+	return m, nil
+}
+
+// tensorLoader fetches and checks tensors by name.
+type tensorLoader struct{ f *gguf.File }
+
+func (l tensorLoader) get(name string, required bool) (*gguf.Tensor, error) {
+	t, ok := l.f.Tensor(name)
+	if !ok {
+		if required {
+			return nil, fmt.Errorf("%w: missing tensor %s", ErrBadFile, name)
+		}
+		return nil, nil
+	}
+	return t, nil
+}
+
+// matrix returns tensor name as a rows x cols weight matrix.
+func (l tensorLoader) matrix(name string, cols, rows int) (kernels.Matrix, error) {
+	t, err := l.get(name, true)
+	if err != nil {
+		return kernels.Matrix{}, err
+	}
+	return asMatrix(t, cols, rows)
+}
+
+func asMatrix(t *gguf.Tensor, cols, rows int) (kernels.Matrix, error) {
+	if len(t.Shape) != 2 || t.Shape[0] != int64(cols) || (rows >= 0 && t.Shape[1] != int64(rows)) {
+		return kernels.Matrix{}, fmt.Errorf("%w: tensor %s has shape %v, want [%d %d]", ErrBadFile, t.Name, t.Shape, cols, rows)
+	}
+	if !kernels.Supported(t.Type) {
+		return kernels.Matrix{}, fmt.Errorf("%w: tensor %s has type %s", ErrUnsupported, t.Name, t.Type)
+	}
+	if cols%t.Type.BlockSize() != 0 {
+		return kernels.Matrix{}, fmt.Errorf("%w: tensor %s: row of %d is not a whole number of %s blocks", ErrBadFile, t.Name, cols, t.Type)
+	}
+	m := kernels.Matrix{Type: t.Type, Rows: int(t.Shape[1]), Cols: cols, Data: t.Data}
+	if want := m.RowBytes() * m.Rows; len(t.Data) < want {
+		return kernels.Matrix{}, fmt.Errorf("%w: tensor %s has %d bytes, want %d", ErrBadFile, t.Name, len(t.Data), want)
+	}
+	return m, nil
+}
+
+// vector returns tensor name (n values) converted to float32.
+func (l tensorLoader) vector(name string, n int, required bool) ([]float32, error) {
+	t, err := l.get(name, required)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	if t.NumElements() != int64(n) || (len(t.Shape) > 1 && t.Shape[0] != int64(n)) {
+		return nil, fmt.Errorf("%w: tensor %s has shape %v, want [%d]", ErrBadFile, t.Name, t.Shape, n)
+	}
+	if !kernels.Supported(t.Type) || n%t.Type.BlockSize() != 0 {
+		return nil, fmt.Errorf("%w: tensor %s has type %s", ErrUnsupported, t.Name, t.Type)
+	}
+	rb, err := t.Type.RowBytes(int64(n))
+	if err != nil || int64(len(t.Data)) < rb {
+		return nil, fmt.Errorf("%w: tensor %s is truncated", ErrBadFile, t.Name)
+	}
+	out := make([]float32, n)
+	kernels.DequantizeRow(t.Type, t.Data[:rb], out)
+	return out, nil
+}
+
+func (m *Model) loadTensors() error {
+	c := &m.cfg
+	l := tensorLoader{m.f}
+	var err error
+	te, err := l.get("token_embd.weight", true)
+	if err != nil {
+		return err
+	}
+	if m.embd, err = asMatrix(te, c.dim, -1); err != nil {
+		return err
+	}
+	if m.embd.Rows < m.tok.VocabSize() {
+		return fmt.Errorf("%w: token_embd.weight has %d rows for a vocabulary of %d", ErrBadFile, m.embd.Rows, m.tok.VocabSize())
+	}
+	if out, _ := l.get("output.weight", false); out != nil {
+		if m.output, err = asMatrix(out, c.dim, m.embd.Rows); err != nil {
+			return err
+		}
+	} else {
+		m.output = m.embd // tied head
+	}
+	if m.outputNorm, err = l.vector("output_norm.weight", c.dim, true); err != nil {
+		return err
+	}
+	if c.arch == "llama" {
+		if m.ropeFreqs, err = l.vector("rope_freqs.weight", c.nRot/2, false); err != nil {
+			return err
+		}
+	}
+	qDim, kvDim := c.nHead*c.headDim, c.nKV*c.headDim
+	m.layers = make([]layer, c.nLayer)
+	for i := range m.layers {
+		L := &m.layers[i]
+		p := "blk." + strconv.Itoa(i) + "."
+		L.sliding = c.sliding(i)
+		if L.attnNorm, err = l.vector(p+"attn_norm.weight", c.dim, true); err != nil {
+			return err
+		}
+		if L.ffnNorm, err = l.vector(p+"ffn_norm.weight", c.dim, true); err != nil {
+			return err
+		}
+		if L.wq, err = l.matrix(p+"attn_q.weight", c.dim, qDim); err != nil {
+			return err
+		}
+		if L.wk, err = l.matrix(p+"attn_k.weight", c.dim, kvDim); err != nil {
+			return err
+		}
+		if L.wv, err = l.matrix(p+"attn_v.weight", c.dim, kvDim); err != nil {
+			return err
+		}
+		if L.wo, err = l.matrix(p+"attn_output.weight", qDim, c.dim); err != nil {
+			return err
+		}
+		if L.gate, err = l.matrix(p+"ffn_gate.weight", c.dim, c.ff); err != nil {
+			return err
+		}
+		if L.up, err = l.matrix(p+"ffn_up.weight", c.dim, c.ff); err != nil {
+			return err
+		}
+		if L.down, err = l.matrix(p+"ffn_down.weight", c.ff, c.dim); err != nil {
+			return err
+		}
+		if c.qkvBias {
+			if L.bq, err = l.vector(p+"attn_q.bias", qDim, true); err != nil {
+				return err
+			}
+			if L.bk, err = l.vector(p+"attn_k.bias", kvDim, true); err != nil {
+				return err
+			}
+			if L.bv, err = l.vector(p+"attn_v.bias", kvDim, true); err != nil {
+				return err
+			}
+		}
+		if c.qkNorm {
+			if L.qNorm, err = l.vector(p+"attn_q_norm.weight", c.headDim, true); err != nil {
+				return err
+			}
+			if L.kNorm, err = l.vector(p+"attn_k_norm.weight", c.headDim, true); err != nil {
+				return err
+			}
+		}
+		if c.postNorms {
+			if L.postAttnNorm, err = l.vector(p+"post_attention_norm.weight", c.dim, true); err != nil {
+				return err
+			}
+			if L.postFFNNorm, err = l.vector(p+"post_ffw_norm.weight", c.dim, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Close releases the model's worker pool and, if Open mapped the file,
+// unmaps it. Sessions must be closed first; closing with live sessions is an
+// ErrBusy error and leaves the model open.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	if m.sessions > 0 {
+		return fmt.Errorf("engine: close model: %w: %d sessions still open", ErrBusy, m.sessions)
+	}
+	m.closed = true
+	m.pool.Close()
+	if m.ownsFile {
+		if err := m.f.Close(); err != nil {
+			return fmt.Errorf("engine: close model: %w: %w", ErrIO, err)
+		}
+	}
+	return nil
+}
+
+// Info describes the model.
+func (m *Model) Info() Info { return m.info }
+
+// Tokenizer is the model's tokenizer.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// Tokenize converts text to token ids. addSpecial adds BOS/EOS as the model
+// asks; parseSpecial lets special-token text (like "<|im_start|>") become
+// those tokens.
+func (m *Model) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {
+	ids, err := m.tok.Encode(text, addSpecial, parseSpecial)
+	if err != nil {
+		return nil, fmt.Errorf("engine: tokenize: %w: %w", ErrInvalidArgument, err)
+	}
+	return ids, nil
+}
+
+// Detokenize converts token ids to text.
+func (m *Model) Detokenize(ids []int32) string { return m.tok.Decode(ids) }
+
+// TokenPiece is the bytes token id stands for inside a text (special tokens
+// render as nothing).
+func (m *Model) TokenPiece(id int32) []byte { return m.tok.Piece(id) }
+
+// IsEOG reports whether id ends generation (EOS, EOT, <|im_end|> ...).
+func (m *Model) IsEOG(id int32) bool { return m.tok.IsEOG(id) }
+
+// ApplyChatTemplate renders msgs with the model's chat template (or the
+// built-in format of its family, or ChatML, when it has none or it cannot
+// be rendered); addAssistant appends the assistant turn's opening.
+func (m *Model) ApplyChatTemplate(msgs []chat.Message, addAssistant bool) (string, error) {
+	bos, eos := "", ""
+	if id := m.tok.BOS(); id >= 0 {
+		bos = m.tok.Token(id)
+	}
+	if id := m.tok.EOS(); id >= 0 {
+		eos = m.tok.Token(id)
+	}
+	s, _, err := chat.Apply(m.template, msgs, addAssistant, bos, eos)
+	if err != nil {
+		return "", fmt.Errorf("engine: chat template: %w: %w", ErrInvalidArgument, err)
+	}
+	return s, nil
+}

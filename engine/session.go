@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/moonlm/moonlm/engine/pool"
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+// SessionParams configure NewSession.
+type SessionParams struct {
+	// NCtx is the most positions the session holds; 0 means the model's
+	// training context.
+	NCtx int
+	// KVType is the KV cache element type: gguf.F16 (the default, as
+	// llama.cpp) or gguf.F32. Because gguf.F32 is the zero value, an F32
+	// cache is requested with KVF32 (or KVType F32 together with KVF32).
+	KVType gguf.Type
+	// KVF32 selects an F32 KV cache (no f16 rounding in attention).
+	KVF32 bool
+	// Threads is the number of threads; 0 uses the model's shared pool.
+	// Another count gives the session a pool of its own.
+	Threads int
+}
+
+// maxBatch is how many tokens one forward pass processes at once; longer
+// prompts are prefilled in chunks of this size.
+const maxBatch = 64
+
+// Session is one sequence's state: its KV cache, position and scratch
+// buffers. A Session must not be used by two goroutines at once: a call
+// that overlaps another returns ErrBusy.
+type Session struct {
+	m       *Model
+	c       *config
+	pool    *pool.Pool
+	ownPool bool
+	nCtx    int
+	cache   *kvCache
+	pos     int
+
+	busy    atomic.Bool
+	cancel  atomic.Bool
+	closed  atomic.Bool
+	workers int
+
+	// scratch, sized for maxBatch tokens
+	nb       int // batch capacity
+	x, xn, o []float32
+	q, k, v  []float32
+	att      []float32
+	g, u     []float32
+	acts     map[gguf.Type][]byte // activations in each vec-dot type used
+	actTypes []gguf.Type          // keys of acts, fixed order
+	rope     []float32            // nb x nRot cos/sin, global layers
+	ropeSWA  []float32            // nb x nRot cos/sin, sliding layers
+	scores   [][]float32          // per thread, cache capacity
+	q16      [][]uint16           // per thread, head dim
+	tokens   []int32              // Decode's one-token batch
+	batch    []int32              // the tokens of the current forward pass
+
+	// the current operation's parameters, read by the pool tasks
+	nTok    int // tokens in the batch
+	p0      int // position of the first
+	il      int // layer
+	stage   int
+	allOut  bool // final stage over all tokens (else the last only)
+	jobs    [3]mmJob
+	nJobs   int
+	fnMat   pool.Task
+	fnAttn  pool.Task
+	fnStage pool.Task
+}
+
+// mmJob is one matrix product of an operation.
+type mmJob struct {
+	m  *kernels.Matrix
+	xq []byte
+	y  []float32
+}
+
+// NewSession creates a session with an empty KV cache.
+func (m *Model) NewSession(p SessionParams) (*Session, error) {
+	c := &m.cfg
+	nCtx := p.NCtx
+	if nCtx == 0 {
+		nCtx = c.nCtxTrain
+	}
+	if nCtx < 0 || p.Threads < 0 {
+		return nil, fmt.Errorf("engine: new session: %w: context %d, threads %d", ErrInvalidArgument, p.NCtx, p.Threads)
+	}
+	f32 := p.KVF32
+	switch p.KVType {
+	case gguf.F16, gguf.F32:
+	default:
+		return nil, fmt.Errorf("engine: new session: %w: KV cache type %s (want f16 or f32)", ErrUnsupported, p.KVType)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("engine: new session: %w: model is closed", ErrInvalidArgument)
+	}
+	m.sessions++
+	m.mu.Unlock()
+
+	s := &Session{m: m, c: c, nCtx: nCtx, pool: m.pool}
+	if p.Threads != 0 && p.Threads != m.pool.Threads() {
+		s.pool, s.ownPool = pool.New(p.Threads), true
+	}
+	if err := s.alloc(f32); err != nil {
+		s.release()
+		return nil, fmt.Errorf("engine: new session: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Session) alloc(f32 bool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: session buffers: %v", ErrOutOfMemory, r)
+		}
+	}()
+	c := s.c
+	m := s.m
+	s.cache, err = newKVCache(c.nLayer, c.nKV*c.headDim, s.nCtx, f32)
+	if err != nil {
+		return err
+	}
+	nb := min(maxBatch, s.nCtx)
+	s.nb = nb
+	qDim, kvDim := c.nHead*c.headDim, c.nKV*c.headDim
+	s.x = make([]float32, nb*c.dim)
+	s.xn = make([]float32, nb*c.dim)
+	s.o = make([]float32, nb*c.dim)
+	s.q = make([]float32, nb*qDim)
+	s.k = make([]float32, nb*kvDim)
+	s.v = make([]float32, nb*kvDim)
+	s.att = make([]float32, nb*qDim)
+	s.g = make([]float32, nb*c.ff)
+	s.u = make([]float32, nb*c.ff)
+	s.rope = make([]float32, nb*c.nRot)
+	if c.swaWindow > 0 {
+		s.ropeSWA = make([]float32, nb*c.nRot)
+	}
+	s.tokens = make([]int32, nb)
+	// One activation buffer per vec-dot type, big enough for the widest input.
+	s.acts = map[gguf.Type][]byte{}
+	maxCols := max(c.dim, qDim, c.ff)
+	add := func(mt gguf.Type) {
+		t := kernels.VecDotType(mt)
+		if _, ok := s.acts[t]; !ok {
+			s.acts[t] = make([]byte, nb*kernels.ActivationBytes(mt, maxCols))
+			s.actTypes = append(s.actTypes, t)
+		}
+	}
+	add(m.output.Type)
+	for i := range m.layers {
+		L := &m.layers[i]
+		for _, mt := range []gguf.Type{L.wq.Type, L.wk.Type, L.wv.Type, L.wo.Type, L.gate.Type, L.up.Type, L.down.Type} {
+			add(mt)
+		}
+	}
+	s.workers = s.pool.Threads()
+	s.scores = make([][]float32, s.workers)
+	s.q16 = make([][]uint16, s.workers)
+	for i := range s.scores {
+		s.scores[i] = make([]float32, s.cache.cap)
+		s.q16[i] = make([]uint16, c.headDim)
+	}
+	s.fnMat = s.runMatrices
+	s.fnAttn = s.runAttention
+	s.fnStage = s.runStage
+	return nil
+}
+
+// NCtx is the session's context size in positions.
+func (s *Session) NCtx() int { return s.nCtx }
+
+// Pos is the number of positions in the KV cache (the next token's position).
+func (s *Session) Pos() int { return s.pos }
+
+// Model is the session's model.
+func (s *Session) Model() *Model { return s.m }
+
+// Cancel makes the running Prefill, Decode or Generate return ErrCancelled
+// at its next layer boundary. It is safe from any goroutine; a Cancel that
+// arrives while nothing runs has no effect on later calls.
+func (s *Session) Cancel() { s.cancel.Store(true) }
+
+// enter marks the session busy for one call.
+func (s *Session) enter(what string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("engine: %s: %w: session is closed", what, ErrInvalidArgument)
+	}
+	if !s.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("engine: %s: %w: another call is running on this session", what, ErrBusy)
+	}
+	s.cancel.Store(false)
+	return nil
+}
+
+func (s *Session) leave() { s.busy.Store(false) }
+
+// Close releases the session. A call running on another goroutine is
+// cancelled and waited for.
+func (s *Session) Close() {
+	if s.closed.Swap(true) {
+		return
+	}
+	for !s.busy.CompareAndSwap(false, true) {
+		s.cancel.Store(true)
+		runtime.Gosched()
+	}
+	s.release()
+}
+
+func (s *Session) release() {
+	if s.ownPool {
+		s.pool.Close()
+	}
+	s.cache = nil
+	s.m.mu.Lock()
+	s.m.sessions--
+	s.m.mu.Unlock()
+}
+
+// Rewind drops every position from nKeep on, so the next token is at
+// position nKeep (for example to regenerate, or to reuse a shared prefix).
+func (s *Session) Rewind(nKeep int) error {
+	if err := s.enter("rewind"); err != nil {
+		return err
+	}
+	defer s.leave()
+	if nKeep < 0 || nKeep > s.pos {
+		return fmt.Errorf("engine: rewind: %w: keep %d of %d positions", ErrInvalidArgument, nKeep, s.pos)
+	}
+	s.pos = nKeep
+	return nil
+}
+
+// Prefill evaluates tokens after the session's current position and writes
+// the last position's logits into logits (len >= the vocabulary size), or
+// skips computing them when logits is nil.
+func (s *Session) Prefill(tokens []int32, logits []float32) error {
+	if err := s.enter("prefill"); err != nil {
+		return err
+	}
+	defer s.leave()
+	if logits != nil && len(logits) < s.m.output.Rows {
+		return fmt.Errorf("engine: prefill: %w: logits buffer of %d for a vocabulary of %d", ErrInvalidArgument, len(logits), s.m.output.Rows)
+	}
+	return s.eval("prefill", tokens, logits, false)
+}
+
+// PrefillAll is Prefill writing the logits of every position: len(tokens)
+// rows of the vocabulary size, for perplexity and tests.
+func (s *Session) PrefillAll(tokens []int32, logits []float32) error {
+	if err := s.enter("prefill"); err != nil {
+		return err
+	}
+	defer s.leave()
+	if need := len(tokens) * s.m.output.Rows; len(logits) < need {
+		return fmt.Errorf("engine: prefill: %w: logits buffer of %d for %d tokens x %d", ErrInvalidArgument, len(logits), len(tokens), s.m.output.Rows)
+	}
+	return s.eval("prefill", tokens, logits, true)
+}
+
+// Decode evaluates one token and writes its logits (len >= the vocabulary
+// size). It allocates nothing.
+func (s *Session) Decode(token int32, logits []float32) error {
+	if err := s.enter("decode"); err != nil {
+		return err
+	}
+	defer s.leave()
+	if len(logits) < s.m.output.Rows {
+		return fmt.Errorf("engine: decode: %w: logits buffer of %d for a vocabulary of %d", ErrInvalidArgument, len(logits), s.m.output.Rows)
+	}
+	s.tokens[0] = token
+	return s.eval("decode", s.tokens[:1], logits, false)
+}
+
+// eval runs tokens through the model in chunks. On error the session's
+// position is unchanged.
+func (s *Session) eval(what string, tokens []int32, logits []float32, all bool) (err error) {
+	if len(tokens) == 0 {
+		return fmt.Errorf("engine: %s: %w: no tokens", what, ErrInvalidArgument)
+	}
+	vocab := int32(s.m.embd.Rows)
+	for i, t := range tokens {
+		if t < 0 || t >= vocab {
+			return fmt.Errorf("engine: %s: %w: token %d at %d is outside the vocabulary of %d", what, ErrInvalidArgument, t, i, vocab)
+		}
+	}
+	if s.pos+len(tokens) > s.nCtx {
+		return fmt.Errorf("engine: %s: %w: %d positions used + %d tokens > context %d", what, ErrContextFull, s.pos, len(tokens), s.nCtx)
+	}
+	if err := s.cache.ensure(s.pos+len(tokens), s.pos); err != nil {
+		return fmt.Errorf("engine: %s: %w", what, err)
+	}
+	if len(s.scores[0]) < s.cache.cap {
+		for i := range s.scores {
+			s.scores[i] = make([]float32, s.cache.cap)
+		}
+	}
+	start := s.pos
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = panicError("engine: "+what, r)
+		}
+		if err != nil {
+			s.pos = start
+		}
+	}()
+	vocabOut := s.m.output.Rows
+	for done := 0; done < len(tokens); {
+		n := min(s.nb, len(tokens)-done)
+		chunk := tokens[done : done+n]
+		var out []float32
+		switch {
+		case all:
+			out = logits[done*vocabOut : (done+n)*vocabOut]
+		case done+n == len(tokens):
+			out = logits
+		}
+		if err := s.forward(chunk, out, all); err != nil {
+			return fmt.Errorf("engine: %s at position %d: %w", what, s.pos, err)
+		}
+		s.pos += n
+		done += n
+	}
+	return nil
+}
