@@ -184,15 +184,17 @@ func (p *parser) errf(off int64, format string, args ...any) *FormatError {
 	return &FormatError{Off: off, Msg: fmt.Sprintf(format, args...)}
 }
 
-func (p *parser) need(n int64, what string) error {
+// need checks that n more bytes remain for what+suffix (two parts so that
+// callers need not concatenate on the happy path).
+func (p *parser) need(n int64, what, suffix string) error {
 	if n > p.remaining() {
-		return p.errf(p.off, "%s: need %d bytes, only %d left (file size %d)", what, n, p.remaining(), len(p.data))
+		return p.errf(p.off, "%s%s: need %d bytes, only %d left (file size %d)", what, suffix, n, p.remaining(), len(p.data))
 	}
 	return nil
 }
 
 func (p *parser) u32(what string) (uint32, error) {
-	if err := p.need(4, what); err != nil {
+	if err := p.need(4, what, ""); err != nil {
 		return 0, err
 	}
 	v := le.Uint32(p.data[p.off:])
@@ -201,7 +203,7 @@ func (p *parser) u32(what string) (uint32, error) {
 }
 
 func (p *parser) u64(what string) (uint64, error) {
-	if err := p.need(8, what); err != nil {
+	if err := p.need(8, what, ""); err != nil {
 		return 0, err
 	}
 	v := le.Uint64(p.data[p.off:])
@@ -213,10 +215,11 @@ func (p *parser) u64(what string) (uint64, error) {
 // and its length.
 func (p *parser) str(what string) (int64, int64, error) {
 	lenOff := p.off
-	n, err := p.u64(what + " length")
-	if err != nil {
+	if err := p.need(8, what, " length"); err != nil {
 		return 0, 0, err
 	}
+	n := le.Uint64(p.data[p.off:])
+	p.off += 8
 	if n > uint64(p.remaining()) {
 		return 0, 0, p.errf(lenOff, "%s length %d past end of file (%d bytes left)", what, n, p.remaining())
 	}
@@ -275,7 +278,7 @@ func (p *parser) skipValue(t ValueType, depth int) error {
 		}
 		return nil
 	case t.Valid():
-		if err := p.need(int64(t.Size()), t.String()+" value"); err != nil {
+		if err := p.need(int64(t.Size()), t.String(), " value"); err != nil {
 			return err
 		}
 		p.off += int64(t.Size())

@@ -133,3 +133,90 @@ func TestErrorClasses(t *testing.T) {
 	_, err = Parse([]byte("GGML\x03\x00\x00\x00"))
 	assert.ErrorIs(t, err, ErrFormat)
 }
+
+// TestOpenQwen3VocabAllocs holds opening a 150k-token vocabulary to a
+// handful of allocations (the budget is 100), and reading a token
+// to none.
+func TestOpenQwen3VocabAllocs(t *testing.T) {
+	path := shareddata.Path(t, "vocab/ggml-vocab-qwen3.gguf")
+	allocs := testing.AllocsPerRun(5, func() {
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	})
+	assert.Less(t, allocs, 100.0)
+
+	f, err := Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	v, _ := f.Lookup("tokenizer.ggml.tokens")
+	toks, err := v.Array()
+	require.NoError(t, err)
+	_, err = toks.StringBytes(0) // builds the index once
+	require.NoError(t, err)
+	i := 0
+	allocs = testing.AllocsPerRun(1000, func() {
+		if _, err := toks.StringBytes(i % toks.Len()); err != nil {
+			t.Fatal(err)
+		}
+		i += 97
+	})
+	assert.Zero(t, allocs)
+}
+
+// TestConcurrentArrayAccess reads one string array from many goroutines,
+// racing the lazy index build (run with -race).
+func TestConcurrentArrayAccess(t *testing.T) {
+	w := NewWriter()
+	strs := make([]string, 1000)
+	for i := range strs {
+		strs[i] = string(rune('a'+i%26)) + "x"
+	}
+	require.NoError(t, w.Set("s", strs))
+	f, err := Parse(writeFile(t, w))
+	require.NoError(t, err)
+	done := make(chan error)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			v, _ := f.Lookup("s")
+			a, err := v.Array()
+			if err == nil {
+				for i := g; i < a.Len() && err == nil; i += 3 {
+					var s string
+					if s, err = a.String(i); err == nil && s != strs[i] {
+						err = errors.New("wrong string " + s)
+					}
+				}
+			}
+			done <- err
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		assert.NoError(t, <-done)
+	}
+}
+
+// BenchmarkVocabStrings reads every token of the qwen3 vocabulary, as a
+// tokenizer loading it does.
+func BenchmarkVocabStrings(b *testing.B) {
+	f, err := Open(shareddata.Path(b, "vocab/ggml-vocab-qwen3.gguf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		v, _ := f.Lookup("tokenizer.ggml.tokens")
+		a, _ := v.Array()
+		n := 0
+		for i := 0; i < a.Len(); i++ {
+			s, err := a.StringBytes(i)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(s)
+		}
+	}
+}

@@ -346,17 +346,28 @@ func (a Array) Index(i int) (Value, error) {
 		p := a.off + int64(i)*sz
 		return Value{f: a.f, typ: a.elem, off: p, end: p + sz}, nil
 	}
-	if a.ix == nil {
-		return Value{}, fmt.Errorf("gguf: array at offset %d of %s: %w", a.off, a.elem, ErrFormat)
+	offs, err := a.offsets()
+	if err != nil {
+		return Value{}, err
 	}
-	a.ix.once.Do(func() { a.ix.offs, a.ix.err = a.buildIndex() })
-	if a.ix.err != nil {
-		return Value{}, a.ix.err
+	return Value{f: a.f, typ: a.elem, off: offs[i], end: offs[i+1]}, nil
+}
+
+// offsets returns the element offsets of a string or array array, building
+// them on first use.
+func (a Array) offsets() ([]int64, error) {
+	ix := a.ix
+	if ix == nil {
+		return nil, fmt.Errorf("gguf: array at offset %d of %s: %w", a.off, a.elem, ErrFormat)
 	}
-	if len(a.ix.offs) != a.n+1 {
-		return Value{}, &FormatError{Off: a.off, Msg: "arrays share an element offset"}
+	ix.once.Do(func() { ix.offs, ix.err = a.buildIndex() })
+	if ix.err != nil {
+		return nil, ix.err
 	}
-	return Value{f: a.f, typ: a.elem, off: a.ix.offs[i], end: a.ix.offs[i+1]}, nil
+	if len(ix.offs) != a.n+1 {
+		return nil, &FormatError{Off: a.off, Msg: "arrays share an element offset"}
+	}
+	return ix.offs, nil
 }
 
 // buildIndex walks the elements' lengths (already validated at open, but
@@ -387,11 +398,22 @@ func (a Array) StringBytes(i int) ([]byte, error) {
 	if a.elem != ValueString {
 		return nil, fmt.Errorf("gguf: array at offset %d has %s elements, not strings", a.off, a.elem)
 	}
-	v, err := a.Index(i)
+	if i < 0 || i >= a.n {
+		return nil, fmt.Errorf("gguf: array at offset %d: index %d out of range [0,%d)", a.off, i, a.n)
+	}
+	offs, err := a.offsets()
 	if err != nil {
 		return nil, err
 	}
-	return v.StringBytes()
+	d := a.f.bytes()
+	if d == nil {
+		return nil, ErrClosed
+	}
+	p, q := offs[i]+8, offs[i+1]
+	if p > q || q > int64(len(d)) {
+		return nil, &FormatError{Off: offs[i], Msg: "string out of bounds"}
+	}
+	return d[p:q:q], nil
 }
 
 // String returns string element i, checked to be valid UTF-8.
