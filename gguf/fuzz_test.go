@@ -173,6 +173,18 @@ func checkValue(t *testing.T, v Value) {
 	if err != nil {
 		t.Fatalf("Array(): %v", err)
 	}
+	if a.ElemType() == ValueString {
+		n := 0
+		if err := a.ForEachString(func(i int, b []byte) error {
+			if want, err := a.StringBytes(i); err != nil || !bytes.Equal(want, b) {
+				t.Fatalf("ForEachString %d: %q, StringBytes %q (%v)", i, b, want, err)
+			}
+			n++
+			return nil
+		}); err != nil || n != a.Len() {
+			t.Fatalf("ForEachString: %d of %d strings: %v", n, a.Len(), err)
+		}
+	}
 	for i := 0; i < a.Len(); i++ {
 		e, err := a.Index(i)
 		if err != nil {

@@ -220,3 +220,31 @@ func BenchmarkVocabStrings(b *testing.B) {
 		}
 	}
 }
+
+// TestForEachString checks the sequential walk against indexed access on a
+// real vocabulary.
+func TestForEachString(t *testing.T) {
+	f, err := Open(shareddata.Path(t, "vocab/ggml-vocab-llama-spm.gguf"))
+	require.NoError(t, err)
+	defer f.Close()
+	v, _ := f.Lookup("tokenizer.ggml.tokens")
+	a, err := v.Array()
+	require.NoError(t, err)
+	n := 0
+	require.NoError(t, a.ForEachString(func(i int, b []byte) error {
+		want, err := a.StringBytes(i)
+		if err != nil {
+			return err
+		}
+		require.Equal(t, string(want), string(b), "token %d", i)
+		n++
+		return nil
+	}))
+	assert.Equal(t, a.Len(), n)
+	stop := errors.New("stop")
+	assert.Equal(t, stop, a.ForEachString(func(i int, b []byte) error { return stop }))
+	s, _ := f.Lookup("tokenizer.ggml.scores")
+	sa, err := s.Array()
+	require.NoError(t, err)
+	assert.Error(t, sa.ForEachString(func(int, []byte) error { return nil }))
+}

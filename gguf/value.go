@@ -548,3 +548,37 @@ func decodeSlice[T any](a Array, dec func([]byte) T) ([]T, error) {
 	}
 	return out, nil
 }
+
+// ForEachString calls fn with each element of a string array in order: its
+// raw bytes (a view into the file, no UTF-8 check). It walks the encoding
+// once and builds no index, so it is the cheapest way to load a vocabulary.
+// It stops at the first error fn returns and returns it.
+func (a Array) ForEachString(fn func(i int, b []byte) error) error {
+	if a.elem != ValueString {
+		return fmt.Errorf("gguf: array at offset %d has %s elements, not strings", a.off, a.elem)
+	}
+	d := a.f.bytes()
+	if d == nil {
+		return ErrClosed
+	}
+	if a.end > int64(len(d)) {
+		return &FormatError{Off: a.off, Msg: "array past end of file"}
+	}
+	d = d[:a.end]
+	off := int(a.off)
+	for i := 0; i < a.n; i++ {
+		if off > len(d)-8 {
+			return &FormatError{Off: int64(off), Msg: fmt.Sprintf("string %d of %d truncated", i, a.n)}
+		}
+		l := le.Uint64(d[off : off+8])
+		if l > uint64(len(d)-off-8) {
+			return &FormatError{Off: int64(off), Msg: fmt.Sprintf("string %d of %d past end of array", i, a.n)}
+		}
+		s := off + 8
+		off = s + int(l)
+		if err := fn(i, d[s:off:off]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
