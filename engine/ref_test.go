@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -173,16 +174,7 @@ func caseWhere(ci int, prompt, what string, i int) string {
 	if len(prompt) > 24 {
 		prompt = prompt[:24] + "..."
 	}
-	return "case " + itoa(ci) + " " + strings.ReplaceAll(prompt, "\n", `\n`) + ": " + what + " " + itoa(i)
-}
-
-func itoa(i int) string {
-	return strings.TrimSpace(strings.Repeat(" ", 0) + jsonInt(i))
-}
-
-func jsonInt(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
+	return fmt.Sprintf("case %d %q: %s %d", ci, prompt, what, i)
 }
 
 func TestStories260KReferenceF16(t *testing.T) {
@@ -263,4 +255,3 @@ func TestStories260KGolden(t *testing.T) {
 	require.Greater(t, n, 200, "generated %q", text)
 	assert.Equal(t, want[:n], text[:n])
 }
-
