@@ -9,7 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -56,13 +56,9 @@ type pyTens struct {
 // pyTypeNames are gguf-py's GGUFValueType names, by our ValueType.
 var pyTypeNames = [...]string{"UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "BOOL", "STRING", "ARRAY", "UINT64", "INT64", "FLOAT64"}
 
-// TestAgainstPythonGGUF compares our reading of every .gguf file in the
-// shared test data with the independent gguf Python package's.
-func TestAgainstPythonGGUF(t *testing.T) {
-	root := shareddata.Root()
-	if root == "" {
-		t.Skip("shared test data not found: set MOONLM_TESTDATA or place it at ../shared/testdata")
-	}
+// pythonDumper returns the python3 interpreter, or skips the test when it
+// or the gguf package is missing.
+func pythonDumper(t *testing.T) string {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not found; install it and `pip install gguf==0.19.0` to run this cross-check")
@@ -70,17 +66,12 @@ func TestAgainstPythonGGUF(t *testing.T) {
 	if out, err := exec.Command(py, "-c", "import gguf, numpy").CombinedOutput(); err != nil {
 		t.Skipf("python gguf package missing (pip install -r bindings/python/requirements-test.txt): %v: %s", err, out)
 	}
-	var files []string
-	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".gguf") {
-			files = append(files, p)
-		}
-		return err
-	}))
-	require.NotEmpty(t, files)
+	return py
+}
 
-	// The Python reader is slow on big vocabularies: two processes, files
-	// interleaved.
+// runPyDump dumps files with testdata/gguf_dump.py, in two processes
+// (the Python reader is slow on big vocabularies), keyed by path.
+func runPyDump(t *testing.T, py string, files []string) map[string]*pyDump {
 	dumps := make(map[string]*pyDump)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -89,6 +80,9 @@ func TestAgainstPythonGGUF(t *testing.T) {
 		var part []string
 		for i := w; i < len(files); i += 2 {
 			part = append(part, files[i])
+		}
+		if len(part) == 0 {
+			continue
 		}
 		wg.Add(1)
 		go func(w int, part []string) {
@@ -121,7 +115,26 @@ func TestAgainstPythonGGUF(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
+	return dumps
+}
 
+// TestAgainstPythonGGUF compares our reading of every .gguf file in the
+// shared test data with the independent gguf Python package's.
+func TestAgainstPythonGGUF(t *testing.T) {
+	root := shareddata.Root()
+	if root == "" {
+		t.Skip("shared test data not found: set MOONLM_TESTDATA or place it at ../shared/testdata")
+	}
+	py := pythonDumper(t)
+	var files []string
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".gguf") {
+			files = append(files, p)
+		}
+		return err
+	}))
+	require.NotEmpty(t, files)
+	dumps := runPyDump(t, py, files)
 	for _, path := range files {
 		rel, _ := filepath.Rel(root, path)
 		t.Run(rel, func(t *testing.T) {
@@ -133,6 +146,53 @@ func TestAgainstPythonGGUF(t *testing.T) {
 			defer f.Close()
 			compareWithPython(t, f, d)
 		})
+	}
+}
+
+// TestWriterAgainstPython has the Python package read files our Writer
+// made: every value type and every tensor type, versions 2 and 3, with the
+// default and a larger alignment.
+func TestWriterAgainstPython(t *testing.T) {
+	py := pythonDumper(t)
+	dir := t.TempDir()
+	var files []string
+	for _, version := range []uint32{2, 3} {
+		for _, align := range []int{0, 64} {
+			w := NewWriter()
+			w.Version = version
+			if align != 0 {
+				require.NoError(t, w.SetAlignment(align))
+			}
+			for _, c := range roundTripValues {
+				require.NoError(t, w.Set(c.key, c.v))
+			}
+			for i, typ := range Types() {
+				shape := []int64{int64(typ.BlockSize() * (1 + i%2)), int64(1 + i%3)}
+				rb, err := typ.RowBytes(shape[0])
+				require.NoError(t, err)
+				data := make([]byte, rb*shape[1])
+				for j := range data {
+					data[j] = byte(i + j)
+				}
+				require.NoError(t, w.AddTensor("t."+typ.String(), typ, shape, data))
+			}
+			p := filepath.Join(dir, fmt.Sprintf("w-v%d-a%d.gguf", version, align))
+			var buf bytes.Buffer
+			_, err := w.WriteTo(&buf)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o644))
+			files = append(files, p)
+		}
+	}
+	dumps := runPyDump(t, py, files)
+	for _, p := range files {
+		d := dumps[p]
+		require.NotNil(t, d, p)
+		require.Empty(t, d.Error, "python could not read %s", p)
+		f, err := Open(p)
+		require.NoError(t, err)
+		compareWithPython(t, f, d)
+		f.Close()
 	}
 }
 
@@ -228,7 +288,7 @@ func compareScalar(t *testing.T, what string, v Value, want any, validUTF8 bool)
 		require.NoError(t, err, what)
 		switch w := want.(type) {
 		case string:
-			assert.Equal(t, w, map[bool]string{true: "nan", false: strconv.FormatFloat(x, 'g', -1, 64)}[math.IsNaN(x)], what)
+			assert.Equal(t, w, strings.ToLower(strconv.FormatFloat(x, 'g', -1, 64)), what) // "nan", "inf", "-inf"
 		case json.Number:
 			wf, err := strconv.ParseFloat(string(w), 64)
 			require.NoError(t, err)
