@@ -195,6 +195,7 @@ type StreamDecoder struct {
 	t       *Tokenizer
 	started bool
 	pending []byte
+	checked int // cut points up to here were tried and can never become final
 	out     []byte
 }
 
@@ -205,6 +206,7 @@ func NewStreamDecoder(t *Tokenizer) *StreamDecoder { return &StreamDecoder{t: t}
 func (d *StreamDecoder) Reset() {
 	d.started = false
 	d.pending = d.pending[:0]
+	d.checked = 0
 }
 
 // Add decodes one more token and returns the text that became final.
@@ -240,15 +242,19 @@ func (d *StreamDecoder) emit(cut int) string {
 	d.out = out
 	n := copy(d.pending, d.pending[cut:])
 	d.pending = d.pending[:n]
+	d.checked = 0
 	return string(out)
 }
 
 // cut returns how much of the pending text is final. Cleanup rules look at
 // most three bytes around a space or apostrophe, so text ending in three
-// other bytes decodes the same whatever follows.
+// other bytes decodes the same whatever follows. Whether a cut point
+// qualifies depends only on the bytes before it, so each is tried once.
 func (d *StreamDecoder) cut() int {
 	b := d.pending
-	for s := len(b); s > 0; s-- {
+	low := d.checked
+	d.checked = len(b)
+	for s := len(b); s > low; s-- {
 		if d.t.cleanSpaces {
 			if s < 3 {
 				return 0
