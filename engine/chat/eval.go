@@ -14,7 +14,7 @@ const (
 	MaxSteps = 5_000_000
 	// MaxOutput bounds the rendered text and any single string built while
 	// rendering, in bytes.
-	MaxOutput = 64 << 20
+	MaxOutput = 16 << 20
 	// maxCallDepth bounds macro recursion.
 	maxCallDepth = 64
 	// maxItems bounds lists made by range() and list repetition.
@@ -74,6 +74,25 @@ type renderer struct {
 
 func (r *renderer) step() error {
 	r.steps++
+	if r.steps > MaxSteps {
+		return fmt.Errorf("%w: more than %d steps", ErrBudget, MaxSteps)
+	}
+	return nil
+}
+
+// charge counts the work of an operation over v against the step budget,
+// so bulk operations on large values cannot run unbounded.
+func (r *renderer) charge(vs ...Value) error {
+	for _, v := range vs {
+		switch x := v.(type) {
+		case string:
+			r.steps += len(x) / 64
+		case *List:
+			r.steps += len(x.Items)
+		case *Dict:
+			r.steps += x.Len()
+		}
+	}
 	if r.steps > MaxSteps {
 		return fmt.Errorf("%w: more than %d steps", ErrBudget, MaxSteps)
 	}
@@ -355,6 +374,9 @@ func (r *renderer) eval(e expr) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := r.charge(v); err != nil {
+			return nil, err
+		}
 		out, err := e.fn(r, v, args, kw)
 		if err != nil {
 			return nil, wrapPos(e.pos, fmt.Errorf("filter %s: %w", e.name, err))
@@ -423,6 +445,9 @@ func (r *renderer) eval(e expr) (Value, error) {
 		for i, op := range e.ops {
 			rv, err := r.eval(e.rest[i])
 			if err != nil {
+				return nil, err
+			}
+			if err := r.charge(rv); err != nil {
 				return nil, err
 			}
 			ok, err := compareOp(op, l, rv)
@@ -520,7 +545,7 @@ func (r *renderer) evalBin(e *binExpr) (Value, error) {
 	if err != nil {
 		return nil, wrapPos(e.pos, err)
 	}
-	return v, nil
+	return v, r.charge(v)
 }
 
 func checkLen(n int) error {
@@ -722,7 +747,9 @@ func (r *renderer) evalCall(e *callExpr) (Value, error) {
 	case *builtin:
 		v, err = f.fn(r, args, kw)
 	case *method:
-		v, err = callMethod(r, f, args, kw)
+		if err = r.charge(f.recv); err == nil {
+			v, err = callMethod(r, f, args, kw)
+		}
 	case *Macro:
 		v, err = r.callMacro(f, args, kw)
 	case *loopInfo:
@@ -823,6 +850,9 @@ func (r *renderer) evalSlice(e *sliceExpr) (Value, error) {
 				return nil, err
 			}
 		}
+	}
+	if err := r.charge(obj); err != nil {
+		return nil, err
 	}
 	v, err := slice(obj, b[0], b[1], b[2])
 	if err != nil {

@@ -356,23 +356,31 @@ func fUnique(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Value
+	// Case-insensitive, as Jinja's default; hashable values go through a
+	// set so large lists stay linear.
+	seen := map[dictKey]bool{}
+	var out, unhashable []Value
 	for _, it := range items {
+		k := it
+		if s, ok := k.(string); ok {
+			k = strings.ToLower(s)
+		}
+		if hk, ok := keyOf(k); ok {
+			if !seen[hk] {
+				seen[hk] = true
+				out = append(out, it)
+			}
+			continue
+		}
 		dup := false
-		for _, o := range out {
-			a, b := it, o
-			if s, ok := a.(string); ok {
-				a = strings.ToLower(s)
-			}
-			if s, ok := b.(string); ok {
-				b = strings.ToLower(s)
-			}
-			if equal(a, b) {
+		for _, o := range unhashable {
+			if equal(o, it) {
 				dup = true
 				break
 			}
 		}
 		if !dup {
+			unhashable = append(unhashable, it)
 			out = append(out, it)
 		}
 	}
@@ -1320,6 +1328,9 @@ func strMethod(s, name string, args []Value, kw *Dict) (Value, error) {
 		for i := 0; i < len(s); i++ {
 			if strings.HasPrefix(s[i:], "{}") && ai < len(args) {
 				b.WriteString(toStr(args[ai]))
+				if err := checkLen(b.Len()); err != nil {
+					return nil, err
+				}
 				ai++
 				i++
 				continue

@@ -48,23 +48,27 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("chat template: %s: %s
 type lexer struct {
 	src  string
 	toks []token
-	// lineStarts[i] is the byte offset where line i+1 begins.
-	lineStarts []int
+	// position cursor for posAt
+	curOff, curLine, curCol int
 }
 
+// posAt converts a byte offset to a position. Tokens come in increasing
+// offset order, so it advances a cursor instead of rescanning the line,
+// keeping lexing linear even for a template on one huge line.
 func (lx *lexer) posAt(off int) Pos {
-	// binary search the line
-	lo, hi := 0, len(lx.lineStarts)-1
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if lx.lineStarts[mid] <= off {
-			lo = mid
+	if off < lx.curOff {
+		lx.curOff, lx.curLine, lx.curCol = 0, 1, 1
+	}
+	for _, r := range lx.src[lx.curOff:off] {
+		if r == '\n' {
+			lx.curLine++
+			lx.curCol = 1
 		} else {
-			hi = mid - 1
+			lx.curCol++
 		}
 	}
-	col := utf8.RuneCountInString(lx.src[lx.lineStarts[lo]:off]) + 1
-	return Pos{Line: lo + 1, Col: col}
+	lx.curOff = off
+	return Pos{Line: lx.curLine, Col: lx.curCol}
 }
 
 func (lx *lexer) errf(off int, format string, args ...any) error {
@@ -76,12 +80,7 @@ func isSpaceByte(r rune) bool { return unicode.IsSpace(r) }
 // lex splits src into tokens applying Jinja's whitespace control with
 // trim_blocks and lstrip_blocks on, as Hugging Face renders chat templates.
 func lex(src string) ([]token, error) {
-	lx := &lexer{src: src, lineStarts: []int{0}}
-	for i := 0; i < len(src); i++ {
-		if src[i] == '\n' {
-			lx.lineStarts = append(lx.lineStarts, i+1)
-		}
-	}
+	lx := &lexer{src: src, curLine: 1, curCol: 1}
 	pos := 0
 	lineStarting := true
 	// trimNext: 0 none, 1 strip one newline (trim_blocks), 2 strip all whitespace (-%}).
@@ -268,7 +267,7 @@ var ops3 = []string{"**", "//", "==", "!=", "<=", ">="}
 // and the offset of the delimiter itself (after any modifier).
 func (lx *lexer) lexInner(off int, block bool) (next, endOff int, err error) {
 	src := lx.src
-	depth := 0
+	var open []int // offsets of unclosed brackets
 	closer := "}}"
 	if block {
 		closer = "%}"
@@ -279,9 +278,13 @@ func (lx *lexer) lexInner(off int, block bool) (next, endOff int, err error) {
 			p++
 		}
 		if p >= len(src) {
+			if len(open) > 0 {
+				o := open[len(open)-1]
+				return 0, 0, lx.errf(o, "unclosed %q", src[o:o+1])
+			}
 			return 0, 0, lx.errf(off, "unclosed tag (missing %q)", closer)
 		}
-		if depth == 0 {
+		if len(open) == 0 {
 			if strings.HasPrefix(src[p:], closer) {
 				return p + 2, p, nil
 			}
@@ -347,10 +350,14 @@ func (lx *lexer) lexInner(off int, block bool) (next, endOff int, err error) {
 			}
 			switch op {
 			case "(", "[", "{":
-				depth++
+				open = append(open, p)
 			case ")", "]", "}":
-				if depth > 0 {
-					depth--
+				if len(open) > 0 {
+					o := open[len(open)-1]
+					if want := map[byte]byte{'(': ')', '[': ']', '{': '}'}[src[o]]; want != c {
+						return 0, 0, lx.errf(o, "unclosed %q", src[o:o+1])
+					}
+					open = open[:len(open)-1]
 				}
 			}
 			p += len(op)

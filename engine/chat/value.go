@@ -150,7 +150,7 @@ func toStr(v Value) string {
 		return ""
 	}
 	var b strings.Builder
-	writeRepr(&b, v, false)
+	writeRepr(&b, v, false, 0)
 	return b.String()
 }
 
@@ -187,8 +187,17 @@ func formatFloat(f float64) string {
 	return s
 }
 
-// writeRepr writes Python's repr (quoted=true) or str of v.
-func writeRepr(b *strings.Builder, v Value, quoted bool) {
+// writeRepr writes Python's repr (quoted=true) or str of v. It stops
+// early past MaxOutput bytes or maxDepth levels (self-containing lists), so
+// the caller's length check then fails instead of memory running out.
+func writeRepr(b *strings.Builder, v Value, quoted bool, depth int) {
+	if b.Len() > MaxOutput {
+		return
+	}
+	if depth > maxDepth {
+		b.WriteString("...")
+		return
+	}
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("None")
@@ -222,7 +231,7 @@ func writeRepr(b *strings.Builder, v Value, quoted bool) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, it, true)
+			writeRepr(b, it, true, depth+1)
 		}
 		if x.Tuple && len(x.Items) == 1 {
 			b.WriteString(",")
@@ -237,9 +246,9 @@ func writeRepr(b *strings.Builder, v Value, quoted bool) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, x.keys[i], true)
+			writeRepr(b, x.keys[i], true, depth+1)
 			b.WriteString(": ")
-			writeRepr(b, x.vals[i], true)
+			writeRepr(b, x.vals[i], true, depth+1)
 		}
 		b.WriteString("}")
 		if x.Namespace {
@@ -323,7 +332,12 @@ func toNumber(v Value) (i int64, f float64, isFloat, ok bool) {
 }
 
 // equal is Python ==.
-func equal(a, b Value) bool {
+func equal(a, b Value) bool { return equalDepth(a, b, 0) }
+
+func equalDepth(a, b Value, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
 	if ai, af, afl, ok := toNumber(a); ok {
 		if bi, bf, bfl, ok := toNumber(b); ok {
 			if afl || bfl {
@@ -347,7 +361,7 @@ func equal(a, b Value) bool {
 			return false
 		}
 		for i := range x.Items {
-			if !equal(x.Items[i], y.Items[i]) {
+			if !equalDepth(x.Items[i], y.Items[i], depth+1) {
 				return false
 			}
 		}
@@ -362,7 +376,7 @@ func equal(a, b Value) bool {
 		}
 		for i, k := range x.keys {
 			w, ok := y.Get(k)
-			if !ok || !equal(x.vals[i], w) {
+			if !ok || !equalDepth(x.vals[i], w, depth+1) {
 				return false
 			}
 		}
@@ -372,7 +386,12 @@ func equal(a, b Value) bool {
 }
 
 // compare orders numbers and strings (and lists element-wise) as Python.
-func compare(a, b Value) (int, error) {
+func compare(a, b Value) (int, error) { return compareDepth(a, b, 0) }
+
+func compareDepth(a, b Value, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, fmt.Errorf("%w: values nested too deeply to compare", ErrBudget)
+	}
 	if _, af, _, ok := toNumber(a); ok {
 		if _, bf, _, ok := toNumber(b); ok {
 			switch {
@@ -392,7 +411,7 @@ func compare(a, b Value) (int, error) {
 	if x, ok := a.(*List); ok {
 		if y, ok := b.(*List); ok {
 			for i := 0; i < len(x.Items) && i < len(y.Items); i++ {
-				c, err := compare(x.Items[i], y.Items[i])
+				c, err := compareDepth(x.Items[i], y.Items[i], depth+1)
 				if err != nil || c != 0 {
 					return c, err
 				}
@@ -414,6 +433,9 @@ func iterate(v Value) ([]Value, error) {
 	case *Dict:
 		return append([]Value(nil), x.keys...), nil
 	case string:
+		if len(x) > maxItems {
+			return nil, fmt.Errorf("%w: iterating a string of %d bytes", ErrBudget, len(x))
+		}
 		out := make([]Value, 0, len(x))
 		for _, r := range x {
 			out = append(out, string(r))
