@@ -56,4 +56,5 @@ func applyAVX2() {
 	tokensDot[gguf.Q4_1] = tokQ4_1AVX2
 	tokensDot[gguf.Q4_K] = tokQ4_KAVX2
 	tokensDot[gguf.Q6_K] = tokQ6_KAVX2
+	tokensDot[gguf.F16] = tokF16AVX2
 }

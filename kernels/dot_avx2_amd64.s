@@ -1088,3 +1088,40 @@ q6kt4store:
 	STORE4
 	VZEROUPPER
 	RET
+
+// func dotF16Tok4AVX2(w *byte, x *byte, xstride int, n int, y *float32)
+// Eight weights widened once, then one FMA per token; n % 8 values are
+// left to the caller.
+TEXT ·dotF16Tok4AVX2(SB), NOSPLIT, $0-40
+	MOVQ   w+0(FP), AX
+	MOVQ   x+8(FP), BX
+	MOVQ   xstride+16(FP), R8
+	MOVQ   n+24(FP), CX
+	MOVQ   y+32(FP), R11
+	LEAQ   (R8)(R8*2), R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SHRQ   $3, CX
+	JZ     f16t4store
+
+f16t4loop:
+	VCVTPH2PS   (AX), Y4
+	VCVTPH2PS   (BX), Y5
+	VFMADD231PS Y5, Y4, Y0
+	VCVTPH2PS   (BX)(R8*1), Y6
+	VFMADD231PS Y6, Y4, Y1
+	VCVTPH2PS   (BX)(R8*2), Y7
+	VFMADD231PS Y7, Y4, Y2
+	VCVTPH2PS   (BX)(R9*1), Y8
+	VFMADD231PS Y8, Y4, Y3
+	ADDQ        $16, AX
+	ADDQ        $16, BX
+	DECQ        CX
+	JNZ         f16t4loop
+
+f16t4store:
+	STORE4
+	VZEROUPPER
+	RET

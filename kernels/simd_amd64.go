@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 )
@@ -354,5 +355,36 @@ func tokQ6_KAVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int
 	}
 	for ; k < nTok; k++ {
 		dotQ6_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
+	}
+}
+
+//go:noescape
+func dotF16Tok4AVX2(w *byte, x *byte, xstride int, n int, y *float32)
+
+func tokF16AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	checkTokens("f16", len(w), 2*n, len(x), xStride, nTok, 2*n, len(y), yStride)
+	n8 := n &^ 7
+	if n8 == 0 {
+		for k := range nTok {
+			y[k*yStride] = dotF16Row(n, w, x[k*xStride:])
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotF16Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, n8, &out[0])
+		for j := range 4 {
+			s := out[j]
+			xk := x[(k+j)*xStride:]
+			for i := n8; i < n; i++ {
+				s += f16Table[binary.LittleEndian.Uint16(w[2*i:])] * f16Table[binary.LittleEndian.Uint16(xk[2*i:])]
+			}
+			y[(k+j)*yStride] = s
+		}
+	}
+	for ; k < nTok; k++ {
+		dotF16RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), n, &y[k*yStride])
 	}
 }
