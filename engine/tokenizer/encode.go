@@ -45,7 +45,7 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpec
 	}
 	defer t.pool.Put(sc)
 
-	sc.frags, sc.frags2 = t.partition(text, parseSpecial, sc.frags, sc.frags2)
+	sc.frags, sc.frags2 = t.partition(text, parseSpecial, sc, sc.frags, sc.frags2)
 
 	var err error
 	switch t.kind {
@@ -133,18 +133,49 @@ func (t *Tokenizer) appendSpecial(dst []int32, id int32, what string) ([]int32, 
 // partition splits text at special tokens as llama.cpp's
 // tokenizer_st_partition: each special token in turn, longest first, is
 // looked for in the raw pieces left by the previous ones.
-func (t *Tokenizer) partition(text string, parseSpecial bool, frags, tmp []fragment) ([]fragment, []fragment) {
+func (t *Tokenizer) partition(text string, parseSpecial bool, sc *scratch, frags, tmp []fragment) ([]fragment, []fragment) {
 	frags = frags[:0]
 	if text == "" {
 		return frags, tmp
 	}
 	frags = append(frags, fragment{tok: -1, start: 0, end: len(text)})
+	if len(t.special) == 0 {
+		return frags, tmp
+	}
+	// Vocabularies can have thousands of special tokens: a set of the byte
+	// pairs in the text rules most of them out without a search.
+	if sc.pairs == nil {
+		sc.pairs = new([1 << 16 / 64]uint64)
+	}
+	pairs := sc.pairs
+	for i := 1; i < len(text); i++ {
+		p := uint(text[i-1])<<8 | uint(text[i])
+		pairs[p/64] |= 1 << (p % 64)
+	}
+	defer func() {
+		if len(text) > len(pairs) {
+			*pairs = [len(pairs)]uint64{}
+			return
+		}
+		for i := 1; i < len(text); i++ {
+			p := uint(text[i-1])<<8 | uint(text[i])
+			pairs[p/64] = 0
+		}
+	}()
 	for _, id := range t.special {
 		a := t.attrs[id]
 		if !parseSpecial && a&(attrControl|attrUnknown) != 0 {
 			continue
 		}
 		tok := t.text[id]
+		if len(tok) > len(text) {
+			continue
+		}
+		if len(tok) >= 2 {
+			if p := uint(tok[0])<<8 | uint(tok[1]); pairs[p/64]&(1<<(p%64)) == 0 {
+				continue
+			}
+		}
 		if !strings.Contains(text, tok) {
 			continue
 		}

@@ -338,16 +338,21 @@ func parseRanges(class string) []rune {
 }
 
 func wDeepseekLetter(r rune) bool {
+	if r < 128 {
+		return (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z')
+	}
 	r = wide(r)
-	for i := 0; i < len(deepseekLetterRanges); i += 2 {
-		if r < deepseekLetterRanges[i] {
-			return false // ranges ascend
-		}
-		if r <= deepseekLetterRanges[i+1] {
-			return true
+	// Binary search for the last range starting at or below r.
+	lo, hi := 0, len(deepseekLetterRanges)/2
+	for lo < hi {
+		m := (lo + hi) / 2
+		if deepseekLetterRanges[2*m] <= r {
+			lo = m + 1
+		} else {
+			hi = m
 		}
 	}
-	return false
+	return lo > 0 && r <= deepseekLetterRanges[2*(lo-1)+1]
 }
 
 // splitGPT2 is llama.cpp's matcher for GPT-2's expression

@@ -131,6 +131,7 @@ type scratch struct {
 	syms   []symbol
 	heap   []bigram
 	word   []byte
+	pairs  *[1 << 16 / 64]uint64 // byte pairs present in the text
 }
 
 // New builds a tokenizer from vocabulary metadata.
