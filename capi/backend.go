@@ -43,8 +43,9 @@ type backendModel interface {
 	Info() modelInfo
 	IsEOG(tok int32) bool
 	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)
-	// Piece returns the text of one token as it appears inside a text.
-	Piece(tok int32) string
+	// Piece returns the bytes of one token as they appear inside a text;
+	// the result must not be modified.
+	Piece(tok int32) []byte
 	Detokenize(ids []int32) string
 	ApplyChatTemplate(msgs []message, addAssistant bool) (string, error)
 	NewSession(p sessionParams) (backendSession, error)

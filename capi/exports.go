@@ -21,7 +21,7 @@ import (
 
 // writeText stores s NUL-terminated in buf under the (buf, cap, n_out)
 // protocol.
-func writeText(fn string, s string, buf *C.char, cap C.size_t, nOut *C.size_t) C.int {
+func writeText[T string | []byte](fn string, s T, buf *C.char, cap C.size_t, nOut *C.size_t) C.int {
 	if buf == nil && cap != 0 {
 		return fail(stInvalid, fn, "buf is NULL but cap is %d", cap)
 	}
@@ -637,7 +637,7 @@ func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTo
 
 // emit passes the complete UTF-8 characters of the pending text plus piece
 // to the callback, keeping an incomplete trailing character for later.
-func (o *cSession) emit(cb, ud C.uintptr_t, tok int32, piece string) C.int {
+func (o *cSession) emit(cb, ud C.uintptr_t, tok int32, piece []byte) C.int {
 	o.pending = append(o.pending, piece...)
 	cut := len(o.pending)
 	for back := 1; back <= 3 && back <= len(o.pending); back++ {
