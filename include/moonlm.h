@@ -257,8 +257,9 @@ typedef struct moonlm_message {
  * text, with the (buf, cap, n_out) protocol. If add_assistant is nonzero the
  * text ends with the prompt for the assistant's reply. Tokenize the result
  * with MOONLM_TOKENIZE_PARSE_SPECIAL (and without ADD_SPECIAL if the template
- * already writes BOS). MOONLM_UNSUPPORTED if the model has no template or it
- * uses template features moonlm lacks.
+ * already writes BOS). MOONLM_UNSUPPORTED if the model has no template. A
+ * template using Jinja features moonlm lacks is rendered in the built-in
+ * format of the model's family (ChatML if unknown) instead.
  */
 MOONLM_API moonlm_status moonlm_chat_apply_template(const moonlm_model *model, const moonlm_message *msgs,
                                                     size_t n, int add_assistant, char *out, size_t cap,
