@@ -217,6 +217,12 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 
 	t.setSpecialIDs(v)
+	// Defaults can lie outside small vocabularies: no such token then.
+	for _, k := range specialKeys {
+		if p := t.specialField(k); *p >= int32(n) {
+			*p = -1
+		}
+	}
 	if v.AddBOS != nil {
 		t.addBOS = *v.AddBOS
 	}
