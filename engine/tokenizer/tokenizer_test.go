@@ -207,3 +207,39 @@ func TestWordPieceFraming(t *testing.T) {
 	// An unknown character makes its whole word UNK.
 	assert.Equal(t, []int32{tok.UNK()}, encode(t, tok, "\U0001F999", false, false))
 }
+
+// One tokenizer serves many sessions at once: concurrent encodes and decodes
+// give the sequential results.
+func TestConcurrentEncode(t *testing.T) {
+	tok := openTokenizer(t, "vocab/ggml-vocab-qwen3.gguf")
+	cases := readCases(t, "qwen3")
+	want := make([][]int32, len(cases))
+	for i, c := range cases {
+		want[i] = encode(t, tok, c.text, false, true)
+	}
+	const workers = 4
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func(w int) {
+			for round := 0; round < 5; round++ {
+				for i := range cases {
+					c := cases[(i+w)%len(cases)]
+					ids, err := tok.Encode(c.text, false, true)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if !equalIDs(ids, want[(i+w)%len(cases)]) {
+						errs <- errors.New("concurrent encode differs for " + c.text)
+						return
+					}
+					_ = tok.Decode(ids)
+				}
+			}
+			errs <- nil
+		}(w)
+	}
+	for w := 0; w < workers; w++ {
+		require.NoError(t, <-errs)
+	}
+}
