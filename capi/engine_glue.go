@@ -1,16 +1,16 @@
 package main
 
 import (
-	"errors"
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/engine/sample"
 )
 
 // The adapter from package engine to the backend interfaces.
-
-// errNoSampler stands in until the engine's sampler (engine/sample) lands.
-var errNoSampler = errors.New("the sampler is not built into this library yet")
 
 func init() {
 	errorClasses = append(errorClasses,
@@ -23,7 +23,7 @@ func init() {
 		errorClass{engine.ErrIO, stIO},
 		errorClass{engine.ErrOutOfMemory, stOutOfMemory},
 		errorClass{engine.ErrInternal, stInternal},
-		errorClass{errNoSampler, stUnsupported},
+		errorClass{sample.ErrInvalidParams, stInvalid},
 	)
 }
 
@@ -35,8 +35,39 @@ func openModel(path string, p modelParams) (backendModel, error) {
 	return engineModel{m}, nil
 }
 
+// seedRandom is MOONLM_SEED_RANDOM.
+const seedRandom = ^uint64(0)
+
+// newSampler maps the C conventions (documented in moonlm.h) onto
+// sample.Params: non-positive temperature, top_k and min_p and a top_p of
+// 1 or more switch those stages off.
 func newSampler(p samplerParams) (backendSampler, error) {
-	return nil, errNoSampler
+	sp := sample.Params{
+		Temperature:      max(p.Temperature, 0),
+		TopK:             max(p.TopK, 0),
+		TopP:             p.TopP,
+		MinP:             max(p.MinP, 0),
+		RepeatPenalty:    p.RepeatPenalty,
+		PresencePenalty:  p.PresencePenalty,
+		FrequencyPenalty: p.FrequencyPenalty,
+		PenaltyLastN:     p.PenaltyLastN,
+		Seed:             p.Seed,
+	}
+	if sp.TopP >= 1 {
+		sp.TopP = 1
+	}
+	if p.Seed == seedRandom {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("%w: no random seed from the OS: %v", engine.ErrIO, err)
+		}
+		sp.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	s, err := sample.New(sp)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 type engineModel struct{ m *engine.Model }

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -474,19 +475,16 @@ func moonlmgo_sampler_new(p *C.moonlm_sampler_params, out *C.uintptr_t) (st C.in
 		PenaltyLastN:     int(p.penalty_last_n),
 		Seed:             uint64(p.seed),
 	}
-	if sp.PenaltyLastN < 0 {
-		return fail(stInvalid, fn, "moonlm_sampler_params.penalty_last_n is %d; want >= 0", sp.PenaltyLastN)
+	if sp.PenaltyLastN < -1 {
+		return fail(stInvalid, fn, "moonlm_sampler_params.penalty_last_n is %d; want >= -1", sp.PenaltyLastN)
 	}
-	for _, f := range []struct {
+	for _, f := range [...]struct {
 		name string
 		v    float32
 	}{{"temperature", sp.Temperature}, {"top_p", sp.TopP}, {"min_p", sp.MinP}, {"repeat_penalty", sp.RepeatPenalty}, {"presence_penalty", sp.PresencePenalty}, {"frequency_penalty", sp.FrequencyPenalty}} {
-		if f.v != f.v || f.v > 1e30 || f.v < -1e30 {
+		if f.v != f.v || f.v > math.MaxFloat32 || f.v < -math.MaxFloat32 {
 			return fail(stInvalid, fn, "moonlm_sampler_params.%s is %v; want a finite number", f.name, f.v)
 		}
-	}
-	if sp.RepeatPenalty <= 0 {
-		return fail(stInvalid, fn, "moonlm_sampler_params.repeat_penalty is %v; want > 0 (1 disables it)", sp.RepeatPenalty)
 	}
 	s, err := newSampler(sp)
 	if err != nil {

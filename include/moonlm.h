@@ -353,8 +353,12 @@ typedef struct moonlm_sampler moonlm_sampler;
 #define MOONLM_SEED_RANDOM UINT64_MAX
 
 /*
- * Filters apply in this order: penalties, top_k, top_p, min_p, temperature,
- * then a draw. temperature <= 0 is greedy (argmax; ties go to the lowest id).
+ * Filters apply in this order (llama.cpp's default chain): penalties, top_k,
+ * top_p, min_p, temperature, then a draw from a generator whose arithmetic is
+ * the same on every platform. temperature <= 0 is greedy (argmax after the
+ * penalties; ties go to the lowest id). Invalid values (NaN, top_p or min_p
+ * above 1 other than top_p >= 1 meaning off, penalty_last_n below -1) give
+ * MOONLM_INVALID_ARGUMENT.
  */
 typedef struct moonlm_sampler_params {
     size_t size;             /* sizeof(moonlm_sampler_params) */
@@ -362,10 +366,10 @@ typedef struct moonlm_sampler_params {
     int32_t top_k;           /* default 40; <= 0: off */
     float top_p;             /* default 0.95; >= 1: off */
     float min_p;             /* default 0.05; <= 0: off */
-    float repeat_penalty;    /* default 1 (off); llama.cpp's divide-positive/multiply-negative */
+    float repeat_penalty;    /* default 1 (off, as is 0); llama.cpp's divide-positive/multiply-negative */
     float presence_penalty;  /* default 0 (off); subtracted once per seen token */
     float frequency_penalty; /* default 0 (off); subtracted per occurrence */
-    int32_t penalty_last_n;  /* default 64; accepted tokens the penalties look at; 0: off */
+    int32_t penalty_last_n;  /* default 64; accepted tokens the penalties look at; 0: off, -1: all */
     uint64_t seed;           /* default MOONLM_SEED_RANDOM; equal seeds give equal draws */
 } moonlm_sampler_params;
 
@@ -384,7 +388,10 @@ MOONLM_API moonlm_status moonlm_sampler_free(moonlm_sampler *sampler);
  */
 MOONLM_API moonlm_status moonlm_sampler_accept(moonlm_sampler *sampler, int32_t token);
 
-/* Forgets the accepted history (and keeps the random state). */
+/*
+ * Forgets the accepted history and restarts the random generator from the
+ * seed, so the sampler behaves as a new one.
+ */
 MOONLM_API moonlm_status moonlm_sampler_reset(moonlm_sampler *sampler);
 
 /*

@@ -479,7 +479,7 @@ func TestGenerateGolden(t *testing.T) {
 	rec := &genRecorder{}
 	prompt := []int32{info.BOS}
 	var n uintptr
-	requireStatus(t, l, OK, l.Generate(s, g, &prompt[0], 1, 200, callback(), register(rec), &n), "generate")
+	requireStatus(t, l, OK, l.Generate(s, g, &prompt[0], 1, 300, callback(), register(rec), &n), "generate")
 	assert.Equal(t, uintptr(len(rec.tokens)), n)
 	assert.Equal(t, 1+n, position(t, l, s), "the session holds the prompt and every generated token")
 	got := strings.TrimPrefix(rec.text.String(), " ")
