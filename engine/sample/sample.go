@@ -1,0 +1,431 @@
+// Package sample picks the next token from a model's logits. The stages
+// and their order follow llama.cpp's default sampler chain: logit bias,
+// repetition penalties, top-k, top-p, min-p, temperature, then a draw from
+// a seeded generator of our own whose arithmetic is the same on every
+// platform, so a seed reproduces the same tokens everywhere.
+package sample
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// ErrInvalidParams is wrapped by New's errors.
+var ErrInvalidParams = errors.New("invalid sampler parameters")
+
+// Params configures a Sampler. The zero value is greedy decoding without
+// penalties.
+type Params struct {
+	// Temperature divides the logits before the draw; 0 picks the highest
+	// logit (greedy, ties to the lowest id).
+	Temperature float32
+	// TopK keeps the K most likely tokens; 0 disables.
+	TopK int
+	// TopP keeps the smallest set of most likely tokens whose probability
+	// reaches TopP; 0 or 1 disables.
+	TopP float32
+	// MinP drops tokens less likely than MinP times the most likely one;
+	// 0 disables.
+	MinP float32
+	// RepeatPenalty divides positive logits and multiplies negative ones of
+	// tokens seen in the window; 0 or 1 disables.
+	RepeatPenalty float32
+	// PresencePenalty is subtracted once from seen tokens' logits, and
+	// FrequencyPenalty once per occurrence in the window.
+	PresencePenalty, FrequencyPenalty float32
+	// PenaltyLastN is the window of recent accepted tokens the penalties
+	// look at: 0 disables the penalties (as llama.cpp), -1 means every
+	// token accepted since the last Reset.
+	PenaltyLastN int
+	// LogitBias is added to the logits of the given token ids; -Inf bans a
+	// token. Ids beyond the vocabulary are ignored.
+	LogitBias map[int32]float32
+	// Seed seeds the random generator; the same seed gives the same draws.
+	Seed uint64
+}
+
+// Sampler turns logits into tokens. It is not safe for concurrent use.
+type Sampler struct {
+	p        Params
+	biasIDs  []int32
+	biasVals []float32
+	rng      rng
+
+	// penalty history: a ring of the last PenaltyLastN tokens, or every
+	// token when PenaltyLastN is -1.
+	hist    []int32
+	histPos int
+	histLen int
+
+	// scratch, sized on the first Sample for a vocabulary
+	work   []float32
+	cands  []cand
+	counts []int32
+	seen   []int32
+}
+
+type cand struct {
+	id    int32
+	logit float32
+	p     float64
+}
+
+// New validates p and returns a sampler.
+func New(p Params) (*Sampler, error) {
+	bad := func(format string, args ...any) (*Sampler, error) {
+		return nil, fmt.Errorf("sample.New: %w: %s", ErrInvalidParams, fmt.Sprintf(format, args...))
+	}
+	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+	switch {
+	case !finite(p.Temperature) || p.Temperature < 0:
+		return bad("temperature %v must be finite and >= 0", p.Temperature)
+	case p.TopK < 0:
+		return bad("top-k %d must be >= 0", p.TopK)
+	case !finite(p.TopP) || p.TopP < 0 || p.TopP > 1:
+		return bad("top-p %v must be in [0, 1]", p.TopP)
+	case !finite(p.MinP) || p.MinP < 0 || p.MinP > 1:
+		return bad("min-p %v must be in [0, 1]", p.MinP)
+	case !finite(p.RepeatPenalty) || p.RepeatPenalty < 0:
+		return bad("repeat penalty %v must be finite and >= 0", p.RepeatPenalty)
+	case !finite(p.PresencePenalty) || !finite(p.FrequencyPenalty):
+		return bad("presence and frequency penalties must be finite")
+	case p.PenaltyLastN < -1:
+		return bad("penalty window %d must be >= -1", p.PenaltyLastN)
+	}
+	s := &Sampler{p: p}
+	if s.p.RepeatPenalty == 0 {
+		s.p.RepeatPenalty = 1
+	}
+	ids := make([]int32, 0, len(p.LogitBias))
+	for id, b := range p.LogitBias {
+		if id < 0 {
+			return bad("logit bias for negative token id %d", id)
+		}
+		if math.IsNaN(float64(b)) || math.IsInf(float64(b), 1) {
+			return bad("logit bias %v for token %d must be a number or -Inf", b, id)
+		}
+		ids = append(ids, id)
+	}
+	// Map order is random; sort so the work is identical run to run.
+	slices.Sort(ids)
+	for _, id := range ids {
+		s.biasIDs = append(s.biasIDs, id)
+		s.biasVals = append(s.biasVals, p.LogitBias[id])
+	}
+	if p.PenaltyLastN > 0 {
+		s.hist = make([]int32, p.PenaltyLastN)
+		s.seen = make([]int32, 0, p.PenaltyLastN)
+	}
+	s.rng.seed(p.Seed)
+	return s, nil
+}
+
+// Params returns the sampler's parameters.
+func (s *Sampler) Params() Params { return s.p }
+
+func (s *Sampler) penaltiesOn() bool {
+	return s.p.PenaltyLastN != 0 && (s.p.RepeatPenalty != 1 || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0)
+}
+
+// Accept records a token (prompt tokens too) for the penalties.
+func (s *Sampler) Accept(tok int32) {
+	switch {
+	case s.p.PenaltyLastN > 0:
+		s.hist[s.histPos] = tok
+		s.histPos = (s.histPos + 1) % len(s.hist)
+		s.histLen = min(s.histLen+1, len(s.hist))
+	case s.p.PenaltyLastN < 0:
+		s.hist = append(s.hist, tok)
+		s.histLen = len(s.hist)
+	}
+}
+
+// Reset forgets the accepted tokens and restarts the generator from the
+// seed, so the sampler then behaves as a new one.
+func (s *Sampler) Reset() {
+	s.histPos, s.histLen = 0, 0
+	if s.p.PenaltyLastN < 0 {
+		s.hist = s.hist[:0]
+	}
+	s.rng.seed(s.p.Seed)
+}
+
+func (s *Sampler) ensure(n int) {
+	if len(s.work) == n {
+		return
+	}
+	s.work = make([]float32, n)
+	s.cands = make([]cand, n)
+	s.counts = make([]int32, n)
+}
+
+// Sample returns the next token for logits, or -1 if logits is empty. It
+// does not modify logits and, after the first call for a vocabulary size,
+// does not allocate.
+func (s *Sampler) Sample(logits []float32) int32 {
+	n := len(logits)
+	if n == 0 {
+		return -1
+	}
+	s.ensure(n)
+	w := s.work
+	for i, l := range logits {
+		switch {
+		case l != l: // NaN
+			l = float32(math.Inf(-1))
+		case l > math.MaxFloat32:
+			l = math.MaxFloat32
+		}
+		w[i] = l
+	}
+	for i, id := range s.biasIDs {
+		if int(id) < n {
+			w[id] += s.biasVals[i]
+		}
+	}
+	if s.penaltiesOn() && s.histLen > 0 {
+		s.applyPenalties(w)
+	}
+	if s.p.Temperature == 0 {
+		return argmax(w)
+	}
+	// Candidates: every token not banned (-Inf).
+	c := s.cands[:0]
+	for i, l := range w {
+		if !math.IsInf(float64(l), -1) {
+			c = append(c, cand{id: int32(i), logit: l})
+		}
+	}
+	if len(c) == 0 {
+		return argmax(w)
+	}
+	sorted := false
+	if k := s.p.TopK; k > 0 && k < len(c) {
+		selectTop(c, k)
+		c = c[:k]
+		sorted = true
+	}
+	if p := float64(s.p.TopP); p > 0 && p < 1 {
+		c = topP(c, p, sorted)
+		sorted = true
+	}
+	if mp := s.p.MinP; mp > 0 {
+		c = minP(c, float64(mp), sorted)
+	}
+	t := float64(s.p.Temperature)
+	for i := range c {
+		c[i].logit = float32(float64(c[i].logit) / t)
+	}
+	return s.draw(c)
+}
+
+// applyPenalties applies llama.cpp's repetition penalties for the tokens in
+// the window, each once, with its count there.
+func (s *Sampler) applyPenalties(w []float32) {
+	n := len(w)
+	seen := s.seen[:0]
+	for i := 0; i < s.histLen; i++ {
+		t := s.hist[i]
+		if t < 0 || int(t) >= n {
+			continue
+		}
+		if s.counts[t] == 0 {
+			seen = append(seen, t)
+		}
+		s.counts[t]++
+	}
+	rp := s.p.RepeatPenalty
+	for _, t := range seen {
+		l := w[t]
+		if l <= 0 {
+			l *= rp
+		} else {
+			l /= rp
+		}
+		cnt := float32(s.counts[t])
+		l -= cnt*s.p.FrequencyPenalty + s.p.PresencePenalty
+		w[t] = l
+		s.counts[t] = 0
+	}
+	s.seen = seen[:0]
+}
+
+// argmax returns the index of the largest value, the lowest on ties.
+func argmax(w []float32) int32 {
+	best := 0
+	for i, l := range w {
+		if l > w[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// better is the total order candidates are ranked by: higher logit, then
+// lower id.
+func better(a, b cand) bool {
+	return a.logit > b.logit || (a.logit == b.logit && a.id < b.id)
+}
+
+func cmpCand(a, b cand) int {
+	switch {
+	case better(a, b):
+		return -1
+	case better(b, a):
+		return 1
+	}
+	return 0
+}
+
+// selectTop moves the k best candidates to c[:k], sorted best first,
+// without sorting the rest: quickselect, falling back to a full sort if
+// the partitioning degenerates.
+func selectTop(c []cand, k int) {
+	if k >= len(c) {
+		slices.SortFunc(c, cmpCand)
+		return
+	}
+	lo, hi := 0, len(c)-1
+	budget := 2*bitsLen(len(c)) + 8
+	for lo < hi {
+		if budget == 0 {
+			slices.SortFunc(c[lo:hi+1], cmpCand)
+			break
+		}
+		budget--
+		// median of three as pivot, moved to hi
+		mid := lo + (hi-lo)/2
+		if better(c[mid], c[lo]) {
+			c[mid], c[lo] = c[lo], c[mid]
+		}
+		if better(c[hi], c[lo]) {
+			c[hi], c[lo] = c[lo], c[hi]
+		}
+		if better(c[mid], c[hi]) {
+			c[mid], c[hi] = c[hi], c[mid]
+		}
+		pivot := c[hi]
+		store := lo
+		for i := lo; i < hi; i++ {
+			if better(c[i], pivot) {
+				c[i], c[store] = c[store], c[i]
+				store++
+			}
+		}
+		c[store], c[hi] = c[hi], c[store]
+		switch {
+		case store == k || store == k-1:
+			lo = hi // done: c[:k] are the k best
+		case store < k:
+			lo = store + 1
+		default:
+			hi = store - 1
+		}
+	}
+	slices.SortFunc(c[:k], cmpCand)
+}
+
+func bitsLen(n int) int {
+	b := 0
+	for n > 0 {
+		b++
+		n >>= 1
+	}
+	return b
+}
+
+// softmaxInto sets c[i].p to the probabilities of c's logits (over c) and
+// returns them unnormalised sum-checked; max is the largest logit in c.
+func softmaxInto(c []cand, max float32) {
+	sum := 0.0
+	for i := range c {
+		e := expDet(float64(c[i].logit) - float64(max))
+		c[i].p = e
+		sum += e
+	}
+	for i := range c {
+		c[i].p = c[i].p / sum
+	}
+}
+
+func maxLogit(c []cand) float32 {
+	m := c[0].logit
+	for _, x := range c[1:] {
+		if x.logit > m {
+			m = x.logit
+		}
+	}
+	return m
+}
+
+// topP keeps the most likely candidates until their probability (over c)
+// reaches p, the last included. It sorts only as much of c as it needs.
+func topP(c []cand, p float64, sorted bool) []cand {
+	mx := maxLogit(c)
+	softmaxInto(c, mx)
+	m := len(c)
+	if !sorted {
+		m = min(64, len(c))
+	}
+	for {
+		if !sorted {
+			selectTop(c, m)
+		}
+		cum := 0.0
+		for i := 0; i < m; i++ {
+			cum += c[i].p
+			if cum >= p {
+				return c[:i+1]
+			}
+		}
+		if sorted || m == len(c) {
+			return c
+		}
+		m = min(m*4, len(c))
+	}
+}
+
+// minP keeps candidates whose probability is at least p times the largest,
+// comparing logits: l >= max + ln(p).
+func minP(c []cand, p float64, sorted bool) []cand {
+	mx := c[0].logit
+	if !sorted {
+		mx = maxLogit(c)
+	}
+	thr := float64(mx) + math.Log(p)
+	out := c[:0]
+	for _, x := range c {
+		if float64(x.logit) >= thr {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// draw picks from c with probability proportional to exp(logit).
+func (s *Sampler) draw(c []cand) int32 {
+	mx := maxLogit(c)
+	sum := 0.0
+	for i := range c {
+		e := expDet(float64(c[i].logit) - float64(mx))
+		c[i].p = e
+		sum += e
+	}
+	u := s.rng.float64() * sum
+	cum := 0.0
+	for i := range c {
+		cum += c[i].p
+		if u < cum {
+			return c[i].id
+		}
+	}
+	// Rounding left u at the very top: take the last likely candidate.
+	for i := len(c) - 1; i >= 0; i-- {
+		if c[i].p > 0 {
+			return c[i].id
+		}
+	}
+	return c[0].id
+}
