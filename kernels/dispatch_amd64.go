@@ -39,6 +39,8 @@ func applyAVX512() {
 	rowDot[gguf.Q8_0], rowsDot[gguf.Q8_0] = rowQ8_0AVX512, rowsQ8_0AVX512
 	rowDot[gguf.Q4_0], rowsDot[gguf.Q4_0] = rowQ4_0AVX512, rowsQ4_0AVX512
 	rowDot[gguf.Q4_1], rowsDot[gguf.Q4_1] = rowQ4_1AVX512, rowsQ4_1AVX512
+	tokensDot[gguf.Q4_K] = tokQ4_KAVX512
+	tokensDot[gguf.Q6_K] = tokQ6_KAVX512
 }
 
 // applyAVX2 installs the AVX2 kernels over the generic tables.

@@ -277,3 +277,308 @@ q41sum:
 q41done:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------------------
+// Four-token prefill kernels for the K-quants on 512-bit registers: each
+// 64-value slice of a weight block is unpacked once (low nibbles of one
+// 32-value sub-block next to the next sub-block) so it meets 64 contiguous
+// activation bytes, and VPMADDUBSW/VPMADDWD then cost one instruction per
+// 64 values and token instead of two.
+
+// VPERMW indexes: Q4_K pair j takes words [2j x16, 2j+1 x16] of the scale
+// words (vector j at 64j); Q6_K vector v takes words [4v .. 4v+3], each x8.
+DATA q4kperm<>+0x00(SB)/8, $0x0000000000000000
+DATA q4kperm<>+0x08(SB)/8, $0x0000000000000000
+DATA q4kperm<>+0x10(SB)/8, $0x0000000000000000
+DATA q4kperm<>+0x18(SB)/8, $0x0000000000000000
+DATA q4kperm<>+0x20(SB)/8, $0x0001000100010001
+DATA q4kperm<>+0x28(SB)/8, $0x0001000100010001
+DATA q4kperm<>+0x30(SB)/8, $0x0001000100010001
+DATA q4kperm<>+0x38(SB)/8, $0x0001000100010001
+DATA q4kperm<>+0x40(SB)/8, $0x0002000200020002
+DATA q4kperm<>+0x48(SB)/8, $0x0002000200020002
+DATA q4kperm<>+0x50(SB)/8, $0x0002000200020002
+DATA q4kperm<>+0x58(SB)/8, $0x0002000200020002
+DATA q4kperm<>+0x60(SB)/8, $0x0003000300030003
+DATA q4kperm<>+0x68(SB)/8, $0x0003000300030003
+DATA q4kperm<>+0x70(SB)/8, $0x0003000300030003
+DATA q4kperm<>+0x78(SB)/8, $0x0003000300030003
+DATA q4kperm<>+0x80(SB)/8, $0x0004000400040004
+DATA q4kperm<>+0x88(SB)/8, $0x0004000400040004
+DATA q4kperm<>+0x90(SB)/8, $0x0004000400040004
+DATA q4kperm<>+0x98(SB)/8, $0x0004000400040004
+DATA q4kperm<>+0xa0(SB)/8, $0x0005000500050005
+DATA q4kperm<>+0xa8(SB)/8, $0x0005000500050005
+DATA q4kperm<>+0xb0(SB)/8, $0x0005000500050005
+DATA q4kperm<>+0xb8(SB)/8, $0x0005000500050005
+DATA q4kperm<>+0xc0(SB)/8, $0x0006000600060006
+DATA q4kperm<>+0xc8(SB)/8, $0x0006000600060006
+DATA q4kperm<>+0xd0(SB)/8, $0x0006000600060006
+DATA q4kperm<>+0xd8(SB)/8, $0x0006000600060006
+DATA q4kperm<>+0xe0(SB)/8, $0x0007000700070007
+DATA q4kperm<>+0xe8(SB)/8, $0x0007000700070007
+DATA q4kperm<>+0xf0(SB)/8, $0x0007000700070007
+DATA q4kperm<>+0xf8(SB)/8, $0x0007000700070007
+GLOBL q4kperm<>(SB), RODATA|NOPTR, $256
+DATA q6kperm<>+0x00(SB)/8, $0x0000000000000000
+DATA q6kperm<>+0x08(SB)/8, $0x0000000000000000
+DATA q6kperm<>+0x10(SB)/8, $0x0001000100010001
+DATA q6kperm<>+0x18(SB)/8, $0x0001000100010001
+DATA q6kperm<>+0x20(SB)/8, $0x0002000200020002
+DATA q6kperm<>+0x28(SB)/8, $0x0002000200020002
+DATA q6kperm<>+0x30(SB)/8, $0x0003000300030003
+DATA q6kperm<>+0x38(SB)/8, $0x0003000300030003
+DATA q6kperm<>+0x40(SB)/8, $0x0004000400040004
+DATA q6kperm<>+0x48(SB)/8, $0x0004000400040004
+DATA q6kperm<>+0x50(SB)/8, $0x0005000500050005
+DATA q6kperm<>+0x58(SB)/8, $0x0005000500050005
+DATA q6kperm<>+0x60(SB)/8, $0x0006000600060006
+DATA q6kperm<>+0x68(SB)/8, $0x0006000600060006
+DATA q6kperm<>+0x70(SB)/8, $0x0007000700070007
+DATA q6kperm<>+0x78(SB)/8, $0x0007000700070007
+DATA q6kperm<>+0x80(SB)/8, $0x0008000800080008
+DATA q6kperm<>+0x88(SB)/8, $0x0008000800080008
+DATA q6kperm<>+0x90(SB)/8, $0x0009000900090009
+DATA q6kperm<>+0x98(SB)/8, $0x0009000900090009
+DATA q6kperm<>+0xa0(SB)/8, $0x000a000a000a000a
+DATA q6kperm<>+0xa8(SB)/8, $0x000a000a000a000a
+DATA q6kperm<>+0xb0(SB)/8, $0x000b000b000b000b
+DATA q6kperm<>+0xb8(SB)/8, $0x000b000b000b000b
+DATA q6kperm<>+0xc0(SB)/8, $0x000c000c000c000c
+DATA q6kperm<>+0xc8(SB)/8, $0x000c000c000c000c
+DATA q6kperm<>+0xd0(SB)/8, $0x000d000d000d000d
+DATA q6kperm<>+0xd8(SB)/8, $0x000d000d000d000d
+DATA q6kperm<>+0xe0(SB)/8, $0x000e000e000e000e
+DATA q6kperm<>+0xe8(SB)/8, $0x000e000e000e000e
+DATA q6kperm<>+0xf0(SB)/8, $0x000f000f000f000f
+DATA q6kperm<>+0xf8(SB)/8, $0x000f000f000f000f
+GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
+
+// Horizontal sum of the 16 lanes of Z into lane 0 of X (Y its low half;
+// clobbers T and its Y).
+#define HSUMZ(Z, Y, X, TY, TX) \
+	VEXTRACTF64X4 $1, Z, TY \
+	VADDPS        TY, Y, Y \
+	VEXTRACTF128  $1, Y, TX \
+	VADDPS        TX, X, X \
+	VPERMILPS     $0x4e, X, TX \
+	VADDPS        TX, X, X \
+	VMOVSHDUP     X, TX \
+	VADDSS        TX, X, X
+
+#define STORE4Z \
+	HSUMZ(Z0, Y0, X0, Y4, X4) \
+	HSUMZ(Z1, Y1, X1, Y4, X4) \
+	HSUMZ(Z2, Y2, X2, Y4, X4) \
+	HSUMZ(Z3, Y3, X3, Y4, X4) \
+	VMOVSS X0, (R11) \
+	VMOVSS X1, 4(R11) \
+	VMOVSS X2, 8(R11) \
+	VMOVSS X3, 12(R11)
+
+// Sum of products of Z4 (unsigned) with 64 activation bytes at xoff(B),
+// scaled per word pair by Z6, into IACC.
+#define KTOK(B, xoff, Q, S, IACC) \
+	VPMADDUBSW xoff(B), Q, Z15 \
+	VPMADDWD   S, Z15, Z15 \
+	VPADDD     Z15, IACC, IACC
+
+// Q4_K pair j (32 bytes of nibbles at qoff): Z4 = [low | high nibbles].
+#define Q4K_PAIRZ(qoff, xoff, perm) \
+	VMOVDQU      qoff(AX), Y4 \
+	VPSRLW       $4, Y4, Y5 \
+	VINSERTI64X4 $1, Y5, Z4, Z4 \
+	VPANDD       Z14, Z4, Z4 \
+	VPERMW       Z8, perm, Z6 \
+	KTOK(BX, xoff, Z4, Z6, Z16) \
+	KTOK(SI, xoff, Z4, Z6, Z17) \
+	KTOK(DI, xoff, Z4, Z6, Z18) \
+	KTOK(R10, xoff, Z4, Z6, Z19)
+
+// Q4_K epilogue for one token at B (X4 = [d, dmin]; Y10 = mins, doubled).
+#define Q4K_ENDZ(B, IACC, ACC) \
+	VBROADCASTSS (B), X5 \
+	VMULPS       X4, X5, X5 \
+	VBROADCASTSS X5, Z6 \
+	VMOVSHDUP    X5, X7 \
+	VBROADCASTSS X7, Z7 \
+	VCVTDQ2PS    IACC, IACC \
+	VFMADD231PS  IACC, Z6, ACC \
+	VPMADDWD     260(B), Y10, Y15 \
+	VCVTDQ2PS    Z15, Z15 \
+	VFNMADD231PS Z15, Z7, ACC
+
+// func dotQ4_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
+TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), BX
+	MOVQ         xstride+16(FP), R8
+	MOVQ         nb+24(FP), CX
+	MOVQ         y+32(FP), R11
+	LEAQ         (BX)(R8*1), SI
+	LEAQ         (BX)(R8*2), DI
+	LEAQ         (SI)(R8*2), R10
+	MOVL         $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Z14
+	VMOVDQU64    q4kperm<>+0x00(SB), Z20
+	VMOVDQU64    q4kperm<>+0x40(SB), Z21
+	VMOVDQU64    q4kperm<>+0x80(SB), Z22
+	VMOVDQU64    q4kperm<>+0xc0(SB), Z23
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	TESTQ        CX, CX
+	JLE          q4kz4store
+
+q4kz4blk:
+	// Scales and mins as in dotQ4_KRowsAVX2.
+	MOVL 4(AX), DX
+	MOVL 8(AX), R12
+	MOVL 12(AX), R13
+	MOVL DX, R8
+	SHRL $6, R8
+	ANDL $0x03030303, R8
+	SHLL $4, R8
+	MOVL R13, R9
+	ANDL $0x0f0f0f0f, R9
+	ORL  R9, R8
+	ANDL $0x3f3f3f3f, DX
+	MOVL R12, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	SHRL $4, R13
+	ANDL $0x0f0f0f0f, R13
+	ORL  R9, R13
+	ANDL $0x3f3f3f3f, R12
+	VMOVD        DX, X8
+	VPINSRD      $1, R8, X8, X8
+	VPINSRD      $2, R12, X8, X8
+	VPINSRD      $3, R13, X8, X8
+	VPMOVZXBW    X8, Y8           // words: sc0..7 | m0..7 (upper half of Z8 zero)
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD   X9, X9, X6
+	VPUNPCKHWD   X9, X9, X7
+	VINSERTI128  $1, X7, Y6, Y10  // m0,m0,...,m7,m7
+
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	Q4K_PAIRZ(16, 4, Z20)
+	Q4K_PAIRZ(48, 68, Z21)
+	Q4K_PAIRZ(80, 132, Z22)
+	Q4K_PAIRZ(112, 196, Z23)
+
+	VMOVD     (AX), X4
+	VCVTPH2PS X4, X4
+	Q4K_ENDZ(BX, Z16, Z0)
+	Q4K_ENDZ(SI, Z17, Z1)
+	Q4K_ENDZ(DI, Z18, Z2)
+	Q4K_ENDZ(R10, Z19, Z3)
+
+	ADDQ $144, AX
+	ADDQ $292, BX
+	ADDQ $292, SI
+	ADDQ $292, DI
+	ADDQ $292, R10
+	DECQ CX
+	JNZ  q4kz4blk
+
+q4kz4store:
+	STORE4Z
+	VZEROUPPER
+	RET
+
+// Q6_K half: 64 bytes of ql at qloff, 32 of qh at qhoff, activations at
+// xoff; Z24..Z27 hold the VPERMW indexes of this half's scales.
+#define Q6K_HALFZ(qloff, qhoff, xoff, p12, p34) \
+	VMOVDQU64    qloff(AX), Z9 \
+	VMOVDQU      qhoff(AX), Y10 \
+	VPSLLW       $4, Y10, Y11 \
+	VPSLLW       $2, Y10, Y12 \
+	VINSERTI64X4 $1, Y12, Z11, Z11 \
+	VPANDD       Z13, Z11, Z11 \
+	VPANDD       Z14, Z9, Z4 \
+	VPORD        Z11, Z4, Z4 \
+	VPERMW       Z8, p12, Z6 \
+	KTOK(BX, xoff, Z4, Z6, Z16) \
+	KTOK(SI, xoff, Z4, Z6, Z17) \
+	KTOK(DI, xoff, Z4, Z6, Z18) \
+	KTOK(R10, xoff, Z4, Z6, Z19) \
+	VPSRLW       $2, Y10, Y12 \
+	VINSERTI64X4 $1, Y12, Z10, Z11 \
+	VPANDD       Z13, Z11, Z11 \
+	VPSRLW       $4, Z9, Z4 \
+	VPANDD       Z14, Z4, Z4 \
+	VPORD        Z11, Z4, Z4 \
+	VPERMW       Z8, p34, Z6 \
+	KTOK(BX, (xoff+64), Z4, Z6, Z16) \
+	KTOK(SI, (xoff+64), Z4, Z6, Z17) \
+	KTOK(DI, (xoff+64), Z4, Z6, Z18) \
+	KTOK(R10, (xoff+64), Z4, Z6, Z19)
+
+// Q6_K epilogue for one token at B (Y8 = the 16 scales as words, Z5 = d).
+#define Q6K_ENDZ(B, IACC, ACC) \
+	VPMADDWD     260(B), Y8, Y15 \
+	VPSLLD       $5, Y15, Y15 \
+	VPSUBD       Z15, IACC, IACC \
+	VCVTDQ2PS    IACC, IACC \
+	VBROADCASTSS (B), Z7 \
+	VMULPS       Z5, Z7, Z7 \
+	VFMADD231PS  IACC, Z7, ACC
+
+// func dotQ6_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
+TEXT ·dotQ6_KTok4AVX512(SB), NOSPLIT, $0-40
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), BX
+	MOVQ         xstride+16(FP), R8
+	MOVQ         nb+24(FP), CX
+	MOVQ         y+32(FP), R11
+	LEAQ         (BX)(R8*1), SI
+	LEAQ         (BX)(R8*2), DI
+	LEAQ         (SI)(R8*2), R10
+	MOVL         $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Z14
+	MOVL         $0x30303030, DX
+	VPBROADCASTD DX, Z13
+	VMOVDQU64    q6kperm<>+0x00(SB), Z24
+	VMOVDQU64    q6kperm<>+0x40(SB), Z25
+	VMOVDQU64    q6kperm<>+0x80(SB), Z26
+	VMOVDQU64    q6kperm<>+0xc0(SB), Z27
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	TESTQ        CX, CX
+	JLE          q6kz4store
+
+q6kz4blk:
+	VPMOVSXBW 192(AX), Y8 // the 16 scales as words (upper half of Z8 zero)
+	VPXORD    Z16, Z16, Z16
+	VPXORD    Z17, Z17, Z17
+	VPXORD    Z18, Z18, Z18
+	VPXORD    Z19, Z19, Z19
+	Q6K_HALFZ(0, 128, 4, Z24, Z25)
+	Q6K_HALFZ(64, 160, 132, Z26, Z27)
+
+	VPBROADCASTW 208(AX), Y5
+	VCVTPH2PS    Y5, Z5
+	Q6K_ENDZ(BX, Z16, Z0)
+	Q6K_ENDZ(SI, Z17, Z1)
+	Q6K_ENDZ(DI, Z18, Z2)
+	Q6K_ENDZ(R10, Z19, Z3)
+
+	ADDQ $210, AX
+	ADDQ $292, BX
+	ADDQ $292, SI
+	ADDQ $292, DI
+	ADDQ $292, R10
+	DECQ CX
+	JNZ  q6kz4blk
+
+q6kz4store:
+	STORE4Z
+	VZEROUPPER
+	RET

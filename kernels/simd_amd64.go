@@ -388,3 +388,54 @@ func tokF16AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int)
 		dotF16RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), n, &y[k*yStride])
 	}
 }
+
+// Four-token AVX-512 K-quant kernels (prefill), same contract as the AVX2
+// ones.
+
+//go:noescape
+func dotQ4_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
+
+//go:noescape
+func dotQ6_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
+
+func tokQ4_KAVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 256
+	checkTokens("q4_K", len(w), nb*144, len(x), xStride, nTok, nb*292, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ4_KTok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ4_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
+	}
+}
+
+func tokQ6_KAVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 256
+	checkTokens("q6_K", len(w), nb*210, len(x), xStride, nTok, nb*292, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ6_KTok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ6_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
+	}
+}
