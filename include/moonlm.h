@@ -135,7 +135,7 @@ typedef struct moonlm_model moonlm_model;
 
 typedef struct moonlm_model_params {
     size_t size;       /* sizeof(moonlm_model_params) */
-    int32_t n_threads; /* worker threads for sessions; 0 = one per CPU core */
+    int32_t n_threads; /* size of the worker pool sessions share; 0 = one per CPU core */
     uint32_t flags;    /* reserved for future use; must be 0 */
 } moonlm_model_params;
 
@@ -281,7 +281,7 @@ typedef enum moonlm_kv_type {
 typedef struct moonlm_session_params {
     size_t size;       /* sizeof(moonlm_session_params) */
     int32_t n_ctx;     /* context length in tokens; 0 = the model's n_ctx_train */
-    int32_t n_threads; /* worker threads; 0 = the model's n_threads */
+    int32_t n_threads; /* 0 = share the model's worker pool; else a pool of its own */
     int32_t kv_type;   /* a moonlm_kv_type; default MOONLM_KV_F16 */
     uint32_t flags;    /* reserved for future use; must be 0 */
 } moonlm_session_params;

@@ -52,6 +52,28 @@ func TestBusyConcurrent(t *testing.T) {
 	close(release)
 	requireStatus(t, l, OK, <-done, "the generate that held the session")
 	requireStatus(t, l, OK, l.Decode(s, 5, nil, 0), "the session is free again")
+
+	// Freeing a session in use cancels the running call; the handle is dead
+	// at once, the memory goes when the call returns.
+	inside2 := make(chan struct{})
+	release2 := make(chan struct{})
+	var once2 sync.Once
+	rec2 := &genRecorder{hook: func(int32) bool {
+		once2.Do(func() { close(inside2); <-release2 })
+		return false
+	}}
+	go func() {
+		prompt := []int32{info.BOS}
+		var n uintptr
+		done <- l.Generate(s, g, &prompt[0], 1, 50, callback(), register(rec2), &n)
+	}()
+	<-inside2
+	requireStatus(t, l, OK, l.SessionFree(s), "free a session in use")
+	var pos2 uintptr
+	requireStatus(t, l, InvalidArg, l.Position(s, &pos2), "the freed handle")
+	close(release2)
+	requireStatus(t, l, Cancelled, <-done, "the call running during the free")
+	assert.Len(t, rec2.tokens, 1, "generation stopped after the free")
 }
 
 // Cancellation: from another thread during a run, before a call, and from
