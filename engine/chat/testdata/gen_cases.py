@@ -219,3 +219,28 @@ with open("jinja_cases.json", "w") as f:
     json.dump(out, f, indent=1, ensure_ascii=False)
     f.write("\n")
 print(len(out), "cases")
+
+# Templates shipped inside GGUF files of the shared test data: only their
+# hash and the reference outputs are stored here; the Go test reads the
+# template from the file itself.
+import hashlib
+import os
+import gguf
+
+root = os.environ.get("MOONLM_TESTDATA", os.path.join("..", "..", "..", "..", "shared", "testdata"))
+shipped = {}
+for rel in ["vocab/ggml-vocab-phi-3.gguf"]:
+    reader = gguf.GGUFReader(os.path.join(root, rel))
+    field = reader.fields["tokenizer.chat_template"]
+    src = bytes(field.parts[field.data[0]]).decode()
+    entry = {"sha256": hashlib.sha256(src.encode()).hexdigest(), "cases": []}
+    for mn, ms in [("single", U), ("system", SU), ("multi", MULTI), ("alt", ALT)]:
+        for gen in [True, False]:
+            vars = dict(tools=None, documents=None, add_generation_prompt=gen, bos_token="<s>", eos_token="<|endoftext|>", messages=ms)
+            entry["cases"].append({"name": "%s_%s" % (mn, gen), "messages": ms, "gen": gen, "bos": "<s>", "eos": "<|endoftext|>",
+                                   "out": env.from_string(src).render(**vars)})
+    shipped[rel] = entry
+with open("gguf_cases.json", "w") as f:
+    json.dump(shipped, f, indent=1, ensure_ascii=False)
+    f.write("\n")
+print(len(shipped), "shipped templates")

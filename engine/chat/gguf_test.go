@@ -1,0 +1,91 @@
+package chat
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/shareddata"
+)
+
+func ggufTemplate(t *testing.T, path string) string {
+	t.Helper()
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	v, ok := f.Lookup("tokenizer.chat_template")
+	require.True(t, ok, "%s has no tokenizer.chat_template", path)
+	s, err := v.String()
+	require.NoError(t, err)
+	return s
+}
+
+// TestShippedGGUFTemplates renders templates as shipped inside GGUF files
+// of the shared test data and compares with Jinja2's outputs for them
+// (testdata/gguf_cases.json, made by gen_cases.py).
+func TestShippedGGUFTemplates(t *testing.T) {
+	raw, err := os.ReadFile("testdata/gguf_cases.json")
+	require.NoError(t, err)
+	var files map[string]struct {
+		SHA256 string      `json:"sha256"`
+		Cases  []jinjaCase `json:"cases"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &files))
+	require.NotEmpty(t, files)
+	for rel, entry := range files {
+		t.Run(rel, func(t *testing.T) {
+			src := ggufTemplate(t, shareddata.Path(t, rel))
+			sum := sha256.Sum256([]byte(src))
+			require.Equal(t, entry.SHA256, hex.EncodeToString(sum[:]), "template changed; rerun gen_cases.py")
+			tp, err := Parse(src)
+			require.NoError(t, err)
+			require.NotEmpty(t, entry.Cases)
+			for _, c := range entry.Cases {
+				gen, bos, eos := c.params()
+				got, err := tp.Render(c.Messages, gen, bos, eos)
+				require.NoError(t, err, c.Name)
+				assert.Equal(t, *c.Out, got, c.Name)
+			}
+		})
+	}
+}
+
+// TestSmolLM2ShippedTemplate checks that the template inside the SmolLM2
+// model is the one the reference cases (tmpl_smollm2_*) were rendered from.
+// The model is optional: scripts/fetch-model.sh caches it.
+func TestSmolLM2ShippedTemplate(t *testing.T) {
+	path := os.Getenv("MOONLM_SMOLLM2")
+	if path == "" {
+		dir := os.Getenv("MOONLM_MODELS")
+		if dir == "" {
+			if c, err := os.UserCacheDir(); err == nil {
+				dir = filepath.Join(c, "moonlm", "models")
+			}
+		}
+		path = filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("SmolLM2-135M-Instruct Q4_1 not found: run scripts/fetch-model.sh or set MOONLM_SMOLLM2")
+	}
+	src := ggufTemplate(t, path)
+	n := 0
+	for _, c := range loadJinjaCases(t) {
+		if c.Family != "smollm2" {
+			continue
+		}
+		require.Equal(t, c.Src, src, "the model's template differs from the one in the reference cases")
+		n++
+	}
+	require.Greater(t, n, 0)
+	out, info, err := Apply(src, []Message{{Role: "user", Content: "Hi"}}, true, "", "<|im_end|>")
+	require.NoError(t, err)
+	assert.False(t, info.Fallback())
+	assert.Equal(t, "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", out)
+}
