@@ -31,6 +31,12 @@ func init() {
 func slowFlags(r rune) uint16 {
 	var f uint16
 	switch {
+	// Unicode 15.1 additions, which llama.cpp's tables have and Go's
+	// (Unicode 15.0) lack.
+	case r >= 0x2FFC && r <= 0x2FFF, r == 0x31EF:
+		f = fSymbol
+	case r >= 0x2EBF0 && r <= 0x2EE5D:
+		f = fLetter
 	case unicode.Is(unicode.L, r):
 		f = fLetter
 	case unicode.Is(unicode.N, r):
@@ -43,7 +49,9 @@ func slowFlags(r rune) uint16 {
 		f = fMark
 	case unicode.Is(unicode.Z, r):
 		f = fSeparator
-	case unicode.Is(unicode.C, r):
+	case unicode.Is(unicode.Cc, r), unicode.Is(unicode.Cf, r), unicode.Is(unicode.Co, r), unicode.Is(unicode.Cs, r):
+		// Not unicode.C, which also covers unassigned code points; those
+		// are "undefined" for llama.cpp.
 		f = fControl
 	default:
 		f = fUndef
