@@ -7,8 +7,11 @@
 package chat
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -44,8 +47,11 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool, bosToken, eo
 }
 
 // RenderVars is Render with extra template variables (for example
-// "enable_thinking": false). Values may be nil, bool, ints, floats, string,
-// []any, map[string]any or []Message; they override the defaults.
+// "enable_thinking": false, or "tools"). Values may be nil, bool, ints,
+// floats, string, []string, []any, map[string]any (keys sorted),
+// []Message, or json.RawMessage (decoded keeping object key order, the
+// way to pass tool schemas or messages with tool calls); they override the
+// defaults, messages included.
 func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string, vars map[string]any) (string, error) {
 	ms := make([]Value, len(msgs))
 	for i, m := range msgs {
@@ -90,6 +96,17 @@ func fromGo(v any) (Value, error) {
 		return int64(x), nil
 	case float32:
 		return float64(x), nil
+	case json.RawMessage:
+		dec := json.NewDecoder(bytes.NewReader(x))
+		dec.UseNumber()
+		v, err := fromJSON(dec, 0)
+		if err != nil {
+			return nil, fmt.Errorf("bad JSON value: %w", err)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, fmt.Errorf("bad JSON value: trailing data")
+		}
+		return v, nil
 	case []Message:
 		out := make([]Value, len(x))
 		for i, m := range x {
@@ -133,6 +150,54 @@ func fromGo(v any) (Value, error) {
 		return d, nil
 	}
 	return nil, fmt.Errorf("unsupported Go type %T", v)
+}
+
+// fromJSON decodes one JSON value keeping object key order.
+func fromJSON(dec *json.Decoder, depth int) (Value, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch x := tok.(type) {
+	case nil, bool, string:
+		return x, nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i, nil
+		}
+		return x.Float64()
+	case json.Delim:
+		if x == '[' {
+			l := &List{}
+			for dec.More() {
+				v, err := fromJSON(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				l.Items = append(l.Items, v)
+			}
+			_, err := dec.Token()
+			return l, err
+		}
+		d := NewDict()
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			v, err := fromJSON(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			d.Set(k, v)
+		}
+		_, err := dec.Token()
+		return d, err
+	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok)
 }
 
 // Info tells how Apply produced its text.

@@ -27,21 +27,35 @@ func ggufTemplate(t *testing.T, path string) string {
 	return s
 }
 
-// TestShippedGGUFTemplates renders templates as shipped inside GGUF files
-// of the shared test data and compares with Jinja2's outputs for them
-// (testdata/gguf_cases.json, made by gen_cases.py).
+// TestShippedGGUFTemplates renders templates of the shared test data (as
+// shipped inside GGUF files, and the published Qwen3, Llama 3 and Gemma 3
+// templates on paths expected.json does not reach: tools, tool calls,
+// reasoning, enable_thinking, role errors) and compares with Jinja2's
+// outputs for them (testdata/gguf_cases.json, made by gen_cases.py).
 func TestShippedGGUFTemplates(t *testing.T) {
 	raw, err := os.ReadFile("testdata/gguf_cases.json")
 	require.NoError(t, err)
 	var files map[string]struct {
-		SHA256 string      `json:"sha256"`
-		Cases  []jinjaCase `json:"cases"`
+		SHA256 string `json:"sha256"`
+		Cases  []struct {
+			jinjaCase
+			// Vars keep their JSON so object key order survives.
+			Vars map[string]json.RawMessage `json:"vars"`
+		} `json:"cases"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &files))
 	require.NotEmpty(t, files)
 	for rel, entry := range files {
 		t.Run(rel, func(t *testing.T) {
-			src := ggufTemplate(t, shareddata.Path(t, rel))
+			path := shareddata.Path(t, rel)
+			var src string
+			if filepath.Ext(rel) == ".gguf" {
+				src = ggufTemplate(t, path)
+			} else {
+				b, err := os.ReadFile(path)
+				require.NoError(t, err)
+				src = string(b)
+			}
 			sum := sha256.Sum256([]byte(src))
 			require.Equal(t, entry.SHA256, hex.EncodeToString(sum[:]), "template changed; rerun gen_cases.py")
 			tp, err := Parse(src)
@@ -49,7 +63,17 @@ func TestShippedGGUFTemplates(t *testing.T) {
 			require.NotEmpty(t, entry.Cases)
 			for _, c := range entry.Cases {
 				gen, bos, eos := c.params()
-				got, err := tp.Render(c.Messages, gen, bos, eos)
+				vars := map[string]any{}
+				for k, v := range c.Vars {
+					vars[k] = v
+				}
+				got, err := tp.RenderVars(c.Messages, gen, bos, eos, vars)
+				if c.Err != "" {
+					var ex *ExceptionError
+					require.ErrorAs(t, err, &ex, c.Name)
+					assert.Equal(t, c.Err, ex.Message, c.Name)
+					continue
+				}
 				require.NoError(t, err, c.Name)
 				assert.Equal(t, *c.Out, got, c.Name)
 			}

@@ -244,3 +244,56 @@ with open("gguf_cases.json", "w") as f:
     json.dump(shipped, f, indent=1, ensure_ascii=False)
     f.write("\n")
 print(len(shipped), "shipped templates")
+
+# The shared Qwen3, Llama 3 and Gemma 3 templates on paths the shared
+# expected.json does not reach: tools, tool calls and responses, reasoning
+# content, enable_thinking, and role errors. "vars" go to the template as
+# extra variables (messages there replace the plain ones).
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+TOOL_MSGS = [
+    {"role": "system", "content": "Use tools."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": "<think>\nNeed the tool.\n</think>\n\nChecking.",
+     "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+                    {"type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Lyon\"}"}}]},
+    {"role": "tool", "content": "{\"temp\": 21}"},
+    {"role": "tool", "content": "{\"temp\": 19}"},
+    {"role": "assistant", "content": "It is 21 C.", "reasoning_content": "Read the result."},
+    {"role": "user", "content": "<tool_response>x</tool_response>"},
+]
+shared_cases = {
+    "qwen3.jinja": [
+        ("tools", {"tools": TOOLS, "messages": TOOL_MSGS}, True),
+        ("tools_no_system", {"tools": TOOLS, "messages": TOOL_MSGS[1:3]}, False),
+        ("no_thinking", {"enable_thinking": False}, True),
+        ("think_history", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "<think>r1</think>b"},
+                                        {"role": "user", "content": "c"}, {"role": "assistant", "content": "<think>\nr2\n</think>\n\nd"}]}, False),
+    ],
+    "gemma3.jinja": [
+        ("bad_roles", {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}, True),
+        ("system_multi", {"messages": [{"role": "system", "content": "S "}, {"role": "user", "content": " u "},
+                                       {"role": "assistant", "content": "m"}, {"role": "user", "content": "v"}]}, True),
+    ],
+    "llama3.jinja": [
+        ("trimmed", {"messages": [{"role": "system", "content": "  S\n"}, {"role": "user", "content": "\tu "}]}, False),
+    ],
+}
+for name, cs in shared_cases.items():
+    rel = "templates/" + name
+    src = open(os.path.join(root, rel)).read()
+    entry = {"sha256": hashlib.sha256(src.encode()).hexdigest(), "cases": []}
+    for cname, vars_, gen in cs:
+        v = dict(tools=None, documents=None, add_generation_prompt=gen, bos_token="<s>", eos_token="</s>", messages=[{"role": "user", "content": "Hi"}])
+        v.update(vars_)
+        case = {"name": cname, "messages": [{"role": "user", "content": "Hi"}], "gen": gen, "vars": vars_}
+        try:
+            case["out"] = env.from_string(src).render(**v)
+        except TemplateError as e:
+            case["err"] = str(e)
+        entry["cases"].append(case)
+    shipped[rel] = entry
+with open("gguf_cases.json", "w") as f:
+    json.dump(shipped, f, indent=1, ensure_ascii=False)
+    f.write("\n")
+print(len(shipped), "shipped templates with extra cases")
