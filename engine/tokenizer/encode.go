@@ -18,6 +18,8 @@ type symbol struct {
 	prev, next int32
 	start, n   int32
 	id         int32 // BPE: token id of the span, -1 if none
+	rank       int32 // BPE, short words: rank of the merge with next, -1 if none
+	merged     int32 // BPE, short words: id that merge makes
 }
 
 // bigram is a candidate merge of two adjacent symbols. key orders the queue
@@ -376,7 +378,16 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 		syms = append(syms, symbol{prev: int32(i) - 1, next: int32(i) + 1, start: int32(i), n: 1, id: t.byteTok[c]})
 	}
 	syms[len(syms)-1].next = -1
+	sc.syms = syms
+	if len(syms) <= shortWord {
+		return t.bpeShort(dst, w, syms)
+	}
+	return t.bpeQueue(dst, w, syms, sc)
+}
 
+// bpeQueue merges a long word through a priority queue of candidate pairs
+// ordered by rank, then position, as llama.cpp does.
+func (t *Tokenizer) bpeQueue(dst []int32, w []byte, syms []symbol, sc *scratch) []int32 {
 	h := sc.heap[:0]
 	try := func(l, r int32) {
 		if l < 0 || r < 0 {
@@ -412,6 +423,60 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 		try(ls.prev, b.left)
 		try(b.left, ls.next)
 	}
+	sc.heap = h
+	return t.bpeEmit(dst, w, syms)
+}
+
+// shortWord is the length up to which bpeShort, a linear scan, beats the
+// queue.
+const shortWord = 24
+
+// bpeShort merges a short word by scanning for the adjacent pair with the
+// lowest rank (the leftmost on ties), which is the pair the queue would
+// give: every adjacent pair is in the queue, and stale entries are skipped.
+func (t *Tokenizer) bpeShort(dst []int32, w []byte, syms []symbol) []int32 {
+	setRank := func(l int32) {
+		s := &syms[l]
+		s.rank = -1
+		if s.next < 0 || s.id < 0 || syms[s.next].id < 0 {
+			return
+		}
+		if m, ok := t.merges.get(pairKey(s.id, syms[s.next].id)); ok {
+			s.rank, s.merged = int32(m>>32), int32(uint32(m))
+		}
+	}
+	for i := range syms {
+		setRank(int32(i))
+	}
+	for {
+		best, bestRank := int32(-1), int32(0)
+		for i := int32(0); i != -1; i = syms[i].next {
+			if r := syms[i].rank; r >= 0 && (best < 0 || r < bestRank) {
+				best, bestRank = i, r
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ls := &syms[best]
+		rs := &syms[ls.next]
+		ls.n += rs.n
+		ls.id = ls.merged
+		rs.n = 0
+		ls.next = rs.next
+		if rs.next >= 0 {
+			syms[rs.next].prev = best
+		}
+		setRank(best)
+		if ls.prev >= 0 {
+			setRank(ls.prev)
+		}
+	}
+	return t.bpeEmit(dst, w, syms)
+}
+
+// bpeEmit writes the ids of the merged symbols.
+func (t *Tokenizer) bpeEmit(dst []int32, w []byte, syms []symbol) []int32 {
 	for i := int32(0); i != -1; i = syms[i].next {
 		s := &syms[i]
 		if s.id >= 0 {
@@ -429,6 +494,5 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 			}
 		}
 	}
-	sc.syms, sc.heap = syms, h
 	return dst
 }

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -241,5 +242,32 @@ func TestConcurrentEncode(t *testing.T) {
 	}
 	for w := 0; w < workers; w++ {
 		require.NoError(t, <-errs)
+	}
+}
+
+// The linear scan for short words and the queue for long ones merge alike.
+func TestBPEShortMatchesQueue(t *testing.T) {
+	for _, name := range []string{"gpt-2", "qwen3", "falcon"} {
+		tok := openTokenizer(t, "vocab/ggml-vocab-"+name+".gguf")
+		sc := &scratch{}
+		words := []string{"", "a", "Hello", " world", "antidisestablishmentarianism", "\u00e9\u00e9\u00e9", "ZZZZZZZZZZZZ", "\U0001F999\U0001F999"}
+		for _, c := range readCases(t, name) {
+			words = append(words, c.text)
+			words = append(words, strings.Fields(c.text)...)
+		}
+		for _, w := range words {
+			if w == "" {
+				continue
+			}
+			syms := make([]symbol, 0, len(w))
+			for i := 0; i < len(w); i++ {
+				syms = append(syms, symbol{prev: int32(i) - 1, next: int32(i) + 1, start: int32(i), n: 1, id: tok.byteTok[w[i]]})
+			}
+			syms[len(syms)-1].next = -1
+			syms2 := append([]symbol(nil), syms...)
+			short := tok.bpeShort(nil, []byte(w), syms)
+			queue := tok.bpeQueue(nil, []byte(w), syms2, sc)
+			require.Equal(t, queue, short, "%s: %q", name, w)
+		}
 	}
 }
