@@ -78,10 +78,10 @@ type Vocab struct {
 	Scores  []float32
 	Types   []int32  // tokenizer.ggml.token_type; nil means all normal
 	Merges  []string // tokenizer.ggml.merges, "left right", in rank order
-	Special map[string]int64
 	// Special token ids by key suffix ("bos", "eos", "eot", "eom", "unknown",
 	// "seperator", "padding", "mask", "fim_pre", ...), as the
 	// tokenizer.ggml.<suffix>_token_id keys give them.
+	Special map[string]int64
 	AddBOS, AddEOS, AddSpacePrefix *bool // nil: the model type's default
 }
 
@@ -318,11 +318,13 @@ func (t *Tokenizer) buildTokens(v *Vocab) {
 	t.ids = newIDTable(t.text)
 }
 
-// buildMerges indexes the merge list by the ids of its two sides. Every
-// merge of the supported vocabularies joins two tokens into a token; a merge
-// with a side that is not a token can never apply to token ids and is
-// skipped. Entries without a separating space rank but match nothing, as in
-// llama.cpp.
+// buildMerges indexes the merge list by the ids of its two sides, so merging
+// works on ids rather than strings. llama.cpp matches merges by text, which
+// differs only for merges whose sides or result are not tokens: it could
+// apply those to spans that are not tokens, here such spans merge no
+// further. Every merge of the test vocabularies joins two tokens into a
+// token. Entries without a separating space take a rank but match nothing,
+// as in llama.cpp.
 func (t *Tokenizer) buildMerges(merges []string) error {
 	n := 0
 	for _, m := range merges {
