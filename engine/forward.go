@@ -20,9 +20,8 @@ const (
 )
 
 // forward runs one chunk of tokens at positions s.pos.. through the model.
-// out, when not nil, receives the logits: of every token if all, else of
-// the last one.
-func (s *Session) forward(tokens []int32, out []float32, all bool) error {
+// out, when not nil, receives the logits of tokens[first:], one row each.
+func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	m := s.m
 	s.batch = tokens
 	s.nTok = len(tokens)
@@ -67,16 +66,11 @@ func (s *Session) forward(tokens []int32, out []float32, all bool) error {
 	if s.cancel.Load() {
 		return fmt.Errorf("output: %w", ErrCancelled)
 	}
-	s.allOut = all
+	s.outFirst = first
 	s.stageRun(stFinal)
-	outAct := s.act(m.output.Type)
-	if all {
-		s.setJobs(mmJob{&m.output, outAct, out})
-	} else {
-		// The final stage quantized the last token into row 0.
-		s.setJobs(mmJob{&m.output, outAct, out})
-		s.nTok = 1
-	}
+	// The final stage normed and quantized token first+r into row r.
+	s.setJobs(mmJob{&m.output, s.act(m.output.Type), out})
+	s.nTok -= first
 	return s.pool.Run(s.fnMat)
 }
 
@@ -90,8 +84,12 @@ func (s *Session) setJobs(jobs ...mmJob) {
 // cost more than the work), else split over the pool by tokens.
 func (s *Session) stageRun(stage int) {
 	s.stage = stage
-	if s.nTok == 1 || (stage == stFinal && !s.allOut) {
+	if s.nTok == 1 {
 		s.stageToken(0, 0)
+		return
+	}
+	if stage == stFinal && s.outFirst == s.nTok-1 {
+		s.stageToken(s.nTok-1, 0)
 		return
 	}
 	if err := s.pool.Run(s.fnStage); err != nil {
@@ -124,9 +122,9 @@ func (s *Session) runMatrices(i, n int) {
 	}
 }
 
-// quantize converts row t of src (n values) into every activation type the
-// given weight types need.
-func (s *Session) quantize(src []float32, t, n int, types ...gguf.Type) {
+// quantize converts row (n values) into row dst of every activation buffer
+// the given weight types need.
+func (s *Session) quantize(row []float32, dst, n int, types ...gguf.Type) {
 	for k, wt := range types {
 		vt := kernels.VecDotType(wt)
 		dup := false
@@ -140,7 +138,7 @@ func (s *Session) quantize(src []float32, t, n int, types ...gguf.Type) {
 			continue
 		}
 		rb := kernels.ActivationBytes(wt, n)
-		kernels.QuantizeRow(vt, src[t*n:(t+1)*n], s.acts[vt][t*rb:(t+1)*rb])
+		kernels.QuantizeRow(vt, row, s.acts[vt][dst*rb:(dst+1)*rb])
 	}
 }
 
@@ -168,7 +166,7 @@ func (s *Session) stageToken(t, worker int) {
 				pos, s.ropeSWA[t*c.nRot:(t+1)*c.nRot])
 		}
 		kernels.RMSNorm(xn, x, L.attnNorm, c.eps)
-		s.quantize(s.xn, t, dim, L.wq.Type, L.wk.Type, L.wv.Type)
+		s.quantize(xn, t, dim, L.wq.Type, L.wk.Type, L.wv.Type)
 	case stQKV:
 		q := s.q[t*qDim : (t+1)*qDim]
 		k := s.k[t*kvDim : (t+1)*kvDim]
@@ -206,7 +204,7 @@ func (s *Session) stageToken(t, worker int) {
 			kernels.F16Encode(kc.v16[s.il][pos*kvDim:(pos+1)*kvDim], v)
 		}
 	case stAttnOut:
-		s.quantize(s.att, t, qDim, L.wo.Type)
+		s.quantize(s.att[t*qDim:(t+1)*qDim], t, qDim, L.wo.Type)
 	case stResidAtt:
 		o := s.o[t*dim : (t+1)*dim]
 		if L.postAttnNorm != nil {
@@ -214,7 +212,7 @@ func (s *Session) stageToken(t, worker int) {
 		}
 		kernels.Add(x, x, o)
 		kernels.RMSNorm(xn, x, L.ffnNorm, c.eps)
-		s.quantize(s.xn, t, dim, L.gate.Type, L.up.Type)
+		s.quantize(xn, t, dim, L.gate.Type, L.up.Type)
 	case stFFNAct:
 		g := s.g[t*c.ff : (t+1)*c.ff]
 		u := s.u[t*c.ff : (t+1)*c.ff]
@@ -224,7 +222,7 @@ func (s *Session) stageToken(t, worker int) {
 		} else {
 			kernels.SwiGLU(g, g, u)
 		}
-		s.quantize(s.g, t, c.ff, L.down.Type)
+		s.quantize(g, t, c.ff, L.down.Type)
 	case stResidFFN:
 		o := s.o[t*dim : (t+1)*dim]
 		if L.postFFNNorm != nil {
@@ -234,20 +232,16 @@ func (s *Session) stageToken(t, worker int) {
 		if s.il+1 < len(m.layers) {
 			N := &m.layers[s.il+1]
 			kernels.RMSNorm(xn, x, N.attnNorm, c.eps)
-			s.quantize(s.xn, t, dim, N.wq.Type, N.wk.Type, N.wv.Type)
+			s.quantize(xn, t, dim, N.wq.Type, N.wk.Type, N.wv.Type)
 		}
 	case stFinal:
-		if !s.allOut {
-			// Only the last token's logits: norm it into row 0.
-			last := s.nTok - 1
-			x = s.x[last*dim : (last+1)*dim]
-			xn = s.xn[:dim]
-			kernels.RMSNorm(xn, x, m.outputNorm, c.eps)
-			s.quantize(s.xn, 0, dim, m.output.Type)
+		// Token t's logits are output row t - outFirst; earlier tokens
+		// are not wanted.
+		if t < s.outFirst {
 			return
 		}
 		kernels.RMSNorm(xn, x, m.outputNorm, c.eps)
-		s.quantize(s.xn, t, dim, m.output.Type)
+		s.quantize(xn, t-s.outFirst, dim, m.output.Type)
 	}
 }
 

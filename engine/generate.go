@@ -83,7 +83,7 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, emit func(piece str
 	logits := make([]float32, vocab)
 	t0 := time.Now()
 	if len(prompt) > 0 {
-		if err := s.eval("generate: prefill", prompt, logits, false); err != nil {
+		if err := s.eval("generate: prefill", prompt, logits, len(prompt)-1); err != nil {
 			return st, err
 		}
 		for _, t := range prompt {
@@ -132,7 +132,7 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, emit func(piece str
 			break
 		}
 		s.tokens[0] = tok
-		if err := s.eval("generate: decode", s.tokens[:1], logits, false); err != nil {
+		if err := s.eval("generate: decode", s.tokens[:1], logits, 0); err != nil {
 			if errors.Is(err, ErrContextFull) {
 				st.Reason = StopContext
 				break

@@ -64,16 +64,16 @@ type Session struct {
 	batch    []int32              // the tokens of the current forward pass
 
 	// the current operation's parameters, read by the pool tasks
-	nTok    int // tokens in the batch
-	p0      int // position of the first
-	il      int // layer
-	stage   int
-	allOut  bool // final stage over all tokens (else the last only)
-	jobs    [3]mmJob
-	nJobs   int
-	fnMat   pool.Task
-	fnAttn  pool.Task
-	fnStage pool.Task
+	nTok     int // tokens in the batch
+	p0       int // position of the first
+	il       int // layer
+	stage    int
+	outFirst int // first token of the batch whose logits are wanted
+	jobs     [3]mmJob
+	nJobs    int
+	fnMat    pool.Task
+	fnAttn   pool.Task
+	fnStage  pool.Task
 }
 
 // mmJob is one matrix product of an operation.
@@ -253,20 +253,34 @@ func (s *Session) Prefill(tokens []int32, logits []float32) error {
 	if logits != nil && len(logits) < s.m.output.Rows {
 		return fmt.Errorf("engine: prefill: %w: logits buffer of %d for a vocabulary of %d", ErrInvalidArgument, len(logits), s.m.output.Rows)
 	}
-	return s.eval("prefill", tokens, logits, false)
+	from := len(tokens) - 1
+	if logits == nil {
+		from = len(tokens)
+	}
+	return s.eval("prefill", tokens, logits, from)
 }
 
 // PrefillAll is Prefill writing the logits of every position: len(tokens)
 // rows of the vocabulary size, for perplexity and tests.
 func (s *Session) PrefillAll(tokens []int32, logits []float32) error {
+	return s.PrefillFrom(tokens, 0, logits)
+}
+
+// PrefillFrom is Prefill writing the logits of tokens[from:]: one row of
+// the vocabulary size per position, so perplexity can score the second
+// half of a chunk without holding logits for the first.
+func (s *Session) PrefillFrom(tokens []int32, from int, logits []float32) error {
 	if err := s.enter("prefill"); err != nil {
 		return err
 	}
 	defer s.leave()
-	if need := len(tokens) * s.m.output.Rows; len(logits) < need {
-		return fmt.Errorf("engine: prefill: %w: logits buffer of %d for %d tokens x %d", ErrInvalidArgument, len(logits), len(tokens), s.m.output.Rows)
+	if from < 0 || from > len(tokens) {
+		return fmt.Errorf("engine: prefill: %w: logits from %d of %d tokens", ErrInvalidArgument, from, len(tokens))
 	}
-	return s.eval("prefill", tokens, logits, true)
+	if need := (len(tokens) - from) * s.m.output.Rows; len(logits) < need {
+		return fmt.Errorf("engine: prefill: %w: logits buffer of %d for %d positions x %d", ErrInvalidArgument, len(logits), len(tokens)-from, s.m.output.Rows)
+	}
+	return s.eval("prefill", tokens, logits, from)
 }
 
 // Decode evaluates one token and writes its logits (len >= the vocabulary
@@ -280,12 +294,13 @@ func (s *Session) Decode(token int32, logits []float32) error {
 		return fmt.Errorf("engine: decode: %w: logits buffer of %d for a vocabulary of %d", ErrInvalidArgument, len(logits), s.m.output.Rows)
 	}
 	s.tokens[0] = token
-	return s.eval("decode", s.tokens[:1], logits, false)
+	return s.eval("decode", s.tokens[:1], logits, 0)
 }
 
-// eval runs tokens through the model in chunks. On error the session's
-// position is unchanged.
-func (s *Session) eval(what string, tokens []int32, logits []float32, all bool) (err error) {
+// eval runs tokens through the model in chunks, writing the logits of
+// tokens[from:] into logits, one row each. On error the session's position
+// is unchanged.
+func (s *Session) eval(what string, tokens []int32, logits []float32, from int) (err error) {
 	if len(tokens) == 0 {
 		return fmt.Errorf("engine: %s: %w: no tokens", what, ErrInvalidArgument)
 	}
@@ -322,13 +337,11 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, all bool) 
 		n := min(s.nb, len(tokens)-done)
 		chunk := tokens[done : done+n]
 		var out []float32
-		switch {
-		case all:
-			out = logits[done*vocabOut : (done+n)*vocabOut]
-		case done+n == len(tokens):
-			out = logits
+		first := max(from-done, 0)
+		if first < n {
+			out = logits[(done+first-from)*vocabOut : (done+n-from)*vocabOut]
 		}
-		if err := s.forward(chunk, out, all); err != nil {
+		if err := s.forward(chunk, out, first); err != nil {
 			return fmt.Errorf("engine: %s at position %d: %w", what, s.pos, err)
 		}
 		s.pos += n

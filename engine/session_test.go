@@ -104,6 +104,15 @@ func TestPrefillMatchesDecode(t *testing.T) {
 	require.NoError(t, c.Prefill(prompt, logits))
 	assert.Equal(t, all[(len(prompt)-1)*vocab:], logits)
 	assert.Equal(t, len(prompt), c.Pos())
+
+	// PrefillFrom gives the same rows, for a start inside the second chunk.
+	d, err := m.NewSession(SessionParams{})
+	require.NoError(t, err)
+	defer d.Close()
+	from := maxBatch + 7
+	part := make([]float32, (len(prompt)-from)*vocab)
+	require.NoError(t, d.PrefillFrom(prompt, from, part))
+	assert.Equal(t, all[from*vocab:], part)
 }
 
 func TestRewindMatchesFreshSession(t *testing.T) {
