@@ -29,7 +29,8 @@ type Template struct {
 // Parse parses a template. A malformed template or a construct the
 // interpreter lacks is a *SyntaxError naming it and its position.
 func Parse(src string) (*Template, error) {
-	src = strings.ReplaceAll(src, "\r\n", "\n")
+	// Jinja reads \r\n and a lone \r as \n, in text and string literals.
+	src = strings.ReplaceAll(strings.ReplaceAll(src, "\r\n", "\n"), "\r", "\n")
 	// Jinja drops a single trailing newline (keep_trailing_newline=False).
 	src = strings.TrimSuffix(src, "\n")
 	body, err := parseTemplate(src)

@@ -595,6 +595,14 @@ func arith(op string, a, b Value) (Value, error) {
 				return &List{Items: items, Tuple: x.Tuple}, nil
 			}
 		}
+	case "%":
+		if f, ok := a.(string); ok {
+			args := []Value{b}
+			if l, ok := b.(*List); ok && l.Tuple {
+				args = l.Items
+			}
+			return pyFormat(f, args)
+		}
 	case "*":
 		if s, n, ok := seqTimes(a, b); ok {
 			return repeat(s, n)

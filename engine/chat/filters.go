@@ -112,7 +112,89 @@ func init() {
 			return strings.Repeat(" ", left) + s + strings.Repeat(" ", n-left), nil
 		},
 		"batch": fBatch,
+		"format": func(_ *renderer, v Value, args []Value, _ *Dict) (Value, error) {
+			return pyFormat(toStr(v), args)
+		},
 	}
+}
+
+// pyFormat is Python's printf-style "fmt % args" for the conversions
+// templates use: s, r, d, i, f, e, g, x, X, o, c and %%, with flags, width
+// and precision.
+func pyFormat(f string, args []Value) (Value, error) {
+	var b strings.Builder
+	ai := 0
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			b.WriteByte(f[i])
+			continue
+		}
+		j := i + 1
+		for j < len(f) && strings.IndexByte("-+ #0", f[j]) >= 0 {
+			j++
+		}
+		for j < len(f) && (isDigit(f[j]) || f[j] == '.') {
+			j++
+		}
+		if j >= len(f) {
+			return nil, fmt.Errorf("incomplete format")
+		}
+		spec, conv := f[i+1:j], f[j]
+		i = j
+		for _, part := range strings.Split(strings.TrimLeft(spec, "-+ #0"), ".") {
+			if len(part) > 4 {
+				return nil, fmt.Errorf("format width or precision %q too large", spec)
+			}
+		}
+		if conv == '%' {
+			b.WriteByte('%')
+			continue
+		}
+		if ai >= len(args) {
+			return nil, fmt.Errorf("not enough arguments for format string")
+		}
+		a := args[ai]
+		ai++
+		switch conv {
+		case 's':
+			fmt.Fprintf(&b, "%"+spec+"s", toStr(a))
+		case 'r':
+			var rb strings.Builder
+			writeRepr(&rb, a, true, 0)
+			fmt.Fprintf(&b, "%"+spec+"s", rb.String())
+		case 'd', 'i', 'x', 'X', 'o', 'c':
+			n, fv, isF, ok := toNumber(a)
+			if !ok {
+				return nil, fmt.Errorf("%%%c format: a number is required, not %s", conv, typeName(a))
+			}
+			if isF {
+				n = int64(fv)
+			}
+			c := conv
+			if c == 'i' {
+				c = 'd'
+			}
+			fmt.Fprintf(&b, "%"+spec+string(c), n)
+		case 'f', 'F', 'e', 'E', 'g', 'G':
+			_, fv, _, ok := toNumber(a)
+			if !ok {
+				return nil, fmt.Errorf("%%%c format: a number is required, not %s", conv, typeName(a))
+			}
+			if !strings.Contains(spec, ".") && (conv == 'f' || conv == 'F' || conv == 'e' || conv == 'E') {
+				spec += ".6"
+			}
+			fmt.Fprintf(&b, "%"+spec+string(conv), fv)
+		default:
+			return nil, fmt.Errorf("unsupported format character %q", conv)
+		}
+		if err := checkLen(b.Len()); err != nil {
+			return nil, err
+		}
+	}
+	if ai < len(args) {
+		return nil, fmt.Errorf("not all arguments converted during string formatting")
+	}
+	return b.String(), nil
 }
 
 func fTrim(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {

@@ -212,6 +212,10 @@ func TestRenderErrors(t *testing.T) {
 		{"{{ messages | tojson(indent=-1) }}", "out of range"},
 		{"{{ 5 | length }}", "has no length"},
 		{"{% for x in 5 %}{% endfor %}", "not iterable"},
+		{"{{ '%99999s' % 'a' }}", "too large"},
+		{"{{ '%s %s' % 'a' }}", "not enough arguments"},
+		{"{{ '%s' % ('a', 'b') }}", "not all arguments converted"},
+		{"{{ '%d' % 'a' }}", "a number is required"},
 	}
 	for _, c := range cases {
 		tp, err := Parse(c.src)
