@@ -71,17 +71,17 @@ const (
 // Vocab is the tokenizer part of a model's metadata, as the tokenizer.ggml.*
 // keys hold it. FromGGUF fills it from a file; tests may build one directly.
 type Vocab struct {
-	Model   string   // tokenizer.ggml.model: "llama", "gpt2" or "bert"
-	Pre     string   // tokenizer.ggml.pre (gpt2 only)
-	Name    string   // general.name; llama.cpp special-cases Phi-3 by it
-	Tokens  []string // tokenizer.ggml.tokens
-	Scores  []float32
-	Types   []int32  // tokenizer.ggml.token_type; nil means all normal
-	Merges  []string // tokenizer.ggml.merges, "left right", in rank order
+	Model  string   // tokenizer.ggml.model: "llama", "gpt2" or "bert"
+	Pre    string   // tokenizer.ggml.pre (gpt2 only)
+	Name   string   // general.name; llama.cpp special-cases Phi-3 by it
+	Tokens []string // tokenizer.ggml.tokens
+	Scores []float32
+	Types  []int32  // tokenizer.ggml.token_type; nil means all normal
+	Merges []string // tokenizer.ggml.merges, "left right", in rank order
 	// Special token ids by key suffix ("bos", "eos", "eot", "eom", "unknown",
 	// "seperator", "padding", "mask", "fim_pre", ...), as the
 	// tokenizer.ggml.<suffix>_token_id keys give them.
-	Special map[string]int64
+	Special                        map[string]int64
 	AddBOS, AddEOS, AddSpacePrefix *bool // nil: the model type's default
 }
 
