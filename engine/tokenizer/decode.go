@@ -211,6 +211,18 @@ func (d *StreamDecoder) Reset() {
 
 // Add decodes one more token and returns the text that became final.
 func (d *StreamDecoder) Add(id int32) string {
+	d.out = d.AppendAdd(d.out[:0], id)
+	return string(d.out)
+}
+
+// Flush returns all the text held back: the end of the stream.
+func (d *StreamDecoder) Flush() string {
+	d.out = d.AppendFlush(d.out[:0])
+	return string(d.out)
+}
+
+// AppendAdd is Add appending the final text to dst, without allocating.
+func (d *StreamDecoder) AppendAdd(dst []byte, id int32) []byte {
 	p := d.t.Piece(id)
 	if !d.started {
 		d.started = true
@@ -219,31 +231,28 @@ func (d *StreamDecoder) Add(id int32) string {
 		}
 	}
 	d.pending = append(d.pending, p...)
-	cut := d.cut()
+	return d.emit(dst, d.cut())
+}
+
+// AppendFlush is Flush appending to dst.
+func (d *StreamDecoder) AppendFlush(dst []byte) []byte {
+	return d.emit(dst, len(d.pending))
+}
+
+// emit moves the first cut pending bytes, cleaned up, to dst.
+func (d *StreamDecoder) emit(dst []byte, cut int) []byte {
 	if cut == 0 {
-		return ""
+		return dst
 	}
-	return d.emit(cut)
-}
-
-// Flush returns all the text held back: the end of the stream.
-func (d *StreamDecoder) Flush() string {
-	if len(d.pending) == 0 {
-		return ""
-	}
-	return d.emit(len(d.pending))
-}
-
-func (d *StreamDecoder) emit(cut int) string {
-	out := append(d.out[:0], d.pending[:cut]...)
+	start := len(dst)
+	dst = append(dst, d.pending[:cut]...)
 	if d.t.cleanSpaces {
-		out = out[:cleanSpaces(out)]
+		dst = dst[:start+cleanSpaces(dst[start:])]
 	}
-	d.out = out
 	n := copy(d.pending, d.pending[cut:])
 	d.pending = d.pending[:n]
 	d.checked = 0
-	return string(out)
+	return dst
 }
 
 // cut returns how much of the pending text is final. Cleanup rules look at

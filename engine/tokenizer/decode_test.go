@@ -147,3 +147,28 @@ func TestPieceAndControl(t *testing.T) {
 	assert.Nil(t, tok.Piece(-1))
 	assert.Nil(t, tok.Piece(int32(tok.VocabSize())))
 }
+
+// AppendAdd/AppendFlush give what Add/Flush give, and allocate nothing once
+// the buffers have grown.
+func TestStreamDecoderAppend(t *testing.T) {
+	tok := openTokenizer(t, "vocab/ggml-vocab-gpt-2.gguf")
+	ids, err := tok.Encode("Hello , world ! It 's 😀 fine", false, false)
+	require.NoError(t, err)
+	d := NewStreamDecoder(tok)
+	var buf []byte
+	for _, id := range ids {
+		buf = d.AppendAdd(buf, id)
+	}
+	buf = d.AppendFlush(buf)
+	assert.Equal(t, tok.Decode(ids), string(buf))
+
+	allocs := testing.AllocsPerRun(20, func() {
+		d.Reset()
+		buf = buf[:0]
+		for _, id := range ids {
+			buf = d.AppendAdd(buf, id)
+		}
+		buf = d.AppendFlush(buf)
+	})
+	assert.Zero(t, allocs)
+}
