@@ -627,25 +627,40 @@ func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTo
 			*nGen = C.size_t(i + 1)
 		}
 		if stop {
-			break
+			return stOK
 		}
+	}
+	if cb != 0 && len(o.pending) > 0 {
+		// The model stopped inside a character: deliver its bytes anyway.
+		o.emit(cb, ud, -1, nil)
 	}
 	return stOK
 }
 
-// emit passes the complete UTF-8 characters of the pending text plus piece
-// to the callback, keeping an incomplete trailing character for later.
-func (o *cSession) emit(cb, ud C.uintptr_t, tok int32, piece []byte) C.int {
-	o.pending = append(o.pending, piece...)
-	cut := len(o.pending)
-	for back := 1; back <= 3 && back <= len(o.pending); back++ {
-		b := o.pending[len(o.pending)-back]
-		if utf8.RuneStart(b) {
-			if b >= utf8.RuneSelf && !utf8.FullRune(o.pending[len(o.pending)-back:]) {
-				cut = len(o.pending) - back
+// completeUTF8Prefix is the length of b without a trailing incomplete
+// UTF-8 sequence (a lead byte lacking some of its continuation bytes).
+// Invalid bytes count as complete: holding them back would not help.
+func completeUTF8Prefix(b []byte) int {
+	for back := 1; back <= utf8.UTFMax-1 && back <= len(b); back++ {
+		c := b[len(b)-back]
+		if utf8.RuneStart(c) {
+			if c >= utf8.RuneSelf && !utf8.FullRune(b[len(b)-back:]) {
+				return len(b) - back
 			}
 			break
 		}
+	}
+	return len(b)
+}
+
+// emit passes the complete UTF-8 characters of the pending text plus piece
+// to the callback, keeping an incomplete trailing character for later;
+// tok < 0 flushes everything (the end of generation).
+func (o *cSession) emit(cb, ud C.uintptr_t, tok int32, piece []byte) C.int {
+	o.pending = append(o.pending, piece...)
+	cut := len(o.pending)
+	if tok >= 0 {
+		cut = completeUTF8Prefix(o.pending)
 	}
 	if cut+1 > o.pieceCap {
 		if o.piece != nil {

@@ -409,7 +409,9 @@ MOONLM_API moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *log
  * Receives the text of each generated token as it is produced. piece holds
  * len bytes (plus a NUL) valid only during the call; text is released only
  * at UTF-8 character boundaries, so a piece may be empty ("" with len 0)
- * while a character is incomplete. Return 0 to continue, nonzero to stop.
+ * while a character is incomplete. If generation ends inside a character,
+ * a last call with token -1 delivers its bytes. Return 0 to continue,
+ * nonzero to stop.
  * The callback runs on the thread that called moonlm_generate and may call
  * moonlm functions, except on the same session or sampler (MOONLM_BUSY).
  */

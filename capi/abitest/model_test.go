@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/moonlm/moonlm/internal/shareddata"
@@ -507,4 +508,62 @@ func TestGenerateGolden(t *testing.T) {
 	s3 := newSession(t, l, m, 8, 0)
 	requireStatus(t, l, ContextFull, l.Generate(s3, g, &prompt[0], 1, 100, 0, 0, &n), "generate into a context of 8")
 	assert.Equal(t, uintptr(7), n)
+}
+
+// generate releases text only at character boundaries yet loses nothing:
+// on the random Llama-vocabulary model (byte tokens, multi-byte pieces) the
+// callback's text is exactly the tokens' pieces joined, and never ends
+// inside a character. Seeds are tried until one generation has split a
+// character across tokens, so the holding back is exercised.
+func TestGenerateUTF8Boundaries(t *testing.T) {
+	l := lib(t)
+	m := openModel(t, l, "models/tiny-random-llama.gguf")
+	info := modelInfo(t, l, m)
+	s := newSession(t, l, m, 0, 0)
+	buf := make([]byte, 256)
+	split := false
+	for seed := uint64(1); seed <= 40 && !split; seed++ {
+		var p SamplerParams
+		l.SamplerParamsDefault(&p)
+		p.Temperature = 1.5
+		p.TopK = 0
+		p.TopP = 1
+		p.MinP = 0
+		p.Seed = seed
+		var smp uintptr
+		requireStatus(t, l, OK, l.SamplerNew(&p, &smp), "sampler")
+		var lens []int // callback text length after each call
+		rec := &genRecorder{}
+		rec.hook = func(int32) bool {
+			lens = append(lens, rec.text.Len())
+			return false
+		}
+		requireStatus(t, l, OK, l.Rewind(s, 0), "rewind")
+		prompt := []int32{info.BOS}
+		var n uintptr
+		requireStatus(t, l, OK, l.Generate(s, smp, &prompt[0], 1, 64, callback(), register(rec), &n), "generate")
+		l.SamplerFree(smp)
+		require.NotZero(t, n)
+
+		var want []byte
+		text := rec.text.String()
+		for i, tok := range rec.tokens {
+			if tok < 0 {
+				require.Equal(t, len(rec.tokens)-1, i, "token -1 only in the final flush")
+				continue
+			}
+			var k uintptr
+			requireStatus(t, l, OK, l.TokenPiece(m, tok, &buf[0], uintptr(len(buf)), &k), "piece")
+			want = append(want, buf[:k]...)
+			if lens[i] < len(want) {
+				split = true // part of this token's bytes were held back
+			}
+			if utf8.Valid(want) {
+				assert.Equal(t, len(want), lens[i], "seed %d token %d: complete text is released at once", seed, i)
+			}
+			assert.True(t, utf8.Valid([]byte(text[:lens[i]])) || !utf8.Valid([]byte(text)), "seed %d: text after token %d ends inside a character", seed, i)
+		}
+		assert.Equal(t, string(want), text, "seed %d", seed)
+	}
+	assert.True(t, split, "no seed in 1..40 split a character across tokens; the test no longer exercises holding back")
 }
