@@ -470,6 +470,10 @@ func fUnique(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
 }
 
 func fMap(r *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	if !truthy(v) {
+		// Jinja skips a falsy input (none included) without iterating it.
+		return &List{}, nil
+	}
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
@@ -510,6 +514,10 @@ func fMap(r *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 
 func fSelect(keep, byAttr bool) filterFunc {
 	return func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+		if !truthy(v) {
+			// Jinja skips a falsy input (none included) without iterating it.
+			return &List{}, nil
+		}
 		items, err := iterate(v)
 		if err != nil {
 			return nil, err
@@ -655,6 +663,10 @@ func fSum(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 
 func fMinMax(sign int) filterFunc {
 	return func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+		if !truthy(v) {
+			// Jinja skips a falsy input (none included) without iterating it.
+			return &List{}, nil
+		}
 		items, err := iterate(v)
 		if err != nil {
 			return nil, err

@@ -32,6 +32,7 @@ c("ws_two_trailing_nl", "hello\n\n")
 c("ws_raw", "{% raw %}{{ not evaluated }}{% endraw %}\nx")
 c("ws_crlf", "a\r\n{% if true %}\r\nb\r\n{% endif %}\r\nc")
 c("ws_lone_cr", "a\r{% if true %}\rb\r{% endif %}\r\rc{{ 'x\ry' }}")
+c("select_none", "{{ tools | selectattr('type', 'equalto', 'x') | list | length }}{{ tools | map(attribute='name') | list }}{{ '' | select | list }}")
 c("percent_format", "{{ '%s-%d-%05.2f-%x-%r-%%' % ('a', 7, 3.14159, 255, 'q') }}|{{ 'n=%s' % 5 }}|{{ '%-4s|%4s' | format('ab', 'cd') }}|{{ '%.3e' % 12345.678 }}|{{ '%i' % 3.9 }}")
 c("ws_block_after_text_same_line", "text  {% if true %}\n  x\n{% endif %}")
 # loops
