@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -299,5 +300,34 @@ func TestRenderVarsJSON(t *testing.T) {
 	for _, bad := range []string{`{"a": }`, `[1, 2`, `1 2`, strings.Repeat("[", 1000) + strings.Repeat("]", 1000)} {
 		_, err = tp.RenderVars(nil, false, "", "", map[string]any{"tools": json.RawMessage(bad)})
 		assert.Error(t, err, bad)
+	}
+}
+
+// TestConcurrentRender: a parsed Template is shared by concurrent renders
+// (run with -race to check).
+func TestConcurrentRender(t *testing.T) {
+	tp, err := Parse("{% set ns = namespace(n=0) %}{% set l = [] %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% set _ = l.append(m.role) %}{{ m.content }}{% endfor %}{{ ns.n }}{{ l }}")
+	require.NoError(t, err)
+	msgs := []Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}}
+	want, err := tp.Render(msgs, true, "", "")
+	require.NoError(t, err)
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for i := 0; i < 50; i++ {
+				got, err := tp.Render(msgs, true, "", "")
+				if err == nil && got != want {
+					err = fmt.Errorf("got %q want %q", got, want)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		require.NoError(t, <-errs)
 	}
 }

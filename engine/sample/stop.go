@@ -1,7 +1,7 @@
 package sample
 
 import (
-	"strings"
+	"bytes"
 	"unicode/utf8"
 )
 
@@ -11,7 +11,7 @@ import (
 // incomplete UTF-8 sequence at the end is held back too, so emitted text
 // always ends on a character boundary.
 type StopMatcher struct {
-	stops   []string
+	stops   [][]byte
 	pending []byte
 	stopped bool
 }
@@ -22,7 +22,7 @@ func NewStopMatcher(stops []string) *StopMatcher {
 	m := &StopMatcher{}
 	for _, s := range stops {
 		if s != "" {
-			m.stops = append(m.stops, s)
+			m.stops = append(m.stops, []byte(s))
 		}
 	}
 	return m
@@ -40,7 +40,7 @@ func (m *StopMatcher) Push(piece string) (emit string, stopped bool) {
 	// held-back text is short, so search it all: earliest match wins.
 	best := -1
 	for _, s := range m.stops {
-		if i := strings.Index(string(m.pending), s); i >= 0 && (best < 0 || i < best) {
+		if i := bytes.Index(m.pending, s); i >= 0 && (best < 0 || i < best) {
 			best = i
 		}
 	}
@@ -66,7 +66,7 @@ func (m *StopMatcher) holdBack() int {
 	for _, s := range m.stops {
 		n := min(len(s)-1, len(p))
 		for l := n; l > keep; l-- {
-			if string(p[len(p)-l:]) == s[:l] {
+			if bytes.Equal(p[len(p)-l:], s[:l]) {
 				keep = l
 				break
 			}
