@@ -190,7 +190,7 @@ func libraryPath() (path, why string) {
 			buildWhy = err.Error()
 			return
 		}
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin := filepath.Join(goroot(), "bin", "go")
 		if _, err := os.Stat(goBin); err != nil {
 			goBin = "go"
 		}
@@ -269,4 +269,14 @@ var foreignHandles = []uintptr{1, 0xdeadbeef, ^uintptr(0), 0x10000}
 func mustRequire(t testing.TB, cond bool, msg string, args ...any) {
 	t.Helper()
 	require.Truef(t, cond, msg, args...)
+}
+
+// goroot is the Go installation running the tests.
+func goroot() string {
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		if d := strings.TrimSpace(string(out)); d != "" {
+			return d
+		}
+	}
+	return runtime.GOROOT()
 }

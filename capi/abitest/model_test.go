@@ -153,6 +153,20 @@ func TestModelInfoAndText(t *testing.T) {
 	assert.Equal(t, int32(0), l.ModelIsEOG(m, info.NVocab))
 	assert.Contains(t, l.LastError(), "outside the vocabulary")
 
+	// A caller with a newer, larger info struct gets the fields this library
+	// knows; the rest stays as the caller set it.
+	type newerInfo struct {
+		ModelInfo
+		Later [3]int64
+	}
+	ni := newerInfo{Later: [3]int64{-5, -6, -7}}
+	ni.Size = unsafe.Sizeof(ni)
+	requireStatus(t, l, OK, l.ModelGetInfo(m, &ni.ModelInfo), "get_info into a larger struct")
+	assert.Equal(t, info.NVocab, ni.NVocab)
+	assert.Equal(t, info.EOS, ni.EOS)
+	assert.Equal(t, unsafe.Sizeof(ni), ni.Size, "size kept")
+	assert.Equal(t, [3]int64{-5, -6, -7}, ni.Later, "unknown fields untouched")
+
 	// The text protocol: size query, too small by the NUL, exact.
 	var n uintptr
 	requireStatus(t, l, BufferTooSmall, l.ModelArchitecture(m, nil, 0, &n), "architecture size query")
