@@ -32,7 +32,7 @@ func writeText[T string | []byte](fn string, s T, buf *C.char, cap C.size_t, nOu
 	if uint64(cap) < uint64(len(s))+1 {
 		return fail(stBufferTooSmall, fn, "text is %d bytes; cap must be at least %d (text plus NUL), got %d", len(s), len(s)+1, cap)
 	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(cap))
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(s)+1)
 	copy(dst, s)
 	dst[len(s)] = 0
 	return stOK
@@ -44,6 +44,18 @@ func cTokens(p *C.int32_t, n C.size_t) []int32 {
 		return nil
 	}
 	return unsafe.Slice((*int32)(unsafe.Pointer(p)), int(n))
+}
+
+// maxCount bounds element counts from C: a larger one is a caller's bug
+// (such as a negative value cast to size_t), reported instead of trusted.
+const maxCount = math.MaxInt32
+
+// checkCount reports an implausibly large count.
+func checkCount(fn, what string, n C.size_t) C.int {
+	if uint64(n) > maxCount {
+		return fail(stInvalid, fn, "%s is %d, more than %d: a negative or uninitialised value?", what, uint64(n), maxCount)
+	}
+	return stOK
 }
 
 // checkTokens reports the first token outside [0, nVocab).
@@ -179,6 +191,9 @@ func moonlmgo_tokenize(h C.uintptr_t, text *C.char, n C.size_t, flags C.uint32_t
 	if text == nil && n != 0 {
 		return fail(stInvalid, fn, "text is NULL but len is %d", n)
 	}
+	if uint64(n) > math.MaxInt32*4 {
+		return fail(stInvalid, fn, "len is %d bytes: a negative or uninitialised value?", uint64(n))
+	}
 	if out == nil && cap != 0 {
 		return fail(stInvalid, fn, "out is NULL but cap is %d", cap)
 	}
@@ -196,10 +211,10 @@ func moonlmgo_tokenize(h C.uintptr_t, text *C.char, n C.size_t, flags C.uint32_t
 	if nOut != nil {
 		*nOut = C.size_t(len(toks))
 	}
-	if int(cap) < len(toks) {
+	if uint64(cap) < uint64(len(toks)) {
 		return fail(stBufferTooSmall, fn, "text is %d tokens; cap is %d", len(toks), cap)
 	}
-	copy(cTokens(out, cap), toks)
+	copy(cTokens(out, C.size_t(len(toks))), toks)
 	return stOK
 }
 
@@ -232,6 +247,9 @@ func moonlmgo_detokenize(h C.uintptr_t, toks *C.int32_t, n C.size_t, buf *C.char
 	if toks == nil && n != 0 {
 		return fail(stInvalid, fn, "tokens is NULL but n is %d", n)
 	}
+	if st := checkCount(fn, "n", n); st != stOK {
+		return st
+	}
 	ids := append([]int32(nil), cTokens(toks, n)...)
 	if st := checkTokens(fn, ids, o.info.NVocab); st != stOK {
 		return st
@@ -251,6 +269,9 @@ func moonlmgo_chat_apply_template(h C.uintptr_t, msgs *C.moonlm_message, n C.siz
 	defer o.release()
 	if msgs == nil && n != 0 {
 		return fail(stInvalid, fn, "msgs is NULL but n is %d", n)
+	}
+	if st := checkCount(fn, "n", n); st != stOK {
+		return st
 	}
 	var cm []C.moonlm_message
 	if n != 0 {
@@ -393,9 +414,12 @@ func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.floa
 	if n == 0 || toks == nil {
 		return fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
 	}
+	if st := checkCount(fn, "n", n); st != stOK {
+		return st
+	}
 	var out []float32
 	if logits != nil {
-		if int(lcap) < o.nVocab {
+		if uint64(lcap) < uint64(o.nVocab) {
 			return fail(stBufferTooSmall, fn, "logits_cap is %d floats; the vocabulary needs %d", lcap, o.nVocab)
 		}
 		out = unsafe.Slice((*float32)(unsafe.Pointer(logits)), o.nVocab)
@@ -570,6 +594,9 @@ func moonlmgo_sample(h C.uintptr_t, logits *C.float, n C.size_t, tok *C.int32_t)
 	if logits == nil || n == 0 || tok == nil {
 		return fail(stInvalid, fn, "logits (%p), n (%d) and token (%p) must be non-NULL/non-zero", logits, n, tok)
 	}
+	if st := checkCount(fn, "n", n); st != stOK {
+		return st
+	}
 	*tok = C.int32_t(o.s.Sample(unsafe.Slice((*float32)(unsafe.Pointer(logits)), int(n))))
 	return stOK
 }
@@ -593,6 +620,9 @@ func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTo
 	defer smp.unlock()
 	if n == 0 || prompt == nil {
 		return fail(stInvalid, fn, "the prompt is empty (prompt %p, n_prompt %d); at least one token is needed", prompt, n)
+	}
+	if st := checkCount(fn, "n_prompt", n); st != stOK {
+		return st
 	}
 	if o.logits == nil {
 		o.logits = make([]float32, o.nVocab)

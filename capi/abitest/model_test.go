@@ -226,6 +226,8 @@ func TestTokenizeProtocol(t *testing.T) {
 	assert.Equal(t, want[1:], out[:n])
 	requireStatus(t, l, InvalidArg, l.Tokenize(m, cstr("x"), 1, 8, &out[0], uintptr(len(out)), &n), "unknown flag")
 	requireStatus(t, l, InvalidArg, l.Tokenize(m, nil, 3, 0, &out[0], uintptr(len(out)), &n), "NULL text with length")
+	requireStatus(t, l, OK, l.Tokenize(m, cstr(ref.Prompt), uintptr(len(ref.Prompt)), 1, &out[0], ^uintptr(0), &n), "cap SIZE_MAX")
+	assert.Equal(t, want, out[:n])
 	requireStatus(t, l, OK, l.Tokenize(m, nil, 0, 0, nil, 0, &n), "empty text")
 	assert.Equal(t, uintptr(0), n)
 
@@ -240,6 +242,8 @@ func TestTokenizeProtocol(t *testing.T) {
 	}
 	assert.Equal(t, " "+ref.Prompt, pieces.String(), "SentencePiece pieces keep their word-initial spaces")
 	requireStatus(t, l, BufferTooSmall, l.TokenPiece(m, want[1], &buf[0], 1, &n), "piece into 1 byte")
+	requireStatus(t, l, OK, l.Detokenize(m, &want[0], uintptr(len(want)), &buf[0], ^uintptr(0), &n), "cap SIZE_MAX")
+	requireStatus(t, l, InvalidArg, l.Detokenize(m, &want[0], ^uintptr(0), &buf[0], uintptr(len(buf)), &n), "n SIZE_MAX")
 	requireStatus(t, l, InvalidArg, l.TokenPiece(m, 512, &buf[0], uintptr(len(buf)), &n), "piece of token out of range")
 	bad := []int32{1, -3}
 	requireStatus(t, l, InvalidArg, l.Detokenize(m, &bad[0], 2, &buf[0], uintptr(len(buf)), &n), "detokenize out of range")
@@ -296,11 +300,12 @@ func TestSessionErrors(t *testing.T) {
 	requireStatus(t, l, InvalidArg, l.Prefill(s, &bad[0], 2, nil, 0), "token out of range")
 	assert.Equal(t, uintptr(0), position(t, l, s))
 
+	requireStatus(t, l, InvalidArg, l.Prefill(s, &toks[0], ^uintptr(0), nil, 0), "n = SIZE_MAX (a -1 cast)")
 	requireStatus(t, l, OK, l.Prefill(s, &toks[0], 5, nil, 0), "prefill without logits")
 	requireStatus(t, l, ContextFull, l.Prefill(s, &toks[0], 4, &logits[0], uintptr(len(logits))), "5 + 4 > 8")
 	assert.Contains(t, l.LastError(), "context")
 	assert.Equal(t, uintptr(5), position(t, l, s), "position unchanged by the failed call")
-	requireStatus(t, l, OK, l.Prefill(s, &toks[1], 3, &logits[0], uintptr(len(logits))), "5 + 3 fits")
+	requireStatus(t, l, OK, l.Prefill(s, &toks[1], 3, &logits[0], ^uintptr(0)), "5 + 3 fits (and a cap of SIZE_MAX is plenty)")
 	requireStatus(t, l, ContextFull, l.Decode(s, toks[1], nil, 0), "full")
 
 	// Rewind and replay give the same logits.
