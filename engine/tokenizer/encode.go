@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -22,13 +23,30 @@ type symbol struct {
 	merged     int32 // BPE, short words: id that merge makes
 }
 
-// bigram is a candidate merge of two adjacent symbols. key orders the queue
-// (lower first: BPE rank, or negated SPM score), ties going to the leftmost.
+// bigram is a candidate merge of a symbol with the one after it. key orders
+// the queue, lowest first: the priority (BPE rank, or SPM score made to sort
+// descending) in the high 32 bits, the left symbol's index in the low ones,
+// so ties go to the leftmost pair.
 type bigram struct {
-	key         float64
-	left, right int32
-	size        int32 // left.n + right.n when queued; a mismatch means stale
-	id          int32 // token id of the merged span
+	key  uint64
+	size int32 // left.n + right.n when queued; a mismatch means stale
+	id   int32 // token id of the merged span
+}
+
+func (b *bigram) left() int32 { return int32(uint32(b.key)) }
+
+// scoreKey maps an SPM score to 32 bits that sort higher scores first.
+func scoreKey(score float32) uint64 {
+	if score == 0 {
+		score = 0 // -0 and +0 tie, as floats do
+	}
+	u := math.Float32bits(score)
+	if u&(1<<31) != 0 {
+		u = ^u
+	} else {
+		u |= 1 << 31
+	}
+	return uint64(^u) // ascending order of the key is descending score
 }
 
 // Encode tokenizes text. addSpecial adds BOS/EOS as the model asks;
@@ -262,9 +280,7 @@ func pop(h []bigram) (bigram, []bigram) {
 	return top, h
 }
 
-func (b *bigram) less(o *bigram) bool {
-	return b.key < o.key || (b.key == o.key && b.left < o.left)
-}
+func (b *bigram) less(o *bigram) bool { return b.key < o.key }
 
 // encodeSPM is llama.cpp's SentencePiece BPE: start from characters, merge
 // the adjacent pair forming the highest-scoring token until none is left,
@@ -293,7 +309,7 @@ func (t *Tokenizer) encodeSPM(dst []int32, text []byte, sc *scratch) []int32 {
 		if id < 0 {
 			return
 		}
-		h = push(h, bigram{key: -float64(t.scores[id]), left: l, right: r, size: e - s, id: id})
+		h = push(h, bigram{key: scoreKey(t.scores[id])<<32 | uint64(l), size: e - s, id: id})
 	}
 	for i := int32(1); i < int32(len(syms)); i++ {
 		try(i-1, i)
@@ -301,18 +317,25 @@ func (t *Tokenizer) encodeSPM(dst []int32, text []byte, sc *scratch) []int32 {
 	for len(h) > 0 {
 		var b bigram
 		b, h = pop(h)
-		ls, rs := &syms[b.left], &syms[b.right]
-		if ls.n == 0 || rs.n == 0 || ls.n+rs.n != b.size {
+		// The pair is still as queued iff the sizes add up: symbols only
+		// grow, and the left one's next changes only by absorbing it.
+		left := b.left()
+		ls := &syms[left]
+		if ls.n == 0 || ls.next < 0 {
+			continue
+		}
+		rs := &syms[ls.next]
+		if ls.n+rs.n != b.size {
 			continue
 		}
 		ls.n += rs.n
 		rs.n = 0
 		ls.next = rs.next
 		if rs.next >= 0 {
-			syms[rs.next].prev = b.left
+			syms[rs.next].prev = left
 		}
-		try(ls.prev, b.left)
-		try(b.left, ls.next)
+		try(ls.prev, left)
+		try(left, ls.next)
 	}
 	for i := int32(0); i != -1; i = syms[i].next {
 		s := &syms[i]
@@ -401,7 +424,7 @@ func (t *Tokenizer) bpeQueue(dst []int32, w []byte, syms []symbol, sc *scratch) 
 		if !ok {
 			return
 		}
-		h = push(h, bigram{key: float64(m >> 32), left: l, right: r, size: syms[l].n + syms[r].n, id: int32(uint32(m))})
+		h = push(h, bigram{key: m&^0xFFFFFFFF | uint64(l), size: syms[l].n + syms[r].n, id: int32(uint32(m))})
 	}
 	for i := int32(1); i < int32(len(syms)); i++ {
 		try(i-1, i)
@@ -409,8 +432,15 @@ func (t *Tokenizer) bpeQueue(dst []int32, w []byte, syms []symbol, sc *scratch) 
 	for len(h) > 0 {
 		var b bigram
 		b, h = pop(h)
-		ls, rs := &syms[b.left], &syms[b.right]
-		if ls.n == 0 || rs.n == 0 || ls.n+rs.n != b.size {
+		// The pair is still as queued iff the sizes add up: symbols only
+		// grow, and the left one's next changes only by absorbing it.
+		left := b.left()
+		ls := &syms[left]
+		if ls.n == 0 || ls.next < 0 {
+			continue
+		}
+		rs := &syms[ls.next]
+		if ls.n+rs.n != b.size {
 			continue
 		}
 		ls.n += rs.n
@@ -418,10 +448,10 @@ func (t *Tokenizer) bpeQueue(dst []int32, w []byte, syms []symbol, sc *scratch) 
 		rs.n = 0
 		ls.next = rs.next
 		if rs.next >= 0 {
-			syms[rs.next].prev = b.left
+			syms[rs.next].prev = left
 		}
-		try(ls.prev, b.left)
-		try(b.left, ls.next)
+		try(ls.prev, left)
+		try(left, ls.next)
 	}
 	sc.heap = h
 	return t.bpeEmit(dst, w, syms)
