@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -270,4 +271,13 @@ func TestBPEShortMatchesQueue(t *testing.T) {
 			require.Equal(t, queue, short, "%s: %q", name, w)
 		}
 	}
+}
+
+func TestScoreKeyOrder(t *testing.T) {
+	scores := []float32{3.5, 1, 0.25, 0, -0.25, -1, -1e9}
+	for i := 1; i < len(scores); i++ {
+		assert.Less(t, scoreKey(scores[i-1]), scoreKey(scores[i]), "%v before %v", scores[i-1], scores[i])
+	}
+	negZero := float32(math.Copysign(0, -1))
+	assert.Equal(t, scoreKey(0), scoreKey(negZero))
 }
