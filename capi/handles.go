@@ -89,12 +89,6 @@ func (r *registry[T]) remove(h uintptr) *T {
 	return obj
 }
 
-func (r *registry[T]) len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.m)
-}
-
 // badHandle explains why h is not a live handle of the wanted kind.
 func badHandle(fn, want string, h uintptr) C.int {
 	if h == 0 {
@@ -169,10 +163,6 @@ var (
 	sessions = newRegistry[cSession](kindSession)
 	samplers = newRegistry[cSampler](kindSampler)
 )
-
-func (*cModel) kind() string   { return "model" }
-func (*cSession) kind() string { return "session" }
-func (*cSampler) kind() string { return "sampler" }
 
 func getModel(fn string, h C.uintptr_t) (*cModel, C.int) {
 	o := models.get(uintptr(h), (*cModel).ref)
