@@ -199,8 +199,17 @@ type StreamDecoder struct {
 	out     []byte
 }
 
-// NewStreamDecoder starts a stream.
+// NewStreamDecoder starts a stream that decodes as Decode would the same
+// tokens (so a SentencePiece stream loses the leading space of its first
+// piece unless it starts with BOS).
 func NewStreamDecoder(t *Tokenizer) *StreamDecoder { return &StreamDecoder{t: t} }
+
+// NewContinuationDecoder starts a stream of tokens that continue earlier
+// text, such as a model's output after its prompt: the first piece keeps its
+// leading space.
+func NewContinuationDecoder(t *Tokenizer) *StreamDecoder {
+	return &StreamDecoder{t: t, started: true}
+}
 
 // Reset starts a new stream.
 func (d *StreamDecoder) Reset() {

@@ -172,3 +172,18 @@ func TestStreamDecoderAppend(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// A continuation keeps the first piece's space: stories260K's greedy output
+// after BOS alone starts " Once", which llama.cpp's reference text keeps.
+func TestContinuationDecoder(t *testing.T) {
+	tok := openTokenizer(t, "models/stories260K.gguf")
+	ids := encode(t, tok, "Once upon a time", false, false)
+	d := NewContinuationDecoder(tok)
+	var sb strings.Builder
+	for _, id := range ids {
+		sb.WriteString(d.Add(id))
+	}
+	sb.WriteString(d.Flush())
+	assert.Equal(t, " Once upon a time", sb.String())
+	assert.Equal(t, "Once upon a time", streamDecode(t, tok, ids, true))
+}
