@@ -418,14 +418,19 @@ MOONLM_API moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *log
 typedef int (*moonlm_piece_callback)(const char *piece, size_t len, int32_t token, void *user_data);
 
 /*
- * Prefills n_prompt >= 1 tokens (to continue after earlier calls, rewind by
- * one position and pass the last token again), then samples and decodes
- * up to max_tokens tokens, calling callback (which may be NULL) with each.
- * Stops early at an end-of-generation token (which is not decoded and not
- * passed to the callback), when the callback returns nonzero, or when the
- * context is full (then returns MOONLM_CONTEXT_FULL). Prompt and generated
- * tokens are passed to moonlm_sampler_accept. *n_generated (if not NULL)
- * receives the number of tokens generated, also on failure.
+ * Prefills n_prompt >= 1 tokens, then up to max_tokens times samples a
+ * token, passes it to callback (which may be NULL) and decodes it. Prompt and
+ * generated tokens are passed to moonlm_sampler_accept. Stops early at an
+ * end-of-generation token (which is neither passed to the callback nor
+ * decoded), after decoding a token for which the callback returned nonzero,
+ * or when the context is full (then returns MOONLM_CONTEXT_FULL).
+ *
+ * *n_generated (if not NULL) receives the number of generated tokens
+ * evaluated into the session, also on failure: afterwards the session's
+ * position is the old one + n_prompt + *n_generated, so a later call can
+ * continue the text with just its new tokens (such as the next user turn).
+ * On a failure such as MOONLM_CANCELLED the last token given to the callback
+ * may not have been evaluated.
  */
 MOONLM_API moonlm_status moonlm_generate(moonlm_session *session, moonlm_sampler *sampler,
                                          const int32_t *prompt, size_t n_prompt, size_t max_tokens,
