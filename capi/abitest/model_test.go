@@ -521,6 +521,13 @@ func TestGenerateGolden(t *testing.T) {
 	requireStatus(t, l, OK, l.Generate(s, g, &prompt[0], 1, 200, callback(), register(rec2), &n), "generate with stop")
 	assert.Equal(t, uintptr(5), n)
 	assert.Equal(t, rec.tokens[:5], rec2.tokens)
+	assert.Equal(t, uintptr(6), position(t, l, s), "the stopping token was evaluated too")
+	// Continuing with just the next token picks up the same greedy text.
+	rec3 := &genRecorder{}
+	next := []int32{rec.tokens[5]}
+	requireStatus(t, l, OK, l.Generate(s, g, &next[0], 1, 4, callback(), register(rec3), &n), "continue")
+	assert.Equal(t, rec.tokens[6:10], rec3.tokens)
+	assert.Equal(t, uintptr(11), position(t, l, s))
 	requireStatus(t, l, InvalidArg, l.Generate(s, g, nil, 0, 10, 0, 0, &n), "empty prompt")
 
 	// The context fills.
