@@ -1,0 +1,501 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moonlm/moonlm/engine"
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+func init() {
+	register(&command{
+		name:    "bench",
+		summary: "measure open, prefill, decode, memory and allocations (-m FILE [-t N] [-p 512] [-n 128] [-r 5] [--pg P,N] [--json])",
+		run:     runBench,
+	})
+}
+
+const benchUsage = `usage: moonlm bench -m FILE [-t THREADS] [-p 512] [-n 128] [-r 5] [--pg P,N] [--json]
+       [--membw] [--no-warmup] [--cpuprofile FILE]
+
+Measures, each phase on its own: opening the model (mapping, parse of the
+metadata and tensor table, model build), prefill of a P-token prompt from an
+empty context (tokens/s and time to first token), decode of N tokens from an
+empty context one at a time without sampling (as llama-bench's tg), and with
+--pg P,N a P-token prefill followed by N decoded tokens. Results are medians
+over -r rounds, after one warm-up round. -p 0 or -n 0 skips that phase.
+`
+
+// benchConfig is what one bench run measures.
+type benchConfig struct {
+	Path     string
+	Threads  int
+	Prompt   int // -p
+	Gen      int // -n
+	Rounds   int // -r
+	PGPrompt int // --pg P,N; 0 when not requested
+	PGGen    int
+	Warmup   bool
+	MemBW    bool // also measure plain memory read bandwidth
+	Profile  io.Writer
+}
+
+// benchOpen is the open phase, each step timed on its own.
+type benchOpen struct {
+	MapMS           float64 `json:"map_ms"`   // open(2), fstat, mmap
+	ParseMS         float64 `json:"parse_ms"` // header, metadata index and tensor table (one pass in gguf.Parse)
+	BuildMS         float64 `json:"build_ms"` // engine.OpenFile: config, tokenizer, tensor checks, norms, worker pool
+	SessionMS       float64 `json:"session_ms"`
+	RSSAfterOpen    int64   `json:"rss_after_open_bytes"`
+	RSSAfterSession int64   `json:"rss_after_session_bytes"`
+}
+
+// benchResult is the report; its JSON form is the --json output.
+type benchResult struct {
+	File      string `json:"file"`
+	FileBytes int64  `json:"file_bytes"`
+	Arch      string `json:"arch"`
+	Name      string `json:"name"`
+	// WeightBytesPerToken is what one decoded token reads of the weights:
+	// every tensor except an untied token_embd, of which one row is read.
+	WeightBytesPerToken int64  `json:"weight_bytes_per_token"`
+	Kernels             string `json:"kernels"`
+	Threads             int    `json:"threads"`
+	GOMAXPROCS          int    `json:"gomaxprocs"`
+	Rounds              int    `json:"rounds"`
+
+	OpenMS float64   `json:"open_ms"`
+	Open   benchOpen `json:"open"`
+
+	PromptTokens int       `json:"prompt_tokens"`
+	PrefillTokS  float64   `json:"prefill_tok_s"`
+	TTFTMS       float64   `json:"ttft_ms"`
+	PrefillAll   []float64 `json:"prefill_tok_s_rounds,omitempty"`
+
+	GenTokens  int       `json:"gen_tokens"`
+	DecodeTokS float64   `json:"decode_tok_s"`
+	DecodeAll  []float64 `json:"decode_tok_s_rounds,omitempty"`
+	// DecodeWeightGBs is weight bytes read per second while decoding.
+	DecodeWeightGBs float64 `json:"decode_weight_gb_s"`
+
+	PGPrompt       int     `json:"pg_prompt_tokens,omitempty"`
+	PGGen          int     `json:"pg_gen_tokens,omitempty"`
+	PGTokS         float64 `json:"pg_tok_s,omitempty"`        // (P+N)/total, as llama-bench's pg
+	PGDecodeTokS   float64 `json:"pg_decode_tok_s,omitempty"` // the N tokens after the prefill
+	OpenToFirstTok float64 `json:"open_to_first_token_ms,omitempty"`
+
+	KVBytes        int64   `json:"kv_bytes"`
+	PeakRSS        int64   `json:"peak_rss_bytes"`
+	AllocsPerToken float64 `json:"allocs_per_token"`
+
+	MemReadGBs   float64 `json:"mem_read_gb_s,omitempty"`
+	BandwidthUse float64 `json:"bandwidth_ratio,omitempty"` // decode_weight_gb_s / mem_read_gb_s
+}
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var cfg benchConfig
+	var pg, profile string
+	var asJSON, noWarmup bool
+	fs.StringVar(&cfg.Path, "m", "", "model file")
+	fs.IntVar(&cfg.Threads, "t", runtime.NumCPU(), "threads")
+	fs.IntVar(&cfg.Prompt, "p", 512, "prompt tokens for prefill (0 skips)")
+	fs.IntVar(&cfg.Gen, "n", 128, "tokens to decode (0 skips)")
+	fs.IntVar(&cfg.Rounds, "r", 5, "rounds (medians are reported)")
+	fs.StringVar(&pg, "pg", "", "P,N: prefill P tokens then decode N")
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up round")
+	fs.BoolVar(&cfg.MemBW, "membw", false, "also measure plain memory read bandwidth")
+	fs.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the measured rounds to FILE")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(os.Stderr, benchUsage)
+			return nil
+		}
+		return fmt.Errorf("%w\n%s", err, benchUsage)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), benchUsage)
+	}
+	if cfg.Path == "" {
+		return fmt.Errorf("no model: -m FILE is required\n%s", benchUsage)
+	}
+	if pg != "" {
+		p, n, ok := strings.Cut(pg, ",")
+		var err1, err2 error
+		cfg.PGPrompt, err1 = strconv.Atoi(strings.TrimSpace(p))
+		cfg.PGGen, err2 = strconv.Atoi(strings.TrimSpace(n))
+		if !ok || err1 != nil || err2 != nil || cfg.PGPrompt < 1 || cfg.PGGen < 1 {
+			return fmt.Errorf("--pg %q: want P,N with both positive", pg)
+		}
+	}
+	cfg.Warmup = !noWarmup
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		cfg.Profile = f
+	}
+	res, err := benchRun(cfg)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("bench: json: %w", err)
+		}
+		_, err = os.Stdout.Write(append(b, '\n'))
+		return err
+	}
+	res.writeText(os.Stdout)
+	return nil
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }
+
+// benchMap maps path read-only exactly as gguf.Open does, so mapping and
+// parsing can be timed apart.
+func benchMap(path string) ([]byte, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() == 0 {
+		return nil, fmt.Errorf("%s: empty file", path)
+	}
+	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// benchRun opens the model and measures every phase cfg asks for.
+func benchRun(cfg benchConfig) (*benchResult, error) {
+	if cfg.Rounds < 1 || cfg.Prompt < 0 || cfg.Gen < 0 || cfg.Threads < 1 {
+		return nil, fmt.Errorf("bench: need -r >= 1, -t >= 1, -p >= 0, -n >= 0 (have %d, %d, %d, %d)", cfg.Rounds, cfg.Threads, cfg.Prompt, cfg.Gen)
+	}
+	res := &benchResult{File: cfg.Path, Kernels: kernels.Variant, Threads: cfg.Threads,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), Rounds: cfg.Rounds}
+
+	t0 := time.Now()
+	data, err := benchMap(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: open: %w", err)
+	}
+	defer unix.Munmap(data)
+	res.Open.MapMS = msSince(t0)
+	t1 := time.Now()
+	f, err := gguf.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("bench: parse %s: %w", cfg.Path, err)
+	}
+	res.Open.ParseMS = msSince(t1)
+	t2 := time.Now()
+	m, err := engine.OpenFile(f, engine.ModelParams{Threads: cfg.Threads})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", cfg.Path, err)
+	}
+	defer m.Close()
+	res.Open.BuildMS = msSince(t2)
+	res.OpenMS = msSince(t0)
+	res.Open.RSSAfterOpen = procStatus("VmRSS")
+	res.FileBytes = f.Size()
+	res.WeightBytesPerToken = decodeWeightBytes(f)
+	info := m.Info()
+	res.Arch, res.Name = info.Arch, info.Name
+
+	nCtx := max(cfg.Prompt, cfg.Gen+1, cfg.PGPrompt+cfg.PGGen, 1)
+	t3 := time.Now()
+	s, err := m.NewSession(engine.SessionParams{NCtx: nCtx})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer s.Close()
+	res.Open.SessionMS = msSince(t3)
+	res.Open.RSSAfterSession = procStatus("VmRSS")
+	// f16 keys and values for every layer and position.
+	res.KVBytes = int64(2*2*info.Layers*info.KVHeads*info.HeadDim) * int64(nCtx)
+
+	logits := make([]float32, info.VocabSize)
+	// Random prompt tokens after BOS, as llama-bench does.
+	rng := rand.New(rand.NewPCG(1, 2))
+	prompt := make([]int32, max(cfg.Prompt, cfg.PGPrompt, 1))
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(info.VocabSize))
+	}
+	if info.BOS >= 0 {
+		prompt[0] = info.BOS
+	}
+	gen := make([]int32, max(cfg.Gen, cfg.PGGen)+1)
+	for i := range gen {
+		gen[i] = int32(rng.IntN(info.VocabSize))
+	}
+
+	prefill := func(n int) (float64, error) {
+		if err := s.Rewind(0); err != nil {
+			return 0, err
+		}
+		t := time.Now()
+		if err := s.Prefill(prompt[:n], logits); err != nil {
+			return 0, err
+		}
+		return time.Since(t).Seconds(), nil
+	}
+	// decode feeds n tokens one at a time; no sampling, as llama-bench tg.
+	decode := func(n int) (float64, error) {
+		t := time.Now()
+		for i := 0; i < n; i++ {
+			if err := s.Decode(gen[i], logits); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(t).Seconds(), nil
+	}
+
+	if cfg.Warmup {
+		// One short pass of each kind so the first measured round does not
+		// pay page faults of the mapping and the cache's first growth.
+		if cfg.Prompt > 0 || cfg.PGPrompt > 0 {
+			if _, err := prefill(min(max(cfg.Prompt, cfg.PGPrompt), len(prompt))); err != nil {
+				return nil, fmt.Errorf("bench: warm-up prefill: %w", err)
+			}
+		}
+		if err := s.Rewind(0); err != nil {
+			return nil, fmt.Errorf("bench: rewind: %w", err)
+		}
+		if _, err := decode(min(max(cfg.Gen, cfg.PGGen), 8)); err != nil {
+			return nil, fmt.Errorf("bench: warm-up decode: %w", err)
+		}
+	}
+	if cfg.Profile != nil {
+		if err := pprof.StartCPUProfile(cfg.Profile); err != nil {
+			return nil, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	var ttft, pgRate, pgDec []float64
+	heapAllocObjects()
+	var allocs, allocTokens uint64
+	for r := 0; r < cfg.Rounds; r++ {
+		if cfg.Prompt > 0 {
+			secs, err := prefill(cfg.Prompt)
+			if err != nil {
+				return nil, fmt.Errorf("bench: prefill round %d: %w", r, err)
+			}
+			ttft = append(ttft, secs*1e3)
+			res.PrefillAll = append(res.PrefillAll, float64(cfg.Prompt)/secs)
+		}
+		if cfg.Gen > 0 {
+			if err := s.Rewind(0); err != nil {
+				return nil, fmt.Errorf("bench: rewind: %w", err)
+			}
+			// The first token grows nothing after warm-up; allocations are
+			// counted over the whole run of tokens.
+			a0 := heapAllocObjects()
+			secs, err := decode(cfg.Gen)
+			if err != nil {
+				return nil, fmt.Errorf("bench: decode round %d: %w", r, err)
+			}
+			if cfg.Warmup || r > 0 {
+				allocs += heapAllocObjects() - a0
+				allocTokens += uint64(cfg.Gen)
+			}
+			res.DecodeAll = append(res.DecodeAll, float64(cfg.Gen)/secs)
+		}
+		if cfg.PGPrompt > 0 {
+			ps, err := prefill(cfg.PGPrompt)
+			if err != nil {
+				return nil, fmt.Errorf("bench: pg prefill round %d: %w", r, err)
+			}
+			ds, err := decode(cfg.PGGen)
+			if err != nil {
+				return nil, fmt.Errorf("bench: pg decode round %d: %w", r, err)
+			}
+			pgRate = append(pgRate, float64(cfg.PGPrompt+cfg.PGGen)/(ps+ds))
+			pgDec = append(pgDec, float64(cfg.PGGen)/ds)
+		}
+	}
+	if cfg.Profile != nil {
+		pprof.StopCPUProfile()
+	}
+	res.PromptTokens, res.GenTokens = cfg.Prompt, cfg.Gen
+	res.PrefillTokS, res.TTFTMS = median(res.PrefillAll), median(ttft)
+	res.DecodeTokS = median(res.DecodeAll)
+	res.DecodeWeightGBs = res.DecodeTokS * float64(res.WeightBytesPerToken) / 1e9
+	if cfg.PGPrompt > 0 {
+		res.PGPrompt, res.PGGen = cfg.PGPrompt, cfg.PGGen
+		res.PGTokS, res.PGDecodeTokS = median(pgRate), median(pgDec)
+	}
+	if cfg.Prompt > 0 {
+		res.OpenToFirstTok = res.OpenMS + res.Open.SessionMS + res.TTFTMS
+	}
+	if allocTokens > 0 {
+		res.AllocsPerToken = float64(allocs) / float64(allocTokens)
+	}
+	res.PeakRSS = procStatus("VmHWM")
+	if cfg.MemBW {
+		res.MemReadGBs = memReadGBs(cfg.Threads)
+		if res.MemReadGBs > 0 {
+			res.BandwidthUse = res.DecodeWeightGBs / res.MemReadGBs
+		}
+	}
+	return res, nil
+}
+
+// decodeWeightBytes is the weight bytes one decoded token reads: all tensor
+// data, except that an untied token_embd is only looked up (one row).
+func decodeWeightBytes(f *gguf.File) int64 {
+	var n int64
+	_, hasOutput := f.Tensor("output.weight")
+	for _, t := range f.Tensors() {
+		if t.Name == "token_embd.weight" && hasOutput {
+			if rows := t.Rows(); rows > 0 {
+				n += t.Size() / rows
+			}
+			continue
+		}
+		n += t.Size()
+	}
+	return n
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// allocSample is reused so that reading the counter allocates nothing
+// itself (the first metrics.Read initializes the runtime's tables, which
+// allocates: benchRun reads once before measuring).
+var allocSample = []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+
+// heapAllocObjects is the cumulative count of heap objects allocated. Not
+// safe for concurrent use.
+func heapAllocObjects() uint64 {
+	metrics.Read(allocSample)
+	if allocSample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return allocSample[0].Value.Uint64()
+}
+
+// procStatus reads a memory field (in kB) of /proc/self/status as bytes, or
+// -1 where there is no such file (not Linux).
+func procStatus(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, field+":")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil {
+			return -1
+		}
+		return kb << 10
+	}
+	return -1
+}
+
+// memReadGBs is a plain memory read benchmark: threads goroutines sum
+// disjoint parts of a 512 MiB buffer (eight accumulators each, so the loop
+// is not latency-bound); the best of three passes, in GB/s. It is the
+// bandwidth a weight-streaming decode can hope for.
+func memReadGBs(threads int) float64 {
+	const size = 512 << 20
+	buf := make([]uint64, size/8)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	best := 0.0
+	var sink uint64
+	var mu sync.Mutex
+	for pass := 0; pass < 3; pass++ {
+		var wg sync.WaitGroup
+		part := len(buf) / threads
+		t := time.Now()
+		for w := 0; w < threads; w++ {
+			wg.Add(1)
+			go func(b []uint64) {
+				defer wg.Done()
+				var s0, s1, s2, s3, s4, s5, s6, s7 uint64
+				for i := 0; i+8 <= len(b); i += 8 {
+					s0 += b[i]
+					s1 += b[i+1]
+					s2 += b[i+2]
+					s3 += b[i+3]
+					s4 += b[i+4]
+					s5 += b[i+5]
+					s6 += b[i+6]
+					s7 += b[i+7]
+				}
+				mu.Lock()
+				sink += s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
+				mu.Unlock()
+			}(buf[w*part : (w+1)*part])
+		}
+		wg.Wait()
+		best = max(best, float64(part*threads*8)/time.Since(t).Seconds()/1e9)
+	}
+	runtime.KeepAlive(sink)
+	return best
+}
+
+func (r *benchResult) writeText(w io.Writer) {
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+	fmt.Fprintf(w, "model     %s (%s %q, %.1f MiB, %.1f MiB weights per token)\n", r.File, r.Arch, r.Name, mib(r.FileBytes), mib(r.WeightBytesPerToken))
+	fmt.Fprintf(w, "kernels   %s, %d threads (GOMAXPROCS %d), medians of %d rounds\n", r.Kernels, r.Threads, r.GOMAXPROCS, r.Rounds)
+	fmt.Fprintf(w, "open      %.1f ms (map %.2f, parse %.2f, build %.1f; session %.1f); RSS after open %.1f MiB\n",
+		r.OpenMS, r.Open.MapMS, r.Open.ParseMS, r.Open.BuildMS, r.Open.SessionMS, mib(r.Open.RSSAfterOpen))
+	if r.PromptTokens > 0 {
+		fmt.Fprintf(w, "pp%-6d  %.2f tok/s, time to first token %.1f ms (open to first token %.1f ms)\n", r.PromptTokens, r.PrefillTokS, r.TTFTMS, r.OpenToFirstTok)
+	}
+	if r.GenTokens > 0 {
+		fmt.Fprintf(w, "tg%-6d  %.2f tok/s (%.2f GB/s of weights), %.3f allocations per token\n", r.GenTokens, r.DecodeTokS, r.DecodeWeightGBs, r.AllocsPerToken)
+	}
+	if r.PGPrompt > 0 {
+		fmt.Fprintf(w, "pp%d+tg%d  %.2f tok/s (decode part %.2f tok/s)\n", r.PGPrompt, r.PGGen, r.PGTokS, r.PGDecodeTokS)
+	}
+	fmt.Fprintf(w, "memory    peak RSS %.1f MiB (file %.1f + KV %.1f MiB)\n", mib(r.PeakRSS), mib(r.FileBytes), mib(r.KVBytes))
+	if r.MemReadGBs > 0 {
+		fmt.Fprintf(w, "bandwidth plain read %.2f GB/s; decode reads weights at %.0f%% of it\n", r.MemReadGBs, 100*r.BandwidthUse)
+	}
+}
