@@ -40,6 +40,13 @@ type macroNode struct {
 	body     []node
 }
 
+// filterBlockNode is {% filter f | g(x) %}body{% endfilter %}: the body's
+// output passed through the filters.
+type filterBlockNode struct {
+	chain []*filterExpr // arg unused
+	body  []node
+}
+
 type breakNode struct{}
 type continueNode struct{}
 

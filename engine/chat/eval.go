@@ -175,6 +175,22 @@ func (r *renderer) exec(n node) error {
 	case *macroNode:
 		r.set(n.name, &Macro{n: n})
 		return nil
+	case *filterBlockNode:
+		s, err := r.capture(n.body)
+		if err != nil {
+			return err
+		}
+		var v Value = s
+		for _, f := range n.chain {
+			args, kw, err := r.evalArgs(f.args, f.kwName, f.kwVal)
+			if err != nil {
+				return err
+			}
+			if v, err = f.fn(r, v, args, kw); err != nil {
+				return wrapPos(f.pos, fmt.Errorf("filter %s: %w", f.name, err))
+			}
+		}
+		return r.write(toStr(v))
 	case *breakNode:
 		return errBreak
 	case *continueNode:
@@ -183,14 +199,23 @@ func (r *renderer) exec(n node) error {
 	return fmt.Errorf("internal: unknown node %T", n)
 }
 
+// capture renders body into a string instead of the output.
+func (r *renderer) capture(body []node) (string, error) {
+	saved := r.out
+	r.out = strings.Builder{}
+	err := r.execBody(body)
+	s := r.out.String()
+	r.out = saved
+	if err == nil {
+		err = checkLen(r.out.Len() + len(s))
+	}
+	return s, err
+}
+
 func (r *renderer) execSet(n *setNode) error {
 	var v Value
 	if n.body != nil {
-		saved := r.out
-		r.out = strings.Builder{}
-		err := r.execBody(n.body)
-		s := r.out.String()
-		r.out = saved
+		s, err := r.capture(n.body)
 		if err != nil {
 			return err
 		}

@@ -179,10 +179,46 @@ func (p *parser) parseStmt() (node, error) {
 			return nil, err
 		}
 		return &ifNode{conds: []expr{&constExpr{v: true}}, bodies: [][]node{body}}, nil
-	case "endif", "endfor", "endset", "endmacro", "elif", "else", "endgeneration", "endraw":
+	case "filter":
+		return p.parseFilterBlock()
+	case "endif", "endfor", "endset", "endmacro", "endfilter", "elif", "else", "endgeneration", "endraw":
 		return nil, p.errAt(t.pos, "unexpected tag %q", t.val)
 	}
 	return nil, p.errAt(t.pos, "unknown or unsupported tag %q", t.val)
+}
+
+func (p *parser) parseFilterBlock() (node, error) {
+	n := &filterBlockNode{}
+	for {
+		name, err := p.expectName()
+		if err != nil {
+			return nil, err
+		}
+		fn, ok := filters[name.val]
+		if !ok {
+			return nil, p.errAt(name.pos, "unknown filter %q", name.val)
+		}
+		f := &filterExpr{name: name.val, fn: fn, pos: name.pos}
+		if p.isOp("(") {
+			if f.args, f.kwName, f.kwVal, err = p.parseArgs(); err != nil {
+				return nil, err
+			}
+		}
+		n.chain = append(n.chain, f)
+		if !p.isOp("|") {
+			break
+		}
+		p.next()
+	}
+	if err := p.expectBlockEnd(); err != nil {
+		return nil, err
+	}
+	body, _, _, err := p.parseBody("endfilter")
+	if err != nil {
+		return nil, err
+	}
+	n.body = body
+	return n, p.expectBlockEnd()
 }
 
 func (p *parser) parseIf() (node, error) {
