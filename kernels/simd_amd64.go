@@ -439,3 +439,77 @@ func tokQ6_KAVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride i
 		dotQ6_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
 	}
 }
+
+// Four-token VNNI kernels for the 32-value formats (prefill).
+
+//go:noescape
+func dotQ8_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotQ4_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotQ4_1Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+
+func tokQ8_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 32
+	checkTokens("q8_0", len(w), nb*34, len(x), xStride, nTok, nb*34, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ8_0Tok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ8_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
+	}
+}
+
+func tokQ4_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 32
+	checkTokens("q4_0", len(w), nb*18, len(x), xStride, nTok, nb*34, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ4_0Tok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ4_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
+	}
+}
+
+func tokQ4_1AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 32
+	checkTokens("q4_1", len(w), nb*20, len(x), xStride, nTok, nb*36, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ4_1Tok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ4_1RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
+	}
+}
