@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -498,5 +500,26 @@ func TestSIMDTokensMatchGeneric(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSIMDEnvSelectsVariant: MOONLM_KERNELS picks the kernel set at start
+// (checked in a child process, since the choice happens in init).
+func TestSIMDEnvSelectsVariant(t *testing.T) {
+	if want := os.Getenv("MOONLM_KERNELS_TEST_WANT"); want != "" {
+		require.Equal(t, want, Variant, "MOONLM_KERNELS=%s", os.Getenv("MOONLM_KERNELS"))
+		return
+	}
+	all := Variants()
+	cases := map[string]string{"bogus": all[len(all)-1]} // unknown: the default
+	for _, v := range all {
+		cases[v] = v
+	}
+	for env, want := range cases {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSIMDEnvSelectsVariant$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "MOONLM_KERNELS="+env, "MOONLM_KERNELS_TEST_WANT="+want)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "MOONLM_KERNELS=%s: %s", env, out)
+		require.Contains(t, string(out), "PASS", "MOONLM_KERNELS=%s: %s", env, out)
 	}
 }
