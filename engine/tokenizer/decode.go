@@ -8,10 +8,10 @@ import (
 // buildPieces renders every token once, as llama.cpp's token-to-piece cache
 // (with special tokens rendered: Piece and Decode hide them).
 func (t *Tokenizer) buildPieces() {
-	n := len(t.text)
+	n := t.text.len()
 	t.pieceOff = make([]uint32, n+1)
 	data := make([]byte, 0, n*6)
-	for id := range t.text {
+	for id := 0; id < n; id++ {
 		data = t.appendPiece(data, int32(id))
 		t.pieceOff[id+1] = uint32(len(data))
 	}
@@ -19,7 +19,7 @@ func (t *Tokenizer) buildPieces() {
 }
 
 func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
-	text := t.text[id]
+	text := t.text.at(int(id))
 	a := t.attrs[id]
 	if a&(attrUnknown|attrControl|attrUserDefined) != 0 {
 		return append(dst, text...)

@@ -187,7 +187,7 @@ func (t *Tokenizer) partition(text string, parseSpecial bool, sc *scratch, frags
 		if !parseSpecial && a&(attrControl|attrUnknown) != 0 {
 			continue
 		}
-		tok := t.text[id]
+		tok := t.text.at(int(id))
 		if len(tok) > len(text) {
 			continue
 		}

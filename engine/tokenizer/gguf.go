@@ -13,7 +13,7 @@ import (
 // FromGGUF builds the tokenizer of a model file from its tokenizer.ggml.*
 // keys. The tokenizer copies what it needs: it stays valid after f is closed.
 func FromGGUF(f *gguf.File) (*Tokenizer, error) {
-	v, err := VocabFromGGUF(f)
+	v, err := readVocab(f, true)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +25,11 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 }
 
 // VocabFromGGUF reads the tokenizer metadata of a model file.
-func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
+func VocabFromGGUF(f *gguf.File) (*Vocab, error) { return readVocab(f, false) }
+
+// readVocab reads the metadata; packed leaves tokens and merges packed for
+// New instead of filling Tokens and Merges.
+func readVocab(f *gguf.File, packed bool) (*Vocab, error) {
 	v := &Vocab{Special: map[string]int64{}}
 	var err error
 	if v.Model, err = optString(f, "tokenizer.ggml.model"); err != nil {
@@ -40,12 +44,20 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 	if v.Name, err = optString(f, "general.name"); err != nil {
 		return nil, err
 	}
-	if v.Tokens, err = stringArray(f, "tokenizer.ggml.tokens", true); err != nil {
+	if v.packedTokens, err = stringArray(f, "tokenizer.ggml.tokens", true); err != nil {
 		return nil, err
 	}
 	if v.Model == "gpt2" {
-		if v.Merges, err = stringArray(f, "tokenizer.ggml.merges", true); err != nil {
+		if v.packedMerges, err = stringArray(f, "tokenizer.ggml.merges", true); err != nil {
 			return nil, err
+		}
+	}
+	if !packed {
+		v.Tokens = v.packedTokens.unpack()
+		v.packedTokens = nil
+		if v.packedMerges != nil {
+			v.Merges = v.packedMerges.unpack()
+			v.packedMerges = nil
 		}
 	}
 	if v.Scores, err = floatArray(f, "tokenizer.ggml.scores"); err != nil {
@@ -99,12 +111,12 @@ func optString(f *gguf.File, key string) (string, error) {
 	return strings.Clone(s), nil
 }
 
-// stringArray copies a string array into one allocation and slices it. It
+// stringArray packs a string array into one allocation (see strs). It
 // parses the array's encoding itself (u32 element type, u64 count, then per
 // string a u64 length and the bytes): a vocabulary has 10^5 strings, and
 // going through the file's per-element accessors costs more than the rest of
 // the tokenizer's construction.
-func stringArray(f *gguf.File, key string, required bool) ([]string, error) {
+func stringArray(f *gguf.File, key string, required bool) (*strs, error) {
 	val, ok := f.Lookup(key)
 	if !ok {
 		if required {
@@ -127,8 +139,8 @@ func stringArray(f *gguf.File, key string, required bool) ([]string, error) {
 	if n > uint64(len(body))/8 {
 		return nil, fmt.Errorf("%w: key %s: %d strings cannot fit in %d bytes", ErrBadVocab, key, n, len(body))
 	}
-	ends := make([]int, n)
-	total := 0
+	ends := make([]uint32, n)
+	total := uint64(0)
 	for i := range ends {
 		if len(body) < 8 {
 			return nil, fmt.Errorf("%w: key %s[%d]: truncated", ErrBadVocab, key, i)
@@ -137,8 +149,11 @@ func stringArray(f *gguf.File, key string, required bool) ([]string, error) {
 		if l > uint64(len(body)-8) {
 			return nil, fmt.Errorf("%w: key %s[%d]: length %d past the end", ErrBadVocab, key, i, l)
 		}
-		total += int(l)
-		ends[i] = total
+		total += l
+		if total > 1<<32-1 {
+			return nil, fmt.Errorf("%w: key %s: strings exceed 4 GiB", ErrBadVocab, key)
+		}
+		ends[i] = uint32(total)
 		body = body[8+l:]
 	}
 	buf := make([]byte, 0, total)
@@ -148,14 +163,7 @@ func stringArray(f *gguf.File, key string, required bool) ([]string, error) {
 		buf = append(buf, body[8:8+l]...)
 		body = body[8+l:]
 	}
-	all := unsafe.String(unsafe.SliceData(buf), len(buf))
-	out := make([]string, n)
-	prev := 0
-	for i, e := range ends {
-		out[i] = all[prev:e]
-		prev = e
-	}
-	return out, nil
+	return &strs{data: unsafe.String(unsafe.SliceData(buf), len(buf)), ends: ends}, nil
 }
 
 func floatArray(f *gguf.File, key string) ([]float32, error) {

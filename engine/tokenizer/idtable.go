@@ -11,17 +11,17 @@ type idTable struct {
 	seed  maphash.Seed
 	slots []uint64
 	mask  uint64
-	text  []string
+	text  *strs
 }
 
-func newIDTable(text []string) *idTable {
+func newIDTable(text *strs) *idTable {
 	size := uint64(16)
-	for size < 2*uint64(len(text)) {
+	for size < 2*uint64(text.len()) {
 		size <<= 1
 	}
 	m := &idTable{seed: maphash.MakeSeed(), slots: make([]uint64, size), mask: size - 1, text: text}
-	for id, s := range text {
-		m.put(s, int32(id))
+	for id := 0; id < text.len(); id++ {
+		m.put(text.at(id), int32(id))
 	}
 	return m
 }
@@ -37,7 +37,7 @@ func (m *idTable) put(s string, id int32) {
 			m.slots[i] = tag | uint64(uint32(id)+1)
 			return
 		}
-		if v&^0xFFFFFFFF == tag && m.text[uint32(v)-1] == s {
+		if v&^0xFFFFFFFF == tag && m.text.at(int(uint32(v)-1)) == s {
 			m.slots[i] = tag | uint64(uint32(id)+1)
 			return
 		}
@@ -53,7 +53,7 @@ func (m *idTable) get(s string) int32 {
 		if v == 0 {
 			return -1
 		}
-		if v&^0xFFFFFFFF == tag && m.text[uint32(v)-1] == s {
+		if v&^0xFFFFFFFF == tag && m.text.at(int(uint32(v)-1)) == s {
 			return int32(uint32(v) - 1)
 		}
 	}
@@ -68,7 +68,7 @@ func (m *idTable) getBytes(b []byte) int32 {
 		if v == 0 {
 			return -1
 		}
-		if v&^0xFFFFFFFF == tag && m.text[uint32(v)-1] == string(b) {
+		if v&^0xFFFFFFFF == tag && m.text.at(int(uint32(v)-1)) == string(b) {
 			return int32(uint32(v) - 1)
 		}
 	}

@@ -83,6 +83,10 @@ type Vocab struct {
 	// tokenizer.ggml.<suffix>_token_id keys give them.
 	Special                        map[string]int64
 	AddBOS, AddEOS, AddSpacePrefix *bool // nil: the model type's default
+
+	// Packed tokens and merges, which FromGGUF gives instead of Tokens and
+	// Merges.
+	packedTokens, packedMerges *strs
 }
 
 // Tokenizer encodes and decodes text for one vocabulary.
@@ -90,7 +94,7 @@ type Tokenizer struct {
 	kind Kind
 	pre  preType
 
-	text   []string // raw token text, by id
+	text   strs // raw token text, by id
 	scores []float32
 	attrs  []uint16
 	ids    *idTable
@@ -140,7 +144,15 @@ func New(v *Vocab) (*Tokenizer, error) {
 		bos: -1, eos: -1, eot: -1, eom: -1, unk: -1, sep: -1, pad: -1, mask: -1,
 		fimPre: -1, fimSuf: -1, fimMid: -1, fimPad: -1, fimRep: -1, fimSep: -1, nl: -1,
 	}
-	n := len(v.Tokens)
+	toks := v.packedTokens
+	if v.Tokens != nil || toks == nil {
+		p, err := packStrings(v.Tokens)
+		if err != nil {
+			return nil, err
+		}
+		toks = &p
+	}
+	n := toks.len()
 	if n == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ErrBadVocab)
 	}
@@ -194,12 +206,18 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.addSpacePrefix = *v.AddSpacePrefix
 	}
 
-	t.buildTokens(v)
+	t.buildTokens(v, toks)
 
 	if t.kind == BPE {
-		if err := t.buildMerges(v.Merges); err != nil {
-			return nil, err
+		merges := v.packedMerges
+		if v.Merges != nil || merges == nil {
+			p, err := packStrings(v.Merges)
+			if err != nil {
+				return nil, err
+			}
+			merges = &p
 		}
+		t.buildMerges(merges)
 	}
 	for b := 0; b < 256; b++ {
 		t.rawByteTok[b] = t.lookup(string([]byte{byte(b)}))
@@ -240,7 +258,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 		}
 	}
 	sort.SliceStable(t.special, func(i, j int) bool {
-		return len(t.text[t.special[i]]) > len(t.text[t.special[j]])
+		return len(t.Token(t.special[i])) > len(t.Token(t.special[j]))
 	})
 
 	// Phi-3 strips spaces after its special tokens (llama.cpp keys this on
@@ -278,19 +296,29 @@ func New(v *Vocab) (*Tokenizer, error) {
 	return t, nil
 }
 
-func (t *Tokenizer) buildTokens(v *Vocab) {
-	n := len(v.Tokens)
-	t.text = make([]string, n)
+func (t *Tokenizer) buildTokens(v *Vocab, toks *strs) {
+	n := toks.len()
+	t.text = *toks
 	t.attrs = make([]uint16, n)
 	t.scores = make([]float32, n)
 	if v.Scores != nil {
 		copy(t.scores, v.Scores)
 	}
-	for i, s := range v.Tokens {
-		if s == "" {
-			s = fmt.Sprintf("[EMPTY_%d]", i)
+	for i := 0; i < n; i++ {
+		if toks.at(i) == "" {
+			// llama.cpp names empty tokens; repack with the names.
+			list := toks.unpack()
+			for j, s := range list {
+				if s == "" {
+					list[j] = fmt.Sprintf("[EMPTY_%d]", j)
+				}
+			}
+			t.text, _ = packStrings(list) // longer by a few bytes only
+			break
 		}
-		t.text[i] = s
+	}
+	for i := 0; i < n; i++ {
+		s := t.text.at(i)
 		if len(s) > t.maxTokenLen {
 			t.maxTokenLen = len(s)
 		}
@@ -315,7 +343,7 @@ func (t *Tokenizer) buildTokens(v *Vocab) {
 		}
 		t.attrs[i] = a
 	}
-	t.ids = newIDTable(t.text)
+	t.ids = newIDTable(&t.text)
 }
 
 // buildMerges indexes the merge list by the ids of its two sides, so merging
@@ -325,17 +353,20 @@ func (t *Tokenizer) buildTokens(v *Vocab) {
 // further. Every merge of the test vocabularies joins two tokens into a
 // token. Entries without a separating space take a rank but match nothing,
 // as in llama.cpp.
-func (t *Tokenizer) buildMerges(merges []string) error {
+func (t *Tokenizer) buildMerges(merges *strs) {
 	n := 0
-	for _, m := range merges {
-		if m != "" {
+	prev := uint32(0)
+	for _, e := range merges.ends {
+		if e != prev {
 			n++
 		}
+		prev = e
 	}
 	t.merges = newPairTable(n)
 	var buf []byte
 	guess := int32(-2)
-	for rank, m := range merges {
+	for rank := range merges.ends {
+		m := merges.at(rank)
 		if len(m) < 2 {
 			continue
 		}
@@ -351,7 +382,7 @@ func (t *Tokenizer) buildMerges(merges []string) error {
 		// Vocabularies usually list merge results in merge order: try the
 		// token after the previous result before hashing.
 		var res int32
-		if g := guess + 1; g >= 0 && int(g) < len(t.text) && isConcat(t.text[g], m[:p], m[p+1:]) {
+		if g := guess + 1; g >= 0 && int(g) < t.text.len() && isConcat(t.text.at(int(g)), m[:p], m[p+1:]) {
 			res = g
 		} else {
 			buf = append(append(buf[:0], m[:p]...), m[p+1:]...)
@@ -360,7 +391,6 @@ func (t *Tokenizer) buildMerges(merges []string) error {
 		guess = res
 		t.merges.add(pairKey(l, r), uint64(rank)<<32|uint64(uint32(res)))
 	}
-	return nil
 }
 
 func isConcat(s, a, b string) bool {
@@ -415,7 +445,7 @@ func (t *Tokenizer) setSpecialIDs(v *Vocab) {
 			continue
 		}
 		// Out-of-range ids (like 0xFFFFFFFF for "none") keep the default.
-		if id < 0 || id >= int64(len(t.text)) {
+		if id < 0 || id >= int64(t.text.len()) {
 			continue
 		}
 		*t.specialField(k) = int32(id)
@@ -485,14 +515,14 @@ func (t *Tokenizer) lookup(s string) int32 {
 func (t *Tokenizer) Kind() Kind { return t.kind }
 
 // VocabSize returns the number of tokens.
-func (t *Tokenizer) VocabSize() int { return len(t.text) }
+func (t *Tokenizer) VocabSize() int { return t.text.len() }
 
 // Token returns the raw vocabulary text of id ("" if out of range).
 func (t *Tokenizer) Token(id int32) string {
 	if !t.valid(id) {
 		return ""
 	}
-	return t.text[id]
+	return t.text.at(int(id))
 }
 
 // ID returns the id of the token whose raw text is s, or -1.
@@ -530,7 +560,7 @@ func (t *Tokenizer) Type(id int32) int {
 	return TypeUndefined
 }
 
-func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < len(t.text) }
+func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < t.text.len() }
 
 // Special token ids; -1 when the vocabulary has none.
 func (t *Tokenizer) BOS() int32     { return t.bos }

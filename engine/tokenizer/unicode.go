@@ -162,6 +162,8 @@ func init() {
 	}
 }
 
+//go:generate sh -c "python3 gen_nfd.py > nfd_table.go"
+
 type nfdRange struct{ first, last, nfd rune }
 
 // nfdFirst returns the first code point of r's canonical decomposition.

@@ -128,3 +128,39 @@ func TestVocabRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// The public Vocab (plain string slices) builds the same tokenizer as the
+// packed form FromGGUF uses.
+func TestVocabFromGGUF(t *testing.T) {
+	for _, name := range []string{"qwen3", "llama-spm"} {
+		path := shareddata.Path(t, "vocab/ggml-vocab-"+name+".gguf")
+		f, err := gguf.Open(path)
+		require.NoError(t, err)
+		v, err := VocabFromGGUF(f)
+		require.NoError(t, err)
+		packed, err := FromGGUF(f)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+
+		require.Len(t, v.Tokens, packed.VocabSize())
+		plain, err := New(v)
+		require.NoError(t, err)
+		for i := 0; i < len(v.Tokens); i += 997 {
+			require.Equal(t, v.Tokens[i], packed.Token(int32(i)))
+		}
+		for _, c := range readCases(t, name) {
+			a, _ := plain.Encode(c.text, true, true)
+			b, _ := packed.Encode(c.text, true, true)
+			require.Equal(t, a, b, "%s: %q", name, c.text)
+		}
+	}
+}
+
+// Empty tokens are named as llama.cpp names them, so they cannot match text.
+func TestEmptyToken(t *testing.T) {
+	tok, err := New(&Vocab{Model: "llama", Tokens: []string{"<unk>", "<s>", "</s>", "", "\u2581a"}})
+	require.NoError(t, err)
+	require.Equal(t, "[EMPTY_3]", tok.Token(3))
+	require.Equal(t, int32(3), tok.ID("[EMPTY_3]"))
+	require.Equal(t, int32(4), tok.ID("\u2581a"))
+}
