@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 
+	"github.com/moonlm/moonlm/engine"
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
@@ -131,4 +135,102 @@ func TestLibrarySize(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("%s: %d bytes (%.2f MiB)", lib, st.Size(), float64(st.Size())/(1<<20))
 	assert.LessOrEqual(t, st.Size(), int64(maxLibraryBytes), "stripped library %s is over the 4 MB budget", lib)
+}
+
+// TestBenchTensorTypes checks the Q4_K_M mix against the layers llama.cpp's
+// use_more_bits picks for 16 layers (worked out by hand from its rule: the
+// first and last two layers and every third from layer 4).
+func TestBenchTensorTypes(t *testing.T) {
+	want := map[int]bool{0: true, 1: true, 4: true, 7: true, 10: true, 13: true, 14: true, 15: true}
+	for il := 0; il < 16; il++ {
+		p := "blk." + strconv.Itoa(il) + "."
+		exp := gguf.Q4_K
+		if want[il] {
+			exp = gguf.Q6_K
+		}
+		assert.Equal(t, exp, benchTensorType("q4_k_m", p+"attn_v.weight", il, 16), "layer %d attn_v", il)
+		assert.Equal(t, exp, benchTensorType("q4_k_m", p+"ffn_down.weight", il, 16), "layer %d ffn_down", il)
+		assert.Equal(t, gguf.Q4_K, benchTensorType("q4_k_m", p+"attn_q.weight", il, 16))
+		assert.Equal(t, gguf.Q4_K, benchTensorType("q4_k_m", p+"ffn_up.weight", il, 16))
+		assert.Equal(t, gguf.Q8_0, benchTensorType("q8_0", p+"attn_v.weight", il, 16))
+	}
+	assert.Equal(t, gguf.Q6_K, benchTensorType("q4_k_m", "token_embd.weight", -1, 16))
+}
+
+// TestMakeBenchModelSmall writes a small model of the benchmark's layout
+// with the Llama 3 tokenizer and checks that the engine opens it, that it
+// has the tensors and types asked for, and that decoding gives finite logits.
+func TestMakeBenchModelSmall(t *testing.T) {
+	vocab := shareddata.Path(t, "vocab/ggml-vocab-llama3.gguf")
+	out := filepath.Join(t.TempDir(), "bench.gguf")
+	sh := benchShape{Dim: 256, Layers: 3, Heads: 4, KVHeads: 2, FFN: 512}
+	n, err := makeBenchModel(out, vocab, "q4_k_m", sh, 7, 2)
+	require.NoError(t, err)
+	st, err := os.Stat(out)
+	require.NoError(t, err)
+	assert.Equal(t, st.Size(), n)
+
+	f, err := gguf.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	te, ok := f.Tensor("token_embd.weight")
+	require.True(t, ok)
+	assert.Equal(t, gguf.Q6_K, te.Type)
+	assert.Equal(t, []int64{256, 128256}, te.Shape)
+	_, hasOut := f.Tensor("output.weight")
+	assert.False(t, hasOut, "embeddings are tied")
+	for name, typ := range map[string]gguf.Type{
+		"blk.0.attn_v.weight": gguf.Q4_K, "blk.2.attn_v.weight": gguf.Q6_K, // 3 layers: 7*3/8 = 2
+		"blk.1.ffn_gate.weight": gguf.Q4_K, "blk.1.attn_norm.weight": gguf.F32, "rope_freqs.weight": gguf.F32,
+	} {
+		tt, ok := f.Tensor(name)
+		if assert.True(t, ok, name) {
+			assert.Equal(t, typ, tt.Type, name)
+		}
+	}
+	// The tokenizer came along.
+	v, ok := f.Lookup("tokenizer.ggml.pre")
+	require.True(t, ok)
+	pre, _ := v.String()
+	assert.Equal(t, "llama-bpe", pre)
+
+	m, err := engine.Open(out, engine.ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Equal(t, 128256, m.Info().VocabSize)
+	s, err := m.NewSession(engine.SessionParams{NCtx: 8})
+	require.NoError(t, err)
+	defer s.Close()
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{128000, 9906, 1917}, logits))
+	require.NoError(t, s.Decode(11, logits))
+	for i, l := range logits {
+		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
+			t.Fatalf("logit %d is %v", i, l)
+		}
+	}
+	// Random weights of scale 0.02 still give distinct logits.
+	assert.NotEqual(t, logits[0], logits[1])
+
+	// The same seed gives the same file, whatever the thread count.
+	out2 := filepath.Join(t.TempDir(), "bench1.gguf")
+	_, err = makeBenchModel(out2, vocab, "q4_k_m", sh, 7, 1)
+	require.NoError(t, err)
+	a, err := os.ReadFile(out)
+	require.NoError(t, err)
+	b, err := os.ReadFile(out2)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(a, b), "same seed, different thread count: files differ")
+}
+
+func TestLlama3RopeFreqs(t *testing.T) {
+	f := llama3RopeFreqs(64, 500000)
+	require.Len(t, f, 32)
+	// High frequencies are kept, the lowest are divided by the factor 32,
+	// and the ramp between is monotonic.
+	assert.Equal(t, float32(1), f[0])
+	assert.Equal(t, float32(32), f[31])
+	for i := 1; i < len(f); i++ {
+		assert.GreaterOrEqual(t, f[i], f[i-1])
+	}
 }

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+func init() {
+	register(&command{
+		name:    "make-bench-model",
+		summary: "write a random-weight Llama-3.2-1B-shaped benchmark model (--vocab FILE -o OUT [--type q8_0|q4_k_m])",
+		run:     runMakeBenchModel,
+	})
+}
+
+const makeBenchUsage = `usage: moonlm make-bench-model --vocab VOCAB.gguf -o OUT.gguf [--type q8_0|q4_k_m] [--seed S] [-t THREADS]
+       [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192]
+
+Writes a llama-architecture model with random weights shaped like
+Llama-3.2-1B (hidden 2048, 16 layers, 32 query and 8 KV heads, ffn 8192,
+tied embeddings, llama3 RoPE scaling) for benchmarks. The tokenizer (every
+tokenizer.* key) is copied from VOCAB.gguf, whose vocabulary size sets the
+embedding rows; use the Llama 3 vocabulary for the real shape.
+
+--type q4_k_m mixes types as llama.cpp's Q4_K_M does for this shape: Q4_K,
+with Q6_K for the tied token_embd and for attn_v and ffn_down of layers
+0, 1, 4, 7, 10, 13, 14, 15. Norms and rope_freqs are F32.
+`
+
+// benchShape is a model's hyperparameters.
+type benchShape struct {
+	Dim, Layers, Heads, KVHeads, FFN int
+}
+
+func runMakeBenchModel(args []string) error {
+	fs := flag.NewFlagSet("make-bench-model", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var vocab, out, typ string
+	var seed uint64
+	var threads int
+	sh := benchShape{}
+	fs.StringVar(&vocab, "vocab", "", "GGUF file to copy the tokenizer from")
+	fs.StringVar(&out, "o", "", "output file")
+	fs.StringVar(&typ, "type", "q8_0", "q8_0 or q4_k_m")
+	fs.Uint64Var(&seed, "seed", 1, "random seed")
+	fs.IntVar(&threads, "t", runtime.NumCPU(), "threads")
+	fs.IntVar(&sh.Dim, "dim", 2048, "hidden size")
+	fs.IntVar(&sh.Layers, "layers", 16, "layers")
+	fs.IntVar(&sh.Heads, "heads", 32, "query heads")
+	fs.IntVar(&sh.KVHeads, "kv-heads", 8, "KV heads")
+	fs.IntVar(&sh.FFN, "ffn", 8192, "feed-forward size")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(os.Stderr, makeBenchUsage)
+			return nil
+		}
+		return fmt.Errorf("%w\n%s", err, makeBenchUsage)
+	}
+	if vocab == "" || out == "" || fs.NArg() > 0 {
+		return fmt.Errorf("--vocab and -o are required\n%s", makeBenchUsage)
+	}
+	start := time.Now()
+	n, err := makeBenchModel(out, vocab, typ, sh, seed, threads)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s: %.1f MiB in %.1f s\n", out, float64(n)/(1<<20), time.Since(start).Seconds())
+	return nil
+}
+
+// benchTensorType is the weight type of tensor name in layer il (-1 for
+// none) under the file type ftype, following llama.cpp's choices for a
+// llama model without an importance matrix.
+func benchTensorType(ftype, name string, il, nLayer int) gguf.Type {
+	if ftype == "q8_0" {
+		return gguf.Q8_0
+	}
+	// llama.cpp's use_more_bits: the first and last eighth of the layers
+	// and every third one between.
+	moreBits := il >= 0 && (il < nLayer/8 || il >= 7*nLayer/8 || (il-nLayer/8)%3 == 2)
+	switch {
+	case name == "token_embd.weight" || name == "output.weight":
+		return gguf.Q6_K
+	case (strings.HasSuffix(name, ".attn_v.weight") || strings.HasSuffix(name, ".ffn_down.weight")) && moreBits:
+		return gguf.Q6_K
+	}
+	return gguf.Q4_K
+}
+
+// benchTensor is one tensor to write: its name, type, shape and, for F32
+// tensors, fixed values.
+type benchTensor struct {
+	name  string
+	typ   gguf.Type
+	shape []int64
+	f32   []float32
+	data  []byte
+}
+
+// llama3RopeFreqs are the per-pair frequency divisors Llama 3.2 stores in
+// rope_freqs.weight (factor 32, low/high frequency factors 1 and 4, original
+// context 8192), computed from the published scaling rule.
+func llama3RopeFreqs(headDim int, base float64) []float32 {
+	const factor, lowFF, highFF, oldCtx = 32.0, 1.0, 4.0, 8192.0
+	lowWave, highWave := oldCtx/lowFF, oldCtx/highFF
+	out := make([]float32, headDim/2)
+	for i := range out {
+		freq := 1 / math.Pow(base, float64(2*i)/float64(headDim))
+		wave := 2 * math.Pi / freq
+		switch {
+		case wave < highWave:
+			out[i] = 1
+		case wave > lowWave:
+			out[i] = factor
+		default:
+			smooth := (oldCtx/wave - lowFF) / (highFF - lowFF)
+			out[i] = float32(1 / ((1-smooth)/factor + smooth))
+		}
+	}
+	return out
+}
+
+// makeBenchModel writes the model to out (through a temporary file renamed
+// into place, so an interrupted run leaves no partial model) and returns its
+// size.
+func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, threads int) (int64, error) {
+	var fileType uint32
+	switch ftype {
+	case "q8_0":
+		fileType = 7 // LLAMA_FTYPE_MOSTLY_Q8_0
+	case "q4_k_m":
+		fileType = 15 // LLAMA_FTYPE_MOSTLY_Q4_K_M
+	default:
+		return 0, fmt.Errorf("make-bench-model: --type %q: want q8_0 or q4_k_m", ftype)
+	}
+	if sh.Dim <= 0 || sh.Layers <= 0 || sh.Heads <= 0 || sh.KVHeads <= 0 || sh.FFN <= 0 ||
+		sh.Dim%sh.Heads != 0 || sh.Heads%sh.KVHeads != 0 || sh.Dim%256 != 0 || sh.FFN%256 != 0 {
+		return 0, fmt.Errorf("make-bench-model: shape %+v: sizes must be positive, heads divide the hidden size, KV heads the heads, and hidden and ffn sizes be multiples of 256", sh)
+	}
+	threads = max(threads, 1)
+	vf, err := gguf.Open(vocabPath)
+	if err != nil {
+		return 0, fmt.Errorf("make-bench-model: vocabulary: %w", err)
+	}
+	defer vf.Close()
+	tokens, ok := vf.Lookup("tokenizer.ggml.tokens")
+	if !ok {
+		return 0, fmt.Errorf("make-bench-model: %s has no tokenizer.ggml.tokens", vocabPath)
+	}
+	arr, err := tokens.Array()
+	if err != nil {
+		return 0, fmt.Errorf("make-bench-model: %s: tokenizer.ggml.tokens: %w", vocabPath, err)
+	}
+	nVocab := arr.Len()
+
+	headDim := sh.Dim / sh.Heads
+	const ropeBase = 500000.0
+	w := gguf.NewWriter()
+	set := func(k string, v any) {
+		if err == nil {
+			if e := w.Set(k, v); e != nil {
+				err = fmt.Errorf("make-bench-model: key %s: %w", k, e)
+			}
+		}
+	}
+	set("general.architecture", "llama")
+	set("general.name", fmt.Sprintf("moonlm bench Llama-3.2-1B-shaped random %s", strings.ToUpper(ftype)))
+	set("general.file_type", fileType)
+	set("llama.context_length", uint32(131072))
+	set("llama.embedding_length", uint32(sh.Dim))
+	set("llama.block_count", uint32(sh.Layers))
+	set("llama.feed_forward_length", uint32(sh.FFN))
+	set("llama.attention.head_count", uint32(sh.Heads))
+	set("llama.attention.head_count_kv", uint32(sh.KVHeads))
+	set("llama.rope.freq_base", float32(ropeBase))
+	set("llama.attention.layer_norm_rms_epsilon", float32(1e-5))
+	set("llama.attention.key_length", uint32(headDim))
+	set("llama.attention.value_length", uint32(headDim))
+	set("llama.rope.dimension_count", uint32(headDim))
+	set("llama.vocab_size", uint32(nVocab))
+	for _, k := range vf.Keys() {
+		if strings.HasPrefix(k, "tokenizer.") {
+			v, _ := vf.Lookup(k)
+			set(k, v)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+
+	// Tensors in the order llama.cpp's converter writes them.
+	norm := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	qDim, kvDim := sh.Heads*headDim, sh.KVHeads*headDim
+	mat := func(name string, il int, cols, rows int) *benchTensor {
+		return &benchTensor{name: name, typ: benchTensorType(ftype, name, il, sh.Layers), shape: []int64{int64(cols), int64(rows)}}
+	}
+	ts := []*benchTensor{
+		mat("token_embd.weight", -1, sh.Dim, nVocab),
+		{name: "rope_freqs.weight", typ: gguf.F32, shape: []int64{int64(headDim / 2)}, f32: llama3RopeFreqs(headDim, ropeBase)},
+	}
+	for il := 0; il < sh.Layers; il++ {
+		p := "blk." + strconv.Itoa(il) + "."
+		ts = append(ts,
+			&benchTensor{name: p + "attn_norm.weight", typ: gguf.F32, shape: []int64{int64(sh.Dim)}, f32: norm(sh.Dim)},
+			mat(p+"attn_q.weight", il, sh.Dim, qDim),
+			mat(p+"attn_k.weight", il, sh.Dim, kvDim),
+			mat(p+"attn_v.weight", il, sh.Dim, kvDim),
+			mat(p+"attn_output.weight", il, qDim, sh.Dim),
+			&benchTensor{name: p + "ffn_norm.weight", typ: gguf.F32, shape: []int64{int64(sh.Dim)}, f32: norm(sh.Dim)},
+			mat(p+"ffn_gate.weight", il, sh.Dim, sh.FFN),
+			mat(p+"ffn_up.weight", il, sh.Dim, sh.FFN),
+			mat(p+"ffn_down.weight", il, sh.FFN, sh.Dim),
+		)
+	}
+	ts = append(ts, &benchTensor{name: "output_norm.weight", typ: gguf.F32, shape: []int64{int64(sh.Dim)}, f32: norm(sh.Dim)})
+
+	for ti, t := range ts {
+		if t.f32 != nil {
+			t.data = make([]byte, 4*len(t.f32))
+			for i, v := range t.f32 {
+				putF32(t.data[4*i:], v)
+			}
+		} else {
+			t.data = quantizeRandomMatrix(t.typ, int(t.shape[0]), int(t.shape[1]), seed, uint64(ti), threads)
+		}
+		if err := w.AddTensor(t.name, t.typ, t.shape, t.data); err != nil {
+			return 0, fmt.Errorf("make-bench-model: %w", err)
+		}
+	}
+
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return 0, fmt.Errorf("make-bench-model: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".part*")
+	if err != nil {
+		return 0, fmt.Errorf("make-bench-model: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	n, err := w.WriteTo(tmp)
+	if err == nil {
+		err = tmp.Close()
+	} else {
+		tmp.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("make-bench-model: write %s: %w", out, err)
+	}
+	return n, nil
+}
+
+func putF32(b []byte, v float32) {
+	u := math.Float32bits(v)
+	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+}
+
+// benchRowsPerChunk is the unit of work and of seeding: a chunk's weights
+// depend only on (seed, tensor, chunk), so the file is the same whatever
+// the thread count.
+const benchRowsPerChunk = 64
+
+// quantizeRandomMatrix makes rows x cols weights drawn from N(0, 0.02^2)
+// (the usual initialization scale) and quantizes them to typ with ggml's
+// reference quantizers, chunks of rows in parallel.
+func quantizeRandomMatrix(typ gguf.Type, cols, rows int, seed, tensor uint64, threads int) []byte {
+	rowBytes := kernels.RowBytes(typ, cols)
+	data := make([]byte, rowBytes*rows)
+	nChunks := (rows + benchRowsPerChunk - 1) / benchRowsPerChunk
+	var next sync.Mutex
+	chunk := 0
+	var wg sync.WaitGroup
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			row := make([]float32, cols)
+			for {
+				next.Lock()
+				c := chunk
+				chunk++
+				next.Unlock()
+				if c >= nChunks {
+					return
+				}
+				rng := rand.New(rand.NewPCG(seed, tensor<<32|uint64(c)))
+				for r := c * benchRowsPerChunk; r < min(rows, (c+1)*benchRowsPerChunk); r++ {
+					for i := range row {
+						row[i] = float32(rng.NormFloat64() * 0.02)
+					}
+					kernels.QuantizeWeightRow(typ, row, data[r*rowBytes:(r+1)*rowBytes])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return data
+}
