@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -521,5 +522,39 @@ func TestSIMDEnvSelectsVariant(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "MOONLM_KERNELS=%s: %s", env, out)
 		require.Contains(t, string(out), "PASS", "MOONLM_KERNELS=%s: %s", env, out)
+	}
+}
+
+// TestSIMDNoAllocs: the SIMD kernels and their wrappers do not allocate.
+func TestSIMDNoAllocs(t *testing.T) {
+	for _, v := range simdVariants(t) {
+		useVariant(t, v)
+		for _, typ := range simdTypes {
+			r := rand.New(rand.NewPCG(4, 4))
+			n := 4 * typ.BlockSize() * 32
+			if typ.BlockSize() == 1 {
+				n = 1000
+			}
+			w, stride, xq := simdRows(r, typ, n, 5, 0)
+			y := make([]float32, 5)
+			one, many, multi := RowDot(typ), rowsDot[typ], tokensDot[typ]
+			x5 := bytes.Repeat(xq, 5)
+			allocs := testing.AllocsPerRun(20, func() {
+				y[0] = one(n, w, xq)
+				many(n, w, stride, xq, y)
+				if multi != nil {
+					multi(n, w, x5, len(xq), 5, y, 1)
+				}
+			})
+			require.Zero(t, allocs, "%s %v", v, typ)
+		}
+		a, b := make([]float32, 100), make([]float32, 100)
+		ah := make([]uint16, 100)
+		allocs := testing.AllocsPerRun(20, func() {
+			a[0] = Dot(a, b)
+			a[1] = DotF16(ah, ah)
+			Axpy(a, 0.5, b)
+		})
+		require.Zero(t, allocs, "%s float helpers", v)
 	}
 }
