@@ -61,6 +61,15 @@ model:
 run: all
 	@m=$$(scripts/fetch-model.sh) && $(CLI) generate -m "$$m" -p "$${PROMPT:-The three primary colors are}" -n $${N:-64}
 
+# Synthetic 1B benchmark models (random weights) in ~/.cache/moonlm/bench, once.
+bench-models: cli
+	@scripts/bench-models.sh $(CLI)
+
+# moonlm bench over SmolLM2 and the benchmark models; LLAMA_BENCH=path/to/llama-bench
+# also runs llama.cpp interleaved with it and prints the ratios.
+bench: cli bench-models
+	@MOONLM_CLI=$(CLI) scripts/bench.sh
+
 fuzz:
 	$(GO) test ./gguf -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME)
 
