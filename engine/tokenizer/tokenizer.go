@@ -261,10 +261,14 @@ func New(v *Vocab) (*Tokenizer, error) {
 		return len(t.Token(t.special[i])) > len(t.Token(t.special[j]))
 	})
 
-	// Phi-3 strips spaces after its special tokens (llama.cpp keys this on
-	// the model name).
+	// Jina v2 strips spaces before <mask>, Phi-3 after its special tokens
+	// (llama.cpp keys these on the pre-tokenizer and the model name).
 	name := strings.ToLower(v.Name)
-	if strings.Contains(name, "phi-3") || strings.Contains(name, "phi3") {
+	if strings.Contains(v.Pre, "jina-v2-de") || strings.Contains(v.Pre, "jina-v2-es") || strings.Contains(v.Pre, "jina-v2-code") {
+		if id := t.lookup("<mask>"); id >= 0 {
+			t.attrs[id] |= attrLStrip
+		}
+	} else if strings.Contains(name, "phi-3") || strings.Contains(name, "phi3") {
 		for _, id := range t.special {
 			t.attrs[id] |= attrRStrip
 		}

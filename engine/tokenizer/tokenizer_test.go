@@ -281,3 +281,22 @@ func TestScoreKeyOrder(t *testing.T) {
 	negZero := float32(math.Copysign(0, -1))
 	assert.Equal(t, scoreKey(0), scoreKey(negZero))
 }
+
+// Jina v2 strips the spaces before <mask>.
+func TestJinaMaskLStrip(t *testing.T) {
+	v := bpeVocab("jina-v2-code")
+	v.Tokens = append(v.Tokens, "<mask>")
+	v.Types = make([]int32, len(v.Tokens))
+	for i := range v.Types {
+		v.Types[i] = TypeNormal
+	}
+	v.Types[len(v.Tokens)-1] = TypeControl
+	tok, err := New(v)
+	require.NoError(t, err)
+	mask := int32(len(v.Tokens) - 1)
+	assert.Equal(t, []int32{0, mask, 6, 0}, encode(t, tok, "a  <mask> a", false, true))
+	v.Pre = "gpt-2"
+	tok, err = New(v)
+	require.NoError(t, err)
+	assert.Equal(t, []int32{0, 6, 6, mask, 6, 0}, encode(t, tok, "a  <mask> a", false, true))
+}
