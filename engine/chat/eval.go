@@ -668,7 +668,7 @@ func arith(op string, a, b Value) (Value, error) {
 			return nil, fmt.Errorf("integer division or modulo by zero")
 		}
 		if isFloat {
-			return math.Floor(af / bf), nil
+			return pyFloorDiv(af, bf), nil
 		}
 		q := ai / bi
 		if (ai%bi != 0) && ((ai < 0) != (bi < 0)) {
@@ -708,9 +708,32 @@ func arith(op string, a, b Value) (Value, error) {
 	return nil, fmt.Errorf("unknown operator %s", op)
 }
 
+// pyFloorDiv is Python's float //, computed from fmod as CPython does so
+// that 7 // 0.1 is 69.0 like there.
+func pyFloorDiv(a, b float64) float64 {
+	mod := math.Mod(a, b)
+	div := (a - mod) / b
+	if mod != 0 && (b < 0) != (mod < 0) {
+		div--
+	}
+	if div == 0 {
+		return math.Copysign(0, a/b)
+	}
+	fl := math.Floor(div)
+	if div-fl > 0.5 {
+		fl++
+	}
+	return fl
+}
+
 func seqTimes(a, b Value) (Value, int64, bool) {
-	n, ok := b.(int64)
-	if !ok {
+	var n int64
+	switch x := b.(type) {
+	case int64:
+		n = x
+	case bool:
+		n, _, _, _ = toNumber(x)
+	default:
 		return nil, 0, false
 	}
 	switch a.(type) {
@@ -908,10 +931,9 @@ func slice(obj, start, stop, step Value) (Value, error) {
 		items = x.Items
 		tuple = x.Tuple
 		n = len(items)
-	case Undefined:
-		return Undefined{}, nil
 	default:
-		return nil, fmt.Errorf("%s cannot be sliced", typeName(obj))
+		// Jinja: a failed subscript is undefined, not an error.
+		return Undefined{}, nil
 	}
 	st := int64(1)
 	if step != nil {

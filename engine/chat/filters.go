@@ -61,7 +61,7 @@ func init() {
 		"upper":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return strings.ToUpper(toStr(v)), nil },
 		"lower":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return strings.ToLower(toStr(v)), nil },
 		"capitalize": func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return capitalize(toStr(v)), nil },
-		"title":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return title(toStr(v)), nil },
+		"title":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return titleFilter(toStr(v)), nil },
 		"string":     func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return toStr(v), nil },
 		"safe":       func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return v, nil },
 		"e":          fEscape,
@@ -93,7 +93,16 @@ func init() {
 		"max":        fMinMax(1),
 		"indent":     fIndent,
 		"wordcount": func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
-			return int64(len(strings.Fields(toStr(v)))), nil
+			// Jinja counts runs of word characters (regex \w+).
+			n, in := int64(0), false
+			for _, r := range toStr(v) {
+				w := r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
+				if w && !in {
+					n++
+				}
+				in = w
+			}
+			return n, nil
 		},
 		"center": func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 			w, err := argInt(args, kw, 0, "width", 80)
@@ -238,6 +247,27 @@ func title(s string) string {
 			b.WriteRune(r)
 			prevLetter = false
 		}
+	}
+	return b.String()
+}
+
+// titleFilter is Jinja's title filter, which (unlike str.title) starts
+// words only after whitespace, '-', and opening brackets: "x,y" -> "X,y".
+func titleFilter(s string) string {
+	var b strings.Builder
+	start := true
+	for _, r := range s {
+		if unicode.IsSpace(r) || strings.ContainsRune("-({[<", r) {
+			b.WriteRune(r)
+			start = true
+			continue
+		}
+		if start {
+			b.WriteRune(unicode.ToUpper(r))
+		} else {
+			b.WriteRune(unicode.ToLower(r))
+		}
+		start = false
 	}
 	return b.String()
 }
@@ -602,6 +632,9 @@ func fFloat(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 }
 
 func fAbs(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+	if b, ok := v.(bool); ok {
+		v, _, _, _ = toNumber(b)
+	}
 	switch x := v.(type) {
 	case int64:
 		if x < 0 {
@@ -637,7 +670,23 @@ func fRound(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	case "floor":
 		return math.Floor(f*m) / m, nil
 	}
-	return math.Round(f*m) / m, nil
+	// Python's round: an int stays an int; a float rounds its exact
+	// binary value to prec decimals, ties to even (strconv does the same).
+	if _, isFloat := v.(float64); !isFloat && prec >= 0 {
+		i, _, _, _ := toNumber(v)
+		return i, nil
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return f, nil
+	}
+	if prec < 0 {
+		return math.RoundToEven(f/math.Pow(10, float64(-prec))) * math.Pow(10, float64(-prec)), nil
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(f, 'f', int(prec), 64), 64)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func fSum(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
@@ -663,10 +712,6 @@ func fSum(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 
 func fMinMax(sign int) filterFunc {
 	return func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
-		if !truthy(v) {
-			// Jinja skips a falsy input (none included) without iterating it.
-			return &List{}, nil
-		}
 		items, err := iterate(v)
 		if err != nil {
 			return nil, err
@@ -992,18 +1037,12 @@ func init() {
 			return false, nil
 		},
 		"odd": func(v Value, _ []Value) (bool, error) {
-			i, ok := v.(int64)
-			if !ok {
-				return false, fmt.Errorf("needs an integer")
-			}
-			return i%2 != 0, nil
+			m, err := arith("%", v, int64(2))
+			return err == nil && equal(m, int64(1)), err
 		},
 		"even": func(v Value, _ []Value) (bool, error) {
-			i, ok := v.(int64)
-			if !ok {
-				return false, fmt.Errorf("needs an integer")
-			}
-			return i%2 == 0, nil
+			m, err := arith("%", v, int64(2))
+			return err == nil && equal(m, int64(0)), err
 		},
 		"divisibleby": func(v Value, args []Value) (bool, error) {
 			if len(args) != 1 {
@@ -1016,12 +1055,10 @@ func init() {
 			return equal(m, int64(0)), nil
 		},
 		"lower": func(v Value, _ []Value) (bool, error) {
-			s, ok := v.(string)
-			return ok && s == strings.ToLower(s), nil
+			return pyCased(toStr(v), unicode.IsLower, unicode.IsUpper), nil
 		},
 		"upper": func(v Value, _ []Value) (bool, error) {
-			s, ok := v.(string)
-			return ok && s == strings.ToUpper(s), nil
+			return pyCased(toStr(v), unicode.IsUpper, unicode.IsLower), nil
 		},
 		"sameas": func(v Value, args []Value) (bool, error) {
 			if len(args) != 1 {
@@ -1045,6 +1082,21 @@ func init() {
 		"lt": cmpTest("<"), "lessthan": cmpTest("<"), "le": cmpTest("<="),
 		"gt": cmpTest(">"), "greaterthan": cmpTest(">"), "ge": cmpTest(">="),
 	}
+}
+
+// pyCased is Python's str.islower/isupper: some cased character, and none
+// of the other case.
+func pyCased(s string, want, other func(rune) bool) bool {
+	seen := false
+	for _, r := range s {
+		if other(r) || unicode.IsTitle(r) {
+			return false
+		}
+		if want(r) {
+			seen = true
+		}
+	}
+	return seen
 }
 
 var globals map[string]Value

@@ -24,6 +24,9 @@ type jinjaCase struct {
 	Family   string         `json:"family"`
 	Out      *string        `json:"out"`
 	Err      string         `json:"err"`
+	// Lenient marks reference failures where we deliberately succeed
+	// (subscript or attribute of undefined, slice of a non-sequence).
+	Lenient bool `json:"lenient"`
 }
 
 func loadJinjaCases(t *testing.T) []jinjaCase {
@@ -62,6 +65,9 @@ func TestJinjaReference(t *testing.T) {
 			tp, err := Parse(c.Src)
 			require.NoError(t, err)
 			got, err := tp.RenderVars(c.Messages, gen, bos, eos, c.Vars)
+			if c.Err != "" && c.Lenient && err == nil {
+				return
+			}
 			if c.Err != "" {
 				require.Error(t, err, "reference failed with %q", c.Err)
 				var ex *ExceptionError

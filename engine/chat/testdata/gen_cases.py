@@ -5,7 +5,8 @@ Jinja2 (3.1.x) set up as Hugging Face's apply_chat_template sets it up
 tojson filter and raise_exception). The Go tests compare our interpreter
 with these outputs. Run from this folder: python3 gen_cases.py
 """
-import json, random
+import copy, json, random, re, warnings
+warnings.simplefilter("ignore", SyntaxWarning)
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.exceptions import TemplateError
 
@@ -195,6 +196,30 @@ for i in range(300):
     c("ws_random_%d" % i, block(0), [])
 
 
+# Random expressions: operators, filters, tests, methods, subscripts and
+# conditionals over mixed-type literals, compared value for value (or both
+# failing). Filters that Jinja evaluates lazily (select, map, unique, ...)
+# are left out: there Jinja returns generator objects.
+random.seed(2)
+atoms = ["0","1","2","-3","7","2.5","0.1","1e3","'a'","'Ab c'","''","'x,y'","none","true","false","[1,2,3]","[]","['b','a']","{'k': 1, 'j': 'v'}","{}","(1,'t')","messages","messages[0]","messages[0].role","nope","loop_x"]
+binops = ["+","-","*","/","//","%","~","==","!=","<",">","<=",">=","and","or","in","not in","**"]
+filters = ["length","upper","lower","trim","first","last","string","list","sort","join","join(',')","default('d')","default('d', true)","tojson","int","float","abs","sum","min","max","capitalize","title","dictsort","count","replace('a','z')","round","round(1)","indent(2)","wordcount","center(9)"]
+tests = ["defined","undefined","none","string","number","integer","float","mapping","iterable","sequence","boolean","odd","even","divisibleby(2)","true","false","lower","upper","eq 1","in [1,'a']","callable"]
+methods = [".strip()",".upper()",".lower()",".split()",".split(',')",".startswith('a')",".endswith('c')",".replace('a','q')",".title()",".lstrip('A')",".rstrip()",".find('b')",".count('a')",".items()",".keys()",".values()",".get('k')",".get('z', 5)","[0]","[-1]","[1:]","[::-1]","[0:2]",".role","['k']"]
+def expr(d=0):
+    r = random.random()
+    if d > 3 or r < 0.25: return random.choice(atoms)
+    if r < 0.45: return "(%s %s %s)" % (expr(d+1), random.choice(binops), expr(d+1))
+    if r < 0.6: return "(%s | %s)" % (expr(d+1), random.choice(filters))
+    if r < 0.7: return "(%s is %s%s)" % (expr(d+1), random.choice(["","not "]), random.choice(tests))
+    if r < 0.8: return "(%s)%s" % (expr(d+1), random.choice(methods))
+    if r < 0.88: return "(%s if %s else %s)" % (expr(d+1), expr(d+1), expr(d+1))
+    if r < 0.94: return "(not %s)" % expr(d+1)
+    return "[%s, %s]" % (expr(d+1), expr(d+1))
+for i in range(500):
+    c("expr_%d" % i, "{{ %s }}" % expr(), [{"role": "user", "content": "Hi"}])
+
+
 def raise_exception(msg):
     raise TemplateError(msg)
 
@@ -210,12 +235,24 @@ env.globals["raise_exception"] = raise_exception
 out = []
 for c in cases:
     vars = dict(tools=None, documents=None, add_generation_prompt=c.get("gen", True), bos_token=c.get("bos", "<s>"), eos_token=c.get("eos", "</s>"))
-    vars["messages"] = c.get("messages", [])
+    # a copy: Jinja's indent filter extends a list argument in place
+    vars["messages"] = copy.deepcopy(c.get("messages", []))
     vars.update(c.get("vars", {}))
     try:
         res = {"out": env.from_string(c["src"]).render(**vars)}
     except TemplateError as e:
         res = {"err": str(e)}
+    except (TypeError, ValueError, ArithmeticError, AttributeError, LookupError) as e:
+        # Python-level failures of an expression (e.g. 'a' - 1).
+        res = {"err": "%s: %s" % (type(e).__name__, e)}
+    # Failures that come only from where the Go interpreter is deliberately
+    # more forgiving (subscripts and attributes of undefined are undefined,
+    # slicing a non-sequence is undefined, indent stringifies a list) are
+    # marked: there it may succeed.
+    err = res.get("err", "")
+    if err and (re.search(r"'\w+' is undefined$", err) or "is not subscriptable" in err
+            or "has no attribute 'splitlines'" in err):
+        res["lenient"] = True
     c2 = dict(c)
     c2.update(res)
     out.append(c2)
