@@ -1,7 +1,7 @@
 // AVX-512 (F, BW, VL) + VNNI row-dot kernels: two 32-value blocks per
 // 512-bit register, integer dot products with VPDPBUSD (unsigned x signed
 // bytes, four products summed into an int32 lane, no saturation). Same row
-// loop and float accumulation scheme as the AVX2 kernels.
+// loop, prefetching and float accumulation scheme as the AVX2 kernels.
 
 #include "textflag.h"
 
@@ -67,6 +67,8 @@ q80row:
 	JLT    q80fold
 
 q80pair:
+	PREFETCHT0 2048(AX)
+	PREFETCHT0 2112(AX)
 	SCALES2(0, 34, 0, 34)
 	VMOVDQU      2(AX), Y4
 	VINSERTI64X4 $1, 36(AX), Z4, Z4
@@ -152,6 +154,7 @@ q40row:
 	JLT    q40fold
 
 q40pair:
+	PREFETCHT0 2048(AX)
 	SCALES2(0, 18, 0, 34)
 	NIBBLES2(2, 18)
 	VMOVDQU      2(BX), Y5
@@ -227,6 +230,7 @@ q41row:
 	JLT    q41fold
 
 q41pair:
+	PREFETCHT0 2048(AX)
 	SCALES2(0, 20, 0, 36)
 	MINTERM(2, 2)
 	MINTERM(22, 38)
