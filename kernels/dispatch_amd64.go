@@ -31,9 +31,11 @@ func hasAVX512() bool {
 	return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 }
 
-// applyAVX512 installs the AVX2 kernels, then the AVX-512 ones where they
-// exist (the K-quant and float kernels gain nothing from VNNI: their
-// per-sub-block scales keep them on VPMADDUBSW/VPMADDWD).
+// applyAVX512 installs the AVX2 kernels, then the AVX-512 ones: row
+// kernels for the 32-value formats (two blocks per register, VPDPBUSD) and
+// four-token kernels (VPDPBUSD for the 32-value formats, 512-bit registers
+// for the K-quants). The K-quant row kernels stay AVX2: their per-sub-block
+// scales keep them on VPMADDUBSW/VPMADDWD, and decode is memory bound.
 func applyAVX512() {
 	applyAVX2()
 	rowDot[gguf.Q8_0], rowsDot[gguf.Q8_0] = rowQ8_0AVX512, rowsQ8_0AVX512
