@@ -23,6 +23,9 @@ const (
 	preQwen2     // also stablelm2, deepseek-r1-qwen, megrez
 	prePoro      // also bloom, gpt3-finnish
 	preViking
+	preDeepseekV3
+	preTekken
+	preChameleon
 )
 
 type preInfo struct {
@@ -70,6 +73,12 @@ func lookupPre(name string) (preInfo, bool) {
 		return preInfo{typ: prePoro}, true
 	case "viking":
 		return preInfo{typ: preViking, noClean: true}, true
+	case "deepseek-v3":
+		return preInfo{typ: preDeepseekV3, noClean: true}, true
+	case "tekken":
+		return preInfo{typ: preTekken, noClean: true, ignoreMerges: true, addBOS: true}, true
+	case "chameleon":
+		return preInfo{typ: preChameleon, noClean: true, addBOS: true}, true
 	}
 	return preInfo{}, false
 }
@@ -98,6 +107,12 @@ var preStages = map[preType][]stage{
 	preDeepseekCoder: {{match: matchOne(isCRLF)}, {match: matchSpaceOptRun(colLetter)}, {match: matchSpaceOptRun(colPunct)}, {match: matchRun(wCJK)}, {match: matchOne(colNumber)}},
 	prePoro:          {{match: matchPoro}},
 	preViking:        {{match: matchPoro}, {match: matchOne(colNumber)}},
+	preDeepseekV3:    {{match: matchNumber3}, {match: matchRun(wKana)}, {match: matchDeepseekV3}},
+	preTekken:        {{match: matchTekken}},
+	preChameleon: {
+		{match: matchSentinel}, {match: matchImage}, {match: matchChameleonSpace},
+		{match: matchOne(colNumber)}, {match: matchOne(colChameleonPunct)}, {partition: splitGPT2},
+	},
 }
 
 // preSplit splits cpts into words, returning their lengths in code points.
@@ -561,4 +576,249 @@ func splitLlama3Like(c []rune, s, e int, out []int32, maxDigits int) []int32 {
 		add(pos)
 	}
 	return out
+}
+
+// col is a code point as llama.cpp's collapsed text has it: ASCII as is,
+// others as one byte per category (whitespace first).
+func col(r rune) byte {
+	if r >= 0 && r < 128 {
+		return byte(r)
+	}
+	f := cptFlags(r)
+	switch {
+	case f&fSpace != 0:
+		return 0x0B
+	case f&fNumber != 0:
+		return 0xD1
+	case f&fLetter != 0:
+		return 0xD2
+	case f&fPunct != 0:
+		return 0xD3
+	case f&fMark != 0:
+		return 0xD4
+	case f&fSymbol != 0:
+		return 0xD5
+	}
+	return 0xD0
+}
+
+// Classes of collapsed bytes, as llama.cpp rewrites \p{..} for std::regex.
+func cL(c byte) bool  { return c == 0xD2 || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') }
+func cN(c byte) bool  { return c == 0xD1 || (c >= '0' && c <= '9') }
+func cP(c byte) bool  { return c == 0xD3 || (c < 128 && asciiPunct(rune(c))) }
+func cM(c byte) bool  { return c == 0xD4 }
+func cWS(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
+func cS(c byte) bool {
+	switch c {
+	case 0xD5, '$', '+', '<', '=', '>', '^', '`', '|':
+		return true
+	}
+	return false
+}
+
+// colAt returns the collapsed byte at i, or 0 (no class) outside [s,e).
+func colAt(c []rune, i, e int) byte {
+	if i >= e {
+		return 0
+	}
+	return col(c[i])
+}
+
+// matchNumber3 is \p{N}{1,3}.
+func matchNumber3(c []rune, i, s, e int) int {
+	j := i
+	for j < e && j-i < 3 && cN(col(c[j])) {
+		j++
+	}
+	return j - i
+}
+
+// wKana is [一-龥぀-ゟ゠-ヿ].
+func wKana(r rune) bool {
+	r = wide(r)
+	return (r >= 0x4E00 && r <= 0x9FA5) || (r >= 0x3040 && r <= 0x309F) || (r >= 0x30A0 && r <= 0x30FF)
+}
+
+// runOf returns the end of the run of class from j.
+func runOf(c []rune, j, e int, class func(byte) bool) int {
+	for j < e && class(col(c[j])) {
+		j++
+	}
+	return j
+}
+
+// matchSpaces is \s*[\r\n]+|\s+(?!\S)|\s+ at i, 0 if c[i] is not
+// whitespace.
+func matchSpaces(c []rune, i, e int) int {
+	j, lastNL := i, -1
+	for j < e && cWS(col(c[j])) {
+		if c[j] == '\r' || c[j] == '\n' {
+			lastNL = j
+		}
+		j++
+	}
+	switch {
+	case j == i:
+		return 0
+	case lastNL >= 0:
+		return lastNL + 1 - i
+	case j < e && j-i > 1:
+		return j - 1 - i
+	}
+	return j - i
+}
+
+// matchDeepseekV3 is DeepSeek V3's third expression:
+// [!-/:-@[-`{-~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+func matchDeepseekV3(c []rune, i, s, e int) int {
+	c0, c1 := col(c[i]), colAt(c, i+1, e)
+	asciiLetter := func(b byte) bool { return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') }
+	if (c0 >= '!' && c0 <= '/') || (c0 >= ':' && c0 <= '@') || (c0 >= '[' && c0 <= '`') || (c0 >= '{' && c0 <= '~') {
+		if asciiLetter(c1) {
+			return runOf(c, i+1, e, asciiLetter) - i
+		}
+	}
+	lm := func(b byte) bool { return cL(b) || cM(b) }
+	x := c0 != '\r' && c0 != '\n' && !cL(c0) && !cP(c0) && !cS(c0)
+	if x && lm(c1) {
+		return runOf(c, i+1, e, lm) - i
+	}
+	if lm(c0) {
+		return runOf(c, i, e, lm) - i
+	}
+	ps := func(b byte) bool { return cP(b) || cS(b) }
+	j := i
+	if c0 == ' ' && ps(c1) {
+		j++
+	}
+	if ps(colAt(c, j, e)) {
+		j = runOf(c, j, e, ps)
+		for j < e && (c[j] == '\r' || c[j] == '\n') {
+			j++
+		}
+		return j - i
+	}
+	return matchSpaces(c, i, e)
+}
+
+// matchTekken is Mistral's Tekken expression as llama.cpp rewrites it:
+// [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|
+// [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|
+// \p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// A letter "not a-z" is A-Z or any non-ASCII letter; "not A-Z" is a-z or
+// any non-ASCII letter.
+func matchTekken(c []rune, i, s, e int) int {
+	up := func(b byte) bool { return b == 0xD2 || (b >= 'A' && b <= 'Z') }
+	lo := func(b byte) bool { return b == 0xD2 || (b >= 'a' && b <= 'z') }
+	c0 := col(c[i])
+	x := c0 != '\r' && c0 != '\n' && !cL(c0) && !cN(c0)
+	// U*Lo+: the longest run of U that still leaves a Lo after it.
+	upLo := func(j int) int {
+		u := runOf(c, j, e, up)
+		for k := u; k >= j; k-- {
+			if k < e && lo(col(c[k])) {
+				return runOf(c, k, e, lo)
+			}
+		}
+		return -1
+	}
+	upThenLo := func(j int) int {
+		u := runOf(c, j, e, up)
+		if u == j {
+			return -1
+		}
+		return runOf(c, u, e, lo)
+	}
+	for _, alt := range [2]func(int) int{upLo, upThenLo} {
+		if x && i+1 < e {
+			if end := alt(i + 1); end >= 0 {
+				return end - i
+			}
+		}
+		if end := alt(i); end >= 0 {
+			return end - i
+		}
+	}
+	if cN(c0) {
+		return 1
+	}
+	other := func(b byte) bool { return !cWS(b) && !cL(b) && !cN(b) }
+	j := i
+	if c0 == ' ' && i+1 < e && other(col(c[i+1])) {
+		j++
+	}
+	if j < e && other(col(c[j])) {
+		j = runOf(c, j, e, other)
+		for j < e && (c[j] == '\r' || c[j] == '\n' || c[j] == '/') {
+			j++
+		}
+		return j - i
+	}
+	return matchSpaces(c, i, e)
+}
+
+// matchSentinel is <sentinel:[0-9]+>.
+func matchSentinel(c []rune, i, s, e int) int {
+	const lit = "<sentinel:"
+	j := i
+	for _, r := range lit {
+		if j >= e || c[j] != r {
+			return 0
+		}
+		j++
+	}
+	k := j
+	for k < e && isDigit(c[k]) {
+		k++
+	}
+	if k == j || k >= e || c[k] != '>' {
+		return 0
+	}
+	return k + 1 - i
+}
+
+// matchImage is (IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z.
+func matchImage(c []rune, i, s, e int) int {
+	const lit = "IMGIMG"
+	j := i
+	for _, r := range lit {
+		if j >= e || c[j] != r {
+			return 0
+		}
+		j++
+	}
+	k := j
+	for k < e && k-j < 4 && c[k] >= 'A' && c[k] <= 'I' {
+		k++
+	}
+	if k == j || k >= e || c[k] != 'Z' {
+		return 0
+	}
+	return k + 1 - i
+}
+
+// matchChameleonSpace is ([\t\n]|    |  ).
+func matchChameleonSpace(c []rune, i, s, e int) int {
+	if c[i] == '\t' || c[i] == '\n' {
+		return 1
+	}
+	n := 0
+	for i+n < e && n < 4 && c[i+n] == ' ' {
+		n++
+	}
+	switch {
+	case n == 4:
+		return 4
+	case n >= 2:
+		return 2
+	}
+	return 0
+}
+
+// colChameleonPunct is [\p{P}!-/:-@\[-`{-~].
+func colChameleonPunct(r rune) bool {
+	if r < 128 {
+		return (r >= '!' && r <= '/') || (r >= ':' && r <= '@') || (r >= '[' && r <= '`') || (r >= '{' && r <= '~')
+	}
+	return cP(col(r))
 }

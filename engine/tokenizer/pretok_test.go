@@ -10,7 +10,9 @@ import (
 // expected words were produced independently with Python's regex module,
 // applying llama.cpp's expressions for the pre-tokenizer in turn, with
 // llama.cpp's substitution of \v for non-ASCII whitespace where it uses
-// std::wregex.
+// std::wregex, and for the expressions it runs on collapsed text (DeepSeek
+// V3, Tekken, Chameleon), on that text with the expression rewritten as
+// llama.cpp rewrites it.
 var pretokCases = []struct {
 	pre  preType
 	text string
@@ -66,6 +68,21 @@ var pretokCases = []struct {
 	{preViking, "code: for(i=0;i<10;i++){a[i]='\\t';}\r\n\tdone \uFF01\uFF1F\u3002\uFF0C\u2026 \u201Cquote\u201D", []string{"code:", " for", "(", "i=", "0", ";i<", "1", "0", ";i++", ")", "{a[i]='\\t';}", "\r\n\t", "done", " \uFF01\uFF1F", "\u3002\uFF0C\u2026", " \u201Cquote\u201D"}},
 	{preViking, "   leading and trailing   ", []string{"  ", " leading", " and", " trailing", "   "}},
 	{preViking, "\u2126hm K\u212A and \u1FBE\u1F7D \U0001F600\U0001F600 \u2014dash\u2014 (paren) a|b", []string{"\u2126hm", " K\u212A", " and", " \u1FBE\u1F7D", " \U0001F600\U0001F600", " \u2014dash\u2014", " (", "paren", ")", " a", "|", "b"}},
+	{preDeepseekV3, "Hello, y'all! It's 12345 o'CLOCK~~ $5+6=11  \n\n  end", []string{"Hello", ",", " y", "'all", "!", " It", "'s", " ", "123", "45", " o", "'CLOCK", "~~", " $", "5", "+", "6", "=", "11", "  \n\n", " ", " end"}},
+	{preDeepseekV3, "d\u00E9j\u00E0 vu\u00A0\u3000\u65E5\u672C\u8A9E\u30C6\u30AD\u30B9\u30C8 \uD55C\uAD6D\uC5B4 \u0661\u0662\u0663 x\u00B2 \u00C0\u00C9cole McDONALD'S iPhone", []string{"d\u00E9j\u00E0", " vu", "\u00A0\u3000", "\u65E5\u672C\u8A9E\u30C6\u30AD\u30B9\u30C8", " \uD55C\uAD6D\uC5B4", " ", "\u0661\u0662\u0663", " x", "\u00B2", " \u00C0\u00C9cole", " McDONALD", "'S", " iPhone"}},
+	{preDeepseekV3, "code: for(i=0;i<10;i++){a[i]='\\t';}\r\n\tdone \uFF01\uFF1F\u3002\uFF0C\u2026 \u201Cquote\u201D a/b//\n", []string{"code", ":", " for", "(i", "=", "0", ";i", "<", "10", ";i", "++){", "a", "[i", "]='\\", "t", "';}\r\n", "\tdone", " \uFF01\uFF1F\u3002\uFF0C\u2026", " \u201C", "quote", "\u201D", " a", "/b", "//\n"}},
+	{preDeepseekV3, "   leading and trailing   ", []string{"  ", " leading", " and", " trailing", "   "}},
+	{preDeepseekV3, "<sentinel:42>IMGIMGABCZ IMGIMGABCDEFZ e\u0301t\u00E9 (x)~a ~ \U0001F600\U0001F600 \u2014dash\u2014", []string{"<sentinel", ":", "42", ">IMGIMGABCZ", " IMGIMGABCDEFZ", " e\u0301t\u00E9", " (", "x", ")", "~a", " ", "~", " \U0001F600\U0001F600", " \u2014", "dash", "\u2014"}},
+	{preTekken, "Hello, y'all! It's 12345 o'CLOCK~~ $5+6=11  \n\n  end", []string{"Hello", ",", " y", "'all", "!", " It", "'s", " ", "1", "2", "3", "4", "5", " o", "'CLOCK", "~~", " $", "5", "+", "6", "=", "1", "1", "  \n\n", " ", " end"}},
+	{preTekken, "d\u00E9j\u00E0 vu\u00A0\u3000\u65E5\u672C\u8A9E\u30C6\u30AD\u30B9\u30C8 \uD55C\uAD6D\uC5B4 \u0661\u0662\u0663 x\u00B2 \u00C0\u00C9cole McDONALD'S iPhone", []string{"d\u00E9j\u00E0", " vu", "\u00A0", "\u3000\u65E5\u672C\u8A9E\u30C6\u30AD\u30B9\u30C8", " \uD55C\uAD6D\uC5B4", " ", "\u0661", "\u0662", "\u0663", " x", "\u00B2", " \u00C0\u00C9cole", " Mc", "DONALD", "'S", " i", "Phone"}},
+	{preTekken, "code: for(i=0;i<10;i++){a[i]='\\t';}\r\n\tdone \uFF01\uFF1F\u3002\uFF0C\u2026 \u201Cquote\u201D a/b//\n", []string{"code", ":", " for", "(i", "=", "0", ";i", "<", "1", "0", ";i", "++){", "a", "[i", "]='\\", "t", "';}\r\n", "\tdone", " \uFF01\uFF1F\u3002\uFF0C\u2026", " \u201C", "quote", "\u201D", " a", "/b", "//\n"}},
+	{preTekken, "   leading and trailing   ", []string{"  ", " leading", " and", " trailing", "   "}},
+	{preTekken, "<sentinel:42>IMGIMGABCZ IMGIMGABCDEFZ e\u0301t\u00E9 (x)~a ~ \U0001F600\U0001F600 \u2014dash\u2014", []string{"<sentinel", ":", "4", "2", ">IMGIMGABCZ", " IMGIMGABCDEFZ", " e", "\u0301t\u00E9", " (", "x", ")~", "a", " ~", " \U0001F600\U0001F600", " \u2014", "dash", "\u2014"}},
+	{preChameleon, "Hello, y'all! It's 12345 o'CLOCK~~ $5+6=11  \n\n  end", []string{"Hello", ",", " y", "'", "all", "!", " It", "'", "s", " ", "1", "2", "3", "4", "5", " o", "'", "CLOCK", "~", "~", " ", "$", "5", "+", "6", "=", "1", "1", "  ", "\n", "\n", "  ", "end"}},
+	{preChameleon, "d\u00E9j\u00E0 vu\u00A0\u3000\u65E5\u672C\u8A9E\u30C6\u30AD\u30B9\u30C8 \uD55C\uAD6D\uC5B4 \u0661\u0662\u0663 x\u00B2 \u00C0\u00C9cole McDONALD'S iPhone", []string{"d\u00E9j\u00E0", " vu", "\u00A0", "\u3000", "\u65E5\u672C\u8A9E\u30C6\u30AD\u30B9\u30C8", " \uD55C\uAD6D\uC5B4", " ", "\u0661", "\u0662", "\u0663", " x", "\u00B2", " \u00C0\u00C9cole", " McDONALD", "'", "S", " iPhone"}},
+	{preChameleon, "code: for(i=0;i<10;i++){a[i]='\\t';}\r\n\tdone \uFF01\uFF1F\u3002\uFF0C\u2026 \u201Cquote\u201D a/b//\n", []string{"code", ":", " for", "(", "i", "=", "0", ";", "i", "<", "1", "0", ";", "i", "+", "+", ")", "{", "a", "[", "i", "]", "=", "'", "\\", "t", "'", ";", "}", "\r", "\n", "\t", "done", " ", "\uFF01", "\uFF1F", "\u3002", "\uFF0C", "\u2026", " ", "\u201C", "quote", "\u201D", " a", "/", "b", "/", "/", "\n"}},
+	{preChameleon, "   leading and trailing   ", []string{"  ", " leading", " and", " trailing", "  ", " "}},
+	{preChameleon, "<sentinel:42>IMGIMGABCZ IMGIMGABCDEFZ e\u0301t\u00E9 (x)~a ~ \U0001F600\U0001F600 \u2014dash\u2014", []string{"<", "sentinel", ":", "4", "2", ">", "IMGIMGABCZ", " IMGIMGABCDEFZ", " e", "\u0301", "t\u00E9", " ", "(", "x", ")", "~", "a", " ", "~", " \U0001F600\U0001F600", " ", "\u2014", "dash", "\u2014"}},
 }
 
 func TestPreTokenizers(t *testing.T) {
