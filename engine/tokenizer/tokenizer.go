@@ -5,6 +5,14 @@
 // exactly, quirks included, because models are trained and evaluated with
 // the ids it produces.
 //
+// Known differences from llama.cpp, none reachable with the vocabularies
+// tested: merges whose sides or result are not tokens are not applied (see
+// buildMerges); a SentencePiece character with no byte token becomes UNK
+// where llama.cpp throws; code points past U+10FFFF become U+FFFD where
+// llama.cpp throws; ties between special tokens of equal length are broken
+// by id where llama.cpp's order is unspecified. The "t5" (Unigram) and
+// "rwkv" vocabularies are not supported.
+//
 // A Tokenizer is immutable after construction and safe for concurrent use.
 package tokenizer
 
