@@ -83,3 +83,24 @@ func roundTrips(tok *Tokenizer, text string) bool {
 	}
 	return false
 }
+
+// FuzzPreSplit checks every pre-tokenizer on arbitrary text: no panic, and
+// the words are non-empty and cover the text exactly.
+func FuzzPreSplit(f *testing.F) {
+	for _, c := range pretokCases {
+		f.Add(c.text)
+	}
+	f.Add("<sentinel:1>IMGIMGAAAAAZ\r\n\r\n  \t x'S'LL ÀÀb")
+	f.Fuzz(func(t *testing.T, text string) {
+		cpts := appendCpts(nil, text)
+		for p := range preStages {
+			segs, _ := preSplit(p, cpts, nil, nil)
+			total := 0
+			for _, n := range segs {
+				require.Positive(t, n, "pre-tokenizer %d: empty word", p)
+				total += int(n)
+			}
+			require.Equal(t, len(cpts), total, "pre-tokenizer %d: words do not cover the text", p)
+		}
+	})
+}
