@@ -159,12 +159,12 @@ def test_spawn_child_works(model, stories_path):
 def test_library_calls_release_the_gil(model):
     # While one thread is inside a long prefill, another runs Python code:
     # impossible if the call held the GIL.
-    toks = [1] + [259 + i % 200 for i in range(1999)]
+    toks = [1] + [259 + i % 200 for i in range(599)]
     window = {}
-    with model.session(n_ctx=2048) as s:
+    with model.session(n_ctx=600) as s:
 
         def work():
-            for _ in range(3):
+            for _ in range(2):
                 s.rewind(0)
                 t0 = time.perf_counter()
                 s.prefill(toks)
