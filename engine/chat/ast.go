@@ -30,6 +30,7 @@ type setNode struct {
 	attr    string
 	value   expr
 	body    []node // block form {% set x %}...{% endset %}
+	block   bool   // the block form (body may be empty)
 	pos     Pos
 }
 

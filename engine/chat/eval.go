@@ -199,11 +199,15 @@ func (r *renderer) exec(n node) error {
 	return fmt.Errorf("internal: unknown node %T", n)
 }
 
-// capture renders body into a string instead of the output.
+// capture renders body into a string instead of the output, in a scope of
+// its own as Jinja does for set and filter blocks: assignments inside do
+// not leak out.
 func (r *renderer) capture(body []node) (string, error) {
 	saved := r.out
 	r.out = strings.Builder{}
+	r.scopes = append(r.scopes, map[string]Value{})
 	err := r.execBody(body)
+	r.scopes = r.scopes[:len(r.scopes)-1]
 	s := r.out.String()
 	r.out = saved
 	if err == nil {
@@ -214,7 +218,7 @@ func (r *renderer) capture(body []node) (string, error) {
 
 func (r *renderer) execSet(n *setNode) error {
 	var v Value
-	if n.body != nil {
+	if n.block {
 		s, err := r.capture(n.body)
 		if err != nil {
 			return err
@@ -296,6 +300,9 @@ func (r *renderer) execFor(n *forNode) error {
 		clear(r.scopes[len(r.scopes)-1])
 		return r.execBody(n.els)
 	}
+	// Jinja runs the else block when no iteration ran to its end: a loop
+	// whose every pass hit continue or break counts as empty.
+	completed := false
 	for i, it := range items {
 		if err := r.step(); err != nil {
 			return err
@@ -313,6 +320,11 @@ func (r *renderer) execFor(n *forNode) error {
 		if err != nil && err != errContinue {
 			return err
 		}
+		completed = completed || err == nil
+	}
+	if !completed && n.els != nil {
+		clear(r.scopes[len(r.scopes)-1])
+		return r.execBody(n.els)
 	}
 	return nil
 }

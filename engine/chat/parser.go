@@ -13,6 +13,7 @@ type parser struct {
 	toks  []token
 	i     int
 	depth int
+	loops int // enclosing for loops (in the current macro), for break/continue
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -159,6 +160,9 @@ func (p *parser) parseStmt() (node, error) {
 	case "macro":
 		return p.parseMacro()
 	case "break", "continue":
+		if p.loops == 0 {
+			return nil, p.errAt(t.pos, "%q outside a for loop", t.val)
+		}
 		if err := p.expectBlockEnd(); err != nil {
 			return nil, err
 		}
@@ -309,7 +313,9 @@ func (p *parser) parseFor(pos Pos) (node, error) {
 	if err := p.expectBlockEnd(); err != nil {
 		return nil, err
 	}
+	p.loops++
 	body, end, _, err := p.parseBody("else", "endfor")
+	p.loops--
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +361,7 @@ func (p *parser) parseSet(pos Pos) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.body = body
+		n.body, n.block = body, true
 		return n, p.expectBlockEnd()
 	}
 	if err := p.expectOp("="); err != nil {
@@ -401,7 +407,10 @@ func (p *parser) parseMacro() (node, error) {
 	if err := p.expectBlockEnd(); err != nil {
 		return nil, err
 	}
+	savedLoops := p.loops
+	p.loops = 0 // a macro body is not inside the caller's loop
 	body, _, _, err := p.parseBody("endmacro")
+	p.loops = savedLoops
 	if err != nil {
 		return nil, err
 	}

@@ -220,6 +220,54 @@ for i in range(500):
     c("expr_%d" % i, "{{ %s }}" % expr(), [{"role": "user", "content": "Hi"}])
 
 
+# Random statement mixes: set (plain, namespace, block), for (filters,
+# else, nested, loop variables, break, continue), if/elif/else and macro
+# calls, checking Jinja's scoping rules. Loop filters here do not read state
+# the loop body changes: Jinja evaluates them lazily, we up front.
+random.seed(7)
+vars_ = ["x", "y", "i", "m", "item"]
+def stmt_val(d, inloop=False):
+    r = random.random()
+    if r < 0.3: return random.choice(["1", "2", "'s'", "[1,2]", "none", "true", "messages|length", "ns.a", "ns.b"] + (["loop.index", "loop.last", "loop.first", "loop.length", "loop.revindex0"] if LOOP[0] else []))
+    if r < 0.6: return random.choice(vars_)
+    if r < 0.8: return "%s ~ %s" % (stmt_val(d+1), stmt_val(d+1)) if d < 2 else "x"
+    return "(%s if %s else %s)" % (stmt_val(d+1), stmt_val(d+1), stmt_val(d+1)) if d < 2 else "y"
+LOOP = [0]
+def stmt_block(d):
+    out = []
+    for _ in range(random.randint(1, 3)):
+        r = random.random()
+        if d > 3: r = random.random() * 0.4
+        if r < 0.2: out.append("{{ %s }}" % stmt_val(0))
+        elif r < 0.3: out.append("{%% set %s = %s %%}" % (random.choice(vars_), stmt_val(0)))
+        elif r < 0.4: out.append("{%% set ns.%s = %s %%}" % (random.choice("ab"), stmt_val(0)))
+        elif r < 0.55:
+            it = random.choice(["[1,2,3]", "messages", "range(3)", "'ab'", "[]", "{'k': 1, 'j': 2}"])
+            flt = random.choice(["", "", " if %s" % random.choice(["x", "y", "m", "item", "true", "messages|length", "x ~ y"])])
+            tgt = random.choice(vars_)
+            els = "{% else %}" + stmt_block(d+1) if random.random() < 0.2 else ""
+            LOOP[0] += 1
+            body = stmt_block(d+1)
+            LOOP[0] -= 1
+            out.append("{%% for %s in %s%s %%}%s%s{%% endfor %%}" % (tgt, it, flt, body, els))
+        elif r < 0.7:
+            out.append("{%% if %s %%}%s{%% elif %s %%}%s{%% else %%}%s{%% endif %%}" % (stmt_val(0), stmt_block(d+1), stmt_val(0), stmt_block(d+1), stmt_block(d+1)))
+        elif r < 0.78:
+            if LOOP[0]:
+                out.append(random.choice(["{% if loop.index > 1 %}{% break %}{% endif %}", "{% if loop.first %}{% continue %}{% endif %}", "{% if x == 'X' %}{% continue %}{% endif %}"]))
+        elif r < 0.85:
+            out.append("{{ mac(%s) }}{{ mac(%s, b=%s) }}" % (stmt_val(0), stmt_val(0), stmt_val(0)))
+        elif r < 0.9:
+            out.append("{%% set z %%}%s{%% endset %%}[{{ z }}]" % stmt_block(d+1))
+        else:
+            out.append("<%s>" % random.choice(["a", "b"]))
+    return "".join(out)
+STMT_PRE = "{% set ns = namespace(a=0, b='') %}{% set x = 'X' %}{% macro mac(a, b='B') %}({{ a }}{{ b }}{{ x }}{{ caller is defined }}){% endmacro %}"
+for i in range(300):
+    c("stmt_%d" % i, STMT_PRE + stmt_block(0) + "|{{ x }}{{ y }}{{ i }}{{ ns.a }}{{ ns.b }}",
+      [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}])
+
+
 def raise_exception(msg):
     raise TemplateError(msg)
 
@@ -257,8 +305,8 @@ for c in cases:
     c2.update(res)
     out.append(c2)
 with open("jinja_cases.json", "w") as f:
-    json.dump(out, f, indent=1, ensure_ascii=False)
-    f.write("\n")
+    # one case a line keeps the file small and its diffs readable
+    f.write("[\n" + ",\n".join(json.dumps(c, ensure_ascii=False) for c in out) + "\n]\n")
 print(len(out), "cases")
 
 # Templates shipped inside GGUF files of the shared test data: only their
