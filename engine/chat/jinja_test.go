@@ -195,6 +195,8 @@ func TestParseErrors(t *testing.T) {
 		{"{{ (1, 2 ] }}", `unclosed "("`, 1, 4},
 		{"{% set %}", "expected a name", 1, 8},
 		{"{% raw %}abc", "unclosed raw block", 1, 1},
+		{"a{% break %}", `"break" outside a for loop`, 1, 5},
+		{"{% for x in y %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}", `"continue" outside a for loop`, 1, 35},
 	}
 	for _, c := range cases {
 		_, err := Parse(c.src)
