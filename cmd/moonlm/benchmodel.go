@@ -258,6 +258,9 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	n, err := w.WriteTo(tmp)
 	if err == nil {
+		err = tmp.Chmod(0o644) // CreateTemp makes it private
+	}
+	if err == nil {
 		err = tmp.Close()
 	} else {
 		tmp.Close()
