@@ -183,3 +183,21 @@ def test_library_calls_release_the_gil(model):
         pytest.skip(f"the longest prefill took {window['len'] * 1e3:.1f} ms: too short to tell")
     inside = [t for t in stamps if window["t0"] < t < window["t1"]]
     assert len(inside) >= 3, f"{len(inside)} main-thread steps during a {window['len'] * 1e3:.0f} ms prefill"
+
+
+def test_second_thread_on_a_busy_session_gets_busy_error(model):
+    toks = [1] + [259 + i % 200 for i in range(599)]
+    busy = 0
+    with model.session(n_ctx=600) as s:
+        th = threading.Thread(target=s.prefill, args=(toks,))
+        th.start()
+        while th.is_alive():
+            try:
+                _ = s.position
+            except moonlm.BusyError as e:
+                busy += 1
+                assert "in use" in str(e)
+            time.sleep(0.001)
+        th.join()
+        assert s.position == len(toks)
+    assert busy > 0

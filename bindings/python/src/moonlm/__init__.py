@@ -34,7 +34,8 @@ def library_version() -> str:
     """The version of the loaded libmoonlm.so ("MAJOR.MINOR.PATCH")."""
     from ._lib import lib
 
-    return lib().version().decode()
+    v: bytes = lib().version()
+    return v.decode()
 
 
 def library_path() -> str:

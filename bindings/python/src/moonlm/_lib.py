@@ -24,7 +24,7 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import Optional
+from typing import Any, List, Optional
 
 from ._errors import MoonlmError, error_for_status
 
@@ -141,7 +141,7 @@ _PROTOTYPES = {
 }
 
 
-def _candidates() -> list:
+def _candidates() -> List[Path]:
     """Where to look for the library, in order of preference."""
     env = os.environ.get("MOONLM_LIBRARY")
     if env:
@@ -158,7 +158,11 @@ def _candidates() -> list:
 
 
 class Library:
-    """The loaded library with its prototypes declared."""
+    """The loaded library with its prototypes declared: each moonlm_NAME
+    function is the attribute NAME (e.g. lib.prefill)."""
+
+    def __getattr__(self, name: str) -> Any:  # the foreign functions, set in __init__
+        raise AttributeError(f"libmoonlm has no function moonlm_{name}")
 
     def __init__(self, path: str):
         self.path = path

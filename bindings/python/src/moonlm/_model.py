@@ -9,6 +9,8 @@ import weakref
 from array import array
 from typing import (
     Any,
+    Callable,
+    Tuple,
     Dict,
     Iterable,
     Iterator,
@@ -23,6 +25,7 @@ from . import _lib as L
 from ._errors import ContextFullError, InvalidArgumentError
 from ._text import IncrementalDetokenizer, StopFilter
 
+_np: Any
 try:  # NumPy is optional: logits are NumPy views when present, array('f') otherwise.
     import numpy as _np
 except ImportError:  # pragma: no cover - exercised by tests that hide numpy
@@ -35,7 +38,7 @@ Logits = Any  # numpy.ndarray (float32) when NumPy is installed, else array('f')
 _KV_TYPES = {"f16": L.KV_F16, "f32": L.KV_F32}
 
 
-def _free_handle(free, handle: int) -> None:
+def _free_handle(free: Callable[[int], int], handle: int) -> None:
     """Finalizer: frees a handle; errors (e.g. FORKED in a child) are ignored
     because there is nobody to report them to."""
     try:
@@ -44,7 +47,7 @@ def _free_handle(free, handle: int) -> None:
         pass
 
 
-def _token_array(tokens: Tokens):
+def _token_array(tokens: Tokens) -> Tuple[int, int, Any]:
     """tokens as (pointer, count, keepalive) for an int32_t* argument.
 
     A C-contiguous NumPy int32 array or an array('i') is passed without a copy.
@@ -69,14 +72,15 @@ class _TextBuffer:
         self.buf = ctypes.create_string_buffer(cap)
         self.n_out = ctypes.c_size_t(0)
 
-    def call(self, lib: L.Library, fn, what: str, *args) -> bytes:
+    def call(self, lib: L.Library, fn: Callable[..., int], what: str, *args: Any) -> bytes:
         for _ in range(3):  # a second try always has the size the library asked for
             st = fn(*args, self.buf, len(self.buf), ctypes.byref(self.n_out))
             if st == L.BUFFER_TOO_SMALL:
                 self.buf = ctypes.create_string_buffer(self.n_out.value + 1)
                 continue
             lib.check(st, what)
-            return self.buf.raw[: self.n_out.value]
+            data: bytes = self.buf.raw[: self.n_out.value]
+            return data
         raise lib.error(st, what)  # pragma: no cover - the library changed its mind twice
 
 
@@ -101,8 +105,9 @@ class Model:
         bpath = os.fsencode(path)
         st = lib.model_open(bpath, ctypes.byref(params), ctypes.byref(handle))
         lib.check(st, f"open {os.fsdecode(bpath)}")
-        self._handle: Optional[int] = handle.value
-        self._finalizer = weakref.finalize(self, _free_handle, lib.model_free, handle.value)
+        h = int(handle.value or 0)
+        self._handle: Optional[int] = h
+        self._finalizer = weakref.finalize(self, _free_handle, lib.model_free, h)
         self.path = os.fsdecode(bpath)
         self.n_threads = params.n_threads
         info = L.ModelInfo()
@@ -154,28 +159,28 @@ class Model:
 
     @property
     def vocab_size(self) -> int:
-        return self._info.n_vocab
+        return int(self._info.n_vocab)
 
     @property
     def context_length(self) -> int:
         """The context length the model was trained with (the default n_ctx)."""
-        return self._info.n_ctx_train
+        return int(self._info.n_ctx_train)
 
     @property
     def embedding_size(self) -> int:
-        return self._info.n_embd
+        return int(self._info.n_embd)
 
     @property
     def n_layers(self) -> int:
-        return self._info.n_layer
+        return int(self._info.n_layer)
 
     @property
     def n_heads(self) -> int:
-        return self._info.n_head
+        return int(self._info.n_head)
 
     @property
     def n_kv_heads(self) -> int:
-        return self._info.n_head_kv
+        return int(self._info.n_head_kv)
 
     @staticmethod
     def _tok(v: int) -> Optional[int]:
@@ -464,8 +469,9 @@ class Session:
         handle = ctypes.c_void_p()
         st = lib.session_new(model._h("session"), ctypes.byref(params), ctypes.byref(handle))
         lib.check(st, "session")
-        self._handle: Optional[int] = handle.value
-        self._finalizer = weakref.finalize(self, _free_handle, lib.session_free, handle.value)
+        h = int(handle.value or 0)
+        self._handle: Optional[int] = h
+        self._finalizer = weakref.finalize(self, _free_handle, lib.session_free, h)
         self.model = model
         self.n_ctx: int = params.n_ctx if params.n_ctx > 0 else model.context_length
         self.n_vocab = model.vocab_size
@@ -559,11 +565,8 @@ class Session:
         position (its text pieces). The session is not closed afterwards;
         the last generated token is not evaluated. Needs the session's model
         to be open (for detokenization)."""
-        own_sampler = sampler is None
-        s = sampler if sampler is not None else Sampler()
-        if not own_sampler:
-            # keep the caller's sampler open: close only ones made here
-            s = _BorrowedSampler(s)
+        # keep the caller's sampler open: close only one made here
+        s: Any = Sampler() if sampler is None else _BorrowedSampler(sampler)
         return _generate(self.model, self, list(tokens), max_tokens, s, stop, own=False)
 
 
@@ -607,8 +610,9 @@ class Sampler:
         self.params = p
         handle = ctypes.c_void_p()
         lib.check(lib.sampler_new(ctypes.byref(p), ctypes.byref(handle)), "sampler")
-        self._handle: Optional[int] = handle.value
-        self._finalizer = weakref.finalize(self, _free_handle, lib.sampler_free, handle.value)
+        h = int(handle.value or 0)
+        self._handle: Optional[int] = h
+        self._finalizer = weakref.finalize(self, _free_handle, lib.sampler_free, h)
         self._tok = ctypes.c_int32(0)
 
     def close(self) -> None:
