@@ -182,7 +182,8 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	}
 	for i, id := range s.biasIDs {
 		if int(id) < n {
-			w[id] += s.biasVals[i]
+			b := s.biasVals[i]
+			w[id] = clampFinite(w[id]+b, w[id], b)
 		}
 	}
 	if s.penaltiesOn() && s.histLen > 0 {
@@ -214,11 +215,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	if mp := s.p.MinP; mp > 0 {
 		c = minP(c, float64(mp), sorted)
 	}
-	t := float64(s.p.Temperature)
-	for i := range c {
-		c[i].logit = float32(float64(c[i].logit) / t)
-	}
-	return s.draw(c)
+	return s.draw(c, float64(s.p.Temperature))
 }
 
 // applyPenalties applies llama.cpp's repetition penalties for the tokens in
@@ -246,10 +243,26 @@ func (s *Sampler) applyPenalties(w []float32) {
 		}
 		cnt := float32(s.counts[t])
 		l -= cnt*s.p.FrequencyPenalty + s.p.PresencePenalty
-		w[t] = l
+		w[t] = clampFinite(l, w[t], 0)
 		s.counts[t] = 0
 	}
 	s.seen = seen[:0]
+}
+
+// clampFinite keeps an adjusted logit finite when neither the original nor
+// the adjustment was infinite: float32 overflow must not ban a token (or
+// make one certain) that the caller did not.
+func clampFinite(v, orig, adj float32) float32 {
+	if math.IsInf(float64(orig), 0) || math.IsInf(float64(adj), 0) {
+		return v
+	}
+	switch {
+	case v > math.MaxFloat32:
+		return math.MaxFloat32
+	case v < -math.MaxFloat32:
+		return -math.MaxFloat32
+	}
+	return v
 }
 
 // argmax returns the index of the largest value, the lowest on ties.
@@ -404,12 +417,14 @@ func minP(c []cand, p float64, sorted bool) []cand {
 	return out
 }
 
-// draw picks from c with probability proportional to exp(logit).
-func (s *Sampler) draw(c []cand) int32 {
+// draw picks from c with probability proportional to exp(logit/t). The
+// temperature divides the (finite) distance to the best logit, in float64,
+// so a small t cannot overflow.
+func (s *Sampler) draw(c []cand, t float64) int32 {
 	mx := maxLogit(c)
 	sum := 0.0
 	for i := range c {
-		e := expDet(float64(c[i].logit) - float64(mx))
+		e := expDet((float64(c[i].logit) - float64(mx)) / t)
 		c[i].p = e
 		sum += e
 	}

@@ -415,3 +415,68 @@ func BenchmarkSample150k(b *testing.B) {
 // xoshiroRef12345: first three xoshiro256** outputs for seed 12345
 // (splitmix64-expanded), from a separate Python implementation.
 var xoshiroRef12345 = []uint64{0xbe6a36374160d49b, 0x214aaa0637a688c6, 0xf69d16de9954d388}
+
+// FuzzSample: any logits (NaN, infinities, huge values) and any valid
+// parameters give a token id inside the vocabulary, never a banned one
+// while another is allowed, and no panic.
+func FuzzSample(f *testing.F) {
+	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64}, uint8(1), uint8(0), uint8(0), uint8(0), uint8(0), uint64(1))
+	f.Add([]byte{0, 0, 192, 127, 0, 0, 128, 127, 0, 0, 128, 255}, uint8(200), uint8(3), uint8(90), uint8(10), uint8(30), uint64(7))
+	f.Fuzz(func(t *testing.T, raw []byte, temp, topK, topP, minP, rep uint8, seed uint64) {
+		n := len(raw) / 4
+		if n == 0 || n > 4096 {
+			return
+		}
+		logits := make([]float32, n)
+		for i := range logits {
+			logits[i] = math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
+		}
+		p := Params{
+			Temperature: float32(temp) / 50, TopK: int(topK), TopP: float32(topP%101) / 100,
+			MinP: float32(minP%101) / 100, RepeatPenalty: 1 + float32(rep)/50, PenaltyLastN: int(rep % 5),
+			FrequencyPenalty: float32(rep) / 100, Seed: seed,
+			LogitBias: map[int32]float32{0: float32(math.Inf(-1))},
+		}
+		s, err := New(p)
+		if err != nil {
+			t.Fatalf("valid params rejected: %v", err)
+		}
+		for i := 0; i < 3; i++ {
+			tok := s.Sample(logits)
+			if tok < 0 || int(tok) >= n {
+				t.Fatalf("token %d outside vocabulary of %d", tok, n)
+			}
+			if tok == 0 && n > 1 {
+				// token 0 is banned; it may only come back if every other
+				// logit is -Inf or NaN too
+				for _, l := range logits[1:] {
+					if !math.IsNaN(float64(l)) && !math.IsInf(float64(l), -1) {
+						t.Fatalf("banned token drawn with %v", logits)
+					}
+				}
+			}
+			s.Accept(tok)
+		}
+	})
+}
+
+// TestOverflowDoesNotBan: penalties and finite biases that overflow
+// float32 leave a token possible (clamped), unlike an explicit -Inf.
+func TestOverflowDoesNotBan(t *testing.T) {
+	s := mustNew(t, Params{RepeatPenalty: 4, PenaltyLastN: 4, LogitBias: map[int32]float32{1: -3e38}})
+	s.Accept(0)
+	s.ensure(3)
+	w := []float32{-3e38, -2e38, float32(math.Inf(-1))}
+	for i, id := range s.biasIDs {
+		w[id] = clampFinite(w[id]+s.biasVals[i], w[id], s.biasVals[i])
+	}
+	s.applyPenalties(w)
+	assert.Equal(t, []float32{-math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(-1))}, w)
+	// Sampling at a tiny temperature still works on such logits.
+	hot := mustNew(t, Params{Temperature: 0.01, Seed: 1, RepeatPenalty: 4, PenaltyLastN: 4})
+	hot.Accept(0)
+	for i := 0; i < 50; i++ {
+		tok := hot.Sample([]float32{-3e38, -3.1e38, float32(math.Inf(-1))})
+		require.Contains(t, []int32{0, 1}, tok)
+	}
+}
