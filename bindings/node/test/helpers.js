@@ -71,4 +71,62 @@ function tieFreePrefix(c) {
   return c.greedy.length;
 }
 
-module.exports = { moonlm, REPO, skipReason, dataPath, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };
+// GGUF metadata value sizes by type (strings and arrays are variable).
+const GGUF_SCALAR = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+
+/**
+ * A copy of a GGUF file (v2/v3) with one more string metadata key, e.g.
+ * tokenizer.chat_template: the key/value section gains an entry and the
+ * padding before the tensor data is recomputed; tensor offsets are relative
+ * to the data section, so they stay valid.
+ */
+function ggufWithString(src, key, value) {
+  let off = 0;
+  const u32 = () => { const v = src.readUInt32LE(off); off += 4; return v; };
+  const u64 = () => { const v = Number(src.readBigUInt64LE(off)); off += 8; return v; };
+  const str = () => { const n = u64(); const s = src.toString('utf8', off, off + n); off += n; return s; };
+  const skipValue = (type) => {
+    if (type in GGUF_SCALAR) { off += GGUF_SCALAR[type]; return; }
+    if (type === 8) { str(); return; }
+    if (type === 9) { const et = u32(); const n = u64(); for (let i = 0; i < n; i++) skipValue(et); return; }
+    throw new Error(`GGUF value type ${type} at ${off}`);
+  };
+  if (src.toString('latin1', 0, 4) !== 'GGUF') throw new Error('not a GGUF file');
+  off = 4;
+  const version = u32();
+  if (version < 2) throw new Error(`GGUF version ${version}`);
+  const nTensors = u64();
+  const nKV = u64();
+  let alignment = 32;
+  const kvStart = off;
+  for (let i = 0; i < nKV; i++) {
+    const k = str();
+    const t = u32();
+    if (k === 'general.alignment' && t === 4) { alignment = src.readUInt32LE(off); }
+    skipValue(t);
+  }
+  const kvEnd = off;
+  for (let i = 0; i < nTensors; i++) {
+    str();
+    const nd = u32();
+    off += 8 * nd + 4 + 8;
+  }
+  const infoEnd = off;
+  const dataStart = Math.ceil(infoEnd / alignment) * alignment;
+  const kb = Buffer.from(key, 'utf8');
+  const vb = Buffer.from(value, 'utf8');
+  const kv = Buffer.alloc(8 + kb.length + 4 + 8 + vb.length);
+  let o = kv.writeBigUInt64LE(BigInt(kb.length), 0);
+  o += kb.copy(kv, o);
+  o = kv.writeUInt32LE(8, o);
+  o = kv.writeBigUInt64LE(BigInt(vb.length), o);
+  vb.copy(kv, o);
+  const head = Buffer.from(src.subarray(0, kvStart));
+  head.writeBigUInt64LE(BigInt(nKV + 1), 16);
+  const meta = Buffer.concat([head, src.subarray(kvStart, kvEnd), kv, src.subarray(kvEnd, infoEnd)]);
+  const pad = Buffer.alloc((alignment - (meta.length % alignment)) % alignment);
+  return Buffer.concat([meta, pad, src.subarray(dataStart)]);
+}
+
+module.exports = {
+  ggufWithString, moonlm, REPO, skipReason, dataPath, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };
