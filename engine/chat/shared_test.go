@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -66,5 +67,41 @@ func TestSharedTemplates(t *testing.T) {
 				require.Equal(t, want, got2)
 			}
 		})
+	}
+}
+
+// BenchmarkRenderQwen3: the Qwen3 template over a 64-turn conversation.
+func BenchmarkRenderQwen3(b *testing.B) {
+	src, err := os.ReadFile(shareddata.Path(b, "templates/qwen3.jinja"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp, err := Parse(string(src))
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := []Message{{Role: "system", Content: "You are helpful."}}
+	for i := 0; i < 32; i++ {
+		msgs = append(msgs, Message{Role: "user", Content: "Question number " + strings.Repeat("x", 200)},
+			Message{Role: "assistant", Content: "<think>\nreasoning\n</think>\n\nAnswer " + strings.Repeat("y", 300)})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tp.Render(msgs, true, "", "<|im_end|>"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseQwen3 measures parsing the Qwen3 template.
+func BenchmarkParseQwen3(b *testing.B) {
+	src, err := os.ReadFile(shareddata.Path(b, "templates/qwen3.jinja"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Parse(string(src)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
