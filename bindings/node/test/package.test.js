@@ -32,10 +32,17 @@ it('installs from `npm pack` and finds its bundled library', { skip, timeout: 24
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'moonlm-pack-'));
   try {
     const env = { ...process.env };
-    const lib = env.MOONLM_LIBRARY || path.join(h.REPO, 'build', 'libmoonlm.so');
+    const lib = h.moonlm.libraryPath(); // the library these tests use
+    // Pack a copy of the package, so that the lib/ folder prepack fills never
+    // appears in the source tree while other test files load the library.
+    const pkg = path.join(tmp, 'pkg');
+    fs.mkdirSync(pkg);
+    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'README.md', 'scripts']) {
+      fs.cpSync(path.join(PKG, f), path.join(pkg, f), { recursive: true });
+    }
     // prepack copies the library into lib/ for the tarball
     const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', tmp],
-      { cwd: PKG, env: { ...env, MOONLM_LIBRARY: lib }, encoding: 'utf8' }).trim().split('\n').pop();
+      { cwd: pkg, env: { ...env, MOONLM_LIBRARY: lib }, encoding: 'utf8' }).trim().split('\n').pop();
     const tgz = path.join(tmp, packed);
     const listing = execFileSync('tar', ['tzf', tgz], { encoding: 'utf8' });
     for (const f of ['package/index.js', 'package/index.mjs', 'package/index.d.ts', 'package/lib/libmoonlm.so']) {
