@@ -145,12 +145,16 @@ func lex(src string) ([]token, error) {
 			trimNext, lineStarting = endTrim(src, ce, pos, true)
 		case "{{", "{%":
 			isBlock := open == "{%"
-			lx.toks = append(lx.toks, token{kind: map[bool]tokKind{true: tBlockBegin, false: tVarBegin}[isBlock], pos: lx.posAt(i)})
+			begin, end := tVarBegin, tVarEnd
+			if isBlock {
+				begin, end = tBlockBegin, tBlockEnd
+			}
+			lx.toks = append(lx.toks, token{kind: begin, pos: lx.posAt(i)})
 			p, endOff, err := lx.lexInner(inner, isBlock)
 			if err != nil {
 				return nil, err
 			}
-			lx.toks = append(lx.toks, token{kind: map[bool]tokKind{true: tBlockEnd, false: tVarEnd}[isBlock], pos: lx.posAt(endOff)})
+			lx.toks = append(lx.toks, token{kind: end, pos: lx.posAt(endOff)})
 			pos = p
 			trimNext, lineStarting = endTrim(src, endOff, pos, isBlock)
 			// {% raw %} ... {% endraw %}: everything inside is text.
@@ -354,7 +358,7 @@ func (lx *lexer) lexInner(off int, block bool) (next, endOff int, err error) {
 			case ")", "]", "}":
 				if len(open) > 0 {
 					o := open[len(open)-1]
-					if want := map[byte]byte{'(': ')', '[': ']', '{': '}'}[src[o]]; want != c {
+					if closing(src[o]) != c {
 						return 0, 0, lx.errf(o, "unclosed %q", src[o:o+1])
 					}
 					open = open[:len(open)-1]
@@ -364,6 +368,17 @@ func (lx *lexer) lexInner(off int, block bool) (next, endOff int, err error) {
 			lx.toks = append(lx.toks, token{kind: tOp, val: op, pos: lx.posAt(start)})
 		}
 	}
+}
+
+// closing is the bracket that closes open.
+func closing(open byte) byte {
+	switch open {
+	case '(':
+		return ')'
+	case '[':
+		return ']'
+	}
+	return '}'
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
@@ -412,7 +427,13 @@ func (lx *lexer) lexString(p int) (string, int, error) {
 		case '0':
 			b.WriteByte(0)
 		case 'x', 'u', 'U':
-			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			n := 2
+			switch e {
+			case 'u':
+				n = 4
+			case 'U':
+				n = 8
+			}
 			if i+n > len(src) {
 				return "", 0, lx.errf(i-2, "truncated \\%c escape in string", e)
 			}
