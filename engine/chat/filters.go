@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -808,32 +809,61 @@ func fBatch(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return &List{Items: out}, nil
 }
 
-// fToJSON is Hugging Face's tojson: json.dumps(ensure_ascii=False) with
-// optional indent, keys in insertion order.
+// jsonOpts are json.dumps's options as Hugging Face's tojson passes them.
+type jsonOpts struct {
+	indent          string
+	hasIndent       bool
+	itemSep, keySep string
+	sortKeys        bool
+	ascii           bool
+}
+
+// fToJSON is Hugging Face's tojson: json.dumps(x, ensure_ascii=False,
+// indent=None, separators=None, sort_keys=False), arguments in that order,
+// keys in insertion order.
 func fToJSON(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
-	indent := ""
-	switch x := arg(args, kw, 0, "indent", nil).(type) {
+	o := jsonOpts{itemSep: ", ", keySep: ": "}
+	o.ascii = truthy(arg(args, kw, 0, "ensure_ascii", false))
+	switch x := arg(args, kw, 1, "indent", nil).(type) {
 	case int64:
-		if x < 0 || x > 64 {
+		if x > 1024 {
 			return nil, fmt.Errorf("indent %d out of range", x)
 		}
-		indent = strings.Repeat(" ", int(x))
+		o.indent = strings.Repeat(" ", int(max(x, 0)))
+		o.hasIndent = true
 	case string:
-		indent = x
+		o.indent, o.hasIndent = x, true
 	case nil:
 	default:
 		return nil, fmt.Errorf("indent must be an integer or string")
 	}
-	hasIndent := arg(args, kw, 0, "indent", nil) != nil
-	sortKeys := truthy(arg(nil, kw, 99, "sort_keys", false))
+	if o.hasIndent {
+		o.itemSep = ","
+	}
+	switch x := arg(args, kw, 2, "separators", nil).(type) {
+	case *List:
+		if len(x.Items) != 2 {
+			return nil, fmt.Errorf("separators must be a pair of strings")
+		}
+		is, ok1 := x.Items[0].(string)
+		ks, ok2 := x.Items[1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("separators must be a pair of strings")
+		}
+		o.itemSep, o.keySep = is, ks
+	case nil:
+	default:
+		return nil, fmt.Errorf("separators must be a pair of strings")
+	}
+	o.sortKeys = truthy(arg(args, kw, 3, "sort_keys", false))
 	var b strings.Builder
-	if err := writeJSON(&b, v, hasIndent, indent, 0, sortKeys); err != nil {
+	if err := writeJSON(&b, v, &o, 0); err != nil {
 		return nil, err
 	}
 	return b.String(), nil
 }
 
-func writeJSON(b *strings.Builder, v Value, hasIndent bool, indent string, level int, sortKeys bool) error {
+func writeJSON(b *strings.Builder, v Value, o *jsonOpts, level int) error {
 	if level > maxDepth {
 		return fmt.Errorf("%w: value nested too deeply for tojson", ErrBudget)
 	}
@@ -841,16 +871,12 @@ func writeJSON(b *strings.Builder, v Value, hasIndent bool, indent string, level
 		return err
 	}
 	newline := func(l int) {
-		if hasIndent {
+		if o.hasIndent {
 			b.WriteByte('\n')
 			for i := 0; i < l; i++ {
-				b.WriteString(indent)
+				b.WriteString(o.indent)
 			}
 		}
-	}
-	itemSep := ", "
-	if hasIndent {
-		itemSep = ","
 	}
 	switch x := v.(type) {
 	case nil:
@@ -875,7 +901,7 @@ func writeJSON(b *strings.Builder, v Value, hasIndent bool, indent string, level
 			b.WriteString(formatFloat(x))
 		}
 	case string:
-		writeJSONString(b, x)
+		writeJSONString(b, x, o.ascii)
 	case *List:
 		if len(x.Items) == 0 {
 			b.WriteString("[]")
@@ -884,10 +910,10 @@ func writeJSON(b *strings.Builder, v Value, hasIndent bool, indent string, level
 		b.WriteByte('[')
 		for i, it := range x.Items {
 			if i > 0 {
-				b.WriteString(itemSep)
+				b.WriteString(o.itemSep)
 			}
 			newline(level + 1)
-			if err := writeJSON(b, it, hasIndent, indent, level+1, sortKeys); err != nil {
+			if err := writeJSON(b, it, o, level+1); err != nil {
 				return err
 			}
 		}
@@ -902,14 +928,14 @@ func writeJSON(b *strings.Builder, v Value, hasIndent bool, indent string, level
 		for i := range order {
 			order[i] = i
 		}
-		if sortKeys {
-			keys := make([]Value, len(order))
-			copy(keys, x.keys)
+		if o.sortKeys {
 			idx := make([]Value, len(order))
 			for i := range idx {
 				idx[i] = int64(i)
 			}
-			_ = sortValues(idx, func(v Value) Value { return keys[v.(int64)] }, false, true)
+			if err := sortValues(idx, func(v Value) Value { return x.keys[v.(int64)] }, false, true); err != nil {
+				return err
+			}
 			for i := range idx {
 				order[i] = int(idx[i].(int64))
 			}
@@ -917,24 +943,26 @@ func writeJSON(b *strings.Builder, v Value, hasIndent bool, indent string, level
 		b.WriteByte('{')
 		for n, i := range order {
 			if n > 0 {
-				b.WriteString(itemSep)
+				b.WriteString(o.itemSep)
 			}
 			newline(level + 1)
-			k := x.keys[i]
 			var ks string
-			switch kk := k.(type) {
+			switch kk := x.keys[i].(type) {
 			case string:
 				ks = kk
 			case nil:
 				ks = "null"
 			case bool:
-				ks = map[bool]string{true: "true", false: "false"}[kk]
+				ks = "false"
+				if kk {
+					ks = "true"
+				}
 			default:
 				ks = toStr(kk)
 			}
-			writeJSONString(b, ks)
-			b.WriteString(": ")
-			if err := writeJSON(b, x.vals[i], hasIndent, indent, level+1, sortKeys); err != nil {
+			writeJSONString(b, ks, o.ascii)
+			b.WriteString(o.keySep)
+			if err := writeJSON(b, x.vals[i], o, level+1); err != nil {
 				return err
 			}
 		}
@@ -946,7 +974,9 @@ func writeJSON(b *strings.Builder, v Value, hasIndent bool, indent string, level
 	return nil
 }
 
-func writeJSONString(b *strings.Builder, s string) {
+// writeJSONString quotes s as Python's json does; with ascii, non-ASCII
+// characters become \uXXXX escapes (surrogate pairs above U+FFFF).
+func writeJSONString(b *strings.Builder, s string, ascii bool) {
 	b.WriteByte('"')
 	for _, r := range s {
 		switch r {
@@ -965,9 +995,13 @@ func writeJSONString(b *strings.Builder, s string) {
 		case '\f':
 			b.WriteString(`\f`)
 		default:
-			if r < 0x20 {
+			switch {
+			case r < 0x20 || (ascii && r >= 0x7f && r <= 0xffff):
 				fmt.Fprintf(b, `\u%04x`, r)
-			} else {
+			case ascii && r > 0xffff:
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+			default:
 				b.WriteRune(r)
 			}
 		}

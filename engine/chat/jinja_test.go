@@ -218,7 +218,7 @@ func TestRenderErrors(t *testing.T) {
 		{"{% set x.y = 1 %}", "only namespace() objects"},
 		{"{{ 1 < 'a' }}", "not supported"},
 		{"{% for a, b in [[1, 2, 3]] %}{% endfor %}", "cannot unpack 3 values into 2 names"},
-		{"{{ messages | tojson(indent=-1) }}", "out of range"},
+		{"{{ messages | tojson(indent=100000) }}", "out of range"},
 		{"{{ 5 | length }}", "has no length"},
 		{"{% for x in 5 %}{% endfor %}", "not iterable"},
 		{"{{ '%99999s' % 'a' }}", "too large"},
