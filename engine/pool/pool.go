@@ -66,7 +66,7 @@ type Pool struct {
 	pending  atomic.Int32
 	task     Task
 	failure  atomic.Pointer[PanicError]
-	waiting  atomic.Int32 // caller parked waiting for completion
+	waiting  atomic.Uint64 // generation the caller parked waiting for, 0 = none
 	done     chan struct{}
 	quit     atomic.Bool
 	closed   bool
@@ -106,7 +106,7 @@ func (p *Pool) Run(t Task) error {
 	p.task = t
 	p.failure.Store(nil)
 	p.pending.Store(int32(p.n - 1))
-	p.gen.Add(1)
+	gen := p.gen.Add(1)
 	for i := 1; i < p.n; i++ {
 		w := &p.workers[i]
 		if w.sleeping.CompareAndSwap(1, 0) {
@@ -114,7 +114,7 @@ func (p *Pool) Run(t Task) error {
 		}
 	}
 	err := p.call(t, 0)
-	p.waitDone()
+	p.waitDone(gen)
 	p.task = nil
 	if err != nil {
 		return err
@@ -125,8 +125,10 @@ func (p *Pool) Run(t Task) error {
 	return nil
 }
 
-// waitDone spins, then parks, until every worker finished the current task.
-func (p *Pool) waitDone() {
+// waitDone spins, then parks, until every worker finished generation gen.
+// The parked flag holds the generation so that the last worker of an
+// earlier generation, still on its way out of finish, cannot wake this one.
+func (p *Pool) waitDone(gen uint64) {
 	for k := 0; k < spin; k++ {
 		if p.pending.Load() == 0 {
 			return
@@ -135,9 +137,9 @@ func (p *Pool) waitDone() {
 			runtime.Gosched()
 		}
 	}
-	p.waiting.Store(1)
+	p.waiting.Store(gen)
 	if p.pending.Load() == 0 {
-		if p.waiting.CompareAndSwap(1, 0) {
+		if p.waiting.CompareAndSwap(gen, 0) {
 			return
 		}
 		<-p.done // a worker claimed the wake-up: consume it
@@ -146,10 +148,10 @@ func (p *Pool) waitDone() {
 	<-p.done
 }
 
-// finish is called by a worker after its share of the task.
-func (p *Pool) finish() {
+// finish is called by a worker after its share of generation gen.
+func (p *Pool) finish(gen uint64) {
 	if p.pending.Add(-1) == 0 {
-		if p.waiting.CompareAndSwap(1, 0) {
+		if p.waiting.CompareAndSwap(gen, 0) {
 			p.done <- struct{}{}
 		}
 	}
@@ -190,16 +192,19 @@ func (p *Pool) loop(i int) {
 			}
 			g = p.gen.Load()
 		}
-		if g == seen {
+		// Park. A wake-up can be stale: Run may claim it after this worker
+		// already saw the new generation, ran it and parked again, so the
+		// generation is checked again after every wake-up.
+		for g == seen {
 			w.sleeping.Store(1)
 			if g = p.gen.Load(); g != seen {
 				if !w.sleeping.CompareAndSwap(1, 0) {
 					<-w.wake // Run claimed the wake-up: consume it
 				}
-			} else {
-				<-w.wake
-				g = p.gen.Load()
+				break
 			}
+			<-w.wake
+			g = p.gen.Load()
 		}
 		seen = g
 		if p.quit.Load() {
@@ -211,7 +216,7 @@ func (p *Pool) loop(i int) {
 				p.failure.CompareAndSwap(nil, pe)
 			}
 		}
-		p.finish()
+		p.finish(seen)
 	}
 }
 
