@@ -54,7 +54,7 @@ type continueNode struct{}
 // Expression nodes.
 type expr interface{}
 
-type constExpr struct{ v Value }
+type constExpr struct{ v value }
 
 type nameExpr struct {
 	name string

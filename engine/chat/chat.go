@@ -54,15 +54,15 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool, bosToken, eo
 // way to pass tool schemas or messages with tool calls); they override the
 // defaults, messages included.
 func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string, vars map[string]any) (string, error) {
-	ms := make([]Value, len(msgs))
+	ms := make([]value, len(msgs))
 	for i, m := range msgs {
-		d := NewDict()
+		d := newDict()
 		d.Set("role", m.Role)
 		d.Set("content", m.Content)
 		ms[i] = d
 	}
-	top := map[string]Value{
-		"messages":              &List{Items: ms},
+	top := map[string]value{
+		"messages":              &list{Items: ms},
 		"add_generation_prompt": addGenerationPrompt,
 		"bos_token":             bosToken,
 		"eos_token":             eosToken,
@@ -76,7 +76,7 @@ func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, bosToken
 		}
 		top[k] = cv
 	}
-	r := &renderer{scopes: []map[string]Value{top}}
+	r := &renderer{scopes: []map[string]value{top}}
 	if err := r.execBody(t.body); err != nil {
 		if err == errBreak || err == errContinue {
 			return "", fmt.Errorf("chat template: %v", err)
@@ -87,7 +87,7 @@ func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, bosToken
 }
 
 // fromGo converts a Go value to a template value.
-func fromGo(v any) (Value, error) {
+func fromGo(v any) (value, error) {
 	switch x := v.(type) {
 	case nil, bool, int64, float64, string:
 		return x, nil
@@ -109,22 +109,22 @@ func fromGo(v any) (Value, error) {
 		}
 		return v, nil
 	case []Message:
-		out := make([]Value, len(x))
+		out := make([]value, len(x))
 		for i, m := range x {
-			d := NewDict()
+			d := newDict()
 			d.Set("role", m.Role)
 			d.Set("content", m.Content)
 			out[i] = d
 		}
-		return &List{Items: out}, nil
+		return &list{Items: out}, nil
 	case []string:
-		out := make([]Value, len(x))
+		out := make([]value, len(x))
 		for i, s := range x {
 			out[i] = s
 		}
-		return &List{Items: out}, nil
+		return &list{Items: out}, nil
 	case []any:
-		out := make([]Value, len(x))
+		out := make([]value, len(x))
 		for i, it := range x {
 			c, err := fromGo(it)
 			if err != nil {
@@ -132,15 +132,15 @@ func fromGo(v any) (Value, error) {
 			}
 			out[i] = c
 		}
-		return &List{Items: out}, nil
+		return &list{Items: out}, nil
 	case map[string]any:
 		// Go maps are unordered; sort keys so rendering is deterministic.
-		keys := make([]Value, 0, len(x))
+		keys := make([]value, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
 		_ = sortValues(keys, nil, false, true)
-		d := NewDict()
+		d := newDict()
 		for _, k := range keys {
 			c, err := fromGo(x[k.(string)])
 			if err != nil {
@@ -154,7 +154,7 @@ func fromGo(v any) (Value, error) {
 }
 
 // fromJSON decodes one JSON value keeping object key order.
-func fromJSON(dec *json.Decoder, depth int) (Value, error) {
+func fromJSON(dec *json.Decoder, depth int) (value, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
 	}
@@ -172,7 +172,7 @@ func fromJSON(dec *json.Decoder, depth int) (Value, error) {
 		return x.Float64()
 	case json.Delim:
 		if x == '[' {
-			l := &List{}
+			l := &list{}
 			for dec.More() {
 				v, err := fromJSON(dec, depth+1)
 				if err != nil {
@@ -183,7 +183,7 @@ func fromJSON(dec *json.Decoder, depth int) (Value, error) {
 			_, err := dec.Token()
 			return l, err
 		}
-		d := NewDict()
+		d := newDict()
 		for dec.More() {
 			k, err := dec.Token()
 			if err != nil {

@@ -44,30 +44,30 @@ var (
 	errContinue = errors.New("continue outside loop")
 )
 
-// Macro is a template-defined macro, callable from expressions.
-type Macro struct{ n *macroNode }
+// macro is a template-defined macro, callable from expressions.
+type macro struct{ n *macroNode }
 
 // builtin is a global function such as range() or namespace().
 type builtin struct {
 	name string
-	fn   func(r *renderer, args []Value, kw *Dict) (Value, error)
+	fn   func(r *renderer, args []value, kw *dict) (value, error)
 }
 
 // method is a bound method of a string, list or dict (s.strip, d.items).
 type method struct {
-	recv Value
+	recv value
 	name string
 }
 
 // loopInfo is the "loop" variable inside for loops.
 type loopInfo struct {
 	index0 int
-	items  []Value
+	items  []value
 }
 
 type renderer struct {
 	out    strings.Builder
-	scopes []map[string]Value
+	scopes []map[string]value
 	steps  int
 	depth  int
 }
@@ -82,14 +82,14 @@ func (r *renderer) step() error {
 
 // charge counts the work of an operation over v against the step budget,
 // so bulk operations on large values cannot run unbounded.
-func (r *renderer) charge(vs ...Value) error {
+func (r *renderer) charge(vs ...value) error {
 	for _, v := range vs {
 		switch x := v.(type) {
 		case string:
 			r.steps += len(x) / 64
-		case *List:
+		case *list:
 			r.steps += len(x.Items)
-		case *Dict:
+		case *dict:
 			r.steps += x.Len()
 		}
 	}
@@ -99,7 +99,7 @@ func (r *renderer) charge(vs ...Value) error {
 	return nil
 }
 
-func (r *renderer) lookup(name string) (Value, bool) {
+func (r *renderer) lookup(name string) (value, bool) {
 	for i := len(r.scopes) - 1; i >= 0; i-- {
 		if v, ok := r.scopes[i][name]; ok {
 			return v, true
@@ -111,7 +111,7 @@ func (r *renderer) lookup(name string) (Value, bool) {
 	return nil, false
 }
 
-func (r *renderer) set(name string, v Value) { r.scopes[len(r.scopes)-1][name] = v }
+func (r *renderer) set(name string, v value) { r.scopes[len(r.scopes)-1][name] = v }
 
 func (r *renderer) write(s string) error {
 	if r.out.Len()+len(s) > MaxOutput {
@@ -173,14 +173,14 @@ func (r *renderer) exec(n node) error {
 	case *setNode:
 		return wrapPos(n.pos, r.execSet(n))
 	case *macroNode:
-		r.set(n.name, &Macro{n: n})
+		r.set(n.name, &macro{n: n})
 		return nil
 	case *filterBlockNode:
 		s, err := r.capture(n.body)
 		if err != nil {
 			return err
 		}
-		var v Value = s
+		var v value = s
 		for _, f := range n.chain {
 			args, kw, err := r.evalArgs(f.args, f.kwName, f.kwVal)
 			if err != nil {
@@ -205,7 +205,7 @@ func (r *renderer) exec(n node) error {
 func (r *renderer) capture(body []node) (string, error) {
 	saved := r.out
 	r.out = strings.Builder{}
-	r.scopes = append(r.scopes, map[string]Value{})
+	r.scopes = append(r.scopes, map[string]value{})
 	err := r.execBody(body)
 	r.scopes = r.scopes[:len(r.scopes)-1]
 	s := r.out.String()
@@ -217,7 +217,7 @@ func (r *renderer) capture(body []node) (string, error) {
 }
 
 func (r *renderer) execSet(n *setNode) error {
-	var v Value
+	var v value
 	if n.block {
 		s, err := r.capture(n.body)
 		if err != nil {
@@ -232,7 +232,7 @@ func (r *renderer) execSet(n *setNode) error {
 	}
 	if n.ns != "" {
 		obj, ok := r.lookup(n.ns)
-		d, isDict := obj.(*Dict)
+		d, isDict := obj.(*dict)
 		if !ok || !isDict || !d.Namespace {
 			return fmt.Errorf("cannot assign attribute %q on %s: only namespace() objects allow it", n.attr, n.ns)
 		}
@@ -253,7 +253,7 @@ func (r *renderer) execSet(n *setNode) error {
 	return nil
 }
 
-func unpack(v Value, n int) ([]Value, error) {
+func unpack(v value, n int) ([]value, error) {
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
@@ -269,7 +269,7 @@ func (r *renderer) execFor(n *forNode) error {
 	if err != nil {
 		return err
 	}
-	if d, ok := seq.(*Dict); ok && d.Namespace {
+	if d, ok := seq.(*dict); ok && d.Namespace {
 		return wrapPos(n.pos, fmt.Errorf("namespace is not iterable"))
 	}
 	all, err := iterate(seq)
@@ -277,8 +277,8 @@ func (r *renderer) execFor(n *forNode) error {
 		return wrapPos(n.pos, err)
 	}
 	// Snapshot: the body may mutate the list being iterated.
-	items := append([]Value(nil), all...)
-	r.scopes = append(r.scopes, map[string]Value{})
+	items := append([]value(nil), all...)
+	r.scopes = append(r.scopes, map[string]value{})
 	defer func() { r.scopes = r.scopes[:len(r.scopes)-1] }()
 	if n.filter != nil {
 		kept := items[:0]
@@ -329,7 +329,7 @@ func (r *renderer) execFor(n *forNode) error {
 	return nil
 }
 
-func (r *renderer) bindTargets(n *forNode, it Value) error {
+func (r *renderer) bindTargets(n *forNode, it value) error {
 	if len(n.targets) == 1 {
 		r.set(n.targets[0], it)
 		return nil
@@ -344,7 +344,7 @@ func (r *renderer) bindTargets(n *forNode, it Value) error {
 	return nil
 }
 
-func (r *renderer) eval(e expr) (Value, error) {
+func (r *renderer) eval(e expr) (value, error) {
 	if err := r.step(); err != nil {
 		return nil, err
 	}
@@ -355,9 +355,9 @@ func (r *renderer) eval(e expr) (Value, error) {
 		if v, ok := r.lookup(e.name); ok {
 			return v, nil
 		}
-		return Undefined{Name: e.name}, nil
+		return undef{Name: e.name}, nil
 	case *listExpr:
-		l := &List{Items: make([]Value, len(e.items)), Tuple: e.tuple}
+		l := &list{Items: make([]value, len(e.items)), Tuple: e.tuple}
 		for i, x := range e.items {
 			v, err := r.eval(x)
 			if err != nil {
@@ -367,7 +367,7 @@ func (r *renderer) eval(e expr) (Value, error) {
 		}
 		return l, nil
 	case *dictExpr:
-		d := NewDict()
+		d := newDict()
 		for i := range e.keys {
 			k, err := r.eval(e.keys[i])
 			if err != nil {
@@ -469,7 +469,7 @@ func (r *renderer) eval(e expr) (Value, error) {
 			return r.eval(e.yes)
 		}
 		if e.no == nil {
-			return Undefined{}, nil
+			return undef{}, nil
 		}
 		return r.eval(e.no)
 	case *binExpr:
@@ -501,7 +501,7 @@ func (r *renderer) eval(e expr) (Value, error) {
 	return nil, fmt.Errorf("internal: unknown expression %T", e)
 }
 
-func compareOp(op string, a, b Value) (bool, error) {
+func compareOp(op string, a, b value) (bool, error) {
 	switch op {
 	case "==":
 		return equal(a, b), nil
@@ -530,7 +530,7 @@ func compareOp(op string, a, b Value) (bool, error) {
 }
 
 // contains is Python's "needle in hay".
-func contains(hay, needle Value) (bool, error) {
+func contains(hay, needle value) (bool, error) {
 	switch h := hay.(type) {
 	case string:
 		s, ok := needle.(string)
@@ -541,23 +541,23 @@ func contains(hay, needle Value) (bool, error) {
 			return false, fmt.Errorf("'in <string>' requires string as left operand, not %s", typeName(needle))
 		}
 		return strings.Contains(h, s), nil
-	case *List:
+	case *list:
 		for _, it := range h.Items {
 			if equal(it, needle) {
 				return true, nil
 			}
 		}
 		return false, nil
-	case *Dict:
+	case *dict:
 		_, ok := h.Get(needle)
 		return ok, nil
-	case Undefined:
+	case undef:
 		return false, nil
 	}
 	return false, fmt.Errorf("argument of type %s is not iterable", typeName(hay))
 }
 
-func (r *renderer) evalBin(e *binExpr) (Value, error) {
+func (r *renderer) evalBin(e *binExpr) (value, error) {
 	l, err := r.eval(e.l)
 	if err != nil {
 		return nil, err
@@ -592,7 +592,7 @@ func checkLen(n int) error {
 	return nil
 }
 
-func arith(op string, a, b Value) (Value, error) {
+func arith(op string, a, b value) (value, error) {
 	if op == "~" {
 		s1, s2 := toStr(a), toStr(b)
 		if err := checkLen(len(s1) + len(s2)); err != nil {
@@ -602,9 +602,9 @@ func arith(op string, a, b Value) (Value, error) {
 	}
 	if isUndefined(a) || isUndefined(b) {
 		name := ""
-		if u, ok := a.(Undefined); ok {
+		if u, ok := a.(undef); ok {
 			name = u.Name
-		} else if u, ok := b.(Undefined); ok {
+		} else if u, ok := b.(undef); ok {
 			name = u.Name
 		}
 		if name != "" {
@@ -622,20 +622,20 @@ func arith(op string, a, b Value) (Value, error) {
 				}
 				return x + y, nil
 			}
-		case *List:
-			if y, ok := b.(*List); ok {
+		case *list:
+			if y, ok := b.(*list); ok {
 				if len(x.Items)+len(y.Items) > maxItems {
 					return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
 				}
-				items := make([]Value, 0, len(x.Items)+len(y.Items))
+				items := make([]value, 0, len(x.Items)+len(y.Items))
 				items = append(append(items, x.Items...), y.Items...)
-				return &List{Items: items, Tuple: x.Tuple}, nil
+				return &list{Items: items, Tuple: x.Tuple}, nil
 			}
 		}
 	case "%":
 		if f, ok := a.(string); ok {
-			args := []Value{b}
-			if l, ok := b.(*List); ok && l.Tuple {
+			args := []value{b}
+			if l, ok := b.(*list); ok && l.Tuple {
 				args = l.Items
 			}
 			return pyFormat(f, args)
@@ -738,7 +738,7 @@ func pyFloorDiv(a, b float64) float64 {
 	return fl
 }
 
-func seqTimes(a, b Value) (Value, int64, bool) {
+func seqTimes(a, b value) (value, int64, bool) {
 	var n int64
 	switch x := b.(type) {
 	case int64:
@@ -749,13 +749,13 @@ func seqTimes(a, b Value) (Value, int64, bool) {
 		return nil, 0, false
 	}
 	switch a.(type) {
-	case string, *List:
+	case string, *list:
 		return a, n, true
 	}
 	return nil, 0, false
 }
 
-func repeat(s Value, n int64) (Value, error) {
+func repeat(s value, n int64) (value, error) {
 	if n < 0 {
 		n = 0
 	}
@@ -765,21 +765,21 @@ func repeat(s Value, n int64) (Value, error) {
 			return nil, fmt.Errorf("%w: string larger than %d bytes", ErrBudget, MaxOutput)
 		}
 		return strings.Repeat(x, int(n)), nil
-	case *List:
+	case *list:
 		if n > 0 && int64(len(x.Items))*n > maxItems {
 			return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
 		}
-		items := make([]Value, 0, len(x.Items)*int(n))
+		items := make([]value, 0, len(x.Items)*int(n))
 		for i := int64(0); i < n; i++ {
 			items = append(items, x.Items...)
 		}
-		return &List{Items: items, Tuple: x.Tuple}, nil
+		return &list{Items: items, Tuple: x.Tuple}, nil
 	}
 	return nil, fmt.Errorf("cannot repeat %s", typeName(s))
 }
 
-func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]Value, *Dict, error) {
-	var out []Value
+func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]value, *dict, error) {
+	var out []value
 	for _, a := range args {
 		v, err := r.eval(a)
 		if err != nil {
@@ -787,9 +787,9 @@ func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]Value
 		}
 		out = append(out, v)
 	}
-	var kw *Dict
+	var kw *dict
 	if len(kwName) > 0 {
-		kw = NewDict()
+		kw = newDict()
 		for i, k := range kwName {
 			v, err := r.eval(kwVal[i])
 			if err != nil {
@@ -801,7 +801,7 @@ func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]Value
 	return out, kw, nil
 }
 
-func (r *renderer) evalCall(e *callExpr) (Value, error) {
+func (r *renderer) evalCall(e *callExpr) (value, error) {
 	fn, err := r.eval(e.fn)
 	if err != nil {
 		return nil, err
@@ -810,7 +810,7 @@ func (r *renderer) evalCall(e *callExpr) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	var v Value
+	var v value
 	switch f := fn.(type) {
 	case *builtin:
 		v, err = f.fn(r, args, kw)
@@ -818,11 +818,11 @@ func (r *renderer) evalCall(e *callExpr) (Value, error) {
 		if err = r.charge(f.recv); err == nil {
 			v, err = callMethod(r, f, args, kw)
 		}
-	case *Macro:
+	case *macro:
 		v, err = r.callMacro(f, args, kw)
 	case *loopInfo:
 		err = fmt.Errorf("loop is not callable")
-	case Undefined:
+	case undef:
 		if f.Name != "" {
 			err = fmt.Errorf("%q is undefined and cannot be called", f.Name)
 		} else {
@@ -837,7 +837,7 @@ func (r *renderer) evalCall(e *callExpr) (Value, error) {
 	return v, nil
 }
 
-func (r *renderer) callMacro(m *Macro, args []Value, kw *Dict) (Value, error) {
+func (r *renderer) callMacro(m *macro, args []value, kw *dict) (value, error) {
 	if r.depth >= maxCallDepth {
 		return nil, fmt.Errorf("%w: macro calls nested deeper than %d", ErrBudget, maxCallDepth)
 	}
@@ -845,7 +845,7 @@ func (r *renderer) callMacro(m *Macro, args []Value, kw *Dict) (Value, error) {
 	if len(args) > len(n.params) {
 		return nil, fmt.Errorf("macro %s takes %d arguments, got %d", n.name, len(n.params), len(args))
 	}
-	scope := map[string]Value{}
+	scope := map[string]value{}
 	// Defaults are evaluated in the caller's scope before binding.
 	for i, p := range n.params {
 		switch {
@@ -865,7 +865,7 @@ func (r *renderer) callMacro(m *Macro, args []Value, kw *Dict) (Value, error) {
 				}
 				scope[p] = v
 			} else {
-				scope[p] = Undefined{Name: p}
+				scope[p] = undef{Name: p}
 			}
 		}
 	}
@@ -886,7 +886,7 @@ func (r *renderer) callMacro(m *Macro, args []Value, kw *Dict) (Value, error) {
 	savedScopes := r.scopes
 	r.out = strings.Builder{}
 	// Macros see the template's top-level names and their own arguments.
-	r.scopes = []map[string]Value{savedScopes[0], scope}
+	r.scopes = []map[string]value{savedScopes[0], scope}
 	r.depth++
 	err := r.execBody(n.body)
 	r.depth--
@@ -905,12 +905,12 @@ func (r *renderer) callMacro(m *Macro, args []Value, kw *Dict) (Value, error) {
 	return s, nil
 }
 
-func (r *renderer) evalSlice(e *sliceExpr) (Value, error) {
+func (r *renderer) evalSlice(e *sliceExpr) (value, error) {
 	obj, err := r.eval(e.obj)
 	if err != nil {
 		return nil, err
 	}
-	var b [3]Value
+	var b [3]value
 	for i, x := range []expr{e.start, e.stop, e.stp} {
 		b[i] = nil
 		if x != nil {
@@ -930,22 +930,22 @@ func (r *renderer) evalSlice(e *sliceExpr) (Value, error) {
 }
 
 // slice implements Python's seq[start:stop:step] for lists and strings.
-func slice(obj, start, stop, step Value) (Value, error) {
+func slice(obj, start, stop, step value) (value, error) {
 	var n int
 	var runes []rune
-	var items []Value
+	var items []value
 	tuple := false
 	switch x := obj.(type) {
 	case string:
 		runes = []rune(x)
 		n = len(runes)
-	case *List:
+	case *list:
 		items = x.Items
 		tuple = x.Tuple
 		n = len(items)
 	default:
 		// Jinja: a failed subscript is undefined, not an error.
-		return Undefined{}, nil
+		return undef{}, nil
 	}
 	st := int64(1)
 	if step != nil {
@@ -958,7 +958,7 @@ func slice(obj, start, stop, step Value) (Value, error) {
 		}
 		st = s
 	}
-	norm := func(v Value, def int64) (int64, error) {
+	norm := func(v value, def int64) (int64, error) {
 		if v == nil {
 			return def, nil
 		}
@@ -1012,21 +1012,21 @@ func slice(obj, start, stop, step Value) (Value, error) {
 		}
 		return string(out), nil
 	}
-	out := make([]Value, len(idx))
+	out := make([]value, len(idx))
 	for j, i := range idx {
 		out[j] = items[i]
 	}
-	return &List{Items: out, Tuple: tuple}, nil
+	return &list{Items: out, Tuple: tuple}, nil
 }
 
-func isStr(v Value) bool { _, ok := v.(string); return ok }
+func isStr(v value) bool { _, ok := v.(string); return ok }
 
 // getAttr is obj.name: methods and loop fields first, then dict keys.
-func getAttr(obj Value, name string) Value {
+func getAttr(obj value, name string) value {
 	switch x := obj.(type) {
 	case *loopInfo:
 		return x.attr(name)
-	case *Dict:
+	case *dict:
 		if !x.Namespace {
 			if _, ok := dictMethods[name]; ok {
 				return &method{recv: obj, name: name}
@@ -1039,23 +1039,23 @@ func getAttr(obj Value, name string) Value {
 		if _, ok := strMethods[name]; ok {
 			return &method{recv: obj, name: name}
 		}
-	case *List:
+	case *list:
 		if _, ok := listMethods[name]; ok {
 			return &method{recv: obj, name: name}
 		}
 	}
-	return Undefined{Name: name}
+	return undef{Name: name}
 }
 
 // getItem is obj[key]: dict keys and sequence indexes first, then
 // attributes; a miss is undefined, as in Jinja.
-func getItem(obj, key Value) Value {
+func getItem(obj, key value) value {
 	switch x := obj.(type) {
-	case *Dict:
+	case *dict:
 		if v, ok := x.Get(key); ok {
 			return v
 		}
-	case *List:
+	case *list:
 		if i, ok := key.(int64); ok {
 			if i < 0 {
 				i += int64(len(x.Items))
@@ -1063,7 +1063,7 @@ func getItem(obj, key Value) Value {
 			if i >= 0 && i < int64(len(x.Items)) {
 				return x.Items[i]
 			}
-			return Undefined{}
+			return undef{}
 		}
 	case string:
 		if i, ok := key.(int64); ok {
@@ -1074,16 +1074,16 @@ func getItem(obj, key Value) Value {
 			if i >= 0 && i < int64(len(rs)) {
 				return string(rs[i])
 			}
-			return Undefined{}
+			return undef{}
 		}
 	}
 	if s, ok := key.(string); ok {
 		return getAttr(obj, s)
 	}
-	return Undefined{}
+	return undef{}
 }
 
-func (l *loopInfo) attr(name string) Value {
+func (l *loopInfo) attr(name string) value {
 	n := len(l.items)
 	switch name {
 	case "index":
@@ -1115,5 +1115,5 @@ func (l *loopInfo) attr(name string) Value {
 	case "cycle":
 		return &method{recv: l, name: "cycle"}
 	}
-	return Undefined{Name: name}
+	return undef{Name: name}
 }

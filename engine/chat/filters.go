@@ -11,11 +11,11 @@ import (
 	"unicode/utf8"
 )
 
-type filterFunc func(r *renderer, v Value, args []Value, kw *Dict) (Value, error)
-type testFunc func(v Value, args []Value) (bool, error)
+type filterFunc func(r *renderer, v value, args []value, kw *dict) (value, error)
+type testFunc func(v value, args []value) (bool, error)
 
 // arg returns positional argument i or keyword name, else def.
-func arg(args []Value, kw *Dict, i int, name string, def Value) Value {
+func arg(args []value, kw *dict, i int, name string, def value) value {
 	if i < len(args) {
 		return args[i]
 	}
@@ -27,7 +27,7 @@ func arg(args []Value, kw *Dict, i int, name string, def Value) Value {
 	return def
 }
 
-func argInt(args []Value, kw *Dict, i int, name string, def int64) (int64, error) {
+func argInt(args []value, kw *dict, i int, name string, def int64) (int64, error) {
 	v := arg(args, kw, i, name, def)
 	switch x := v.(type) {
 	case int64:
@@ -43,7 +43,7 @@ func argInt(args []Value, kw *Dict, i int, name string, def int64) (int64, error
 	return 0, fmt.Errorf("argument %s must be an integer, not %s", name, typeName(v))
 }
 
-func argStr(args []Value, kw *Dict, i int, name, def string) (string, error) {
+func argStr(args []value, kw *dict, i int, name, def string) (string, error) {
 	v := arg(args, kw, i, name, def)
 	s, ok := v.(string)
 	if !ok {
@@ -59,12 +59,12 @@ func init() {
 		"trim":       fTrim,
 		"length":     fLength,
 		"count":      fLength,
-		"upper":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return strings.ToUpper(toStr(v)), nil },
-		"lower":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return strings.ToLower(toStr(v)), nil },
-		"capitalize": func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return capitalize(toStr(v)), nil },
-		"title":      func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return titleFilter(toStr(v)), nil },
-		"string":     func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return toStr(v), nil },
-		"safe":       func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) { return v, nil },
+		"upper":      func(_ *renderer, v value, _ []value, _ *dict) (value, error) { return strings.ToUpper(toStr(v)), nil },
+		"lower":      func(_ *renderer, v value, _ []value, _ *dict) (value, error) { return strings.ToLower(toStr(v)), nil },
+		"capitalize": func(_ *renderer, v value, _ []value, _ *dict) (value, error) { return capitalize(toStr(v)), nil },
+		"title":      func(_ *renderer, v value, _ []value, _ *dict) (value, error) { return titleFilter(toStr(v)), nil },
+		"string":     func(_ *renderer, v value, _ []value, _ *dict) (value, error) { return toStr(v), nil },
+		"safe":       func(_ *renderer, v value, _ []value, _ *dict) (value, error) { return v, nil },
 		"e":          fEscape,
 		"escape":     fEscape,
 		"tojson":     fToJSON,
@@ -93,7 +93,7 @@ func init() {
 		"min":        fMinMax(-1),
 		"max":        fMinMax(1),
 		"indent":     fIndent,
-		"wordcount": func(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+		"wordcount": func(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 			// Jinja counts runs of word characters (regex \w+).
 			n, in := int64(0), false
 			for _, r := range toStr(v) {
@@ -105,7 +105,7 @@ func init() {
 			}
 			return n, nil
 		},
-		"center": func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+		"center": func(_ *renderer, v value, args []value, kw *dict) (value, error) {
 			w, err := argInt(args, kw, 0, "width", 80)
 			if err != nil {
 				return nil, err
@@ -122,7 +122,7 @@ func init() {
 			return strings.Repeat(" ", left) + s + strings.Repeat(" ", n-left), nil
 		},
 		"batch": fBatch,
-		"format": func(_ *renderer, v Value, args []Value, _ *Dict) (Value, error) {
+		"format": func(_ *renderer, v value, args []value, _ *dict) (value, error) {
 			return pyFormat(toStr(v), args)
 		},
 	}
@@ -131,7 +131,7 @@ func init() {
 // pyFormat is Python's printf-style "fmt % args" for the conversions
 // templates use: s, r, d, i, f, e, g, x, X, o, c and %%, with flags, width
 // and precision.
-func pyFormat(f string, args []Value) (Value, error) {
+func pyFormat(f string, args []value) (value, error) {
 	var b strings.Builder
 	ai := 0
 	for i := 0; i < len(f); i++ {
@@ -207,7 +207,7 @@ func pyFormat(f string, args []Value) (Value, error) {
 	return b.String(), nil
 }
 
-func fTrim(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fTrim(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	s := toStr(v)
 	chars := arg(args, kw, 0, "chars", nil)
 	if c, ok := chars.(string); ok {
@@ -216,7 +216,7 @@ func fTrim(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return strings.TrimFunc(s, unicode.IsSpace), nil
 }
 
-func fLength(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fLength(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	n, ok := length(v)
 	if !ok {
 		return nil, fmt.Errorf("object of type %s has no length", typeName(v))
@@ -273,12 +273,12 @@ func titleFilter(s string) string {
 	return b.String()
 }
 
-func fEscape(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fEscape(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
 	return r.Replace(toStr(v)), nil
 }
 
-func fDefault(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fDefault(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	def := arg(args, kw, 0, "default_value", "")
 	boolean := truthy(arg(args, kw, 1, "boolean", false))
 	if isUndefined(v) || (boolean && !truthy(v)) {
@@ -287,29 +287,29 @@ func fDefault(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return v, nil
 }
 
-func fFirst(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fFirst(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return Undefined{}, nil
+		return undef{}, nil
 	}
 	return items[0], nil
 }
 
-func fLast(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fLast(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return Undefined{}, nil
+		return undef{}, nil
 	}
 	return items[len(items)-1], nil
 }
 
-func fJoin(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fJoin(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	sep, err := argStr(args, kw, 0, "d", "")
 	if err != nil {
 		return nil, err
@@ -335,7 +335,7 @@ func fJoin(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return b.String(), nil
 }
 
-func fReplace(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fReplace(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	old, err := argStr(args, kw, 0, "old", "")
 	if err != nil {
 		return nil, err
@@ -351,7 +351,7 @@ func fReplace(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return replaceStr(toStr(v), old, nw, n)
 }
 
-func replaceStr(s, old, nw string, n int64) (Value, error) {
+func replaceStr(s, old, nw string, n int64) (value, error) {
 	if old == "" && n < 0 {
 		// Python inserts new around every character; bound the result.
 		if err := checkLen(len(s) + (utf8.RuneCountInString(s)+1)*len(nw)); err != nil {
@@ -369,34 +369,34 @@ func replaceStr(s, old, nw string, n int64) (Value, error) {
 	return strings.Replace(s, old, nw, int(n)), nil
 }
 
-func fList(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fList(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
 	}
-	return &List{Items: append([]Value(nil), items...)}, nil
+	return &list{Items: append([]value(nil), items...)}, nil
 }
 
-func dictItems(d *Dict) *List {
-	out := make([]Value, d.Len())
+func dictItems(d *dict) *list {
+	out := make([]value, d.Len())
 	for i := range d.keys {
-		out[i] = &List{Items: []Value{d.keys[i], d.vals[i]}, Tuple: true}
+		out[i] = &list{Items: []value{d.keys[i], d.vals[i]}, Tuple: true}
 	}
-	return &List{Items: out}
+	return &list{Items: out}
 }
 
-func fItems(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fItems(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	switch x := v.(type) {
-	case *Dict:
+	case *dict:
 		return dictItems(x), nil
-	case Undefined:
-		return &List{}, nil
+	case undef:
+		return &list{}, nil
 	}
 	return nil, fmt.Errorf("can only get items from a mapping, not %s", typeName(v))
 }
 
-func fDictsort(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
-	d, ok := v.(*Dict)
+func fDictsort(_ *renderer, v value, args []value, kw *dict) (value, error) {
+	d, ok := v.(*dict)
 	if !ok {
 		return nil, fmt.Errorf("dictsort expects a mapping, not %s", typeName(v))
 	}
@@ -408,17 +408,17 @@ func fDictsort(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	if by == "value" {
 		pos = 1
 	}
-	err := sortValues(l.Items, func(x Value) Value { return x.(*List).Items[pos] }, rev, cs)
+	err := sortValues(l.Items, func(x value) value { return x.(*list).Items[pos] }, rev, cs)
 	return l, err
 }
 
-func attrGetter(attr Value) func(Value) Value {
+func attrGetter(attr value) func(value) value {
 	s, ok := attr.(string)
 	if !ok {
-		return func(v Value) Value { return getItem(v, attr) }
+		return func(v value) value { return getItem(v, attr) }
 	}
 	parts := strings.Split(s, ".")
-	return func(v Value) Value {
+	return func(v value) value {
 		for _, p := range parts {
 			if n, err := strconv.ParseInt(p, 10, 64); err == nil {
 				v = getItem(v, n)
@@ -430,22 +430,22 @@ func attrGetter(attr Value) func(Value) Value {
 	}
 }
 
-func fSort(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fSort(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
 	}
-	items = append([]Value(nil), items...)
+	items = append([]value(nil), items...)
 	rev := truthy(arg(args, kw, 0, "reverse", false))
 	cs := truthy(arg(args, kw, 1, "case_sensitive", false))
-	var key func(Value) Value
+	var key func(value) value
 	if a := arg(args, kw, 2, "attribute", nil); a != nil {
 		key = attrGetter(a)
 	}
-	return &List{Items: items}, sortValues(items, key, rev, cs)
+	return &list{Items: items}, sortValues(items, key, rev, cs)
 }
 
-func fReverse(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fReverse(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	if s, ok := v.(string); ok {
 		rs := []rune(s)
 		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
@@ -457,14 +457,14 @@ func fReverse(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Value, len(items))
+	out := make([]value, len(items))
 	for i, it := range items {
 		out[len(items)-1-i] = it
 	}
-	return &List{Items: out}, nil
+	return &list{Items: out}, nil
 }
 
-func fUnique(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fUnique(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
@@ -472,7 +472,7 @@ func fUnique(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
 	// Case-insensitive, as Jinja's default; hashable values go through a
 	// set so large lists stay linear.
 	seen := map[dictKey]bool{}
-	var out, unhashable []Value
+	var out, unhashable []value
 	for _, it := range items {
 		k := it
 		if s, ok := k.(string); ok {
@@ -497,22 +497,22 @@ func fUnique(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
 			out = append(out, it)
 		}
 	}
-	return &List{Items: out}, nil
+	return &list{Items: out}, nil
 }
 
-func fMap(r *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fMap(r *renderer, v value, args []value, kw *dict) (value, error) {
 	if !truthy(v) {
 		// Jinja skips a falsy input (none included) without iterating it.
-		return &List{}, nil
+		return &list{}, nil
 	}
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Value, len(items))
+	out := make([]value, len(items))
 	if a := arg(nil, kw, 0, "attribute", nil); a != nil {
 		get := attrGetter(a)
-		def, hasDef := Value(nil), false
+		def, hasDef := value(nil), false
 		if kw != nil {
 			def, hasDef = kw.Get("default")
 		}
@@ -522,7 +522,7 @@ func fMap(r *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 				out[i] = def
 			}
 		}
-		return &List{Items: out}, nil
+		return &list{Items: out}, nil
 	}
 	if len(args) == 0 {
 		return nil, fmt.Errorf("map needs a filter name or attribute=")
@@ -540,20 +540,20 @@ func fMap(r *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 			return nil, err
 		}
 	}
-	return &List{Items: out}, nil
+	return &list{Items: out}, nil
 }
 
 func fSelect(keep, byAttr bool) filterFunc {
-	return func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	return func(_ *renderer, v value, args []value, kw *dict) (value, error) {
 		if !truthy(v) {
 			// Jinja skips a falsy input (none included) without iterating it.
-			return &List{}, nil
+			return &list{}, nil
 		}
 		items, err := iterate(v)
 		if err != nil {
 			return nil, err
 		}
-		var get func(Value) Value
+		var get func(value) value
 		if byAttr {
 			if len(args) == 0 {
 				return nil, fmt.Errorf("missing attribute name")
@@ -572,7 +572,7 @@ func fSelect(keep, byAttr bool) filterFunc {
 			}
 			args = args[1:]
 		}
-		var out []Value
+		var out []value
 		for _, it := range items {
 			x := it
 			if get != nil {
@@ -588,11 +588,11 @@ func fSelect(keep, byAttr bool) filterFunc {
 				out = append(out, it)
 			}
 		}
-		return &List{Items: out}, nil
+		return &list{Items: out}, nil
 	}
 }
 
-func fInt(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fInt(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	def := arg(args, kw, 0, "default", int64(0))
 	switch x := v.(type) {
 	case int64:
@@ -619,7 +619,7 @@ func fInt(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return def, nil
 }
 
-func fFloat(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fFloat(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	def := arg(args, kw, 0, "default", 0.0)
 	if _, f, _, ok := toNumber(v); ok {
 		return f, nil
@@ -632,7 +632,7 @@ func fFloat(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return def, nil
 }
 
-func fAbs(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
+func fAbs(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	if b, ok := v.(bool); ok {
 		v, _, _, _ = toNumber(b)
 	}
@@ -648,7 +648,7 @@ func fAbs(_ *renderer, v Value, _ []Value, _ *Dict) (Value, error) {
 	return nil, fmt.Errorf("bad operand type for abs(): %s", typeName(v))
 }
 
-func fRound(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fRound(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	prec, err := argInt(args, kw, 0, "precision", 0)
 	if err != nil {
 		return nil, err
@@ -690,12 +690,12 @@ func fRound(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return r, nil
 }
 
-func fSum(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fSum(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	items, err := iterate(v)
 	if err != nil {
 		return nil, err
 	}
-	var get func(Value) Value
+	var get func(value) value
 	if a := arg(args, kw, 0, "attribute", nil); a != nil {
 		get = attrGetter(a)
 	}
@@ -712,20 +712,20 @@ func fSum(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 }
 
 func fMinMax(sign int) filterFunc {
-	return func(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+	return func(_ *renderer, v value, args []value, kw *dict) (value, error) {
 		items, err := iterate(v)
 		if err != nil {
 			return nil, err
 		}
 		if len(items) == 0 {
-			return Undefined{}, nil
+			return undef{}, nil
 		}
 		cs := truthy(arg(args, kw, 0, "case_sensitive", false))
-		var get func(Value) Value
+		var get func(value) value
 		if a := arg(args, kw, 1, "attribute", nil); a != nil {
 			get = attrGetter(a)
 		}
-		key := func(x Value) Value {
+		key := func(x value) value {
 			if get != nil {
 				x = get(x)
 			}
@@ -748,7 +748,7 @@ func fMinMax(sign int) filterFunc {
 	}
 }
 
-func fIndent(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fIndent(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	var pad string
 	switch w := arg(args, kw, 0, "width", int64(4)).(type) {
 	case int64:
@@ -781,7 +781,7 @@ func fIndent(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return b.String(), nil
 }
 
-func fBatch(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fBatch(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	n, err := argInt(args, kw, 0, "linecount", 1)
 	if err != nil {
 		return nil, err
@@ -793,20 +793,20 @@ func fBatch(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	fill, hasFill := Value(nil), len(args) > 1
+	fill, hasFill := value(nil), len(args) > 1
 	if hasFill {
 		fill = args[1]
 	}
-	var out []Value
+	var out []value
 	for i := 0; i < len(items); i += int(n) {
 		end := min(i+int(n), len(items))
-		row := append([]Value(nil), items[i:end]...)
+		row := append([]value(nil), items[i:end]...)
 		for hasFill && len(row) < int(n) {
 			row = append(row, fill)
 		}
-		out = append(out, &List{Items: row})
+		out = append(out, &list{Items: row})
 	}
-	return &List{Items: out}, nil
+	return &list{Items: out}, nil
 }
 
 // jsonOpts are json.dumps's options as Hugging Face's tojson passes them.
@@ -821,7 +821,7 @@ type jsonOpts struct {
 // fToJSON is Hugging Face's tojson: json.dumps(x, ensure_ascii=False,
 // indent=None, separators=None, sort_keys=False), arguments in that order,
 // keys in insertion order.
-func fToJSON(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
+func fToJSON(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	o := jsonOpts{itemSep: ", ", keySep: ": "}
 	o.ascii = truthy(arg(args, kw, 0, "ensure_ascii", false))
 	switch x := arg(args, kw, 1, "indent", nil).(type) {
@@ -841,7 +841,7 @@ func fToJSON(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 		o.itemSep = ","
 	}
 	switch x := arg(args, kw, 2, "separators", nil).(type) {
-	case *List:
+	case *list:
 		if len(x.Items) != 2 {
 			return nil, fmt.Errorf("separators must be a pair of strings")
 		}
@@ -863,7 +863,7 @@ func fToJSON(_ *renderer, v Value, args []Value, kw *Dict) (Value, error) {
 	return b.String(), nil
 }
 
-func writeJSON(b *strings.Builder, v Value, o *jsonOpts, level int) error {
+func writeJSON(b *strings.Builder, v value, o *jsonOpts, level int) error {
 	if level > maxDepth {
 		return fmt.Errorf("%w: value nested too deeply for tojson", ErrBudget)
 	}
@@ -902,7 +902,7 @@ func writeJSON(b *strings.Builder, v Value, o *jsonOpts, level int) error {
 		}
 	case string:
 		writeJSONString(b, x, o.ascii)
-	case *List:
+	case *list:
 		if len(x.Items) == 0 {
 			b.WriteString("[]")
 			return nil
@@ -919,7 +919,7 @@ func writeJSON(b *strings.Builder, v Value, o *jsonOpts, level int) error {
 		}
 		newline(level)
 		b.WriteByte(']')
-	case *Dict:
+	case *dict:
 		if x.Len() == 0 {
 			b.WriteString("{}")
 			return nil
@@ -929,11 +929,11 @@ func writeJSON(b *strings.Builder, v Value, o *jsonOpts, level int) error {
 			order[i] = i
 		}
 		if o.sortKeys {
-			idx := make([]Value, len(order))
+			idx := make([]value, len(order))
 			for i := range idx {
 				idx[i] = int64(i)
 			}
-			if err := sortValues(idx, func(v Value) Value { return x.keys[v.(int64)] }, false, true); err != nil {
+			if err := sortValues(idx, func(v value) value { return x.keys[v.(int64)] }, false, true); err != nil {
 				return err
 			}
 			for i := range idx {
@@ -1013,7 +1013,7 @@ var tests map[string]testFunc
 
 func init() {
 	cmpTest := func(op string) testFunc {
-		return func(v Value, args []Value) (bool, error) {
+		return func(v value, args []value) (bool, error) {
 			if len(args) != 1 {
 				return false, fmt.Errorf("needs one argument")
 			}
@@ -1021,64 +1021,64 @@ func init() {
 		}
 	}
 	tests = map[string]testFunc{
-		"defined":   func(v Value, _ []Value) (bool, error) { return !isUndefined(v), nil },
-		"undefined": func(v Value, _ []Value) (bool, error) { return isUndefined(v), nil },
-		"none":      func(v Value, _ []Value) (bool, error) { return v == nil, nil },
-		"string":    func(v Value, _ []Value) (bool, error) { return isStr(v), nil },
-		"boolean": func(v Value, _ []Value) (bool, error) {
+		"defined":   func(v value, _ []value) (bool, error) { return !isUndefined(v), nil },
+		"undefined": func(v value, _ []value) (bool, error) { return isUndefined(v), nil },
+		"none":      func(v value, _ []value) (bool, error) { return v == nil, nil },
+		"string":    func(v value, _ []value) (bool, error) { return isStr(v), nil },
+		"boolean": func(v value, _ []value) (bool, error) {
 			_, ok := v.(bool)
 			return ok, nil
 		},
-		"true":  func(v Value, _ []Value) (bool, error) { return v == true, nil },
-		"false": func(v Value, _ []Value) (bool, error) { return v == false, nil },
-		"number": func(v Value, _ []Value) (bool, error) {
+		"true":  func(v value, _ []value) (bool, error) { return v == true, nil },
+		"false": func(v value, _ []value) (bool, error) { return v == false, nil },
+		"number": func(v value, _ []value) (bool, error) {
 			_, _, _, ok := toNumber(v)
 			return ok, nil
 		},
-		"integer": func(v Value, _ []Value) (bool, error) {
+		"integer": func(v value, _ []value) (bool, error) {
 			_, ok := v.(int64)
 			return ok, nil
 		},
-		"float": func(v Value, _ []Value) (bool, error) {
+		"float": func(v value, _ []value) (bool, error) {
 			_, ok := v.(float64)
 			return ok, nil
 		},
-		"mapping": func(v Value, _ []Value) (bool, error) {
-			d, ok := v.(*Dict)
+		"mapping": func(v value, _ []value) (bool, error) {
+			d, ok := v.(*dict)
 			return ok && !d.Namespace, nil
 		},
-		"iterable": func(v Value, _ []Value) (bool, error) {
+		"iterable": func(v value, _ []value) (bool, error) {
 			switch v.(type) {
-			case string, *List, Undefined:
+			case string, *list, undef:
 				return true, nil
-			case *Dict:
-				return !v.(*Dict).Namespace, nil
+			case *dict:
+				return !v.(*dict).Namespace, nil
 			}
 			return false, nil
 		},
-		"sequence": func(v Value, _ []Value) (bool, error) {
+		"sequence": func(v value, _ []value) (bool, error) {
 			switch v.(type) {
-			case string, *List, *Dict:
-				return true, nil
-			}
-			return false, nil
-		},
-		"callable": func(v Value, _ []Value) (bool, error) {
-			switch v.(type) {
-			case *Macro, *builtin, *method:
+			case string, *list, *dict:
 				return true, nil
 			}
 			return false, nil
 		},
-		"odd": func(v Value, _ []Value) (bool, error) {
+		"callable": func(v value, _ []value) (bool, error) {
+			switch v.(type) {
+			case *macro, *builtin, *method:
+				return true, nil
+			}
+			return false, nil
+		},
+		"odd": func(v value, _ []value) (bool, error) {
 			m, err := arith("%", v, int64(2))
 			return err == nil && equal(m, int64(1)), err
 		},
-		"even": func(v Value, _ []Value) (bool, error) {
+		"even": func(v value, _ []value) (bool, error) {
 			m, err := arith("%", v, int64(2))
 			return err == nil && equal(m, int64(0)), err
 		},
-		"divisibleby": func(v Value, args []Value) (bool, error) {
+		"divisibleby": func(v value, args []value) (bool, error) {
 			if len(args) != 1 {
 				return false, fmt.Errorf("needs one argument")
 			}
@@ -1088,25 +1088,25 @@ func init() {
 			}
 			return equal(m, int64(0)), nil
 		},
-		"lower": func(v Value, _ []Value) (bool, error) {
+		"lower": func(v value, _ []value) (bool, error) {
 			return pyCased(toStr(v), unicode.IsLower, unicode.IsUpper), nil
 		},
-		"upper": func(v Value, _ []Value) (bool, error) {
+		"upper": func(v value, _ []value) (bool, error) {
 			return pyCased(toStr(v), unicode.IsUpper, unicode.IsLower), nil
 		},
-		"sameas": func(v Value, args []Value) (bool, error) {
+		"sameas": func(v value, args []value) (bool, error) {
 			if len(args) != 1 {
 				return false, fmt.Errorf("needs one argument")
 			}
 			switch a := v.(type) {
-			case *List, *Dict:
+			case *list, *dict:
 				return v == args[0], nil
 			case nil, bool:
 				return args[0] == a, nil
 			}
 			return equal(v, args[0]), nil
 		},
-		"in": func(v Value, args []Value) (bool, error) {
+		"in": func(v value, args []value) (bool, error) {
 			if len(args) != 1 {
 				return false, fmt.Errorf("needs one argument")
 			}
@@ -1133,10 +1133,10 @@ func pyCased(s string, want, other func(rune) bool) bool {
 	return seen
 }
 
-var globals map[string]Value
+var globals map[string]value
 
 func init() {
-	globals = map[string]Value{
+	globals = map[string]value{
 		"range":           &builtin{name: "range", fn: gRange},
 		"namespace":       &builtin{name: "namespace", fn: gNamespace},
 		"dict":            &builtin{name: "dict", fn: gDict},
@@ -1145,7 +1145,7 @@ func init() {
 	}
 }
 
-func gRange(_ *renderer, args []Value, _ *Dict) (Value, error) {
+func gRange(_ *renderer, args []value, _ *dict) (value, error) {
 	var ns [3]int64
 	ns[2] = 1
 	if len(args) == 0 || len(args) > 3 {
@@ -1177,18 +1177,18 @@ func gRange(_ *renderer, args []Value, _ *Dict) (Value, error) {
 	if count > maxItems {
 		return nil, fmt.Errorf("%w: range of %d items", ErrBudget, count)
 	}
-	out := make([]Value, count)
+	out := make([]value, count)
 	for i := range out {
 		out[i] = start + int64(i)*step
 	}
-	return &List{Items: out}, nil
+	return &list{Items: out}, nil
 }
 
-func gNamespace(_ *renderer, args []Value, kw *Dict) (Value, error) {
-	d := NewDict()
+func gNamespace(_ *renderer, args []value, kw *dict) (value, error) {
+	d := newDict()
 	d.Namespace = true
 	for _, a := range args {
-		src, ok := a.(*Dict)
+		src, ok := a.(*dict)
 		if !ok {
 			return nil, fmt.Errorf("namespace() positional arguments must be mappings")
 		}
@@ -1204,10 +1204,10 @@ func gNamespace(_ *renderer, args []Value, kw *Dict) (Value, error) {
 	return d, nil
 }
 
-func gDict(_ *renderer, args []Value, kw *Dict) (Value, error) {
-	d := NewDict()
+func gDict(_ *renderer, args []value, kw *dict) (value, error) {
+	d := newDict()
 	for _, a := range args {
-		src, ok := a.(*Dict)
+		src, ok := a.(*dict)
 		if !ok {
 			return nil, fmt.Errorf("dict() positional arguments must be mappings")
 		}
@@ -1223,7 +1223,7 @@ func gDict(_ *renderer, args []Value, kw *Dict) (Value, error) {
 	return d, nil
 }
 
-func gRaise(_ *renderer, args []Value, _ *Dict) (Value, error) {
+func gRaise(_ *renderer, args []value, _ *dict) (value, error) {
 	msg := ""
 	if len(args) > 0 {
 		msg = toStr(args[0])
@@ -1234,7 +1234,7 @@ func gRaise(_ *renderer, args []Value, _ *Dict) (Value, error) {
 // nowFunc is the clock strftime_now reads; tests replace it.
 var nowFunc = time.Now
 
-func gStrftimeNow(_ *renderer, args []Value, _ *Dict) (Value, error) {
+func gStrftimeNow(_ *renderer, args []value, _ *dict) (value, error) {
 	if len(args) != 1 {
 		return nil, fmt.Errorf("strftime_now expects one format argument")
 	}
@@ -1331,7 +1331,7 @@ var dictMethods = map[string]struct{}{"items": {}, "keys": {}, "values": {}, "ge
 
 var listMethods = map[string]struct{}{"append": {}, "pop": {}, "index": {}, "count": {}, "extend": {}, "insert": {}, "copy": {}}
 
-func stripArg(args []Value) (string, bool, error) {
+func stripArg(args []value) (string, bool, error) {
 	if len(args) == 0 || args[0] == nil {
 		return "", false, nil
 	}
@@ -1342,13 +1342,13 @@ func stripArg(args []Value) (string, bool, error) {
 	return s, true, nil
 }
 
-func callMethod(r *renderer, m *method, args []Value, kw *Dict) (Value, error) {
+func callMethod(r *renderer, m *method, args []value, kw *dict) (value, error) {
 	switch x := m.recv.(type) {
 	case string:
 		return strMethod(x, m.name, args, kw)
-	case *Dict:
+	case *dict:
 		return dictMethod(x, m.name, args)
-	case *List:
+	case *list:
 		return listMethod(x, m.name, args)
 	case *loopInfo:
 		if len(args) == 0 {
@@ -1359,7 +1359,7 @@ func callMethod(r *renderer, m *method, args []Value, kw *Dict) (Value, error) {
 	return nil, fmt.Errorf("no method %s on %s", m.name, typeName(m.recv))
 }
 
-func strMethod(s, name string, args []Value, kw *Dict) (Value, error) {
+func strMethod(s, name string, args []value, kw *dict) (value, error) {
 	switch name {
 	case "strip", "lstrip", "rstrip":
 		chars, has, err := stripArg(args)
@@ -1383,11 +1383,11 @@ func strMethod(s, name string, args []Value, kw *Dict) (Value, error) {
 		if len(args) != 1 {
 			return nil, fmt.Errorf("%s expects one argument", name)
 		}
-		var cands []Value
+		var cands []value
 		switch a := args[0].(type) {
 		case string:
-			cands = []Value{a}
-		case *List:
+			cands = []value{a}
+		case *list:
 			cands = a.Items
 		default:
 			return nil, fmt.Errorf("%s argument must be a string or tuple, not %s", name, typeName(args[0]))
@@ -1427,21 +1427,21 @@ func strMethod(s, name string, args []Value, kw *Dict) (Value, error) {
 				parts = rsplitN(s, sep, int(min(n, math.MaxInt32)))
 			}
 		}
-		out := make([]Value, len(parts))
+		out := make([]value, len(parts))
 		for i, p := range parts {
 			out[i] = p
 		}
-		return &List{Items: out}, nil
+		return &list{Items: out}, nil
 	case "splitlines":
 		lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
 		if len(lines) > 0 && lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
 		}
-		out := make([]Value, len(lines))
+		out := make([]value, len(lines))
 		for i, p := range lines {
 			out[i] = p
 		}
-		return &List{Items: out}, nil
+		return &list{Items: out}, nil
 	case "replace":
 		if len(args) < 2 {
 			return nil, fmt.Errorf("replace expects two arguments")
@@ -1489,7 +1489,7 @@ func strMethod(s, name string, args []Value, kw *Dict) (Value, error) {
 		if len(args) != 1 {
 			return nil, fmt.Errorf("join expects one argument")
 		}
-		return fJoin(nil, args[0], []Value{s}, nil)
+		return fJoin(nil, args[0], []value{s}, nil)
 	case "isdigit", "isspace", "isalpha":
 		if s == "" {
 			return false, nil
@@ -1563,14 +1563,14 @@ func rsplitN(s, sep string, n int) []string {
 	return append([]string{s}, out...)
 }
 
-func dictMethod(d *Dict, name string, args []Value) (Value, error) {
+func dictMethod(d *dict, name string, args []value) (value, error) {
 	switch name {
 	case "items":
 		return dictItems(d), nil
 	case "keys":
-		return &List{Items: append([]Value(nil), d.keys...)}, nil
+		return &list{Items: append([]value(nil), d.keys...)}, nil
 	case "values":
-		return &List{Items: append([]Value(nil), d.vals...)}, nil
+		return &list{Items: append([]value(nil), d.vals...)}, nil
 	case "get":
 		if len(args) < 1 {
 			return nil, fmt.Errorf("get expects a key")
@@ -1596,7 +1596,7 @@ func dictMethod(d *Dict, name string, args []Value) (Value, error) {
 		return nil, fmt.Errorf("key %s not found", toStr(args[0]))
 	case "update":
 		for _, a := range args {
-			src, ok := a.(*Dict)
+			src, ok := a.(*dict)
 			if !ok {
 				return nil, fmt.Errorf("update expects a mapping")
 			}
@@ -1606,7 +1606,7 @@ func dictMethod(d *Dict, name string, args []Value) (Value, error) {
 		}
 		return nil, nil
 	case "copy":
-		c := NewDict()
+		c := newDict()
 		for i := range d.keys {
 			c.Set(d.keys[i], d.vals[i])
 		}
@@ -1615,7 +1615,7 @@ func dictMethod(d *Dict, name string, args []Value) (Value, error) {
 	return nil, fmt.Errorf("dict has no method %s", name)
 }
 
-func listMethod(l *List, name string, args []Value) (Value, error) {
+func listMethod(l *list, name string, args []value) (value, error) {
 	switch name {
 	case "append":
 		if len(args) != 1 {
@@ -1699,7 +1699,7 @@ func listMethod(l *List, name string, args []Value) (Value, error) {
 		}
 		return n, nil
 	case "copy":
-		return &List{Items: append([]Value(nil), l.Items...)}, nil
+		return &list{Items: append([]value(nil), l.Items...)}, nil
 	}
 	return nil, fmt.Errorf("list has no method %s", name)
 }

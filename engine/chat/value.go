@@ -9,27 +9,27 @@ import (
 	"unicode/utf8"
 )
 
-// Value is a template value: nil (Python None), Undefined, bool, int64,
-// float64, string, *List, *Dict, or a callable (*Macro, *builtin, *method,
+// value is a template value: nil (Python None), undef, bool, int64,
+// float64, string, *list, *dict, or a callable (*macro, *builtin, *method,
 // *loopInfo). Lists and dicts are references, as in Python.
-type Value = any
+type value = any
 
-// Undefined is Jinja's undefined value: renders empty, is falsy, iterates
+// undef is Jinja's undefined value: renders empty, is falsy, iterates
 // as empty, and its attributes are undefined too.
-type Undefined struct{ Name string }
+type undef struct{ Name string }
 
-// List is a Python list (or tuple when Tuple is set, which only changes how
+// list is a Python list (or tuple when Tuple is set, which only changes how
 // it prints).
-type List struct {
-	Items []Value
+type list struct {
+	Items []value
 	Tuple bool
 }
 
-// Dict is an insertion-ordered mapping with scalar keys. Namespace marks
+// dict is an insertion-ordered mapping with scalar keys. Namespace marks
 // objects made by namespace(), whose attributes "set" may assign.
-type Dict struct {
-	keys      []Value
-	vals      []Value
+type dict struct {
+	keys      []value
+	vals      []value
 	idx       map[dictKey]int
 	Namespace bool
 }
@@ -39,7 +39,7 @@ type dictKey struct {
 	s    string
 }
 
-func keyOf(v Value) (dictKey, bool) {
+func keyOf(v value) (dictKey, bool) {
 	switch x := v.(type) {
 	case string:
 		return dictKey{'s', x}, true
@@ -61,11 +61,11 @@ func keyOf(v Value) (dictKey, bool) {
 	return dictKey{}, false
 }
 
-// NewDict returns an empty dict.
-func NewDict() *Dict { return &Dict{idx: map[dictKey]int{}} }
+// newDict returns an empty dict.
+func newDict() *dict { return &dict{idx: map[dictKey]int{}} }
 
 // Set inserts or replaces key; it reports false for unhashable keys.
-func (d *Dict) Set(k, v Value) bool {
+func (d *dict) Set(k, v value) bool {
 	hk, ok := keyOf(k)
 	if !ok {
 		return false
@@ -81,7 +81,7 @@ func (d *Dict) Set(k, v Value) bool {
 }
 
 // Get returns the value at key.
-func (d *Dict) Get(k Value) (Value, bool) {
+func (d *dict) Get(k value) (value, bool) {
 	hk, ok := keyOf(k)
 	if !ok {
 		return nil, false
@@ -94,9 +94,9 @@ func (d *Dict) Get(k Value) (Value, bool) {
 }
 
 // Len is the number of entries.
-func (d *Dict) Len() int { return len(d.keys) }
+func (d *dict) Len() int { return len(d.keys) }
 
-func (d *Dict) delete(k Value) {
+func (d *dict) delete(k value) {
 	hk, ok := keyOf(k)
 	if !ok {
 		return
@@ -114,16 +114,16 @@ func (d *Dict) delete(k Value) {
 	}
 }
 
-func isUndefined(v Value) bool {
-	_, ok := v.(Undefined)
+func isUndefined(v value) bool {
+	_, ok := v.(undef)
 	return ok
 }
 
 // truthy follows Python: empty strings and containers, zero, None and
 // undefined are false.
-func truthy(v Value) bool {
+func truthy(v value) bool {
 	switch x := v.(type) {
-	case nil, Undefined:
+	case nil, undef:
 		return false
 	case bool:
 		return x
@@ -133,20 +133,20 @@ func truthy(v Value) bool {
 		return x != 0
 	case string:
 		return x != ""
-	case *List:
+	case *list:
 		return len(x.Items) > 0
-	case *Dict:
+	case *dict:
 		return x.Len() > 0 || x.Namespace
 	}
 	return true
 }
 
 // toStr is Python's str() as Jinja applies it when printing.
-func toStr(v Value) string {
+func toStr(v value) string {
 	switch x := v.(type) {
 	case string:
 		return x
-	case Undefined:
+	case undef:
 		return ""
 	}
 	var b strings.Builder
@@ -190,7 +190,7 @@ func formatFloat(f float64) string {
 // writeRepr writes Python's repr (quoted=true) or str of v. It stops
 // early past MaxOutput bytes or maxDepth levels (self-containing lists), so
 // the caller's length check then fails instead of memory running out.
-func writeRepr(b *strings.Builder, v Value, quoted bool, depth int) {
+func writeRepr(b *strings.Builder, v value, quoted bool, depth int) {
 	if b.Len() > MaxOutput {
 		return
 	}
@@ -201,7 +201,7 @@ func writeRepr(b *strings.Builder, v Value, quoted bool, depth int) {
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("None")
-	case Undefined:
+	case undef:
 		if quoted {
 			b.WriteString("Undefined")
 		}
@@ -221,7 +221,7 @@ func writeRepr(b *strings.Builder, v Value, quoted bool, depth int) {
 		} else {
 			b.WriteString(x)
 		}
-	case *List:
+	case *list:
 		open, close := "[", "]"
 		if x.Tuple {
 			open, close = "(", ")"
@@ -237,7 +237,7 @@ func writeRepr(b *strings.Builder, v Value, quoted bool, depth int) {
 			b.WriteString(",")
 		}
 		b.WriteString(close)
-	case *Dict:
+	case *dict:
 		if x.Namespace {
 			b.WriteString("<Namespace ")
 		}
@@ -287,11 +287,11 @@ func writePyStr(b *strings.Builder, s string) {
 	b.WriteByte(q)
 }
 
-func typeName(v Value) string {
+func typeName(v value) string {
 	switch v.(type) {
 	case nil:
 		return "NoneType"
-	case Undefined:
+	case undef:
 		return "Undefined"
 	case bool:
 		return "bool"
@@ -301,11 +301,11 @@ func typeName(v Value) string {
 		return "float"
 	case string:
 		return "str"
-	case *List:
+	case *list:
 		return "list"
-	case *Dict:
+	case *dict:
 		return "dict"
-	case *Macro:
+	case *macro:
 		return "macro"
 	case *builtin, *method:
 		return "function"
@@ -316,7 +316,7 @@ func typeName(v Value) string {
 }
 
 // toNumber converts bools and numbers for arithmetic.
-func toNumber(v Value) (i int64, f float64, isFloat, ok bool) {
+func toNumber(v value) (i int64, f float64, isFloat, ok bool) {
 	switch x := v.(type) {
 	case bool:
 		if x {
@@ -332,9 +332,9 @@ func toNumber(v Value) (i int64, f float64, isFloat, ok bool) {
 }
 
 // equal is Python ==.
-func equal(a, b Value) bool { return equalDepth(a, b, 0) }
+func equal(a, b value) bool { return equalDepth(a, b, 0) }
 
-func equalDepth(a, b Value, depth int) bool {
+func equalDepth(a, b value, depth int) bool {
 	if depth > maxDepth {
 		return false
 	}
@@ -350,13 +350,13 @@ func equalDepth(a, b Value, depth int) bool {
 	switch x := a.(type) {
 	case nil:
 		return b == nil
-	case Undefined:
+	case undef:
 		return isUndefined(b)
 	case string:
 		y, ok := b.(string)
 		return ok && x == y
-	case *List:
-		y, ok := b.(*List)
+	case *list:
+		y, ok := b.(*list)
 		if !ok || len(x.Items) != len(y.Items) {
 			return false
 		}
@@ -366,8 +366,8 @@ func equalDepth(a, b Value, depth int) bool {
 			}
 		}
 		return true
-	case *Dict:
-		y, ok := b.(*Dict)
+	case *dict:
+		y, ok := b.(*dict)
 		if !ok || x.Len() != y.Len() {
 			return false
 		}
@@ -386,9 +386,9 @@ func equalDepth(a, b Value, depth int) bool {
 }
 
 // compare orders numbers and strings (and lists element-wise) as Python.
-func compare(a, b Value) (int, error) { return compareDepth(a, b, 0) }
+func compare(a, b value) (int, error) { return compareDepth(a, b, 0) }
 
-func compareDepth(a, b Value, depth int) (int, error) {
+func compareDepth(a, b value, depth int) (int, error) {
 	if depth > maxDepth {
 		return 0, fmt.Errorf("%w: values nested too deeply to compare", ErrBudget)
 	}
@@ -408,8 +408,8 @@ func compareDepth(a, b Value, depth int) (int, error) {
 			return strings.Compare(x, y), nil
 		}
 	}
-	if x, ok := a.(*List); ok {
-		if y, ok := b.(*List); ok {
+	if x, ok := a.(*list); ok {
+		if y, ok := b.(*list); ok {
 			for i := 0; i < len(x.Items) && i < len(y.Items); i++ {
 				c, err := compareDepth(x.Items[i], y.Items[i], depth+1)
 				if err != nil || c != 0 {
@@ -424,19 +424,19 @@ func compareDepth(a, b Value, depth int) (int, error) {
 
 // iterate returns the items a for loop visits: list items, dict keys,
 // string characters; undefined iterates as empty.
-func iterate(v Value) ([]Value, error) {
+func iterate(v value) ([]value, error) {
 	switch x := v.(type) {
-	case Undefined:
+	case undef:
 		return nil, nil
-	case *List:
+	case *list:
 		return x.Items, nil
-	case *Dict:
-		return append([]Value(nil), x.keys...), nil
+	case *dict:
+		return append([]value(nil), x.keys...), nil
 	case string:
 		if len(x) > maxItems {
 			return nil, fmt.Errorf("%w: iterating a string of %d bytes", ErrBudget, len(x))
 		}
-		out := make([]Value, 0, len(x))
+		out := make([]value, 0, len(x))
 		for _, r := range x {
 			out = append(out, string(r))
 		}
@@ -445,23 +445,23 @@ func iterate(v Value) ([]Value, error) {
 	return nil, fmt.Errorf("%s is not iterable", typeName(v))
 }
 
-func length(v Value) (int, bool) {
+func length(v value) (int, bool) {
 	switch x := v.(type) {
-	case Undefined:
+	case undef:
 		return 0, true
 	case string:
 		return utf8.RuneCountInString(x), true
-	case *List:
+	case *list:
 		return len(x.Items), true
-	case *Dict:
+	case *dict:
 		return x.Len(), true
 	}
 	return 0, false
 }
 
-func sortValues(items []Value, key func(Value) Value, reverse, caseSensitive bool) error {
+func sortValues(items []value, key func(value) value, reverse, caseSensitive bool) error {
 	var err error
-	keyed := func(v Value) Value {
+	keyed := func(v value) value {
 		if key != nil {
 			v = key(v)
 		}
