@@ -45,7 +45,8 @@ func useVariant(t *testing.T, name string) {
 }
 
 // simdActBytes is the size of n activations of type vt, from ggml's block
-// structs (kept here because gguf's trait table may lag ggml's layout).
+// structs rather than gguf's trait table, so the tests do not take the
+// sizes from the code they check.
 func simdActBytes(vt gguf.Type, n int) int {
 	switch vt {
 	case gguf.Q8_0:
