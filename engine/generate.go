@@ -66,8 +66,8 @@ type GenerateStats struct {
 // cache afterwards (the last one too when it was decoded, see
 // GenerateStats.LastTokenCached), so a conversation can continue from
 // Pos(). Cancel makes it return ErrCancelled.
-func (s *Session) Generate(prompt []int32, p GenerateParams, emit func(piece string) bool) (GenerateStats, error) {
-	st := GenerateStats{LastToken: -1}
+func (s *Session) Generate(prompt []int32, p GenerateParams, emit func(piece string) bool) (st GenerateStats, err error) {
+	st.LastToken = -1
 	if err := s.enter("generate"); err != nil {
 		return st, err
 	}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/moonlm/moonlm/engine"
+	"github.com/moonlm/moonlm/internal/shareddata"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// captureStdout runs f with os.Stdout redirected and returns what it wrote.
+func captureStdout(t *testing.T, f func() error) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	ferr := f()
+	os.Stdout = old
+	w.Close()
+	return <-done, ferr
+}
+
+// TestGenerateCommandIDs: greedy --ids output equals llama.cpp's greedy
+// continuation of the first stories260K reference prompt.
+func TestGenerateCommandIDs(t *testing.T) {
+	model := shareddata.Path(t, "models/stories260K.gguf")
+	f, err := os.Open(shareddata.Path(t, "reference/stories260K.ref.jsonl"))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	require.True(t, sc.Scan())
+	var ref struct {
+		Prompt string  `json:"prompt"`
+		Greedy []int32 `json:"greedy"`
+	}
+	require.NoError(t, json.Unmarshal(sc.Bytes(), &ref))
+
+	out, err := captureStdout(t, func() error {
+		return runGenerate([]string{"-m", model, "-p", ref.Prompt, "--temp", "0", "-n", "20", "--ids", "-t", "1"})
+	})
+	require.NoError(t, err)
+	var got []int32
+	for _, w := range strings.Fields(out) {
+		id, err := strconv.Atoi(w)
+		require.NoError(t, err)
+		got = append(got, int32(id))
+	}
+	assert.Equal(t, ref.Greedy[:20], got)
+
+	text, err := captureStdout(t, func() error {
+		return runGenerate([]string{"--model", model, "--prompt", ref.Prompt, "--temp=0", "-n", "20"})
+	})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(text, ", there was a little girl"), "continuation %q", text)
+}
+
+func TestGenerateCommandErrors(t *testing.T) {
+	assert.Error(t, runGenerate([]string{"-p", "x"}))
+	assert.Error(t, runGenerate([]string{"-m", filepath.Join(t.TempDir(), "none.gguf"), "-p", "x"}))
+	assert.Error(t, runGenerate([]string{"--bogus"}))
+}
+
+// TestPerplexity: the model scores its own greedy text (the golden story)
+// as far more likely than the same words shuffled.
+func TestPerplexity(t *testing.T) {
+	m, err := engine.Open(shareddata.Path(t, "models/stories260K.gguf"), engine.ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	golden, err := os.ReadFile(shareddata.Path(t, "models/stories260K.golden.txt"))
+	require.NoError(t, err)
+	text := strings.Repeat(string(golden), 2)
+	res, err := perplexity(m, text, 64, -1, false, nil)
+	require.NoError(t, err)
+	assert.Greater(t, res.chunks, 4)
+	assert.Equal(t, res.chunks*(64-32-1), res.count)
+	assert.Less(t, res.ppl, 3.0)
+	assert.Greater(t, res.ppl, 1.0)
+
+	words := strings.Fields(text)
+	for i := range words { // a fixed permutation
+		j := (i*7919 + 13) % len(words)
+		words[i], words[j] = words[j], words[i]
+	}
+	shuffled, err := perplexity(m, strings.Join(words, " "), 64, -1, false, nil)
+	require.NoError(t, err)
+	assert.Greater(t, shuffled.ppl, 3*res.ppl)
+
+	_, err = perplexity(m, "too short", 64, -1, false, nil)
+	assert.ErrorIs(t, err, engine.ErrInvalidArgument)
+}
