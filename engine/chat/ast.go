@@ -93,6 +93,9 @@ type callExpr struct {
 	pos    Pos
 }
 
+// starExpr is *x in a call's arguments: x's items become arguments.
+type starExpr struct{ x expr }
+
 type filterExpr struct {
 	arg    expr
 	name   string

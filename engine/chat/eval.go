@@ -781,6 +781,18 @@ func repeat(s value, n int64) (value, error) {
 func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]value, *dict, error) {
 	var out []value
 	for _, a := range args {
+		if st, ok := a.(*starExpr); ok {
+			v, err := r.eval(st.x)
+			if err != nil {
+				return nil, nil, err
+			}
+			items, err := iterate(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("argument after *: %w", err)
+			}
+			out = append(out, items...)
+			continue
+		}
 		v, err := r.eval(a)
 		if err != nil {
 			return nil, nil, err

@@ -1142,7 +1142,25 @@ func init() {
 		"dict":            &builtin{name: "dict", fn: gDict},
 		"raise_exception": &builtin{name: "raise_exception", fn: gRaise},
 		"strftime_now":    &builtin{name: "strftime_now", fn: gStrftimeNow},
+		"joiner":          &builtin{name: "joiner", fn: gJoiner},
 	}
+}
+
+// gJoiner is Jinja's joiner(sep=", "): a callable that returns "" the first
+// time and sep afterwards.
+func gJoiner(_ *renderer, args []value, kw *dict) (value, error) {
+	sep, err := argStr(args, kw, 0, "sep", ", ")
+	if err != nil {
+		return nil, err
+	}
+	used := false
+	return &builtin{name: "joiner", fn: func(*renderer, []value, *dict) (value, error) {
+		if !used {
+			used = true
+			return "", nil
+		}
+		return sep, nil
+	}}, nil
 }
 
 func gRange(_ *renderer, args []value, _ *dict) (value, error) {

@@ -844,9 +844,16 @@ func (p *parser) parseArgs() (args []expr, kwName []string, kwVal []expr, err er
 				t := p.peek()
 				return nil, nil, nil, p.errAt(t.pos, "positional argument after keyword argument")
 			}
+			star := p.isOp("*")
+			if star {
+				p.next()
+			}
 			v, err := p.parseExpr()
 			if err != nil {
 				return nil, nil, nil, err
+			}
+			if star {
+				v = &starExpr{x: v}
 			}
 			args = append(args, v)
 		}

@@ -357,7 +357,7 @@ func equalDepth(a, b value, depth int) bool {
 		return ok && x == y
 	case *list:
 		y, ok := b.(*list)
-		if !ok || len(x.Items) != len(y.Items) {
+		if !ok || x.Tuple != y.Tuple || len(x.Items) != len(y.Items) {
 			return false
 		}
 		for i := range x.Items {
