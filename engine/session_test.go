@@ -364,3 +364,27 @@ func TestGreedyF16AndF32CacheAgreeOnStories(t *testing.T) {
 	defer b.Close()
 	assert.Equal(t, greedyTokens(t, a, prompt, 20), greedyTokens(t, b, prompt, 20))
 }
+
+// TestTruncatedMappingIsIOError truncates the model file under a loaded
+// model: touching the vanished pages raises SIGBUS, which must come back
+// as ErrIO from the pool's workers and from the calling goroutine alike.
+func TestTruncatedMappingIsIOError(t *testing.T) {
+	src, err := os.ReadFile(shareddata.Path(t, "models/stories260K.gguf"))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "stories.gguf")
+	require.NoError(t, os.WriteFile(path, src, 0o644))
+	for _, threads := range []int{1, 2} {
+		m, err := Open(path, ModelParams{Threads: threads})
+		require.NoError(t, err)
+		s, err := m.NewSession(SessionParams{NCtx: 64})
+		require.NoError(t, err)
+		require.NoError(t, os.Truncate(path, 4096))
+		logits := make([]float32, m.Info().VocabSize)
+		err = s.Prefill([]int32{1, 403, 407}, logits)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrIO, "threads %d: %v", threads, err)
+		s.Close()
+		require.NoError(t, m.Close())
+		require.NoError(t, os.WriteFile(path, src, 0o644))
+	}
+}
