@@ -125,6 +125,9 @@ func (s *Session) runMatrices(i, n int) {
 // quantize converts row (n values) into row dst of every activation buffer
 // the given weight types need.
 func (s *Session) quantize(row []float32, dst, n int, types ...gguf.Type) {
+	if s.actHook != nil {
+		s.actHook(row)
+	}
 	for k, wt := range types {
 		vt := kernels.VecDotType(wt)
 		dup := false

@@ -74,6 +74,10 @@ type Session struct {
 	fnMat    pool.Task
 	fnAttn   pool.Task
 	fnStage  pool.Task
+
+	// actHook, when set (by tests), rewrites every matrix input before it
+	// is converted to the weights' activation type.
+	actHook func(row []float32)
 }
 
 // mmJob is one matrix product of an operation.
