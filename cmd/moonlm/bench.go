@@ -435,47 +435,34 @@ func procStatus(field string) int64 {
 	return -1
 }
 
-// memReadGBs is a plain memory read benchmark: threads goroutines sum
-// disjoint parts of a 512 MiB buffer (eight accumulators each, so the loop
-// is not latency-bound); the best of three passes, in GB/s. It is the
-// bandwidth a weight-streaming decode can hope for.
+// memReadGBs is a plain memory read benchmark: threads goroutines each sum
+// the squares of a disjoint part of a 512 MiB float32 buffer with
+// kernels.Dot(a, a) (the SIMD dot product; both operands are the same
+// address, so memory sees one stream); the best of five passes, in GB/s. It
+// is the bandwidth a weight-streaming decode can hope for.
 func memReadGBs(threads int) float64 {
 	const size = 512 << 20
-	buf := make([]uint64, size/8)
+	buf := make([]float32, size/4)
 	for i := range buf {
-		buf[i] = uint64(i)
+		buf[i] = 1
 	}
 	best := 0.0
-	var sink uint64
-	var mu sync.Mutex
-	for pass := 0; pass < 3; pass++ {
+	sums := make([]float32, threads)
+	part := len(buf) / threads
+	for pass := 0; pass < 5; pass++ {
 		var wg sync.WaitGroup
-		part := len(buf) / threads
 		t := time.Now()
 		for w := 0; w < threads; w++ {
 			wg.Add(1)
-			go func(b []uint64) {
+			go func(w int) {
 				defer wg.Done()
-				var s0, s1, s2, s3, s4, s5, s6, s7 uint64
-				for i := 0; i+8 <= len(b); i += 8 {
-					s0 += b[i]
-					s1 += b[i+1]
-					s2 += b[i+2]
-					s3 += b[i+3]
-					s4 += b[i+4]
-					s5 += b[i+5]
-					s6 += b[i+6]
-					s7 += b[i+7]
-				}
-				mu.Lock()
-				sink += s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
-				mu.Unlock()
-			}(buf[w*part : (w+1)*part])
+				sums[w] = kernels.Dot(buf[w*part:(w+1)*part], buf[w*part:(w+1)*part])
+			}(w)
 		}
 		wg.Wait()
-		best = max(best, float64(part*threads*8)/time.Since(t).Seconds()/1e9)
+		best = max(best, float64(part*threads*4)/time.Since(t).Seconds()/1e9)
 	}
-	runtime.KeepAlive(sink)
+	runtime.KeepAlive(sums)
 	return best
 }
 
