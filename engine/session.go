@@ -98,6 +98,15 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 		return nil, fmt.Errorf("engine: new session: %w: context %d, threads %d", ErrInvalidArgument, p.NCtx, p.Threads)
 	}
 	f32 := p.KVF32
+	// A make() too large for memory is a fatal runtime error, not a panic
+	// we could recover, so refuse absurd caches up front.
+	elem := int64(2)
+	if f32 {
+		elem = 4
+	}
+	if full := int64(nCtx) * int64(c.nKV*c.headDim) * int64(c.nLayer) * 2 * elem; nCtx > 1<<26 || full > 1<<40 {
+		return nil, fmt.Errorf("engine: new session: %w: a context of %d needs a %d-byte KV cache", ErrOutOfMemory, nCtx, full)
+	}
 	switch p.KVType {
 	case gguf.F16, gguf.F32:
 	default:

@@ -208,6 +208,8 @@ func TestBadArguments(t *testing.T) {
 	assert.Equal(t, 1, s.Pos())
 	_, err = m.NewSession(SessionParams{NCtx: -1})
 	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = m.NewSession(SessionParams{NCtx: 1 << 30})
+	assert.ErrorIs(t, err, ErrOutOfMemory)
 	assert.ErrorIs(t, m.Close(), ErrBusy) // a session is open
 }
 
