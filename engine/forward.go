@@ -201,10 +201,16 @@ func (s *Session) stageToken(t, worker int) {
 		kc := s.cache
 		if kc.f32 {
 			copy(kc.k32[s.il][pos*kvDim:(pos+1)*kvDim], k)
-			copy(kc.v32[s.il][pos*kvDim:(pos+1)*kvDim], v)
+			V := kc.v32[s.il]
+			for i, x := range v {
+				V[kc.vAt(i)+pos] = x
+			}
 		} else {
 			kernels.F16Encode(kc.k16[s.il][pos*kvDim:(pos+1)*kvDim], k)
-			kernels.F16Encode(kc.v16[s.il][pos*kvDim:(pos+1)*kvDim], v)
+			V := kc.v16[s.il]
+			for i, x := range v {
+				V[kc.vAt(i)+pos] = kernels.F32ToF16(x)
+			}
 		}
 	case stAttnOut:
 		s.quantize(s.att[t*qDim:(t+1)*qDim], t, qDim, L.wo.Type)
@@ -273,17 +279,18 @@ func (s *Session) attendHead(t, h, worker int) {
 	}
 	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	sc := s.scores[worker][:pos-first+1]
+	n := pos - first + 1
+	sc := s.scores[worker][:n]
 	kc := s.cache
-	clear(out)
 	if kc.f32 {
 		K, V := kc.k32[s.il], kc.v32[s.il]
 		for j := first; j <= pos; j++ {
 			sc[j-first] = kernels.Dot(q, K[j*kvDim+g*hd:j*kvDim+(g+1)*hd]) * c.kqScale
 		}
 		kernels.Softmax(sc)
-		for j := first; j <= pos; j++ {
-			kernels.Axpy(out, sc[j-first], V[j*kvDim+g*hd:j*kvDim+(g+1)*hd])
+		for d := range out {
+			row := kc.vAt(g*hd + d)
+			out[d] = kernels.Dot(sc, V[row+first:row+pos+1])
 		}
 		return
 	}
@@ -294,11 +301,10 @@ func (s *Session) attendHead(t, h, worker int) {
 		sc[j-first] = kernels.DotF16(q16, K[j*kvDim+g*hd:j*kvDim+(g+1)*hd]) * c.kqScale
 	}
 	kernels.Softmax(sc)
-	for j := first; j <= pos; j++ {
-		w := kernels.F16ToF32(kernels.F32ToF16(sc[j-first]))
-		if w == 0 {
-			continue
-		}
-		kernels.AxpyF16(out, w, V[j*kvDim+g*hd:j*kvDim+(g+1)*hd])
+	w16 := s.w16[worker][:n]
+	kernels.F16Encode(w16, sc)
+	for d := range out {
+		row := kc.vAt(g*hd + d)
+		out[d] = kernels.DotF16(w16, V[row+first:row+pos+1])
 	}
 }

@@ -4,10 +4,14 @@ import (
 	"fmt"
 )
 
-// kvCache holds every layer's keys and values, position-major: the row of
-// position j is kvDim values (all KV heads). It starts small and doubles up
-// to the session's context size, so short conversations on long-context
-// models do not reserve gigabytes.
+// kvCache holds every layer's keys and values. Keys are position-major:
+// the row of position j is kvDim values (all KV heads). Values are stored
+// transposed, as ggml does without flash attention: row i (KV head g,
+// dimension d, i = g*headDim+d) holds that value for every position, with a
+// stride of cap, so the attention output is one dot product per dimension
+// between the softmax weights and a contiguous row. The cache starts small
+// and doubles up to the session's context size, so short conversations on
+// long-context models do not reserve gigabytes.
 type kvCache struct {
 	f32      bool
 	nLayer   int
@@ -49,6 +53,9 @@ func (c *kvCache) ensure(n, used int) error {
 	return c.grow(min(newCap, c.max), used)
 }
 
+// vAt is the offset of value row i (KV head and dimension) in a layer.
+func (c *kvCache) vAt(i int) int { return i * c.cap }
+
 // grow reallocates every layer to newCap positions, copying the first used.
 func (c *kvCache) grow(newCap, used int) (err error) {
 	defer func() {
@@ -60,16 +67,21 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 	}()
 	n := newCap * c.kvDim
 	keep := used * c.kvDim
+	used = min(used, c.cap)
 	for il := 0; il < c.nLayer; il++ {
 		if c.f32 {
 			k, v := make([]float32, n), make([]float32, n)
 			copy(k, c.k32[il][:min(keep, len(c.k32[il]))])
-			copy(v, c.v32[il][:min(keep, len(c.v32[il]))])
+			for i := 0; i < c.kvDim && used > 0; i++ {
+				copy(v[i*newCap:i*newCap+used], c.v32[il][i*c.cap:i*c.cap+used])
+			}
 			c.k32[il], c.v32[il] = k, v
 		} else {
 			k, v := make([]uint16, n), make([]uint16, n)
 			copy(k, c.k16[il][:min(keep, len(c.k16[il]))])
-			copy(v, c.v16[il][:min(keep, len(c.v16[il]))])
+			for i := 0; i < c.kvDim && used > 0; i++ {
+				copy(v[i*newCap:i*newCap+used], c.v16[il][i*c.cap:i*c.cap+used])
+			}
 			c.k16[il], c.v16[il] = k, v
 		}
 	}

@@ -60,6 +60,7 @@ type Session struct {
 	ropeSWA  []float32            // nb x nRot cos/sin, sliding layers
 	scores   [][]float32          // per thread, cache capacity
 	q16      [][]uint16           // per thread, head dim
+	w16      [][]uint16           // per thread, cache capacity: f16 softmax weights
 	tokens   []int32              // Decode's one-token batch
 	batch    []int32              // the tokens of the current forward pass
 
@@ -180,8 +181,10 @@ func (s *Session) alloc(f32 bool) (err error) {
 	s.workers = s.pool.Threads()
 	s.scores = make([][]float32, s.workers)
 	s.q16 = make([][]uint16, s.workers)
+	s.w16 = make([][]uint16, s.workers)
 	for i := range s.scores {
 		s.scores[i] = make([]float32, s.cache.cap)
+		s.w16[i] = make([]uint16, s.cache.cap)
 		s.q16[i] = make([]uint16, c.headDim)
 	}
 	s.fnMat = s.runMatrices
@@ -332,6 +335,7 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	if len(s.scores[0]) < s.cache.cap {
 		for i := range s.scores {
 			s.scores[i] = make([]float32, s.cache.cap)
+			s.w16[i] = make([]uint16, s.cache.cap)
 		}
 	}
 	start := s.pos

@@ -42,25 +42,25 @@ func TestSmolLM2ChatCapitalOfFrance(t *testing.T) {
 	m, err := Open(smolLM2Path(t), ModelParams{})
 	require.NoError(t, err)
 	defer m.Close()
-	// With the template's default system prompt ("You are a helpful AI
-	// assistant named SmolLM...") this Q4_1 model is at a near-tie between
-	// answering and rambling in French (our F16 and F32 caches, and prefill
-	// vs token-by-token decoding, pick differently there), so the test gives
-	// a plain system prompt.
+	// The bare question is a near-tie for this Q4_1 model between
+	// answering and rambling in French (top-2 logits within 0.05-0.15,
+	// flipping with the cache type), so the test asks for one sentence,
+	// where "The" leads by more than 1 and both caches answer alike.
 	text, err := m.ApplyChatTemplate([]chat.Message{
-		{Role: "system", Content: "You are a helpful assistant."},
-		{Role: "user", Content: "What is the capital of France?"},
+		{Role: "user", Content: "What is the capital of France? Answer in one sentence."},
 	}, true)
 	require.NoError(t, err)
 	assert.Contains(t, text, "<|im_start|>assistant")
 	prompt, err := m.Tokenize(text, true, true)
 	require.NoError(t, err)
-	s, err := m.NewSession(SessionParams{NCtx: 512})
-	require.NoError(t, err)
-	defer s.Close()
-	out := greedyUntilEOG(t, s, prompt, 48)
-	t.Logf("answer: %q", out)
-	assert.Contains(t, out, "Paris")
+	for _, kvf32 := range []bool{false, true} {
+		s, err := m.NewSession(SessionParams{NCtx: 512, KVF32: kvf32})
+		require.NoError(t, err)
+		out := greedyUntilEOG(t, s, prompt, 48)
+		s.Close()
+		t.Logf("answer (f32 cache %v): %q", kvf32, out)
+		assert.Contains(t, out, "Paris")
+	}
 }
 
 func TestSmolLM2Completion(t *testing.T) {
