@@ -120,13 +120,32 @@ func runRefs(t *testing.T, model, refs string, kvf32 bool, tol, gap float64, pro
 // runRefsWith is runRefs with hooks to prepare the model and each session.
 func runRefsWith(t *testing.T, model, refs string, kvf32 bool, tol, gap float64, prompts []string,
 	prepModel func(*Model), prepSession func(*Session)) {
-	m, err := Open(shareddata.Path(t, model), ModelParams{Threads: 2})
+	runRefFiles(t, refOptions{
+		model: shareddata.Path(t, model), refs: shareddata.Path(t, refs), kvf32: kvf32,
+		tol: tol, gap: gap, prompts: prompts, prepModel: prepModel, prepSession: prepSession,
+	})
+}
+
+// refOptions configure runRefFiles.
+type refOptions struct {
+	model, refs  string // file paths
+	kvf32        bool
+	tol, gap     float64
+	prompts      []string // expected prompts, or nil
+	parseSpecial bool     // tokenize prompts with special tokens parsed
+	prepModel    func(*Model)
+	prepSession  func(*Session)
+}
+
+func runRefFiles(t *testing.T, o refOptions) {
+	kvf32, tol, gap, prompts, prepSession := o.kvf32, o.tol, o.gap, o.prompts, o.prepSession
+	m, err := Open(o.model, ModelParams{Threads: 2})
 	require.NoError(t, err)
 	defer m.Close()
-	if prepModel != nil {
-		prepModel(m)
+	if o.prepModel != nil {
+		o.prepModel(m)
 	}
-	cases := loadRefs(t, shareddata.Path(t, refs))
+	cases := loadRefs(t, o.refs)
 	if prompts != nil {
 		require.Len(t, prompts, len(cases), "prompts file vs reference")
 	}
@@ -135,12 +154,12 @@ func runRefsWith(t *testing.T, model, refs string, kvf32 bool, tol, gap float64,
 		if prompts != nil {
 			assert.Equal(t, prompts[ci], rc.Prompt, "case %d prompt", ci)
 		}
-		toks, err := m.Tokenize(rc.Prompt, true, false)
+		toks, err := m.Tokenize(rc.Prompt, true, o.parseSpecial)
 		require.NoError(t, err)
 		if !assert.Equal(t, rc.Tokens, toks, "case %d %q: prompt tokens", ci, rc.Prompt) {
 			continue
 		}
-		s, err := m.NewSession(SessionParams{KVF32: kvf32, NCtx: 256})
+		s, err := m.NewSession(SessionParams{KVF32: kvf32, NCtx: 512})
 		require.NoError(t, err)
 		if prepSession != nil {
 			prepSession(s)
