@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moonlm/moonlm/engine/sample"
 	"github.com/moonlm/moonlm/internal/shareddata"
@@ -85,4 +86,44 @@ func TestGenerateContextFull(t *testing.T) {
 	assert.Equal(t, 8, st.Tokens)
 	_, err = s.Generate([]int32{1}, GenerateParams{}, nil)
 	assert.ErrorIs(t, err, ErrContextFull)
+}
+
+// TestGenerateCancelAndCloseWhileRunning cancels a generation from another
+// goroutine, then closes a session while it generates. The first emitted
+// piece waits until the cancel (or close) was issued, so the generation
+// cannot finish first.
+func TestGenerateCancelAndCloseWhileRunning(t *testing.T) {
+	m := openStories(t, 2)
+	s, err := m.NewSession(SessionParams{NCtx: 2048})
+	require.NoError(t, err)
+	run := func(seed uint64, issued func() bool) chan error {
+		started := make(chan struct{})
+		done := make(chan error, 1)
+		first := true
+		go func() {
+			_, err := s.Generate([]int32{1}, GenerateParams{Sampler: sample.Params{Temperature: 1, Seed: seed}}, func(string) bool {
+				if first {
+					first = false
+					close(started)
+					for !issued() {
+						time.Sleep(50 * time.Microsecond)
+					}
+				}
+				return true
+			})
+			done <- err
+		}()
+		<-started
+		return done
+	}
+
+	done := run(1, func() bool { return s.cancel.Load() })
+	s.Cancel()
+	assert.ErrorIs(t, <-done, ErrCancelled)
+
+	done = run(2, func() bool { return s.closed.Load() && s.cancel.Load() })
+	s.Close() // cancels the running call and waits for it
+	assert.ErrorIs(t, <-done, ErrCancelled)
+	_, err = s.Generate([]int32{1}, GenerateParams{}, nil)
+	assert.ErrorIs(t, err, ErrInvalidArgument, "a closed session refuses calls")
 }
