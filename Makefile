@@ -16,7 +16,7 @@ LDFLAGS   := -s -w -extldflags=-Wl,-soname,libmoonlm.so.0,--version-script=$(abs
 export MOONLM_TESTDATA ?= $(TESTDATA)
 export MOONLM_LIBRARY  ?= $(abspath $(LIB))
 
-.PHONY: all lib cli test test-go test-race test-c test-python test-node run model fuzz vet install clean bench bench-models
+.PHONY: all lib cli test test-go test-race test-c test-python test-node run model fuzz fuzz-all vet install clean bench bench-models
 
 all: lib cli
 
@@ -70,8 +70,16 @@ bench-models: cli
 bench: cli bench-models
 	@MOONLM_CLI=$(CLI) scripts/bench.sh
 
+# `make fuzz` fuzzes the GGUF reader (the parser that meets hostile files);
+# `make fuzz-all` also runs every other fuzz target, FUZZTIME each.
 fuzz:
 	$(GO) test ./gguf -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME)
+
+fuzz-all: fuzz
+	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzEncode -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzPreSplit -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/chat -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/sample -run '^$$' -fuzz FuzzSample -fuzztime $(FUZZTIME)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
