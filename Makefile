@@ -16,7 +16,7 @@ LDFLAGS   := -s -w -extldflags=-Wl,-soname,libmoonlm.so.0,--version-script=$(abs
 export MOONLM_TESTDATA ?= $(TESTDATA)
 export MOONLM_LIBRARY  ?= $(abspath $(LIB))
 
-.PHONY: all lib cli test test-go test-race test-c test-python test-node run model fuzz fuzz-all vet install clean bench bench-models
+.PHONY: all lib cli test test-go test-race test-variants test-c test-python test-node run model fuzz fuzz-all vet install clean bench bench-models
 
 all: lib cli
 
@@ -37,7 +37,7 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
-test: all vet test-go test-race test-c test-python test-node
+test: all vet test-go test-race test-variants test-c test-python test-node
 
 test-go: all
 	$(GO) test -count=1 ./...
@@ -45,6 +45,14 @@ test-go: all
 # The race detector over the packages whose concurrency matters.
 test-race: all
 	$(GO) test -count=1 -race -run 'Concurrent|Race|Parallel|Pool' ./engine/... ./capi/...
+
+# The engine's reference tests again with each other kernel set forced, and
+# the pure-Go build for another architecture (which has no assembly).
+test-variants: all
+	MOONLM_KERNELS=generic $(GO) test -count=1 -run 'Reference|Golden' ./engine/
+	MOONLM_KERNELS=avx2 $(GO) test -count=1 -run 'Reference|Golden' ./engine/
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./gguf/... ./kernels/... ./engine/... ./internal/...
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -count=1 -c -o /dev/null ./kernels/
 
 test-c: all
 	@if ls examples/c/*.c >/dev/null 2>&1; then $(MAKE) -C examples/c test LIBDIR=$(abspath $(BUILD)); else echo "no C examples"; fi
