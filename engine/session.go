@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -359,6 +360,11 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 			out = logits[(done+first-from)*vocabOut : (done+n-from)*vocabOut]
 		}
 		if err := s.forward(chunk, out, first); err != nil {
+			// A task that panicked on a pool worker comes back as an error,
+			// not a panic: classify it as the recover above would.
+			if pe := (*pool.PanicError)(nil); errors.As(err, &pe) {
+				return panicError(fmt.Sprintf("engine: %s at position %d", what, s.pos), pe)
+			}
 			return fmt.Errorf("engine: %s at position %d: %w", what, s.pos, err)
 		}
 		s.pos += n
