@@ -14,6 +14,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -73,7 +74,17 @@ type Pool struct {
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex
 	panicked atomic.Bool
+	// debugPanic makes the next task on worker goroutine 1 panic once
+	// (MOONLM_DEBUG_PANIC=worker), so tests of the C ABI can check that a
+	// panic off the caller's goroutine reaches the caller as an error.
+	debugPanic atomic.Bool
 }
+
+// debugPanicEnv is the MOONLM_DEBUG_PANIC value that arms debugPanic.
+const debugPanicEnv = "worker"
+
+// errDebugPanic is the value a debugPanic task panics with.
+const errDebugPanic = "MOONLM_DEBUG_PANIC=worker requested a panic on a pool worker"
 
 // New starts a pool of n threads; n <= 0 means runtime.NumCPU().
 func New(n int) *Pool {
@@ -81,6 +92,7 @@ func New(n int) *Pool {
 		n = runtime.NumCPU()
 	}
 	p := &Pool{n: n, workers: make([]worker, n), done: make(chan struct{}, 1)}
+	p.debugPanic.Store(os.Getenv("MOONLM_DEBUG_PANIC") == debugPanicEnv)
 	for i := 1; i < n; i++ {
 		p.workers[i].wake = make(chan struct{}, 1)
 		p.wg.Add(1)
@@ -210,7 +222,11 @@ func (p *Pool) loop(i int) {
 		if p.quit.Load() {
 			return
 		}
-		if err := p.call(p.task, i); err != nil {
+		t := p.task
+		if i == 1 && p.debugPanic.Load() && p.debugPanic.Swap(false) {
+			t = func(int, int) { panic(errDebugPanic) }
+		}
+		if err := p.call(t, i); err != nil {
 			var pe *PanicError
 			if errors.As(err, &pe) {
 				p.failure.CompareAndSwap(nil, pe)
