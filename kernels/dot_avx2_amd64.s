@@ -38,52 +38,109 @@
 	VPSRLW   $12, Y14, Y14 \
 	VPACKUSWB Y14, Y14, Y14
 
+// One block of each 32-value format against its q8 block, at byte offsets
+// wo (weights, AX) and xo (activations, BX), accumulated into ACC (and the
+// q4_1 minimum term into MACC). The row loops run two blocks per step into
+// two accumulators: one FMA chain alone (4 cycles per link) would bound a
+// row at one block per 4 cycles.
+#define Q80_BLOCK(wo, xo, ACC) \
+	MOVWLZX      wo(AX), DX \
+	MOVWLZX      xo(BX), R12 \
+	VBROADCASTSS (R13)(DX*4), Y2 \
+	VBROADCASTSS (R13)(R12*4), Y3 \
+	VMULPS       Y3, Y2, Y2 \
+	VMOVDQU      (wo+2)(AX), Y4 \
+	VMOVDQU      (xo+2)(BX), Y5 \
+	VPABSB       Y4, Y6 \
+	VPSIGNB      Y4, Y5, Y5 \
+	VPMADDUBSW   Y5, Y6, Y6 \
+	VPMADDWD     Y15, Y6, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
+	VFMADD231PS  Y6, Y2, ACC
+
+#define Q40_BLOCK(wo, xo, ACC) \
+	MOVWLZX      wo(AX), DX \
+	MOVWLZX      xo(BX), R12 \
+	VBROADCASTSS (R13)(DX*4), Y2 \
+	VBROADCASTSS (R13)(R12*4), Y3 \
+	VMULPS       Y3, Y2, Y2 \
+	VMOVDQU      (wo+2)(AX), X4 \
+	VPSRLW       $4, X4, X5 \
+	VINSERTI128  $1, X5, Y4, Y4 \
+	VPAND        Y14, Y4, Y4 \
+	VPSUBB       Y13, Y4, Y4 \
+	VMOVDQU      (xo+2)(BX), Y5 \
+	VPABSB       Y4, Y6 \
+	VPSIGNB      Y4, Y5, Y5 \
+	VPMADDUBSW   Y5, Y6, Y6 \
+	VPMADDWD     Y15, Y6, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
+	VFMADD231PS  Y6, Y2, ACC
+
+#define Q41_BLOCK(wo, xo, ACC, MACC) \
+	MOVWLZX      wo(AX), DX \
+	MOVWLZX      xo(BX), R12 \
+	VBROADCASTSS (R13)(DX*4), Y2 \
+	VBROADCASTSS (R13)(R12*4), Y3 \
+	VMULPS       Y3, Y2, Y2 \
+	MOVWLZX      (wo+2)(AX), DX \
+	MOVWLZX      (xo+2)(BX), R12 \
+	VMOVSS       (R13)(DX*4), X3 \
+	VFMADD231SS  (R13)(R12*4), X3, MACC \
+	VMOVDQU      (wo+4)(AX), X4 \
+	VPSRLW       $4, X4, X5 \
+	VINSERTI128  $1, X5, Y4, Y4 \
+	VPAND        Y14, Y4, Y4 \
+	VPMADDUBSW   (xo+4)(BX), Y4, Y6 \
+	VPMADDWD     Y15, Y6, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
+	VFMADD231PS  Y6, Y2, ACC
+
+// Row loop prologue shared by the 32-value kernels.
+#define ROWS_ARGS \
+	MOVQ f16+48(FP), R13 \
+	MOVQ w+0(FP), SI \
+	MOVQ nrows+16(FP), R9 \
+	MOVQ y+40(FP), R11
+
 // func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-56
-	MOVQ f16+48(FP), R13
-	MOVQ w+0(FP), SI
-	MOVQ stride+8(FP), R8
-	MOVQ nrows+16(FP), R9
-	MOVQ x+24(FP), DI
-	MOVQ nb+32(FP), R10
-	MOVQ y+40(FP), R11
+	ROWS_ARGS
 	ONES16_Y15
 	TESTQ R9, R9
 	JLE   q80done
 
 q80row:
 	MOVQ   SI, AX
-	MOVQ   DI, BX
-	MOVQ   R10, CX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
 	VXORPS Y0, Y0, Y0
-	TESTQ  CX, CX
-	JLE    q80sum
+	VXORPS Y1, Y1, Y1
+	CMPQ   CX, $2
+	JLT    q80one
 
 q80blk:
 	PREFETCHT0 2048(AX)
-	MOVWLZX      (AX), DX
-	MOVWLZX      (BX), R12
-	VBROADCASTSS (R13)(DX*4), Y2
-	VBROADCASTSS (R13)(R12*4), Y3
-	VMULPS       Y3, Y2, Y2
-	VMOVDQU      2(AX), Y4
-	VMOVDQU      2(BX), Y5
-	VPABSB       Y4, Y6
-	VPSIGNB      Y4, Y5, Y5
-	VPMADDUBSW   Y5, Y6, Y6
-	VPMADDWD     Y15, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  Y6, Y2, Y0
-	ADDQ         $34, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q80blk
+	PREFETCHT0 2112(AX)
+	Q80_BLOCK(0, 0, Y0)
+	Q80_BLOCK(34, 34, Y1)
+	ADDQ       $68, AX
+	ADDQ       $68, BX
+	SUBQ       $2, CX
+	CMPQ       CX, $2
+	JGE        q80blk
+
+q80one:
+	TESTQ CX, CX
+	JZ    q80sum
+	Q80_BLOCK(0, 0, Y0)
 
 q80sum:
+	VADDPS Y1, Y0, Y0
 	HSUM_Y0
 	VMOVSS X0, (R11)
 	ADDQ   $4, R11
-	ADDQ   R8, SI
+	ADDQ   stride+8(FP), SI
 	DECQ   R9
 	JNZ    q80row
 
@@ -93,13 +150,7 @@ q80done:
 
 // func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-56
-	MOVQ f16+48(FP), R13
-	MOVQ w+0(FP), SI
-	MOVQ stride+8(FP), R8
-	MOVQ nrows+16(FP), R9
-	MOVQ x+24(FP), DI
-	MOVQ nb+32(FP), R10
-	MOVQ y+40(FP), R11
+	ROWS_ARGS
 	ONES16_Y15
 	LOWNIB_Y14
 	VPSRLW $1, Y14, Y13
@@ -109,41 +160,34 @@ TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-56
 
 q40row:
 	MOVQ   SI, AX
-	MOVQ   DI, BX
-	MOVQ   R10, CX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
 	VXORPS Y0, Y0, Y0
-	TESTQ  CX, CX
-	JLE    q40sum
+	VXORPS Y1, Y1, Y1
+	CMPQ   CX, $2
+	JLT    q40one
 
 q40blk:
 	PREFETCHT0 2048(AX)
-	MOVWLZX      (AX), DX
-	MOVWLZX      (BX), R12
-	VBROADCASTSS (R13)(DX*4), Y2
-	VBROADCASTSS (R13)(R12*4), Y3
-	VMULPS       Y3, Y2, Y2
-	VMOVDQU      2(AX), X4
-	VPSRLW       $4, X4, X5
-	VINSERTI128  $1, X5, Y4, Y4  // elements 0..15 low nibbles, 16..31 high
-	VPAND        Y14, Y4, Y4
-	VPSUBB       Y13, Y4, Y4     // -8..7
-	VMOVDQU      2(BX), Y5
-	VPABSB       Y4, Y6
-	VPSIGNB      Y4, Y5, Y5
-	VPMADDUBSW   Y5, Y6, Y6
-	VPMADDWD     Y15, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  Y6, Y2, Y0
-	ADDQ         $18, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q40blk
+	Q40_BLOCK(0, 0, Y0)
+	Q40_BLOCK(18, 34, Y1)
+	ADDQ       $36, AX
+	ADDQ       $68, BX
+	SUBQ       $2, CX
+	CMPQ       CX, $2
+	JGE        q40blk
+
+q40one:
+	TESTQ CX, CX
+	JZ    q40sum
+	Q40_BLOCK(0, 0, Y0)
 
 q40sum:
+	VADDPS Y1, Y0, Y0
 	HSUM_Y0
 	VMOVSS X0, (R11)
 	ADDQ   $4, R11
-	ADDQ   R8, SI
+	ADDQ   stride+8(FP), SI
 	DECQ   R9
 	JNZ    q40row
 
@@ -154,13 +198,7 @@ q40done:
 // func dotQ4_1RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 // x is q8_1: per block d (f16), s = d*sum(qs) (f16), 32 int8.
 TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-56
-	MOVQ f16+48(FP), R13
-	MOVQ w+0(FP), SI
-	MOVQ stride+8(FP), R8
-	MOVQ nrows+16(FP), R9
-	MOVQ x+24(FP), DI
-	MOVQ nb+32(FP), R10
-	MOVQ y+40(FP), R11
+	ROWS_ARGS
 	ONES16_Y15
 	LOWNIB_Y14
 	TESTQ R9, R9
@@ -168,45 +206,40 @@ TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-56
 
 q41row:
 	MOVQ   SI, AX
-	MOVQ   DI, BX
-	MOVQ   R10, CX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y7, Y7, Y7 // accumulates m*s
-	TESTQ  CX, CX
-	JLE    q41sum
+	VXORPS Y1, Y1, Y1
+	VXORPS Y7, Y7, Y7 // m*s, even blocks
+	VXORPS Y8, Y8, Y8 // m*s, odd blocks
+	CMPQ   CX, $2
+	JLT    q41one
 
 q41blk:
 	PREFETCHT0 2048(AX)
-	MOVWLZX       (AX), DX
-	MOVWLZX       (BX), R12
-	VBROADCASTSS  (R13)(DX*4), Y2
-	VBROADCASTSS  (R13)(R12*4), Y3
-	VMULPS        Y3, Y2, Y2       // dw*dx
-	MOVWLZX       2(AX), DX
-	MOVWLZX       2(BX), R12
-	VMOVSS        (R13)(DX*4), X3
-	VFMADD231SS   (R13)(R12*4), X3, X7 // += mw*sx
-	VMOVDQU       4(AX), X4
-	VPSRLW        $4, X4, X5
-	VINSERTI128   $1, X5, Y4, Y4
-	VPAND         Y14, Y4, Y4
-	VPMADDUBSW    4(BX), Y4, Y6
-	VPMADDWD      Y15, Y6, Y6
-	VCVTDQ2PS     Y6, Y6
-	VFMADD231PS   Y6, Y2, Y0
-	ADDQ          $20, AX
-	ADDQ          $36, BX
-	DECQ          CX
-	JNZ           q41blk
+	Q41_BLOCK(0, 0, Y0, X7)
+	Q41_BLOCK(20, 36, Y1, X8)
+	ADDQ       $40, AX
+	ADDQ       $72, BX
+	SUBQ       $2, CX
+	CMPQ       CX, $2
+	JGE        q41blk
+
+q41one:
+	TESTQ CX, CX
+	JZ    q41sum
+	Q41_BLOCK(0, 0, Y0, X7)
 
 q41sum:
+	VADDPS Y1, Y0, Y0
 	HSUM_Y0
-	VADDSS    X7, X0, X0
-	VMOVSS    X0, (R11)
-	ADDQ      $4, R11
-	ADDQ      R8, SI
-	DECQ      R9
-	JNZ       q41row
+	VADDSS X8, X7, X7
+	VADDSS X7, X0, X0
+	VMOVSS X0, (R11)
+	ADDQ   $4, R11
+	ADDQ   stride+8(FP), SI
+	DECQ   R9
+	JNZ    q41row
 
 q41done:
 	VZEROUPPER
