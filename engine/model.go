@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/moonlm/moonlm/engine/chat"
@@ -359,9 +360,11 @@ func (m *Model) TokenPiece(id int32) []byte { return m.tok.Piece(id) }
 // IsEOG reports whether id ends generation (EOS, EOT, <|im_end|> ...).
 func (m *Model) IsEOG(id int32) bool { return m.tok.IsEOG(id) }
 
-// ApplyChatTemplate renders msgs with the model's chat template (or the
-// built-in format of its family, or ChatML, when it has none or it cannot
-// be rendered); addAssistant appends the assistant turn's opening.
+// ApplyChatTemplate renders msgs with the model's chat template; addAssistant
+// appends the assistant turn's opening. When the model has no template, or
+// one that cannot be rendered and whose family its text does not reveal, the
+// built-in format of the model's family is used (see ChatFamily); a
+// template that fails but names its family falls back to that family.
 func (m *Model) ApplyChatTemplate(msgs []chat.Message, addAssistant bool) (string, error) {
 	bos, eos := "", ""
 	if id := m.tok.BOS(); id >= 0 {
@@ -370,9 +373,38 @@ func (m *Model) ApplyChatTemplate(msgs []chat.Message, addAssistant bool) (strin
 	if id := m.tok.EOS(); id >= 0 {
 		eos = m.tok.Token(id)
 	}
-	s, _, err := chat.Apply(m.template, msgs, addAssistant, bos, eos)
+	if strings.TrimSpace(m.template) != "" {
+		s, info, err := chat.Apply(m.template, msgs, addAssistant, bos, eos)
+		if err != nil {
+			return "", fmt.Errorf("engine: chat template: %w: %w", ErrInvalidArgument, err)
+		}
+		if !info.Fallback() || chat.DetectFamily(m.template) != "" {
+			return s, nil
+		}
+	}
+	f, err := chat.Family(m.ChatFamily())
 	if err != nil {
-		return "", fmt.Errorf("engine: chat template: %w: %w", ErrInvalidArgument, err)
+		return "", fmt.Errorf("engine: chat template: %w", err)
+	}
+	s, err := f.Render(msgs, addAssistant, bos, eos)
+	if err != nil {
+		return "", fmt.Errorf("engine: chat format %s: %w: %w", m.ChatFamily(), ErrInvalidArgument, err)
 	}
 	return s, nil
+}
+
+// ChatFamily is the built-in chat format (a chat.Family name) used when the
+// model's own template is missing or unusable. As llama.cpp guesses it, it
+// follows the architecture and vocabulary rather than always ChatML: "gemma"
+// for the Gemma architectures, "llama3" for a Llama 3 vocabulary (it has
+// <|start_header_id|>), else "chatml".
+func (m *Model) ChatFamily() string {
+	switch m.cfg.arch {
+	case "gemma", "gemma2", "gemma3":
+		return "gemma"
+	}
+	if m.tok.ID("<|start_header_id|>") >= 0 {
+		return "llama3"
+	}
+	return "chatml"
 }

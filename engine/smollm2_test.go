@@ -174,3 +174,25 @@ func refSpread(a, b refDist) float64 {
 	}
 	return worst
 }
+
+// TestGemma3CapitalOfFrance is the acceptance test for Gemma 3 270M
+// (the base model, so a plain question/answer prompt rather than a chat):
+// llama.cpp answers " Paris" greedily. The file has no chat template, so the
+// model's chat format must be Gemma's.
+func TestGemma3CapitalOfFrance(t *testing.T) {
+	m, err := Open(gemma3Path(t), ModelParams{})
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Empty(t, m.Info().ChatTemplate)
+	assert.Equal(t, "gemma", m.ChatFamily())
+	prompt, err := m.Tokenize("Question: What is the capital of France?\nAnswer:", true, false)
+	require.NoError(t, err)
+	for _, kvf32 := range []bool{false, true} {
+		s, err := m.NewSession(SessionParams{NCtx: 256, KVF32: kvf32})
+		require.NoError(t, err)
+		out := greedyUntilEOG(t, s, prompt, 16)
+		s.Close()
+		t.Logf("answer (f32 cache %v): %q", kvf32, out)
+		assert.True(t, strings.HasPrefix(out, " Paris"), "answer %q", out)
+	}
+}

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/shareddata"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rewriteGGUF copies the GGUF file src into a temporary file with edit
+// applied to its metadata (key -> value; a nil value keeps the original).
+func rewriteGGUF(t *testing.T, src string, edit func(key string, v gguf.Value) any) string {
+	t.Helper()
+	f, err := gguf.Open(src)
+	require.NoError(t, err)
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, k := range f.Keys() {
+		v, _ := f.Lookup(k)
+		var nv any = v
+		if e := edit(k, v); e != nil {
+			nv = e
+		}
+		require.NoError(t, w.Set(k, nv), "setting %s", k)
+	}
+	for _, ts := range f.Tensors() {
+		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data), "copying %s", ts.Name)
+	}
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	out, err := os.Create(dst)
+	require.NoError(t, err)
+	_, err = w.WriteTo(out)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+	return dst
+}
+
+var familyMsgs = []chat.Message{
+	{Role: "system", Content: "Be brief."},
+	{Role: "user", Content: "Hi"},
+}
+
+func renderWith(t *testing.T, path string) (string, *Model) {
+	t.Helper()
+	m, err := Open(path, ModelParams{Threads: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	require.Empty(t, m.Info().ChatTemplate, "the test needs a model without a template")
+	s, err := m.ApplyChatTemplate(familyMsgs, true)
+	require.NoError(t, err)
+	return s, m
+}
+
+// Without a template, a llama model with a SentencePiece vocabulary gets
+// ChatML, a gemma3 model Gemma's turns, and a vocabulary with Llama 3's
+// header tokens Llama 3's format.
+func TestChatFamilyWithoutTemplate(t *testing.T) {
+	t.Run("chatml", func(t *testing.T) {
+		s, m := renderWith(t, shareddata.Path(t, "models/stories260K.gguf"))
+		assert.Equal(t, "chatml", m.ChatFamily())
+		assert.Equal(t, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", s)
+	})
+	t.Run("gemma", func(t *testing.T) {
+		s, m := renderWith(t, shareddata.Path(t, "synth/synth-gemma3-f32.gguf"))
+		assert.Equal(t, "gemma", m.ChatFamily())
+		bos := m.Tokenizer().Token(m.Info().BOS)
+		assert.Equal(t, bos+"<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n", s)
+	})
+	t.Run("llama3", func(t *testing.T) {
+		// stories260K with its last token renamed to Llama 3's header token.
+		path := rewriteGGUF(t, shareddata.Path(t, "models/stories260K.gguf"), func(k string, v gguf.Value) any {
+			if k != "tokenizer.ggml.tokens" {
+				return nil
+			}
+			a, err := v.Array()
+			require.NoError(t, err)
+			toks := make([]string, a.Len())
+			for i := range toks {
+				toks[i], err = a.String(i)
+				require.NoError(t, err)
+			}
+			toks[len(toks)-1] = "<|start_header_id|>"
+			return toks
+		})
+		s, m := renderWith(t, path)
+		assert.Equal(t, "llama3", m.ChatFamily())
+		assert.True(t, strings.HasSuffix(s, "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"), "%q", s)
+	})
+	t.Run("unusable template without markers", func(t *testing.T) {
+		// A template that fails to parse and names no family also falls
+		// back to the model's family.
+		path := withChatTemplate(t, shareddata.Path(t, "synth/synth-gemma3-f32.gguf"), "{% for m in messages %}{{ m.content | no_such_filter }}{% endfor %}")
+		m, err := Open(path, ModelParams{Threads: 1})
+		require.NoError(t, err)
+		defer m.Close()
+		s, err := m.ApplyChatTemplate(familyMsgs, true)
+		require.NoError(t, err)
+		assert.Contains(t, s, "<start_of_turn>model\n")
+	})
+}
+
+// withChatTemplate copies src with tokenizer.chat_template set to tmpl.
+func withChatTemplate(t *testing.T, src, tmpl string) string {
+	t.Helper()
+	f, err := gguf.Open(src)
+	require.NoError(t, err)
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, k := range f.Keys() {
+		v, _ := f.Lookup(k)
+		require.NoError(t, w.Set(k, v))
+	}
+	require.NoError(t, w.Set("tokenizer.chat_template", tmpl))
+	for _, ts := range f.Tensors() {
+		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data))
+	}
+	dst := filepath.Join(t.TempDir(), "templated.gguf")
+	out, err := os.Create(dst)
+	require.NoError(t, err)
+	_, err = w.WriteTo(out)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+	return dst
+}
