@@ -195,14 +195,118 @@ q40done:
 	VZEROUPPER
 	RET
 
+// 16-bit ones in memory, for the paired-row q4_1 loop that needs every
+// register.
+DATA ones16<>+0x00(SB)/8, $0x0001000100010001
+DATA ones16<>+0x08(SB)/8, $0x0001000100010001
+DATA ones16<>+0x10(SB)/8, $0x0001000100010001
+DATA ones16<>+0x18(SB)/8, $0x0001000100010001
+GLOBL ones16<>(SB), RODATA|NOPTR, $32
+
+// Shared activation block at xo(BX): Y3 = its scale, X9 = its sum term,
+// Y10 = its quants.
+#define Q41_XBLOCK(xo) \
+	MOVWLZX      xo(BX), R12 \
+	VBROADCASTSS (R13)(R12*4), Y3 \
+	MOVWLZX      (xo+2)(BX), R12 \
+	VMOVSS       (R13)(R12*4), X9 \
+	VMOVDQU      (xo+4)(BX), Y10
+
+// Q4_1 block at wo(P) against the shared activation block; the same
+// arithmetic, in the same order, as Q41_BLOCK, so paired and single rows
+// give identical results.
+#define Q41_ROWBLOCK(P, wo, ACC, MACC) \
+	MOVWLZX      wo(P), DX \
+	VBROADCASTSS (R13)(DX*4), Y2 \
+	VMULPS       Y3, Y2, Y2 \
+	MOVWLZX      (wo+2)(P), DX \
+	VFMADD231SS  (R13)(DX*4), X9, MACC \
+	VMOVDQU      (wo+4)(P), X4 \
+	VPSRLW       $4, X4, X5 \
+	VINSERTI128  $1, X5, Y4, Y4 \
+	VPAND        Y14, Y4, Y4 \
+	VPMADDUBSW   Y10, Y4, Y6 \
+	VPMADDWD     ones16<>(SB), Y6, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
+	VFMADD231PS  Y6, Y2, ACC
+
 // func dotQ4_1RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
-// x is q8_1: per block d (f16), s = d*sum(qs) (f16), 32 int8.
+// x is q8_1: per block d (f16), s = d*sum(qs) (f16), 32 int8. Rows go in
+// pairs sharing each activation block's loads and scale lookups; an odd
+// last row takes the single-row loop. Both keep even and odd blocks in
+// separate accumulators, combined in the same order.
 TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-56
 	ROWS_ARGS
 	ONES16_Y15
 	LOWNIB_Y14
-	TESTQ R9, R9
-	JLE   q41done
+	MOVQ stride+8(FP), R8
+	CMPQ R9, $2
+	JLT  q41row
+
+q41pair:
+	MOVQ   SI, AX
+	LEAQ   (SI)(R8*1), R10
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
+	VXORPS Y0, Y0, Y0   // row 0, even blocks
+	VXORPS Y1, Y1, Y1   // row 0, odd blocks
+	VXORPS Y11, Y11, Y11 // row 1, even blocks
+	VXORPS Y12, Y12, Y12 // row 1, odd blocks
+	VXORPS Y7, Y7, Y7   // m*s: row 0 even, odd; row 1 even, odd
+	VXORPS Y8, Y8, Y8
+	VXORPS Y13, Y13, Y13
+	VXORPS Y15, Y15, Y15
+	CMPQ   CX, $2
+	JLT    q41pairone
+
+q41pairblk:
+	PREFETCHT0 2048(AX)
+	PREFETCHT0 2048(R10)
+	Q41_XBLOCK(0)
+	Q41_ROWBLOCK(AX, 0, Y0, X7)
+	Q41_ROWBLOCK(R10, 0, Y11, X13)
+	Q41_XBLOCK(36)
+	Q41_ROWBLOCK(AX, 20, Y1, X8)
+	Q41_ROWBLOCK(R10, 20, Y12, X15)
+	ADDQ       $40, AX
+	ADDQ       $40, R10
+	ADDQ       $72, BX
+	SUBQ       $2, CX
+	CMPQ       CX, $2
+	JGE        q41pairblk
+
+q41pairone:
+	TESTQ CX, CX
+	JZ    q41pairsum
+	Q41_XBLOCK(0)
+	Q41_ROWBLOCK(AX, 0, Y0, X7)
+	Q41_ROWBLOCK(R10, 0, Y11, X13)
+
+q41pairsum:
+	VADDPS       Y12, Y11, Y11
+	VEXTRACTF128 $1, Y11, X12
+	VADDPS       X12, X11, X11
+	VPERMILPS    $0x4e, X11, X12
+	VADDPS       X12, X11, X11
+	VMOVSHDUP    X11, X12
+	VADDSS       X12, X11, X11
+	VADDSS       X15, X13, X13
+	VADDSS       X13, X11, X11
+	VADDPS       Y1, Y0, Y0
+	HSUM_Y0
+	VADDSS       X8, X7, X7
+	VADDSS       X7, X0, X0
+	VMOVSS       X0, (R11)
+	VMOVSS       X11, 4(R11)
+	ADDQ         $8, R11
+	LEAQ         (SI)(R8*2), SI
+	SUBQ         $2, R9
+	CMPQ         R9, $2
+	JGE          q41pair
+	TESTQ        R9, R9
+	JLE          q41done
+	VPCMPEQW     Y15, Y15, Y15 // restore the ones for the single-row loop
+	VPSRLW       $15, Y15, Y15
 
 q41row:
 	MOVQ   SI, AX
@@ -237,7 +341,7 @@ q41sum:
 	VADDSS X7, X0, X0
 	VMOVSS X0, (R11)
 	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
+	ADDQ   R8, SI
 	DECQ   R9
 	JNZ    q41row
 

@@ -41,13 +41,6 @@
 	VBROADCASTSS (R13)(R12*4), Y3 \
 	VMULPS       Y3, Y2, Y2
 
-// X9 += product of the f16 at woff(AX) and xoff(BX) (Q4_1 min times q8_1 sum).
-#define MINTERM(woff, xoff) \
-	MOVWLZX     woff(AX), DX \
-	MOVWLZX     xoff(BX), R12 \
-	VMOVSS      (R13)(DX*4), X3 \
-	VFMADD231SS (R13)(R12*4), X3, X9
-
 // func dotQ8_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
 	MOVQ         f16+48(FP), R13
@@ -208,79 +201,6 @@ q40done:
 	VZEROUPPER
 	RET
 
-// func dotQ4_1RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
-// x is q8_1; the min terms m*s accumulate in X9.
-TEXT ·dotQ4_1RowsAVX512(SB), NOSPLIT, $0-56
-	MOVQ         f16+48(FP), R13
-	MOVQ         w+0(FP), SI
-	MOVQ         nrows+16(FP), R9
-	MOVQ         y+40(FP), R11
-	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Z14
-	TESTQ        R9, R9
-	JLE          q41done
-
-q41row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VPXORD Z0, Z0, Z0
-	VXORPS X9, X9, X9
-	CMPQ   CX, $2
-	JLT    q41fold
-
-q41pair:
-	PREFETCHT0 2048(AX)
-	SCALES2(0, 20, 0, 36)
-	MINTERM(2, 2)
-	MINTERM(22, 38)
-	NIBBLES2(4, 20)
-	VMOVDQU      4(BX), Y5
-	VINSERTI64X4 $1, 40(BX), Z5, Z5
-	VPXORD       Z7, Z7, Z7
-	VPDPBUSD     Z5, Z4, Z7
-	VCVTDQ2PS    Z7, Z7
-	VFMADD231PS  Z7, Z2, Z0
-	ADDQ         $40, AX
-	ADDQ         $72, BX
-	SUBQ         $2, CX
-	CMPQ         CX, $2
-	JGE          q41pair
-
-q41fold:
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	TESTQ         CX, CX
-	JZ            q41sum
-	SCALES1(0, 0)
-	MINTERM(2, 2)
-	VMOVDQU       4(AX), X4
-	VPSRLW        $4, X4, X5
-	VINSERTI128   $1, X5, Y4, Y4
-	VPANDD        Y14, Y4, Y4
-	VMOVDQU       4(BX), Y5
-	VPXORD        Y7, Y7, Y7
-	VPDPBUSD      Y5, Y4, Y7
-	VCVTDQ2PS     Y7, Y7
-	VFMADD231PS   Y7, Y2, Y0
-
-q41sum:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VADDSS       X9, X0, X0
-	VMOVSS       X0, (R11)
-	ADDQ         $4, R11
-	ADDQ         stride+8(FP), SI
-	DECQ         R9
-	JNZ          q41row
-
-q41done:
-	VZEROUPPER
-	RET
 
 // ---------------------------------------------------------------------------
 // Four-token prefill kernels for the K-quants on 512-bit registers: each

@@ -154,9 +154,6 @@ func dotQ8_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float
 //go:noescape
 func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
-//go:noescape
-func dotQ4_1RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
-
 func rowQ8_0AVX512(n int, w, x []byte) float32 {
 	nb := n / 32
 	checkRows("q8_0", len(w), 0, 1, nb*34, len(x), nb*34)
@@ -183,20 +180,6 @@ func rowsQ4_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
 	nb := n / 32
 	checkRows("q4_0", len(w), rowBytes, len(y), nb*18, len(x), nb*34)
 	dotQ4_0RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
-}
-
-func rowQ4_1AVX512(n int, w, x []byte) float32 {
-	nb := n / 32
-	checkRows("q4_1", len(w), 0, 1, nb*20, len(x), nb*36)
-	var y float32
-	dotQ4_1RowsAVX512(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
-	return y
-}
-
-func rowsQ4_1AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 32
-	checkRows("q4_1", len(w), rowBytes, len(y), nb*20, len(x), nb*36)
-	dotQ4_1RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
 }
 
 //go:noescape
