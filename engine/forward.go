@@ -117,7 +117,7 @@ func (s *Session) runMatrices(i, n int) {
 		if s.nTok == 1 {
 			kernels.MatVec(job.m, job.xq, job.y, lo, hi)
 		} else {
-			kernels.MatMul(job.m, job.xq, s.nTok, job.y, lo, hi)
+			kernels.MatMulTiled(job.m, job.xq, s.nTok, job.y, lo, hi)
 		}
 	}
 }

@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package kernels
+
+// fusedTilesQ41 has no kernel on this architecture.
+func fusedTilesQ41(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (rowsDone, toksDone int, ok bool) {
+	return 0, 0, false
+}
