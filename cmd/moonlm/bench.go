@@ -33,7 +33,7 @@ func init() {
 }
 
 const benchUsage = `usage: moonlm bench -m FILE [-t THREADS] [-p 512] [-n 128] [-r 5] [--pg P,N] [--json]
-       [--membw] [--no-warmup] [--cpuprofile FILE]
+       [--membw] [--no-warmup] [--cpuprofile FILE] [--memprofile FILE]
 
 Measures, each phase on its own: opening the model (mapping, parse of the
 metadata and tensor table, model build), prefill of a P-token prompt from an
@@ -113,7 +113,7 @@ func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var cfg benchConfig
-	var pg, profile string
+	var pg, profile, memProfile string
 	var asJSON, noWarmup bool
 	fs.StringVar(&cfg.Path, "m", "", "model file")
 	fs.IntVar(&cfg.Threads, "t", runtime.NumCPU(), "threads")
@@ -125,6 +125,7 @@ func runBench(args []string) error {
 	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up round")
 	fs.BoolVar(&cfg.MemBW, "membw", false, "also measure plain memory read bandwidth")
 	fs.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the measured rounds to FILE")
+	fs.StringVar(&memProfile, "memprofile", "", "record every allocation and write the profile to FILE (finds what allocates per token)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(os.Stderr, benchUsage)
@@ -156,9 +157,23 @@ func runBench(args []string) error {
 		defer f.Close()
 		cfg.Profile = f
 	}
+	if memProfile != "" {
+		runtime.MemProfileRate = 1
+	}
 	res, err := benchRun(cfg)
 	if err != nil {
 		return err
+	}
+	if memProfile != "" {
+		f, err := os.Create(memProfile)
+		if err != nil {
+			return fmt.Errorf("memory profile: %w", err)
+		}
+		defer f.Close()
+		runtime.GC() // the profile shows allocations up to the last collection
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return fmt.Errorf("memory profile: %w", err)
+		}
 	}
 	if asJSON {
 		b, err := json.MarshalIndent(res, "", "  ")
