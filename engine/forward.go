@@ -254,12 +254,13 @@ func (s *Session) stageToken(t, worker int) {
 	}
 }
 
-// runAttention is the pool task of causal attention: thread i takes its
-// share of the (token, head) pairs.
+// runAttention is the pool task of causal attention: thread i takes every
+// n-th (token, head) pair.
 func (s *Session) runAttention(i, n int) {
 	c := s.c
-	lo, hi := pool.Split(s.nTok*c.nHead, i, n, 1)
-	for w := lo; w < hi; w++ {
+	// Causal rows grow with the token, so a contiguous split would give the
+	// last thread most of the work: deal (token, head) pairs round-robin.
+	for w := i; w < s.nTok*c.nHead; w += n {
 		s.attendHead(w/c.nHead, w%c.nHead, i)
 	}
 }
@@ -297,14 +298,12 @@ func (s *Session) attendHead(t, h, worker int) {
 	q16 := s.q16[worker]
 	kernels.F16Encode(q16, q)
 	K, V := kc.k16[s.il], kc.v16[s.il]
-	for j := first; j <= pos; j++ {
-		sc[j-first] = kernels.DotF16(q16, K[j*kvDim+g*hd:j*kvDim+(g+1)*hd]) * c.kqScale
-	}
+	// Scores: key j of head g is hd values at j*kvDim+g*hd.
+	kernels.DotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, sc)
+	kernels.Scale(sc, c.kqScale)
 	kernels.Softmax(sc)
 	w16 := s.w16[worker][:n]
 	kernels.F16Encode(w16, sc)
-	for d := range out {
-		row := kc.vAt(g*hd + d)
-		out[d] = kernels.DotF16(w16, V[row+first:row+pos+1])
-	}
+	// Output: value row g*hd+d holds that dimension for every position.
+	kernels.DotF16Rows(w16, V[kc.vAt(g*hd)+first:], kc.cap, out)
 }
