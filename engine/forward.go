@@ -229,7 +229,7 @@ func (s *Session) stageToken(t, worker int) {
 			kernels.GELU(g, g)
 			kernels.Mul(g, g, u)
 		} else {
-			kernels.SwiGLU(g, g, u)
+			kernels.FastSwiGLU(g, g, u)
 		}
 		s.quantize(g, t, c.ff, L.down.Type)
 	case stResidFFN:
@@ -288,7 +288,7 @@ func (s *Session) attendHead(t, h, worker int) {
 		for j := first; j <= pos; j++ {
 			sc[j-first] = kernels.Dot(q, K[j*kvDim+g*hd:j*kvDim+(g+1)*hd]) * c.kqScale
 		}
-		kernels.Softmax(sc)
+		kernels.FastSoftmax(sc)
 		for d := range out {
 			row := kc.vAt(g*hd + d)
 			out[d] = kernels.Dot(sc, V[row+first:row+pos+1])
@@ -301,7 +301,7 @@ func (s *Session) attendHead(t, h, worker int) {
 	// Scores: key j of head g is hd values at j*kvDim+g*hd.
 	kernels.DotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, sc)
 	kernels.Scale(sc, c.kqScale)
-	kernels.Softmax(sc)
+	kernels.FastSoftmax(sc)
 	w16 := s.w16[worker][:n]
 	kernels.F16Encode(w16, sc)
 	// Output: value row g*hd+d holds that dimension for every position.

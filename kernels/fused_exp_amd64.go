@@ -1,0 +1,40 @@
+//go:build amd64
+
+package kernels
+
+// expSubAVX2 sets x[i] = exp(x[i]-sub) for i < n, a multiple of 8.
+//
+//go:noescape
+func expSubAVX2(x *float32, n int, sub float32)
+
+// swigluAVX2 sets dst[i] = gate[i]/(1+exp(-gate[i]))*u[i] for i < n, a multiple of 8.
+//
+//go:noescape
+func swigluAVX2(dst, gate, u *float32, n int)
+
+// vecExp reports whether the vector exp kernels may run: every SIMD
+// variant here implies AVX2 and FMA; "generic" keeps the pure-Go path.
+func vecExp() bool { return Variant != "generic" }
+
+// expSubVec does the multiple-of-8 head of expSub with the vector kernel
+// and returns how many values it did.
+func expSubVec(x []float32, sub float32) int {
+	n := len(x) &^ 7
+	if n == 0 || !vecExp() {
+		return 0
+	}
+	expSubAVX2(&x[0], n, sub)
+	return n
+}
+
+// swigluVec does the multiple-of-8 head of FastSwiGLU with the vector
+// kernel and returns how many values it did.
+func swigluVec(dst, g, u []float32) int {
+	n := len(g) &^ 7
+	if n == 0 || !vecExp() {
+		return 0
+	}
+	_, _ = dst[n-1], u[n-1]
+	swigluAVX2(&dst[0], &g[0], &u[0], n)
+	return n
+}
