@@ -206,7 +206,7 @@ func (s *Session) stageToken(t, worker int) {
 				V[kc.vAt(i)+pos] = x
 			}
 		} else {
-			kernels.F16Encode(kc.k16[s.il][pos*kvDim:(pos+1)*kvDim], k)
+			kernels.FastF16Encode(kc.k16[s.il][pos*kvDim:(pos+1)*kvDim], k)
 			V := kc.v16[s.il]
 			for i, x := range v {
 				V[kc.vAt(i)+pos] = kernels.F32ToF16(x)
@@ -296,14 +296,14 @@ func (s *Session) attendHead(t, h, worker int) {
 		return
 	}
 	q16 := s.q16[worker]
-	kernels.F16Encode(q16, q)
+	kernels.FastF16Encode(q16, q)
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	// Scores: key j of head g is hd values at j*kvDim+g*hd.
 	kernels.DotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, sc)
 	kernels.Scale(sc, c.kqScale)
 	kernels.FastSoftmax(sc)
 	w16 := s.w16[worker][:n]
-	kernels.F16Encode(w16, sc)
+	kernels.FastF16Encode(w16, sc)
 	// Output: value row g*hd+d holds that dimension for every position.
 	kernels.DotF16Rows(w16, V[kc.vAt(g*hd)+first:], kc.cap, out)
 }

@@ -30,3 +30,14 @@ func DotF16Rows(x, rows []uint16, stride int, y []float32) {
 		y[i] = dotF16Impl(x, rows[i*stride:i*stride+n])
 	}
 }
+
+// FastF16Encode is F16Encode with the CPU's conversion instruction where
+// there is one (same rounding, to nearest even, so bit-identical for every
+// non-NaN value): attention converts its query and softmax weights to f16
+// for every head.
+func FastF16Encode(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i := f16EncodeVec(dst, src); i < len(src); i++ {
+		dst[i] = F32ToF16(src[i])
+	}
+}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -39,4 +40,33 @@ func TestDotF16Rows(t *testing.T) {
 		}
 	}
 	require.Panics(t, func() { DotF16Rows(make([]uint16, 4), make([]uint16, 7), 4, make([]float32, 2)) })
+}
+
+// TestFastF16Encode compares FastF16Encode with F32ToF16 bit for bit on
+// random values over the whole f16 range and beyond (subnormals, overflow to
+// infinity, halfway cases) on every variant.
+func TestFastF16Encode(t *testing.T) {
+	prev := Variant
+	defer func() { _ = SetVariant(prev) }()
+	r := rand.New(rand.NewPCG(5, 6))
+	src := make([]float32, 1<<16+3)
+	for i := range src {
+		switch i % 4 {
+		case 0: // any finite float32 bit pattern in a wide exponent range
+			src[i] = math.Float32frombits(r.Uint32()&0x807fffff | uint32(100+r.IntN(60))<<23)
+		case 1: // halfway between two f16 values
+			src[i] = F16ToF32(uint16(r.IntN(0x7c00))) * (1 + 0x1p-11)
+		default:
+			src[i] = float32(r.NormFloat64() * 1000)
+		}
+	}
+	src[0], src[1], src[2] = float32(math.Inf(1)), float32(math.Inf(-1)), 0
+	for _, v := range Variants() {
+		require.NoError(t, SetVariant(v))
+		got := make([]uint16, len(src))
+		FastF16Encode(got, src)
+		for i, x := range src {
+			require.Equal(t, F32ToF16(x), got[i], "%s: %g (%#x)", v, x, math.Float32bits(x))
+		}
+	}
 }

@@ -10,3 +10,5 @@ func fusedTilesQ41(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (row
 func expSubVec(x []float32, sub float32) int { return 0 }
 
 func swigluVec(dst, g, u []float32) int { return 0 }
+
+func f16EncodeVec(dst []uint16, src []float32) int { return 0 }
