@@ -52,8 +52,11 @@ const spin = 1 << 14
 
 type worker struct {
 	sleeping atomic.Int32
-	wake     chan struct{}
-	_        [48]byte // keep workers' hot fields on separate cache lines
+	// claimed is the last generation whose share i was taken, by worker i
+	// or by the caller stealing it (see Run).
+	claimed atomic.Uint64
+	wake    chan struct{}
+	_       [40]byte // keep workers' hot fields on separate cache lines
 }
 
 // Pool runs tasks on a fixed number of threads: the caller of Run and
@@ -74,9 +77,10 @@ type Pool struct {
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex
 	panicked atomic.Bool
-	// debugPanic makes the next task on worker goroutine 1 panic once
-	// (MOONLM_DEBUG_PANIC=worker), so tests of the C ABI can check that a
-	// panic off the caller's goroutine reaches the caller as an error.
+	// debugPanic makes the next task's share 1 (normally run by worker
+	// goroutine 1) panic once (MOONLM_DEBUG_PANIC=worker), so tests of the
+	// C ABI can check that a panic in a worker's share reaches the caller
+	// as an error.
 	debugPanic atomic.Bool
 }
 
@@ -104,8 +108,16 @@ func New(n int) *Pool {
 // Threads is the number of threads tasks are split over.
 func (p *Pool) Threads() int { return p.n }
 
-// Run calls t(i, n) for every thread i and waits for all of them. If any
-// call panics, Run still waits for the others and returns a *PanicError.
+// Run calls t(i, n) for every share i in [0, n) and waits for all of them.
+// If any call panics, Run still waits for the others and returns a
+// *PanicError.
+//
+// The caller runs share 0, then takes every worker share that no worker
+// has claimed yet: on a machine shared with other processes a worker may
+// not be scheduled for milliseconds, and waiting for it at every one of a
+// forward pass's hundreds of barriers made two threads slower than one.
+// Each share runs exactly once, with its own index, so per-share scratch
+// stays private.
 func (p *Pool) Run(t Task) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -126,6 +138,12 @@ func (p *Pool) Run(t Task) error {
 		}
 	}
 	err := p.call(t, 0)
+	for i := 1; i < p.n; i++ {
+		if p.claim(i, gen) {
+			p.runShare(i)
+			p.pending.Add(-1) // the caller is not waiting: no wake-up
+		}
+	}
 	p.waitDone(gen)
 	p.task = nil
 	if err != nil {
@@ -158,6 +176,31 @@ func (p *Pool) waitDone(gen uint64) {
 		return
 	}
 	<-p.done
+}
+
+// claim takes share i of generation gen for the calling goroutine; false
+// means it was already taken (by worker i or by the caller). A worker that
+// saw gen late cannot claim it after Run returned: share i of gen is then
+// claimed.
+func (p *Pool) claim(i int, gen uint64) bool {
+	c := &p.workers[i].claimed
+	old := c.Load()
+	return old < gen && c.CompareAndSwap(old, gen)
+}
+
+// runShare runs share i (i >= 1) of the current task, recording a panic.
+// The debug hook makes share 1 panic whoever runs it.
+func (p *Pool) runShare(i int) {
+	t := p.task
+	if i == 1 && p.debugPanic.Load() && p.debugPanic.Swap(false) {
+		t = func(int, int) { panic(errDebugPanic) }
+	}
+	if err := p.call(t, i); err != nil {
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			p.failure.CompareAndSwap(nil, pe)
+		}
+	}
 }
 
 // finish is called by a worker after its share of generation gen.
@@ -222,16 +265,10 @@ func (p *Pool) loop(i int) {
 		if p.quit.Load() {
 			return
 		}
-		t := p.task
-		if i == 1 && p.debugPanic.Load() && p.debugPanic.Swap(false) {
-			t = func(int, int) { panic(errDebugPanic) }
+		if !p.claim(i, seen) {
+			continue // the caller ran this share
 		}
-		if err := p.call(t, i); err != nil {
-			var pe *PanicError
-			if errors.As(err, &pe) {
-				p.failure.CompareAndSwap(nil, pe)
-			}
-		}
+		p.runShare(i)
 		p.finish(seen)
 	}
 }
