@@ -234,12 +234,16 @@ GLOBL ones16<>(SB), RODATA|NOPTR, $32
 // x is q8_1: per block d (f16), s = d*sum(qs) (f16), 32 int8. Rows go in
 // pairs sharing each activation block's loads and scale lookups; an odd
 // last row takes the single-row loop. Both keep even and odd blocks in
-// separate accumulators, combined in the same order.
+// separate accumulators, combined in the same order. Two rows advancing
+// side by side are two streams a row apart, so the paired loop prefetches
+// four rows ahead (the rows two pairs on) rather than a fixed 2 KiB, which
+// would land in the partner row.
 TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-56
 	ROWS_ARGS
 	ONES16_Y15
 	LOWNIB_Y14
 	MOVQ stride+8(FP), R8
+	LEAQ (R8*4), DI // prefetch distance of the paired loop: four rows
 	CMPQ R9, $2
 	JLT  q41row
 
@@ -260,8 +264,8 @@ q41pair:
 	JLT    q41pairone
 
 q41pairblk:
-	PREFETCHT0 2048(AX)
-	PREFETCHT0 2048(R10)
+	PREFETCHT0 (AX)(DI*1)
+	PREFETCHT0 (R10)(DI*1)
 	Q41_XBLOCK(0)
 	Q41_ROWBLOCK(AX, 0, Y0, X7)
 	Q41_ROWBLOCK(R10, 0, Y11, X13)
