@@ -75,7 +75,10 @@ func TestSmolLM2Completion(t *testing.T) {
 	s, err := m.NewSession(SessionParams{NCtx: 256})
 	require.NoError(t, err)
 	defer s.Close()
-	out := greedyUntilEOG(t, s, prompt, 32)
+	// 64 tokens: depending on rounding (kernel set, attention exp) the model
+	// first says "the primary colors of the RGB color model" and lists them
+	// on later lines.
+	out := greedyUntilEOG(t, s, prompt, 64)
 	t.Logf("completion: %q", out)
 	lower := strings.ToLower(out)
 	// A coherent completion names the colours.
