@@ -141,7 +141,7 @@ func (s *Session) quantize(row []float32, dst, n int, types ...gguf.Type) {
 			continue
 		}
 		rb := kernels.ActivationBytes(wt, n)
-		kernels.QuantizeRow(vt, row, s.acts[vt][dst*rb:(dst+1)*rb])
+		kernels.FastQuantizeRow(vt, row, s.acts[vt][dst*rb:(dst+1)*rb])
 	}
 }
 

@@ -12,3 +12,5 @@ func expSubVec(x []float32, sub float32) int { return 0 }
 func swigluVec(dst, g, u []float32) int { return 0 }
 
 func f16EncodeVec(dst []uint16, src []float32) int { return 0 }
+
+func quantizeQ8Vec(sum bool, src []float32, dst []byte) bool { return false }

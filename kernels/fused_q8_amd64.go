@@ -1,0 +1,23 @@
+//go:build amd64
+
+package kernels
+
+//go:noescape
+func quantizeQ8AVX512(src *float32, nb int, dst *byte, blockBytes int, withSum bool)
+
+// quantizeQ8Vec quantizes whole rows to q8_0 or q8_1 with the AVX-512
+// kernel and reports whether it did.
+func quantizeQ8Vec(sum bool, src []float32, dst []byte) bool {
+	if Variant != "avx512" || len(src) < 32 {
+		return false
+	}
+	nb := len(src) / 32
+	bb := bytesQ8_0
+	if sum {
+		bb = bytesQ8_1
+	}
+	_ = src[nb*32-1]
+	_ = dst[nb*bb-1]
+	quantizeQ8AVX512(&src[0], nb, &dst[0], bb, sum)
+	return true
+}
