@@ -94,10 +94,13 @@ func enter(fn string) {
 // place it happened. Deferred by every Go export, so no panic unwinds into C
 // (which would kill the host).
 func guard(fn string, st *C.int) {
-	r := recover()
-	if r == nil {
-		return
+	if r := recover(); r != nil {
+		panicked(fn, st, r)
 	}
+}
+
+// panicked records a recovered panic r as fn's MOONLM_INTERNAL failure.
+func panicked(fn string, st *C.int, r any) {
 	*st = stInternal
 	setError(fmt.Sprintf("%s: internal error: panic: %v%s (please report this bug)", fn, r, panicSite()))
 }

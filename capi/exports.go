@@ -369,6 +369,27 @@ func (o *cSession) unlock() {
 	o.release()
 }
 
+// noError is the session message after a success (shared: no allocation).
+var noError = new(string)
+
+// finish ends a call that holds the session busy; deferred right after
+// lockSession. It turns a panic into MOONLM_INTERNAL as guard does (guard,
+// deferred earlier, runs too late for the message to be recorded), stores
+// the call's outcome as the session's last error and unlocks the session.
+// The message is the one fail/failErr just put in the thread's last error.
+func (o *cSession) finish(fn string, st *C.int) {
+	if r := recover(); r != nil {
+		panicked(fn, st, r)
+	}
+	if *st == stOK {
+		o.lastErr.Store(noError)
+	} else {
+		msg := C.GoString(C.moonlm_last_error())
+		o.lastErr.Store(&msg)
+	}
+	o.unlock()
+}
+
 // prefill runs toks through the session, leaving the position unchanged on
 // failure, and honours a pending cancellation request.
 func (o *cSession) prefill(fn string, toks []int32, logits []float32) C.int {
@@ -410,7 +431,7 @@ func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.floa
 	if o == nil {
 		return st
 	}
-	defer o.unlock()
+	defer o.finish(fn, &st)
 	if n == 0 || toks == nil {
 		return fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
 	}
@@ -439,7 +460,7 @@ func moonlmgo_session_rewind(h C.uintptr_t, nKeep C.size_t) (st C.int) {
 	if o == nil {
 		return st
 	}
-	defer o.unlock()
+	defer o.finish(fn, &st)
 	if pos := o.s.Pos(); uint64(nKeep) > uint64(pos) {
 		return fail(stInvalid, fn, "n_keep %d is beyond the position %d", nKeep, pos)
 	}
@@ -454,16 +475,35 @@ func moonlmgo_session_position(h C.uintptr_t, pos *C.size_t) (st C.int) {
 	const fn = "moonlm_session_position"
 	defer guard(fn, &st)
 	enter(fn)
-	if pos == nil {
-		return fail(stInvalid, fn, "pos is NULL")
-	}
 	o, st := lockSession(fn, h)
 	if o == nil {
 		return st
 	}
-	defer o.unlock()
+	defer o.finish(fn, &st)
+	if pos == nil {
+		return fail(stInvalid, fn, "pos is NULL")
+	}
 	*pos = C.size_t(o.s.Pos())
 	return stOK
+}
+
+//export moonlmgo_session_last_error
+func moonlmgo_session_last_error(h C.uintptr_t, buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	const fn = "moonlm_session_last_error"
+	defer guard(fn, &st)
+	enter(fn)
+	// Not lockSession: the message is readable while another thread runs a
+	// call, and reading it must not replace it.
+	o, st := getSession(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	msg := ""
+	if p := o.lastErr.Load(); p != nil {
+		msg = *p
+	}
+	return writeText(fn, msg, buf, cap, nOut)
 }
 
 //export moonlmgo_session_cancel
@@ -612,7 +652,7 @@ func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTo
 	if o == nil {
 		return st
 	}
-	defer o.unlock()
+	defer o.finish(fn, &st)
 	smp, st := lockSampler(fn, smh)
 	if smp == nil {
 		return st

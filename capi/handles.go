@@ -126,6 +126,11 @@ type cSession struct {
 	busy      atomic.Bool // a call is running; concurrent calls get BUSY
 	cancelReq atomic.Bool // moonlm_session_cancel was called; consumed by the call it cancels
 
+	// lastErr is the message of the last call that held busy ("" after a
+	// success), for moonlm_session_last_error: callers whose calls run on
+	// pool threads (Node's async calls) cannot read the thread's message.
+	lastErr atomic.Pointer[string]
+
 	// Scratch owned by the call holding busy.
 	toks     []int32
 	logits   []float32

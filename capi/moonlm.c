@@ -381,6 +381,11 @@ moonlm_status moonlm_session_cancel(moonlm_session *session) {
     return (moonlm_status)moonlmgo_session_cancel((uintptr_t)session);
 }
 
+moonlm_status moonlm_session_last_error(const moonlm_session *session, char *buf, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_session_last_error");
+    return (moonlm_status)moonlmgo_session_last_error((uintptr_t)session, buf, cap, n_out);
+}
+
 /* ---- sampler ------------------------------------------------------------ */
 
 moonlm_status moonlm_sampler_new(const moonlm_sampler_params *params, moonlm_sampler **out) {

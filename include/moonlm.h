@@ -342,6 +342,26 @@ MOONLM_API moonlm_status moonlm_session_position(const moonlm_session *session, 
  */
 MOONLM_API moonlm_status moonlm_session_cancel(moonlm_session *session);
 
+/*
+ * The message of the last call on this session that ran, from any thread,
+ * as NUL-terminated text with the (buf, cap, n_out) protocol: "" after
+ * MOONLM_OK, otherwise the same line moonlm_last_error() gave on the thread
+ * that made the call (truncated to 4095 bytes like it). Made for callers that
+ * cannot read that thread's message, such as bindings that run prefill and
+ * decode on worker threads. The calls that set it are moonlm_prefill,
+ * moonlm_decode, moonlm_session_rewind, moonlm_session_position and
+ * moonlm_generate; a call rejected before it could use the session (an
+ * invalid handle, MOONLM_BUSY) leaves it unchanged, as do
+ * moonlm_session_cancel and this function (whose own failures, such as
+ * MOONLM_BUFFER_TOO_SMALL, only go to moonlm_last_error()). Never
+ * MOONLM_BUSY: while a call runs it gives the message of the previous one.
+ * A compatible addition (MOONLM_ABI_VERSION unchanged): a library built
+ * before it lacks the symbol, so look it up with dlsym() if you must run
+ * with older libraries.
+ */
+MOONLM_API moonlm_status moonlm_session_last_error(const moonlm_session *session, char *buf, size_t cap,
+                                                   size_t *n_out);
+
 /* ------------------------------------------------------------------------ */
 /* Sampling                                                                  */
 /* ------------------------------------------------------------------------ */

@@ -98,6 +98,7 @@ type Lib struct {
 	Rewind      func(s uintptr, nKeep uintptr) int32
 	Position    func(s uintptr, pos *uintptr) int32
 	Cancel      func(s uintptr) int32
+	SessionErr  func(s uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
 
 	SessionParamsDefault func(p *SessionParams)
 	SamplerParamsDefault func(p *SamplerParams)
@@ -155,6 +156,7 @@ func lib(t testing.TB) *Lib {
 		reg(&l.Rewind, "moonlm_session_rewind")
 		reg(&l.Position, "moonlm_session_position")
 		reg(&l.Cancel, "moonlm_session_cancel")
+		reg(&l.SessionErr, "moonlm_session_last_error")
 		reg(&l.SamplerParamsDefault, "moonlm_sampler_params_default")
 		reg(&l.SamplerNew, "moonlm_sampler_new")
 		reg(&l.SamplerFree, "moonlm_sampler_free")
