@@ -135,6 +135,13 @@ function lib() {
     sampler_reset: f('moonlm_sampler_reset', 'int', [t.sampler]),
     sample: f('moonlm_sample', 'int', [t.sampler, 'float *', 'size_t', koffi.out(P('int32_t'))]),
   };
+  // Added to ABI 1 later: libraries built before it lack the symbol, and
+  // async failures then fall back to asyncError's generic messages.
+  try {
+    c.session_last_error = f('moonlm_session_last_error', 'int', [t.session, 'uint8_t *', 'size_t', sizeOut]);
+  } catch {
+    c.session_last_error = null;
+  }
   const abi = c.abi_version();
   if (abi !== ABI_VERSION) {
     throw new MoonlmError(0, `moonlm: ${file} has ABI version ${abi}, this package needs ${ABI_VERSION}`);
@@ -157,7 +164,8 @@ function check(st, what) {
 /**
  * Runs fn.async(...args) as a promise of its status. The library keeps its
  * last error per OS thread and async calls run on a worker thread, so the
- * message is not reachable from here: callers recover it (see asyncError).
+ * thread's message is not reachable from here: session calls read the
+ * session's copy (Session._asyncError), others fall back to asyncError.
  */
 function callAsync(fn, ...args) {
   return new Promise((resolve, reject) => {
@@ -166,7 +174,9 @@ function callAsync(fn, ...args) {
 }
 
 /**
- * The error for a failed async call. retrySync, if given, repeats the call
+ * The error for a failed async call when the library kept no message for
+ * it (no session, or a library without moonlm_session_last_error).
+ * retrySync, if given, repeats the call
  * synchronously to obtain the library's own message; it is used only for
  * statuses the header guarantees are returned before any work is done (so
  * the repeat is cheap and changes nothing).
@@ -627,6 +637,7 @@ class Session {
     this.logits = new Float32Array(this.nVocab);
     this._busy = false;
     this._pos = [0];
+    this._tb = null; // for moonlm_session_last_error, made at the first failure
   }
 
   /** Frees the session. Idempotent; a running call is cancelled. */
@@ -656,10 +667,28 @@ class Session {
     } finally {
       this._busy = false;
     }
-    if (st !== Status.OK) {
-      throw asyncError(st, what, this._h === null ? null : () => retry(this._h));
-    }
+    if (st !== Status.OK) throw this._asyncError(st, what, retry);
     return this.logits;
+  }
+
+  /**
+   * The error for a failed async call on this session, with the library's
+   * message as kept on the session handle (moonlm_session_last_error). A
+   * BUSY call or a closed handle left no message there (one still there is
+   * an older call's), so those fall back to asyncError.
+   */
+  _asyncError(st, what, retry) {
+    const { c } = lib();
+    if (this._h === null) return asyncError(st, what, null);
+    if (c.session_last_error && st !== Status.BUSY) {
+      this._tb ??= new TextBuffer();
+      let msg = '';
+      try {
+        msg = this._tb.call(c.session_last_error, 'session last error', this._h).toString('utf8');
+      } catch { /* fall back below */ }
+      if (msg) return new MoonlmError(st, msg);
+    }
+    return asyncError(st, what, () => retry(this._h));
   }
 
   /** Evaluates tokens at the current position; resolves to the last logits. */

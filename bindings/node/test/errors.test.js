@@ -5,6 +5,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const h = require('./helpers');
 
 const { Model, Sampler, MoonlmError, Status } = h.moonlm;
@@ -93,6 +94,49 @@ describe('errors', { skip }, () => {
     assert.throws(() => model.stream('', { addSpecial: false }), { code: 'INVALID_ARGUMENT' });
     assert.throws(() => model.applyChatTemplate([{ role: 'user', content: 5 }]), { code: 'INVALID_ARGUMENT' });
     assert.throws(() => model.stream('x', { maxTokens: -1 }), { code: 'INVALID_ARGUMENT' });
+  });
+
+  it('gives async failures the library\'s message, kept on the session', async () => {
+    const s = model.session();
+    const toks = model.tokenize('Once upon a time');
+    s.cancel();
+    await assert.rejects(s.prefill(toks), (e) => {
+      assert.equal(e.code, 'CANCELLED');
+      // The library's wording, not the binding's fallback "prefill: cancelled".
+      assert.match(e.message, /^moonlm_prefill: cancelled by moonlm_session_cancel/);
+      return true;
+    });
+    assert.equal(s.position, 0);
+    await s.prefill(toks);
+    await assert.rejects(s.decode(model.vocabSize), (e) => {
+      assert.equal(e.code, 'INVALID_ARGUMENT');
+      assert.match(e.message, new RegExp(`^moonlm_decode: token ${model.vocabSize} .*outside the vocabulary`));
+      return true;
+    });
+    s.close();
+  });
+
+  it('reports an internal error in an async call with the library\'s message', () => {
+    // A panic on a pool worker (armed at load time by MOONLM_DEBUG_PANIC),
+    // in a child process so the hook cannot affect the other tests.
+    const src = `
+      const { Model } = require(${JSON.stringify(path.resolve(__dirname, '..'))});
+      (async () => {
+        const m = await Model.open(process.argv[1], { threads: 2 });
+        const s = m.session();
+        let out;
+        try { await s.prefill([1, 100, 200, 300]); out = { ok: true }; } catch (e) { out = { code: e.code, message: e.message }; }
+        await s.prefill([1, 100, 200, 300]); // the hook fires once: the session still works
+        s.close(); m.close();
+        process.stdout.write(JSON.stringify(out));
+      })().catch((e) => { console.error(e); process.exit(1); });`;
+    const stdout = execFileSync(process.execPath, ['-e', src, h.dataPath('models/stories260K.gguf')], {
+      env: { ...process.env, MOONLM_DEBUG_PANIC: 'worker' }, encoding: 'utf8', timeout: 60000,
+    });
+    const got = JSON.parse(stdout);
+    assert.equal(got.code, 'INTERNAL', stdout);
+    assert.match(got.message, /^moonlm_prefill: .*panic/);
+    assert.match(got.message, /MOONLM_DEBUG_PANIC=worker/);
   });
 
   it('reports BUSY for a second call on a busy session', async () => {
