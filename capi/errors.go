@@ -83,7 +83,9 @@ func failErr(fn string, err error) C.int {
 // check that panics become MOONLM_INTERNAL (MOONLM_DEBUG_PANIC=moonlm_decode).
 var debugPanic = os.Getenv("MOONLM_DEBUG_PANIC")
 
-// enter is called first by every Go export, inside its recover scope.
+// enter is called first by every Go export, inside its recover scope
+// (those that lock a session call it once finish is deferred, so a debug
+// panic also tests that the session is unlocked and its message kept).
 func enter(fn string) {
 	if debugPanic != "" && debugPanic == fn {
 		panic("MOONLM_DEBUG_PANIC requested a panic in " + fn)

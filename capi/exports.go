@@ -426,12 +426,12 @@ func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.floa
 		fn = "moonlm_decode"
 	}
 	defer guard(fn, &st)
-	enter(fn)
 	o, st := lockSession(fn, h)
 	if o == nil {
 		return st
 	}
 	defer o.finish(fn, &st)
+	enter(fn) // after finish is armed: a debug panic exercises it
 	if n == 0 || toks == nil {
 		return fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
 	}
@@ -455,12 +455,12 @@ func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.floa
 func moonlmgo_session_rewind(h C.uintptr_t, nKeep C.size_t) (st C.int) {
 	const fn = "moonlm_session_rewind"
 	defer guard(fn, &st)
-	enter(fn)
 	o, st := lockSession(fn, h)
 	if o == nil {
 		return st
 	}
 	defer o.finish(fn, &st)
+	enter(fn) // after finish is armed: a debug panic exercises it
 	if pos := o.s.Pos(); uint64(nKeep) > uint64(pos) {
 		return fail(stInvalid, fn, "n_keep %d is beyond the position %d", nKeep, pos)
 	}
@@ -474,12 +474,12 @@ func moonlmgo_session_rewind(h C.uintptr_t, nKeep C.size_t) (st C.int) {
 func moonlmgo_session_position(h C.uintptr_t, pos *C.size_t) (st C.int) {
 	const fn = "moonlm_session_position"
 	defer guard(fn, &st)
-	enter(fn)
 	o, st := lockSession(fn, h)
 	if o == nil {
 		return st
 	}
 	defer o.finish(fn, &st)
+	enter(fn) // after finish is armed: a debug panic exercises it
 	if pos == nil {
 		return fail(stInvalid, fn, "pos is NULL")
 	}
@@ -647,12 +647,12 @@ func moonlmgo_sample(h C.uintptr_t, logits *C.float, n C.size_t, tok *C.int32_t)
 func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTokens C.size_t, cb, ud C.uintptr_t, nGen *C.size_t) (st C.int) {
 	const fn = "moonlm_generate"
 	defer guard(fn, &st)
-	enter(fn)
 	o, st := lockSession(fn, sh)
 	if o == nil {
 		return st
 	}
 	defer o.finish(fn, &st)
+	enter(fn) // after finish is armed: a debug panic exercises it
 	smp, st := lockSampler(fn, smh)
 	if smp == nil {
 		return st

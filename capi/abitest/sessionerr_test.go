@@ -2,9 +2,12 @@ package abitest
 
 import (
 	"bytes"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -120,4 +123,54 @@ func TestSessionLastErrorAcrossThreads(t *testing.T) {
 	s2 := newSession(t, l, m, 8, 0)
 	requireStatus(t, l, OK, l.SessionFree(s2), "free")
 	requireStatus(t, l, InvalidArg, l.SessionErr(s2, &exact[0], uintptr(len(exact)), &n), "a freed session")
+}
+
+func init() {
+	children["sessionpanic"] = func() error {
+		l, err := childLib()
+		if err != nil {
+			return err
+		}
+		runtime.LockOSThread()
+		path := os.Getenv("MOONLM_ABITEST_MODEL")
+		var m, s uintptr
+		if st := l.ModelOpen(path, nil, &m); st != OK {
+			return errorf("open %s: %s", path, l.LastError())
+		}
+		if st := l.SessionNew(m, nil, &s); st != OK {
+			return errorf("session: %s", l.LastError())
+		}
+		st := l.Decode(s, 1, nil, 0)
+		msg := l.LastError()
+		if st != Internal {
+			return errorf("decode under MOONLM_DEBUG_PANIC=moonlm_decode: status %d (%s), want INTERNAL; %s", st, l.StatusString(st), msg)
+		}
+		buf := make([]byte, 8192)
+		var n uintptr
+		if st := l.SessionErr(s, &buf[0], uintptr(len(buf)), &n); st != OK {
+			return errorf("session_last_error: %s", l.LastError())
+		}
+		if got := string(buf[:n]); got != msg || !strings.Contains(got, "panic") {
+			return errorf("session message %q, want the thread's %q", got, msg)
+		}
+		// The panic did not leave the session marked busy.
+		toks := []int32{1, 100}
+		if st := l.Prefill(s, &toks[0], 2, nil, 0); st != OK {
+			return errorf("prefill after the panic: status %d: %s", st, l.LastError())
+		}
+		if st := l.SessionErr(s, &buf[0], uintptr(len(buf)), &n); st != OK || n != 0 {
+			return errorf("session message after a success: status %d, %q", st, buf[:n])
+		}
+		l.SessionFree(s)
+		l.ModelFree(m)
+		return nil
+	}
+}
+
+// A panic inside a session call becomes MOONLM_INTERNAL whose message is
+// kept on the session too, and the session is released for the next call.
+func TestSessionPanicKeepsMessage(t *testing.T) {
+	l := lib(t)
+	_ = openModel(t, l, stories)
+	runInChild(t, "sessionpanic", "MOONLM_DEBUG_PANIC=moonlm_decode", "MOONLM_ABITEST_MODEL="+shareddata.Path(t, stories))
 }
