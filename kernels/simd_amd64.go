@@ -49,11 +49,9 @@ func checkRows(kind string, wLen, stride, nrows, rowLen, xHave, xLen int) {
 }
 
 func rowQ8_0AVX2(n int, w, x []byte) float32 {
-	nb := n / 32
-	checkRows("q8_0", len(w), 0, 1, nb*34, len(x), nb*34)
-	var y float32
-	dotQ8_0RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
-	return y
+	var y [1]float32
+	rowsQ8_0AVX2(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsQ8_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
@@ -63,11 +61,9 @@ func rowsQ8_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 }
 
 func rowQ4_0AVX2(n int, w, x []byte) float32 {
-	nb := n / 32
-	checkRows("q4_0", len(w), 0, 1, nb*18, len(x), nb*34)
-	var y float32
-	dotQ4_0RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
-	return y
+	var y [1]float32
+	rowsQ4_0AVX2(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsQ4_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
@@ -77,11 +73,9 @@ func rowsQ4_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 }
 
 func rowQ4_1AVX2(n int, w, x []byte) float32 {
-	nb := n / 32
-	checkRows("q4_1", len(w), 0, 1, nb*20, len(x), nb*36)
-	var y float32
-	dotQ4_1RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
-	return y
+	var y [1]float32
+	rowsQ4_1AVX2(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsQ4_1AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
@@ -91,11 +85,9 @@ func rowsQ4_1AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 }
 
 func rowQ4_KAVX2(n int, w, x []byte) float32 {
-	nb := n / 256
-	checkRows("q4_k", len(w), 0, 1, nb*144, len(x), nb*292)
-	var y float32
-	dotQ4_KRowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
-	return y
+	var y [1]float32
+	rowsQ4_KAVX2(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsQ4_KAVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
@@ -105,11 +97,9 @@ func rowsQ4_KAVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 }
 
 func rowQ6_KAVX2(n int, w, x []byte) float32 {
-	nb := n / 256
-	checkRows("q6_k", len(w), 0, 1, nb*210, len(x), nb*292)
-	var y float32
-	dotQ6_KRowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
-	return y
+	var y [1]float32
+	rowsQ6_KAVX2(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsQ6_KAVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
@@ -119,11 +109,9 @@ func rowsQ6_KAVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 }
 
 func rowF16AVX2(n int, w, x []byte) float32 {
-	nb := n / 1
-	checkRows("f16", len(w), 0, 1, nb*2, len(x), nb*2)
-	var y float32
-	dotF16RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
-	return y
+	var y [1]float32
+	rowsF16AVX2(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsF16AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
@@ -133,11 +121,9 @@ func rowsF16AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
 }
 
 func rowF32AVX2(n int, w, x []byte) float32 {
-	nb := n / 1
-	checkRows("f32", len(w), 0, 1, nb*4, len(x), nb*4)
-	var y float32
-	dotF32RowsAVX2(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y)
-	return y
+	var y [1]float32
+	rowsF32AVX2(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsF32AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
@@ -155,11 +141,9 @@ func dotQ8_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float
 func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
 func rowQ8_0AVX512(n int, w, x []byte) float32 {
-	nb := n / 32
-	checkRows("q8_0", len(w), 0, 1, nb*34, len(x), nb*34)
-	var y float32
-	dotQ8_0RowsAVX512(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
-	return y
+	var y [1]float32
+	rowsQ8_0AVX512(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsQ8_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
@@ -169,11 +153,9 @@ func rowsQ8_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
 }
 
 func rowQ4_0AVX512(n int, w, x []byte) float32 {
-	nb := n / 32
-	checkRows("q4_0", len(w), 0, 1, nb*18, len(x), nb*34)
-	var y float32
-	dotQ4_0RowsAVX512(unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y, &f16Table[0])
-	return y
+	var y [1]float32
+	rowsQ4_0AVX512(n, w, 0, x, y[:])
+	return y[0]
 }
 
 func rowsQ4_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
