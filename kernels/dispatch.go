@@ -127,6 +127,7 @@ func SetVariant(name string) error {
 			tokensDot = [numTypes]TokensDotFunc{}
 			dotF32Impl, axpyF32Impl, dotF16Impl = dotF32Generic, axpyGeneric, dotF16Generic
 			v.apply()
+			installPacked(name)
 			Variant = name
 			return nil
 		}

@@ -8,7 +8,7 @@ import "github.com/moonlm/moonlm/gguf"
 // rows); elsewhere, and for the rows and tokens left over from whole tiles,
 // it is MatMul. Results match MatMul up to float summation order.
 func MatMulTiled(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
-	if m.Type != gguf.Q4_1 || r0 >= r1 || nTok < 4 {
+	if m.Type != gguf.Q4_1 || r0 >= r1 || nTok < 4 || m.Packed != nil {
 		MatMul(m, xq, nTok, y, r0, r1)
 		return
 	}

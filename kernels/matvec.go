@@ -12,6 +12,11 @@ type Matrix struct {
 	Type       gguf.Type
 	Rows, Cols int
 	Data       []byte
+	// Packed, when not nil, holds the first Rows/Layout.Rows whole groups
+	// of rows repacked in Layout (see PackedLayout); the kernels then read
+	// those rows from Packed and only the remaining rows from Data.
+	Packed []byte
+	Layout *PackedLayout
 }
 
 // RowBytes returns the bytes of one row.
@@ -43,6 +48,9 @@ var tokensDot [numTypes]TokensDotFunc
 // MatVec sets y[r] = dot(row r, xq) for r in [r0, r1), where xq holds the
 // activations converted by QuantizeRow(VecDotType(m.Type), x, xq).
 func MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
+	if m.Packed != nil {
+		r0 = splitPacked(m, xq, 1, y, r0, r1)
+	}
 	if r0 >= r1 {
 		return
 	}
@@ -86,6 +94,11 @@ func MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	if nTok == 1 {
 		MatVec(m, xq, y, r0, r1)
 		return
+	}
+	if m.Packed != nil {
+		if r0 = splitPacked(m, xq, nTok, y, r0, r1); r0 >= r1 {
+			return
+		}
 	}
 	t := m.Type
 	f := dotFor(t, "MatMul")

@@ -1,0 +1,165 @@
+package kernels
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// PackedLayout is a repacked weight layout for one weight type: groups of
+// Rows consecutive rows stored interleaved so that a SIMD kernel keeps one
+// row per vector lane. The activations of a token are then broadcast once
+// for all the rows of a group and no horizontal sums are needed, which is
+// what makes prefill fast on VNNI (VPDPBUSD with a broadcast operand).
+//
+// A layout is a pure function of the original bytes: packing the same rows
+// always gives the same bytes, so packed data can be cached on disk under
+// Name.
+type PackedLayout struct {
+	// Name identifies the byte layout, including its version (for example
+	// "q4_K.r16.v1"); a change to the bytes must change the name.
+	Name string
+	// Type is the GGUF weight type the layout packs.
+	Type gguf.Type
+	// Rows is the number of rows per group.
+	Rows int
+	// MaxTok is the largest token count one Dot call takes.
+	MaxTok int
+	// GroupBytes returns the size of one packed group of Rows rows of cols
+	// values (cols a multiple of the type's block size).
+	GroupBytes func(cols int) int
+	// Pack writes the packed form of Rows consecutive rows, src (Rows *
+	// RowBytes(Type, cols) bytes in the GGUF layout), to dst
+	// (GroupBytes(cols) bytes).
+	Pack func(dst, src []byte, cols int)
+	// Dot sets y[t*yStride+r] = dot(row r of group g, token t) for r <
+	// Rows and t < nTok (1 <= nTok <= MaxTok), where the tokens'
+	// activations (VecDotType(Type), ActivationBytes(Type, cols) bytes each)
+	// lie xStride bytes apart in x.
+	Dot func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
+	// DotGeneric is the pure-Go twin of Dot that tests compare against.
+	DotGeneric func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
+}
+
+// maxPackedTile bounds Rows*MaxTok of every layout (the scratch tile of a
+// partial group lives on the stack).
+const maxPackedTile = 64
+
+// packedRegistry maps a kernel variant name to the layouts it brings.
+// Layout files register from package-level variable initializers, which run
+// before any init function (and so before the default variant is chosen).
+var packedRegistry = map[string][]*PackedLayout{}
+
+// packedLayouts is the layout in use per weight type (nil: none).
+var packedLayouts [numTypes]*PackedLayout
+
+// registerPacked adds l to the layouts of the named variant; it returns
+// true so it can initialize a package-level variable.
+func registerPacked(variant string, l *PackedLayout) bool {
+	if l.Rows*l.MaxTok > maxPackedTile || l.Rows <= 0 || l.MaxTok <= 0 {
+		panic(fmt.Sprintf("kernels: packed layout %s: %d rows x %d tokens exceeds the %d-value tile", l.Name, l.Rows, l.MaxTok, maxPackedTile))
+	}
+	packedRegistry[variant] = append(packedRegistry[variant], l)
+	return true
+}
+
+// installPacked sets packedLayouts to the layouts of the named variant.
+func installPacked(variant string) {
+	packedLayouts = [numTypes]*PackedLayout{}
+	for _, l := range packedRegistry[variant] {
+		packedLayouts[l.Type] = l
+	}
+}
+
+// Packed returns the packed layout the current kernel variant offers for
+// weights of type t, or nil: weights without one are used as mapped.
+func Packed(t gguf.Type) *PackedLayout {
+	if int(t) >= numTypes || t < 0 {
+		return nil
+	}
+	return packedLayouts[t]
+}
+
+// PackedSize returns the bytes of the packed form of a rows x cols matrix:
+// its whole groups; the last rows%l.Rows rows stay in the GGUF layout.
+func (l *PackedLayout) PackedSize(rows, cols int) int {
+	return rows / l.Rows * l.GroupBytes(cols)
+}
+
+// PackRows packs groups [g0, g1) of m into dst, which holds the whole packed
+// matrix (PackedSize(m.Rows, m.Cols) bytes): group g lands at
+// g*GroupBytes. Ranges let callers pack in parallel.
+func (l *PackedLayout) PackRows(m *Matrix, dst []byte, g0, g1 int) {
+	if m.Type != l.Type {
+		panic(fmt.Sprintf("kernels: packing %v rows with the %s layout", m.Type, l.Name))
+	}
+	rb := m.RowBytes()
+	gb := l.GroupBytes(m.Cols)
+	for g := g0; g < g1; g++ {
+		l.Pack(dst[g*gb:(g+1)*gb], m.Data[g*l.Rows*rb:(g+1)*l.Rows*rb], m.Cols)
+	}
+}
+
+// packedRows returns how many leading rows of m are served by its packed
+// data (0 when it has none).
+func (m *Matrix) packedRows() int {
+	if m.Packed == nil {
+		return 0
+	}
+	return m.Rows / m.Layout.Rows * m.Layout.Rows
+}
+
+// matMulPacked computes rows [r0, r1) (all within the packed rows) for nTok
+// tokens from the packed data. Groups are the outer loop inside a token
+// tile, so a group's weights stay in L1/L2 while the tile's tokens pass.
+func matMulPacked(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
+	l := m.Layout
+	R := l.Rows
+	gb := l.GroupBytes(m.Cols)
+	ab := ActivationBytes(m.Type, m.Cols)
+	_ = xq[nTok*ab-1]
+	_ = y[(nTok-1)*m.Rows+r1-1]
+	tile := max(l.MaxTok, min(nTok, matMulTileBytes/max(ab, 1)/l.MaxTok*l.MaxTok))
+	var tmp *[maxPackedTile]float32 // for partial groups only
+	for t0 := 0; t0 < nTok; t0 += tile {
+		t1 := min(t0+tile, nTok)
+		for g := r0 / R; g*R < r1; g++ {
+			rs, re := max(r0, g*R), min(r1, (g+1)*R)
+			gd := m.Packed[g*gb : (g+1)*gb]
+			for t := t0; t < t1; t += l.MaxTok {
+				k := min(l.MaxTok, t1-t)
+				if rs == g*R && re == (g+1)*R {
+					l.Dot(m.Cols, gd, xq[t*ab:], ab, k, y[t*m.Rows+g*R:], m.Rows)
+					continue
+				}
+				if tmp == nil {
+					tmp = packedScratch.Get().(*[maxPackedTile]float32)
+				}
+				l.Dot(m.Cols, gd, xq[t*ab:], ab, k, tmp[:], R)
+				for j := 0; j < k; j++ {
+					copy(y[(t+j)*m.Rows+rs:(t+j)*m.Rows+re], tmp[j*R+rs-g*R:j*R+re-g*R])
+				}
+			}
+		}
+	}
+	if tmp != nil {
+		packedScratch.Put(tmp)
+	}
+}
+
+// packedScratch holds the tiles of partial groups: a stack array would
+// escape through the Dot function value and allocate on every call.
+var packedScratch = sync.Pool{New: func() any { return new([maxPackedTile]float32) }}
+
+// splitPacked runs the packed part of rows [r0, r1) of m and returns the
+// first row left for the GGUF-layout kernels (r1 when all were packed).
+func splitPacked(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) int {
+	pr := m.packedRows()
+	if pr == 0 || r0 >= pr {
+		return r0
+	}
+	e := min(r1, pr)
+	matMulPacked(m, xq, nTok, y, r0, e)
+	return e
+}
