@@ -44,7 +44,7 @@ type PackedLayout struct {
 
 // maxPackedTile bounds Rows*MaxTok of every layout (the scratch tile of a
 // partial group lives on the stack).
-const maxPackedTile = 64
+const maxPackedTile = 128
 
 // packedRegistry maps a kernel variant name to the layouts it brings.
 // Layout files register from package-level variable initializers, which run
