@@ -27,6 +27,12 @@ import (
 type ModelParams struct {
 	// Threads is the size of the model's worker pool; 0 means all cores.
 	Threads int
+	// Pack says whether weight matrices are repacked into the kernels'
+	// faster layouts at open; the zero value is PackDefault.
+	Pack PackMode
+	// PackedCache configures the on-disk cache of packed weights; its zero
+	// value takes every setting from the environment.
+	PackedCache PackedCacheParams
 }
 
 // Info describes a model. Token ids are -1 where the model has none.
