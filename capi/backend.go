@@ -16,9 +16,26 @@ type message struct {
 	Role, Content string
 }
 
+// modelParams is moonlm_model_params after validation. The toggles are
+// tri-state: toggleDefault leaves the choice to the engine (its environment
+// variables, else on).
 type modelParams struct {
-	Threads int
+	Threads     int
+	Pack        toggle
+	PackedCache toggle
+	CacheDir    string // "" = the engine's default folder
+	CacheBytes  int64  // 0 = the engine's default budget
 }
+
+// toggle is the C ABI's tri-state setting, numbered as moonlm_pack_mode and
+// moonlm_packed_cache_mode.
+type toggle int
+
+const (
+	toggleDefault toggle = 0
+	toggleOn      toggle = 1
+	toggleOff     toggle = 2
+)
 
 type sessionParams struct {
 	NCtx    int // 0: the model's training context

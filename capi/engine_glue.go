@@ -28,7 +28,15 @@ func init() {
 }
 
 func openModel(path string, p modelParams) (backendModel, error) {
-	m, err := engine.Open(path, engine.ModelParams{Threads: p.Threads})
+	m, err := engine.Open(path, engine.ModelParams{
+		Threads: p.Threads,
+		Pack:    [...]engine.PackMode{toggleDefault: engine.PackDefault, toggleOn: engine.PackOn, toggleOff: engine.PackOff}[p.Pack],
+		PackedCache: engine.PackedCacheParams{
+			Mode:     [...]engine.CacheMode{toggleDefault: engine.CacheDefault, toggleOn: engine.CacheOn, toggleOff: engine.CacheOff}[p.PackedCache],
+			Dir:      p.CacheDir,
+			MaxBytes: p.CacheBytes,
+		},
+	})
 	if err != nil {
 		return nil, err
 	}

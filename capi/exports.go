@@ -81,14 +81,40 @@ func moonlmgo_model_open(path *C.char, p *C.moonlm_model_params, out *C.uintptr_
 	if p.n_threads < 0 {
 		return fail(stInvalid, fn, "moonlm_model_params.n_threads is %d; want >= 0", int32(p.n_threads))
 	}
+	mp := modelParams{Threads: int(p.n_threads)}
+	if st := modelParamsPacking(fn, p, &mp); st != stOK {
+		return st
+	}
 	name := C.GoString(path)
-	m, err := openModel(name, modelParams{Threads: int(p.n_threads)})
+	m, err := openModel(name, mp)
 	if err != nil {
 		return failErr(fn, err)
 	}
 	o := &cModel{m: m, info: m.Info()}
 	o.n.Store(1)
 	*out = C.uintptr_t(models.add(o))
+	return stOK
+}
+
+// modelParamsPacking validates the packing members of p (zero, their
+// default, for a caller built before they existed: moonlm.c copied the
+// caller's struct over the defaults) and stores them in mp.
+func modelParamsPacking(fn string, p *C.moonlm_model_params, mp *modelParams) C.int {
+	if p.pack < C.MOONLM_PACK_DEFAULT || p.pack > C.MOONLM_PACK_OFF {
+		return fail(stInvalid, fn, "moonlm_model_params.pack is %d; want a moonlm_pack_mode (0 default, 1 on, 2 off)", int32(p.pack))
+	}
+	if p.packed_cache < C.MOONLM_PACKED_CACHE_DEFAULT || p.packed_cache > C.MOONLM_PACKED_CACHE_OFF {
+		return fail(stInvalid, fn, "moonlm_model_params.packed_cache is %d; want a moonlm_packed_cache_mode (0 default, 1 on, 2 off)", int32(p.packed_cache))
+	}
+	if uint64(p.packed_cache_bytes) > math.MaxInt64 {
+		return fail(stInvalid, fn, "moonlm_model_params.packed_cache_bytes is %d; want at most %d (INT64_MAX)", uint64(p.packed_cache_bytes), int64(math.MaxInt64))
+	}
+	mp.Pack = toggle(p.pack)
+	mp.PackedCache = toggle(p.packed_cache)
+	mp.CacheBytes = int64(p.packed_cache_bytes)
+	if p.packed_cache_dir != nil {
+		mp.CacheDir = C.GoString(p.packed_cache_dir)
+	}
 	return stOK
 }
 

@@ -8,6 +8,7 @@
  * definitions match the public declarations exactly.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,13 @@ static moonlm_status moonlm__read_struct(const char *fn, const char *what, const
     return MOONLM_OK;
 }
 
+/*
+ * The first published sizes of structs that have grown since: a caller built
+ * against that header passes this size and gets the defaults of the members
+ * added after it.
+ */
+#define MOONLM__MODEL_PARAMS_V1_SIZE offsetof(moonlm_model_params, pack)
+
 /* ---- versions, status strings, defaults -------------------------------- */
 
 const char *moonlm_version(void) { return MOONLM_VERSION_STRING; }
@@ -230,7 +238,7 @@ moonlm_status moonlm_model_open(const char *path, const moonlm_model_params *par
     moonlm_model_params_default(&p);
     if (params != NULL) {
         moonlm_status st = moonlm__read_struct("moonlm_model_open", "moonlm_model_params", params,
-                                               sizeof(moonlm_model_params), sizeof(moonlm_model_params), &p);
+                                               MOONLM__MODEL_PARAMS_V1_SIZE, sizeof(moonlm_model_params), &p);
         if (st != MOONLM_OK) {
             return st;
         }

@@ -133,10 +133,53 @@ MOONLM_API const char *moonlm_last_error(void);
 /* A loaded model: weights (memory-mapped, read-only), vocabulary, template. */
 typedef struct moonlm_model moonlm_model;
 
+/*
+ * Weight packing at open (moonlm_model_params.pack). Where the CPU's kernels
+ * are faster on a repacked weight layout (interleaved rows of K-quant and
+ * Q8_0 matrices), the model's matrices are repacked when it is opened; the
+ * logits are the same either way. DEFAULT follows the environment
+ * (MOONLM_PACK=0 turns packing off) and is on otherwise.
+ */
+typedef enum moonlm_pack_mode {
+    MOONLM_PACK_DEFAULT = 0,
+    MOONLM_PACK_ON = 1,
+    MOONLM_PACK_OFF = 2
+} moonlm_pack_mode;
+
+/*
+ * The on-disk cache of packed weights (moonlm_model_params.packed_cache), so
+ * that a second open maps the packed layout instead of rebuilding it.
+ * DEFAULT follows the environment (MOONLM_PACKED_CACHE=0 turns it off) and
+ * is on otherwise. Any cache failure (read-only folder, full disk, corrupt
+ * entry) falls back to packing in memory: the model still opens.
+ */
+typedef enum moonlm_packed_cache_mode {
+    MOONLM_PACKED_CACHE_DEFAULT = 0,
+    MOONLM_PACKED_CACHE_ON = 1,
+    MOONLM_PACKED_CACHE_OFF = 2
+} moonlm_packed_cache_mode;
+
 typedef struct moonlm_model_params {
     size_t size;       /* sizeof(moonlm_model_params) */
     int32_t n_threads; /* size of the worker pool sessions share; 0 = one per CPU core */
     uint32_t flags;    /* reserved for future use; must be 0 */
+    /* Added without an ABI bump; a caller whose size ends before these gets the defaults. */
+    int32_t pack;         /* a moonlm_pack_mode; default MOONLM_PACK_DEFAULT */
+    int32_t packed_cache; /* a moonlm_packed_cache_mode; default MOONLM_PACKED_CACHE_DEFAULT */
+    /*
+     * The cache folder (NUL-terminated, read during moonlm_model_open only);
+     * NULL or "" = $MOONLM_PACKED_CACHE_DIR, else $XDG_CACHE_HOME/moonlm/packed
+     * or ~/.cache/moonlm/packed. Eviction only ever deletes moonlm's own
+     * entries there.
+     */
+    const char *packed_cache_dir;
+    /*
+     * The cache's size budget in bytes: after adding an entry, the least
+     * recently used ones are evicted down to it (the newest stays even if
+     * alone larger). 0 = $MOONLM_PACKED_CACHE_BYTES, else 8 GiB. At most
+     * INT64_MAX.
+     */
+    uint64_t packed_cache_bytes;
 } moonlm_model_params;
 
 /* Fills *params with the defaults, including params->size. */

@@ -114,6 +114,8 @@ func TestStructLayout(t *testing.T) {
 #define S(s) printf(#s " %zu\n", sizeof(s))
 int main(void) {
 	S(moonlm_model_params); F(moonlm_model_params, n_threads); F(moonlm_model_params, flags);
+	F(moonlm_model_params, pack); F(moonlm_model_params, packed_cache);
+	F(moonlm_model_params, packed_cache_dir); F(moonlm_model_params, packed_cache_bytes);
 	S(moonlm_model_info); F(moonlm_model_info, n_vocab); F(moonlm_model_info, token_eot);
 	S(moonlm_session_params); F(moonlm_session_params, n_ctx); F(moonlm_session_params, kv_type); F(moonlm_session_params, flags);
 	S(moonlm_sampler_params); F(moonlm_sampler_params, temperature); F(moonlm_sampler_params, min_p);
@@ -136,6 +138,10 @@ int main(void) {
 	want := fmt.Sprintf(`moonlm_model_params %d
 moonlm_model_params.n_threads %d
 moonlm_model_params.flags %d
+moonlm_model_params.pack %d
+moonlm_model_params.packed_cache %d
+moonlm_model_params.packed_cache_dir %d
+moonlm_model_params.packed_cache_bytes %d
 moonlm_model_info %d
 moonlm_model_info.n_vocab %d
 moonlm_model_info.token_eot %d
@@ -152,6 +158,8 @@ moonlm_message %d
 moonlm_message.content %d
 moonlm_status %d
 `, unsafe.Sizeof(mp), unsafe.Offsetof(mp.NThreads), unsafe.Offsetof(mp.Flags),
+		unsafe.Offsetof(mp.Pack), unsafe.Offsetof(mp.PackedCache),
+		unsafe.Offsetof(mp.PackedCacheDir), unsafe.Offsetof(mp.PackedCacheBytes),
 		unsafe.Sizeof(mi), unsafe.Offsetof(mi.NVocab), unsafe.Offsetof(mi.EOT),
 		unsafe.Sizeof(sp), unsafe.Offsetof(sp.NCtx), unsafe.Offsetof(sp.KVType), unsafe.Offsetof(sp.Flags),
 		unsafe.Sizeof(smp), unsafe.Offsetof(smp.Temperature), unsafe.Offsetof(smp.MinP),

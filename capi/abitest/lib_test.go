@@ -34,10 +34,18 @@ const (
 // Go mirrors of the header's structs (TestStructLayout checks them against
 // the C compiler's view).
 type ModelParams struct {
-	Size     uintptr
-	NThreads int32
-	Flags    uint32
+	Size             uintptr
+	NThreads         int32
+	Flags            uint32
+	Pack             int32
+	PackedCache      int32
+	PackedCacheDir   *byte
+	PackedCacheBytes uint64
 }
+
+// modelParamsV1Size is sizeof(moonlm_model_params) before the packing
+// members: callers built against that header pass it.
+const modelParamsV1Size = unsafe.Offsetof(ModelParams{}.Pack)
 
 type ModelInfo struct {
 	Size                                  uintptr
