@@ -1,0 +1,143 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// Packed q4_K ("q4_K.r16.v1"): 16 rows interleaved so that a 512-bit
+// register holds one row per 32-bit lane. A group of 16 rows of cols values
+// is cols/256 packed blocks of q4kPackedBlock bytes laid end to end; packed
+// block b holds block b of each of the 16 rows:
+//
+//	off    0: d[16]    f16, row r at 2r
+//	off   32: dmin[16] f16, row r at 32+2r
+//	off   64: sc[8][16]  the 6-bit sub-block scales as bytes, sub-block s
+//	          of row r at 64+16s+r (one VPMOVZXBD per sub-block)
+//	off  192: m[4][16][2] the 6-bit mins as bytes, pairs of sub-blocks:
+//	          min of sub-block s of row r at 192+32(s/2)+2r+s%2 (one
+//	          VPMOVZXBW gives each lane the word pair of two sub-blocks)
+//	off  320: qs[8][4][16][4] the quants: for sub-block s (values 32s..32s+31)
+//	          and k < 4, the 64 bytes at 320+256s+64k hold 4 bytes per
+//	          row r (at +4r); byte i has value 32s+8k+i in its low nibble
+//	          and value 32s+8k+4+i in its high nibble.
+//
+// So a 64-byte load gives, after AND 0x0f and after shift+AND, the weight
+// operands of two VPDPBUSD (16 rows x 4 values each) whose activation
+// operands are 4 consecutive q8_K bytes broadcast to every lane. The packed
+// block is 2368 bytes against 16*144 = 2304 for the GGUF rows (+2.8%),
+// which keeps decode, which streams the same bytes, as fast as before.
+const (
+	q4kPackedRows  = 16
+	q4kPackedBlock = 2368
+	q4kPackedSc    = 64
+	q4kPackedMin   = 192
+	q4kPackedQs    = 320
+)
+
+// packedQ4KBase is the q4_K layout with the pure-Go kernel as its Dot; the
+// SIMD variants copy it and set their own Dot.
+var packedQ4KBase = PackedLayout{
+	Name:       "q4_K.r16.v1",
+	Type:       gguf.Q4_K,
+	Rows:       q4kPackedRows,
+	MaxTok:     4,
+	GroupBytes: packedQ4KGroupBytes,
+	Pack:       packQ4K,
+	Dot:        dotPackedQ4KGeneric,
+	DotGeneric: dotPackedQ4KGeneric,
+}
+
+func packedQ4KGroupBytes(cols int) int { return cols / qkK * q4kPackedBlock }
+
+// packQ4K interleaves 16 q4_K rows (src, RowBytes(Q4_K, cols) bytes each)
+// into dst (packedQ4KGroupBytes(cols) bytes). It moves whole 32-bit words
+// of nibbles, so it runs at memory speed and allocates nothing.
+func packQ4K(dst, src []byte, cols int) {
+	nb := cols / qkK
+	rb := nb * bytesQ4K
+	if len(src) < q4kPackedRows*rb || len(dst) < nb*q4kPackedBlock {
+		panic(fmt.Sprintf("kernels: packing q4_K: %d cols need %d source and %d packed bytes, have %d and %d",
+			cols, q4kPackedRows*rb, nb*q4kPackedBlock, len(src), len(dst)))
+	}
+	le := binary.LittleEndian
+	for b := range nb {
+		p := dst[b*q4kPackedBlock : (b+1)*q4kPackedBlock]
+		for r := range q4kPackedRows {
+			blk := src[r*rb+b*bytesQ4K : r*rb+(b+1)*bytesQ4K]
+			p[2*r], p[2*r+1] = blk[0], blk[1]
+			p[32+2*r], p[32+2*r+1] = blk[2], blk[3]
+			scales := blk[4:16]
+			for s := range 8 {
+				sc, m := scaleMinK4(s, scales)
+				p[q4kPackedSc+16*s+r] = sc
+				p[q4kPackedMin+32*(s/2)+2*r+s%2] = m
+			}
+			// Chunk j of the GGUF quants holds sub-block 2j in its low
+			// nibbles and 2j+1 in its high ones.
+			for j := range 4 {
+				q := blk[16+32*j : 48+32*j]
+				for k := range 4 {
+					a := le.Uint32(q[8*k:])
+					c := le.Uint32(q[8*k+4:])
+					lo := a&0x0f0f0f0f | (c&0x0f0f0f0f)<<4
+					hi := a>>4&0x0f0f0f0f | c&0xf0f0f0f0
+					le.PutUint32(p[q4kPackedQs+256*(2*j)+64*k+4*r:], lo)
+					le.PutUint32(p[q4kPackedQs+256*(2*j+1)+64*k+4*r:], hi)
+				}
+			}
+		}
+	}
+}
+
+// checkPackedQ4K panics unless one Dot call's operands are in bounds.
+func checkPackedQ4K(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / qkK
+	if cols%qkK != 0 || nTok < 1 || nTok > 4 ||
+		len(g) < nb*q4kPackedBlock ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8K) ||
+		len(y) < (nTok-1)*yStride+q4kPackedRows {
+		panic(fmt.Sprintf("kernels: packed q4_K dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
+			cols, nTok, len(g), len(x), xStride, len(y), yStride))
+	}
+}
+
+// dotPackedQ4KGeneric is the pure-Go twin of the SIMD packed kernels: per
+// row and token the same integer sums as dotQ4KGeneric, read from the
+// packed bytes.
+func dotPackedQ4KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	checkPackedQ4K(cols, g, x, xStride, nTok, y, yStride)
+	nb := cols / qkK
+	le := binary.LittleEndian
+	for t := range nTok {
+		xt := x[t*xStride:]
+		var acc [q4kPackedRows]float32
+		for b := range nb {
+			p := g[b*q4kPackedBlock : (b+1)*q4kPackedBlock]
+			xb := xt[b*bytesQ8K : (b+1)*bytesQ8K]
+			dy := math.Float32frombits(le.Uint32(xb))
+			q8 := xb[4 : 4+qkK]
+			for r := range q4kPackedRows {
+				var sumi, summ int32
+				for s := range 8 {
+					var si int32
+					for k := range 4 {
+						w := p[q4kPackedQs+256*s+64*k+4*r : q4kPackedQs+256*s+64*k+4*r+4]
+						a := q8[32*s+8*k : 32*s+8*k+8]
+						for i := range 4 {
+							si += int32(w[i]&0xf)*int32(int8(a[i])) + int32(w[i]>>4)*int32(int8(a[4+i]))
+						}
+					}
+					sumi += si * int32(p[q4kPackedSc+16*s+r])
+					summ += int32(p[q4kPackedMin+32*(s/2)+2*r+s%2]) * (bsum(xb[4+qkK:], 2*s) + bsum(xb[4+qkK:], 2*s+1))
+				}
+				d, dmin := f16At(p[2*r:]), f16At(p[32+2*r:])
+				acc[r] += dy*d*float32(sumi) - dy*dmin*float32(summ)
+			}
+		}
+		copy(y[t*yStride:t*yStride+q4kPackedRows], acc[:])
+	}
+}
