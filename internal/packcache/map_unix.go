@@ -21,7 +21,7 @@ func openNoFollow(path string) (*os.File, error) {
 // mapFile maps the first n bytes of f read-only and shared, and asks the
 // kernel to read them ahead: validation reads every byte right away.
 func mapFile(f *os.File, n int64) ([]byte, error) {
-	m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %d bytes: %w", n, err)
 	}

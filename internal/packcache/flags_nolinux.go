@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package packcache
+
+const mapPopulate = 0
