@@ -1,0 +1,374 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// q80Layouts returns the pure-Go q8_0 layout and the registered ones of the
+// kernel sets this CPU runs, each with the variant to install.
+func q80Layouts(t testing.TB) (variants []string, layouts []*PackedLayout) {
+	have := Variants()
+	variants, layouts = []string{"generic"}, []*PackedLayout{&packedQ80Base}
+	for v, ls := range packedRegistry {
+		for _, l := range ls {
+			if l.Type == gguf.Q8_0 && slices.Contains(have, v) {
+				variants, layouts = append(variants, v), append(layouts, l)
+			}
+		}
+	}
+	return variants, layouts
+}
+
+// TestPackedQ80Registered checks that the avx512 variant brings the q8_0
+// layout and that a packed group is exactly as big as the rows it replaces.
+func TestPackedQ80Registered(t *testing.T) {
+	if !slices.Contains(Variants(), "avx512") {
+		t.Skipf("no avx512 kernel set on this machine (variants %v)", Variants())
+	}
+	var found *PackedLayout
+	for _, l := range packedRegistry["avx512"] {
+		if l.Type == gguf.Q8_0 {
+			found = l
+		}
+	}
+	require.NotNil(t, found, "avx512 registers a q8_0 layout")
+	assert.Equal(t, "q8_0.r16.v1", found.Name)
+	assert.Equal(t, 16, found.Rows)
+	for _, cols := range []int{32, 96, 2048, 8192} {
+		assert.Equal(t, 16*RowBytes(gguf.Q8_0, cols), found.GroupBytes(cols), "%d cols", cols)
+	}
+}
+
+// TestPackedQ80Bytes reads every scale and quant back from the packed bytes
+// by the layout documented in packed_q80.go and docs/FORMATS.md (written
+// out here again, not through the package's offset helper) and compares
+// them with the GGUF rows; odd and even block counts.
+func TestPackedQ80Bytes(t *testing.T) {
+	for _, nb := range []int{1, 2, 3, 8} {
+		cols := 32 * nb
+		r := rand.New(rand.NewPCG(uint64(nb), 1))
+		rb := RowBytes(gguf.Q8_0, cols)
+		src := make([]byte, 16*rb)
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		dst := make([]byte, packedQ80Base.GroupBytes(cols))
+		for i := range dst {
+			dst[i] = 0x5a // every byte must be written
+		}
+		packedQ80Base.Pack(dst, src, cols)
+		for b := range nb {
+			var d, q int
+			switch {
+			case nb%2 == 1 && b == nb-1:
+				d, q = 1088*(b/2), 1088*(b/2)+32
+			case b%2 == 0:
+				d, q = 1088*(b/2), 1088*(b/2)+64
+			default:
+				d, q = 1088*(b/2)+32, 1088*(b/2)+576
+			}
+			for row := range 16 {
+				blk := src[row*rb+34*b : row*rb+34*(b+1)]
+				require.Equal(t, blk[0:2], dst[d+2*row:d+2*row+2], "nb %d block %d row %d scale", nb, b, row)
+				for v := range 32 {
+					got := dst[q+64*(v/4)+4*row+v%4]
+					require.Equal(t, blk[2+v]^0x80, got, "nb %d block %d row %d value %d", nb, b, row, v)
+				}
+			}
+		}
+	}
+}
+
+// q80HandRows builds 16 q8_0 rows with block scale d and quants from q.
+func q80HandRows(cols int, d uint16, q func(row, i int) int8) []byte {
+	rb := RowBytes(gguf.Q8_0, cols)
+	src := make([]byte, 16*rb)
+	for row := range 16 {
+		for b := range cols / 32 {
+			blk := src[row*rb+34*b:]
+			binary.LittleEndian.PutUint16(blk, d)
+			for j := range 32 {
+				blk[2+j] = byte(q(row, 32*b+j))
+			}
+		}
+	}
+	return src
+}
+
+// TestPackedQ80Exact checks the integer parts exactly: with every scale 1
+// and sums below 2^24 each dot is an integer the float sums represent
+// exactly, computed here in int64 from the quants. Cases cover the largest
+// positive and negative sums (-128 weights against -128 and +127
+// activations; the quantizer never emits -128, the kernel must still take
+// it), random bytes and alternating signs, for one block, an odd count and
+// an even count of blocks, every token count, and strides that misalign
+// the activations.
+func TestPackedQ80Exact(t *testing.T) {
+	variants, layouts := q80Layouts(t)
+	prev := Variant
+	defer func() { require.NoError(t, SetVariant(prev)) }()
+	one := F32ToF16(1)
+	type qcase struct {
+		name string
+		w, x func(row, i int) int8
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	rnd := make([]int8, 16*32*31+8*32*31)
+	for i := range rnd {
+		rnd[i] = int8(r.Uint32())
+	}
+	cases := []qcase{
+		{"-128x-128", func(int, int) int8 { return -128 }, func(int, int) int8 { return -128 }},
+		{"-128x127", func(int, int) int8 { return -128 }, func(int, int) int8 { return 127 }},
+		{"127x-128", func(int, int) int8 { return 127 }, func(int, int) int8 { return -128 }},
+		{"127x127", func(int, int) int8 { return 127 }, func(int, int) int8 { return 127 }},
+		{"zero", func(int, int) int8 { return 0 }, func(int, int) int8 { return -128 }},
+		{"random", func(row, i int) int8 { return rnd[row*32*31+i] }, func(tok, i int) int8 { return rnd[16*32*31+tok*32*31+i] }},
+		{"alternating", func(row, i int) int8 { return int8((row+i)%2*255 - 128) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
+	}
+	for li, l := range layouts {
+		require.NoError(t, SetVariant(variants[li]))
+		for _, nb := range []int{1, 2, 3, 31} {
+			cols := 32 * nb
+			ab := ActivationBytes(gguf.Q8_0, cols)
+			for _, c := range cases {
+				g := make([]byte, l.GroupBytes(cols))
+				l.Pack(g, q80HandRows(cols, one, c.w), cols)
+				for nTok := 1; nTok <= l.MaxTok; nTok++ {
+					xStride := ab + 3 // misaligned tokens
+					x := make([]byte, nTok*xStride)
+					for tok := range nTok {
+						for b := range nb {
+							blk := x[tok*xStride+34*b:]
+							binary.LittleEndian.PutUint16(blk, one)
+							for j := range 32 {
+								blk[2+j] = byte(c.x(tok, 32*b+j))
+							}
+						}
+					}
+					const yStride = 21
+					for _, dot := range []func(int, []byte, []byte, int, int, []float32, int){l.Dot, l.DotGeneric} {
+						y := make([]float32, nTok*yStride)
+						for i := range y {
+							y[i] = float32(math.NaN())
+						}
+						dot(cols, g, x, xStride, nTok, y, yStride)
+						for tok := range nTok {
+							for row := range 16 {
+								var want int64
+								for i := range cols {
+									want += int64(c.w(row, i)) * int64(c.x(tok, i))
+								}
+								require.Equal(t, float32(want), y[tok*yStride+row], "%s %s: %d blocks, %d tokens: token %d row %d", l.Name, c.name, nb, nTok, tok, row)
+							}
+							for i := tok*yStride + 16; i < (tok+1)*yStride && i < len(y); i++ {
+								require.True(t, math.IsNaN(float64(y[i])), "%s: y[%d] past the group's rows written", l.Name, i)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedQ80Scales compares the packed kernels with the generic q8_0 row
+// dot on rows of many blocks (8192 columns) with extreme and unusual
+// scales: the largest f16, subnormals, zero, negative, and random ones.
+func TestPackedQ80Scales(t *testing.T) {
+	variants, layouts := q80Layouts(t)
+	prev := Variant
+	defer func() { require.NoError(t, SetVariant(prev)) }()
+	const cols = 8192
+	nb := cols / 32
+	rb := RowBytes(gguf.Q8_0, cols)
+	r := rand.New(rand.NewPCG(4, 2))
+	scales := map[string]func() uint16{
+		"max":       func() uint16 { return 0x7bff },
+		"subnormal": func() uint16 { return uint16(1 + r.IntN(0x3ff)) },
+		"zero":      func() uint16 { return 0 },
+		"negative":  func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) },
+		"random":    func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) },
+	}
+	for li, l := range layouts {
+		require.NoError(t, SetVariant(variants[li]))
+		for wname, ws := range scales {
+			for xname, xs := range scales {
+				src := make([]byte, 16*rb)
+				for i := range src {
+					src[i] = byte(r.Uint32())
+				}
+				for row := range 16 {
+					for b := range nb {
+						binary.LittleEndian.PutUint16(src[row*rb+34*b:], ws())
+					}
+				}
+				nTok := l.MaxTok
+				x := make([]byte, nTok*rb)
+				for i := range x {
+					x[i] = byte(r.Uint32())
+				}
+				for tok := range nTok {
+					for b := range nb {
+						binary.LittleEndian.PutUint16(x[tok*rb+34*b:], xs())
+					}
+				}
+				g := make([]byte, l.GroupBytes(cols))
+				l.Pack(g, src, cols)
+				y := make([]float32, nTok*16)
+				l.Dot(cols, g, x, rb, nTok, y, 16)
+				for tok := range nTok {
+					xt := x[tok*rb : (tok+1)*rb]
+					for row := range 16 {
+						w := src[row*rb : (row+1)*rb]
+						want := dotQ8_0Generic(cols, w, xt)
+						var bound float64 // sum of |products|: the float rounding scale
+						for b := range nb {
+							dw, dx := float64(f16At(w[34*b:])), float64(f16At(xt[34*b:]))
+							var s float64
+							for j := 2; j < 34; j++ {
+								s += math.Abs(float64(int8(w[34*b+j])) * float64(int8(xt[34*b+j])))
+							}
+							bound += math.Abs(dw*dx) * s
+						}
+						diff := math.Abs(float64(y[tok*16+row]) - float64(want))
+						require.LessOrEqual(t, diff, 1e-5*bound, "%s scales %s x %s: token %d row %d: got %g want %g", l.Name, wname, xname, tok, row, y[tok*16+row], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedQ80Bounds checks that Dot refuses operands too short for the
+// call instead of reading past them.
+func TestPackedQ80Bounds(t *testing.T) {
+	_, layouts := q80Layouts(t)
+	const cols = 64
+	ab := ActivationBytes(gguf.Q8_0, cols)
+	for _, l := range layouts {
+		g := make([]byte, l.GroupBytes(cols))
+		x := make([]byte, 2*ab)
+		y := make([]float32, 32)
+		assert.NotPanics(t, func() { l.Dot(cols, g, x, ab, 2, y, 16) })
+		assert.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 2, y, 16) }, "%s: short group", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, x[:2*ab-1], ab, 2, y, 16) }, "%s: short activations", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, x, ab, 2, y[:31], 16) }, "%s: short output", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, make([]byte, 9*ab), ab, 9, make([]float32, 9*16), 16) }, "%s: more than MaxTok tokens", l.Name)
+		assert.Panics(t, func() { l.Dot(cols+1, g, x, ab, 1, y, 16) }, "%s: partial block", l.Name)
+	}
+}
+
+// TestPackedQ80NoAlloc checks that Dot allocates nothing for any token
+// count.
+func TestPackedQ80NoAlloc(t *testing.T) {
+	_, layouts := q80Layouts(t)
+	const cols = 256
+	ab := ActivationBytes(gguf.Q8_0, cols)
+	for _, l := range layouts {
+		g := make([]byte, l.GroupBytes(cols))
+		x := make([]byte, l.MaxTok*ab)
+		y := make([]float32, l.MaxTok*16)
+		allocs := testing.AllocsPerRun(10, func() {
+			for k := 1; k <= l.MaxTok; k++ {
+				l.Dot(cols, g, x, ab, k, y, 16)
+			}
+		})
+		assert.Zero(t, allocs, "%s", l.Name)
+	}
+}
+
+// q80BenchMatrix returns a random rows x cols q8_0 matrix, unpacked and
+// packed with the current variant's layout (nil when it has none).
+func q80BenchMatrix(b *testing.B, rows, cols int) (m, p *Matrix) {
+	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	rb := RowBytes(gguf.Q8_0, cols)
+	m = &Matrix{Type: gguf.Q8_0, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
+	simdRandomRow(r, gguf.Q8_0, m.Data)
+	l := Packed(gguf.Q8_0)
+	if l == nil {
+		return m, nil
+	}
+	pm := *m
+	pm.Layout = l
+	pm.Packed = make([]byte, l.PackedSize(rows, cols))
+	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
+	return m, &pm
+}
+
+func q80BenchTokens(cols, nTok int) []byte {
+	r := rand.New(rand.NewPCG(5, uint64(cols)))
+	ab := ActivationBytes(gguf.Q8_0, cols)
+	xq := make([]byte, nTok*ab)
+	src := make([]float32, cols)
+	for k := range nTok {
+		for j := range src {
+			src[j] = float32(r.NormFloat64())
+		}
+		QuantizeRow(gguf.Q8_0, src, xq[k*ab:(k+1)*ab])
+	}
+	return xq
+}
+
+// BenchmarkPackedQ80 compares MatMul (64 and 512 tokens) and MatVec (one
+// and two goroutines) on 1B-shaped q8_0 matrices, packed against the
+// current unpacked kernels, and measures Pack. Run with -benchtime 20x.
+func BenchmarkPackedQ80(b *testing.B) {
+	if Packed(gguf.Q8_0) == nil {
+		b.Skipf("kernel set %s has no packed q8_0 layout", Variant)
+	}
+	for _, shape := range [][2]int{{8192, 2048}, {2048, 8192}} {
+		rows, cols := shape[0], shape[1]
+		m, p := q80BenchMatrix(b, rows, cols)
+		mats := []struct {
+			name string
+			m    *Matrix
+		}{{"unpacked", m}, {"packed", p}}
+		for _, nTok := range []int{64, 512} {
+			xq := q80BenchTokens(cols, nTok)
+			y := make([]float32, nTok*rows)
+			for _, mm := range mats {
+				b.Run(fmt.Sprintf("MatMul/%dx%d/tok%d/%s", rows, cols, nTok, mm.name), func(b *testing.B) {
+					b.SetBytes(int64(nTok) * int64(rows) * int64(cols)) // multiply-adds
+					for b.Loop() {
+						MatMul(mm.m, xq, nTok, y, 0, rows)
+					}
+				})
+			}
+		}
+		xq := q80BenchTokens(cols, 1)
+		y := make([]float32, rows)
+		for _, threads := range []int{1, 2} {
+			for _, mm := range mats {
+				b.Run(fmt.Sprintf("MatVec/%dx%d/thr%d/%s", rows, cols, threads, mm.name), func(b *testing.B) {
+					b.SetBytes(int64(len(m.Data))) // weight bytes streamed
+					var wg sync.WaitGroup
+					for b.Loop() {
+						for th := range threads {
+							r0 := rows * th / threads / 16 * 16
+							r1 := rows * (th + 1) / threads / 16 * 16
+							wg.Go(func() { MatVec(mm.m, xq, y, r0, r1) })
+						}
+						wg.Wait()
+					}
+				})
+			}
+		}
+		b.Run(fmt.Sprintf("Pack/%dx%d", rows, cols), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for b.Loop() {
+				p.Layout.PackRows(m, p.Packed, 0, rows/16)
+			}
+		})
+	}
+}
