@@ -1,0 +1,151 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// Packed q6_K ("q6_K.r16.v1"): 16 rows interleaved so that a 512-bit
+// register holds one row per 32-bit lane. A group of 16 rows of cols values
+// is cols/256 packed blocks of q6kPackedBlock bytes laid end to end; packed
+// block b holds block b of each of the 16 rows as 16 sub-block records
+// (sub-block s is values 16s..16s+15, the span of one Q6_K scale) and the
+// row scales:
+//
+//	off 208s+  0: L0[16][4] row r at +4r: byte i has the low 4 bits of value
+//	              16s+i in its low nibble, of value 16s+4+i in its high one
+//	off 208s+ 64: L1[16][4] the same for values 16s+8+i and 16s+12+i
+//	off 208s+128: H[16][4] row r at +4r: byte i has the high 2 bits of
+//	              values 16s+i, 16s+4+i, 16s+8+i, 16s+12+i at bits 0, 2, 4, 6
+//	off 208s+192: sc[16] the int8 scale of sub-block s, row r at +r
+//	off 3328:     d[16] f16, row r at 3328+2r
+//
+// So one sub-block record gives the four VPDPBUSD weight operands (16 rows x
+// 4 consecutive values as bytes 0..63) with an AND or shift+AND of L0/L1 and
+// a shift of H merged in by one VPTERNLOGD, and the scales with one
+// VPMOVSXBD. Every value keeps its 6 bits: the packed block is exactly the
+// 16*210 = 3360 bytes of the GGUF blocks it replaces, so decode, which
+// streams the same bytes, reads no more than before.
+const (
+	q6kPackedRows  = 16
+	q6kPackedSub   = 208  // bytes per sub-block record
+	q6kPackedD     = 3328 // offset of the f16 row scales
+	q6kPackedBlock = 3360
+)
+
+// packedQ6KBase is the q6_K layout with the pure-Go kernel as its Dot; the
+// SIMD variants copy it and set their own Dot.
+var packedQ6KBase = PackedLayout{
+	Name:       "q6_K.r16.v1",
+	Type:       gguf.Q6_K,
+	Rows:       q6kPackedRows,
+	MaxTok:     8,
+	GroupBytes: packedQ6KGroupBytes,
+	Pack:       packQ6K,
+	Dot:        dotPackedQ6KGeneric,
+	DotGeneric: dotPackedQ6KGeneric,
+}
+
+func packedQ6KGroupBytes(cols int) int { return cols / qkK * q6kPackedBlock }
+
+// packQ6K interleaves 16 q6_K rows (src, RowBytes(Q6_K, cols) bytes each)
+// into dst (packedQ6KGroupBytes(cols) bytes). A GGUF block stores value
+// 32k+j of each half (k < 4, j < 32) in nibble k/2 of ql[32(k%2)+j] and bits
+// 2k..2k+1 of qh[j]; the packed record wants four values 4 apart in one
+// byte, so the loop moves bytes and nibbles one value group at a time
+// without decoding a block into a temporary.
+func packQ6K(dst, src []byte, cols int) {
+	nb := cols / qkK
+	rb := nb * bytesQ6K
+	_ = dst[nb*q6kPackedBlock-1]
+	_ = src[q6kPackedRows*rb-1]
+	for b := 0; b < nb; b++ {
+		out := dst[b*q6kPackedBlock : (b+1)*q6kPackedBlock]
+		for r := 0; r < q6kPackedRows; r++ {
+			blk := src[r*rb+b*bytesQ6K : r*rb+(b+1)*bytesQ6K]
+			ql, qh, sc := blk[:128], blk[128:192], blk[192:208]
+			for s := 0; s < 16; s++ {
+				// Values 16s..16s+15 lie in half h, quarter k, at j0..j0+15
+				// of the quarter's 32 values.
+				h, k, j0 := s/8, s/2%4, 16*(s%2)
+				lo := ql[64*h+32*(k%2)+j0 : 64*h+32*(k%2)+j0+16]
+				hi := qh[32*h+j0 : 32*h+j0+16]
+				nshift := 4 * (k / 2) // nibble of ql
+				hshift := 2 * k       // bit pair of qh
+				rec := out[q6kPackedSub*s : q6kPackedSub*(s+1)]
+				for i := 0; i < 4; i++ {
+					var l0, l1, hb byte
+					for v := 0; v < 4; v++ { // value 16s+4v+i
+						n := lo[4*v+i] >> nshift & 0xf
+						t := hi[4*v+i] >> hshift & 3
+						if v < 2 {
+							l0 |= n << (4 * v)
+						} else {
+							l1 |= n << (4 * (v - 2))
+						}
+						hb |= t << (2 * v)
+					}
+					rec[4*r+i] = l0
+					rec[64+4*r+i] = l1
+					rec[128+4*r+i] = hb
+				}
+				rec[192+r] = sc[s]
+			}
+			out[q6kPackedD+2*r] = blk[208]
+			out[q6kPackedD+2*r+1] = blk[209]
+		}
+	}
+}
+
+// q6kPackedQuant returns the 6-bit quant (0..63) of value 16s+j (j < 16) of
+// row r in a packed block.
+func q6kPackedQuant(blk []byte, r, s, j int) int32 {
+	rec := blk[q6kPackedSub*s:]
+	v, i := j/4, j%4
+	var n byte
+	if v < 2 {
+		n = rec[4*r+i] >> (4 * v) & 0xf
+	} else {
+		n = rec[64+4*r+i] >> (4 * (v - 2)) & 0xf
+	}
+	return int32(n | (rec[128+4*r+i]>>(2*v)&3)<<4)
+}
+
+// dotPackedQ6KGeneric is the pure-Go packed q6_K kernel, computing as the
+// SIMD kernel does: per sub-block the exact integer sum of (q-32)*x (the
+// -32 applied through the q8_K sub-block sums), scaled in float by d*sc and
+// summed per block, then scaled by the token's d.
+func dotPackedQ6KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / qkK
+	// Check the whole extent once, as the SIMD kernel does (subslices
+	// could otherwise reach into capacity past len).
+	_ = g[nb*q6kPackedBlock-1]
+	_ = x[(nTok-1)*xStride+nb*bytesQ8K-1]
+	_ = y[(nTok-1)*yStride+q6kPackedRows-1]
+	for t := 0; t < nTok; t++ {
+		xt := x[t*xStride : t*xStride+nb*bytesQ8K]
+		for r := 0; r < q6kPackedRows; r++ {
+			var acc float32
+			for b := 0; b < nb; b++ {
+				blk := g[b*q6kPackedBlock : (b+1)*q6kPackedBlock]
+				xb := xt[b*bytesQ8K : (b+1)*bytesQ8K]
+				xd := math.Float32frombits(binary.LittleEndian.Uint32(xb))
+				d := f16At(blk[q6kPackedD+2*r:])
+				var sum float32
+				for s := 0; s < 16; s++ {
+					bsum := int32(int16(binary.LittleEndian.Uint16(xb[4+qkK+2*s:])))
+					si := -32 * bsum
+					for j := 0; j < 16; j++ {
+						si += q6kPackedQuant(blk, r, s, j) * int32(int8(xb[4+16*s+j]))
+					}
+					dsc := d * float32(int8(blk[q6kPackedSub*s+192+r]))
+					sum += dsc * float32(si)
+				}
+				acc += xd * sum
+			}
+			y[t*yStride+r] = acc
+		}
+	}
+}

@@ -1,0 +1,154 @@
+// Packed q6_K kernels (AVX-512 F/BW + VNNI) over the q6_K.r16.v1 layout of
+// packed_q6k.go: each 32-bit lane is one of 16 weight rows, so a token's
+// four q8_K bytes are broadcast by VPDPBUSD's memory operand to all rows
+// and nothing is summed horizontally. Per sub-block of 16 values and token
+// the integer sum of (q-32)*x is exact: it starts from -32*bsum (prepared
+// per block on the stack) and adds four VPDPBUSD; it is then scaled in
+// float by d*sc (FMA) into the block sum, which the token's d scales into
+// the total.
+
+#include "textflag.h"
+
+// Register use. Per token t (up to 8): TOT total (Z0+t), S sub-block sum
+// (Z8+t), B block sum (Z16+t), X activation pointer (R8+t), stack slot
+// 64t(SP) with the block's 16 values -32*bsum.
+// Z24 weight operand, Z25 temporary, Z26 H bits, Z27 0x0f bytes,
+// Z28 0x30 bytes, Z29 d, Z30 d*sc; SI block, AX sub-block record,
+// DX 4*sub-block, CX blocks left.
+
+#define FOR1(M) M(Z0, Z8, Z16, R8, 0)
+#define FOR2(M) FOR1(M); M(Z1, Z9, Z17, R9, 64)
+#define FOR3(M) FOR2(M); M(Z2, Z10, Z18, R10, 128)
+#define FOR4(M) FOR3(M); M(Z3, Z11, Z19, R11, 192)
+#define FOR5(M) FOR4(M); M(Z4, Z12, Z20, R12, 256)
+#define FOR6(M) FOR5(M); M(Z5, Z13, Z21, R13, 320)
+#define FOR7(M) FOR6(M); M(Z6, Z14, Z22, R14, 384)
+#define FOR8(M) FOR7(M); M(Z7, Z15, Z23, R15, 448)
+
+#define T_ZERO(TOT, S, B, X, SOFF) VPXORD TOT, TOT, TOT
+
+// Block start: the stack slot gets -32*bsum of the 16 sub-blocks, B = 0.
+#define T_PREP(TOT, S, B, X, SOFF) \
+	VPMOVSXWD  260(X), Z24 \
+	VPSLLD     $5, Z24, Z24 \
+	VPXORD     S, S, S \
+	VPSUBD     Z24, S, Z24 \
+	VMOVDQU32  Z24, SOFF(SP) \
+	VPXORD     B, B, B
+
+#define T_INIT(TOT, S, B, X, SOFF) VPBROADCASTD SOFF(SP)(DX*1), S
+#define T_DOT0(TOT, S, B, X, SOFF) VPDPBUSD.BCST 4(X)(DX*4), Z24, S
+#define T_DOT1(TOT, S, B, X, SOFF) VPDPBUSD.BCST 8(X)(DX*4), Z24, S
+#define T_DOT2(TOT, S, B, X, SOFF) VPDPBUSD.BCST 12(X)(DX*4), Z24, S
+#define T_DOT3(TOT, S, B, X, SOFF) VPDPBUSD.BCST 16(X)(DX*4), Z24, S
+
+#define T_SCALE(TOT, S, B, X, SOFF) \
+	VCVTDQ2PS   S, S \
+	VFMADD231PS Z30, S, B
+
+// Block end: TOT += B * d(token); next block of the token.
+#define T_END(TOT, S, B, X, SOFF) \
+	VFMADD231PS.BCST (X), B, TOT \
+	ADDQ             $292, X
+
+#define T_STORE(TOT, S, B, X, SOFF) \
+	VMOVUPS TOT, (DI) \
+	ADDQ    BX, DI
+
+// Z24 = operand k of the sub-block record at AX: (L & 0x0f) | (Hshifted &
+// 0x30), VPTERNLOGD 0xf8 computing Z24 | (Z25 & Z28).
+#define OPERANDS(FOR) \
+	VMOVDQU64         128(AX), Z26 \
+	VPANDD            (AX), Z27, Z24 \
+	VPSLLD            $4, Z26, Z25 \
+	VPTERNLOGD        $0xf8, Z28, Z25, Z24 \
+	FOR(T_DOT0) \
+	VPSRLD            $4, (AX), Z24 \
+	VPANDD            Z27, Z24, Z24 \
+	VPSLLD            $2, Z26, Z25 \
+	VPTERNLOGD        $0xf8, Z28, Z25, Z24 \
+	FOR(T_DOT1) \
+	VPANDD            64(AX), Z27, Z24 \
+	VPTERNLOGD        $0xf8, Z28, Z26, Z24 \
+	FOR(T_DOT2) \
+	VPSRLD            $4, 64(AX), Z24 \
+	VPANDD            Z27, Z24, Z24 \
+	VPSRLD            $2, Z26, Z25 \
+	VPTERNLOGD        $0xf8, Z28, Z25, Z24 \
+	FOR(T_DOT3)
+
+#define KERNEL(FOR) \
+	MOVQ         w+0(FP), SI \
+	MOVQ         x+8(FP), R8 \
+	MOVQ         xstride+16(FP), BX \
+	LEAQ         (R8)(BX*1), R9 \
+	LEAQ         (R9)(BX*1), R10 \
+	LEAQ         (R10)(BX*1), R11 \
+	LEAQ         (R11)(BX*1), R12 \
+	LEAQ         (R12)(BX*1), R13 \
+	LEAQ         (R13)(BX*1), R14 \
+	LEAQ         (R14)(BX*1), R15 \
+	MOVQ         nb+24(FP), CX \
+	MOVL         $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z27 \
+	MOVL         $0x30303030, AX \
+	VPBROADCASTD AX, Z28 \
+	FOR(T_ZERO) \
+block: \
+	FOR(T_PREP) \
+	VCVTPH2PS    3328(SI), Z29 \
+	MOVQ         SI, AX \
+	XORQ         DX, DX \
+sub: \
+	VPMOVSXBD    192(AX), Z30 \
+	VCVTDQ2PS    Z30, Z30 \
+	VMULPS       Z29, Z30, Z30 \
+	FOR(T_INIT) \
+	OPERANDS(FOR) \
+	FOR(T_SCALE) \
+	ADDQ         $208, AX \
+	ADDQ         $4, DX \
+	CMPQ         DX, $64 \
+	JNE          sub \
+	FOR(T_END) \
+	ADDQ         $3360, SI \
+	DECQ         CX \
+	JNZ          block \
+	MOVQ         y+32(FP), DI \
+	MOVQ         ystride+40(FP), BX \
+	SHLQ         $2, BX \
+	FOR(T_STORE) \
+	VZEROUPPER \
+	RET
+
+// func packedQ6KDot1(w, x *byte, xstride, nb int, y *float32, ystride int)
+TEXT ·packedQ6KDot1(SB), 0, $512-48
+	KERNEL(FOR1)
+
+// func packedQ6KDot2(w, x *byte, xstride, nb int, y *float32, ystride int)
+TEXT ·packedQ6KDot2(SB), 0, $512-48
+	KERNEL(FOR2)
+
+// func packedQ6KDot3(w, x *byte, xstride, nb int, y *float32, ystride int)
+TEXT ·packedQ6KDot3(SB), 0, $512-48
+	KERNEL(FOR3)
+
+// func packedQ6KDot4(w, x *byte, xstride, nb int, y *float32, ystride int)
+TEXT ·packedQ6KDot4(SB), 0, $512-48
+	KERNEL(FOR4)
+
+// func packedQ6KDot5(w, x *byte, xstride, nb int, y *float32, ystride int)
+TEXT ·packedQ6KDot5(SB), 0, $512-48
+	KERNEL(FOR5)
+
+// func packedQ6KDot6(w, x *byte, xstride, nb int, y *float32, ystride int)
+TEXT ·packedQ6KDot6(SB), 0, $512-48
+	KERNEL(FOR6)
+
+// func packedQ6KDot7(w, x *byte, xstride, nb int, y *float32, ystride int)
+TEXT ·packedQ6KDot7(SB), 0, $512-48
+	KERNEL(FOR7)
+
+// func packedQ6KDot8(w, x *byte, xstride, nb int, y *float32, ystride int)
+TEXT ·packedQ6KDot8(SB), 0, $512-48
+	KERNEL(FOR8)

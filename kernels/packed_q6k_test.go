@@ -1,0 +1,355 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// q6kLayouts returns the registered q6_K layouts this CPU can run, with the
+// pure-Go base layout first (it runs everywhere).
+func q6kLayouts(t testing.TB) (names []string, layouts []*PackedLayout) {
+	t.Helper()
+	names, layouts = []string{"generic"}, []*PackedLayout{&packedQ6KBase}
+	have := Variants()
+	for v, ls := range packedRegistry {
+		for _, l := range ls {
+			if l.Type == gguf.Q6_K && slices.Contains(have, v) {
+				names, layouts = append(names, v), append(layouts, l)
+			}
+		}
+	}
+	return names, layouts
+}
+
+func TestPackedQ6KRegistered(t *testing.T) {
+	if !slices.Contains(Variants(), "avx512") {
+		t.Skipf("no avx512 kernel set on this CPU (%v): the q6_K layout is not offered", Variants())
+	}
+	var found *PackedLayout
+	for _, l := range packedRegistry["avx512"] {
+		if l.Type == gguf.Q6_K {
+			found = l
+		}
+	}
+	require.NotNil(t, found, "avx512 registers a q6_K layout")
+	assert.Equal(t, "q6_K.r16.v1", found.Name)
+	assert.Equal(t, 16, found.Rows)
+	assert.LessOrEqual(t, found.Rows*found.MaxTok, maxPackedTile)
+	for _, cols := range []int{256, 2048, 8192} {
+		// Same bytes as the GGUF rows it replaces: decode streams no more.
+		assert.Equal(t, found.Rows*RowBytes(gguf.Q6_K, cols), found.GroupBytes(cols), "cols %d", cols)
+	}
+}
+
+// q6kHandRows builds 16 q6_K rows of cols values: quant q(row, i) (0..63),
+// the int8 scale of sub-block s of a row from sc(row, s), f16 d per row.
+func q6kHandRows(cols int, d func(row int) uint16, sc func(row, s int) int8, q func(row, i int) int) []byte {
+	rb := RowBytes(gguf.Q6_K, cols)
+	out := make([]byte, 16*rb)
+	vals := make([]float32, qkK)
+	for r := 0; r < 16; r++ {
+		for b := 0; b < cols/qkK; b++ {
+			blk := out[r*rb+b*bytesQ6K : r*rb+(b+1)*bytesQ6K]
+			// Write the quants with the layout of ggml's quantize_row_q6_K:
+			// value 128h+32k+l in nibble k/2 of ql[64h+32(k%2)+l] and bits
+			// 2k of qh[32h+l].
+			for i := 0; i < qkK; i++ {
+				v := q(r, b*qkK+i)
+				h, k, l := i/128, i%128/32, i%32
+				blk[64*h+32*(k%2)+l] |= byte(v&0xf) << (4 * (k / 2))
+				blk[128+32*h+l] |= byte(v>>4) << (2 * k)
+			}
+			for s := 0; s < 16; s++ {
+				blk[192+s] = byte(sc(r, b*16+s))
+			}
+			binary.LittleEndian.PutUint16(blk[208:], d(r))
+			// The layout above must round-trip through the GGUF decoder.
+			DequantizeRow(gguf.Q6_K, blk, vals)
+			for i := 0; i < qkK; i++ {
+				want := f16At(blk[208:]) * float32(int8(blk[192+i/16])) * float32(q(r, b*qkK+i)-32)
+				if vals[i] != want && !(math.IsNaN(float64(want)) && math.IsNaN(float64(vals[i]))) {
+					panic(fmt.Sprintf("q6kHandRows: row %d value %d decodes to %g, want %g", r, b*qkK+i, vals[i], want))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// q6kHandTokens builds nTok q8_K activation rows from quants q(tok, i) with
+// d = 1 and the sub-block sums q8_K carries.
+func q6kHandTokens(cols, nTok int, xd float32, q func(tok, i int) int8) []byte {
+	ab := ActivationBytes(gguf.Q6_K, cols)
+	out := make([]byte, nTok*ab)
+	for t := 0; t < nTok; t++ {
+		for b := 0; b < cols/qkK; b++ {
+			blk := out[t*ab+b*bytesQ8K : t*ab+(b+1)*bytesQ8K]
+			binary.LittleEndian.PutUint32(blk, math.Float32bits(xd))
+			for s := 0; s < 16; s++ {
+				var sum int
+				for j := 0; j < 16; j++ {
+					v := q(t, b*qkK+16*s+j)
+					blk[4+16*s+j] = byte(v)
+					sum += int(v)
+				}
+				binary.LittleEndian.PutUint16(blk[4+qkK+2*s:], uint16(int16(sum)))
+			}
+		}
+	}
+	return out
+}
+
+// TestPackedQ6KBytes reads the packed bytes by the layout documented in
+// packed_q6k.go and checks that every value dequantizes bit for bit as the
+// GGUF rows do (DequantizeRow is the reference).
+func TestPackedQ6KBytes(t *testing.T) {
+	l := &packedQ6KBase
+	r := rand.New(rand.NewPCG(6, 6))
+	for _, cols := range []int{256, 1024} {
+		rb := RowBytes(gguf.Q6_K, cols)
+		src := make([]byte, 16*rb)
+		for i := 0; i < 16; i++ {
+			simdRandomRow(r, gguf.Q6_K, src[i*rb:(i+1)*rb])
+		}
+		dst := make([]byte, l.GroupBytes(cols))
+		l.Pack(dst, src, cols)
+		want := make([]float32, cols)
+		for row := 0; row < 16; row++ {
+			DequantizeRow(gguf.Q6_K, src[row*rb:(row+1)*rb], want)
+			for i := 0; i < cols; i++ {
+				blk := dst[i/qkK*3360 : (i/qkK+1)*3360]
+				e := i % qkK
+				s, j := e/16, e%16
+				rec := blk[208*s : 208*(s+1)]
+				v, k := j/4, j%4 // operand v, byte k of the lane
+				nib := rec[64*(v/2)+4*row+k] >> (4 * (v % 2)) & 0xf
+				hi := rec[128+4*row+k] >> (2 * v) & 3
+				q := int32(nib) | int32(hi)<<4
+				d := f16At(blk[3328+2*row:])
+				sc := int8(rec[192+row])
+				got := float32(d*float32(sc)) * float32(q-32)
+				if math.Float32bits(got) != math.Float32bits(want[i]) {
+					t.Fatalf("cols %d row %d value %d: packed gives %g, GGUF %g", cols, row, i, got, want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestPackedQ6KExact runs each kernel on extreme and structured inputs
+// against the generic row kernel of the unpacked rows. With d = 1 and
+// token d = 1 every partial sum here is an integer below 2^24, so results
+// must match exactly; the scaled cases get the layouts' 1e-5 tolerance.
+func TestPackedQ6KExact(t *testing.T) {
+	type tcase struct {
+		name string
+		cols int
+		d    func(row int) uint16
+		sc   func(row, s int) int8
+		q    func(row, i int) int
+		x    func(tok, i int) int8
+		xd   float32
+		// exact: every partial sum is an integer that float32 holds
+		exact bool
+	}
+	one := func(int) uint16 { return 0x3c00 }
+	r := rand.New(rand.NewPCG(61, 62))
+	rq := make([]int, 16*qkK*40)
+	for i := range rq {
+		rq[i] = r.IntN(64)
+	}
+	rx := make([]int8, 8*qkK*40)
+	for i := range rx {
+		rx[i] = int8(r.IntN(256) - 128)
+	}
+	rsc := make([]int8, 16*16*40)
+	for i := range rsc {
+		rsc[i] = int8(r.IntN(256) - 128)
+	}
+	cases := []tcase{
+		// q-32 = 31 at the largest scale, x = 127: every sub-block sum is
+		// 16*31*127 = 62992, times 127 per sub-block, 16 per block.
+		{"max positive", 256, one, func(int, int) int8 { return 127 }, func(int, int) int { return 63 },
+			func(int, int) int8 { return 127 }, 1, false},
+		// q-32 = -32, scale -128, x = -128: the largest magnitudes of
+		// every factor and the largest |bsum| (-2048).
+		{"max magnitude", 256, one, func(int, int) int8 { return -128 }, func(int, int) int { return 0 },
+			func(int, int) int8 { return -128 }, 1, false},
+		// q = 32 is a zero weight: the -32*bsum correction must cancel
+		// exactly for any activations.
+		{"zero weights", 512, func(r int) uint16 { return 0x5bff }, func(r, s int) int8 { return rsc[r*16+s%16] },
+			func(int, int) int { return 32 }, func(t, i int) int8 { return rx[t*qkK*2+i] }, 3.5, true},
+		// Small exact sums: every product an integer, block sums < 2^24.
+		{"exact mixed", 256, one, func(r, s int) int8 { return int8(s - 8 + r%3) },
+			func(r, i int) int { return (r*7 + i*13) % 64 }, func(t, i int) int8 { return int8((t*5+i*3)%15 - 7) }, 1, true},
+		{"scales alternate", 256, one, func(r, s int) int8 { return int8(1 - 2*(s%2)) },
+			func(r, i int) int { return rq[r*qkK+i] }, func(t, i int) int8 { return rx[t*qkK+i] }, 1, true},
+		// Random everything over many blocks (the pointer walk over 40
+		// packed blocks), with realistic d.
+		{"random 40 blocks", 40 * qkK, func(r int) uint16 { return F32ToF16(0.002 * float32(r+1)) },
+			func(r, s int) int8 { return rsc[r*16*40+s] }, func(r, i int) int { return rq[r*qkK*40+i] },
+			func(t, i int) int8 { return rx[t*qkK*40+i] }, 0.01, false},
+	}
+	names, layouts := q6kLayouts(t)
+	for _, c := range cases {
+		w := q6kHandRows(c.cols, c.d, c.sc, c.q)
+		x := q6kHandTokens(c.cols, 8, c.xd, c.x)
+		rb, ab := RowBytes(gguf.Q6_K, c.cols), ActivationBytes(gguf.Q6_K, c.cols)
+		want := make([]float32, 8*16)
+		bounds := make([]float64, 8*16) // sum of |w*x|: the scale of float error
+		for tok := 0; tok < 8; tok++ {
+			for row := 0; row < 16; row++ {
+				want[tok*16+row] = dotQ6KGeneric(c.cols, w[row*rb:(row+1)*rb], x[tok*ab:(tok+1)*ab])
+				bounds[tok*16+row] = simdDotBound(t, gguf.Q6_K, c.cols, w[row*rb:(row+1)*rb], x[tok*ab:(tok+1)*ab])
+			}
+		}
+		for li, l := range layouts {
+			g := make([]byte, l.GroupBytes(c.cols))
+			l.Pack(g, w, c.cols)
+			for nTok := 1; nTok <= l.MaxTok; nTok++ {
+				got := make([]float32, 8*16)
+				l.Dot(c.cols, g, x, ab, nTok, got, 16)
+				for tok := 0; tok < 8; tok++ {
+					for row := 0; row < 16; row++ {
+						i := tok*16 + row
+						if tok >= nTok {
+							require.Zero(t, got[i], "%s %s nTok %d: token %d written", c.name, names[li], nTok, tok)
+							continue
+						}
+						if c.exact {
+							require.Equal(t, want[i], got[i], "%s %s nTok %d token %d row %d", c.name, names[li], nTok, tok, row)
+						} else {
+							require.InDelta(t, want[i], got[i], 1e-5*bounds[i]+1e-6,
+								"%s %s nTok %d token %d row %d", c.name, names[li], nTok, tok, row)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedQ6KNoAlloc checks that Dot allocates nothing for any token
+// count.
+func TestPackedQ6KNoAlloc(t *testing.T) {
+	const cols = 512
+	_, layouts := q6kLayouts(t)
+	w := make([]byte, 16*RowBytes(gguf.Q6_K, cols))
+	x := make([]byte, 8*ActivationBytes(gguf.Q6_K, cols))
+	y := make([]float32, 8*16)
+	for _, l := range layouts {
+		g := make([]byte, l.GroupBytes(cols))
+		allocs := testing.AllocsPerRun(10, func() {
+			l.Pack(g, w, cols)
+			for n := 1; n <= l.MaxTok; n++ {
+				l.Dot(cols, g, x, ActivationBytes(gguf.Q6_K, cols), n, y, 16)
+			}
+		})
+		require.Zero(t, allocs, l.Name)
+	}
+}
+
+// TestPackedQ6KBounds checks that the SIMD Dot refuses short slices instead
+// of reading or writing past them.
+func TestPackedQ6KBounds(t *testing.T) {
+	const cols = 512
+	names, layouts := q6kLayouts(t)
+	ab := ActivationBytes(gguf.Q6_K, cols)
+	for i, l := range layouts {
+		g := make([]byte, l.GroupBytes(cols))
+		x := make([]byte, 4*ab)
+		y := make([]float32, 4*16)
+		require.NotPanics(t, func() { l.Dot(cols, g, x, ab, 4, y, 16) }, names[i])
+		require.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 4, y, 16) }, "%s: short weights", names[i])
+		require.Panics(t, func() { l.Dot(cols, g, x[:4*ab-1], ab, 4, y, 16) }, "%s: short activations", names[i])
+		require.Panics(t, func() { l.Dot(cols, g, x, ab, 4, y[:4*16-1], 16) }, "%s: short output", names[i])
+	}
+}
+
+// benchQ6KMatrix returns a random rows x cols q6_K matrix, its packed twin
+// (nil when the current variant has no q6_K layout) and nTok tokens.
+func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte) {
+	b.Helper()
+	rb := RowBytes(gguf.Q6_K, cols)
+	m = &Matrix{Type: gguf.Q6_K, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
+	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	for i := 0; i < rows; i++ {
+		simdRandomRow(r, gguf.Q6_K, m.Data[i*rb:(i+1)*rb])
+	}
+	if l := Packed(gguf.Q6_K); l != nil {
+		pm := *m
+		pm.Layout = l
+		pm.Packed = make([]byte, l.PackedSize(rows, cols))
+		l.PackRows(m, pm.Packed, 0, rows/l.Rows)
+		p = &pm
+	}
+	return m, p, benchActivations(gguf.Q6_K, cols, nTok)
+}
+
+// BenchmarkPackedQ6K compares MatVec (1 and 2 goroutines, bytes/s of
+// weights) and MatMul (64 and 512 tokens, GFLOP/s) on the unpacked and
+// packed forms of the two 1B-model shapes q6_K takes (attn_v/ffn_down-like
+// 2048 x 8192 and 8192 x 2048, cols x rows).
+func BenchmarkPackedQ6K(b *testing.B) {
+	if Packed(gguf.Q6_K) == nil {
+		b.Skipf("kernel variant %s has no packed q6_K layout", Variant)
+	}
+	for _, shape := range [][2]int{{2048, 8192}, {8192, 2048}} {
+		cols, rows := shape[0], shape[1]
+		m, p, xq := benchQ6KMatrix(b, rows, cols, 512)
+		y := make([]float32, 512*rows)
+		for _, form := range []struct {
+			name string
+			m    *Matrix
+		}{{"unpacked", m}, {"packed", p}} {
+			for _, threads := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%dx%d/MatVec/%dthr/%s", cols, rows, threads, form.name), func(b *testing.B) {
+					b.SetBytes(int64(len(m.Data)))
+					for b.Loop() {
+						var wg sync.WaitGroup
+						for th := 0; th < threads; th++ {
+							// Thread shares aligned to the 16-row groups.
+							r0, r1 := rows*th/threads/16*16, rows*(th+1)/threads/16*16
+							wg.Go(func() { MatVec(form.m, xq, y, r0, r1) })
+						}
+						wg.Wait()
+					}
+				})
+			}
+			for _, nTok := range []int{64, 512} {
+				b.Run(fmt.Sprintf("%dx%d/MatMul%d/%s", cols, rows, nTok, form.name), func(b *testing.B) {
+					for b.Loop() {
+						MatMul(form.m, xq, nTok, y, 0, rows)
+					}
+					b.ReportMetric(2*float64(rows)*float64(cols)*float64(nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPackQ6K measures packing (bytes/s of GGUF input).
+func BenchmarkPackQ6K(b *testing.B) {
+	const rows, cols = 2048, 8192
+	l := &packedQ6KBase
+	rb := RowBytes(gguf.Q6_K, cols)
+	m := &Matrix{Type: gguf.Q6_K, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < rows; i++ {
+		simdRandomRow(r, gguf.Q6_K, m.Data[i*rb:(i+1)*rb])
+	}
+	dst := make([]byte, l.PackedSize(rows, cols))
+	b.SetBytes(int64(len(m.Data)))
+	for b.Loop() {
+		l.PackRows(m, dst, 0, rows/16)
+	}
+}
