@@ -16,3 +16,5 @@ func openNoFollow(path string) (*os.File, error) { return os.Open(path) }
 func mapFile(*os.File, int64) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func unmap([]byte) error { return nil }
+
+func fileSize(uintptr) (int64, error) { return 0, errors.ErrUnsupported }

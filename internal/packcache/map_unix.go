@@ -35,3 +35,12 @@ func unmap(m []byte) error {
 	}
 	return nil
 }
+
+// fileSize is the size of the open file fd; one fstat, no allocation.
+func fileSize(fd uintptr) (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fd), &st); err != nil {
+		return 0, err
+	}
+	return st.Size, nil
+}

@@ -292,16 +292,23 @@ func headerCRC(h []byte) uint32 {
 	return crc32.Update(crc, castagnoli, h[offHeaderCRC+4:])
 }
 
-// buildHeader returns the header region of an entry for enc and data.
-func buildHeader(enc, data []byte) []byte {
+// buildHeader returns the header region of an entry for enc and the data
+// that is the concatenation of parts.
+func buildHeader(enc []byte, parts [][]byte) []byte {
 	off := dataOffset(len(enc))
 	h := make([]byte, off)
 	copy(h, magic)
+	var n int64
+	var crc uint32
+	for _, p := range parts {
+		n += int64(len(p))
+		crc = crc32.Update(crc, castagnoli, p)
+	}
 	le := binary.LittleEndian
 	le.PutUint32(h[offVersion:], FormatVersion)
 	le.PutUint64(h[offDataOff:], uint64(off))
-	le.PutUint64(h[offDataLen:], uint64(len(data)))
-	le.PutUint32(h[offDataCRC:], crc32.Checksum(data, castagnoli))
+	le.PutUint64(h[offDataLen:], uint64(n))
+	le.PutUint32(h[offDataCRC:], crc)
 	le.PutUint32(h[offKeyLen:], uint32(len(enc)))
 	copy(h[fixedLen:], enc)
 	le.PutUint32(h[offHeaderCRC:], headerCRC(h))
@@ -368,6 +375,7 @@ type Entry struct {
 	mu      sync.Mutex
 	mapping []byte
 	f       *os.File
+	fd      uintptr // f's descriptor, for Valid's fstat
 	path    string
 }
 
@@ -383,8 +391,8 @@ func (e *Entry) Valid() bool {
 	if e.f == nil {
 		return false
 	}
-	st, err := e.f.Stat()
-	return err == nil && st.Size() == int64(len(e.mapping))
+	n, err := fileSize(e.fd)
+	return err == nil && n == int64(len(e.mapping))
 }
 
 // Close unmaps the entry; Data must not be used afterwards. Closing twice
@@ -481,7 +489,7 @@ func (c Config) Get(key Key, size int64) (*Entry, error) {
 		c.logf("hit %s: cannot refresh its recency: %v", path, err)
 	}
 	off := want - size
-	return &Entry{Data: m[off:want:want], mapping: m, f: f, path: path}, nil
+	return &Entry{Data: m[off:want:want], mapping: m, f: f, fd: f.Fd(), path: path}, nil
 }
 
 // discard closes f, removes the invalid entry at path (unless another
@@ -509,17 +517,23 @@ func (c Config) discard(f *os.File, st fs.FileInfo, path, reason string) {
 // of crashed writers older than an hour are removed first. Disabled: a
 // no-op returning nil.
 func (c Config) Put(key Key, data []byte) error {
+	return c.PutParts(key, [][]byte{data})
+}
+
+// PutParts is Put of the concatenation of parts, without building it in
+// memory: the engine can publish its packed tensors as they are.
+func (c Config) PutParts(key Key, parts [][]byte) error {
 	if c.Disabled {
 		return nil
 	}
-	err := c.put(key, data)
+	err := c.put(key, parts)
 	if err != nil {
 		c.logf("%v", err)
 	}
 	return err
 }
 
-func (c Config) put(key Key, data []byte) error {
+func (c Config) put(key Key, parts [][]byte) error {
 	if c.Dir == "" {
 		return errors.New("packcache: put: no cache folder configured")
 	}
@@ -538,7 +552,7 @@ func (c Config) put(key Key, data []byte) error {
 	}
 	c.removeStaleTemps()
 
-	hdr := buildHeader(enc, data)
+	hdr := buildHeader(enc, parts)
 	tmp, f, err := createTemp(c.Dir, hx)
 	if err != nil {
 		return fmt.Errorf("packcache: put %s: %w", path, err)
@@ -551,8 +565,10 @@ func (c Config) put(key Key, data []byte) error {
 	if _, err := f.Write(hdr); err != nil {
 		return fail("write header to", err)
 	}
-	if _, err := f.Write(data); err != nil {
-		return fail("write data to", err)
+	for _, p := range parts {
+		if _, err := f.Write(p); err != nil {
+			return fail("write data to", err)
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return fail("fsync", err)

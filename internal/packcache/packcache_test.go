@@ -11,18 +11,21 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // logBuf collects a Config's debug log so tests can check what was said.
@@ -180,6 +183,44 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// PutParts writes the same file as Put of the concatenation.
+func TestPutParts(t *testing.T) {
+	c, _ := newConfig(t)
+	k := testKey(8)
+	whole := payload(8, 250_000)
+	require.NoError(t, c.Put(k, whole))
+	want, err := os.ReadFile(entryPath(t, c, k))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(entryPath(t, c, k)))
+
+	parts := [][]byte{nil, whole[:1], whole[1:70_000], {}, whole[70_000:], nil}
+	require.NoError(t, c.PutParts(k, parts))
+	got, err := os.ReadFile(entryPath(t, c, k))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	e := mustGet(t, c, k, int64(len(whole)))
+	assert.Equal(t, whole, e.Data)
+	require.NoError(t, e.Close())
+
+	require.NoError(t, c.PutParts(testKey(9), nil))
+	e = mustGet(t, c, testKey(9), 0)
+	assert.Empty(t, e.Data)
+	require.NoError(t, e.Close())
+}
+
+// Valid is cheap enough to call per forward pass: no allocation.
+func TestValidDoesNotAllocate(t *testing.T) {
+	c, _ := newConfig(t)
+	require.NoError(t, c.Put(testKey(1), payload(1, 1000)))
+	e := mustGet(t, c, testKey(1), 1000)
+	defer e.Close()
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		if !e.Valid() {
+			t.Fatal("not valid")
+		}
+	}))
 }
 
 // An entry replaced by a later Put stays mapped and intact for whoever
@@ -430,11 +471,37 @@ const (
 	helperGo     = "MOONLM_PACKCACHE_TEST_HELPER_GO" // start when this file exists
 )
 
+// helperFull makes the test binary a writer that runs out of room (see
+// TestPutOutOfRoom).
+const helperFull = "MOONLM_PACKCACHE_TEST_HELPER_FULL_DIR"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperDir); dir != "" {
 		os.Exit(helperPut(dir))
 	}
+	if dir := os.Getenv(helperFull); dir != "" {
+		os.Exit(helperOutOfRoom(dir))
+	}
 	os.Exit(m.Run())
+}
+
+// helperOutOfRoom limits the file size this process may write to 256 KiB
+// (a stand-in for a full disk that works without privileges) and Puts 1 MiB;
+// it prints Put's error and exits 0 if Put failed as it should.
+func helperOutOfRoom(dir string) int {
+	signal.Ignore(syscall.SIGXFSZ) // the write then fails with EFBIG instead
+	lim := unix.Rlimit{Cur: 256 << 10, Max: 256 << 10}
+	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+		fmt.Println("setrlimit:", err)
+		return 2
+	}
+	err := Config{Dir: dir}.Put(testKey(1), payload(1, 1<<20))
+	if err == nil {
+		fmt.Println("Put succeeded beyond the file size limit")
+		return 1
+	}
+	fmt.Print(err)
+	return 0
 }
 
 // helperPut is a writer process: it Puts its payload for the shared key
@@ -529,6 +596,30 @@ func TestTwoProcessesPutSameKey(t *testing.T) {
 	// Which writer wins and whether they overlap depends on scheduling; the
 	// checks above hold either way.
 	t.Logf("the two writers ran concurrently in %d of 3 trials", overlapped)
+}
+
+func TestPutOutOfRoom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips re-executing the test binary")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	c, _ := newConfig(t)
+	require.NoError(t, c.Put(testKey(2), payload(2, 1000))) // an entry already there
+	p := exec.Command(exe)
+	p.Env = append(os.Environ(), helperFull+"="+c.Dir)
+	out, err := p.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "write data to", "Put's error says what failed")
+	assert.Contains(t, string(out), c.Dir, "and where")
+	assert.Contains(t, string(out), syscall.EFBIG.Error())
+
+	ents, err := os.ReadDir(c.Dir)
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "the temporary file was removed")
+	requireMiss(t, c, testKey(1), 1<<20)
+	e := mustGet(t, c, testKey(2), 1000)
+	require.NoError(t, e.Close())
 }
 
 // runWriter runs the test binary as a writer process (see TestMain).
@@ -929,4 +1020,18 @@ func BenchmarkGetValidate(b *testing.B) {
 		e.Close()
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+}
+
+// BenchmarkValid measures Entry.Valid (one fstat).
+func BenchmarkValid(b *testing.B) {
+	c := Config{Dir: b.TempDir(), MaxBytes: 1 << 40}
+	require.NoError(b, c.Put(testKey(1), payload(1, 1000)))
+	e := mustGet(b, c, testKey(1), 1000)
+	defer e.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !e.Valid() {
+			b.Fatal("not valid")
+		}
+	}
 }
