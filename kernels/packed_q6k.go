@@ -53,10 +53,11 @@ func packedQ6KGroupBytes(cols int) int { return cols / qkK * q6kPackedBlock }
 // packQ6K interleaves 16 q6_K rows (src, RowBytes(Q6_K, cols) bytes each)
 // into dst (packedQ6KGroupBytes(cols) bytes). A GGUF block stores value
 // 32k+j of each half (k < 4, j < 32) in nibble k/2 of ql[32(k%2)+j] and bits
-// 2k..2k+1 of qh[j]; the packed record wants four values 4 apart in one
-// byte, so the loop moves bytes and nibbles one value group at a time
-// without decoding a block into a temporary.
+// 2k..2k+1 of qh[j]; a packed record wants values 4 apart in one byte, so
+// the loop combines 32-bit words of four consecutive values (shift and
+// mask per nibble or bit pair) and allocates nothing.
 func packQ6K(dst, src []byte, cols int) {
+	le := binary.LittleEndian
 	nb := cols / qkK
 	rb := nb * bytesQ6K
 	_ = dst[nb*q6kPackedBlock-1]
@@ -72,25 +73,20 @@ func packQ6K(dst, src []byte, cols int) {
 				h, k, j0 := s/8, s/2%4, 16*(s%2)
 				lo := ql[64*h+32*(k%2)+j0 : 64*h+32*(k%2)+j0+16]
 				hi := qh[32*h+j0 : 32*h+j0+16]
-				nshift := 4 * (k / 2) // nibble of ql
-				hshift := 2 * k       // bit pair of qh
+				ns := uint(4 * (k / 2)) // nibble of ql
+				hs := uint(2 * k)       // bit pair of qh
+				n0 := le.Uint32(lo[0:]) >> ns & 0x0f0f0f0f
+				n1 := le.Uint32(lo[4:]) >> ns & 0x0f0f0f0f
+				n2 := le.Uint32(lo[8:]) >> ns & 0x0f0f0f0f
+				n3 := le.Uint32(lo[12:]) >> ns & 0x0f0f0f0f
+				h0 := le.Uint32(hi[0:]) >> hs & 0x03030303
+				h1 := le.Uint32(hi[4:]) >> hs & 0x03030303
+				h2 := le.Uint32(hi[8:]) >> hs & 0x03030303
+				h3 := le.Uint32(hi[12:]) >> hs & 0x03030303
 				rec := out[q6kPackedSub*s : q6kPackedSub*(s+1)]
-				for i := 0; i < 4; i++ {
-					var l0, l1, hb byte
-					for v := 0; v < 4; v++ { // value 16s+4v+i
-						n := lo[4*v+i] >> nshift & 0xf
-						t := hi[4*v+i] >> hshift & 3
-						if v < 2 {
-							l0 |= n << (4 * v)
-						} else {
-							l1 |= n << (4 * (v - 2))
-						}
-						hb |= t << (2 * v)
-					}
-					rec[4*r+i] = l0
-					rec[64+4*r+i] = l1
-					rec[128+4*r+i] = hb
-				}
+				le.PutUint32(rec[4*r:], n0|n1<<4)
+				le.PutUint32(rec[64+4*r:], n2|n3<<4)
+				le.PutUint32(rec[128+4*r:], h0|h1<<2|h2<<4|h3<<6)
 				rec[192+r] = sc[s]
 			}
 			out[q6kPackedD+2*r] = blk[208]
