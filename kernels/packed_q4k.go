@@ -44,7 +44,7 @@ var packedQ4KBase = PackedLayout{
 	Name:       "q4_K.r16.v1",
 	Type:       gguf.Q4_K,
 	Rows:       q4kPackedRows,
-	MaxTok:     4,
+	MaxTok:     maxPackedTile / q4kPackedRows,
 	GroupBytes: packedQ4KGroupBytes,
 	Pack:       packQ4K,
 	Dot:        dotPackedQ4KGeneric,
@@ -94,9 +94,9 @@ func packQ4K(dst, src []byte, cols int) {
 }
 
 // checkPackedQ4K panics unless one Dot call's operands are in bounds.
-func checkPackedQ4K(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+func checkPackedQ4K(cols int, g, x []byte, xStride, nTok, maxTok int, y []float32, yStride int) {
 	nb := cols / qkK
-	if cols%qkK != 0 || nTok < 1 || nTok > 4 ||
+	if cols%qkK != 0 || nTok < 1 || nTok > maxTok ||
 		len(g) < nb*q4kPackedBlock ||
 		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8K) ||
 		len(y) < (nTok-1)*yStride+q4kPackedRows {
@@ -109,7 +109,7 @@ func checkPackedQ4K(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 // row and token the same integer sums as dotQ4KGeneric, read from the
 // packed bytes.
 func dotPackedQ4KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ4K(cols, g, x, xStride, nTok, y, yStride)
+	checkPackedQ4K(cols, g, x, xStride, nTok, maxPackedTile/q4kPackedRows, y, yStride)
 	nb := cols / qkK
 	le := binary.LittleEndian
 	for t := range nTok {

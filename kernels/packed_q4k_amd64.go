@@ -4,8 +4,13 @@ package kernels
 
 import "unsafe"
 
-// packedQ4KDot4AVX512 sets y[t*ystride+r] = dot(row r, token t) for the 16
-// rows of packed q4_K group g and 4 q8_K tokens xstride bytes apart; nb > 0.
+// packedQ4KDot8AVX512 sets y[t*ystride+r] = dot(row r, token t) for the 16
+// rows of packed q4_K group w and 8 q8_K tokens xstride bytes apart; nb > 0.
+//
+//go:noescape
+func packedQ4KDot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+// packedQ4KDot4AVX512 is packedQ4KDot8AVX512 for 4 tokens.
 //
 //go:noescape
 func packedQ4KDot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
@@ -20,15 +25,16 @@ func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
 var packedQ4KAVX512 = func() *PackedLayout {
 	l := packedQ4KBase
 	l.Dot = dotPackedQ4KAVX512
+	l.MaxTok = 8
 	return &l
 }()
 
 var _ = registerPacked("avx512", packedQ4KAVX512)
 
-// dotPackedQ4KAVX512 checks the bounds once and runs the 4-token kernel
-// over whole quads of tokens and the 1-token one over the rest.
+// dotPackedQ4KAVX512 checks the bounds once and runs the 8-, 4- and
+// 1-token kernels over the tokens, largest first.
 func dotPackedQ4KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ4K(cols, g, x, xStride, nTok, y, yStride)
+	checkPackedQ4K(cols, g, x, xStride, nTok, 8, y, yStride)
 	nb := cols / qkK
 	if nb == 0 {
 		for t := range nTok {
@@ -40,6 +46,10 @@ func dotPackedQ4KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, y
 	xp := unsafe.Pointer(unsafe.SliceData(x))
 	yp := unsafe.Pointer(unsafe.SliceData(y))
 	t := 0
+	if nTok == 8 {
+		packedQ4KDot8AVX512(gp, nb, (*byte)(xp), xStride, (*float32)(yp), yStride)
+		return
+	}
 	for ; t+4 <= nTok; t += 4 {
 		packedQ4KDot4AVX512(gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), xStride, (*float32)(unsafe.Add(yp, 4*t*yStride)), yStride)
 	}

@@ -2,62 +2,55 @@
 // packed_q4k.go: one weight row per 32-bit lane, so each VPDPBUSD takes 4
 // activation bytes of one token broadcast from memory and adds 16 rows x 4
 // products; nothing is summed horizontally. Per sub-block and token the
-// int32 dot is multiplied by the rows' 6-bit scales (VPMULLD) into a block
-// integer sum; per block and token the mins term comes from the q8_K bsums
-// (pair sums by VPHADDW, then VPDPWSSD against the rows' min pairs), and
-// the float accumulator gets dy * (d*sumi - dmin*summ).
+// exact int32 dot is converted to float and accumulated times d*scale of
+// each row (VPMULLD by the scales measured slower: it is two uops on the
+// port VPDPBUSD needs); per block and token the mins term comes from the
+// q8_K bsums (pair sums by VPHADDW, then VPDPWSSD against the rows' min
+// pairs) and the token's accumulator gets dy * (sum - dmin*summ).
+//
+// Registers: Z0..Z3 weight operands (min pairs at block end), Z4+t the
+// sub-block int32 dot of token t, Z12+t its block sum (float), Z20+t its
+// total, Z28 d*scale of the sub-block, Z29 d, Z30 dmin, Z31 0x0f bytes.
 
 #include "textflag.h"
 
-// Block-relative offsets (see packed_q4k.go).
 #define PQ4K_BLOCK 2368
 #define Q8K_BLOCK 292
 
-// Z0..Z7 = the 8 weight operands of the sub-block whose quants start at
-// off(SI): Z(2k) the low nibbles (values 8k..8k+3), Z(2k+1) the high ones
-// (8k+4..8k+7). Needs Z31 = 0x0f bytes.
-#define WLOAD(off) \
+// Z0..Z3 = the weight operands of the two 64-byte vectors at off(SI):
+// low nibbles in Z0, Z2, high ones in Z1, Z3.
+#define WHALF(off) \
 	VMOVDQU64 off+0(SI), Z0 \
 	VMOVDQU64 off+64(SI), Z2 \
-	VMOVDQU64 off+128(SI), Z4 \
-	VMOVDQU64 off+192(SI), Z6 \
 	VPSRLW    $4, Z0, Z1 \
 	VPSRLW    $4, Z2, Z3 \
-	VPSRLW    $4, Z4, Z5 \
-	VPSRLW    $4, Z6, Z7 \
 	VPANDD    Z31, Z0, Z0 \
 	VPANDD    Z31, Z1, Z1 \
 	VPANDD    Z31, Z2, Z2 \
-	VPANDD    Z31, Z3, Z3 \
-	VPANDD    Z31, Z4, Z4 \
-	VPANDD    Z31, Z5, Z5 \
-	VPANDD    Z31, Z6, Z6 \
-	VPANDD    Z31, Z7, Z7
+	VPANDD    Z31, Z3, Z3
 
-// BLK += Z20 * (the sub-block's dot with the token's quants at q(P)),
-// using ACC.
-#define DOTSUB(q, P, ACC, BLK) \
-	VPXORD        ACC, ACC, ACC \
+// ACC += the dot of Z0..Z3 with 16 quants at q(P), 4 broadcast per lane.
+#define DOT4(q, P, ACC) \
 	VPDPBUSD.BCST q+0(P), Z0, ACC \
 	VPDPBUSD.BCST q+4(P), Z1, ACC \
 	VPDPBUSD.BCST q+8(P), Z2, ACC \
-	VPDPBUSD.BCST q+12(P), Z3, ACC \
-	VPDPBUSD.BCST q+16(P), Z4, ACC \
-	VPDPBUSD.BCST q+20(P), Z5, ACC \
-	VPDPBUSD.BCST q+24(P), Z6, ACC \
-	VPDPBUSD.BCST q+28(P), Z7, ACC \
-	VPMULLD       Z20, ACC, ACC \
-	VPADDD        ACC, BLK, BLK
+	VPDPBUSD.BCST q+12(P), Z3, ACC
 
-// Weights and scale of sub-block s into Z0..Z7 and Z20.
-#define SUBW(s) \
-	WLOAD(320+256*s) \
-	VPMOVZXBD 64+16*s(SI), Z20
+// Z28 = d * scale of sub-block s, per row.
+#define SUBSCALE(s) \
+	VPMOVZXBD 64+16*s(SI), Z28 \
+	VCVTDQ2PS Z28, Z28 \
+	VMULPS    Z29, Z28, Z28
 
-// Block prologue: Z21 = d, Z22 = dmin of the 16 rows (as float32).
+// FB += float(ACC) * Z28.
+#define FOLD(ACC, FB) \
+	VCVTDQ2PS   ACC, ACC \
+	VFMADD231PS Z28, ACC, FB
+
+// Block prologue: Z29 = d, Z30 = dmin of the 16 rows.
 #define BLKD \
-	VCVTPH2PS 0(SI), Z21 \
-	VCVTPH2PS 32(SI), Z22
+	VCVTPH2PS 0(SI), Z29 \
+	VCVTPH2PS 32(SI), Z30
 
 // Z0..Z3 = the rows' min pairs (m0,m1), (m2,m3), (m4,m5), (m6,m7) as words.
 #define BLKMINS \
@@ -66,119 +59,659 @@
 	VPMOVZXBW 256(SI), Z2 \
 	VPMOVZXBW 288(SI), Z3
 
-// Block epilogue of one token at P: FACC += dy * (d*BLK - dmin*summ),
-// summ = sum_s m_s * (bsum[2s] + bsum[2s+1]). The 8 pair sums go through
-// the stack at tmp(SP) so VPDPWSSD can broadcast them. Clobbers Z4..Z6.
-#define BLKEND(P, BLK, FACC, tmp) \
-	VMOVDQU           260(P), Y4 \
-	VPHADDW           Y4, Y4, Y4 \
-	VMOVDQU           Y4, tmp(SP) \
-	VPXORD            Z5, Z5, Z5 \
-	VPDPWSSD.BCST     tmp+0(SP), Z0, Z5 \
-	VPDPWSSD.BCST     tmp+4(SP), Z1, Z5 \
-	VPDPWSSD.BCST     tmp+16(SP), Z2, Z5 \
-	VPDPWSSD.BCST     tmp+20(SP), Z3, Z5 \
-	VCVTDQ2PS         BLK, Z6 \
-	VMULPS            Z21, Z6, Z6 \
-	VCVTDQ2PS         Z5, Z5 \
-	VFNMADD231PS      Z22, Z5, Z6 \
-	VFMADD231PS.BCST  0(P), Z6, FACC
+// Block epilogue of the token at P: FACC += dy * (FB - dmin*summ), summ =
+// sum_s m_s * (bsum[2s] + bsum[2s+1]), and FB = 0. The pair sums go
+// through the stack at tmp(SP) so VPDPWSSD can broadcast them. Clobbers
+// Z4, Z5.
+#define BLKEND(P, FB, FACC, tmp) \
+	VMOVDQU          260(P), Y4 \
+	VPHADDW          Y4, Y4, Y4 \
+	VMOVDQU          Y4, tmp(SP) \
+	VPXORD           Z5, Z5, Z5 \
+	VPDPWSSD.BCST    tmp+0(SP), Z0, Z5 \
+	VPDPWSSD.BCST    tmp+4(SP), Z1, Z5 \
+	VPDPWSSD.BCST    tmp+16(SP), Z2, Z5 \
+	VPDPWSSD.BCST    tmp+20(SP), Z3, Z5 \
+	VCVTDQ2PS        Z5, Z5 \
+	VFNMADD231PS     Z30, Z5, FB \
+	VFMADD231PS.BCST 0(P), FB, FACC \
+	VPXORD           FB, FB, FB
 
-#define SUB4(s) \
-	SUBW(s) \
-	DOTSUB(4+32*s, R8, Z8, Z12) \
-	DOTSUB(4+32*s, R11, Z9, Z13) \
-	DOTSUB(4+32*s, R12, Z10, Z14) \
-	DOTSUB(4+32*s, R13, Z11, Z15)
-
-// func packedQ4KDot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
-// y[t*ystride+r] = dot(row r of the packed group g, token t) for r < 16,
-// t < 4; nb > 0 blocks; tokens xstride bytes apart, ystride in floats.
-TEXT ·packedQ4KDot4AVX512(SB), NOSPLIT, $128-48
-	MOVQ         w+0(FP), SI
-	MOVQ         nb+8(FP), CX
-	MOVQ         x+16(FP), R8
-	MOVQ         xstride+24(FP), R9
-	MOVQ         y+32(FP), DI
-	MOVQ         ystride+40(FP), DX
-	LEAQ         (R8)(R9*1), R11
-	LEAQ         (R8)(R9*2), R12
-	LEAQ         (R11)(R9*2), R13
-	MOVL         $0x0f0f0f0f, AX
+// func packedQ4KDot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+// y[t*ystride+r] = dot(row r of the packed group w, token t) for r < 16,
+// t < 8; nb > 0 blocks; tokens xstride bytes apart, ystride in floats.
+TEXT ·packedQ4KDot8AVX512(SB), NOSPLIT, $256-48
+	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
-	VPXORD       Z16, Z16, Z16
-	VPXORD       Z17, Z17, Z17
-	VPXORD       Z18, Z18, Z18
-	VPXORD       Z19, Z19, Z19
-
-pq4k4blk:
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), R8
+	MOVQ xstride+24(FP), DX
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
+	LEAQ (R10)(DX*1), R11
+	LEAQ (R11)(DX*1), R12
+	LEAQ (R12)(DX*1), R13
+	LEAQ (R13)(DX*1), AX
+	LEAQ (AX)(DX*1), BX
+	MOVQ y+32(FP), DI
+	MOVQ ystride+40(FP), DX
 	VPXORD Z12, Z12, Z12
+	VPXORD Z20, Z20, Z20
 	VPXORD Z13, Z13, Z13
+	VPXORD Z21, Z21, Z21
 	VPXORD Z14, Z14, Z14
+	VPXORD Z22, Z22, Z22
 	VPXORD Z15, Z15, Z15
-	SUB4(0)
-	SUB4(1)
-	SUB4(2)
-	SUB4(3)
-	SUB4(4)
-	SUB4(5)
-	SUB4(6)
-	SUB4(7)
+	VPXORD Z23, Z23, Z23
+	VPXORD Z16, Z16, Z16
+	VPXORD Z24, Z24, Z24
+	VPXORD Z17, Z17, Z17
+	VPXORD Z25, Z25, Z25
+	VPXORD Z18, Z18, Z18
+	VPXORD Z26, Z26, Z26
+	VPXORD Z19, Z19, Z19
+	VPXORD Z27, Z27, Z27
+
+pq4k8blk:
 	BLKD
+	SUBSCALE(0)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALF(320)
+	DOT4(4, R8, Z4)
+	DOT4(4, R9, Z5)
+	DOT4(4, R10, Z6)
+	DOT4(4, R11, Z7)
+	DOT4(4, R12, Z8)
+	DOT4(4, R13, Z9)
+	DOT4(4, AX, Z10)
+	DOT4(4, BX, Z11)
+	WHALF(448)
+	DOT4(20, R8, Z4)
+	DOT4(20, R9, Z5)
+	DOT4(20, R10, Z6)
+	DOT4(20, R11, Z7)
+	DOT4(20, R12, Z8)
+	DOT4(20, R13, Z9)
+	DOT4(20, AX, Z10)
+	DOT4(20, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(1)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALF(576)
+	DOT4(36, R8, Z4)
+	DOT4(36, R9, Z5)
+	DOT4(36, R10, Z6)
+	DOT4(36, R11, Z7)
+	DOT4(36, R12, Z8)
+	DOT4(36, R13, Z9)
+	DOT4(36, AX, Z10)
+	DOT4(36, BX, Z11)
+	WHALF(704)
+	DOT4(52, R8, Z4)
+	DOT4(52, R9, Z5)
+	DOT4(52, R10, Z6)
+	DOT4(52, R11, Z7)
+	DOT4(52, R12, Z8)
+	DOT4(52, R13, Z9)
+	DOT4(52, AX, Z10)
+	DOT4(52, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(2)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALF(832)
+	DOT4(68, R8, Z4)
+	DOT4(68, R9, Z5)
+	DOT4(68, R10, Z6)
+	DOT4(68, R11, Z7)
+	DOT4(68, R12, Z8)
+	DOT4(68, R13, Z9)
+	DOT4(68, AX, Z10)
+	DOT4(68, BX, Z11)
+	WHALF(960)
+	DOT4(84, R8, Z4)
+	DOT4(84, R9, Z5)
+	DOT4(84, R10, Z6)
+	DOT4(84, R11, Z7)
+	DOT4(84, R12, Z8)
+	DOT4(84, R13, Z9)
+	DOT4(84, AX, Z10)
+	DOT4(84, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(3)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALF(1088)
+	DOT4(100, R8, Z4)
+	DOT4(100, R9, Z5)
+	DOT4(100, R10, Z6)
+	DOT4(100, R11, Z7)
+	DOT4(100, R12, Z8)
+	DOT4(100, R13, Z9)
+	DOT4(100, AX, Z10)
+	DOT4(100, BX, Z11)
+	WHALF(1216)
+	DOT4(116, R8, Z4)
+	DOT4(116, R9, Z5)
+	DOT4(116, R10, Z6)
+	DOT4(116, R11, Z7)
+	DOT4(116, R12, Z8)
+	DOT4(116, R13, Z9)
+	DOT4(116, AX, Z10)
+	DOT4(116, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(4)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALF(1344)
+	DOT4(132, R8, Z4)
+	DOT4(132, R9, Z5)
+	DOT4(132, R10, Z6)
+	DOT4(132, R11, Z7)
+	DOT4(132, R12, Z8)
+	DOT4(132, R13, Z9)
+	DOT4(132, AX, Z10)
+	DOT4(132, BX, Z11)
+	WHALF(1472)
+	DOT4(148, R8, Z4)
+	DOT4(148, R9, Z5)
+	DOT4(148, R10, Z6)
+	DOT4(148, R11, Z7)
+	DOT4(148, R12, Z8)
+	DOT4(148, R13, Z9)
+	DOT4(148, AX, Z10)
+	DOT4(148, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(5)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALF(1600)
+	DOT4(164, R8, Z4)
+	DOT4(164, R9, Z5)
+	DOT4(164, R10, Z6)
+	DOT4(164, R11, Z7)
+	DOT4(164, R12, Z8)
+	DOT4(164, R13, Z9)
+	DOT4(164, AX, Z10)
+	DOT4(164, BX, Z11)
+	WHALF(1728)
+	DOT4(180, R8, Z4)
+	DOT4(180, R9, Z5)
+	DOT4(180, R10, Z6)
+	DOT4(180, R11, Z7)
+	DOT4(180, R12, Z8)
+	DOT4(180, R13, Z9)
+	DOT4(180, AX, Z10)
+	DOT4(180, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(6)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALF(1856)
+	DOT4(196, R8, Z4)
+	DOT4(196, R9, Z5)
+	DOT4(196, R10, Z6)
+	DOT4(196, R11, Z7)
+	DOT4(196, R12, Z8)
+	DOT4(196, R13, Z9)
+	DOT4(196, AX, Z10)
+	DOT4(196, BX, Z11)
+	WHALF(1984)
+	DOT4(212, R8, Z4)
+	DOT4(212, R9, Z5)
+	DOT4(212, R10, Z6)
+	DOT4(212, R11, Z7)
+	DOT4(212, R12, Z8)
+	DOT4(212, R13, Z9)
+	DOT4(212, AX, Z10)
+	DOT4(212, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(7)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALF(2112)
+	DOT4(228, R8, Z4)
+	DOT4(228, R9, Z5)
+	DOT4(228, R10, Z6)
+	DOT4(228, R11, Z7)
+	DOT4(228, R12, Z8)
+	DOT4(228, R13, Z9)
+	DOT4(228, AX, Z10)
+	DOT4(228, BX, Z11)
+	WHALF(2240)
+	DOT4(244, R8, Z4)
+	DOT4(244, R9, Z5)
+	DOT4(244, R10, Z6)
+	DOT4(244, R11, Z7)
+	DOT4(244, R12, Z8)
+	DOT4(244, R13, Z9)
+	DOT4(244, AX, Z10)
+	DOT4(244, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
 	BLKMINS
-	BLKEND(R8, Z12, Z16, 0)
-	BLKEND(R11, Z13, Z17, 32)
-	BLKEND(R12, Z14, Z18, 64)
-	BLKEND(R13, Z15, Z19, 96)
+	BLKEND(R8, Z12, Z20, 0)
+	BLKEND(R9, Z13, Z21, 32)
+	BLKEND(R10, Z14, Z22, 64)
+	BLKEND(R11, Z15, Z23, 96)
+	BLKEND(R12, Z16, Z24, 128)
+	BLKEND(R13, Z17, Z25, 160)
+	BLKEND(AX, Z18, Z26, 192)
+	BLKEND(BX, Z19, Z27, 224)
 	ADDQ $PQ4K_BLOCK, SI
 	ADDQ $Q8K_BLOCK, R8
+	ADDQ $Q8K_BLOCK, R9
+	ADDQ $Q8K_BLOCK, R10
 	ADDQ $Q8K_BLOCK, R11
 	ADDQ $Q8K_BLOCK, R12
 	ADDQ $Q8K_BLOCK, R13
+	ADDQ $Q8K_BLOCK, AX
+	ADDQ $Q8K_BLOCK, BX
 	DECQ CX
-	JNZ  pq4k4blk
+	JNZ  pq4k8blk
 
-	VMOVUPS    Z16, (DI)
-	VMOVUPS    Z17, (DI)(DX*4)
-	LEAQ       (DI)(DX*8), DI
-	VMOVUPS    Z18, (DI)
-	VMOVUPS    Z19, (DI)(DX*4)
+	VMOVUPS Z20, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z21, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z22, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z23, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z24, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z25, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z26, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z27, (DI)
 	VZEROUPPER
 	RET
 
-#define SUB1(s) \
-	SUBW(s) \
-	DOTSUB(4+32*s, R8, Z8, Z12)
+// func packedQ4KDot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+// y[t*ystride+r] = dot(row r of the packed group w, token t) for r < 16,
+// t < 4; nb > 0 blocks; tokens xstride bytes apart, ystride in floats.
+TEXT ·packedQ4KDot4AVX512(SB), NOSPLIT, $128-48
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), R8
+	MOVQ xstride+24(FP), DX
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
+	LEAQ (R10)(DX*1), R11
+	MOVQ y+32(FP), DI
+	MOVQ ystride+40(FP), DX
+	VPXORD Z12, Z12, Z12
+	VPXORD Z20, Z20, Z20
+	VPXORD Z13, Z13, Z13
+	VPXORD Z21, Z21, Z21
+	VPXORD Z14, Z14, Z14
+	VPXORD Z22, Z22, Z22
+	VPXORD Z15, Z15, Z15
+	VPXORD Z23, Z23, Z23
+
+pq4k4blk:
+	BLKD
+	SUBSCALE(0)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALF(320)
+	DOT4(4, R8, Z4)
+	DOT4(4, R9, Z5)
+	DOT4(4, R10, Z6)
+	DOT4(4, R11, Z7)
+	WHALF(448)
+	DOT4(20, R8, Z4)
+	DOT4(20, R9, Z5)
+	DOT4(20, R10, Z6)
+	DOT4(20, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(1)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALF(576)
+	DOT4(36, R8, Z4)
+	DOT4(36, R9, Z5)
+	DOT4(36, R10, Z6)
+	DOT4(36, R11, Z7)
+	WHALF(704)
+	DOT4(52, R8, Z4)
+	DOT4(52, R9, Z5)
+	DOT4(52, R10, Z6)
+	DOT4(52, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(2)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALF(832)
+	DOT4(68, R8, Z4)
+	DOT4(68, R9, Z5)
+	DOT4(68, R10, Z6)
+	DOT4(68, R11, Z7)
+	WHALF(960)
+	DOT4(84, R8, Z4)
+	DOT4(84, R9, Z5)
+	DOT4(84, R10, Z6)
+	DOT4(84, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(3)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALF(1088)
+	DOT4(100, R8, Z4)
+	DOT4(100, R9, Z5)
+	DOT4(100, R10, Z6)
+	DOT4(100, R11, Z7)
+	WHALF(1216)
+	DOT4(116, R8, Z4)
+	DOT4(116, R9, Z5)
+	DOT4(116, R10, Z6)
+	DOT4(116, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(4)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALF(1344)
+	DOT4(132, R8, Z4)
+	DOT4(132, R9, Z5)
+	DOT4(132, R10, Z6)
+	DOT4(132, R11, Z7)
+	WHALF(1472)
+	DOT4(148, R8, Z4)
+	DOT4(148, R9, Z5)
+	DOT4(148, R10, Z6)
+	DOT4(148, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(5)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALF(1600)
+	DOT4(164, R8, Z4)
+	DOT4(164, R9, Z5)
+	DOT4(164, R10, Z6)
+	DOT4(164, R11, Z7)
+	WHALF(1728)
+	DOT4(180, R8, Z4)
+	DOT4(180, R9, Z5)
+	DOT4(180, R10, Z6)
+	DOT4(180, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(6)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALF(1856)
+	DOT4(196, R8, Z4)
+	DOT4(196, R9, Z5)
+	DOT4(196, R10, Z6)
+	DOT4(196, R11, Z7)
+	WHALF(1984)
+	DOT4(212, R8, Z4)
+	DOT4(212, R9, Z5)
+	DOT4(212, R10, Z6)
+	DOT4(212, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(7)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALF(2112)
+	DOT4(228, R8, Z4)
+	DOT4(228, R9, Z5)
+	DOT4(228, R10, Z6)
+	DOT4(228, R11, Z7)
+	WHALF(2240)
+	DOT4(244, R8, Z4)
+	DOT4(244, R9, Z5)
+	DOT4(244, R10, Z6)
+	DOT4(244, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	BLKMINS
+	BLKEND(R8, Z12, Z20, 0)
+	BLKEND(R9, Z13, Z21, 32)
+	BLKEND(R10, Z14, Z22, 64)
+	BLKEND(R11, Z15, Z23, 96)
+	ADDQ $PQ4K_BLOCK, SI
+	ADDQ $Q8K_BLOCK, R8
+	ADDQ $Q8K_BLOCK, R9
+	ADDQ $Q8K_BLOCK, R10
+	ADDQ $Q8K_BLOCK, R11
+	DECQ CX
+	JNZ  pq4k4blk
+
+	VMOVUPS Z20, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z21, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z22, (DI)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Z23, (DI)
+	VZEROUPPER
+	RET
 
 // func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
-// y[r] = dot(row r of the packed group g, the token at x) for r < 16; nb > 0.
+// y[r] = dot(row r of the packed group w, the token at x) for r < 16; nb > 0.
 TEXT ·packedQ4KDot1AVX512(SB), NOSPLIT, $32-32
-	MOVQ         w+0(FP), SI
-	MOVQ         nb+8(FP), CX
-	MOVQ         x+16(FP), R8
-	MOVQ         y+24(FP), DI
-	MOVL         $0x0f0f0f0f, AX
+	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
-	VPXORD       Z16, Z16, Z16
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), R8
+	MOVQ y+24(FP), DI
+	VPXORD Z12, Z12, Z12
+	VPXORD Z20, Z20, Z20
 
 pq4k1blk:
-	VPXORD Z12, Z12, Z12
-	SUB1(0)
-	SUB1(1)
-	SUB1(2)
-	SUB1(3)
-	SUB1(4)
-	SUB1(5)
-	SUB1(6)
-	SUB1(7)
 	BLKD
+	SUBSCALE(0)
+	VPXORD Z4, Z4, Z4
+	WHALF(320)
+	DOT4(4, R8, Z4)
+	WHALF(448)
+	DOT4(20, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(1)
+	VPXORD Z4, Z4, Z4
+	WHALF(576)
+	DOT4(36, R8, Z4)
+	WHALF(704)
+	DOT4(52, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(2)
+	VPXORD Z4, Z4, Z4
+	WHALF(832)
+	DOT4(68, R8, Z4)
+	WHALF(960)
+	DOT4(84, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(3)
+	VPXORD Z4, Z4, Z4
+	WHALF(1088)
+	DOT4(100, R8, Z4)
+	WHALF(1216)
+	DOT4(116, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(4)
+	VPXORD Z4, Z4, Z4
+	WHALF(1344)
+	DOT4(132, R8, Z4)
+	WHALF(1472)
+	DOT4(148, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(5)
+	VPXORD Z4, Z4, Z4
+	WHALF(1600)
+	DOT4(164, R8, Z4)
+	WHALF(1728)
+	DOT4(180, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(6)
+	VPXORD Z4, Z4, Z4
+	WHALF(1856)
+	DOT4(196, R8, Z4)
+	WHALF(1984)
+	DOT4(212, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(7)
+	VPXORD Z4, Z4, Z4
+	WHALF(2112)
+	DOT4(228, R8, Z4)
+	WHALF(2240)
+	DOT4(244, R8, Z4)
+	FOLD(Z4, Z12)
 	BLKMINS
-	BLKEND(R8, Z12, Z16, 0)
+	BLKEND(R8, Z12, Z20, 0)
 	ADDQ $PQ4K_BLOCK, SI
 	ADDQ $Q8K_BLOCK, R8
 	DECQ CX
 	JNZ  pq4k1blk
 
-	VMOVUPS    Z16, (DI)
+	VMOVUPS Z20, (DI)
 	VZEROUPPER
 	RET

@@ -188,7 +188,7 @@ func TestPackedQ4KExact(t *testing.T) {
 				DequantizeRow(gguf.Q4_K, src[row*rb:(row+1)*rb], vals[row])
 			}
 			for an, af := range acases {
-				const nTok = 4
+				const nTok = 8
 				qs := make([]int8, nTok*cols)
 				for i := range qs {
 					qs[i] = af(i)
@@ -246,7 +246,7 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 	variants, layouts := q4kLayouts(t)
 	prev := Variant
 	defer func() { require.NoError(t, SetVariant(prev)) }()
-	const cols, nTok = 64 * 256, 4
+	const cols, nTok = 64 * 256, 8
 	r := rand.New(rand.NewPCG(9, 1))
 	rb := RowBytes(gguf.Q4_K, cols)
 	src := make([]byte, 16*rb)
@@ -401,5 +401,27 @@ func BenchmarkPackQ4K(b *testing.B) {
 	b.SetBytes(int64(len(m.Data)))
 	for range b.N {
 		packedQ4KBase.PackRows(m, dst, 0, rows/16)
+	}
+}
+
+// BenchmarkPackedQ4KDot runs Dot on one L1-resident group (2048 columns)
+// for each token count, reporting multiply-adds per nanosecond.
+func BenchmarkPackedQ4KDot(b *testing.B) {
+	l := Packed(gguf.Q4_K)
+	if l == nil {
+		b.Skipf("no packed q4_K layout in the %s kernel set", Variant)
+	}
+	const cols = 2048
+	m, p, xq := benchQ4KMatrix(b, 16, cols, l.MaxTok)
+	_ = m
+	ab := ActivationBytes(gguf.Q4_K, cols)
+	y := make([]float32, 16*l.MaxTok)
+	for nt := 1; nt <= l.MaxTok; nt++ {
+		b.Run(fmt.Sprint(nt), func(b *testing.B) {
+			for range b.N {
+				l.Dot(cols, p.Packed, xq, ab, nt, y, 16)
+			}
+			b.ReportMetric(float64(16*cols*nt)*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "MAC/ns")
+		})
 	}
 }
