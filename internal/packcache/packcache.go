@@ -359,7 +359,7 @@ func checkEntry(m, enc []byte, size int64) (reason string) {
 	if !bytes.Equal(h[fixedLen:fixedLen+len(enc)], enc) {
 		return "stored key differs (hash collision or a copied file)"
 	}
-	if got, want := le.Uint32(h[offDataCRC:]), crc32.Checksum(m[off:], castagnoli); got != want {
+	if got, want := le.Uint32(h[offDataCRC:]), checksum(m[off:]); got != want {
 		return fmt.Sprintf("data checksum %#08x, computed %#08x", got, want)
 	}
 	return ""

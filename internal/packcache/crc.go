@@ -1,0 +1,90 @@
+package packcache
+
+import (
+	"hash/crc32"
+	"runtime"
+	"runtime/debug"
+	"sync"
+)
+
+// castagnoliPoly is the CRC-32C polynomial in reflected bit order, where
+// bit 31 holds x^0 and bit 0 holds x^31.
+const castagnoliPoly = 0x82f63b78
+
+// gfMul multiplies a and b as polynomials modulo the CRC-32C polynomial,
+// both in reflected bit order.
+func gfMul(a, b uint32) uint32 {
+	var p uint32
+	for m := uint32(1) << 31; m != 0; m >>= 1 { // m walks x^0, x^1, ... of a
+		if a&m != 0 {
+			p ^= b
+		}
+		// b *= x: a right shift, reduced when x^31 carries out.
+		if b&1 != 0 {
+			b = b>>1 ^ castagnoliPoly
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// xPow8n returns x^(8n) modulo the polynomial, by repeated squaring.
+func xPow8n(n uint64) uint32 {
+	r := uint32(1) << 31    // x^0
+	base := uint32(1) << 23 // x^8
+	for ; n != 0; n >>= 1 {
+		if n&1 != 0 {
+			r = gfMul(r, base)
+		}
+		base = gfMul(base, base)
+	}
+	return r
+}
+
+// crcCombine returns the CRC-32C of A followed by B from crcA, crcB and
+// len(B): crcA's polynomial is shifted past B's bytes and added to crcB
+// (the standard pre- and post-inversion cancel out in this form).
+func crcCombine(crcA, crcB uint32, lenB uint64) uint32 {
+	return gfMul(xPow8n(lenB), crcA) ^ crcB
+}
+
+// parallelChunk is the smallest share of data a checksum goroutine takes;
+// below two of them one goroutine is faster than starting more.
+var parallelChunk = 32 << 20
+
+// checksum returns the CRC-32C of data, computed in parallel shares on up
+// to GOMAXPROCS goroutines and combined, so validating a large entry runs
+// at the memory bandwidth of the machine rather than of one core. The
+// helpers run with SetPanicOnFault like the caller, and a panic in one
+// (a fault on a shrunken mapping) is raised again in the caller.
+func checksum(data []byte) uint32 {
+	n := min(runtime.GOMAXPROCS(0), len(data)/parallelChunk)
+	if n <= 1 {
+		return crc32.Checksum(data, castagnoli)
+	}
+	share := (len(data) + n - 1) / n
+	crcs := make([]uint32, n)
+	panics := make([]any, n)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() {
+			defer func() { panics[i] = recover() }()
+			debug.SetPanicOnFault(true)
+			crcs[i] = crc32.Checksum(data[i*share:min((i+1)*share, len(data))], castagnoli)
+		})
+	}
+	crcs[0] = crc32.Checksum(data[:share], castagnoli)
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
+	crc := crcs[0]
+	for i := 1; i < n; i++ {
+		lo, hi := i*share, min((i+1)*share, len(data))
+		crc = crcCombine(crc, crcs[i], uint64(hi-lo))
+	}
+	return crc
+}
