@@ -65,26 +65,30 @@ func packQ4K(dst, src []byte, cols int) {
 	}
 	le := binary.LittleEndian
 	for b := range nb {
-		p := dst[b*q4kPackedBlock : (b+1)*q4kPackedBlock]
+		p := (*[q4kPackedBlock]byte)(dst[b*q4kPackedBlock:])
 		for r := range q4kPackedRows {
-			blk := src[r*rb+b*bytesQ4K : r*rb+(b+1)*bytesQ4K]
+			blk := (*[bytesQ4K]byte)(src[r*rb+b*bytesQ4K:])
 			p[2*r], p[2*r+1] = blk[0], blk[1]
 			p[32+2*r], p[32+2*r+1] = blk[2], blk[3]
-			scales := blk[4:16]
+			// The 6-bit scales and mins, four at a time (scaleMinK4
+			// for bytes): sub-blocks 0-3 in the low 6 bits of bytes
+			// 0-3 (scales) and 4-7 (mins); 4-7 in the nibbles of bytes
+			// 8-11 with their top 2 bits in the top bits of 0-7.
+			a, c, e := le.Uint32(blk[4:]), le.Uint32(blk[8:]), le.Uint32(blk[12:])
+			sc := [2]uint32{a & 0x3f3f3f3f, e&0x0f0f0f0f | a>>2&0x30303030}
+			mn := [2]uint32{c & 0x3f3f3f3f, e>>4&0x0f0f0f0f | c>>2&0x30303030}
 			for s := range 8 {
-				sc, m := scaleMinK4(s, scales)
-				p[q4kPackedSc+16*s+r] = sc
-				p[q4kPackedMin+32*(s/2)+2*r+s%2] = m
+				p[q4kPackedSc+16*s+r] = byte(sc[s/4] >> (8 * (s % 4)))
+				p[q4kPackedMin+32*(s/2)+2*r+s%2] = byte(mn[s/4] >> (8 * (s % 4)))
 			}
 			// Chunk j of the GGUF quants holds sub-block 2j in its low
-			// nibbles and 2j+1 in its high ones.
+			// nibbles and 2j+1 in its high ones; 8 bytes give 4 packed
+			// bytes of each.
 			for j := range 4 {
-				q := blk[16+32*j : 48+32*j]
 				for k := range 4 {
-					a := le.Uint32(q[8*k:])
-					c := le.Uint32(q[8*k+4:])
-					lo := a&0x0f0f0f0f | (c&0x0f0f0f0f)<<4
-					hi := a>>4&0x0f0f0f0f | c&0xf0f0f0f0
+					q := le.Uint64(blk[16+32*j+8*k:])
+					lo := uint32(q&0x0f0f0f0f | q>>28&0xf0f0f0f0)
+					hi := uint32(q>>4&0x0f0f0f0f | q>>32&0xf0f0f0f0)
 					le.PutUint32(p[q4kPackedQs+256*(2*j)+64*k+4*r:], lo)
 					le.PutUint32(p[q4kPackedQs+256*(2*j+1)+64*k+4*r:], hi)
 				}
