@@ -11,10 +11,15 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moonlm/moonlm/engine/chat"
 	"github.com/moonlm/moonlm/engine/pool"
@@ -80,6 +85,10 @@ type Model struct {
 	info       Info
 	template   string
 
+	mapping []byte     // the file mapping when Open made it
+	packed  *packState // packed weights, nil when none
+	stats   OpenStats  // guarded by mu
+
 	mu       sync.Mutex
 	sessions int
 	closed   bool
@@ -89,17 +98,66 @@ type Model struct {
 // unsupported architecture or a missing required tensor is an error naming
 // it.
 func Open(path string, p ModelParams) (*Model, error) {
-	f, err := gguf.Open(path)
+	t0 := time.Now()
+	data, id, err := mapModel(path)
 	if err != nil {
+		return nil, fmt.Errorf("engine: open %s: %w", path, err)
+	}
+	t1 := time.Now()
+	f, err := gguf.Parse(data)
+	if err != nil {
+		_ = unix.Munmap(data)
 		return nil, fmt.Errorf("engine: open %s: %w", path, classifyGGUF(err))
 	}
-	m, err := OpenFile(f, p)
+	t2 := time.Now()
+	m, err := openFile(f, p, id)
 	if err != nil {
 		f.Close()
+		_ = unix.Munmap(data)
 		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
 	m.ownsFile = true
+	m.mapping = data
+	m.stats.MapMs = float64(t1.Sub(t0).Nanoseconds()) / 1e6
+	m.stats.ParseMs = float64(t2.Sub(t1).Nanoseconds()) / 1e6
 	return m, nil
+}
+
+// fileIdentity is what the packed-weight cache keys a model file by.
+type fileIdentity struct {
+	path    string // absolute
+	size    int64
+	modTime int64 // ns
+}
+
+// mapModel maps path read-only (as gguf.Open does; done here so mapping and
+// parsing are timed apart) and returns the file's identity from the same
+// descriptor.
+func mapModel(path string) ([]byte, *fileIdentity, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
+	}
+	fd, err := os.Open(abs)
+	if err != nil {
+		return nil, nil, classifyGGUF(err)
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
+	}
+	if st.Size() < 4 {
+		return nil, nil, fmt.Errorf("%w: file too short (%d bytes) for a GGUF header", ErrBadFile, st.Size())
+	}
+	if st.Size() > math.MaxInt {
+		return nil, nil, fmt.Errorf("%w: size %d too large to map", ErrUnsupported, st.Size())
+	}
+	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: mmap: %w", ErrIO, err)
+	}
+	return data, &fileIdentity{path: abs, size: st.Size(), modTime: st.ModTime().UnixNano()}, nil
 }
 
 // classifyGGUF maps a gguf error onto the engine's sentinels, keeping it.
@@ -120,8 +178,17 @@ func classifyGGUF(err error) error {
 }
 
 // OpenFile loads a model from an open GGUF file. The file must stay open
-// while the model is in use; Model.Close does not close it.
+// while the model is in use; Model.Close does not close it. Weights are
+// packed in memory as p says, but never cached: without the file's path
+// there is no identity to key the cache by.
 func OpenFile(f *gguf.File, p ModelParams) (m *Model, err error) {
+	return openFile(f, p, nil)
+}
+
+// openFile is OpenFile with the file's identity when Open mapped it (nil
+// otherwise).
+func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err error) {
+	t0 := time.Now()
 	if p.Threads < 0 {
 		return nil, fmt.Errorf("%w: %d threads", ErrInvalidArgument, p.Threads)
 	}
@@ -152,6 +219,8 @@ func OpenFile(f *gguf.File, p ModelParams) (m *Model, err error) {
 		m.template, _ = v.String()
 	}
 	m.pool = pool.New(p.Threads)
+	m.stats.TensorsMs = msSince(t0)
+	m.pack(p, id)
 	m.info = Info{
 		Arch: cfg.arch, Name: cfg.name, VocabSize: m.output.Rows,
 		ContextLength: cfg.nCtxTrain, EmbeddingSize: cfg.dim, Layers: cfg.nLayer,
@@ -331,10 +400,19 @@ func (m *Model) Close() error {
 	}
 	m.closed = true
 	m.pool.Close()
+	var errs []error
+	if m.packed != nil {
+		errs = append(errs, m.packed.close())
+	}
 	if m.ownsFile {
-		if err := m.f.Close(); err != nil {
-			return fmt.Errorf("engine: close model: %w: %w", ErrIO, err)
+		errs = append(errs, m.f.Close())
+		if m.mapping != nil {
+			errs = append(errs, unix.Munmap(m.mapping))
+			m.mapping = nil
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("engine: close model: %w: %w", ErrIO, err)
 	}
 	return nil
 }

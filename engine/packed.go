@@ -1,5 +1,19 @@
 package engine
 
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moonlm/moonlm/kernels"
+)
+
 // PackMode says whether Open repacks weight matrices into a kernel's packed
 // layout (interleaved rows that the kernels read faster than GGUF blocks).
 type PackMode int
@@ -35,4 +49,262 @@ type PackedCacheParams struct {
 	Mode     CacheMode
 	Dir      string // the cache's own folder; "" = from the environment
 	MaxBytes int64  // eviction budget in bytes; <= 0 = from the environment
+}
+
+// Where the packed weights of an open model came from (OpenStats.PackSource).
+const (
+	PackSourceOff        = "off"                // packing disabled, or it failed and the model runs unpacked
+	PackSourceNone       = "none"               // no matrix type has a packed layout on this CPU
+	PackSourcePacked     = "packed"             // packed in memory at open (cache off or not writable)
+	PackSourceCacheWrite = "packed+cache-write" // packed in memory, then published to the cache
+	PackSourceCacheHit   = "cache-hit"          // mapped from the cache
+)
+
+// OpenStats are the phases of opening a model, each timed on its own, and
+// what packing did. Times are in milliseconds.
+type OpenStats struct {
+	MapMs     float64 // open(2), fstat, mmap of the model file (0 for OpenFile)
+	ParseMs   float64 // GGUF header, metadata index and tensor table (0 for OpenFile)
+	TensorsMs float64 // config, tokenizer, tensor checks and norms, worker pool
+	PackMs    float64 // packing the weights or mapping them from the cache
+	// PackSource is one of the PackSource constants.
+	PackSource string
+	// PackedBytes is the size of the packed weights; PackedMatrices how
+	// many matrices have them.
+	PackedBytes    int64
+	PackedMatrices int
+}
+
+// OpenStats reports how the model was opened.
+func (m *Model) OpenStats() OpenStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
+}
+
+// packTarget is one matrix to pack and where its packed form lives in the
+// model's packed block.
+type packTarget struct {
+	name      string
+	m         *kernels.Matrix
+	l         *kernels.PackedLayout
+	off, size int
+}
+
+// packState holds a model's packed weights: an anonymous mapping outside
+// the Go heap (so the collector neither scans nor doubles it).
+type packState struct {
+	targets []packTarget
+	total   int
+	mem     []byte // anonymous mapping, nil when the data lives elsewhere
+}
+
+// packAlign aligns every packed matrix to a cache line.
+const packAlign = 64
+
+// packTargets lists the matrices that have a packed layout in the current
+// kernel variant and at least one whole group of rows, and the size of the
+// block that holds their packed forms. token_embd is only used for row
+// lookups and is never packed; a tied head is packed as its own Matrix
+// value, which leaves m.embd in the GGUF layout.
+func (m *Model) packTargets() ([]packTarget, int) {
+	var ts []packTarget
+	off := 0
+	add := func(name string, mt *kernels.Matrix) {
+		l := kernels.Packed(mt.Type)
+		if l == nil || mt.Rows < l.Rows {
+			return
+		}
+		size := l.PackedSize(mt.Rows, mt.Cols)
+		ts = append(ts, packTarget{name: name, m: mt, l: l, off: off, size: size})
+		off += (size + packAlign - 1) / packAlign * packAlign
+	}
+	for i := range m.layers {
+		L := &m.layers[i]
+		p := "blk." + strconv.Itoa(i) + "."
+		add(p+"attn_q.weight", &L.wq)
+		add(p+"attn_k.weight", &L.wk)
+		add(p+"attn_v.weight", &L.wv)
+		add(p+"attn_output.weight", &L.wo)
+		add(p+"ffn_gate.weight", &L.gate)
+		add(p+"ffn_up.weight", &L.up)
+		add(p+"ffn_down.weight", &L.down)
+	}
+	name := "output.weight"
+	if m.f != nil {
+		if _, ok := m.f.Tensor(name); !ok {
+			name = "token_embd.weight (tied output)"
+		}
+	}
+	add(name, &m.output)
+	return ts, off
+}
+
+// PackedTensor describes a matrix that Open packs.
+type PackedTensor struct {
+	Name   string
+	Layout string // the layout's name, with its version
+	Bytes  int    // packed size
+}
+
+// PackedTensors lists the matrices that are packed with the current kernel
+// variant, whether or not packing happened for this model (PackOff).
+func (m *Model) PackedTensors() []PackedTensor {
+	ts, _ := m.packTargets()
+	out := make([]PackedTensor, len(ts))
+	for i, t := range ts {
+		out[i] = PackedTensor{Name: t.name, Layout: t.l.Name, Bytes: t.size}
+	}
+	return out
+}
+
+// packEnabled resolves the pack mode against MOONLM_PACK.
+func packEnabled(p PackMode) bool {
+	switch p {
+	case PackOn:
+		return true
+	case PackOff:
+		return false
+	}
+	return os.Getenv("MOONLM_PACK") != "0"
+}
+
+// debugLog reports packing fallbacks when MOONLM_DEBUG names "pack",
+// "cache" or "all".
+func debugLog(format string, args ...any) {
+	d := os.Getenv("MOONLM_DEBUG")
+	if d == "" {
+		return
+	}
+	for _, w := range strings.FieldsFunc(d, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if w == "pack" || w == "cache" || w == "all" {
+			fmt.Fprintf(os.Stderr, "moonlm: "+format+"\n", args...)
+			return
+		}
+	}
+}
+
+// pack repacks the model's weights at open. It never fails the open: a
+// failure leaves the matrices unpacked and says why in the debug log.
+func (m *Model) pack(p ModelParams, id *fileIdentity) {
+	t0 := time.Now()
+	defer func() { m.stats.PackMs = msSince(t0) }()
+	if !packEnabled(p.Pack) {
+		m.stats.PackSource = PackSourceOff
+		return
+	}
+	ts, total := m.packTargets()
+	if len(ts) == 0 {
+		m.stats.PackSource = PackSourceNone
+		return
+	}
+	ps := &packState{targets: ts, total: total}
+	if err := ps.packInMemory(m); err != nil {
+		debugLog("packing in memory failed, the model runs unpacked: %v", err)
+		ps.unpack()
+		ps.release()
+		m.stats.PackSource = PackSourceOff
+		return
+	}
+	m.packed = ps
+	m.stats.PackSource = PackSourcePacked
+	m.stats.PackedBytes = int64(total)
+	m.stats.PackedMatrices = len(ts)
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }
+
+// packInMemory allocates the packed block outside the Go heap and packs
+// every target into it on the model's pool, dropping the residency of each
+// original once it is packed.
+func (ps *packState) packInMemory(m *Model) error {
+	mem, err := unix.Mmap(-1, 0, ps.total, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return fmt.Errorf("%w: mapping %d bytes for packed weights: %w", ErrOutOfMemory, ps.total, err)
+	}
+	ps.mem = mem
+	for i := range ps.targets {
+		t := &ps.targets[i]
+		dst := mem[t.off : t.off+t.size]
+		groups := t.m.Rows / t.l.Rows
+		err := m.pool.Run(func(i, n int) {
+			t.l.PackRows(t.m, dst, groups*i/n, groups*(i+1)/n)
+		})
+		if err != nil {
+			return fmt.Errorf("packing %s: %w", t.name, err)
+		}
+		dropResidency(t.m.Data[:groups*t.l.Rows*t.m.RowBytes()])
+	}
+	// Install only once everything is packed: a failure leaves no matrix
+	// half-switched.
+	ps.install(mem)
+	return nil
+}
+
+// install points every target matrix at its packed form inside block.
+func (ps *packState) install(block []byte) {
+	for _, t := range ps.targets {
+		t.m.Packed = block[t.off : t.off+t.size : t.off+t.size]
+		t.m.Layout = t.l
+	}
+}
+
+// unpack makes every target use its GGUF layout again.
+func (ps *packState) unpack() {
+	for _, t := range ps.targets {
+		t.m.Packed, t.m.Layout = nil, nil
+	}
+}
+
+// close releases the packed weights when the model closes.
+func (ps *packState) close() error {
+	return ps.release()
+}
+
+// release unmaps the in-memory block. The matrices must not use it anymore.
+func (ps *packState) release() error {
+	if ps.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(ps.mem)
+	ps.mem = nil
+	if err != nil {
+		return fmt.Errorf("%w: unmapping packed weights: %w", ErrIO, err)
+	}
+	return nil
+}
+
+// dropResidency tells the kernel that the whole pages inside b (a view of
+// the read-only file mapping) are not needed: a packed weight replaces its
+// original in memory. The mapping stays, so b is still readable (pages come
+// back from the page cache on demand), which the remainder rows and a
+// fallback to unpacked matrices rely on.
+func dropResidency(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	ps := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := (start + ps - 1) &^ (ps - 1)
+	hi := (start + uintptr(len(b))) &^ (ps - 1)
+	if hi <= lo {
+		return
+	}
+	if err := unix.Madvise(b[lo-start:hi-start], unix.MADV_DONTNEED); err != nil {
+		debugLog("madvise(DONTNEED) of %d packed-original bytes: %v", hi-lo, err)
+	}
+}
+
+// guardFaults runs fn with faults turned into panics and recovers them (and
+// any other panic) as an error: packing reads the file mapping, which may
+// have been truncated under us.
+func guardFaults(what string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = panicError(what, r)
+		}
+	}()
+	return fn()
 }

@@ -1,0 +1,315 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/shareddata"
+	"github.com/moonlm/moonlm/kernels"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// synthShape is the shape of a synthetic llama model for packing tests.
+type synthShape struct {
+	dim, layers, heads, kvHeads, ff int
+	tied                            bool
+	randomQuants                    bool // fill Q8_0 blocks with random bytes (fast, for big models)
+}
+
+// smallShape has row counts that are not multiples of the fake layout's
+// group (so remainder rows stay in the GGUF layout).
+var smallShape = synthShape{dim: 64, layers: 2, heads: 4, kvHeads: 2, ff: 160}
+
+// writeSynthModel writes a random-weight Q8_0 llama model with the
+// stories260K vocabulary (512 tokens) to dir/name and returns its path.
+// The same seed gives the same file.
+func writeSynthModel(t testing.TB, dir, name string, sh synthShape, seed uint64) string {
+	t.Helper()
+	vf, err := gguf.Open(shareddata.Path(t, "models/stories260K.gguf"))
+	require.NoError(t, err)
+	defer vf.Close()
+	w := gguf.NewWriter()
+	headDim := sh.dim / sh.heads
+	set := func(k string, v any) { require.NoError(t, w.Set(k, v), "key %s", k) }
+	set("general.architecture", "llama")
+	set("general.name", "moonlm packing test "+strconv.FormatUint(seed, 10))
+	set("llama.context_length", uint32(256))
+	set("llama.embedding_length", uint32(sh.dim))
+	set("llama.block_count", uint32(sh.layers))
+	set("llama.feed_forward_length", uint32(sh.ff))
+	set("llama.attention.head_count", uint32(sh.heads))
+	set("llama.attention.head_count_kv", uint32(sh.kvHeads))
+	set("llama.attention.layer_norm_rms_epsilon", float32(1e-5))
+	set("llama.rope.dimension_count", uint32(headDim))
+	for _, k := range vf.Keys() {
+		if strings.HasPrefix(k, "tokenizer.") {
+			v, _ := vf.Lookup(k)
+			set(k, v)
+		}
+	}
+	const vocab = 512
+	r := rand.New(rand.NewPCG(seed, 7))
+	mat := func(name string, cols, rows int) {
+		rb := kernels.RowBytes(gguf.Q8_0, cols)
+		data := make([]byte, rows*rb)
+		if sh.randomQuants {
+			for i := 0; i+8 <= len(data); i += 8 {
+				binary.LittleEndian.PutUint64(data[i:], r.Uint64())
+			}
+			for off := 0; off < len(data); off += 34 {
+				binary.LittleEndian.PutUint16(data[off:], 0x1400) // scale ~0.001
+			}
+		} else {
+			row := make([]float32, cols)
+			for i := 0; i < rows; i++ {
+				for j := range row {
+					row[j] = float32(r.NormFloat64() * 0.15)
+				}
+				kernels.QuantizeWeightRow(gguf.Q8_0, row, data[i*rb:(i+1)*rb])
+			}
+		}
+		require.NoError(t, w.AddTensor(name, gguf.Q8_0, []int64{int64(cols), int64(rows)}, data))
+	}
+	vec := func(name string, n int) {
+		data := make([]byte, 4*n)
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(1+0.1*float32(r.NormFloat64())))
+		}
+		require.NoError(t, w.AddTensor(name, gguf.F32, []int64{int64(n)}, data))
+	}
+	mat("token_embd.weight", sh.dim, vocab)
+	qDim, kvDim := sh.heads*headDim, sh.kvHeads*headDim
+	for il := 0; il < sh.layers; il++ {
+		p := "blk." + strconv.Itoa(il) + "."
+		vec(p+"attn_norm.weight", sh.dim)
+		mat(p+"attn_q.weight", sh.dim, qDim)
+		mat(p+"attn_k.weight", sh.dim, kvDim)
+		mat(p+"attn_v.weight", sh.dim, kvDim)
+		mat(p+"attn_output.weight", qDim, sh.dim)
+		vec(p+"ffn_norm.weight", sh.dim)
+		mat(p+"ffn_gate.weight", sh.dim, sh.ff)
+		mat(p+"ffn_up.weight", sh.dim, sh.ff)
+		mat(p+"ffn_down.weight", sh.ff, sh.dim)
+	}
+	vec("output_norm.weight", sh.dim)
+	if !sh.tied {
+		mat("output.weight", sh.dim, vocab)
+	}
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	_, err = w.WriteTo(bw)
+	require.NoError(t, err)
+	require.NoError(t, bw.Flush())
+	require.NoError(t, f.Close())
+	return path
+}
+
+// fakeLayout packs groups of 12 Q8_0 rows in reverse order and computes
+// with the generic row kernel, counting its calls: a stand-in for the real
+// layouts that makes a wrong row mapping or a missed packed path visible.
+type fakeLayout struct {
+	kernels.PackedLayout
+	dots atomic.Int64
+}
+
+const fakeRows = 12
+
+func newFakeLayout() *fakeLayout {
+	fl := &fakeLayout{}
+	gen := kernels.GenericRowDot(gguf.Q8_0)
+	dot := func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+		fl.dots.Add(1)
+		rb := kernels.RowBytes(gguf.Q8_0, cols)
+		ab := kernels.ActivationBytes(gguf.Q8_0, cols)
+		for k := 0; k < nTok; k++ {
+			for r := 0; r < fakeRows; r++ {
+				src := fakeRows - 1 - r
+				y[k*yStride+r] = gen(cols, g[src*rb:(src+1)*rb], x[k*xStride:k*xStride+ab])
+			}
+		}
+	}
+	fl.PackedLayout = kernels.PackedLayout{
+		Name: "test.q8_0.reversed.v1", Type: gguf.Q8_0, Rows: fakeRows, MaxTok: 3,
+		GroupBytes: func(cols int) int { return fakeRows * kernels.RowBytes(gguf.Q8_0, cols) },
+		Pack: func(dst, src []byte, cols int) {
+			rb := kernels.RowBytes(gguf.Q8_0, cols)
+			for r := 0; r < fakeRows; r++ {
+				copy(dst[r*rb:(r+1)*rb], src[(fakeRows-1-r)*rb:(fakeRows-r)*rb])
+			}
+		},
+		Dot: dot, DotGeneric: dot,
+	}
+	return fl
+}
+
+// withFakeLayout installs the fake Q8_0 layout for the test.
+func withFakeLayout(t *testing.T) *fakeLayout {
+	t.Helper()
+	fl := newFakeLayout()
+	restore := kernels.SetPackedForTest(gguf.Q8_0, &fl.PackedLayout)
+	t.Cleanup(restore)
+	return fl
+}
+
+// noCache keeps tests away from the user's cache folder.
+var noCache = PackedCacheParams{Mode: CacheOff}
+
+// runLogits opens path with p and returns the greedy continuation of a
+// fixed prompt and the logits of every step.
+func runLogits(t *testing.T, path string, p ModelParams) ([]int32, [][]float32, OpenStats) {
+	t.Helper()
+	m, err := Open(path, p)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, m.Close()) }()
+	s, err := m.NewSession(SessionParams{NCtx: 64})
+	require.NoError(t, err)
+	defer s.Close()
+	prompt := []int32{1, 403, 407, 261, 300, 11, 29, 75} // more tokens than a token tile
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill(prompt, logits))
+	var toks []int32
+	var all [][]float32
+	for i := 0; i < 12; i++ {
+		all = append(all, append([]float32(nil), logits...))
+		tok := argmax(logits)
+		toks = append(toks, tok)
+		require.NoError(t, s.Decode(tok, logits))
+	}
+	return toks, all, m.OpenStats()
+}
+
+// requireSameLogits compares two runs: the same greedy tokens and logits
+// within the kernels' tolerance (the packed fake layout uses the generic
+// row kernel, the unpacked path the SIMD one, which sum in another order).
+func requireSameLogits(t *testing.T, what string, wantToks, gotToks []int32, want, got [][]float32) {
+	t.Helper()
+	require.Equal(t, wantToks, gotToks, "%s: greedy tokens", what)
+	for i := range want {
+		for j := range want[i] {
+			d := math.Abs(float64(want[i][j] - got[i][j]))
+			require.LessOrEqual(t, d, 2e-3*(1+math.Abs(float64(want[i][j]))), "%s: step %d logit %d: %g vs %g", what, i, j, got[i][j], want[i][j])
+		}
+	}
+}
+
+func TestPackedMatchesUnpacked(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		t.Run("tied="+strconv.FormatBool(tied), func(t *testing.T) {
+			fl := withFakeLayout(t)
+			sh := smallShape
+			sh.tied = tied
+			path := writeSynthModel(t, t.TempDir(), "m.gguf", sh, 1)
+
+			offToks, offLogits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
+			assert.Equal(t, PackSourceOff, st.PackSource)
+			assert.Zero(t, fl.dots.Load(), "PackOff must not use the packed layout")
+
+			toks, logits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+			assert.Equal(t, PackSourcePacked, st.PackSource)
+			// 7 matrices per layer and the head; every one has >= 12 rows.
+			assert.Equal(t, 7*sh.layers+1, st.PackedMatrices)
+			assert.Positive(t, fl.dots.Load(), "the packed layout computed")
+			requireSameLogits(t, "packed vs unpacked", offToks, toks, offLogits, logits)
+
+			// MOONLM_PACK=0 turns the default off, not PackOn.
+			t.Setenv("MOONLM_PACK", "0")
+			_, _, st = runLogits(t, path, ModelParams{Threads: 1, PackedCache: noCache})
+			assert.Equal(t, PackSourceOff, st.PackSource)
+		})
+	}
+}
+
+// TestPackedWithoutLayouts: with no layout for the model's types nothing is
+// packed and the source says so.
+func TestPackedWithoutLayouts(t *testing.T) {
+	t.Cleanup(kernels.SetPackedForTest(gguf.Q8_0, nil))
+	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
+	m, err := Open(path, ModelParams{Threads: 1, Pack: PackOn, PackedCache: noCache})
+	require.NoError(t, err)
+	defer m.Close()
+	st := m.OpenStats()
+	assert.Equal(t, PackSourceNone, st.PackSource)
+	assert.Zero(t, st.PackedBytes)
+	assert.Empty(t, m.PackedTensors())
+}
+
+// procStatusBytes reads a "kB" field of /proc/self/status.
+func procStatusBytes(t *testing.T, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status (not Linux?): %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(t, err, "%s", line)
+			return n << 10
+		}
+	}
+	t.Skipf("/proc/self/status has no %s", field)
+	return 0
+}
+
+func heapObjectBytes() int64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// TestPackedMemory opens a 130 MiB model with packing: the packed copy must
+// replace the originals in residency (RSS after open at most file + 64 MiB,
+// where keeping both would be twice the file) and live outside the Go heap.
+func TestPackedMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads RSS from /proc/self/status, Linux only")
+	}
+	if testing.Short() {
+		t.Skip("writes a 130 MiB model")
+	}
+	withFakeLayout(t)
+	sh := synthShape{dim: 1024, layers: 8, heads: 8, kvHeads: 8, ff: 3072, randomQuants: true}
+	path := writeSynthModel(t, t.TempDir(), "big.gguf", sh, 3)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	debug.FreeOSMemory() // the writer's buffers
+	heap0 := heapObjectBytes()
+	rss0 := procStatusBytes(t, "VmRSS")
+
+	m, err := Open(path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	require.NoError(t, err)
+	defer m.Close()
+	os := m.OpenStats()
+	require.Equal(t, PackSourcePacked, os.PackSource)
+	require.Greater(t, os.PackedBytes, st.Size()*9/10, "nearly all weights are packed")
+
+	heap1 := heapObjectBytes()
+	rss, anon, file := procStatusBytes(t, "VmRSS"), procStatusBytes(t, "RssAnon"), procStatusBytes(t, "RssFile")
+	t.Logf("file %d MiB, packed %d MiB; after open: VmRSS %d MiB (anon %d, file %d), Go heap objects %+d MiB",
+		st.Size()>>20, os.PackedBytes>>20, rss>>20, anon>>20, file>>20, (heap1-heap0)>>20)
+	// Keeping the originals resident would add the file's size again.
+	assert.LessOrEqual(t, rss-rss0, os.PackedBytes+32<<20, "RSS growth at open (before: %d MiB)", rss0>>20)
+	if rss0 < 48<<20 {
+		assert.LessOrEqual(t, rss, st.Size()+64<<20, "RSS after open")
+	} else {
+		t.Logf("the process started at %d MiB (race detector?): only the growth is checked", rss0>>20)
+	}
+	assert.Less(t, heap1-heap0, os.PackedBytes/8, "the packed weights are not on the Go heap")
+	runtime.KeepAlive(m)
+}
