@@ -3,7 +3,8 @@
 // four q8_K bytes are broadcast by VPDPBUSD's memory operand to all rows
 // and nothing is summed horizontally. Per sub-block of 16 values and token
 // the integer sum of (q-32)*x is exact: it starts from -32*bsum (prepared
-// per block on the stack) and adds four VPDPBUSD; it is then scaled in
+// per block on the stack, offset by 2^23+2^22 for an exact conversion to
+// float) and adds four VPDPBUSD; it is then scaled in
 // float by d*sc (FMA) into the block sum, which the token's d scales into
 // the total.
 
@@ -13,7 +14,7 @@
 // (Z8+t), B block sum (Z16+t), X activation pointer (R8+t), stack slot
 // 64t(SP) with the block's 16 values -32*bsum.
 // Z24 weight operand, Z25 temporary, Z26 H bits, Z27 0x0f bytes,
-// Z28 0x30 bytes, Z29 d, Z30 d*sc; SI block, AX sub-block record,
+// Z28 0x30 bytes, Z29 d, Z30 d*sc, Z31 0x4b400000 (12582912.0); SI block, AX sub-block record,
 // DX 4*sub-block, CX blocks left.
 
 #define FOR1(M) M(Z0, Z8, Z16, R8, 0)
@@ -27,14 +28,14 @@
 
 #define T_ZERO(TOT, S, B, X, SOFF) VPXORD TOT, TOT, TOT
 
-// Block start: the stack slot gets -32*bsum of the 16 sub-blocks, B = 0.
+// Block start: the stack slot gets 0x4b400000 - 32*bsum for each of the 16
+// sub-blocks, B = 0.
 #define T_PREP(TOT, S, B, X, SOFF) \
-	VPMOVSXWD  260(X), Z24 \
-	VPSLLD     $5, Z24, Z24 \
-	VPXORD     S, S, S \
-	VPSUBD     Z24, S, Z24 \
-	VMOVDQU32  Z24, SOFF(SP) \
-	VPXORD     B, B, B
+	VPMOVSXWD    260(X), Z24 \
+	VPSLLD       $5, Z24, Z24 \
+	VPSUBD       Z24, Z31, Z24 \
+	VMOVDQU32    Z24, SOFF(SP) \
+	VPXORD       B, B, B
 
 #define T_INIT(TOT, S, B, X, SOFF) VPBROADCASTD SOFF(SP)(DX*1), S
 #define T_DOT0(TOT, S, B, X, SOFF) VPDPBUSD.BCST 4(X)(DX*4), Z24, S
@@ -42,8 +43,11 @@
 #define T_DOT2(TOT, S, B, X, SOFF) VPDPBUSD.BCST 12(X)(DX*4), Z24, S
 #define T_DOT3(TOT, S, B, X, SOFF) VPDPBUSD.BCST 16(X)(DX*4), Z24, S
 
+// S holds 0x4b400000 + sum, |sum| <= 2^16: as a float that is exactly
+// 12582912 + sum, so subtracting 12582912 converts it exactly (a
+// VCVTDQ2PS would compete with VPDPBUSD for port 0).
 #define T_SCALE(TOT, S, B, X, SOFF) \
-	VCVTDQ2PS   S, S \
+	VSUBPS      Z31, S, S \
 	VFMADD231PS Z30, S, B
 
 // Block end: TOT += B * d(token); next block of the token.
@@ -93,6 +97,8 @@
 	VPBROADCASTD AX, Z27 \
 	MOVL         $0x30303030, AX \
 	VPBROADCASTD AX, Z28 \
+	MOVL         $0x4b400000, AX \
+	VPBROADCASTD AX, Z31 \
 	FOR(T_ZERO) \
 block: \
 	FOR(T_PREP) \

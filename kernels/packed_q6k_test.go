@@ -353,3 +353,31 @@ func BenchmarkPackQ6K(b *testing.B) {
 		l.PackRows(m, dst, 0, rows/16)
 	}
 }
+
+// BenchmarkPackedQ6KDot measures the kernel alone on one group whose
+// weights and activations stay in L2 (GFLOP/s), per token count.
+func BenchmarkPackedQ6KDot(b *testing.B) {
+	const cols = 2048
+	_, layouts := q6kLayouts(b)
+	r := rand.New(rand.NewPCG(3, 4))
+	rb := RowBytes(gguf.Q6_K, cols)
+	w := make([]byte, 16*rb)
+	for i := 0; i < 16; i++ {
+		simdRandomRow(r, gguf.Q6_K, w[i*rb:(i+1)*rb])
+	}
+	x := benchActivations(gguf.Q6_K, cols, 8)
+	ab := ActivationBytes(gguf.Q6_K, cols)
+	y := make([]float32, 8*16)
+	for _, l := range layouts[1:] {
+		g := make([]byte, l.GroupBytes(cols))
+		l.Pack(g, w, cols)
+		for _, nTok := range []int{1, 2, 4, 8} {
+			b.Run(fmt.Sprintf("%s/tok%d", l.Name, nTok), func(b *testing.B) {
+				for b.Loop() {
+					l.Dot(cols, g, x, ab, nTok, y, 16)
+				}
+				b.ReportMetric(2*16*cols*float64(nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
