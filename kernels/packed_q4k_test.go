@@ -239,6 +239,55 @@ func TestPackedQ4KExact(t *testing.T) {
 	}
 }
 
+// TestPackedQ4KQuantvec packs ggml's own q4_K rows from quantvec.gguf (its
+// 8 rows, then the same rows in reverse order) and checks every layout's
+// Dot and DotGeneric against the dot products ggml's CPU kernel computed
+// with the file's q8_K activations.
+func TestPackedQ4KQuantvec(t *testing.T) {
+	q := openQuantvec(t)
+	variants, layouts := q4kLayouts(t)
+	prev := Variant
+	defer func() { require.NoError(t, SetVariant(prev)) }()
+	w := q.tensor(t, "q4_K.q").Data
+	x := q.tensor(t, "x.q8_K").Data
+	ref := q.f32(t, "q4_K.dot")
+	rb := RowBytes(gguf.Q4_K, q.cols)
+	require.Len(t, w, q.rows*rb)
+	require.Len(t, ref, q.rows)
+	src := make([]byte, 0, 16*rb)
+	want := make([]float32, 16)
+	bound := make([]float64, 16)
+	for i := range 16 {
+		r := i
+		if i >= q.rows {
+			r = 2*q.rows - 1 - i
+		}
+		src = append(src, w[r*rb:(r+1)*rb]...)
+		want[i] = ref[r]
+		bound[i] = simdDotBound(t, gguf.Q4_K, q.cols, w[r*rb:(r+1)*rb], x)
+	}
+	for li, l := range layouts {
+		require.NoError(t, SetVariant(variants[li]))
+		g := make([]byte, l.GroupBytes(q.cols))
+		l.Pack(g, src, q.cols)
+		xs := slices.Repeat(x, l.MaxTok)
+		for _, dot := range []struct {
+			name string
+			fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
+		}{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}} {
+			for nt := 1; nt <= l.MaxTok; nt++ {
+				y := make([]float32, 16*nt)
+				dot.fn(q.cols, g, xs, len(x), nt, y, 16)
+				for k := range nt {
+					for i := range 16 {
+						require.InDelta(t, want[i], y[16*k+i], 1e-5*bound[i]+1e-6, "%s %s %s: %d tokens: token %d row %d", variants[li], l.Name, dot.name, nt, k, i)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestPackedQ4KManyBlocks compares every layout with dotQ4KGeneric on long
 // rows (64 blocks) with padded token and output strides, and checks that
 // Dot writes nothing outside its 16 x nTok outputs and allocates nothing.
