@@ -3,18 +3,81 @@
 // Per block the 8 weight registers (16 rows x 4 values each) are loaded
 // once for all the call's tokens; each VPDPBUSD takes 4 signed activation
 // bytes of one token broadcast from memory, so nothing is summed across
-// rows. The bias is removed by starting each token's integer sum at
-// -128*sum(x), which one VPDPBUSD of 0x80 bytes against the block's quants
-// (two tokens per register) and a short lane reduction give; per block and
-// token the float accumulator then gets float(sum) * d_row * d_token.
+// rows. The bias is removed by starting each token's integer sum of a block
+// at -128*sum(x). Those sums are made 16 blocks at a time per token (one
+// VPDPBUSD of 0x80 bytes per two blocks, then a VPERMT2D tree that leaves
+// block j's sum in lane j) into a stack table, so the block loop only adds
+// a broadcast load; per block and token the float accumulator then gets
+// float(sum) * d_row * d_token. Blocks past the last whole 16 take the
+// sums inline (INIT1/INIT2), a few more instructions per block.
 
 #include "textflag.h"
 
 // Register use (K = tokens per call, at most 8):
 //   SI weights, CX block pairs left, R13 f16 table, DX scale index,
 //   BX R8 R9 R10 R11 R12 DI R14 the tokens' activations,
-//   Z0-Z7 weights of the block, Z8 row scales, Z9 0x80 bytes, Z14 zero,
-//   Z10-Z13 temporaries, Z16-Z23 float sums, Z24-Z31 integer sums.
+//   AX the sums table row of the block pair (0(SP): 64 bytes per token,
+//   int32 -128*sum(x) of block j at 4j), 512(SP) whole 16-block chunks left,
+//   Z0-Z7 weights of the block, Z8 row scales, Z9 0x80 bytes, Z10-Z13
+//   temporaries, Z14/Z15 the even/odd VPERMT2D indices, Z16-Z23 float sums,
+//   Z24-Z31 integer sums.
+
+DATA p80perm<>+0(SB)/8, $0x0000000200000000
+DATA p80perm<>+8(SB)/8, $0x0000000600000004
+DATA p80perm<>+16(SB)/8, $0x0000000a00000008
+DATA p80perm<>+24(SB)/8, $0x0000000e0000000c
+DATA p80perm<>+32(SB)/8, $0x0000001200000010
+DATA p80perm<>+40(SB)/8, $0x0000001600000014
+DATA p80perm<>+48(SB)/8, $0x0000001a00000018
+DATA p80perm<>+56(SB)/8, $0x0000001e0000001c
+DATA p80perm<>+64(SB)/8, $0x0000000300000001
+DATA p80perm<>+72(SB)/8, $0x0000000700000005
+DATA p80perm<>+80(SB)/8, $0x0000000b00000009
+DATA p80perm<>+88(SB)/8, $0x0000000f0000000d
+DATA p80perm<>+96(SB)/8, $0x0000001300000011
+DATA p80perm<>+104(SB)/8, $0x0000001700000015
+DATA p80perm<>+112(SB)/8, $0x0000001b00000019
+DATA p80perm<>+120(SB)/8, $0x0000001f0000001d
+GLOBL p80perm<>(SB), RODATA|NOPTR, $128
+
+// Z(u) = 128 * the 8 four-byte sums of blocks 2u (lanes 0-7) and 2u+1
+// (lanes 8-15) of the token at P (off = 68u).
+#define UNIT(P, off, Yu, Zu) \
+	VMOVDQU      (off+2)(P), Y10 \
+	VINSERTI64X4 $1, (off+36)(P), Z10, Z10 \
+	VPXORD       Zu, Zu, Zu \
+	VPDPBUSD     Z10, Z9, Zu
+
+// A[i] = C[2i] + C[2i+1] with C = A:B (32 lanes), using T.
+#define COMB(A, B, T) \
+	VMOVDQA64 A, T \
+	VPERMT2D  B, Z14, T \
+	VPERMT2D  B, Z15, A \
+	VPADDD    T, A, A
+
+// soff(SP) = -128*sum(x) of the 16 blocks at P, block j in lane j.
+#define SUMS16(P, soff) \
+	UNIT(P, 0, Y0, Z0) \
+	UNIT(P, 68, Y1, Z1) \
+	UNIT(P, 136, Y2, Z2) \
+	UNIT(P, 204, Y3, Z3) \
+	UNIT(P, 272, Y4, Z4) \
+	UNIT(P, 340, Y5, Z5) \
+	UNIT(P, 408, Y6, Z6) \
+	UNIT(P, 476, Y7, Z7) \
+	COMB(Z0, Z1, Z10) \
+	COMB(Z2, Z3, Z11) \
+	COMB(Z4, Z5, Z12) \
+	COMB(Z6, Z7, Z13) \
+	COMB(Z0, Z2, Z10) \
+	COMB(Z4, Z6, Z11) \
+	VMOVDQA64 Z0, Z10 \
+	VPERMT2D  Z4, Z14, Z10 \
+	VPERMT2D  Z4, Z15, Z0 \
+	VPXORD    Z11, Z11, Z11 \
+	VPSUBD    Z10, Z11, Z11 \
+	VPSUBD    Z0, Z11, Z11 \
+	VMOVDQU32 Z11, (soff)(SP)
 
 // IA, IB = -128*sum(x) of the block at xoff of the tokens at PA and PB,
 // broadcast to all lanes.
@@ -28,7 +91,8 @@
 	VPSHUFD      $0xb1, Z11, Z12 \
 	VPADDD       Z12, Z11, Z11 \
 	VSHUFI32X4   $0xb1, Z11, Z11, Z12 \
-	VPSUBD       Z11, Z14, Z11 \
+	VPXORD       Z13, Z13, Z13 \
+	VPSUBD       Z11, Z13, Z11 \
 	VPSUBD       Z12, Z11, Z11 \
 	VSHUFI32X4   $0x00, Z11, Z11, IA \
 	VSHUFI32X4   $0xaa, Z11, Z11, IB
@@ -43,7 +107,8 @@
 	VPSHUFD    $0xb1, Z11, Z12 \
 	VPADDD     Z12, Z11, Z11 \
 	VSHUFI32X4 $0xb1, Z11, Z11, Z12 \
-	VPSUBD     Z11, Z14, Z11 \
+	VPXORD     Z13, Z13, Z13 \
+	VPSUBD     Z11, Z13, Z11 \
 	VPSUBD     Z12, Z11, Z11 \
 	VSHUFI32X4 $0x00, Z11, Z11, IA
 
@@ -97,9 +162,17 @@
 	DP(xoff+26, Z6) \
 	DP(xoff+30, Z7)
 
+// One block of K tokens: LOADW, integer sums started by INIT (BLKK) or
+// from the sums table (BLKKS), the 8 weight registers, FIN per token.
 #define BLK1(doff, qoff, xoff) \
 	LOADW(doff, qoff) \
 	INIT1(xoff, BX, Z24) \
+	CHUNKS(DP1, xoff) \
+	FIN(xoff, BX, Z24, Z16)
+
+#define BLK1S(doff, qoff, xoff, soff) \
+	LOADW(doff, qoff) \
+	VPBROADCASTD (soff+0)(AX), Z24 \
 	CHUNKS(DP1, xoff) \
 	FIN(xoff, BX, Z24, Z16)
 
@@ -110,10 +183,30 @@
 	FIN(xoff, BX, Z24, Z16) \
 	FIN(xoff, R8, Z25, Z17)
 
+#define BLK2S(doff, qoff, xoff, soff) \
+	LOADW(doff, qoff) \
+	VPBROADCASTD (soff+0)(AX), Z24 \
+	VPBROADCASTD (soff+64)(AX), Z25 \
+	CHUNKS(DP2, xoff) \
+	FIN(xoff, BX, Z24, Z16) \
+	FIN(xoff, R8, Z25, Z17)
+
 #define BLK4(doff, qoff, xoff) \
 	LOADW(doff, qoff) \
 	INIT2(xoff, BX, R8, Z24, Z25) \
 	INIT2(xoff, R9, R10, Z26, Z27) \
+	CHUNKS(DP4, xoff) \
+	FIN(xoff, BX, Z24, Z16) \
+	FIN(xoff, R8, Z25, Z17) \
+	FIN(xoff, R9, Z26, Z18) \
+	FIN(xoff, R10, Z27, Z19)
+
+#define BLK4S(doff, qoff, xoff, soff) \
+	LOADW(doff, qoff) \
+	VPBROADCASTD (soff+0)(AX), Z24 \
+	VPBROADCASTD (soff+64)(AX), Z25 \
+	VPBROADCASTD (soff+128)(AX), Z26 \
+	VPBROADCASTD (soff+192)(AX), Z27 \
 	CHUNKS(DP4, xoff) \
 	FIN(xoff, BX, Z24, Z16) \
 	FIN(xoff, R8, Z25, Z17) \
@@ -136,6 +229,26 @@
 	FIN(xoff, DI, Z30, Z22) \
 	FIN(xoff, R14, Z31, Z23)
 
+#define BLK8S(doff, qoff, xoff, soff) \
+	LOADW(doff, qoff) \
+	VPBROADCASTD (soff+0)(AX), Z24 \
+	VPBROADCASTD (soff+64)(AX), Z25 \
+	VPBROADCASTD (soff+128)(AX), Z26 \
+	VPBROADCASTD (soff+192)(AX), Z27 \
+	VPBROADCASTD (soff+256)(AX), Z28 \
+	VPBROADCASTD (soff+320)(AX), Z29 \
+	VPBROADCASTD (soff+384)(AX), Z30 \
+	VPBROADCASTD (soff+448)(AX), Z31 \
+	CHUNKS(DP8, xoff) \
+	FIN(xoff, BX, Z24, Z16) \
+	FIN(xoff, R8, Z25, Z17) \
+	FIN(xoff, R9, Z26, Z18) \
+	FIN(xoff, R10, Z27, Z19) \
+	FIN(xoff, R11, Z28, Z20) \
+	FIN(xoff, R12, Z29, Z21) \
+	FIN(xoff, DI, Z30, Z22) \
+	FIN(xoff, R14, Z31, Z23)
+
 // Common prologue: arguments, constants, zeroed float sums.
 #define PROLOGUE \
 	MOVQ         w+0(FP), SI \
@@ -145,7 +258,8 @@
 	MOVQ         f16+48(FP), R13 \
 	MOVL         $0x80808080, DX \
 	VPBROADCASTD DX, Z9 \
-	VPXORD       Z14, Z14, Z14 \
+	VMOVDQU64    p80perm<>+0(SB), Z14 \
+	VMOVDQU64    p80perm<>+64(SB), Z15 \
 	VPXORD       Z16, Z16, Z16 \
 	VPXORD       Z17, Z17, Z17 \
 	VPXORD       Z18, Z18, Z18 \
@@ -162,19 +276,57 @@
 	SHLQ $2, DX
 
 // func packedQ80Dot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
-TEXT ·packedQ80Dot8AVX512(SB), NOSPLIT, $0-56
+TEXT ·packedQ80Dot8AVX512(SB), 0, $520-56
 	PROLOGUE
-	LEAQ  (BX)(AX*1), R8
-	LEAQ  (BX)(AX*2), R9
-	LEAQ  (R8)(AX*2), R10
-	LEAQ  (BX)(AX*4), R11
-	LEAQ  (R8)(AX*4), R12
-	LEAQ  (R9)(AX*4), DI
-	LEAQ  (R10)(AX*4), R14
-	SHRQ  $1, CX
-	JZ    p80k8tail
+	LEAQ (BX)(AX*1), R8
+	LEAQ (BX)(AX*2), R9
+	LEAQ (R8)(AX*2), R10
+	LEAQ (BX)(AX*4), R11
+	LEAQ (R8)(AX*4), R12
+	LEAQ (R9)(AX*4), DI
+	LEAQ (R10)(AX*4), R14
+	MOVQ CX, DX
+	SHRQ $4, DX
+	MOVQ DX, 512(SP)
+	JZ   p80k8tail
+
+p80k8chunk:
+	SUMS16(BX, 0)
+	SUMS16(R8, 64)
+	SUMS16(R9, 128)
+	SUMS16(R10, 192)
+	SUMS16(R11, 256)
+	SUMS16(R12, 320)
+	SUMS16(DI, 384)
+	SUMS16(R14, 448)
+	MOVQ SP, AX
+	MOVQ $8, CX
 
 p80k8pair:
+	BLK8S(0, 64, 0, 0)
+	BLK8S(32, 576, 34, 4)
+	ADDQ $1088, SI
+	ADDQ $68, BX
+	ADDQ $68, R8
+	ADDQ $68, R9
+	ADDQ $68, R10
+	ADDQ $68, R11
+	ADDQ $68, R12
+	ADDQ $68, DI
+	ADDQ $68, R14
+	ADDQ $8, AX
+	DECQ CX
+	JNZ  p80k8pair
+	DECQ 512(SP)
+	JNZ  p80k8chunk
+
+p80k8tail:
+	MOVQ nb+8(FP), CX
+	ANDQ $15, CX
+	SHRQ $1, CX
+	JZ   p80k8lone
+
+p80k8tpair:
 	BLK8(0, 64, 0)
 	BLK8(32, 576, 34)
 	ADDQ $1088, SI
@@ -187,9 +339,9 @@ p80k8pair:
 	ADDQ $68, DI
 	ADDQ $68, R14
 	DECQ CX
-	JNZ  p80k8pair
+	JNZ  p80k8tpair
 
-p80k8tail:
+p80k8lone:
 	TESTQ $1, nb+8(FP)
 	JZ    p80k8store
 	BLK8(0, 32, 0)
@@ -215,15 +367,45 @@ p80k8store:
 	RET
 
 // func packedQ80Dot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
-TEXT ·packedQ80Dot4AVX512(SB), NOSPLIT, $0-56
+TEXT ·packedQ80Dot4AVX512(SB), 0, $520-56
 	PROLOGUE
 	LEAQ (BX)(AX*1), R8
 	LEAQ (BX)(AX*2), R9
 	LEAQ (R8)(AX*2), R10
-	SHRQ $1, CX
+	MOVQ CX, DX
+	SHRQ $4, DX
+	MOVQ DX, 512(SP)
 	JZ   p80k4tail
 
+p80k4chunk:
+	SUMS16(BX, 0)
+	SUMS16(R8, 64)
+	SUMS16(R9, 128)
+	SUMS16(R10, 192)
+	MOVQ SP, AX
+	MOVQ $8, CX
+
 p80k4pair:
+	BLK4S(0, 64, 0, 0)
+	BLK4S(32, 576, 34, 4)
+	ADDQ $1088, SI
+	ADDQ $68, BX
+	ADDQ $68, R8
+	ADDQ $68, R9
+	ADDQ $68, R10
+	ADDQ $8, AX
+	DECQ CX
+	JNZ  p80k4pair
+	DECQ 512(SP)
+	JNZ  p80k4chunk
+
+p80k4tail:
+	MOVQ nb+8(FP), CX
+	ANDQ $15, CX
+	SHRQ $1, CX
+	JZ   p80k4lone
+
+p80k4tpair:
 	BLK4(0, 64, 0)
 	BLK4(32, 576, 34)
 	ADDQ $1088, SI
@@ -232,9 +414,9 @@ p80k4pair:
 	ADDQ $68, R9
 	ADDQ $68, R10
 	DECQ CX
-	JNZ  p80k4pair
+	JNZ  p80k4tpair
 
-p80k4tail:
+p80k4lone:
 	TESTQ $1, nb+8(FP)
 	JZ    p80k4store
 	BLK4(0, 32, 0)
@@ -252,22 +434,48 @@ p80k4store:
 	RET
 
 // func packedQ80Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
-TEXT ·packedQ80Dot2AVX512(SB), NOSPLIT, $0-56
+TEXT ·packedQ80Dot2AVX512(SB), 0, $520-56
 	PROLOGUE
 	LEAQ (BX)(AX*1), R8
-	SHRQ $1, CX
+	MOVQ CX, DX
+	SHRQ $4, DX
+	MOVQ DX, 512(SP)
 	JZ   p80k2tail
 
+p80k2chunk:
+	SUMS16(BX, 0)
+	SUMS16(R8, 64)
+	MOVQ SP, AX
+	MOVQ $8, CX
+
 p80k2pair:
+	BLK2S(0, 64, 0, 0)
+	BLK2S(32, 576, 34, 4)
+	ADDQ $1088, SI
+	ADDQ $68, BX
+	ADDQ $68, R8
+	ADDQ $8, AX
+	DECQ CX
+	JNZ  p80k2pair
+	DECQ 512(SP)
+	JNZ  p80k2chunk
+
+p80k2tail:
+	MOVQ nb+8(FP), CX
+	ANDQ $15, CX
+	SHRQ $1, CX
+	JZ   p80k2lone
+
+p80k2tpair:
 	BLK2(0, 64, 0)
 	BLK2(32, 576, 34)
 	ADDQ $1088, SI
 	ADDQ $68, BX
 	ADDQ $68, R8
 	DECQ CX
-	JNZ  p80k2pair
+	JNZ  p80k2tpair
 
-p80k2tail:
+p80k2lone:
 	TESTQ $1, nb+8(FP)
 	JZ    p80k2store
 	BLK2(0, 32, 0)
@@ -281,20 +489,44 @@ p80k2store:
 	RET
 
 // func packedQ80Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
-TEXT ·packedQ80Dot1AVX512(SB), NOSPLIT, $0-56
+TEXT ·packedQ80Dot1AVX512(SB), 0, $520-56
 	PROLOGUE
-	SHRQ $1, CX
+	MOVQ CX, DX
+	SHRQ $4, DX
+	MOVQ DX, 512(SP)
 	JZ   p80k1tail
 
+p80k1chunk:
+	SUMS16(BX, 0)
+	MOVQ SP, AX
+	MOVQ $8, CX
+
 p80k1pair:
+	BLK1S(0, 64, 0, 0)
+	BLK1S(32, 576, 34, 4)
+	ADDQ $1088, SI
+	ADDQ $68, BX
+	ADDQ $8, AX
+	DECQ CX
+	JNZ  p80k1pair
+	DECQ 512(SP)
+	JNZ  p80k1chunk
+
+p80k1tail:
+	MOVQ nb+8(FP), CX
+	ANDQ $15, CX
+	SHRQ $1, CX
+	JZ   p80k1lone
+
+p80k1tpair:
 	BLK1(0, 64, 0)
 	BLK1(32, 576, 34)
 	ADDQ $1088, SI
 	ADDQ $68, BX
 	DECQ CX
-	JNZ  p80k1pair
+	JNZ  p80k1tpair
 
-p80k1tail:
+p80k1lone:
 	TESTQ $1, nb+8(FP)
 	JZ    p80k1store
 	BLK1(0, 32, 0)

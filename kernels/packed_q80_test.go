@@ -123,7 +123,8 @@ func TestPackedQ80Exact(t *testing.T) {
 		w, x func(row, i int) int8
 	}
 	r := rand.New(rand.NewPCG(9, 9))
-	rnd := make([]int8, 16*32*31+8*32*31)
+	const maxCols = 32 * 34 // the most columns below
+	rnd := make([]int8, (16+8)*maxCols)
 	for i := range rnd {
 		rnd[i] = int8(r.Uint32())
 	}
@@ -133,12 +134,12 @@ func TestPackedQ80Exact(t *testing.T) {
 		{"127x-128", func(int, int) int8 { return 127 }, func(int, int) int8 { return -128 }},
 		{"127x127", func(int, int) int8 { return 127 }, func(int, int) int8 { return 127 }},
 		{"zero", func(int, int) int8 { return 0 }, func(int, int) int8 { return -128 }},
-		{"random", func(row, i int) int8 { return rnd[row*32*31+i] }, func(tok, i int) int8 { return rnd[16*32*31+tok*32*31+i] }},
+		{"random", func(row, i int) int8 { return rnd[row*maxCols+i] }, func(tok, i int) int8 { return rnd[(16+tok)*maxCols+i] }},
 		{"alternating", func(row, i int) int8 { return int8((row+i)%2*255 - 128) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
 	}
 	for li, l := range layouts {
 		require.NoError(t, SetVariant(variants[li]))
-		for _, nb := range []int{1, 2, 3, 31} {
+		for _, nb := range []int{1, 2, 3, 16, 17, 31, 34} {
 			cols := 32 * nb
 			ab := ActivationBytes(gguf.Q8_0, cols)
 			for _, c := range cases {
@@ -368,6 +369,35 @@ func BenchmarkPackedQ80(b *testing.B) {
 			b.SetBytes(int64(len(m.Data)))
 			for b.Loop() {
 				p.Layout.PackRows(m, p.Packed, 0, rows/16)
+			}
+		})
+	}
+}
+
+// BenchmarkPackedQ80Dot runs Dot alone on a few groups that stay in L2
+// (2048 columns), per token count: the kernel's compute rate.
+func BenchmarkPackedQ80Dot(b *testing.B) {
+	l := Packed(gguf.Q8_0)
+	if l == nil {
+		b.Skipf("kernel set %s has no packed q8_0 layout", Variant)
+	}
+	const cols, groups = 2048, 4
+	m, p := q80BenchMatrix(b, 16*groups, cols)
+	_ = m
+	ab := ActivationBytes(gguf.Q8_0, cols)
+	xq := q80BenchTokens(cols, l.MaxTok)
+	y := make([]float32, l.MaxTok*16*groups)
+	gb := l.GroupBytes(cols)
+	for _, k := range []int{1, 2, 4, 8} {
+		if k > l.MaxTok {
+			continue
+		}
+		b.Run(fmt.Sprintf("tok%d", k), func(b *testing.B) {
+			b.SetBytes(int64(k * 16 * groups * cols)) // multiply-adds
+			for b.Loop() {
+				for g := range groups {
+					l.Dot(cols, p.Packed[g*gb:(g+1)*gb], xq, ab, k, y[16*g:], 16*groups)
+				}
 			}
 		})
 	}
