@@ -96,7 +96,7 @@ fuzz-all: fuzz
 	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzPreSplit -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/chat -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/sample -run '^$$' -fuzz FuzzSample -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/packcache -run '^$$$$' -fuzz FuzzGet -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/packcache -run '^$$' -fuzz FuzzGet -fuzztime $(FUZZTIME)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
