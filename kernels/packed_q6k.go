@@ -65,29 +65,27 @@ func packQ6K(dst, src []byte, cols int) {
 	for b := 0; b < nb; b++ {
 		out := dst[b*q6kPackedBlock : (b+1)*q6kPackedBlock]
 		for r := 0; r < q6kPackedRows; r++ {
-			blk := src[r*rb+b*bytesQ6K : r*rb+(b+1)*bytesQ6K]
-			ql, qh, sc := blk[:128], blk[128:192], blk[192:208]
+			blk := (*[bytesQ6K]byte)(src[r*rb+b*bytesQ6K:])
 			for s := 0; s < 16; s++ {
 				// Values 16s..16s+15 lie in half h, quarter k, at j0..j0+15
-				// of the quarter's 32 values.
+				// of the quarter's 32 values; 8 bytes of ql or qh hold
+				// values 4v+i for v < 2, i < 4, the next 8 those for v >= 2.
 				h, k, j0 := s/8, s/2%4, 16*(s%2)
-				lo := ql[64*h+32*(k%2)+j0 : 64*h+32*(k%2)+j0+16]
-				hi := qh[32*h+j0 : 32*h+j0+16]
+				lo := blk[64*h+32*(k%2)+j0:][:16]
+				hi := blk[128+32*h+j0:][:16]
 				ns := uint(4 * (k / 2)) // nibble of ql
 				hs := uint(2 * k)       // bit pair of qh
-				n0 := le.Uint32(lo[0:]) >> ns & 0x0f0f0f0f
-				n1 := le.Uint32(lo[4:]) >> ns & 0x0f0f0f0f
-				n2 := le.Uint32(lo[8:]) >> ns & 0x0f0f0f0f
-				n3 := le.Uint32(lo[12:]) >> ns & 0x0f0f0f0f
-				h0 := le.Uint32(hi[0:]) >> hs & 0x03030303
-				h1 := le.Uint32(hi[4:]) >> hs & 0x03030303
-				h2 := le.Uint32(hi[8:]) >> hs & 0x03030303
-				h3 := le.Uint32(hi[12:]) >> hs & 0x03030303
-				rec := out[q6kPackedSub*s : q6kPackedSub*(s+1)]
-				le.PutUint32(rec[4*r:], n0|n1<<4)
-				le.PutUint32(rec[64+4*r:], n2|n3<<4)
-				le.PutUint32(rec[128+4*r:], h0|h1<<2|h2<<4|h3<<6)
-				rec[192+r] = sc[s]
+				const m4, m2 = 0x0f0f0f0f0f0f0f0f, 0x0303030303030303
+				n01 := le.Uint64(lo) >> ns & m4
+				n23 := le.Uint64(lo[8:]) >> ns & m4
+				hh := le.Uint64(hi)>>hs&m2 | (le.Uint64(hi[8:])>>hs&m2)<<4
+				// Byte i of the low word takes the value of byte 4+i as
+				// its high nibble (bits 2..3 and 6..7 for H).
+				rec := out[q6kPackedSub*s:][:q6kPackedSub]
+				le.PutUint32(rec[4*r:], uint32(n01|n01>>28))
+				le.PutUint32(rec[64+4*r:], uint32(n23|n23>>28))
+				le.PutUint32(rec[128+4*r:], uint32(hh|hh>>30))
+				rec[192+r] = blk[192+s]
 			}
 			out[q6kPackedD+2*r] = blk[208]
 			out[q6kPackedD+2*r+1] = blk[209]
