@@ -238,6 +238,47 @@ func TestPackedQ6KExact(t *testing.T) {
 	}
 }
 
+// TestPackedQ6KQuantvec packs the q6_K rows ggml quantized itself
+// (quantvec.gguf: 8 rows, repeated in reverse order to fill a group) and
+// compares every layout's Dot with the dot products ggml's CPU kernel
+// computed against the file's q8_K activations, for every token count.
+func TestPackedQ6KQuantvec(t *testing.T) {
+	q := openQuantvec(t)
+	names, layouts := q6kLayouts(t)
+	w := q.tensor(t, "q6_K.q").Data
+	x := q.tensor(t, "x.q8_K").Data
+	ref := q.f32(t, "q6_K.dot")
+	rb := RowBytes(gguf.Q6_K, q.cols)
+	require.Len(t, w, q.rows*rb)
+	require.Len(t, x, ActivationBytes(gguf.Q6_K, q.cols))
+	src := make([]byte, 0, 16*rb)
+	want := make([]float32, 16)
+	bound := make([]float64, 16)
+	for i := 0; i < 16; i++ {
+		row := i
+		if i >= q.rows {
+			row = 15 - i
+		}
+		src = append(src, w[row*rb:(row+1)*rb]...)
+		want[i] = ref[row]
+		bound[i] = simdDotBound(t, gguf.Q6_K, q.cols, w[row*rb:(row+1)*rb], x)
+	}
+	xs := slices.Repeat(x, 8)
+	for li, l := range layouts {
+		g := make([]byte, l.GroupBytes(q.cols))
+		l.Pack(g, src, q.cols)
+		for nTok := 1; nTok <= l.MaxTok; nTok++ {
+			y := make([]float32, 16*nTok)
+			l.Dot(q.cols, g, xs, len(x), nTok, y, 16)
+			for k := 0; k < nTok; k++ {
+				for i := 0; i < 16; i++ {
+					require.InDelta(t, want[i], y[16*k+i], 1e-5*bound[i]+1e-6, "%s: %d tokens: token %d row %d", names[li], nTok, k, i)
+				}
+			}
+		}
+	}
+}
+
 // TestPackedQ6KNoAlloc checks that Dot allocates nothing for any token
 // count.
 func TestPackedQ6KNoAlloc(t *testing.T) {
