@@ -73,14 +73,16 @@ func packQ80(dst, src []byte, cols int) {
 	le := binary.LittleEndian
 	for b := range nb {
 		do, qo := q80BlockOffsets(b, nb)
-		d := dst[do : do+32]
-		q := dst[qo : qo+512]
+		d := (*[32]byte)(dst[do : do+32])
+		q := (*[512]byte)(dst[qo : qo+512])
 		for r := range q80PackedRows {
-			s := src[r*rb+b*bytesQ8_0 : r*rb+(b+1)*bytesQ8_0]
-			d[2*r] = s[0]
-			d[2*r+1] = s[1]
-			for c := range 8 {
-				le.PutUint32(q[64*c+4*r:], le.Uint32(s[2+4*c:])^0x80808080)
+			s := (*[bytesQ8_0]byte)(src[r*rb+b*bytesQ8_0:])
+			d[2*r&31] = s[0]
+			d[(2*r+1)&31] = s[1]
+			for c := range 4 {
+				v := le.Uint64(s[2+8*c:]) ^ 0x8080808080808080
+				le.PutUint32(q[(128*c+4*r)&511:], uint32(v))
+				le.PutUint32(q[(128*c+64+4*r)&511:], uint32(v>>32))
 			}
 		}
 	}

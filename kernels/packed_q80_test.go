@@ -365,6 +365,40 @@ func BenchmarkPackedQ80(b *testing.B) {
 				})
 			}
 		}
+		// Decode streams the weights from memory: rotate over copies that
+		// together exceed the last-level cache.
+		copies := max(1, (512<<20)/len(m.Data))
+		ms, ps := make([]*Matrix, copies), make([]*Matrix, copies)
+		for i := range copies {
+			mc := *m
+			mc.Data = slices.Clone(m.Data)
+			pc := *p
+			pc.Packed = slices.Clone(p.Packed)
+			ms[i], ps[i] = &mc, &pc
+		}
+		for _, threads := range []int{1, 2} {
+			for _, set := range []struct {
+				name string
+				ms   []*Matrix
+			}{{"unpacked", ms}, {"packed", ps}} {
+				b.Run(fmt.Sprintf("MatVecDRAM/%dx%d/thr%d/%s", rows, cols, threads, set.name), func(b *testing.B) {
+					b.SetBytes(int64(len(m.Data)))
+					var wg sync.WaitGroup
+					i := 0
+					for b.Loop() {
+						mm := set.ms[i%copies]
+						i++
+						for th := range threads {
+							r0 := rows * th / threads / 16 * 16
+							r1 := rows * (th + 1) / threads / 16 * 16
+							wg.Go(func() { MatVec(mm, xq, y, r0, r1) })
+						}
+						wg.Wait()
+					}
+				})
+			}
+		}
+		ms, ps = nil, nil
 		b.Run(fmt.Sprintf("Pack/%dx%d", rows, cols), func(b *testing.B) {
 			b.SetBytes(int64(len(m.Data)))
 			for b.Loop() {
