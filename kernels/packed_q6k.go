@@ -7,27 +7,29 @@ import (
 	"github.com/moonlm/moonlm/gguf"
 )
 
-// Packed q6_K ("q6_K.r16.v1"): 16 rows interleaved so that a 512-bit
+// Packed q6_K ("q6_K.r16.v2"): 16 rows interleaved so that a 512-bit
 // register holds one row per 32-bit lane. A group of 16 rows of cols values
 // is cols/256 packed blocks of q6kPackedBlock bytes laid end to end; packed
 // block b holds block b of each of the 16 rows as 16 sub-block records
 // (sub-block s is values 16s..16s+15, the span of one Q6_K scale) and the
 // row scales:
 //
-//	off 208s+  0: L0[16][4] row r at +4r: byte i has the low 4 bits of value
-//	              16s+i in its low nibble, of value 16s+4+i in its high one
-//	off 208s+ 64: L1[16][4] the same for values 16s+8+i and 16s+12+i
-//	off 208s+128: H[16][4] row r at +4r: byte i has the high 2 bits of
-//	              values 16s+i, 16s+4+i, 16s+8+i, 16s+12+i at bits 0, 2, 4, 6
+//	off 208s+  0: A[16][4] row r at +4r: byte i holds the 6-bit quant of
+//	              value 16s+i in bits 0..5 and bits 0..1 of the quant of
+//	              value 16s+12+i in bits 6..7
+//	off 208s+ 64: B[16][4] the same for value 16s+4+i, with bits 2..3 of
+//	              value 16s+12+i
+//	off 208s+128: C[16][4] the same for value 16s+8+i, with bits 4..5 of
+//	              value 16s+12+i
 //	off 208s+192: sc[16] the int8 scale of sub-block s, row r at +r
 //	off 3328:     d[16] f16, row r at 3328+2r
 //
 // So one sub-block record gives the four VPDPBUSD weight operands (16 rows x
-// 4 consecutive values as bytes 0..63) with an AND or shift+AND of L0/L1 and
-// a shift of H merged in by one VPTERNLOGD, and the scales with one
-// VPMOVSXBD. Every value keeps its 6 bits: the packed block is exactly the
-// 16*210 = 3360 bytes of the GGUF blocks it replaces, so decode, which
-// streams the same bytes, reads no more than before.
+// 4 consecutive values as bytes 0..63): three with one AND 0x3f each, the
+// fourth from three shifts, two bit selects (VPTERNLOGD) and an AND; the
+// scales widen with one VPMOVSXBD. Every value keeps its 6 bits: the packed
+// block is exactly the 16*210 = 3360 bytes of the GGUF blocks it replaces,
+// so decode, which streams the same bytes, reads no more than before.
 const (
 	q6kPackedRows  = 16
 	q6kPackedSub   = 208  // bytes per sub-block record
@@ -38,7 +40,7 @@ const (
 // packedQ6KBase is the q6_K layout with the pure-Go kernel as its Dot; the
 // SIMD variants copy it and set their own Dot.
 var packedQ6KBase = PackedLayout{
-	Name:       "q6_K.r16.v1",
+	Name:       "q6_K.r16.v2",
 	Type:       gguf.Q6_K,
 	Rows:       q6kPackedRows,
 	MaxTok:     8,
@@ -53,9 +55,9 @@ func packedQ6KGroupBytes(cols int) int { return cols / qkK * q6kPackedBlock }
 // packQ6K interleaves 16 q6_K rows (src, RowBytes(Q6_K, cols) bytes each)
 // into dst (packedQ6KGroupBytes(cols) bytes). A GGUF block stores value
 // 32k+j of each half (k < 4, j < 32) in nibble k/2 of ql[32(k%2)+j] and bits
-// 2k..2k+1 of qh[j]; a packed record wants values 4 apart in one byte, so
-// the loop combines 32-bit words of four consecutive values (shift and
-// mask per nibble or bit pair) and allocates nothing.
+// 2k..2k+1 of qh[j]; the loop rebuilds 64-bit words of eight 6-bit quants
+// (values 4v+i, i < 4, for two v) and spreads them into the record's words,
+// so it allocates nothing and touches each byte once.
 func packQ6K(dst, src []byte, cols int) {
 	le := binary.LittleEndian
 	nb := cols / qkK
@@ -76,15 +78,13 @@ func packQ6K(dst, src []byte, cols int) {
 				ns := uint(4 * (k / 2)) // nibble of ql
 				hs := uint(2 * k)       // bit pair of qh
 				const m4, m2 = 0x0f0f0f0f0f0f0f0f, 0x0303030303030303
-				n01 := le.Uint64(lo) >> ns & m4
-				n23 := le.Uint64(lo[8:]) >> ns & m4
-				hh := le.Uint64(hi)>>hs&m2 | (le.Uint64(hi[8:])>>hs&m2)<<4
-				// Byte i of the low word takes the value of byte 4+i as
-				// its high nibble (bits 2..3 and 6..7 for H).
+				q01 := le.Uint64(lo)>>ns&m4 | (le.Uint64(hi)>>hs&m2)<<4
+				q23 := le.Uint64(lo[8:])>>ns&m4 | (le.Uint64(hi[8:])>>hs&m2)<<4
+				q3 := uint32(q23 >> 32)
 				rec := out[q6kPackedSub*s:][:q6kPackedSub]
-				le.PutUint32(rec[4*r:], uint32(n01|n01>>28))
-				le.PutUint32(rec[64+4*r:], uint32(n23|n23>>28))
-				le.PutUint32(rec[128+4*r:], uint32(hh|hh>>30))
+				le.PutUint32(rec[4*r:], uint32(q01)|(q3&0x03030303)<<6)
+				le.PutUint32(rec[64+4*r:], uint32(q01>>32)|(q3>>2&0x03030303)<<6)
+				le.PutUint32(rec[128+4*r:], uint32(q23)|(q3>>4&0x03030303)<<6)
 				rec[192+r] = blk[192+s]
 			}
 			out[q6kPackedD+2*r] = blk[208]
@@ -98,13 +98,11 @@ func packQ6K(dst, src []byte, cols int) {
 func q6kPackedQuant(blk []byte, r, s, j int) int32 {
 	rec := blk[q6kPackedSub*s:]
 	v, i := j/4, j%4
-	var n byte
-	if v < 2 {
-		n = rec[4*r+i] >> (4 * v) & 0xf
-	} else {
-		n = rec[64+4*r+i] >> (4 * (v - 2)) & 0xf
+	if v < 3 {
+		return int32(rec[64*v+4*r+i] & 0x3f)
 	}
-	return int32(n | (rec[128+4*r+i]>>(2*v)&3)<<4)
+	a, b, c := rec[4*r+i], rec[64+4*r+i], rec[128+4*r+i]
+	return int32(a>>6 | b>>6<<2 | c>>6<<4)
 }
 
 // dotPackedQ6KGeneric is the pure-Go packed q6_K kernel, computing as the

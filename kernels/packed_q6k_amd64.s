@@ -1,4 +1,4 @@
-// Packed q6_K kernels (AVX-512 F/BW + VNNI) over the q6_K.r16.v1 layout of
+// Packed q6_K kernels (AVX-512 F/BW + VNNI) over the q6_K.r16.v2 layout of
 // packed_q6k.go: each 32-bit lane is one of 16 weight rows, so a token's
 // four q8_K bytes are broadcast by VPDPBUSD's memory operand to all rows
 // and nothing is summed horizontally. Per sub-block of 16 values and token
@@ -13,8 +13,8 @@
 // Register use. Per token t (up to 8): TOT total (Z0+t), S sub-block sum
 // (Z8+t), B block sum (Z16+t), X activation pointer (R8+t), stack slot
 // 64t(SP) with the block's 16 values -32*bsum.
-// Z24 weight operand, Z25 temporary, Z26 H bits, Z27 0x0f bytes,
-// Z28 0x30 bytes, Z29 d, Z30 d*sc, Z31 0x4b400000 (12582912.0); SI block, AX sub-block record,
+// Z24 weight operand, Z25 temporary, Z26 0x03 bytes, Z27 0x3f bytes,
+// Z28 0x0f bytes, Z29 d, Z30 d*sc, Z31 0x4b400000 (12582912.0); SI block, AX sub-block record,
 // DX 4*sub-block, CX blocks left.
 //
 // Each sub-block prefetches the 256 bytes one packed block (3360 bytes)
@@ -63,26 +63,23 @@
 	VMOVUPS TOT, (DI) \
 	ADDQ    BX, DI
 
-// Z24 = operand k of the sub-block record at AX: (L & 0x0f) | (Hshifted &
-// 0x30), VPTERNLOGD 0xf8 computing Z24 | (Z25 & Z28).
+// The four weight operands of the sub-block record at AX: A, B and C & 0x3f,
+// then (A >> 6) with bits 2..7 taken from (B >> 4), bits 4..7 of that from
+// (C >> 2) (VPTERNLOGD 0xe4: the third operand's set bits choose the
+// destination's bits, the others the second operand's), & 0x3f.
 #define OPERANDS(FOR) \
-	VMOVDQU64         128(AX), Z26 \
 	VPANDD            (AX), Z27, Z24 \
-	VPSLLD            $4, Z26, Z25 \
-	VPTERNLOGD        $0xf8, Z28, Z25, Z24 \
 	FOR(T_DOT0) \
-	VPSRLD            $4, (AX), Z24 \
-	VPANDD            Z27, Z24, Z24 \
-	VPSLLD            $2, Z26, Z25 \
-	VPTERNLOGD        $0xf8, Z28, Z25, Z24 \
-	FOR(T_DOT1) \
 	VPANDD            64(AX), Z27, Z24 \
-	VPTERNLOGD        $0xf8, Z28, Z26, Z24 \
+	FOR(T_DOT1) \
+	VPANDD            128(AX), Z27, Z24 \
 	FOR(T_DOT2) \
-	VPSRLD            $4, 64(AX), Z24 \
+	VPSRLD            $6, (AX), Z24 \
+	VPSRLD            $4, 64(AX), Z25 \
+	VPTERNLOGD        $0xe4, Z26, Z25, Z24 \
+	VPSRLD            $2, 128(AX), Z25 \
+	VPTERNLOGD        $0xe4, Z28, Z25, Z24 \
 	VPANDD            Z27, Z24, Z24 \
-	VPSRLD            $2, Z26, Z25 \
-	VPTERNLOGD        $0xf8, Z28, Z25, Z24 \
 	FOR(T_DOT3)
 
 #define KERNEL(FOR) \
@@ -97,9 +94,11 @@
 	LEAQ         (R13)(BX*1), R14 \
 	LEAQ         (R14)(BX*1), R15 \
 	MOVQ         nb+24(FP), CX \
-	MOVL         $0x0f0f0f0f, AX \
+	MOVL         $0x03030303, AX \
+	VPBROADCASTD AX, Z26 \
+	MOVL         $0x3f3f3f3f, AX \
 	VPBROADCASTD AX, Z27 \
-	MOVL         $0x30303030, AX \
+	MOVL         $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z28 \
 	MOVL         $0x4b400000, AX \
 	VPBROADCASTD AX, Z31 \

@@ -41,7 +41,7 @@ func TestPackedQ6KRegistered(t *testing.T) {
 		}
 	}
 	require.NotNil(t, found, "avx512 registers a q6_K layout")
-	assert.Equal(t, "q6_K.r16.v1", found.Name)
+	assert.Equal(t, "q6_K.r16.v2", found.Name)
 	assert.Equal(t, 16, found.Rows)
 	assert.LessOrEqual(t, found.Rows*found.MaxTok, maxPackedTile)
 	for _, cols := range []int{256, 2048, 8192} {
@@ -131,9 +131,14 @@ func TestPackedQ6KBytes(t *testing.T) {
 				s, j := e/16, e%16
 				rec := blk[208*s : 208*(s+1)]
 				v, k := j/4, j%4 // operand v, byte k of the lane
-				nib := rec[64*(v/2)+4*row+k] >> (4 * (v % 2)) & 0xf
-				hi := rec[128+4*row+k] >> (2 * v) & 3
-				q := int32(nib) | int32(hi)<<4
+				var q int32
+				if v < 3 {
+					q = int32(rec[64*v+4*row+k] & 0x3f)
+				} else {
+					for u := 0; u < 3; u++ { // bits 2u..2u+1 at the top of A, B, C
+						q |= int32(rec[64*u+4*row+k]>>6) << (2 * u)
+					}
+				}
 				d := f16At(blk[3328+2*row:])
 				sc := int8(rec[192+row])
 				got := float32(d*float32(sc)) * float32(q-32)
