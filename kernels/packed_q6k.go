@@ -43,6 +43,8 @@ var packedQ6KBase = PackedLayout{
 	Name:       "q6_K.r16.v2",
 	Type:       gguf.Q6_K,
 	Rows:       q6kPackedRows,
+	// 8 tokens a call spread the record decode over more VPDPBUSD: 175 ns
+	// per token and 2048 values against 241 ns with 4 (AVX-512, L2-hot).
 	MaxTok:     8,
 	GroupBytes: packedQ6KGroupBytes,
 	Pack:       packQ6K,

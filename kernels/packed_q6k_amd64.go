@@ -2,6 +2,8 @@
 
 package kernels
 
+import "fmt"
+
 // packedQ6KAVX512 is the q6_K layout with the AVX-512 VNNI kernel.
 var packedQ6KAVX512 = func() PackedLayout {
 	l := packedQ6KBase
@@ -46,7 +48,7 @@ func packedQ6KDot8(w, x *byte, xstride, nb int, y *float32, ystride int)
 func dotPackedQ6KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 	nb := cols / qkK
 	if nTok < 1 || nTok > 8 {
-		panic("kernels: packed q6_K dot of more than 8 tokens")
+		panic(fmt.Sprintf("kernels: packed q6_K dot of %d tokens (1..8)", nTok))
 	}
 	_ = y[(nTok-1)*yStride+q6kPackedRows-1]
 	if nb == 0 {
