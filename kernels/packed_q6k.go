@@ -40,9 +40,9 @@ const (
 // packedQ6KBase is the q6_K layout with the pure-Go kernel as its Dot; the
 // SIMD variants copy it and set their own Dot.
 var packedQ6KBase = PackedLayout{
-	Name:       "q6_K.r16.v2",
-	Type:       gguf.Q6_K,
-	Rows:       q6kPackedRows,
+	Name: "q6_K.r16.v2",
+	Type: gguf.Q6_K,
+	Rows: q6kPackedRows,
 	// 8 tokens a call spread the record decode over more VPDPBUSD: 175 ns
 	// per token and 2048 values against 241 ns with 4 (AVX-512, L2-hot).
 	MaxTok:     8,
