@@ -249,6 +249,29 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 	FIN(xoff, DI, Z30, Z22) \
 	FIN(xoff, R14, Z31, Z23)
 
+// Decode (one token) streams the weights from memory: prefetch the 17
+// cache lines of the block pair four pairs ahead (+5-7% from memory on
+// this machine; it costs ~10% when the group is already in L2, which decode
+// of a real model never sees).
+#define PF1088 \
+	PREFETCHT0 (4352)(SI) \
+	PREFETCHT0 (4416)(SI) \
+	PREFETCHT0 (4480)(SI) \
+	PREFETCHT0 (4544)(SI) \
+	PREFETCHT0 (4608)(SI) \
+	PREFETCHT0 (4672)(SI) \
+	PREFETCHT0 (4736)(SI) \
+	PREFETCHT0 (4800)(SI) \
+	PREFETCHT0 (4864)(SI) \
+	PREFETCHT0 (4928)(SI) \
+	PREFETCHT0 (4992)(SI) \
+	PREFETCHT0 (5056)(SI) \
+	PREFETCHT0 (5120)(SI) \
+	PREFETCHT0 (5184)(SI) \
+	PREFETCHT0 (5248)(SI) \
+	PREFETCHT0 (5312)(SI) \
+	PREFETCHT0 (5376)(SI)
+
 // Common prologue: arguments, constants, zeroed float sums.
 #define PROLOGUE \
 	MOVQ         w+0(FP), SI \
@@ -502,6 +525,7 @@ p80k1chunk:
 	MOVQ $8, CX
 
 p80k1pair:
+	PF1088
 	BLK1S(0, 64, 0, 0)
 	BLK1S(32, 576, 34, 4)
 	ADDQ $1088, SI
@@ -519,6 +543,7 @@ p80k1tail:
 	JZ   p80k1lone
 
 p80k1tpair:
+	PF1088
 	BLK1(0, 64, 0)
 	BLK1(32, 576, 34)
 	ADDQ $1088, SI
