@@ -35,6 +35,7 @@ func dequantizeMatrices(m *Model) {
 			kernels.DequantizeRow(mm.Type, mm.Row(r), out[r*mm.Cols:(r+1)*mm.Cols])
 		}
 		mm.Type = gguf.F32
+		mm.Packed, mm.Layout = nil, nil // the packed form is of the old type
 		mm.Data = unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(out)*4)
 	}
 	tied := m.output.Data != nil && len(m.embd.Data) > 0 && &m.output.Data[0] == &m.embd.Data[0]

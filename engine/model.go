@@ -110,6 +110,7 @@ func Open(path string, p ModelParams) (*Model, error) {
 		return nil, fmt.Errorf("engine: open %s: %w", path, classifyGGUF(err))
 	}
 	t2 := time.Now()
+	id.header = data[:min(f.DataOffset, int64(len(data)))]
 	m, err := openFile(f, p, id)
 	if err != nil {
 		f.Close()
@@ -127,7 +128,8 @@ func Open(path string, p ModelParams) (*Model, error) {
 type fileIdentity struct {
 	path    string // absolute
 	size    int64
-	modTime int64 // ns
+	modTime int64  // ns
+	header  []byte // the GGUF bytes before the tensor data, hashed into the key
 }
 
 // mapModel maps path read-only (as gguf.Open does; done here so mapping and

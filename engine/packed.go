@@ -1,16 +1,21 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 
+	"github.com/moonlm/moonlm/internal/packcache"
 	"github.com/moonlm/moonlm/kernels"
 )
 
@@ -92,11 +97,19 @@ type packTarget struct {
 }
 
 // packState holds a model's packed weights: an anonymous mapping outside
-// the Go heap (so the collector neither scans nor doubles it).
+// the Go heap (so the collector neither scans nor doubles it), or a cache
+// entry mapped read-only.
 type packState struct {
 	targets []packTarget
 	total   int
-	mem     []byte // anonymous mapping, nil when the data lives elsewhere
+	mem     []byte           // anonymous mapping, nil when the data lives elsewhere
+	entry   *packcache.Entry // the cache entry the matrices read, or nil
+	logf    func(format string, args ...any)
+
+	put sync.WaitGroup // the background publish to the cache
+
+	mu       sync.Mutex // serializes recover against itself and close
+	repaired bool       // the entry's pages were replaced by in-memory packing
 }
 
 // packAlign aligns every packed matrix to a cache line.
@@ -184,8 +197,11 @@ func debugLog(format string, args ...any) {
 	}
 }
 
-// pack repacks the model's weights at open. It never fails the open: a
-// failure leaves the matrices unpacked and says why in the debug log.
+// pack repacks the model's weights at open: it maps them from the
+// packed-weight cache when a valid entry exists, else packs them in memory
+// and, with the cache on, publishes them in the background. It never fails
+// the open: a cache failure falls back to packing in memory and a packing
+// failure to unpacked matrices, each said in the debug log.
 func (m *Model) pack(p ModelParams, id *fileIdentity) {
 	t0 := time.Now()
 	defer func() { m.stats.PackMs = msSince(t0) }()
@@ -198,18 +214,128 @@ func (m *Model) pack(p ModelParams, id *fileIdentity) {
 		m.stats.PackSource = PackSourceNone
 		return
 	}
-	ps := &packState{targets: ts, total: total}
-	if err := ps.packInMemory(m); err != nil {
-		debugLog("packing in memory failed, the model runs unpacked: %v", err)
+	cfg := cacheConfig(p.PackedCache)
+	ps := &packState{targets: ts, total: total, logf: cfg.Logf}
+	if ps.logf == nil {
+		ps.logf = debugLog
+	}
+	var key packcache.Key
+	if !cfg.Disabled && id == nil {
+		ps.logf("packed-weight cache skipped: model opened from a gguf.File, not a path")
+		cfg.Disabled = true
+	}
+	if !cfg.Disabled {
+		key = packKey(id, ts)
+		var e *packcache.Entry
+		err := guardFaults("reading the packed-weight cache", func() (err error) {
+			e, err = cfg.Get(key, int64(total))
+			return err
+		})
+		switch {
+		case err != nil:
+			ps.logf("packed-weight cache: %v; packing in memory", err)
+		case e != nil:
+			ps.entry = e
+			ps.install(e.Data)
+			m.packed = ps
+			m.stats.PackSource = PackSourceCacheHit
+			m.stats.PackedBytes, m.stats.PackedMatrices = int64(total), len(ts)
+			return
+		}
+	}
+	err := guardFaults("packing weights", func() error { return ps.packInMemory(m) })
+	if err != nil {
+		ps.logf("packing in memory failed, the model runs unpacked: %v", err)
 		ps.unpack()
-		ps.release()
+		_ = ps.release()
 		m.stats.PackSource = PackSourceOff
 		return
 	}
 	m.packed = ps
 	m.stats.PackSource = PackSourcePacked
-	m.stats.PackedBytes = int64(total)
-	m.stats.PackedMatrices = len(ts)
+	m.stats.PackedBytes, m.stats.PackedMatrices = int64(total), len(ts)
+	if !cfg.Disabled {
+		m.stats.PackSource = PackSourceCacheWrite
+		ps.put.Add(1)
+		go func() {
+			defer ps.put.Done()
+			// Put logs its own failures; the model keeps its in-memory copy.
+			_ = cfg.Put(key, ps.mem)
+		}()
+	}
+}
+
+// cacheConfig is the environment's cache configuration with p's overrides.
+func cacheConfig(p PackedCacheParams) packcache.Config {
+	c := packcache.FromEnv()
+	switch p.Mode {
+	case CacheOn:
+		c.Disabled = c.Dir == "" && p.Dir == ""
+	case CacheOff:
+		c.Disabled = true
+	}
+	if p.Dir != "" {
+		c.Dir = p.Dir
+	}
+	if p.MaxBytes > 0 {
+		c.MaxBytes = p.MaxBytes
+	}
+	return c
+}
+
+// packFormat versions how the engine arranges packed matrices in one block
+// (order, alignment); part of every cache key.
+const packFormat = "engine.v1"
+
+// packKey identifies the packed block of a model: the file, its header and
+// tensor table, the layouts in use and the CPU they were chosen for.
+func packKey(id *fileIdentity, ts []packTarget) packcache.Key {
+	var names []string
+	for _, t := range ts {
+		found := false
+		for _, n := range names {
+			found = found || n == t.l.Name
+		}
+		if !found {
+			names = append(names, t.l.Name)
+		}
+	}
+	return packcache.Key{
+		Model: id.path, Size: id.size, ModTime: id.modTime,
+		Header: sha256.Sum256(id.header),
+		Layout: packFormat + ";" + strings.Join(names, ","),
+		CPU:    cpuString(),
+	}
+}
+
+// cpuString names the kernel variant and the CPU features packed layouts
+// may depend on.
+func cpuString() string {
+	var f []string
+	add := func(name string, ok bool) {
+		if ok {
+			f = append(f, name)
+		}
+	}
+	switch runtime.GOARCH {
+	case "amd64", "386":
+		x := &cpu.X86
+		add("avx2", x.HasAVX2)
+		add("fma", x.HasFMA)
+		add("f16c", x.HasF16C)
+		add("avx512f", x.HasAVX512F)
+		add("avx512bw", x.HasAVX512BW)
+		add("avx512vl", x.HasAVX512VL)
+		add("avx512vnni", x.HasAVX512VNNI)
+		add("avxvnni", x.HasAVXVNNI)
+	case "arm64":
+		a := &cpu.ARM64
+		add("asimd", a.HasASIMD)
+		add("asimddp", a.HasASIMDDP)
+		add("i8mm", a.HasI8MM)
+		add("sve", a.HasSVE)
+	}
+	return runtime.GOARCH + "/" + kernels.Variant + "/" + strings.Join(f, ",")
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }
@@ -256,9 +382,20 @@ func (ps *packState) unpack() {
 	}
 }
 
-// close releases the packed weights when the model closes.
+// close releases the packed weights when the model closes, after the
+// background publish (which reads them) is done.
 func (ps *packState) close() error {
-	return ps.release()
+	ps.put.Wait()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	err := ps.release()
+	if ps.entry != nil {
+		if e := ps.entry.Close(); e != nil && err == nil {
+			err = fmt.Errorf("%w: %w", ErrIO, e)
+		}
+		ps.entry = nil
+	}
+	return err
 }
 
 // release unmaps the in-memory block. The matrices must not use it anymore.
@@ -307,4 +444,76 @@ func guardFaults(what string, fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// RecoverPackedCache repairs a model whose packed weights are mapped from a
+// cache entry that lost its pages (the file was truncated or rewritten in
+// place while the model was open): reading them faults, which sessions
+// report as ErrIO. It packs the weights in memory again and swaps the new
+// pages in place of the entry's atomically, so the model keeps working
+// without a reopen; calls running meanwhile may still fail with ErrIO. It
+// reports whether it repaired anything: false with a nil error when the
+// entry is intact or the model does not use one. An error means the model
+// must be reopened.
+func (m *Model) RecoverPackedCache() (bool, error) {
+	ps := m.packed
+	if ps == nil {
+		return false, nil
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.entry == nil || ps.repaired || ps.entry.Valid() {
+		return false, nil
+	}
+	ok, err := ps.repackEntry(m)
+	if err != nil {
+		ps.logf("packed-weight cache entry %s lost its pages and could not be replaced: %v", ps.entry.Path(), err)
+		return false, fmt.Errorf("engine: packed-weight cache entry %s was truncated under the open model: %w: %w (reopen the model)", ps.entry.Path(), ErrIO, err)
+	}
+	ps.logf("packed-weight cache entry %s lost its pages; packed in memory instead", ps.entry.Path())
+	m.mu.Lock()
+	m.stats.PackSource = PackSourcePacked
+	m.mu.Unlock()
+	return ok, nil
+}
+
+// repackEntry packs every target into fresh anonymous pages laid out as the
+// entry's data and moves them over it.
+func (ps *packState) repackEntry(m *Model) (bool, error) {
+	data := ps.entry.Data
+	pg := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	if start%pg != 0 {
+		return false, fmt.Errorf("entry data at %#x is not page-aligned", start)
+	}
+	n := (len(data) + int(pg) - 1) / int(pg) * int(pg)
+	anon, err := anonPages(n)
+	if err != nil {
+		return false, err
+	}
+	err = guardFaults("repacking weights", func() error {
+		for i := range ps.targets {
+			t := &ps.targets[i]
+			dst := anon[t.off : t.off+t.size]
+			groups := t.m.Rows / t.l.Rows
+			if err := m.pool.Run(func(i, n int) {
+				t.l.PackRows(t.m, dst, groups*i/n, groups*(i+1)/n)
+			}); err != nil {
+				return fmt.Errorf("packing %s: %w", t.name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		freeAnonPages(anon)
+		return false, err
+	}
+	// The entry's mapping covers whole pages, so its last partial page
+	// extends to n bytes.
+	if err := replacePages(unsafe.Slice(unsafe.SliceData(data), n), anon); err != nil {
+		freeAnonPages(anon)
+		return false, err
+	}
+	ps.repaired = true
+	return true, nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
@@ -295,21 +296,259 @@ func TestPackedMemory(t *testing.T) {
 	m, err := Open(path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
 	require.NoError(t, err)
 	defer m.Close()
-	os := m.OpenStats()
-	require.Equal(t, PackSourcePacked, os.PackSource)
-	require.Greater(t, os.PackedBytes, st.Size()*9/10, "nearly all weights are packed")
+	ost := m.OpenStats()
+	require.Equal(t, PackSourcePacked, ost.PackSource)
+	require.Greater(t, ost.PackedBytes, st.Size()*9/10, "nearly all weights are packed")
 
 	heap1 := heapObjectBytes()
 	rss, anon, file := procStatusBytes(t, "VmRSS"), procStatusBytes(t, "RssAnon"), procStatusBytes(t, "RssFile")
 	t.Logf("file %d MiB, packed %d MiB; after open: VmRSS %d MiB (anon %d, file %d), Go heap objects %+d MiB",
-		st.Size()>>20, os.PackedBytes>>20, rss>>20, anon>>20, file>>20, (heap1-heap0)>>20)
+		st.Size()>>20, ost.PackedBytes>>20, rss>>20, anon>>20, file>>20, (heap1-heap0)>>20)
 	// Keeping the originals resident would add the file's size again.
-	assert.LessOrEqual(t, rss-rss0, os.PackedBytes+32<<20, "RSS growth at open (before: %d MiB)", rss0>>20)
+	assert.LessOrEqual(t, rss-rss0, ost.PackedBytes+32<<20, "RSS growth at open (before: %d MiB)", rss0>>20)
 	if rss0 < 48<<20 {
 		assert.LessOrEqual(t, rss, st.Size()+64<<20, "RSS after open")
 	} else {
 		t.Logf("the process started at %d MiB (race detector?): only the growth is checked", rss0>>20)
 	}
-	assert.Less(t, heap1-heap0, os.PackedBytes/8, "the packed weights are not on the Go heap")
+	assert.Less(t, heap1-heap0, ost.PackedBytes/8, "the packed weights are not on the Go heap")
 	runtime.KeepAlive(m)
+}
+
+// cacheIn returns pack params that use a cache in dir.
+func cacheIn(dir string) ModelParams {
+	return ModelParams{Threads: 2, Pack: PackOn, PackedCache: PackedCacheParams{Mode: CacheOn, Dir: dir}}
+}
+
+// cacheEntries lists the entry files in dir.
+func cacheEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	var out []string
+	for _, de := range des {
+		out = append(out, filepath.Join(dir, de.Name()))
+	}
+	return out
+}
+
+// packedBytes opens path with p and returns a copy of its packed block and
+// the open stats.
+func packedBytes(t *testing.T, path string, p ModelParams) ([]byte, OpenStats) {
+	t.Helper()
+	m, err := Open(path, p)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, m.Close()) }()
+	require.NotNil(t, m.packed)
+	var src []byte
+	if m.packed.entry != nil {
+		src = m.packed.entry.Data
+	} else {
+		src = m.packed.mem
+	}
+	return append([]byte(nil), src...), m.OpenStats()
+}
+
+// TestPackedCacheColdWarm: the first open packs and publishes, the second
+// maps the entry; the bytes are identical to packing in memory and the
+// logits to the unpacked and packed paths.
+func TestPackedCacheColdWarm(t *testing.T) {
+	withFakeLayout(t)
+	dir := filepath.Join(t.TempDir(), "cache")
+	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
+
+	mem, st := packedBytes(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	require.Equal(t, PackSourcePacked, st.PackSource)
+	require.Empty(t, cacheEntries(t, dir), "cache off writes nothing")
+
+	cold, st := packedBytes(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource)
+	require.Len(t, cacheEntries(t, dir), 1, "Close waited for the publish")
+	warm, st := packedBytes(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheHit, st.PackSource)
+	require.Equal(t, mem, cold)
+	require.Equal(t, cold, warm, "packed bytes cold vs warm")
+	require.Len(t, cacheEntries(t, dir), 1)
+
+	offToks, offLogits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
+	toks, logits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	requireSameLogits(t, "packed vs generic", offToks, toks, offLogits, logits)
+	ctoks, clogits, st := runLogits(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheHit, st.PackSource)
+	require.Equal(t, toks, ctoks)
+	require.Equal(t, logits, clogits, "cached and in-memory packed weights compute the same")
+}
+
+// TestPackedCacheInvalidation: a changed model file gets a new entry.
+func TestPackedCacheInvalidation(t *testing.T) {
+	withFakeLayout(t)
+	dir := filepath.Join(t.TempDir(), "cache")
+	mdir := t.TempDir()
+	path := writeSynthModel(t, mdir, "m.gguf", smallShape, 1)
+	_, st := packedBytes(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource)
+
+	// Same size and header, other weights; the modification time moves.
+	old, err := os.Stat(path)
+	require.NoError(t, err)
+	writeSynthModel(t, mdir, "m.gguf", smallShape, 2)
+	now, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, old.Size(), now.Size())
+	require.NoError(t, os.Chtimes(path, now.ModTime(), old.ModTime().Add(time.Second)))
+	b, st := packedBytes(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource, "the old entry is not used for the new file")
+	require.Len(t, cacheEntries(t, dir), 2)
+	mem, _ := packedBytes(t, path, ModelParams{Threads: 1, Pack: PackOn, PackedCache: noCache})
+	require.Equal(t, mem, b)
+	_, st = packedBytes(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheHit, st.PackSource)
+
+	// A different layout (name) is another entry too.
+	fl := newFakeLayout()
+	fl.Name = "test.q8_0.reversed.v2"
+	t.Cleanup(kernels.SetPackedForTest(gguf.Q8_0, &fl.PackedLayout))
+	_, st = packedBytes(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource)
+	require.Len(t, cacheEntries(t, dir), 3)
+}
+
+// TestPackedCacheCorruptEntry: a damaged entry (bytes flipped at random
+// offsets, or truncated) is a miss: the model packs in memory, computes
+// the same logits and rewrites the entry.
+func TestPackedCacheCorruptEntry(t *testing.T) {
+	withFakeLayout(t)
+	dir := filepath.Join(t.TempDir(), "cache")
+	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
+	wantToks, wantLogits, st := runLogits(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource)
+	entries := cacheEntries(t, dir)
+	require.Len(t, entries, 1)
+	good, err := os.ReadFile(entries[0])
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(5, 5))
+	damage := map[string]func(b []byte) []byte{
+		"flip": func(b []byte) []byte {
+			b = append([]byte(nil), b...)
+			for i := 0; i < 3; i++ {
+				b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
+			}
+			return b
+		},
+		"truncate": func(b []byte) []byte { return b[:r.IntN(len(b))] },
+	}
+	for _, name := range []string{"flip", "truncate"} {
+		for round := 0; round < 3; round++ {
+			require.NoError(t, os.WriteFile(entries[0], damage[name](good), 0o644))
+			toks, logits, st := runLogits(t, path, cacheIn(dir))
+			require.Equal(t, PackSourceCacheWrite, st.PackSource, "%s %d: the damaged entry is not used", name, round)
+			require.Equal(t, wantToks, toks)
+			require.Equal(t, wantLogits, logits)
+			got, err := os.ReadFile(entries[0])
+			require.NoError(t, err)
+			require.Equal(t, good, got, "%s %d: the entry was rewritten", name, round)
+		}
+	}
+}
+
+// TestPackedCacheUnwritable: a cache folder that cannot be written falls
+// back to the in-memory copy; the model opens, computes and closes.
+func TestPackedCacheUnwritable(t *testing.T) {
+	withFakeLayout(t)
+	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
+	wantToks, wantLogits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+
+	// Below a regular file: no one, not even root, can create it.
+	blocker := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o644))
+	toks, logits, st := runLogits(t, path, cacheIn(filepath.Join(blocker, "cache")))
+	assert.Equal(t, PackSourceCacheWrite, st.PackSource, "the publish was attempted")
+	require.Equal(t, wantToks, toks)
+	require.Equal(t, wantLogits, logits)
+
+	// A read-only folder (permissions do not bind root).
+	ro := filepath.Join(t.TempDir(), "ro")
+	require.NoError(t, os.Mkdir(ro, 0o555))
+	t.Cleanup(func() { os.Chmod(ro, 0o755) })
+	if f, err := os.Create(filepath.Join(ro, "probe")); err == nil {
+		f.Close()
+		t.Logf("running as a user who can write a 0555 folder (root?): the read-only case is covered by the file-blocked folder above")
+		return
+	}
+	toks, logits, _ = runLogits(t, path, cacheIn(ro))
+	require.Equal(t, wantToks, toks)
+	require.Equal(t, wantLogits, logits)
+	require.Empty(t, cacheEntries(t, ro))
+}
+
+// TestPackedCacheDisabledByEnv: MOONLM_PACKED_CACHE=0 writes nothing with
+// the default cache mode; CacheOn overrides it.
+func TestPackedCacheDisabledByEnv(t *testing.T) {
+	withFakeLayout(t)
+	dir := filepath.Join(t.TempDir(), "cache")
+	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
+	t.Setenv("MOONLM_PACKED_CACHE_DIR", dir)
+	t.Setenv("MOONLM_PACKED_CACHE", "0")
+	_, st := packedBytes(t, path, ModelParams{Threads: 1})
+	assert.Equal(t, PackSourcePacked, st.PackSource)
+	_, err := os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "no cache folder created: %v", err)
+
+	t.Setenv("MOONLM_PACKED_CACHE", "1")
+	_, st = packedBytes(t, path, ModelParams{Threads: 1})
+	assert.Equal(t, PackSourceCacheWrite, st.PackSource, "the environment's folder is used by default")
+	assert.Len(t, cacheEntries(t, dir), 1)
+}
+
+// TestPackedCacheTruncatedWhileOpen truncates the entry a model maps: the
+// next evaluation faults on the lost pages, which must be ErrIO (not a
+// crash); RecoverPackedCache then packs in memory in place of the entry and
+// the model computes the same logits again.
+func TestPackedCacheTruncatedWhileOpen(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("replacing the lost pages needs mremap (Linux)")
+	}
+	withFakeLayout(t)
+	dir := filepath.Join(t.TempDir(), "cache")
+	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
+	_, st := packedBytes(t, path, cacheIn(dir))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource)
+	entries := cacheEntries(t, dir)
+	require.Len(t, entries, 1)
+
+	for _, threads := range []int{1, 2} {
+		m, err := Open(path, ModelParams{Threads: threads, Pack: PackOn, PackedCache: PackedCacheParams{Mode: CacheOn, Dir: dir}})
+		require.NoError(t, err)
+		require.Equal(t, PackSourceCacheHit, m.OpenStats().PackSource)
+		prompt := []int32{1, 403, 407, 261}
+		want := make([]float32, m.Info().VocabSize)
+		s, err := m.NewSession(SessionParams{NCtx: 32})
+		require.NoError(t, err)
+		require.NoError(t, s.Prefill(prompt, want))
+		ok, err := m.RecoverPackedCache()
+		require.NoError(t, err)
+		require.False(t, ok, "an intact entry needs no recovery")
+
+		good, err := os.ReadFile(entries[0])
+		require.NoError(t, err)
+		require.NoError(t, os.Truncate(entries[0], 4096))
+		require.NoError(t, s.Rewind(0))
+		got := make([]float32, len(want))
+		err = s.Prefill(prompt, got)
+		require.ErrorIs(t, err, ErrIO, "threads %d", threads)
+
+		ok, err = m.RecoverPackedCache()
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, PackSourcePacked, m.OpenStats().PackSource)
+		require.NoError(t, s.Rewind(0))
+		require.NoError(t, s.Prefill(prompt, got))
+		require.Equal(t, want, got, "threads %d: logits after recovery", threads)
+		s.Close()
+		require.NoError(t, m.Close())
+		require.NoError(t, os.WriteFile(entries[0], good, 0o644))
+	}
 }
