@@ -23,6 +23,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestMain keeps the package's tests out of the user's packed-weight cache:
+// unless MOONLM_PACKED_CACHE_DIR names one, the cache lives in a temporary
+// folder removed at the end.
+func TestMain(m *testing.M) {
+	if os.Getenv("MOONLM_PACKED_CACHE_DIR") == "" {
+		dir, err := os.MkdirTemp("", "moonlm-engine-test-cache-")
+		if err == nil {
+			os.Setenv("MOONLM_PACKED_CACHE_DIR", dir)
+			code := m.Run()
+			os.RemoveAll(dir)
+			os.Exit(code)
+		}
+	}
+	os.Exit(m.Run())
+}
+
 // synthShape is the shape of a synthetic llama model for packing tests.
 type synthShape struct {
 	dim, layers, heads, kvHeads, ff int
