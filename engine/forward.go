@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"math"
+	"sync/atomic"
 
 	"github.com/moonlm/moonlm/engine/pool"
 	"github.com/moonlm/moonlm/gguf"
@@ -265,9 +267,22 @@ func (s *Session) runAttention(i, n int) {
 	}
 }
 
+// ggmlDecodeOrder makes a one-token batch sum its f16 attention products in
+// ggml_vec_dot_f16's order, as llama.cpp's decode does, instead of the
+// tinyBLAS order llama.cpp uses for bigger batches (and we use always). The
+// two orders differ in float32 rounding, which can move a logit by a few
+// thousandths after 100 positions (stories260K), so it is off by default to
+// keep decode and prefill identical; the llama.cpp reference tests turn it
+// on to reproduce llama.cpp's decode bit for bit.
+var ggmlDecodeOrder atomic.Bool
+
 // attendHead computes head h of token t's attention output over the cache.
-// With an f16 cache it rounds q and the softmax weights to f16 for the two
-// products, as ggml does, so results track llama.cpp's.
+// With an f16 cache it follows ggml's non-flash attention exactly: q and the
+// softmax weights rounded to f16, both products summed as llamafile's
+// tinyBLAS does (kernels.AttnDotF16Rows), the softmax as ggml's. Rows are
+// laid out from a multiple of 16 positions, as llama.cpp's rows start at KV
+// cell 0, so the 16-lane sums group the same positions (exact while cells
+// hold positions in order, as they do without a sliding window).
 func (s *Session) attendHead(t, h, worker int) {
 	c := s.c
 	hd := c.headDim
@@ -280,10 +295,10 @@ func (s *Session) attendHead(t, h, worker int) {
 	}
 	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	n := pos - first + 1
-	sc := s.scores[worker][:n]
 	kc := s.cache
 	if kc.f32 {
+		n := pos - first + 1
+		sc := s.scores[worker][:n]
 		K, V := kc.k32[s.il], kc.v32[s.il]
 		for j := first; j <= pos; j++ {
 			sc[j-first] = kernels.Dot(q, K[j*kvDim+g*hd:j*kvDim+(g+1)*hd]) * c.kqScale
@@ -295,15 +310,35 @@ func (s *Session) attendHead(t, h, worker int) {
 		}
 		return
 	}
+	base := first &^ 15
+	n := pos - base + 1
+	sc := s.scores[worker][:n]
 	q16 := s.q16[worker]
 	kernels.FastF16Encode(q16, q)
 	K, V := kc.k16[s.il], kc.v16[s.il]
-	// Scores: key j of head g is hd values at j*kvDim+g*hd.
-	kernels.DotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, sc)
-	kernels.Scale(sc, c.kqScale)
+	// Scores: key j of head g is hd values at j*kvDim+g*hd. Cells before
+	// the window are masked (-Inf), as ggml's mask does.
+	live := sc[first-base:]
+	// ggml sums a one-token batch's products with its own f16 dot, bigger
+	// batches with tinyBLAS, which needs a multiple of 16 values (else
+	// ggml falls back to its own dot there too).
+	single := s.nTok == 1 && ggmlDecodeOrder.Load()
+	if !single && hd%16 == 0 {
+		kernels.AttnDotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, live)
+	} else {
+		kernels.AttnDotF16RowsSingle(q16, K[first*kvDim+g*hd:], kvDim, live, false)
+	}
+	kernels.Scale(live, c.kqScale)
+	for i := range sc[:first-base] {
+		sc[i] = float32(math.Inf(-1))
+	}
 	kernels.FastSoftmax(sc)
 	w16 := s.w16[worker][:n]
 	kernels.FastF16Encode(w16, sc)
 	// Output: value row g*hd+d holds that dimension for every position.
-	kernels.DotF16Rows(w16, V[kc.vAt(g*hd)+first:], kc.cap, out)
+	if single {
+		kernels.AttnDotF16RowsSingle(w16, V[kc.vAt(g*hd)+base:], kc.cap, out, true)
+	} else {
+		kernels.AttnDotF16Rows(w16, V[kc.vAt(g*hd)+base:], kc.cap, out)
+	}
 }

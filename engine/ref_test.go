@@ -161,6 +161,9 @@ func (o *refOptions) check(t *testing.T, where string, logits []float32, ref ref
 }
 
 func runRefFiles(t *testing.T, o refOptions) {
+	// Decode as llama.cpp's does (see ggmlDecodeOrder).
+	ggmlDecodeOrder.Store(true)
+	t.Cleanup(func() { ggmlDecodeOrder.Store(false) })
 	kvf32, tol, gap, prompts, prepSession := o.kvf32, o.tol, o.gap, o.prompts, o.prepSession
 	m, err := Open(o.model, ModelParams{Threads: 2})
 	require.NoError(t, err)

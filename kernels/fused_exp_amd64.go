@@ -38,3 +38,21 @@ func swigluVec(dst, g, u []float32) int {
 	swigluAVX2(&dst[0], &g[0], &u[0], n)
 	return n
 }
+
+// attnF16AVX2 is the vector twin of attnDotF16Generic (mode 0) and
+// attnDotF16SingleGeneric with padding (mode 1) over m rows; scratch holds
+// 64 float32.
+//
+//go:noescape
+func attnF16AVX2(x *uint16, n int, rows *uint16, stride int, y *float32, m int, mode int, scratch *float32)
+
+// attnDotF16Vec runs AttnDotF16Rows (mode 0) or AttnDotF16RowsSingle with
+// padding (mode 1) on the vector kernel and returns how many rows it did.
+func attnDotF16Vec(x, rows []uint16, stride int, y []float32, mode int) int {
+	if len(x) == 0 || len(y) == 0 || !vecExp() {
+		return 0
+	}
+	var scratch [64]float32
+	attnF16AVX2(&x[0], len(x), &rows[0], stride, &y[0], len(y), mode, &scratch[0])
+	return len(y)
+}

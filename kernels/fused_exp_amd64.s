@@ -1,78 +1,91 @@
-// Vectorized exp for softmax and SwiGLU (AVX2 + FMA), eight lanes at a time:
-// n = round(x*log2(e)), r = x - n*ln2 (ln2 split in a high part exact in
-// float32 and a low correction), exp(r) by its Taylor series to r^7 in
-// Horner form (|r| <= ln2/2, truncation below 1e-8 relative), times 2^n
-// built in the exponent bits. x is clamped to [-87, 88] so 2^n stays a
-// normal float; results there are within a few ulp of the true exp.
+// Vectorized exp for softmax and SwiGLU (AVX2 + FMA), eight lanes at a time,
+// computing exactly what ggml's AVX-512 ggml_v_expf computes (see
+// fused_exp.go): n = round(x*log2(e)) by the 1.5*2^23 shift, b = x - n*ln2
+// in two FMA steps, j = 1 + c1*b + ... + c5*b^5 in ggml's FMA grouping, and
+// j*2^n rounded once (vscalefps), here as (j*2^(n>>1))*2^(n-(n>>1)), whose
+// first product is exact. |n| > 192 gives 0 or +Inf as ggml's blend does.
 
 #include "textflag.h"
 
-DATA expc<>+0x00(SB)/4, $0x3fb8aa3b // log2(e)
-DATA expc<>+0x04(SB)/4, $0x3f318000 // ln2 high (0.693359375)
-DATA expc<>+0x08(SB)/4, $0xb95e8083 // ln2 low (-2.12194440e-4)
-DATA expc<>+0x0c(SB)/4, $0x39500d01 // 1/5040
-DATA expc<>+0x10(SB)/4, $0x3ab60b61 // 1/720
-DATA expc<>+0x14(SB)/4, $0x3c088889 // 1/120
-DATA expc<>+0x18(SB)/4, $0x3d2aaaab // 1/24
-DATA expc<>+0x1c(SB)/4, $0x3e2aaaab // 1/6
-DATA expc<>+0x20(SB)/4, $0x3f000000 // 1/2
+DATA expc<>+0x00(SB)/4, $0x4b400000 // 1.5*2^23
+DATA expc<>+0x04(SB)/4, $0x3fb8aa3b // log2(e)
+DATA expc<>+0x08(SB)/4, $0x3f317200 // ln2 high
+DATA expc<>+0x0c(SB)/4, $0x35bfbe8e // ln2 low
+DATA expc<>+0x10(SB)/4, $0x3c072010 // c5
+DATA expc<>+0x14(SB)/4, $0x3d2b9f17 // c4
+DATA expc<>+0x18(SB)/4, $0x3e2aaf33 // c3
+DATA expc<>+0x1c(SB)/4, $0x3efffedb // c2
+DATA expc<>+0x20(SB)/4, $0x3f7ffff6 // c1
 DATA expc<>+0x24(SB)/4, $0x3f800000 // 1
-DATA expc<>+0x28(SB)/4, $0xc2ae0000 // -87
-DATA expc<>+0x2c(SB)/4, $0x42b00000 // 88
-DATA expc<>+0x30(SB)/4, $0x0000007f // exponent bias
-GLOBL expc<>(SB), RODATA|NOPTR, $52
+DATA expc<>+0x28(SB)/4, $0x0000007f // exponent bias
+DATA expc<>+0x2c(SB)/4, $0x7fffffff // abs mask
+DATA expc<>+0x30(SB)/4, $0x43400000 // 192
+DATA expc<>+0x34(SB)/4, $0x7f800000 // +Inf
+GLOBL expc<>(SB), RODATA|NOPTR, $56
 
-// Loads the constants into Y4-Y15 (Y4 log2e, Y5 ln2hi, Y6 ln2lo, Y7-Y12
-// the series from 1/5040 to 1/2, Y13 one, Y14 -87, Y15 88).
+// Loads the constants into Y6-Y15 (Y15 shift, Y14 log2e, Y13 ln2hi,
+// Y12 ln2lo, Y11-Y7 c5..c1, Y6 one).
 #define EXPCONST \
-	VBROADCASTSS expc<>+0x00(SB), Y4 \
-	VBROADCASTSS expc<>+0x04(SB), Y5 \
-	VBROADCASTSS expc<>+0x08(SB), Y6 \
-	VBROADCASTSS expc<>+0x0c(SB), Y7 \
-	VBROADCASTSS expc<>+0x10(SB), Y8 \
-	VBROADCASTSS expc<>+0x14(SB), Y9 \
-	VBROADCASTSS expc<>+0x18(SB), Y10 \
-	VBROADCASTSS expc<>+0x1c(SB), Y11 \
-	VBROADCASTSS expc<>+0x20(SB), Y12 \
-	VBROADCASTSS expc<>+0x24(SB), Y13 \
-	VBROADCASTSS expc<>+0x28(SB), Y14 \
-	VBROADCASTSS expc<>+0x2c(SB), Y15
+	VBROADCASTSS expc<>+0x00(SB), Y15 \
+	VBROADCASTSS expc<>+0x04(SB), Y14 \
+	VBROADCASTSS expc<>+0x08(SB), Y13 \
+	VBROADCASTSS expc<>+0x0c(SB), Y12 \
+	VBROADCASTSS expc<>+0x10(SB), Y11 \
+	VBROADCASTSS expc<>+0x14(SB), Y10 \
+	VBROADCASTSS expc<>+0x18(SB), Y9 \
+	VBROADCASTSS expc<>+0x1c(SB), Y8 \
+	VBROADCASTSS expc<>+0x20(SB), Y7 \
+	VBROADCASTSS expc<>+0x24(SB), Y6
 
-// Y0 = exp(Y0). Clobbers Y1-Y3.
+// Y0 = exp(Y0) as ggml_v_expf. Clobbers Y1-Y5.
 #define EXP8 \
-	VMAXPS       Y14, Y0, Y0 \
-	VMINPS       Y15, Y0, Y0 \
-	VMULPS       Y4, Y0, Y1 \
-	VROUNDPS     $0, Y1, Y1 \
-	VFNMADD231PS Y5, Y1, Y0 \
-	VFNMADD231PS Y6, Y1, Y0 \
-	VMOVAPS      Y7, Y2 \
-	VFMADD213PS  Y8, Y0, Y2 \
-	VFMADD213PS  Y9, Y0, Y2 \
-	VFMADD213PS  Y10, Y0, Y2 \
-	VFMADD213PS  Y11, Y0, Y2 \
-	VFMADD213PS  Y12, Y0, Y2 \
-	VFMADD213PS  Y13, Y0, Y2 \
-	VFMADD213PS  Y13, Y0, Y2 \
-	VCVTPS2DQ    Y1, Y1 \
-	VPBROADCASTD expc<>+0x30(SB), Y3 \
-	VPADDD       Y3, Y1, Y1 \
-	VPSLLD       $23, Y1, Y1 \
-	VMULPS       Y1, Y2, Y0
+	VMOVAPS      Y0, Y1 \
+	VFMADD213PS  Y15, Y14, Y1 \
+	VSUBPS       Y15, Y1, Y1 \
+	VFNMADD231PS Y13, Y1, Y0 \
+	VFNMADD231PS Y12, Y1, Y0 \
+	VMULPS       Y0, Y0, Y2 \
+	VMOVAPS      Y11, Y3 \
+	VFMADD213PS  Y10, Y0, Y3 \
+	VMOVAPS      Y9, Y4 \
+	VFMADD213PS  Y8, Y0, Y4 \
+	VFMADD213PS  Y4, Y2, Y3 \
+	VMOVAPS      Y7, Y4 \
+	VFMADD213PS  Y6, Y0, Y4 \
+	VFMADD213PS  Y4, Y2, Y3 \
+	VCVTPS2DQ    Y1, Y2 \
+	VPSRAD       $1, Y2, Y4 \
+	VPSUBD       Y4, Y2, Y2 \
+	VPBROADCASTD expc<>+0x28(SB), Y5 \
+	VPADDD       Y5, Y4, Y4 \
+	VPSLLD       $23, Y4, Y4 \
+	VPADDD       Y5, Y2, Y2 \
+	VPSLLD       $23, Y2, Y2 \
+	VMULPS       Y4, Y3, Y3 \
+	VMULPS       Y2, Y3, Y3 \
+	VBROADCASTSS expc<>+0x2c(SB), Y4 \
+	VANDPS       Y1, Y4, Y4 \
+	VBROADCASTSS expc<>+0x30(SB), Y5 \
+	VCMPPS       $0x1e, Y5, Y4, Y4 \
+	VXORPS       Y5, Y5, Y5 \
+	VCMPPS       $0x1e, Y5, Y1, Y2 \
+	VBROADCASTSS expc<>+0x34(SB), Y5 \
+	VANDPS       Y5, Y2, Y2 \
+	VBLENDVPS    Y4, Y2, Y3, Y0
 
 // func expSubAVX2(x *float32, n int, sub float32)
 // x[i] = exp(x[i] - sub) for i < n, n a multiple of 8.
 TEXT ·expSubAVX2(SB), NOSPLIT, $0-20
-	MOVQ         x+0(FP), SI
-	MOVQ         n+8(FP), CX
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
 	EXPCONST
-	SHRQ         $3, CX
-	JZ           expsubdone
+	SHRQ $3, CX
+	JZ   expsubdone
 
 expsubloop:
 	VMOVUPS      (SI), Y0
-	VBROADCASTSS sub+16(FP), Y3
-	VSUBPS       Y3, Y0, Y0
+	VBROADCASTSS sub+16(FP), Y1
+	VSUBPS       Y1, Y0, Y0
 	EXP8
 	VMOVUPS      Y0, (SI)
 	ADDQ         $32, SI
@@ -98,7 +111,7 @@ swigluloop:
 	VXORPS  Y0, Y0, Y0
 	VSUBPS  (SI), Y0, Y0
 	EXP8
-	VADDPS  Y13, Y0, Y0
+	VADDPS  Y6, Y0, Y0
 	VMOVUPS (SI), Y1
 	VDIVPS  Y0, Y1, Y1
 	VMULPS  (DX), Y1, Y1
@@ -110,5 +123,159 @@ swigluloop:
 	JNZ     swigluloop
 
 swiglusdone:
+	VZEROUPPER
+	RET
+
+// Accumulates the 16 halves at off(DI)(AX) times those at off(SI)(AX) into
+// the lane pair lo, hi (products of halves are exact, so FMA = mul + add).
+#define F16CHUNK(off, lo, hi) \
+	VCVTPH2PS    off(DI)(AX*1), Y8 \
+	VCVTPH2PS    off(SI)(AX*1), Y9 \
+	VFMADD231PS  Y9, Y8, lo \
+	VCVTPH2PS    off+16(DI)(AX*1), Y10 \
+	VCVTPH2PS    off+16(SI)(AX*1), Y11 \
+	VFMADD231PS  Y11, Y10, hi
+
+// func attnF16AVX2(x *uint16, n int, rows *uint16, stride int, y *float32, m int, mode int, scratch *float32)
+// y[r] = dot(x, rows[r*stride:][:n]) for r < m in ggml's order: four
+// groups of 16 float32 lanes, 16-value chunk c going to group 0 (mode 0,
+// tinyBLAS) or c%4 (mode 1, ggml_vec_dot_f16 over a zero-padded row); a
+// tail of fewer than 16 values goes lane by lane into the next chunk's
+// group; then lanes = (g0+g2)+(g1+g3) and the AVX-512 reduction tree.
+// scratch holds 64 float32.
+TEXT ·attnF16AVX2(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), R10
+	MOVQ rows+16(FP), SI
+	MOVQ stride+24(FP), DX
+	SHLQ $1, DX
+	MOVQ y+32(FP), R8
+	MOVQ m+40(FP), R9
+	MOVQ mode+48(FP), R11
+	MOVQ scratch+56(FP), R12
+	MOVQ R10, R13
+	ANDQ $-16, R13            // R13 = n16
+	SHLQ $1, R13              // in bytes
+	TESTQ R9, R9
+	JZ   attndone
+
+attnrow:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+	TESTQ  R11, R11
+	JZ     attnm0
+
+attnm1:                          // 64 values a step, chunk j to group j
+	LEAQ  128(AX), BX
+	CMPQ  BX, R13
+	JGT   attnm1rest
+	F16CHUNK(0, Y0, Y1)
+	F16CHUNK(32, Y2, Y3)
+	F16CHUNK(64, Y4, Y5)
+	F16CHUNK(96, Y6, Y7)
+	MOVQ  BX, AX
+	JMP   attnm1
+
+attnm1rest:                      // up to three more whole chunks
+	CMPQ  AX, R13
+	JGE   attntail
+	F16CHUNK(0, Y0, Y1)
+	ADDQ  $32, AX
+	CMPQ  AX, R13
+	JGE   attntail
+	F16CHUNK(0, Y2, Y3)
+	ADDQ  $32, AX
+	CMPQ  AX, R13
+	JGE   attntail
+	F16CHUNK(0, Y4, Y5)
+	ADDQ  $32, AX
+	JMP   attntail
+
+attnm0:                          // every chunk to group 0
+	CMPQ  AX, R13
+	JGE   attntail
+	F16CHUNK(0, Y0, Y1)
+	ADDQ  $32, AX
+	JMP   attnm0
+
+attntail:
+	MOVQ  R13, CX
+	SHRQ  $1, CX
+	NEGQ  CX
+	ADDQ  R10, CX             // CX = n - n16 (R13 is n16 in bytes)
+	TESTQ CX, CX
+	JZ    attncombine
+	// Spill the groups, add the tail lane by lane, reload.
+	VMOVUPS Y0, 0(R12)
+	VMOVUPS Y1, 32(R12)
+	VMOVUPS Y2, 64(R12)
+	VMOVUPS Y3, 96(R12)
+	VMOVUPS Y4, 128(R12)
+	VMOVUPS Y5, 160(R12)
+	VMOVUPS Y6, 192(R12)
+	VMOVUPS Y7, 224(R12)
+	// BX = group offset in bytes: mode 1 ? ((n16/16)%4)*64 : 0
+	XORQ  BX, BX
+	TESTQ R11, R11
+	JZ    attntailgo
+	MOVQ  R13, BX
+	SHRQ  $5, BX
+	ANDQ  $3, BX
+	SHLQ  $6, BX
+
+attntailgo:
+	ADDQ R12, BX
+
+attntailloop:
+	MOVWLZX   (DI)(AX*1), R14
+	VMOVD     R14, X8
+	VCVTPH2PS X8, X8
+	MOVWLZX   (SI)(AX*1), R14
+	VMOVD     R14, X9
+	VCVTPH2PS X9, X9
+	VMULSS    X9, X8, X8
+	VADDSS    (BX), X8, X8
+	VMOVSS    X8, (BX)
+	ADDQ      $4, BX
+	ADDQ      $2, AX
+	DECQ      CX
+	JNZ       attntailloop
+	VMOVUPS   0(R12), Y0
+	VMOVUPS   32(R12), Y1
+	VMOVUPS   64(R12), Y2
+	VMOVUPS   96(R12), Y3
+	VMOVUPS   128(R12), Y4
+	VMOVUPS   160(R12), Y5
+	VMOVUPS   192(R12), Y6
+	VMOVUPS   224(R12), Y7
+
+attncombine:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y2, Y0, Y0      // lanes 0-7: (g0+g2)+(g1+g3)
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y3, Y1, Y1      // lanes 8-15
+	VADDPS       Y1, Y0, Y0      // a[i] = v[i] + v[i+8]
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0      // b[i] = a[i] + a[i+4]
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0      // b0+b2, b1+b3
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (R8)
+	ADDQ         $4, R8
+	ADDQ         DX, SI
+	DECQ         R9
+	JNZ          attnrow
+
+attndone:
 	VZEROUPPER
 	RET

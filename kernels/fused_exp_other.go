@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package kernels
+
+func attnDotF16Vec(x, rows []uint16, stride int, y []float32, mode int) int { return 0 }
