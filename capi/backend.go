@@ -12,6 +12,25 @@ type modelInfo struct {
 	ChatTemplate                                     string
 }
 
+// openStats is what moonlm_model_open_stats reports; times in milliseconds.
+type openStats struct {
+	PackSource                        packSource
+	PackedMatrices                    int
+	PackedBytes                       int64
+	MapMs, ParseMs, TensorsMs, PackMs float64
+}
+
+// packSource is numbered as moonlm_pack_source.
+type packSource int
+
+const (
+	packSourceOff packSource = iota
+	packSourceNone
+	packSourcePacked
+	packSourceCacheWrite
+	packSourceCacheHit
+)
+
 type message struct {
 	Role, Content string
 }
@@ -58,6 +77,9 @@ type samplerParams struct {
 type backendModel interface {
 	Close() error
 	Info() modelInfo
+	// OpenStats reports how the model was opened (an error if the engine
+	// says something the C ABI cannot express).
+	OpenStats() (openStats, error)
 	IsEOG(tok int32) bool
 	Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error)
 	// Piece returns the bytes of one token as they appear inside a text;

@@ -92,6 +92,27 @@ func (e engineModel) Info() modelInfo {
 	}
 }
 
+// packSources numbers the engine's pack sources as moonlm_pack_source.
+var packSources = map[string]packSource{
+	engine.PackSourceOff:        packSourceOff,
+	engine.PackSourceNone:       packSourceNone,
+	engine.PackSourcePacked:     packSourcePacked,
+	engine.PackSourceCacheWrite: packSourceCacheWrite,
+	engine.PackSourceCacheHit:   packSourceCacheHit,
+}
+
+func (e engineModel) OpenStats() (openStats, error) {
+	s := e.m.OpenStats()
+	src, ok := packSources[s.PackSource]
+	if !ok {
+		return openStats{}, fmt.Errorf("%w: the engine reports pack source %q, which moonlm_pack_source lacks", engine.ErrInternal, s.PackSource)
+	}
+	return openStats{
+		PackSource: src, PackedMatrices: s.PackedMatrices, PackedBytes: s.PackedBytes,
+		MapMs: s.MapMs, ParseMs: s.ParseMs, TensorsMs: s.TensorsMs, PackMs: s.PackMs,
+	}, nil
+}
+
 func (e engineModel) IsEOG(tok int32) bool { return e.m.IsEOG(tok) }
 
 func (e engineModel) Tokenize(text string, addSpecial, parseSpecial bool) ([]int32, error) {

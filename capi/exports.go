@@ -154,6 +154,30 @@ func moonlmgo_model_get_info(h C.uintptr_t, info *C.moonlm_model_info) (st C.int
 	return stOK
 }
 
+//export moonlmgo_model_open_stats
+func moonlmgo_model_open_stats(h C.uintptr_t, out *C.moonlm_open_stats) (st C.int) {
+	const fn = "moonlm_model_open_stats"
+	defer guard(fn, &st)
+	enter(fn)
+	o, st := getModel(fn, h)
+	if o == nil {
+		return st
+	}
+	defer o.release()
+	s, err := o.m.OpenStats()
+	if err != nil {
+		return failErr(fn, err)
+	}
+	out.pack_source = C.int32_t(s.PackSource)
+	out.packed_matrices = C.int32_t(s.PackedMatrices)
+	out.packed_bytes = C.int64_t(s.PackedBytes)
+	out.map_ms = C.double(s.MapMs)
+	out.parse_ms = C.double(s.ParseMs)
+	out.tensors_ms = C.double(s.TensorsMs)
+	out.pack_ms = C.double(s.PackMs)
+	return stOK
+}
+
 //export moonlmgo_model_string
 func moonlmgo_model_string(h C.uintptr_t, which C.int, buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
 	fn := "moonlm_model_architecture"

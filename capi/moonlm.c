@@ -283,6 +283,31 @@ moonlm_status moonlm_model_get_info(const moonlm_model *model, moonlm_model_info
     return st;
 }
 
+moonlm_status moonlm_model_open_stats(const moonlm_model *model, moonlm_open_stats *stats) {
+    MOONLM__ENTER("moonlm_model_open_stats");
+    if (stats == NULL) {
+        moonlm__errorf("moonlm_model_open_stats: stats is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    if (stats->size < sizeof(moonlm_open_stats)) {
+        moonlm__errorf("moonlm_model_open_stats: stats->size is %zu, want at least %zu (set it to "
+                       "sizeof(moonlm_open_stats))",
+                       stats->size, sizeof(moonlm_open_stats));
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    moonlm_open_stats local;
+    memset(&local, 0, sizeof local);
+    local.size = sizeof local;
+    moonlm_status st = (moonlm_status)moonlmgo_model_open_stats((uintptr_t)model, &local);
+    if (st == MOONLM_OK) {
+        /* Only the members this library knows; a newer caller's others stay as given. */
+        size_t keep = stats->size;
+        memcpy(stats, &local, sizeof local);
+        stats->size = keep;
+    }
+    return st;
+}
+
 moonlm_status moonlm_model_architecture(const moonlm_model *model, char *buf, size_t cap, size_t *n_out) {
     MOONLM__ENTER("moonlm_model_architecture");
     return (moonlm_status)moonlmgo_model_string((uintptr_t)model, 0, buf, cap, n_out);

@@ -229,6 +229,38 @@ typedef struct moonlm_model_info {
  */
 MOONLM_API moonlm_status moonlm_model_get_info(const moonlm_model *model, moonlm_model_info *info);
 
+/* Where an open model's packed weights came from (moonlm_open_stats.pack_source). */
+typedef enum moonlm_pack_source {
+    MOONLM_PACK_SOURCE_OFF = 0,         /* packing off, or it failed: the model runs unpacked */
+    MOONLM_PACK_SOURCE_NONE = 1,        /* no matrix has a packed layout with this CPU's kernels */
+    MOONLM_PACK_SOURCE_PACKED = 2,      /* packed in memory at open (cache off or unusable) */
+    MOONLM_PACK_SOURCE_CACHE_WRITE = 3, /* packed in memory; written to the cache in the background */
+    MOONLM_PACK_SOURCE_CACHE_HIT = 4    /* mapped from the cache */
+} moonlm_pack_source;
+
+/* How a model was opened; see moonlm_model_open_stats(). Times in milliseconds. */
+typedef struct moonlm_open_stats {
+    size_t size;             /* caller sets sizeof(moonlm_open_stats) */
+    int32_t pack_source;     /* a moonlm_pack_source */
+    int32_t packed_matrices; /* matrices that have a packed form */
+    int64_t packed_bytes;    /* size of the packed weights */
+    double map_ms;           /* opening and mapping the model file */
+    double parse_ms;         /* GGUF header, metadata and tensor table */
+    double tensors_ms;       /* configuration, tokenizer, tensor checks, worker pool */
+    double pack_ms;          /* packing the weights, or mapping them from the cache */
+} moonlm_open_stats;
+
+/*
+ * Fills *stats (whose size member the caller has set) with how the model was
+ * opened: the time of each phase and what packing did, e.g. to check that a
+ * packed-weight cache is hit. A cache entry is written while the model is in
+ * use; freeing the model (and its last session) waits for the write. Members
+ * the library does not know (from a newer header) are left as given. A
+ * compatible addition (MOONLM_ABI_VERSION unchanged): look it up with
+ * dlsym() if you must run with older libraries.
+ */
+MOONLM_API moonlm_status moonlm_model_open_stats(const moonlm_model *model, moonlm_open_stats *stats);
+
 /*
  * The architecture name from the GGUF metadata ("llama", "qwen3", ...) as
  * NUL-terminated text, with the (buf, cap, n_out) protocol.

@@ -41,9 +41,20 @@ export declare class MoonlmError extends Error {
 
 export type Tokens = Int32Array | ArrayLike<number>;
 
+/** A tri-state setting: omitted, null or 'default' let the library decide (its environment, else on). */
+export type Switch = boolean | 'default' | 'on' | 'off' | null;
+
 export interface OpenOptions {
   /** Worker threads for the model's sessions; 0 or omitted = one per core. */
   threads?: number;
+  /** Repack weight matrices into the CPU kernels' faster layouts at open; default on unless MOONLM_PACK=0. */
+  pack?: Switch;
+  /** Keep packed weights in an on-disk cache so the next open maps them; default on unless MOONLM_PACKED_CACHE=0. */
+  packedCache?: Switch;
+  /** The cache's own folder; default $MOONLM_PACKED_CACHE_DIR, else ~/.cache/moonlm/packed. */
+  packedCacheDir?: string | null;
+  /** The cache's eviction budget in bytes, in [0, 2**63); 0 or omitted = $MOONLM_PACKED_CACHE_BYTES, else 8 GiB. */
+  packedCacheBytes?: number | bigint | null;
 }
 
 export interface TokenizeOptions {
@@ -107,6 +118,18 @@ export interface ChatMessage {
   content: string | null;
 }
 
+/** Model.openStats(): how a model was opened (times in milliseconds). */
+export interface OpenStats {
+  /** Where the packed weights came from; 'none': no matrix has a packed layout on this CPU. */
+  packSource: 'off' | 'none' | 'packed' | 'packed+cache-write' | 'cache-hit';
+  packedMatrices: number;
+  packedBytes: number;
+  mapMs: number;
+  parseMs: number;
+  tensorsMs: number;
+  packMs: number;
+}
+
 export declare class Model implements Disposable {
   private constructor();
   /** Opens a GGUF model on a worker thread. */
@@ -130,6 +153,8 @@ export declare class Model implements Disposable {
   readonly eosTokenId: number | null;
   readonly eotTokenId: number | null;
   isEog(token: number): boolean;
+  /** How the model was opened; UNSUPPORTED with a library older than moonlm_model_open_stats. */
+  openStats(): OpenStats;
   tokenize(text: string, opts?: TokenizeOptions): Int32Array;
   detokenize(tokens: Tokens): string;
   /** Raw bytes of one token (may be part of a UTF-8 character). */

@@ -81,11 +81,18 @@ function lib() {
     model: koffi.pointer(koffi.opaque()),
     session: koffi.pointer(koffi.opaque()),
     sampler: koffi.pointer(koffi.opaque()),
-    modelParams: koffi.struct({ size: 'size_t', n_threads: 'int32_t', flags: 'uint32_t' }),
+    modelParams: koffi.struct({
+      size: 'size_t', n_threads: 'int32_t', flags: 'uint32_t', pack: 'int32_t', packed_cache: 'int32_t',
+      packed_cache_dir: 'const char *', packed_cache_bytes: 'uint64_t',
+    }),
     modelInfo: koffi.struct({
       size: 'size_t', n_vocab: 'int32_t', n_ctx_train: 'int32_t', n_embd: 'int32_t',
       n_layer: 'int32_t', n_head: 'int32_t', n_head_kv: 'int32_t', token_bos: 'int32_t',
       token_eos: 'int32_t', token_eot: 'int32_t', reserved: 'int32_t',
+    }),
+    openStats: koffi.struct({
+      size: 'size_t', pack_source: 'int32_t', packed_matrices: 'int32_t', packed_bytes: 'int64_t',
+      map_ms: 'double', parse_ms: 'double', tensors_ms: 'double', pack_ms: 'double',
     }),
     message: koffi.struct({ role: 'const char *', content: 'const char *' }),
     sessionParams: koffi.struct({
@@ -141,6 +148,11 @@ function lib() {
     c.session_last_error = f('moonlm_session_last_error', 'int', [t.session, 'uint8_t *', 'size_t', sizeOut]);
   } catch {
     c.session_last_error = null;
+  }
+  try {
+    c.model_open_stats = f('moonlm_model_open_stats', 'int', [t.model, koffi.inout(P(t.openStats))]);
+  } catch {
+    c.model_open_stats = null;
   }
   const abi = c.abi_version();
   if (abi !== ABI_VERSION) {
@@ -334,6 +346,22 @@ class StopFilter {
 
 const KV_TYPES = { f16: 0, f32: 1 };
 
+// moonlm_pack_source, by value: the engine's names for where packed weights came from.
+const PACK_SOURCES = ['off', 'none', 'packed', 'packed+cache-write', 'cache-hit'];
+
+/**
+ * The C value (moonlm_pack_mode, moonlm_packed_cache_mode) of a tri-state
+ * open option: undefined, null or 'default' leave the choice to the library
+ * (its environment variables, else on). Numbers are refused: 1 and 0 would
+ * read as on/off but mean on/default in C.
+ */
+function switchValue(name, v) {
+  if (v == null || v === 'default') return 0;
+  if (v === true || v === 'on') return 1;
+  if (v === false || v === 'off') return 2;
+  throw invalid(`Model.open: ${name} must be true, false, 'default', 'on' or 'off', got ${String(v)}`);
+}
+
 /**
  * A GGUF model. Open with `await Model.open(path)`; close with close() (or
  * `using`). Sessions made from it stay usable after close(): the library
@@ -359,10 +387,13 @@ class Model {
 
   /**
    * Opens a model (on a worker thread). opts.threads: worker threads for its
-   * sessions (default one per core).
+   * sessions (default one per core). opts.pack, opts.packedCache: repack
+   * weights for the CPU's kernels, and keep them in the on-disk cache
+   * (true/'on', false/'off', 'default'); opts.packedCacheDir,
+   * opts.packedCacheBytes: the cache's folder and eviction budget.
    */
   static async open(file, opts = {}) {
-    const { c, t } = lib();
+    const { c } = lib();
     if (typeof file !== 'string') throw invalid('Model.open: path must be a string');
     const params = {};
     c.model_params_default(params);
@@ -371,6 +402,22 @@ class Model {
         throw invalid(`Model.open: threads must be an integer >= 0, got ${opts.threads}`);
       }
       params.n_threads = opts.threads;
+    }
+    params.pack = switchValue('pack', opts.pack);
+    params.packed_cache = switchValue('packedCache', opts.packedCache);
+    if (opts.packedCacheDir != null) {
+      if (typeof opts.packedCacheDir !== 'string' || opts.packedCacheDir.includes('\0')) {
+        throw invalid(`Model.open: packedCacheDir must be a string without NUL, got ${String(opts.packedCacheDir)}`);
+      }
+      params.packed_cache_dir = opts.packedCacheDir;
+    }
+    if (opts.packedCacheBytes != null) {
+      const b = opts.packedCacheBytes;
+      const ok = (typeof b === 'bigint' || Number.isSafeInteger(b)) && b >= 0 && BigInt(b) < (1n << 63n);
+      if (!ok) {
+        throw invalid(`Model.open: packedCacheBytes must be an integer in [0, 2**63) (0: the default), got ${String(b)}`);
+      }
+      params.packed_cache_bytes = BigInt(b);
     }
     const out = [null];
     const st = await callAsync(c.model_open, file, params, out);
@@ -413,6 +460,31 @@ class Model {
   get bosTokenId() { return this._info.token_bos < 0 ? null : this._info.token_bos; }
   get eosTokenId() { return this._info.token_eos < 0 ? null : this._info.token_eos; }
   get eotTokenId() { return this._info.token_eot < 0 ? null : this._info.token_eot; }
+
+  /**
+   * How the model was opened: packSource ('off', 'none' (nothing packable on
+   * this CPU), 'packed', 'packed+cache-write' or 'cache-hit'),
+   * packedMatrices, packedBytes, and each phase's time in milliseconds.
+   */
+  openStats() {
+    const { c, t } = lib();
+    if (!c.model_open_stats) {
+      throw new MoonlmError(Status.UNSUPPORTED, `openStats: ${lib().file} predates moonlm_model_open_stats; rebuild the library`);
+    }
+    const s = { size: koffi.sizeof(t.openStats) };
+    check(c.model_open_stats(this._handle('openStats'), s), 'openStats');
+    const packSource = PACK_SOURCES[s.pack_source];
+    if (packSource === undefined) throw new MoonlmError(Status.INTERNAL, `openStats: unknown pack source ${s.pack_source}`);
+    return {
+      packSource,
+      packedMatrices: s.packed_matrices,
+      packedBytes: Number(s.packed_bytes),
+      mapMs: s.map_ms,
+      parseMs: s.parse_ms,
+      tensorsMs: s.tensors_ms,
+      packMs: s.pack_ms,
+    };
+  }
 
   /** Whether token ends generation (EOS, EOT and the like). */
   isEog(token) {

@@ -117,6 +117,10 @@ int main(void) {
 	F(moonlm_model_params, pack); F(moonlm_model_params, packed_cache);
 	F(moonlm_model_params, packed_cache_dir); F(moonlm_model_params, packed_cache_bytes);
 	S(moonlm_model_info); F(moonlm_model_info, n_vocab); F(moonlm_model_info, token_eot);
+	S(moonlm_open_stats); F(moonlm_open_stats, pack_source); F(moonlm_open_stats, packed_matrices);
+	F(moonlm_open_stats, packed_bytes); F(moonlm_open_stats, map_ms); F(moonlm_open_stats, pack_ms);
+	printf("pack sources %d %d %d %d %d\n", MOONLM_PACK_SOURCE_OFF, MOONLM_PACK_SOURCE_NONE, MOONLM_PACK_SOURCE_PACKED,
+	       MOONLM_PACK_SOURCE_CACHE_WRITE, MOONLM_PACK_SOURCE_CACHE_HIT);
 	S(moonlm_session_params); F(moonlm_session_params, n_ctx); F(moonlm_session_params, kv_type); F(moonlm_session_params, flags);
 	S(moonlm_sampler_params); F(moonlm_sampler_params, temperature); F(moonlm_sampler_params, min_p);
 	F(moonlm_sampler_params, penalty_last_n); F(moonlm_sampler_params, seed);
@@ -130,6 +134,7 @@ int main(void) {
 	var (
 		mp  ModelParams
 		mi  ModelInfo
+		ost OpenStats
 		sp  SessionParams
 		smp SamplerParams
 		msg Message
@@ -145,6 +150,13 @@ moonlm_model_params.packed_cache_bytes %d
 moonlm_model_info %d
 moonlm_model_info.n_vocab %d
 moonlm_model_info.token_eot %d
+moonlm_open_stats %d
+moonlm_open_stats.pack_source %d
+moonlm_open_stats.packed_matrices %d
+moonlm_open_stats.packed_bytes %d
+moonlm_open_stats.map_ms %d
+moonlm_open_stats.pack_ms %d
+pack sources %d %d %d %d %d
 moonlm_session_params %d
 moonlm_session_params.n_ctx %d
 moonlm_session_params.kv_type %d
@@ -161,6 +173,9 @@ moonlm_status %d
 		unsafe.Offsetof(mp.Pack), unsafe.Offsetof(mp.PackedCache),
 		unsafe.Offsetof(mp.PackedCacheDir), unsafe.Offsetof(mp.PackedCacheBytes),
 		unsafe.Sizeof(mi), unsafe.Offsetof(mi.NVocab), unsafe.Offsetof(mi.EOT),
+		unsafe.Sizeof(ost), unsafe.Offsetof(ost.PackSource), unsafe.Offsetof(ost.PackedMatrices),
+		unsafe.Offsetof(ost.PackedBytes), unsafe.Offsetof(ost.MapMs), unsafe.Offsetof(ost.PackMs),
+		PackSourceOff, PackSourceNone, PackSourcePacked, PackSourceCacheWrite, PackSourceCacheHit,
 		unsafe.Sizeof(sp), unsafe.Offsetof(sp.NCtx), unsafe.Offsetof(sp.KVType), unsafe.Offsetof(sp.Flags),
 		unsafe.Sizeof(smp), unsafe.Offsetof(smp.Temperature), unsafe.Offsetof(smp.MinP),
 		unsafe.Offsetof(smp.PenaltyLastN), unsafe.Offsetof(smp.Seed),

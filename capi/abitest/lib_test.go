@@ -53,6 +53,22 @@ type ModelInfo struct {
 	NHead, NHeadKV, BOS, EOS, EOT, Reserv int32
 }
 
+type OpenStats struct {
+	Size                              uintptr
+	PackSource, PackedMatrices        int32
+	PackedBytes                       int64
+	MapMs, ParseMs, TensorsMs, PackMs float64
+}
+
+// moonlm_pack_source values.
+const (
+	PackSourceOff int32 = iota
+	PackSourceNone
+	PackSourcePacked
+	PackSourceCacheWrite
+	PackSourceCacheHit
+)
+
 type SessionParams struct {
 	Size                   uintptr
 	NCtx, NThreads, KVType int32
@@ -91,6 +107,7 @@ type Lib struct {
 	ModelOpenRaw       func(path unsafe.Pointer, p unsafe.Pointer, out unsafe.Pointer) int32
 	ModelFree          func(m uintptr) int32
 	ModelGetInfo       func(m uintptr, info *ModelInfo) int32
+	ModelOpenStats     func(m uintptr, stats *OpenStats) int32
 	ModelArchitecture  func(m uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
 	ModelChatTemplate  func(m uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
 	ModelIsEOG         func(m uintptr, tok int32) int32
@@ -149,6 +166,7 @@ func lib(t testing.TB) *Lib {
 		reg(&l.ModelOpenRaw, "moonlm_model_open")
 		reg(&l.ModelFree, "moonlm_model_free")
 		reg(&l.ModelGetInfo, "moonlm_model_get_info")
+		reg(&l.ModelOpenStats, "moonlm_model_open_stats")
 		reg(&l.ModelArchitecture, "moonlm_model_architecture")
 		reg(&l.ModelChatTemplate, "moonlm_model_chat_template")
 		reg(&l.ModelIsEOG, "moonlm_model_is_eog")
@@ -247,9 +265,25 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(childEnv); name != "" {
 		os.Exit(runChild(name))
 	}
+	// Models opened with default params must not fill the user's
+	// packed-weight cache: point it at a temporary folder (inherited by the
+	// library, loaded later, and by child processes).
+	cacheDir := ""
+	if os.Getenv("MOONLM_PACKED_CACHE_DIR") == "" {
+		d, err := os.MkdirTemp("", "moonlm-abitest-cache-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "abitest:", err)
+			os.Exit(2)
+		}
+		cacheDir = d
+		os.Setenv("MOONLM_PACKED_CACHE_DIR", d)
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
+	}
+	if cacheDir != "" {
+		os.RemoveAll(cacheDir)
 	}
 	os.Exit(code)
 }

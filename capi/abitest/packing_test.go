@@ -112,8 +112,11 @@ next:
 	return ""
 }
 
-// openPacked opens rel with the given packing settings, freed at cleanup.
-func openPacked(t *testing.T, l *Lib, rel string, pack, cache int32, dir string, budget uint64) uintptr {
+// openUse opens rel with the given packing settings, reads its open
+// stats and the logits of a short prompt, and frees it, which waits for
+// the engine to finish writing the cache entry (it writes in the
+// background while the model is in use).
+func openUse(t *testing.T, l *Lib, rel string, pack, cache int32, dir string, budget uint64) (OpenStats, []float32) {
 	t.Helper()
 	var p ModelParams
 	l.ModelParamsDefault(&p)
@@ -126,8 +129,19 @@ func openPacked(t *testing.T, l *Lib, rel string, pack, cache int32, dir string,
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	requireStatus(t, l, OK, l.ModelOpen(shareddata.Path(t, rel), &p, &m), "opening "+rel)
-	t.Cleanup(func() { l.ModelFree(m) })
-	return m
+	defer func() { requireStatus(t, l, OK, l.ModelFree(m), "model_free") }()
+	st := openStats(t, l, m)
+
+	var sp SessionParams
+	l.SessionParamsDefault(&sp)
+	sp.NCtx = 32
+	var s uintptr
+	requireStatus(t, l, OK, l.SessionNew(m, &sp, &s), "session_new")
+	defer func() { requireStatus(t, l, OK, l.SessionFree(s), "session_free") }()
+	toks := []int32{1, 40, 90, 200, 7, 311}
+	logits := make([]float32, modelInfo(t, l, m).NVocab)
+	requireStatus(t, l, OK, l.Prefill(s, &toks[0], uintptr(len(toks)), &logits[0], uintptr(len(logits))), "prefill")
+	return st, logits
 }
 
 // cacheFiles counts the regular files below dir.
@@ -144,41 +158,51 @@ func cacheFiles(t *testing.T, dir string) int {
 	return n
 }
 
-// packedLogits prefills a few tokens and returns the last logits.
-func packedLogits(t *testing.T, l *Lib, m uintptr) []float32 {
+// openStats returns moonlm_model_open_stats of m.
+func openStats(t *testing.T, l *Lib, m uintptr) OpenStats {
 	t.Helper()
-	s := newSession(t, l, m, 32, 0)
-	toks := []int32{1, 40, 90, 200, 7, 311}
-	logits := make([]float32, modelInfo(t, l, m).NVocab)
+	var s OpenStats
+	s.Size = unsafe.Sizeof(s)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	requireStatus(t, l, OK, l.Prefill(s, &toks[0], uintptr(len(toks)), &logits[0], uintptr(len(logits))), "prefill")
-	return logits
+	requireStatus(t, l, OK, l.ModelOpenStats(m, &s), "model_open_stats")
+	return s
 }
 
 // The packing settings reach the engine: packed_cache_dir receives an
 // entry, a second open reuses it, and packed_cache or pack off write none;
-// the logits are the same on every path.
+// moonlm_model_open_stats says which path each open took, and the logits
+// are the same on every path.
 func TestPackedCacheParamsReachEngine(t *testing.T) {
 	l := lib(t)
 	rel := packableModel(t)
 	const on, off = 1, 2
 
 	dir := t.TempDir()
-	cold := packedLogits(t, l, openPacked(t, l, rel, on, on, dir, 0))
+	st, cold := openUse(t, l, rel, on, on, dir, 0)
+	assert.Equal(t, PackSourceCacheWrite, st.PackSource, "cold open with the cache on: %+v", st)
+	assert.Positive(t, st.PackedMatrices)
+	assert.Positive(t, st.PackedBytes)
 	n := cacheFiles(t, dir)
 	require.Positive(t, n, "packed_cache_dir %s has no entry after a cold open with the cache on", dir)
-	warm := packedLogits(t, l, openPacked(t, l, rel, on, on, dir, 0))
+
+	warmStats, warm := openUse(t, l, rel, on, on, dir, 0)
+	assert.Equal(t, PackSourceCacheHit, warmStats.PackSource, "warm open: %+v", warmStats)
+	assert.Equal(t, st.PackedBytes, warmStats.PackedBytes)
+	assert.Equal(t, st.PackedMatrices, warmStats.PackedMatrices)
 	assert.Equal(t, n, cacheFiles(t, dir), "a warm open adds no entry")
 	assert.Equal(t, cold, warm, "warm (cached) open gives the cold open's logits")
 
 	noCache := t.TempDir()
-	mem := packedLogits(t, l, openPacked(t, l, rel, on, off, noCache, 0))
+	memStats, mem := openUse(t, l, rel, on, off, noCache, 0)
+	assert.Equal(t, PackSourcePacked, memStats.PackSource, "packed_cache off")
 	assert.Zero(t, cacheFiles(t, noCache), "packed_cache off writes nothing to packed_cache_dir")
 	assert.Equal(t, cold, mem, "packing in memory gives the cached path's logits")
 
 	noPack := t.TempDir()
-	plain := packedLogits(t, l, openPacked(t, l, rel, off, on, noPack, 0))
+	offStats, plain := openUse(t, l, rel, off, on, noPack, 0)
+	assert.Equal(t, PackSourceOff, offStats.PackSource, "pack off")
+	assert.Zero(t, offStats.PackedBytes)
 	assert.Zero(t, cacheFiles(t, noPack), "pack off caches nothing")
 	for i := range plain {
 		require.InDelta(t, plain[i], cold[i], 1e-3*(1+math.Abs(float64(plain[i]))), "logit %d packed vs unpacked", i)
@@ -194,16 +218,58 @@ func TestPackedCacheBudgetReachesEngine(t *testing.T) {
 	const on = 1
 
 	both := t.TempDir()
-	openPacked(t, l, first, on, on, both, 0)
+	openUse(t, l, first, on, on, both, 0)
 	n1 := cacheFiles(t, both)
-	openPacked(t, l, second, on, on, both, 0)
+	openUse(t, l, second, on, on, both, 0)
 	n2 := cacheFiles(t, both)
 	require.Greater(t, n2, n1, "a second model adds entries under the default budget")
 
 	tight := t.TempDir()
-	openPacked(t, l, first, on, on, tight, 1)
-	openPacked(t, l, second, on, on, tight, 1)
+	openUse(t, l, first, on, on, tight, 1)
+	openUse(t, l, second, on, on, tight, 1)
 	got := cacheFiles(t, tight)
 	assert.Positive(t, got, "the newest entry stays even when alone over budget")
 	assert.Less(t, got, n2, "a one-byte packed_cache_bytes evicts the older model's entry")
+}
+
+// moonlm_model_open_stats: a model without packable matrices, and misuse.
+func TestOpenStats(t *testing.T) {
+	l := lib(t)
+	var p ModelParams
+	l.ModelParamsDefault(&p)
+	p.Pack, p.PackedCache, p.PackedCacheDir = 1, 1, cstr(t.TempDir())
+	var m uintptr
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	requireStatus(t, l, OK, l.ModelOpen(shareddata.Path(t, stories), &p, &m), "open stories260K")
+	defer l.ModelFree(m)
+	s := openStats(t, l, m)
+	// stories260K is all F32, which has no packed layout.
+	assert.Equal(t, PackSourceNone, s.PackSource, "%+v", s)
+	assert.Zero(t, s.PackedMatrices)
+	assert.Zero(t, s.PackedBytes)
+	for _, ms := range []float64{s.MapMs, s.ParseMs, s.TensorsMs, s.PackMs} {
+		assert.True(t, ms >= 0 && ms < 600e3, "phase time %v ms", ms)
+	}
+	assert.Positive(t, s.MapMs+s.ParseMs+s.TensorsMs, "opening took some time")
+
+	requireStatus(t, l, InvalidArg, l.ModelOpenStats(m, nil), "stats NULL")
+	small := OpenStats{Size: 8}
+	requireStatus(t, l, InvalidArg, l.ModelOpenStats(m, &small), "stats too small")
+	assert.Contains(t, l.LastError(), "size")
+	for _, h := range append([]uintptr{0}, foreignHandles...) {
+		st := OpenStats{Size: unsafe.Sizeof(OpenStats{})}
+		requireStatus(t, l, InvalidArg, l.ModelOpenStats(h, &st), "foreign handle")
+	}
+	// A caller with a newer, larger struct: its unknown tail is left alone.
+	type newer struct {
+		OpenStats
+		Extra uint64
+	}
+	q := newer{Extra: 0xfeed}
+	q.Size = unsafe.Sizeof(q)
+	requireStatus(t, l, OK, l.ModelOpenStats(m, &q.OpenStats), "larger struct")
+	assert.Equal(t, uint64(0xfeed), q.Extra)
+	assert.Equal(t, unsafe.Sizeof(q), q.Size, "size left as given")
+	assert.Equal(t, PackSourceNone, q.PackSource)
 }

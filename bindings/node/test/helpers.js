@@ -6,7 +6,18 @@
 // The library is found as the package finds it; when MOONLM_LIBRARY is set
 // (as `make test-node` does) a library that fails to load fails the tests.
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
+
+// Models opened with default options must not fill the user's packed-weight
+// cache: point it at a temporary folder before the library is loaded (it
+// reads its environment when it loads).
+if (!process.env.MOONLM_PACKED_CACHE_DIR) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'moonlm-node-cache-'));
+  process.env.MOONLM_PACKED_CACHE_DIR = dir;
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+}
+
 const moonlm = require('..');
 
 const REPO = path.resolve(__dirname, '..', '..', '..');

@@ -7,13 +7,24 @@ reason when it is absent. The library is libmoonlm.so as the package finds it
 if MOONLM_LIBRARY is set and cannot be loaded that is a failure, not a skip.
 """
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
+
+# Models opened with default options must not fill the user's packed-weight
+# cache: point it at a temporary folder before the library is loaded (the
+# library reads its environment when it loads).
+if not os.environ.get("MOONLM_PACKED_CACHE_DIR"):
+    _cache_dir = tempfile.mkdtemp(prefix="moonlm-pytest-cache-")
+    os.environ["MOONLM_PACKED_CACHE_DIR"] = _cache_dir
+    atexit.register(shutil.rmtree, _cache_dir, True)
 
 
 def testdata_root():

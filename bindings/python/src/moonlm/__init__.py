@@ -25,7 +25,7 @@ from ._errors import (
     OutOfMemoryError,
     UnsupportedError,
 )
-from ._model import Model, Sampler, Session
+from ._model import Model, OpenStats, Sampler, Session
 
 __version__ = "0.1.0"
 
@@ -49,6 +49,7 @@ __all__ = [
     "Model",
     "Session",
     "Sampler",
+    "OpenStats",
     "MoonlmError",
     "InvalidArgumentError",
     "MoonlmIOError",

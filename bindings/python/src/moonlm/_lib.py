@@ -43,8 +43,19 @@ KV_F32 = 1
 SEED_RANDOM = (1 << 64) - 1
 
 
+PACK_DEFAULT, PACK_ON, PACK_OFF = 0, 1, 2  # moonlm_pack_mode and moonlm_packed_cache_mode
+
+
 class ModelParams(Structure):
-    _fields_ = [("size", c_size_t), ("n_threads", c_int32), ("flags", c_uint32)]
+    _fields_ = [
+        ("size", c_size_t),
+        ("n_threads", c_int32),
+        ("flags", c_uint32),
+        ("pack", c_int32),
+        ("packed_cache", c_int32),
+        ("packed_cache_dir", c_char_p),
+        ("packed_cache_bytes", c_uint64),
+    ]
 
 
 class ModelInfo(Structure):
@@ -61,6 +72,23 @@ class ModelInfo(Structure):
         ("token_eot", c_int32),
         ("reserved", c_int32),
     ]
+
+
+class OpenStats(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("pack_source", c_int32),
+        ("packed_matrices", c_int32),
+        ("packed_bytes", ctypes.c_int64),
+        ("map_ms", ctypes.c_double),
+        ("parse_ms", ctypes.c_double),
+        ("tensors_ms", ctypes.c_double),
+        ("pack_ms", ctypes.c_double),
+    ]
+
+
+# moonlm_pack_source, by value: the engine's names for where packed weights came from.
+PACK_SOURCES = ("off", "none", "packed", "packed+cache-write", "cache-hit")
 
 
 class Message(Structure):
@@ -141,6 +169,13 @@ _PROTOTYPES = {
 }
 
 
+# Compatible additions to ABI 1: a library built before them lacks the
+# symbol, and the attribute is then None.
+_OPTIONAL_PROTOTYPES = {
+    "moonlm_model_open_stats": (_status, [_handle, POINTER(OpenStats)]),
+}
+
+
 def _candidates() -> List[Path]:
     """Where to look for the library, in order of preference."""
     env = os.environ.get("MOONLM_LIBRARY")
@@ -178,6 +213,12 @@ class Library:
             fn.restype = restype
             fn.argtypes = argtypes
             setattr(self, name[len("moonlm_"):], fn)
+        for name, (restype, argtypes) in _OPTIONAL_PROTOTYPES.items():
+            opt = getattr(self.dll, name, None)
+            if opt is not None:
+                opt.restype = restype
+                opt.argtypes = argtypes
+            setattr(self, name[len("moonlm_"):], opt)
         abi = self.abi_version()
         if abi != ABI_VERSION:
             raise MoonlmError(

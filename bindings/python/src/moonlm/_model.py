@@ -16,13 +16,14 @@ from typing import (
     Iterator,
     List,
     Mapping,
+    NamedTuple,
     Optional,
     Sequence,
     Union,
 )
 
 from . import _lib as L
-from ._errors import ContextFullError, InvalidArgumentError
+from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
 from ._text import IncrementalDetokenizer, StopFilter
 
 _np: Any
@@ -36,6 +37,42 @@ Tokens = Union[Sequence[int], "array[int]", Any]
 Logits = Any  # numpy.ndarray (float32) when NumPy is installed, else array('f')
 
 _KV_TYPES = {"f16": L.KV_F16, "f32": L.KV_F32}
+
+# Tri-state open options (pack, packed_cache): None or "default" leaves the
+# choice to the library (its environment variables, else on).
+Switch = Union[None, bool, str]
+_SWITCHES: Dict[Any, int] = {
+    None: L.PACK_DEFAULT,
+    "default": L.PACK_DEFAULT,
+    True: L.PACK_ON,
+    "on": L.PACK_ON,
+    False: L.PACK_OFF,
+    "off": L.PACK_OFF,
+}
+
+
+class OpenStats(NamedTuple):
+    """Model.open_stats(): how a model was opened (times in milliseconds)."""
+
+    pack_source: str
+    packed_matrices: int
+    packed_bytes: int
+    map_ms: float
+    parse_ms: float
+    tensors_ms: float
+    pack_ms: float
+
+
+def _switch(name: str, v: Switch) -> int:
+    """The C value of a tri-state option; only bools, None and the three
+    names are accepted (1 or 0 would be ambiguous next to the C numbering)."""
+    if v is None or isinstance(v, (bool, str)):
+        c = _SWITCHES.get(v)
+        if c is not None:
+            return c
+    raise InvalidArgumentError(
+        1, f'Model: {name} must be None, True, False, "default", "on" or "off", got {v!r}'
+    )
 
 
 def _free_handle(free: Callable[[int], int], handle: int) -> None:
@@ -93,7 +130,28 @@ class Model:
     threads; give each thread its own Session.
     """
 
-    def __init__(self, path: PathLike, n_threads: Optional[int] = None):
+    def __init__(
+        self,
+        path: PathLike,
+        n_threads: Optional[int] = None,
+        *,
+        pack: Switch = None,
+        packed_cache: Switch = None,
+        packed_cache_dir: Optional[PathLike] = None,
+        packed_cache_bytes: Optional[int] = None,
+    ):
+        """Opens the model at path.
+
+        n_threads: the worker pool its sessions share (default one per core).
+        pack: repack weight matrices into the CPU kernels' faster layouts at
+        open (True/"on", False/"off", None/"default": on unless MOONLM_PACK=0).
+        packed_cache: keep packed weights in an on-disk cache so the next open
+        maps them (same values; default on unless MOONLM_PACKED_CACHE=0).
+        packed_cache_dir: the cache's own folder (default
+        $MOONLM_PACKED_CACHE_DIR, else ~/.cache/moonlm/packed).
+        packed_cache_bytes: the cache's eviction budget (default
+        $MOONLM_PACKED_CACHE_BYTES, else 8 GiB).
+        """
         self._lib = lib = L.lib()
         params = L.ModelParams()
         lib.model_params_default(ctypes.byref(params))
@@ -101,6 +159,22 @@ class Model:
             if n_threads < 0:
                 raise InvalidArgumentError(1, f"Model: n_threads must be >= 0, got {n_threads}")
             params.n_threads = n_threads
+        params.pack = _switch("pack", pack)
+        params.packed_cache = _switch("packed_cache", packed_cache)
+        if packed_cache_dir is not None:
+            params.packed_cache_dir = os.fsencode(packed_cache_dir)
+        if packed_cache_bytes is not None:
+            if (
+                isinstance(packed_cache_bytes, bool)
+                or not isinstance(packed_cache_bytes, int)
+                or not 0 <= packed_cache_bytes < 1 << 63
+            ):
+                raise InvalidArgumentError(
+                    1,
+                    "Model: packed_cache_bytes must be an int in [0, 2**63) (0: the default), "
+                    f"got {packed_cache_bytes!r}",
+                )
+            params.packed_cache_bytes = packed_cache_bytes
         handle = ctypes.c_void_p()
         bpath = os.fsencode(path)
         st = lib.model_open(bpath, ctypes.byref(params), ctypes.byref(handle))
@@ -156,6 +230,31 @@ class Model:
         return tb
 
     # -- facts ------------------------------------------------------------
+
+    def open_stats(self) -> "OpenStats":
+        """How the model was opened: where its packed weights came from
+        (pack_source: "off", "none" (nothing packable on this CPU),
+        "packed", "packed+cache-write" or "cache-hit"), how many matrices
+        and bytes are packed, and each phase's time in milliseconds."""
+        lib = self._lib
+        if lib.model_open_stats is None:
+            raise UnsupportedError(
+                4, f"open_stats: {lib.path} predates moonlm_model_open_stats; rebuild the library"
+            )
+        st = L.OpenStats()
+        st.size = ctypes.sizeof(L.OpenStats)
+        lib.check(lib.model_open_stats(self._h("open_stats"), ctypes.byref(st)), "open_stats")
+        if not 0 <= st.pack_source < len(L.PACK_SOURCES):
+            raise InternalError(10, f"open_stats: unknown pack source {st.pack_source}")
+        return OpenStats(
+            L.PACK_SOURCES[st.pack_source],
+            int(st.packed_matrices),
+            int(st.packed_bytes),
+            float(st.map_ms),
+            float(st.parse_ms),
+            float(st.tensors_ms),
+            float(st.pack_ms),
+        )
 
     @property
     def vocab_size(self) -> int:
