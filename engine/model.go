@@ -422,6 +422,9 @@ func (m *Model) Close() error {
 // Info describes the model.
 func (m *Model) Info() Info { return m.info }
 
+// File is the model's GGUF file (valid until Close).
+func (m *Model) File() *gguf.File { return m.f }
+
 // Tokenizer is the model's tokenizer.
 func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
 

@@ -17,8 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
@@ -34,6 +32,7 @@ func init() {
 
 const benchUsage = `usage: moonlm bench -m FILE [-t THREADS] [-p 512] [-n 128] [-r 5] [--pg P,N] [--json]
        [--membw] [--no-warmup] [--cpuprofile FILE] [--memprofile FILE]
+       [--pack auto|on|off] [--cache cold|warm|off[,...]]
 
 Measures, each phase on its own: opening the model (mapping, parse of the
 metadata and tensor table, model build), prefill of a P-token prompt from an
@@ -41,6 +40,13 @@ empty context (tokens/s and time to first token), decode of N tokens from an
 empty context one at a time without sampling (as llama-bench's tg), and with
 --pg P,N a P-token prefill followed by N decoded tokens. Results are medians
 over -r rounds, after one warm-up round. -p 0 or -n 0 skips that phase.
+
+Open reports the repacking of weights (--pack; auto follows MOONLM_PACK)
+and where the packed weights came from. --cache measures the open with the
+packed-weight cache in each listed state: cold (a fresh temporary cache),
+warm (a temporary cache filled by one open first) and off; the rest of the
+run then uses the last listed state. Without --cache the environment's
+cache settings apply.
 `
 
 // benchConfig is what one bench run measures.
@@ -55,13 +61,19 @@ type benchConfig struct {
 	Warmup   bool
 	MemBW    bool // also measure plain memory read bandwidth
 	Profile  io.Writer
+	Pack     engine.PackMode
+	Cache    []string // --cache states to measure the open in; the last one is used for the run
 }
 
 // benchOpen is the open phase, each step timed on its own.
 type benchOpen struct {
-	MapMS           float64 `json:"map_ms"`   // open(2), fstat, mmap
+	MapMS           float64 `json:"map_ms"`   // open(2), fstat, mmap (engine.Open)
 	ParseMS         float64 `json:"parse_ms"` // header, metadata index and tensor table (one pass in gguf.Parse)
-	BuildMS         float64 `json:"build_ms"` // engine.OpenFile: config, tokenizer, tensor checks, norms, worker pool
+	BuildMS         float64 `json:"build_ms"` // config, tokenizer, tensor checks, norms, worker pool
+	PackMS          float64 `json:"pack_ms"`  // repacking weights, or mapping them from the cache
+	PackSource      string  `json:"pack_source"`
+	PackedBytes     int64   `json:"packed_bytes"`
+	PackedMatrices  int     `json:"packed_matrices"`
 	SessionMS       float64 `json:"session_ms"`
 	RSSAfterOpen    int64   `json:"rss_after_open_bytes"`
 	RSSAfterSession int64   `json:"rss_after_session_bytes"`
@@ -81,8 +93,12 @@ type benchResult struct {
 	GOMAXPROCS          int    `json:"gomaxprocs"`
 	Rounds              int    `json:"rounds"`
 
-	OpenMS float64   `json:"open_ms"`
-	Open   benchOpen `json:"open"`
+	OpenMS     float64   `json:"open_ms"`
+	OpenPackMS float64   `json:"open_pack_ms"`
+	PackSource string    `json:"pack_source"` // engine.PackSource*: cache-hit, packed, packed+cache-write, off, none
+	Open       benchOpen `json:"open"`
+	// OpenCache is the open measured in each --cache state.
+	OpenCache []benchCacheOpen `json:"open_cache,omitempty"`
 
 	PromptTokens int       `json:"prompt_tokens"`
 	PrefillTokS  float64   `json:"prefill_tok_s"`
@@ -109,11 +125,87 @@ type benchResult struct {
 	BandwidthUse float64 `json:"bandwidth_ratio,omitempty"` // decode_weight_gb_s / mem_read_gb_s
 }
 
+// benchCacheOpen is one open of the model in a --cache state.
+type benchCacheOpen struct {
+	Cache        string  `json:"cache"` // cold, warm or off
+	OpenMS       float64 `json:"open_ms"`
+	PackMS       float64 `json:"open_pack_ms"`
+	PackSource   string  `json:"pack_source"`
+	RSSAfterOpen int64   `json:"rss_after_open_bytes"`
+	// CloseMS includes waiting for the background publish of a cold open.
+	CloseMS float64 `json:"close_ms"`
+}
+
+// benchCacheParams returns the cache parameters of a --cache state, with a
+// fresh temporary cache folder for cold and warm (cleanup removes it).
+func benchCacheParams(state string) (p engine.PackedCacheParams, cleanup func(), err error) {
+	switch state {
+	case "off":
+		return engine.PackedCacheParams{Mode: engine.CacheOff}, func() {}, nil
+	case "cold", "warm":
+		dir, err := os.MkdirTemp("", "moonlm-bench-cache-")
+		if err != nil {
+			return p, nil, fmt.Errorf("bench: --cache %s: %w", state, err)
+		}
+		return engine.PackedCacheParams{Mode: engine.CacheOn, Dir: dir}, func() { os.RemoveAll(dir) }, nil
+	}
+	return p, nil, fmt.Errorf("bench: --cache %q: want cold, warm or off", state)
+}
+
+// parsePackMode parses --pack.
+func parsePackMode(s string) (engine.PackMode, error) {
+	switch s {
+	case "auto", "":
+		return engine.PackDefault, nil
+	case "on":
+		return engine.PackOn, nil
+	case "off":
+		return engine.PackOff, nil
+	}
+	return 0, fmt.Errorf("--pack %q: want auto, on or off", s)
+}
+
+// benchOpenIn measures one open (and close) of the model in a cache state;
+// warm opens once beforehand to fill the cache.
+func benchOpenIn(cfg benchConfig, state string) (benchCacheOpen, error) {
+	r := benchCacheOpen{Cache: state}
+	cp, cleanup, err := benchCacheParams(state)
+	if err != nil {
+		return r, err
+	}
+	defer cleanup()
+	p := engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack, PackedCache: cp}
+	if state == "warm" {
+		m, err := engine.Open(cfg.Path, p)
+		if err != nil {
+			return r, fmt.Errorf("bench: filling the cache: %w", err)
+		}
+		if err := m.Close(); err != nil {
+			return r, fmt.Errorf("bench: filling the cache: %w", err)
+		}
+	}
+	t0 := time.Now()
+	m, err := engine.Open(cfg.Path, p)
+	if err != nil {
+		return r, fmt.Errorf("bench: open (cache %s): %w", state, err)
+	}
+	r.OpenMS = msSince(t0)
+	r.RSSAfterOpen = procStatus("VmRSS")
+	st := m.OpenStats()
+	r.PackMS, r.PackSource = st.PackMs, st.PackSource
+	t1 := time.Now()
+	if err := m.Close(); err != nil {
+		return r, fmt.Errorf("bench: close (cache %s): %w", state, err)
+	}
+	r.CloseMS = msSince(t1)
+	return r, nil
+}
+
 func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var cfg benchConfig
-	var pg, profile, memProfile string
+	var pg, profile, memProfile, pack, cache string
 	var asJSON, noWarmup bool
 	fs.StringVar(&cfg.Path, "m", "", "model file")
 	fs.IntVar(&cfg.Threads, "t", runtime.NumCPU(), "threads")
@@ -126,6 +218,8 @@ func runBench(args []string) error {
 	fs.BoolVar(&cfg.MemBW, "membw", false, "also measure plain memory read bandwidth")
 	fs.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the measured rounds to FILE")
 	fs.StringVar(&memProfile, "memprofile", "", "record every allocation and write the profile to FILE (finds what allocates per token)")
+	fs.StringVar(&pack, "pack", "auto", "repack weights at open: auto (MOONLM_PACK), on or off")
+	fs.StringVar(&cache, "cache", "", "packed-weight cache states to measure the open in: cold, warm, off (comma-separated)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(os.Stderr, benchUsage)
@@ -149,6 +243,19 @@ func runBench(args []string) error {
 		}
 	}
 	cfg.Warmup = !noWarmup
+	var err error
+	if cfg.Pack, err = parsePackMode(pack); err != nil {
+		return err
+	}
+	if cache != "" {
+		for _, c := range strings.Split(cache, ",") {
+			c = strings.TrimSpace(c)
+			if c != "cold" && c != "warm" && c != "off" {
+				return fmt.Errorf("--cache %q: want cold, warm or off (comma-separated)", c)
+			}
+			cfg.Cache = append(cfg.Cache, c)
+		}
+	}
 	if profile != "" {
 		f, err := os.Create(profile)
 		if err != nil {
@@ -189,28 +296,6 @@ func runBench(args []string) error {
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }
 
-// benchMap maps path read-only exactly as gguf.Open does, so mapping and
-// parsing can be timed apart.
-func benchMap(path string) ([]byte, error) {
-	fd, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() == 0 {
-		return nil, fmt.Errorf("%s: empty file", path)
-	}
-	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap %s: %w", path, err)
-	}
-	return data, nil
-}
-
 // benchRun opens the model and measures every phase cfg asks for.
 func benchRun(cfg benchConfig) (*benchResult, error) {
 	if cfg.Rounds < 1 || cfg.Prompt < 0 || cfg.Gen < 0 || cfg.Threads < 1 {
@@ -219,28 +304,49 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 	res := &benchResult{File: cfg.Path, Kernels: kernels.Variant, Threads: cfg.Threads,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), Rounds: cfg.Rounds}
 
+	params := engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack}
+	if len(cfg.Cache) > 0 {
+		for _, state := range cfg.Cache {
+			r, err := benchOpenIn(cfg, state)
+			if err != nil {
+				return nil, err
+			}
+			res.OpenCache = append(res.OpenCache, r)
+		}
+		// The run itself opens in the last state.
+		last := cfg.Cache[len(cfg.Cache)-1]
+		cp, cleanup, err := benchCacheParams(last)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		params.PackedCache = cp
+		if last == "warm" {
+			m, err := engine.Open(cfg.Path, params)
+			if err != nil {
+				return nil, fmt.Errorf("bench: filling the cache: %w", err)
+			}
+			if err := m.Close(); err != nil {
+				return nil, fmt.Errorf("bench: filling the cache: %w", err)
+			}
+		}
+		// Peak RSS should describe the run, not the opens above.
+		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	}
+
 	t0 := time.Now()
-	data, err := benchMap(cfg.Path)
+	m, err := engine.Open(cfg.Path, params)
 	if err != nil {
-		return nil, fmt.Errorf("bench: open: %w", err)
-	}
-	defer unix.Munmap(data)
-	res.Open.MapMS = msSince(t0)
-	t1 := time.Now()
-	f, err := gguf.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("bench: parse %s: %w", cfg.Path, err)
-	}
-	res.Open.ParseMS = msSince(t1)
-	t2 := time.Now()
-	m, err := engine.OpenFile(f, engine.ModelParams{Threads: cfg.Threads})
-	if err != nil {
-		return nil, fmt.Errorf("bench: %s: %w", cfg.Path, err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer m.Close()
-	res.Open.BuildMS = msSince(t2)
 	res.OpenMS = msSince(t0)
 	res.Open.RSSAfterOpen = procStatus("VmRSS")
+	st := m.OpenStats()
+	res.Open.MapMS, res.Open.ParseMS, res.Open.BuildMS, res.Open.PackMS = st.MapMs, st.ParseMs, st.TensorsMs, st.PackMs
+	res.Open.PackSource, res.Open.PackedBytes, res.Open.PackedMatrices = st.PackSource, st.PackedBytes, st.PackedMatrices
+	res.OpenPackMS, res.PackSource = st.PackMs, st.PackSource
+	f := m.File()
 	res.FileBytes = f.Size()
 	res.WeightBytesPerToken = decodeWeightBytes(f)
 	info := m.Info()
@@ -485,8 +591,13 @@ func (r *benchResult) writeText(w io.Writer) {
 	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
 	fmt.Fprintf(w, "model     %s (%s %q, %.1f MiB, %.1f MiB weights per token)\n", r.File, r.Arch, r.Name, mib(r.FileBytes), mib(r.WeightBytesPerToken))
 	fmt.Fprintf(w, "kernels   %s, %d threads (GOMAXPROCS %d), medians of %d rounds\n", r.Kernels, r.Threads, r.GOMAXPROCS, r.Rounds)
-	fmt.Fprintf(w, "open      %.1f ms (map %.2f, parse %.2f, build %.1f; session %.1f); RSS after open %.1f MiB\n",
-		r.OpenMS, r.Open.MapMS, r.Open.ParseMS, r.Open.BuildMS, r.Open.SessionMS, mib(r.Open.RSSAfterOpen))
+	fmt.Fprintf(w, "open      %.1f ms (map %.2f, parse %.2f, build %.1f, pack %.1f; session %.1f); RSS after open %.1f MiB\n",
+		r.OpenMS, r.Open.MapMS, r.Open.ParseMS, r.Open.BuildMS, r.Open.PackMS, r.Open.SessionMS, mib(r.Open.RSSAfterOpen))
+	fmt.Fprintf(w, "packing   %s: %d matrices, %.1f MiB\n", r.PackSource, r.Open.PackedMatrices, mib(r.Open.PackedBytes))
+	for _, c := range r.OpenCache {
+		fmt.Fprintf(w, "open %-5s %.1f ms (pack %.1f, %s), RSS after open %.1f MiB, close %.1f ms\n",
+			c.Cache, c.OpenMS, c.PackMS, c.PackSource, mib(c.RSSAfterOpen), c.CloseMS)
+	}
 	if r.PromptTokens > 0 {
 		fmt.Fprintf(w, "pp%-6d  %.2f tok/s, time to first token %.1f ms (open to first token %.1f ms)\n", r.PromptTokens, r.PrefillTokS, r.TTFTMS, r.OpenToFirstTok)
 	}

@@ -19,6 +19,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestMain keeps the tests out of the user's packed-weight cache: unless
+// MOONLM_PACKED_CACHE_DIR names one, it lives in a temporary folder.
+func TestMain(m *testing.M) {
+	if os.Getenv("MOONLM_PACKED_CACHE_DIR") == "" {
+		if dir, err := os.MkdirTemp("", "moonlm-cli-test-cache-"); err == nil {
+			os.Setenv("MOONLM_PACKED_CACHE_DIR", dir)
+			code := m.Run()
+			os.RemoveAll(dir)
+			os.Exit(code)
+		}
+	}
+	os.Exit(m.Run())
+}
+
 // TestBenchStories260KJSON runs the bench logic on the real stories260K with
 // tiny phases and checks that every field the issue asks for is present in
 // the JSON and plausible.
@@ -233,4 +247,40 @@ func TestLlama3RopeFreqs(t *testing.T) {
 	for i := 1; i < len(f); i++ {
 		assert.GreaterOrEqual(t, f[i], f[i-1])
 	}
+}
+
+// TestBenchPackedCacheStates measures the open of a small Q4_K_M model in
+// each --cache state: cold packs and publishes, warm maps the entry, off
+// packs in memory; the JSON carries open_pack_ms and pack_source.
+func TestBenchPackedCacheStates(t *testing.T) {
+	if kernels.Packed(gguf.Q4_K) == nil {
+		t.Skipf("no packed q4_K layout in the %s kernels of this CPU", kernels.Variant)
+	}
+	vocab := shareddata.Path(t, "vocab/ggml-vocab-smollm2.gguf")
+	out := filepath.Join(t.TempDir(), "bench.gguf")
+	_, err := makeBenchModel(out, vocab, "q4_k_m", benchShape{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512}, 7, 2)
+	require.NoError(t, err)
+	res, err := benchRun(benchConfig{Path: out, Threads: 2, Prompt: 4, Gen: 2, Rounds: 1,
+		Cache: []string{"cold", "warm", "off"}})
+	require.NoError(t, err)
+	require.Len(t, res.OpenCache, 3)
+	want := map[string]string{"cold": engine.PackSourceCacheWrite, "warm": engine.PackSourceCacheHit, "off": engine.PackSourcePacked}
+	for _, c := range res.OpenCache {
+		assert.Equal(t, want[c.Cache], c.PackSource, c.Cache)
+		assert.Greater(t, c.OpenMS, 0.0, c.Cache)
+		assert.LessOrEqual(t, c.PackMS, c.OpenMS, c.Cache)
+	}
+	// The run itself used the last state.
+	assert.Equal(t, engine.PackSourcePacked, res.PackSource)
+	assert.Equal(t, 2*7+1, res.Open.PackedMatrices, "every layer matrix and the tied head")
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(b, &obj))
+	assert.Contains(t, obj, "open_pack_ms")
+	assert.Equal(t, engine.PackSourcePacked, obj["pack_source"])
+
+	res, err = benchRun(benchConfig{Path: out, Threads: 1, Prompt: 0, Gen: 1, Rounds: 1, Pack: engine.PackOff})
+	require.NoError(t, err)
+	assert.Equal(t, engine.PackSourceOff, res.PackSource)
 }

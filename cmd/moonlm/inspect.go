@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,13 +13,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
 )
 
 func init() {
 	register(&command{
 		name:    "inspect",
-		summary: "show a GGUF file's header, metadata and tensors (FILE [--json])",
+		summary: "show a GGUF file's header, metadata and tensors (FILE [--json] [--packed])",
 		run:     runInspect,
 	})
 }
@@ -28,27 +31,35 @@ const arrayHead = 6
 
 func runInspect(args []string) error {
 	var path string
-	asJSON := false
+	asJSON, packed := false, false
+	const usage = "usage: moonlm inspect FILE [--json] [--packed]"
 	for _, a := range args {
 		switch a {
 		case "--json", "-json":
 			asJSON = true
+		case "--packed", "-packed":
+			packed = true
 		case "-h", "--help":
-			fmt.Fprintln(os.Stderr, "usage: moonlm inspect FILE [--json]")
+			fmt.Fprintln(os.Stderr, usage+"\n\n--packed lists the weight matrices that opening the model repacks with this CPU's kernels.")
 			return nil
 		default:
 			if strings.HasPrefix(a, "-") || path != "" {
-				return fmt.Errorf("usage: moonlm inspect FILE [--json] (unexpected %q)", a)
+				return fmt.Errorf("%s (unexpected %q)", usage, a)
 			}
 			path = a
 		}
 	}
 	if path == "" {
-		return fmt.Errorf("usage: moonlm inspect FILE [--json]")
+		return errors.New(usage)
 	}
 	rep, err := inspectFile(path)
 	if err != nil {
 		return err
+	}
+	if packed {
+		if err := rep.addPacked(path); err != nil {
+			return err
+		}
 	}
 	if asJSON {
 		b, err := rep.json()
@@ -74,6 +85,35 @@ type inspectReport struct {
 	NParams     int64            `json:"n_params"`
 	TotalBytes  int64            `json:"tensor_bytes"`
 	BytesByType map[string]int64 `json:"bytes_per_type"`
+	// With --packed: the matrices opening the model repacks with this
+	// CPU's kernel variant.
+	PackedKernels string         `json:"packed_kernels,omitempty"`
+	Packed        []packedTensor `json:"packed,omitempty"`
+	PackedBytes   int64          `json:"packed_bytes,omitempty"`
+}
+
+type packedTensor struct {
+	Name   string `json:"name"`
+	Layout string `json:"layout"`
+	Bytes  int    `json:"bytes"`
+}
+
+// addPacked loads the model (without packing or touching the cache) to
+// list the matrices that a normal open would repack.
+func (r *inspectReport) addPacked(path string) error {
+	m, err := engine.Open(path, engine.ModelParams{Threads: 1, Pack: engine.PackOff,
+		PackedCache: engine.PackedCacheParams{Mode: engine.CacheOff}})
+	if err != nil {
+		return fmt.Errorf("inspect --packed: %w", err)
+	}
+	defer m.Close()
+	r.PackedKernels = kernels.Variant
+	r.Packed = []packedTensor{}
+	for _, t := range m.PackedTensors() {
+		r.Packed = append(r.Packed, packedTensor{t.Name, t.Layout, t.Bytes})
+		r.PackedBytes += int64(t.Bytes)
+	}
+	return nil
 }
 
 // json returns the report as indented JSON (without HTML escaping, so
@@ -286,6 +326,13 @@ func (r *inspectReport) writeText(w io.Writer) error {
 	}
 	for _, t := range r.Tensors {
 		fmt.Fprintf(&b, "  %-*s  %-7s  %-22s  %12d  %12d\n", nw, t.Name, t.Type, shapeText(t.Shape), t.Bytes, t.Offset)
+	}
+
+	if r.Packed != nil {
+		fmt.Fprintf(&b, "\npacked at open with the %s kernels (%d matrices, %d bytes):\n", r.PackedKernels, len(r.Packed), r.PackedBytes)
+		for _, t := range r.Packed {
+			fmt.Fprintf(&b, "  %-*s  %-14s  %12d\n", nw, t.Name, t.Layout, t.Bytes)
+		}
 	}
 
 	fmt.Fprintf(&b, "\ntotals:\n  parameters:   %d\n  tensor bytes: %d\n", r.NParams, r.TotalBytes)

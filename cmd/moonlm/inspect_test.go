@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
+	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -81,4 +84,32 @@ func TestInspectErrors(t *testing.T) {
 	assert.Error(t, runInspect([]string{"--bogus", "a.gguf"}))
 	err := runInspect([]string{"does-not-exist.gguf"})
 	assert.ErrorContains(t, err, "does-not-exist.gguf")
+}
+
+// TestInspectPacked lists the matrices an open repacks: on a Q8_0 model
+// every layer matrix and the tied head, never token_embd for lookups.
+func TestInspectPacked(t *testing.T) {
+	if kernels.Packed(gguf.Q8_0) == nil {
+		t.Skipf("no packed q8_0 layout in the %s kernels of this CPU", kernels.Variant)
+	}
+	vocab := shareddata.Path(t, "vocab/ggml-vocab-smollm2.gguf")
+	out := filepath.Join(t.TempDir(), "m.gguf")
+	_, err := makeBenchModel(out, vocab, "q8_0", benchShape{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512}, 3, 2)
+	require.NoError(t, err)
+	rep, err := inspectFile(out)
+	require.NoError(t, err)
+	require.NoError(t, rep.addPacked(out))
+	assert.Equal(t, kernels.Variant, rep.PackedKernels)
+	require.Len(t, rep.Packed, 2*7+1)
+	l := kernels.Packed(gguf.Q8_0)
+	var sum int64
+	for _, p := range rep.Packed {
+		assert.Equal(t, l.Name, p.Layout, p.Name)
+		sum += int64(p.Bytes)
+	}
+	assert.Equal(t, sum, rep.PackedBytes)
+	assert.Equal(t, "token_embd.weight (tied output)", rep.Packed[len(rep.Packed)-1].Name)
+	var b strings.Builder
+	require.NoError(t, rep.writeText(&b))
+	assert.Contains(t, b.String(), "packed at open with the "+kernels.Variant+" kernels (15 matrices")
 }
