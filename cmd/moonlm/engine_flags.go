@@ -18,6 +18,8 @@ type engineFlags struct {
 	threads int
 	ctx     int
 	kvF32   bool
+	pack    string
+	cache   string
 }
 
 func (f *engineFlags) register(fs *flag.FlagSet, defCtx int) {
@@ -28,14 +30,39 @@ func (f *engineFlags) register(fs *flag.FlagSet, defCtx int) {
 	fs.IntVar(&f.ctx, "c", defCtx, "context size in `tokens` (0 = the model's)")
 	fs.IntVar(&f.ctx, "ctx-size", defCtx, "context size in `tokens` (same as -c)")
 	fs.BoolVar(&f.kvF32, "kv-f32", false, "keep the KV cache in f32 instead of f16")
+	fs.StringVar(&f.pack, "pack", "auto", "repack weights for faster kernels: auto (MOONLM_PACK), on or off")
+	fs.StringVar(&f.cache, "packed-cache", "auto", "keep packed weights in the on-disk cache: auto (MOONLM_PACKED_CACHE), on or off")
+}
+
+// modelParams turns the flags into engine.ModelParams.
+func (f *engineFlags) modelParams() (engine.ModelParams, error) {
+	p := engine.ModelParams{Threads: f.threads}
+	var err error
+	if p.Pack, err = parsePackMode(f.pack); err != nil {
+		return p, err
+	}
+	switch f.cache {
+	case "auto", "":
+	case "on":
+		p.PackedCache.Mode = engine.CacheOn
+	case "off":
+		p.PackedCache.Mode = engine.CacheOff
+	default:
+		return p, fmt.Errorf("--packed-cache %q: want auto, on or off", f.cache)
+	}
+	return p, nil
 }
 
 func (f *engineFlags) open() (*engine.Model, error) {
 	if f.model == "" {
 		return nil, fmt.Errorf("no model: give -m FILE")
 	}
+	p, err := f.modelParams()
+	if err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
-	m, err := engine.Open(f.model, engine.ModelParams{Threads: f.threads})
+	m, err := engine.Open(f.model, p)
 	if err != nil {
 		return nil, err
 	}
