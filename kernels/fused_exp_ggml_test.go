@@ -1,0 +1,126 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The tests here compare with ggml's own outputs (fused_exp_data_test.go,
+// made by fused_exp_gen.py from the CPU functions libggml-cpu exports), on
+// every kernel set: each must reproduce ggml's AVX-512 results bit for bit.
+
+func f32s(b []uint32) []float32 {
+	out := make([]float32, len(b))
+	for i, v := range b {
+		out[i] = math.Float32frombits(v)
+	}
+	return out
+}
+
+func forVariants(t *testing.T, f func(t *testing.T)) {
+	prev := Variant
+	defer func() { _ = SetVariant(prev) }()
+	for _, v := range Variants() {
+		require.NoError(t, SetVariant(v))
+		t.Run(v, f)
+	}
+}
+
+// TestExpGGML checks ExpGGML and the vector exp against ggml_v_expf, and
+// the 16-value chunk sum against the sum ggml's softmax returns.
+func TestExpGGML(t *testing.T) {
+	for _, r := range ggmlExpRows {
+		x, want := f32s(r.x[:]), f32s(r.y[:])
+		var chunk [16]float32
+		for i, v := range x {
+			chunk[i] = ExpGGML(v)
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(chunk[i]), "ExpGGML(%v)", v)
+		}
+		if s := math.Float64frombits(r.sum); !math.IsInf(s, 0) {
+			require.Equal(t, s, float64(sum16(&chunk)), "sum of exp(%v)", x)
+		}
+	}
+	forVariants(t, func(t *testing.T) {
+		for _, r := range ggmlExpRows {
+			x := f32s(r.x[:])
+			done := expSubVec(x, 0)
+			for i := range done {
+				require.Equal(t, r.y[i], math.Float32bits(x[i]), "exp(%v)", math.Float32frombits(r.x[i]))
+			}
+		}
+	})
+}
+
+// TestFastSoftmaxGGML checks whole attention rows against ggml's softmax.
+func TestFastSoftmaxGGML(t *testing.T) {
+	forVariants(t, func(t *testing.T) {
+		for _, r := range ggmlSoftmax {
+			x := f32s(r.x)
+			FastSoftmax(x)
+			assert.Equal(t, f32s(r.y), x, "row of %d", len(x))
+		}
+	})
+}
+
+// TestFastSwiGLUGGML checks 52 values (48 through ggml's vector path, the
+// last 4 through libm's expf) against ggml_vec_swiglu_f32.
+func TestFastSwiGLUGGML(t *testing.T) {
+	forVariants(t, func(t *testing.T) {
+		for _, r := range ggmlSwiGLU {
+			g, u := f32s(r.g), f32s(r.u)
+			FastSwiGLU(g, g, u)
+			assert.Equal(t, f32s(r.y), g)
+		}
+	})
+}
+
+// TestAttnDotF16RowsSingleGGML checks the one-token attention dot against
+// ggml_vec_dot_f16: whole vectors (a multiple of 64 or not) and vectors
+// zero past their first values (rows over padded KV cells).
+func TestAttnDotF16RowsSingleGGML(t *testing.T) {
+	forVariants(t, func(t *testing.T) {
+		for _, r := range ggmlDotF16 {
+			pad := len(r.x) < r.n
+			y := make([]float32, 1)
+			AttnDotF16RowsSingle(r.x, r.y, len(r.y), y, pad)
+			assert.Equal(t, r.dot, math.Float32bits(y[0]), "n %d of %d", len(r.x), r.n)
+		}
+	})
+}
+
+// TestAttnDotF16RowsVariants checks that every kernel set computes both
+// attention dots (tinyBLAS order, and ggml_vec_dot_f16 order with and
+// without padding) bit for bit as the pure-Go definitions, over lengths
+// around the 16- and 64-value steps and strided rows.
+func TestAttnDotF16RowsVariants(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	forVariants(t, func(t *testing.T) {
+		for _, n := range []int{1, 5, 15, 16, 17, 33, 63, 64, 65, 100, 128, 129, 200, 256} {
+			const m = 7
+			stride := n + 3
+			x := make([]uint16, n)
+			rows := make([]uint16, (m-1)*stride+n)
+			for i := range x {
+				x[i] = F32ToF16(float32(r.NormFloat64()))
+			}
+			for i := range rows {
+				rows[i] = F32ToF16(float32(r.NormFloat64()))
+			}
+			got := make([]float32, m)
+			AttnDotF16Rows(x, rows, stride, got)
+			for i := range got {
+				require.Equal(t, attnDotF16Generic(x, rows[i*stride:i*stride+n]), got[i], "tinyBLAS order, n %d row %d", n, i)
+			}
+			for _, pad := range []bool{false, true} {
+				AttnDotF16RowsSingle(x, rows, stride, got, pad)
+				for i := range got {
+					require.Equal(t, attnDotF16SingleGeneric(x, rows[i*stride:i*stride+n], pad), got[i], "vec_dot order, pad %v, n %d row %d", pad, n, i)
+				}
+			}
+		}
+	})
+}
