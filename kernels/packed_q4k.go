@@ -29,7 +29,7 @@ import (
 // operands of two VPDPBUSD (16 rows x 4 values each) whose activation
 // operands are 4 consecutive q8_K bytes broadcast to every lane. The packed
 // block is 2368 bytes against 16*144 = 2304 for the GGUF rows (+2.8%),
-// which keeps decode, which streams the same bytes, as fast as before.
+// so decode, which streams the same bytes, stays at least as fast.
 const (
 	q4kPackedRows  = 16
 	q4kPackedBlock = 2368
@@ -54,8 +54,9 @@ var packedQ4KBase = PackedLayout{
 func packedQ4KGroupBytes(cols int) int { return cols / qkK * q4kPackedBlock }
 
 // packQ4K interleaves 16 q4_K rows (src, RowBytes(Q4_K, cols) bytes each)
-// into dst (packedQ4KGroupBytes(cols) bytes). It moves whole 32-bit words
-// of nibbles, so it runs at memory speed and allocates nothing.
+// into dst (packedQ4KGroupBytes(cols) bytes). It runs at model open over
+// every q4_K matrix, so it works on whole words (4 scales or mins, 8 bytes
+// of nibbles at a time) and allocates nothing.
 func packQ4K(dst, src []byte, cols int) {
 	nb := cols / qkK
 	rb := nb * bytesQ4K

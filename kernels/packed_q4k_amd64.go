@@ -25,7 +25,6 @@ func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
 var packedQ4KAVX512 = func() *PackedLayout {
 	l := packedQ4KBase
 	l.Dot = dotPackedQ4KAVX512
-	l.MaxTok = 8
 	return &l
 }()
 
@@ -34,7 +33,7 @@ var _ = registerPacked("avx512", packedQ4KAVX512)
 // dotPackedQ4KAVX512 checks the bounds once and runs the 8-, 4- and
 // 1-token kernels over the tokens, largest first.
 func dotPackedQ4KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ4K(cols, g, x, xStride, nTok, 8, y, yStride)
+	checkPackedQ4K(cols, g, x, xStride, nTok, packedQ4KBase.MaxTok, y, yStride)
 	nb := cols / qkK
 	if nb == 0 {
 		for t := range nTok {
