@@ -15,10 +15,22 @@ func packedQ4KDot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystr
 //go:noescape
 func packedQ4KDot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 
-// packedQ4KDot1AVX512 is packedQ4KDot4AVX512 for one token.
+// packedQ4KDot1AVX512 is packedQ4KDot8AVX512 for one token.
 //
 //go:noescape
 func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
+
+// The GFNI forms of the kernels above (same contracts): one
+// VGF2P8AFFINEQB replaces the shift and AND of each high-nibble operand.
+//
+//go:noescape
+func packedQ4KDot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
 
 // packedQ4KAVX512 is the q4_K layout with the VNNI kernels, for the avx512
 // variant.
@@ -44,15 +56,30 @@ func dotPackedQ4KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, y
 	gp := unsafe.SliceData(g)
 	xp := unsafe.Pointer(unsafe.SliceData(x))
 	yp := unsafe.Pointer(unsafe.SliceData(y))
+	gf := packedQ4KGFNI
 	t := 0
-	if nTok == 8 {
-		packedQ4KDot8AVX512(gp, nb, (*byte)(xp), xStride, (*float32)(yp), yStride)
-		return
+	for ; t+8 <= nTok; t += 8 {
+		xt, yt := (*byte)(unsafe.Add(xp, t*xStride)), (*float32)(unsafe.Add(yp, 4*t*yStride))
+		if gf {
+			packedQ4KDot8GFNI(gp, nb, xt, xStride, yt, yStride)
+		} else {
+			packedQ4KDot8AVX512(gp, nb, xt, xStride, yt, yStride)
+		}
 	}
 	for ; t+4 <= nTok; t += 4 {
-		packedQ4KDot4AVX512(gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), xStride, (*float32)(unsafe.Add(yp, 4*t*yStride)), yStride)
+		xt, yt := (*byte)(unsafe.Add(xp, t*xStride)), (*float32)(unsafe.Add(yp, 4*t*yStride))
+		if gf {
+			packedQ4KDot4GFNI(gp, nb, xt, xStride, yt, yStride)
+		} else {
+			packedQ4KDot4AVX512(gp, nb, xt, xStride, yt, yStride)
+		}
 	}
 	for ; t < nTok; t++ {
-		packedQ4KDot1AVX512(gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), (*float32)(unsafe.Add(yp, 4*t*yStride)))
+		xt, yt := (*byte)(unsafe.Add(xp, t*xStride)), (*float32)(unsafe.Add(yp, 4*t*yStride))
+		if gf {
+			packedQ4KDot1GFNI(gp, nb, xt, yt)
+		} else {
+			packedQ4KDot1AVX512(gp, nb, xt, yt)
+		}
 	}
 }

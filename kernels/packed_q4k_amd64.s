@@ -3,14 +3,19 @@
 // activation bytes of one token broadcast from memory and adds 16 rows x 4
 // products; nothing is summed horizontally. Per sub-block and token the
 // exact int32 dot is converted to float and accumulated times d*scale of
-// each row (an integer VPMULLD by the scales and VPADDD measured ~7%
-// slower); per block and token the mins term comes from the
+// each row (VPMULLD by the scales measured slower: it is two uops on the
+// port VPDPBUSD needs); per block and token the mins term comes from the
 // q8_K bsums (pair sums by VPHADDW, then VPDPWSSD against the rows' min
 // pairs) and the token's accumulator gets dy * (sum - dmin*summ).
 //
 // Registers: Z0..Z3 weight operands (min pairs at block end), Z4+t the
 // sub-block int32 dot of token t, Z12+t its block sum (float), Z20+t its
-// total, Z28 d*scale of the sub-block, Z29 d, Z30 dmin, Z31 0x0f bytes.
+// total, Z28 d*scale of the sub-block, Z29 d, Z30 the GFNI nibble matrix
+// (GFNI kernels), Z31 0x0f bytes; at block end Z4, Z5 temporaries and Z6
+// dmin.
+//
+// Each kernel exists for 8, 4 and 1 tokens, and in two forms: AVX512 (F,
+// BW, VL, VNNI) and GFNI (the same plus GFNI for the nibble shift).
 
 #include "textflag.h"
 
@@ -28,6 +33,17 @@
 	VPANDD    Z31, Z1, Z1 \
 	VPANDD    Z31, Z2, Z2 \
 	VPANDD    Z31, Z3, Z3
+
+// WHALF with GFNI: one VGF2P8AFFINEQB by the matrix in Z30 moves each
+// byte's high nibble down and clears the rest, instead of a shift and an
+// AND (one vector uop less per 64 bytes; 4-10% faster).
+#define WHALFGF(off) \
+	VMOVDQU64      off+0(SI), Z0 \
+	VMOVDQU64      off+64(SI), Z2 \
+	VGF2P8AFFINEQB $0, Z30, Z0, Z1 \
+	VGF2P8AFFINEQB $0, Z30, Z2, Z3 \
+	VPANDD         Z31, Z0, Z0 \
+	VPANDD         Z31, Z2, Z2
 
 // ACC += the dot of Z0..Z3 with 16 quants at q(P), 4 broadcast per lane.
 #define DOT4(q, P, ACC) \
@@ -47,13 +63,14 @@
 	VCVTDQ2PS   ACC, ACC \
 	VFMADD231PS Z28, ACC, FB
 
-// Block prologue: Z29 = d, Z30 = dmin of the 16 rows.
+// Block prologue: Z29 = d of the 16 rows.
 #define BLKD \
-	VCVTPH2PS 0(SI), Z29 \
-	VCVTPH2PS 32(SI), Z30
+	VCVTPH2PS 0(SI), Z29
 
-// Z0..Z3 = the rows' min pairs (m0,m1), (m2,m3), (m4,m5), (m6,m7) as words.
+// Block epilogue, all tokens: Z0..Z3 = the rows' min pairs (m0,m1),
+// (m2,m3), (m4,m5), (m6,m7) as words, Z6 = dmin.
 #define BLKMINS \
+	VCVTPH2PS 32(SI), Z6 \
 	VPMOVZXBW 192(SI), Z0 \
 	VPMOVZXBW 224(SI), Z1 \
 	VPMOVZXBW 256(SI), Z2 \
@@ -73,7 +90,7 @@
 	VPDPWSSD.BCST    tmp+16(SP), Z2, Z5 \
 	VPDPWSSD.BCST    tmp+20(SP), Z3, Z5 \
 	VCVTDQ2PS        Z5, Z5 \
-	VFNMADD231PS     Z30, Z5, FB \
+	VFNMADD231PS     Z6, Z5, FB \
 	VFMADD231PS.BCST 0(P), FB, FACC \
 	VPXORD           FB, FB, FB
 
@@ -81,39 +98,39 @@
 // y[t*ystride+r] = dot(row r of the packed group w, token t) for r < 16,
 // t < 8; nb > 0 blocks; tokens xstride bytes apart, ystride in floats.
 TEXT ·packedQ4KDot8AVX512(SB), NOSPLIT, $256-48
-	MOVL $0x0f0f0f0f, AX
+	MOVL         $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
-	MOVQ w+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ x+16(FP), R8
-	MOVQ xstride+24(FP), DX
-	LEAQ (R8)(DX*1), R9
-	LEAQ (R9)(DX*1), R10
-	LEAQ (R10)(DX*1), R11
-	LEAQ (R11)(DX*1), R12
-	LEAQ (R12)(DX*1), R13
-	LEAQ (R13)(DX*1), AX
-	LEAQ (AX)(DX*1), BX
-	MOVQ y+32(FP), DI
-	MOVQ ystride+40(FP), DX
-	VPXORD Z12, Z12, Z12
-	VPXORD Z20, Z20, Z20
-	VPXORD Z13, Z13, Z13
-	VPXORD Z21, Z21, Z21
-	VPXORD Z14, Z14, Z14
-	VPXORD Z22, Z22, Z22
-	VPXORD Z15, Z15, Z15
-	VPXORD Z23, Z23, Z23
-	VPXORD Z16, Z16, Z16
-	VPXORD Z24, Z24, Z24
-	VPXORD Z17, Z17, Z17
-	VPXORD Z25, Z25, Z25
-	VPXORD Z18, Z18, Z18
-	VPXORD Z26, Z26, Z26
-	VPXORD Z19, Z19, Z19
-	VPXORD Z27, Z27, Z27
+	MOVQ         w+0(FP), SI
+	MOVQ         nb+8(FP), CX
+	MOVQ         x+16(FP), R8
+	MOVQ         xstride+24(FP), DX
+	LEAQ         (R8)(DX*1), R9
+	LEAQ         (R9)(DX*1), R10
+	LEAQ         (R10)(DX*1), R11
+	LEAQ         (R11)(DX*1), R12
+	LEAQ         (R12)(DX*1), R13
+	LEAQ         (R13)(DX*1), AX
+	LEAQ         (AX)(DX*1), BX
+	MOVQ         y+32(FP), DI
+	MOVQ         ystride+40(FP), DX
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z23, Z23, Z23
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z25, Z25, Z25
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z26, Z26, Z26
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z27, Z27, Z27
 
-pq4k8blk:
+pq4k8avx512:
 	BLKD
 	SUBSCALE(0)
 	VPXORD Z4, Z4, Z4
@@ -414,22 +431,22 @@ pq4k8blk:
 	ADDQ $Q8K_BLOCK, AX
 	ADDQ $Q8K_BLOCK, BX
 	DECQ CX
-	JNZ  pq4k8blk
+	JNZ  pq4k8avx512
 
 	VMOVUPS Z20, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z21, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z22, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z23, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z24, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z25, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z26, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z27, (DI)
 	VZEROUPPER
 	RET
@@ -438,27 +455,27 @@ pq4k8blk:
 // y[t*ystride+r] = dot(row r of the packed group w, token t) for r < 16,
 // t < 4; nb > 0 blocks; tokens xstride bytes apart, ystride in floats.
 TEXT ·packedQ4KDot4AVX512(SB), NOSPLIT, $128-48
-	MOVL $0x0f0f0f0f, AX
+	MOVL         $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
-	MOVQ w+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ x+16(FP), R8
-	MOVQ xstride+24(FP), DX
-	LEAQ (R8)(DX*1), R9
-	LEAQ (R9)(DX*1), R10
-	LEAQ (R10)(DX*1), R11
-	MOVQ y+32(FP), DI
-	MOVQ ystride+40(FP), DX
-	VPXORD Z12, Z12, Z12
-	VPXORD Z20, Z20, Z20
-	VPXORD Z13, Z13, Z13
-	VPXORD Z21, Z21, Z21
-	VPXORD Z14, Z14, Z14
-	VPXORD Z22, Z22, Z22
-	VPXORD Z15, Z15, Z15
-	VPXORD Z23, Z23, Z23
+	MOVQ         w+0(FP), SI
+	MOVQ         nb+8(FP), CX
+	MOVQ         x+16(FP), R8
+	MOVQ         xstride+24(FP), DX
+	LEAQ         (R8)(DX*1), R9
+	LEAQ         (R9)(DX*1), R10
+	LEAQ         (R10)(DX*1), R11
+	MOVQ         y+32(FP), DI
+	MOVQ         ystride+40(FP), DX
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z23, Z23, Z23
 
-pq4k4blk:
+pq4k4avx512:
 	BLKD
 	SUBSCALE(0)
 	VPXORD Z4, Z4, Z4
@@ -623,14 +640,14 @@ pq4k4blk:
 	ADDQ $Q8K_BLOCK, R10
 	ADDQ $Q8K_BLOCK, R11
 	DECQ CX
-	JNZ  pq4k4blk
+	JNZ  pq4k4avx512
 
 	VMOVUPS Z20, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z21, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z22, (DI)
-	LEAQ (DI)(DX*4), DI
+	LEAQ    (DI)(DX*4), DI
 	VMOVUPS Z23, (DI)
 	VZEROUPPER
 	RET
@@ -638,16 +655,16 @@ pq4k4blk:
 // func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
 // y[r] = dot(row r of the packed group w, the token at x) for r < 16; nb > 0.
 TEXT ·packedQ4KDot1AVX512(SB), NOSPLIT, $32-32
-	MOVL $0x0f0f0f0f, AX
+	MOVL         $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z31
-	MOVQ w+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ x+16(FP), R8
-	MOVQ y+24(FP), DI
-	VPXORD Z12, Z12, Z12
-	VPXORD Z20, Z20, Z20
+	MOVQ         w+0(FP), SI
+	MOVQ         nb+8(FP), CX
+	MOVQ         x+16(FP), R8
+	MOVQ         y+24(FP), DI
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z20, Z20, Z20
 
-pq4k1blk:
+pq4k1avx512:
 	BLKD
 	SUBSCALE(0)
 	VPXORD Z4, Z4, Z4
@@ -710,7 +727,652 @@ pq4k1blk:
 	ADDQ $PQ4K_BLOCK, SI
 	ADDQ $Q8K_BLOCK, R8
 	DECQ CX
-	JNZ  pq4k1blk
+	JNZ  pq4k1avx512
+
+	VMOVUPS Z20, (DI)
+	VZEROUPPER
+	RET
+
+// func packedQ4KDot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+// y[t*ystride+r] = dot(row r of the packed group w, token t) for r < 16,
+// t < 8; nb > 0 blocks; tokens xstride bytes apart, ystride in floats.
+TEXT ·packedQ4KDot8GFNI(SB), NOSPLIT, $256-48
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         $0x1020408000000000, AX
+	VPBROADCASTQ AX, Z30
+	MOVQ         w+0(FP), SI
+	MOVQ         nb+8(FP), CX
+	MOVQ         x+16(FP), R8
+	MOVQ         xstride+24(FP), DX
+	LEAQ         (R8)(DX*1), R9
+	LEAQ         (R9)(DX*1), R10
+	LEAQ         (R10)(DX*1), R11
+	LEAQ         (R11)(DX*1), R12
+	LEAQ         (R12)(DX*1), R13
+	LEAQ         (R13)(DX*1), AX
+	LEAQ         (AX)(DX*1), BX
+	MOVQ         y+32(FP), DI
+	MOVQ         ystride+40(FP), DX
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z23, Z23, Z23
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z25, Z25, Z25
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z26, Z26, Z26
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z27, Z27, Z27
+
+pq4k8gfni:
+	BLKD
+	SUBSCALE(0)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALFGF(320)
+	DOT4(4, R8, Z4)
+	DOT4(4, R9, Z5)
+	DOT4(4, R10, Z6)
+	DOT4(4, R11, Z7)
+	DOT4(4, R12, Z8)
+	DOT4(4, R13, Z9)
+	DOT4(4, AX, Z10)
+	DOT4(4, BX, Z11)
+	WHALFGF(448)
+	DOT4(20, R8, Z4)
+	DOT4(20, R9, Z5)
+	DOT4(20, R10, Z6)
+	DOT4(20, R11, Z7)
+	DOT4(20, R12, Z8)
+	DOT4(20, R13, Z9)
+	DOT4(20, AX, Z10)
+	DOT4(20, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(1)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALFGF(576)
+	DOT4(36, R8, Z4)
+	DOT4(36, R9, Z5)
+	DOT4(36, R10, Z6)
+	DOT4(36, R11, Z7)
+	DOT4(36, R12, Z8)
+	DOT4(36, R13, Z9)
+	DOT4(36, AX, Z10)
+	DOT4(36, BX, Z11)
+	WHALFGF(704)
+	DOT4(52, R8, Z4)
+	DOT4(52, R9, Z5)
+	DOT4(52, R10, Z6)
+	DOT4(52, R11, Z7)
+	DOT4(52, R12, Z8)
+	DOT4(52, R13, Z9)
+	DOT4(52, AX, Z10)
+	DOT4(52, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(2)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALFGF(832)
+	DOT4(68, R8, Z4)
+	DOT4(68, R9, Z5)
+	DOT4(68, R10, Z6)
+	DOT4(68, R11, Z7)
+	DOT4(68, R12, Z8)
+	DOT4(68, R13, Z9)
+	DOT4(68, AX, Z10)
+	DOT4(68, BX, Z11)
+	WHALFGF(960)
+	DOT4(84, R8, Z4)
+	DOT4(84, R9, Z5)
+	DOT4(84, R10, Z6)
+	DOT4(84, R11, Z7)
+	DOT4(84, R12, Z8)
+	DOT4(84, R13, Z9)
+	DOT4(84, AX, Z10)
+	DOT4(84, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(3)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALFGF(1088)
+	DOT4(100, R8, Z4)
+	DOT4(100, R9, Z5)
+	DOT4(100, R10, Z6)
+	DOT4(100, R11, Z7)
+	DOT4(100, R12, Z8)
+	DOT4(100, R13, Z9)
+	DOT4(100, AX, Z10)
+	DOT4(100, BX, Z11)
+	WHALFGF(1216)
+	DOT4(116, R8, Z4)
+	DOT4(116, R9, Z5)
+	DOT4(116, R10, Z6)
+	DOT4(116, R11, Z7)
+	DOT4(116, R12, Z8)
+	DOT4(116, R13, Z9)
+	DOT4(116, AX, Z10)
+	DOT4(116, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(4)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALFGF(1344)
+	DOT4(132, R8, Z4)
+	DOT4(132, R9, Z5)
+	DOT4(132, R10, Z6)
+	DOT4(132, R11, Z7)
+	DOT4(132, R12, Z8)
+	DOT4(132, R13, Z9)
+	DOT4(132, AX, Z10)
+	DOT4(132, BX, Z11)
+	WHALFGF(1472)
+	DOT4(148, R8, Z4)
+	DOT4(148, R9, Z5)
+	DOT4(148, R10, Z6)
+	DOT4(148, R11, Z7)
+	DOT4(148, R12, Z8)
+	DOT4(148, R13, Z9)
+	DOT4(148, AX, Z10)
+	DOT4(148, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(5)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALFGF(1600)
+	DOT4(164, R8, Z4)
+	DOT4(164, R9, Z5)
+	DOT4(164, R10, Z6)
+	DOT4(164, R11, Z7)
+	DOT4(164, R12, Z8)
+	DOT4(164, R13, Z9)
+	DOT4(164, AX, Z10)
+	DOT4(164, BX, Z11)
+	WHALFGF(1728)
+	DOT4(180, R8, Z4)
+	DOT4(180, R9, Z5)
+	DOT4(180, R10, Z6)
+	DOT4(180, R11, Z7)
+	DOT4(180, R12, Z8)
+	DOT4(180, R13, Z9)
+	DOT4(180, AX, Z10)
+	DOT4(180, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(6)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALFGF(1856)
+	DOT4(196, R8, Z4)
+	DOT4(196, R9, Z5)
+	DOT4(196, R10, Z6)
+	DOT4(196, R11, Z7)
+	DOT4(196, R12, Z8)
+	DOT4(196, R13, Z9)
+	DOT4(196, AX, Z10)
+	DOT4(196, BX, Z11)
+	WHALFGF(1984)
+	DOT4(212, R8, Z4)
+	DOT4(212, R9, Z5)
+	DOT4(212, R10, Z6)
+	DOT4(212, R11, Z7)
+	DOT4(212, R12, Z8)
+	DOT4(212, R13, Z9)
+	DOT4(212, AX, Z10)
+	DOT4(212, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	SUBSCALE(7)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	WHALFGF(2112)
+	DOT4(228, R8, Z4)
+	DOT4(228, R9, Z5)
+	DOT4(228, R10, Z6)
+	DOT4(228, R11, Z7)
+	DOT4(228, R12, Z8)
+	DOT4(228, R13, Z9)
+	DOT4(228, AX, Z10)
+	DOT4(228, BX, Z11)
+	WHALFGF(2240)
+	DOT4(244, R8, Z4)
+	DOT4(244, R9, Z5)
+	DOT4(244, R10, Z6)
+	DOT4(244, R11, Z7)
+	DOT4(244, R12, Z8)
+	DOT4(244, R13, Z9)
+	DOT4(244, AX, Z10)
+	DOT4(244, BX, Z11)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	FOLD(Z8, Z16)
+	FOLD(Z9, Z17)
+	FOLD(Z10, Z18)
+	FOLD(Z11, Z19)
+	BLKMINS
+	BLKEND(R8, Z12, Z20, 0)
+	BLKEND(R9, Z13, Z21, 32)
+	BLKEND(R10, Z14, Z22, 64)
+	BLKEND(R11, Z15, Z23, 96)
+	BLKEND(R12, Z16, Z24, 128)
+	BLKEND(R13, Z17, Z25, 160)
+	BLKEND(AX, Z18, Z26, 192)
+	BLKEND(BX, Z19, Z27, 224)
+	ADDQ $PQ4K_BLOCK, SI
+	ADDQ $Q8K_BLOCK, R8
+	ADDQ $Q8K_BLOCK, R9
+	ADDQ $Q8K_BLOCK, R10
+	ADDQ $Q8K_BLOCK, R11
+	ADDQ $Q8K_BLOCK, R12
+	ADDQ $Q8K_BLOCK, R13
+	ADDQ $Q8K_BLOCK, AX
+	ADDQ $Q8K_BLOCK, BX
+	DECQ CX
+	JNZ  pq4k8gfni
+
+	VMOVUPS Z20, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z21, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z22, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z23, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z24, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z25, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z26, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z27, (DI)
+	VZEROUPPER
+	RET
+
+// func packedQ4KDot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+// y[t*ystride+r] = dot(row r of the packed group w, token t) for r < 16,
+// t < 4; nb > 0 blocks; tokens xstride bytes apart, ystride in floats.
+TEXT ·packedQ4KDot4GFNI(SB), NOSPLIT, $128-48
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         $0x1020408000000000, AX
+	VPBROADCASTQ AX, Z30
+	MOVQ         w+0(FP), SI
+	MOVQ         nb+8(FP), CX
+	MOVQ         x+16(FP), R8
+	MOVQ         xstride+24(FP), DX
+	LEAQ         (R8)(DX*1), R9
+	LEAQ         (R9)(DX*1), R10
+	LEAQ         (R10)(DX*1), R11
+	MOVQ         y+32(FP), DI
+	MOVQ         ystride+40(FP), DX
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z23, Z23, Z23
+
+pq4k4gfni:
+	BLKD
+	SUBSCALE(0)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALFGF(320)
+	DOT4(4, R8, Z4)
+	DOT4(4, R9, Z5)
+	DOT4(4, R10, Z6)
+	DOT4(4, R11, Z7)
+	WHALFGF(448)
+	DOT4(20, R8, Z4)
+	DOT4(20, R9, Z5)
+	DOT4(20, R10, Z6)
+	DOT4(20, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(1)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALFGF(576)
+	DOT4(36, R8, Z4)
+	DOT4(36, R9, Z5)
+	DOT4(36, R10, Z6)
+	DOT4(36, R11, Z7)
+	WHALFGF(704)
+	DOT4(52, R8, Z4)
+	DOT4(52, R9, Z5)
+	DOT4(52, R10, Z6)
+	DOT4(52, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(2)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALFGF(832)
+	DOT4(68, R8, Z4)
+	DOT4(68, R9, Z5)
+	DOT4(68, R10, Z6)
+	DOT4(68, R11, Z7)
+	WHALFGF(960)
+	DOT4(84, R8, Z4)
+	DOT4(84, R9, Z5)
+	DOT4(84, R10, Z6)
+	DOT4(84, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(3)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALFGF(1088)
+	DOT4(100, R8, Z4)
+	DOT4(100, R9, Z5)
+	DOT4(100, R10, Z6)
+	DOT4(100, R11, Z7)
+	WHALFGF(1216)
+	DOT4(116, R8, Z4)
+	DOT4(116, R9, Z5)
+	DOT4(116, R10, Z6)
+	DOT4(116, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(4)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALFGF(1344)
+	DOT4(132, R8, Z4)
+	DOT4(132, R9, Z5)
+	DOT4(132, R10, Z6)
+	DOT4(132, R11, Z7)
+	WHALFGF(1472)
+	DOT4(148, R8, Z4)
+	DOT4(148, R9, Z5)
+	DOT4(148, R10, Z6)
+	DOT4(148, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(5)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALFGF(1600)
+	DOT4(164, R8, Z4)
+	DOT4(164, R9, Z5)
+	DOT4(164, R10, Z6)
+	DOT4(164, R11, Z7)
+	WHALFGF(1728)
+	DOT4(180, R8, Z4)
+	DOT4(180, R9, Z5)
+	DOT4(180, R10, Z6)
+	DOT4(180, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(6)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALFGF(1856)
+	DOT4(196, R8, Z4)
+	DOT4(196, R9, Z5)
+	DOT4(196, R10, Z6)
+	DOT4(196, R11, Z7)
+	WHALFGF(1984)
+	DOT4(212, R8, Z4)
+	DOT4(212, R9, Z5)
+	DOT4(212, R10, Z6)
+	DOT4(212, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	SUBSCALE(7)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	WHALFGF(2112)
+	DOT4(228, R8, Z4)
+	DOT4(228, R9, Z5)
+	DOT4(228, R10, Z6)
+	DOT4(228, R11, Z7)
+	WHALFGF(2240)
+	DOT4(244, R8, Z4)
+	DOT4(244, R9, Z5)
+	DOT4(244, R10, Z6)
+	DOT4(244, R11, Z7)
+	FOLD(Z4, Z12)
+	FOLD(Z5, Z13)
+	FOLD(Z6, Z14)
+	FOLD(Z7, Z15)
+	BLKMINS
+	BLKEND(R8, Z12, Z20, 0)
+	BLKEND(R9, Z13, Z21, 32)
+	BLKEND(R10, Z14, Z22, 64)
+	BLKEND(R11, Z15, Z23, 96)
+	ADDQ $PQ4K_BLOCK, SI
+	ADDQ $Q8K_BLOCK, R8
+	ADDQ $Q8K_BLOCK, R9
+	ADDQ $Q8K_BLOCK, R10
+	ADDQ $Q8K_BLOCK, R11
+	DECQ CX
+	JNZ  pq4k4gfni
+
+	VMOVUPS Z20, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z21, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z22, (DI)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Z23, (DI)
+	VZEROUPPER
+	RET
+
+// func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
+// y[r] = dot(row r of the packed group w, the token at x) for r < 16; nb > 0.
+TEXT ·packedQ4KDot1GFNI(SB), NOSPLIT, $32-32
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         $0x1020408000000000, AX
+	VPBROADCASTQ AX, Z30
+	MOVQ         w+0(FP), SI
+	MOVQ         nb+8(FP), CX
+	MOVQ         x+16(FP), R8
+	MOVQ         y+24(FP), DI
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z20, Z20, Z20
+
+pq4k1gfni:
+	BLKD
+	SUBSCALE(0)
+	VPXORD Z4, Z4, Z4
+	WHALFGF(320)
+	DOT4(4, R8, Z4)
+	WHALFGF(448)
+	DOT4(20, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(1)
+	VPXORD Z4, Z4, Z4
+	WHALFGF(576)
+	DOT4(36, R8, Z4)
+	WHALFGF(704)
+	DOT4(52, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(2)
+	VPXORD Z4, Z4, Z4
+	WHALFGF(832)
+	DOT4(68, R8, Z4)
+	WHALFGF(960)
+	DOT4(84, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(3)
+	VPXORD Z4, Z4, Z4
+	WHALFGF(1088)
+	DOT4(100, R8, Z4)
+	WHALFGF(1216)
+	DOT4(116, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(4)
+	VPXORD Z4, Z4, Z4
+	WHALFGF(1344)
+	DOT4(132, R8, Z4)
+	WHALFGF(1472)
+	DOT4(148, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(5)
+	VPXORD Z4, Z4, Z4
+	WHALFGF(1600)
+	DOT4(164, R8, Z4)
+	WHALFGF(1728)
+	DOT4(180, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(6)
+	VPXORD Z4, Z4, Z4
+	WHALFGF(1856)
+	DOT4(196, R8, Z4)
+	WHALFGF(1984)
+	DOT4(212, R8, Z4)
+	FOLD(Z4, Z12)
+	SUBSCALE(7)
+	VPXORD Z4, Z4, Z4
+	WHALFGF(2112)
+	DOT4(228, R8, Z4)
+	WHALFGF(2240)
+	DOT4(244, R8, Z4)
+	FOLD(Z4, Z12)
+	BLKMINS
+	BLKEND(R8, Z12, Z20, 0)
+	ADDQ $PQ4K_BLOCK, SI
+	ADDQ $Q8K_BLOCK, R8
+	DECQ CX
+	JNZ  pq4k1gfni
 
 	VMOVUPS Z20, (DI)
 	VZEROUPPER

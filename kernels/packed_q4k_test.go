@@ -15,18 +15,36 @@ import (
 )
 
 // q4kLayouts returns the registered q4_K layouts of the kernel sets this
-// CPU runs, plus the pure-Go base layout, each with the variant to install.
-func q4kLayouts(t testing.TB) (variants []string, layouts []*PackedLayout) {
+// CPU runs, plus the pure-Go base layout, each with a label and a setup
+// that installs its variant (and, for the amd64 kernels, their plain or
+// GFNI form); the previous state comes back when the test ends.
+func q4kLayouts(t testing.TB) (labels []string, layouts []*PackedLayout, setups []func()) {
+	prevVariant, prevGFNI := Variant, packedQ4KGFNI
+	t.Cleanup(func() {
+		packedQ4KGFNI = prevGFNI
+		require.NoError(t, SetVariant(prevVariant))
+	})
+	add := func(label, variant string, l *PackedLayout, gfni bool) {
+		labels, layouts = append(labels, label), append(layouts, l)
+		setups = append(setups, func() {
+			require.NoError(t, SetVariant(variant))
+			packedQ4KGFNI = gfni
+		})
+	}
+	add("generic", "generic", &packedQ4KBase, false)
 	have := Variants()
-	variants, layouts = []string{"generic"}, []*PackedLayout{&packedQ4KBase}
 	for v, ls := range packedRegistry {
 		for _, l := range ls {
-			if l.Type == gguf.Q4_K && slices.Contains(have, v) {
-				variants, layouts = append(variants, v), append(layouts, l)
+			if l.Type != gguf.Q4_K || !slices.Contains(have, v) {
+				continue
+			}
+			add(v, v, l, false)
+			if prevGFNI {
+				add(v+"+gfni", v, l, true)
 			}
 		}
 	}
-	return variants, layouts
+	return labels, layouts, setups
 }
 
 // TestPackedQ4KRegistered checks that the avx512 variant brings the q4_K
@@ -132,9 +150,7 @@ func q8KHand(qs []int8) []byte {
 // +127 and -128 activations (the largest sums), zero scales, random bytes,
 // and alternating signs; one block and four blocks.
 func TestPackedQ4KExact(t *testing.T) {
-	variants, layouts := q4kLayouts(t)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	variants, layouts, setups := q4kLayouts(t)
 	r := rand.New(rand.NewPCG(3, 5))
 	type wcase struct {
 		name string
@@ -216,7 +232,7 @@ func TestPackedQ4KExact(t *testing.T) {
 					}
 				}
 				for li, l := range layouts {
-					require.NoError(t, SetVariant(variants[li]))
+					setups[li]()
 					g := make([]byte, l.GroupBytes(cols))
 					l.Pack(g, src, cols)
 					for _, dot := range []struct {
@@ -260,9 +276,7 @@ func TestPackedQ4KExact(t *testing.T) {
 // with the file's q8_K activations.
 func TestPackedQ4KQuantvec(t *testing.T) {
 	q := openQuantvec(t)
-	variants, layouts := q4kLayouts(t)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	variants, layouts, setups := q4kLayouts(t)
 	w := q.tensor(t, "q4_K.q").Data
 	x := q.tensor(t, "x.q8_K").Data
 	ref := q.f32(t, "q4_K.dot")
@@ -282,7 +296,7 @@ func TestPackedQ4KQuantvec(t *testing.T) {
 		bound[i] = simdDotBound(t, gguf.Q4_K, q.cols, w[r*rb:(r+1)*rb], x)
 	}
 	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
+		setups[li]()
 		g := make([]byte, l.GroupBytes(q.cols))
 		l.Pack(g, src, q.cols)
 		xs := slices.Repeat(x, l.MaxTok)
@@ -307,9 +321,7 @@ func TestPackedQ4KQuantvec(t *testing.T) {
 // rows (64 blocks) with padded token and output strides, and checks that
 // Dot writes nothing outside its 16 x nTok outputs and allocates nothing.
 func TestPackedQ4KManyBlocks(t *testing.T) {
-	variants, layouts := q4kLayouts(t)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	variants, layouts, setups := q4kLayouts(t)
 	const cols, nTok = 64 * 256, 8
 	r := rand.New(rand.NewPCG(9, 1))
 	rb := RowBytes(gguf.Q4_K, cols)
@@ -336,7 +348,7 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 		}
 	}
 	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
+		setups[li]()
 		g := make([]byte, l.GroupBytes(cols))
 		l.Pack(g, src, cols)
 		for _, dot := range []struct {
@@ -371,13 +383,14 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 // TestPackedQ4KBounds checks that the kernels refuse short buffers instead
 // of reading past them.
 func TestPackedQ4KBounds(t *testing.T) {
-	_, layouts := q4kLayouts(t)
+	_, layouts, setups := q4kLayouts(t)
 	const cols = 512
 	g := make([]byte, packedQ4KGroupBytes(cols))
 	x := make([]byte, 2*ActivationBytes(gguf.Q4_K, cols))
 	y := make([]float32, 32)
 	ab := ActivationBytes(gguf.Q4_K, cols)
-	for _, l := range layouts {
+	for li, l := range layouts {
+		setups[li]()
 		require.NotPanics(t, func() { l.Dot(cols, g, x, ab, 2, y, 16) })
 		require.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 2, y, 16) }, "short group")
 		require.Panics(t, func() { l.Dot(cols, g, x[:len(x)-1], ab, 2, y, 16) }, "short activations")
