@@ -136,6 +136,18 @@ swiglusdone:
 	VCVTPH2PS    off+16(SI)(AX*1), Y11 \
 	VFMADD231PS  Y11, Y10, hi
 
+// Stores the AVX-512 reduction tree of the 16 lanes lo, hi (Y registers;
+// xlo, xhi their X halves) at off(R8). Clobbers lo, hi, X8.
+#define F16TREE(lo, hi, xlo, xhi, off) \
+	VADDPS       hi, lo, lo \
+	VEXTRACTF128 $1, lo, xhi \
+	VADDPS       xhi, xlo, xlo \
+	VMOVHLPS     xlo, xlo, X8 \
+	VADDPS       X8, xlo, xlo \
+	VMOVSHDUP    xlo, X8 \
+	VADDSS       X8, xlo, xlo \
+	VMOVSS       xlo, off(R8)
+
 // func attnF16AVX2(x *uint16, n int, rows *uint16, stride int, y *float32, m int, mode int, scratch *float32)
 // y[r] = dot(x, rows[r*stride:][:n]) for r < m in ggml's order: four
 // groups of 16 float32 lanes, 16-value chunk c going to group 0 (mode 0,
@@ -156,6 +168,119 @@ TEXT ·attnF16AVX2(SB), NOSPLIT, $0-64
 	MOVQ R10, R13
 	ANDQ $-16, R13            // R13 = n16
 	SHLQ $1, R13              // in bytes
+	TESTQ R11, R11
+	JNZ  attnrows1
+
+attn4:                           // mode 0, four rows at a time
+	CMPQ R9, $4
+	JLT  attnrows1
+	LEAQ (SI)(DX*1), BX
+	LEAQ (BX)(DX*1), CX
+	LEAQ (CX)(DX*1), R15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+
+attn4loop:
+	CMPQ        AX, R13
+	JGE         attn4tail
+	VCVTPH2PS   (DI)(AX*1), Y8
+	VCVTPH2PS   16(DI)(AX*1), Y9
+	VCVTPH2PS   (SI)(AX*1), Y10
+	VCVTPH2PS   16(SI)(AX*1), Y11
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y11, Y9, Y1
+	VCVTPH2PS   (BX)(AX*1), Y12
+	VCVTPH2PS   16(BX)(AX*1), Y13
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y13, Y9, Y3
+	VCVTPH2PS   (CX)(AX*1), Y10
+	VCVTPH2PS   16(CX)(AX*1), Y11
+	VFMADD231PS Y10, Y8, Y4
+	VFMADD231PS Y11, Y9, Y5
+	VCVTPH2PS   (R15)(AX*1), Y12
+	VCVTPH2PS   16(R15)(AX*1), Y13
+	VFMADD231PS Y12, Y8, Y6
+	VFMADD231PS Y13, Y9, Y7
+	ADDQ        $32, AX
+	JMP         attn4loop
+
+attn4tail:                       // fewer than 16 values: lane by lane
+	MOVQ    R10, R14
+	SHLQ    $1, R14
+	CMPQ    AX, R14
+	JGE     attn4reduce
+	VMOVUPS Y0, 0(R12)
+	VMOVUPS Y1, 32(R12)
+	VMOVUPS Y2, 64(R12)
+	VMOVUPS Y3, 96(R12)
+	VMOVUPS Y4, 128(R12)
+	VMOVUPS Y5, 160(R12)
+	VMOVUPS Y6, 192(R12)
+	VMOVUPS Y7, 224(R12)
+	MOVQ    R12, R11              // lane pointer (mode is 0 here)
+
+attn4tailloop:
+	MOVWLZX   (DI)(AX*1), R14
+	VMOVD     R14, X8
+	VCVTPH2PS X8, X8
+	MOVWLZX   (SI)(AX*1), R14
+	VMOVD     R14, X9
+	VCVTPH2PS X9, X9
+	VMULSS    X9, X8, X9
+	VADDSS    0(R11), X9, X9
+	VMOVSS    X9, 0(R11)
+	MOVWLZX   (BX)(AX*1), R14
+	VMOVD     R14, X9
+	VCVTPH2PS X9, X9
+	VMULSS    X9, X8, X9
+	VADDSS    64(R11), X9, X9
+	VMOVSS    X9, 64(R11)
+	MOVWLZX   (CX)(AX*1), R14
+	VMOVD     R14, X9
+	VCVTPH2PS X9, X9
+	VMULSS    X9, X8, X9
+	VADDSS    128(R11), X9, X9
+	VMOVSS    X9, 128(R11)
+	MOVWLZX   (R15)(AX*1), R14
+	VMOVD     R14, X9
+	VCVTPH2PS X9, X9
+	VMULSS    X9, X8, X9
+	VADDSS    192(R11), X9, X9
+	VMOVSS    X9, 192(R11)
+	ADDQ      $4, R11
+	ADDQ      $2, AX
+	MOVQ      R10, R14
+	SHLQ      $1, R14
+	CMPQ      AX, R14
+	JLT       attn4tailloop
+	XORQ      R11, R11            // mode 0 again
+	VMOVUPS   0(R12), Y0
+	VMOVUPS   32(R12), Y1
+	VMOVUPS   64(R12), Y2
+	VMOVUPS   96(R12), Y3
+	VMOVUPS   128(R12), Y4
+	VMOVUPS   160(R12), Y5
+	VMOVUPS   192(R12), Y6
+	VMOVUPS   224(R12), Y7
+
+attn4reduce:
+	F16TREE(Y0, Y1, X0, X1, 0)
+	F16TREE(Y2, Y3, X2, X3, 4)
+	F16TREE(Y4, Y5, X4, X5, 8)
+	F16TREE(Y6, Y7, X6, X7, 12)
+	ADDQ $16, R8
+	LEAQ (R15)(DX*1), SI
+	SUBQ $4, R9
+	JMP  attn4
+
+attnrows1:
 	TESTQ R9, R9
 	JZ   attndone
 
