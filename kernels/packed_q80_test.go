@@ -416,8 +416,7 @@ func BenchmarkPackedQ80Dot(b *testing.B) {
 		b.Skipf("kernel set %s has no packed q8_0 layout", Variant)
 	}
 	const cols, groups = 2048, 4
-	m, p := q80BenchMatrix(b, 16*groups, cols)
-	_ = m
+	_, p := q80BenchMatrix(b, 16*groups, cols)
 	ab := ActivationBytes(gguf.Q8_0, cols)
 	xq := q80BenchTokens(cols, l.MaxTok)
 	y := make([]float32, l.MaxTok*16*groups)
