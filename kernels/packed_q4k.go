@@ -74,32 +74,39 @@ func packQ4K(dst, src []byte, cols int) {
 	le := binary.LittleEndian
 	for b := range nb {
 		p := (*[q4kPackedBlock]byte)(dst[b*q4kPackedBlock:])
-		for r := range q4kPackedRows {
-			blk := (*[bytesQ4K]byte)(src[r*rb+b*bytesQ4K:])
-			p[2*r], p[2*r+1] = blk[0], blk[1]
-			p[32+2*r], p[32+2*r+1] = blk[2], blk[3]
-			// The 6-bit scales and mins, four at a time (scaleMinK4
-			// for bytes): sub-blocks 0-3 in the low 6 bits of bytes
-			// 0-3 (scales) and 4-7 (mins); 4-7 in the nibbles of bytes
-			// 8-11 with their top 2 bits in the top bits of 0-7.
-			a, c, e := le.Uint32(blk[4:]), le.Uint32(blk[8:]), le.Uint32(blk[12:])
-			sc := [2]uint32{a & 0x3f3f3f3f, e&0x0f0f0f0f | a>>2&0x30303030}
-			mn := [2]uint32{c & 0x3f3f3f3f, e>>4&0x0f0f0f0f | c>>2&0x30303030}
-			for s := range 8 {
-				p[q4kPackedSc+16*s+r] = byte(sc[s/4] >> (8 * (s % 4)))
-				p[q4kPackedMin+32*(s/2)+2*r+s%2] = byte(mn[s/4] >> (8 * (s % 4)))
-			}
-			// Chunk j of the GGUF quants holds sub-block 2j in its low
-			// nibbles and 2j+1 in its high ones; 8 bytes give 4 packed
-			// bytes of each.
-			for j := range 4 {
-				for k := range 4 {
-					q := le.Uint64(blk[16+32*j+8*k:])
-					lo := uint32(q&0x0f0f0f0f | q>>28&0xf0f0f0f0)
-					hi := uint32(q>>4&0x0f0f0f0f | q>>32&0xf0f0f0f0)
-					le.PutUint32(p[q4kPackedQs+256*(2*j)+64*k+4*r:], lo)
-					le.PutUint32(p[q4kPackedQs+256*(2*j+1)+64*k+4*r:], hi)
+		// Rows in pairs: their quant words are adjacent in the packed
+		// block, so each pair takes one 8-byte store per 4 values.
+		for r := 0; r < q4kPackedRows; r += 2 {
+			b0 := (*[bytesQ4K]byte)(src[r*rb+b*bytesQ4K:])
+			b1 := (*[bytesQ4K]byte)(src[(r+1)*rb+b*bytesQ4K:])
+			for i, blk := range [2]*[bytesQ4K]byte{b0, b1} {
+				ri := r + i
+				p[2*ri], p[2*ri+1] = blk[0], blk[1]
+				p[32+2*ri], p[32+2*ri+1] = blk[2], blk[3]
+				// The 6-bit scales and mins, four at a time
+				// (scaleMinK4 for words): sub-blocks 0-3 in the low 6
+				// bits of bytes 0-3 (scales) and 4-7 (mins); 4-7 in
+				// the nibbles of bytes 8-11 with their top 2 bits in
+				// the top bits of 0-7.
+				a, c, e := le.Uint32(blk[4:]), le.Uint32(blk[8:]), le.Uint32(blk[12:])
+				sc := [2]uint32{a & 0x3f3f3f3f, e&0x0f0f0f0f | a>>2&0x30303030}
+				mn := [2]uint32{c & 0x3f3f3f3f, e>>4&0x0f0f0f0f | c>>2&0x30303030}
+				for s := range 8 {
+					p[q4kPackedSc+16*s+ri] = byte(sc[s/4] >> (8 * (s % 4)))
+					p[q4kPackedMin+32*(s/2)+2*ri+s%2] = byte(mn[s/4] >> (8 * (s % 4)))
 				}
+			}
+			// GGUF quant bytes 8jk..8jk+7 (jk = 4j+k) hold values
+			// 32j... of sub-block 2j in their low nibbles and of 2j+1
+			// in their high ones: 4 packed bytes of each per row.
+			for jk := range 16 {
+				q0 := le.Uint64(b0[16+8*jk:])
+				q1 := le.Uint64(b1[16+8*jk:])
+				lo := q0&0x0f0f0f0f | q0>>28&0xf0f0f0f0 | (q1&0x0f0f0f0f|q1>>28&0xf0f0f0f0)<<32
+				hi := q0>>4&0x0f0f0f0f | q0>>32&0xf0f0f0f0 | (q1>>4&0x0f0f0f0f|q1>>32&0xf0f0f0f0)<<32
+				off := q4kPackedQs + 512*(jk/4) + 64*(jk%4) + 4*r
+				le.PutUint64(p[off:], lo)
+				le.PutUint64(p[off+256:], hi)
 			}
 		}
 	}
