@@ -142,6 +142,7 @@ type refOptions struct {
 	parseSpecial bool     // tokenize prompts with special tokens parsed
 	prepModel    func(*Model)
 	prepSession  func(*Session)
+	pack         PackMode // how Open packs weights
 	// diffs, when set, receives the worst log-probability difference of
 	// every position checked (prompt, then greedy), for distribution checks.
 	diffs *[]float64
@@ -165,7 +166,7 @@ func runRefFiles(t *testing.T, o refOptions) {
 	ggmlDecodeOrder.Store(true)
 	t.Cleanup(func() { ggmlDecodeOrder.Store(false) })
 	kvf32, tol, gap, prompts, prepSession := o.kvf32, o.tol, o.gap, o.prompts, o.prepSession
-	m, err := Open(o.model, ModelParams{Threads: 2})
+	m, err := Open(o.model, ModelParams{Threads: 2, Pack: o.pack})
 	require.NoError(t, err)
 	defer m.Close()
 	if o.prepModel != nil {

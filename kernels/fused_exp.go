@@ -29,6 +29,11 @@ func fma32(a, b, c float32) float32 {
 	return fma32Slow(p, float64(c), s)
 }
 
+// FMA32 returns a*b+c rounded once to float32, as an FMA instruction does
+// (Go has no float32 FMA), for code that must reproduce ggml's fused
+// arithmetic exactly.
+func FMA32(a, b, c float32) float32 { return fma32(a, b, c) }
+
 // fma32Slow finishes fma32 for a float64 sum s = p+c (rounded) that may be
 // a float32 midpoint or outside float32's normal range: when the rounding
 // of s lost something, s moves one float64 step toward the exact sum.
