@@ -285,6 +285,12 @@ func RoPECache(p RoPEParams, pos int, cache []float32) {
 func RoPEApply(x []float32, headDim, nHeads int, cache []float32, neox bool) {
 	nDims := len(cache)
 	_ = x[headDim*nHeads-1]
+	if nDims > headDim {
+		panic("kernels: RoPEApply: more rotated dimensions than the head has")
+	}
+	if ropeVec(x, headDim, nHeads, cache, neox) {
+		return
+	}
 	for h := range nHeads {
 		v := x[h*headDim : h*headDim+nDims]
 		if neox {

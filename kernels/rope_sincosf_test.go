@@ -94,32 +94,42 @@ func TestFMA32(t *testing.T) {
 	}
 }
 
-// TestRoPEApplyFused checks the rotation against exact arithmetic: each
-// output is one product fused with the other (rounded) product.
+// TestRoPEApplyFused checks the rotation against exact arithmetic on every
+// kernel set: each output is one product fused with the other (rounded)
+// product; head sizes and rotated widths cover the vector kernels and their
+// fallbacks (partial rotation, widths not a multiple of 8).
 func TestRoPEApplyFused(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	const hd, nh = 64, 3
-	cache := make([]float32, hd)
-	for _, neox := range []bool{false, true} {
-		for pos := range 50 {
-			RoPECache(RoPEParams{NDims: hd, FreqBase: 10000}, pos*37, cache)
-			x := make([]float32, hd*nh)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			got := append([]float32(nil), x...)
-			RoPEApply(got, hd, nh, cache, neox)
-			for h := range nh {
-				for p := range hd / 2 {
-					i0, i1 := h*hd+2*p, h*hd+2*p+1
-					if neox {
-						i0, i1 = h*hd+p, h*hd+p+hd/2
+	forVariants(t, func(t *testing.T) {
+		for _, sz := range [][2]int{{64, 64}, {128, 128}, {80, 32}, {12, 12}, {16, 8}, {24, 20}} {
+			hd, nd := sz[0], sz[1]
+			const nh = 3
+			cache := make([]float32, nd)
+			for _, neox := range []bool{false, true} {
+				for pos := range 20 {
+					RoPECache(RoPEParams{NDims: nd, FreqBase: 10000}, pos*37, cache)
+					x := make([]float32, hd*nh)
+					for i := range x {
+						x[i] = float32(r.NormFloat64())
 					}
-					c, s := cache[2*p], cache[2*p+1]
-					require.Equal(t, fma32Big(x[i0], c, -(x[i1]*s)), got[i0], "neox %v pos %d pair %d", neox, pos, p)
-					require.Equal(t, fma32Big(x[i0], s, x[i1]*c), got[i1], "neox %v pos %d pair %d", neox, pos, p)
+					got := append([]float32(nil), x...)
+					RoPEApply(got, hd, nh, cache, neox)
+					for h := range nh {
+						for p := range nd / 2 {
+							i0, i1 := h*hd+2*p, h*hd+2*p+1
+							if neox {
+								i0, i1 = h*hd+p, h*hd+p+nd/2
+							}
+							c, s := cache[2*p], cache[2*p+1]
+							require.Equal(t, fma32Big(x[i0], c, -(x[i1]*s)), got[i0], "head %d/%d neox %v pos %d pair %d", hd, nd, neox, pos, p)
+							require.Equal(t, fma32Big(x[i0], s, x[i1]*c), got[i1], "head %d/%d neox %v pos %d pair %d", hd, nd, neox, pos, p)
+						}
+						for i := h*hd + nd; i < (h+1)*hd; i++ {
+							require.Equal(t, x[i], got[i], "unrotated value %d", i)
+						}
+					}
 				}
 			}
 		}
-	}
+	})
 }

@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package kernels
+
+func ropeVec(x []float32, headDim, nHeads int, cache []float32, neox bool) bool { return false }
