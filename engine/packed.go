@@ -349,21 +349,43 @@ func (ps *packState) packInMemory(m *Model) error {
 		return fmt.Errorf("%w: mapping %d bytes for packed weights: %w", ErrOutOfMemory, ps.total, err)
 	}
 	ps.mem = mem
-	for i := range ps.targets {
-		t := &ps.targets[i]
-		dst := mem[t.off : t.off+t.size]
-		groups := t.m.Rows / t.l.Rows
-		err := m.pool.Run(func(i, n int) {
-			t.l.PackRows(t.m, dst, groups*i/n, groups*(i+1)/n)
-		})
-		if err != nil {
-			return fmt.Errorf("packing %s: %w", t.name, err)
-		}
-		dropResidency(t.m.Data[:groups*t.l.Rows*t.m.RowBytes()])
+	if err := ps.packAll(m, mem); err != nil {
+		return err
 	}
 	// Install only once everything is packed: a failure leaves no matrix
 	// half-switched.
 	ps.install(mem)
+	return nil
+}
+
+// packChunkBytes bounds the original bytes packed between two residency
+// drops, so that packing the biggest matrix (a 128k-vocabulary head of
+// 200+ MiB) never holds all of its original and its packed copy at once.
+const packChunkBytes = 8 << 20
+
+// packAll packs every target into block (laid out by the targets'
+// offsets) on the model's pool, chunk by chunk, dropping the residency of
+// each chunk's original pages once it is packed.
+func (ps *packState) packAll(m *Model, block []byte) error {
+	for i := range ps.targets {
+		t := &ps.targets[i]
+		dst := block[t.off : t.off+t.size]
+		groups := t.m.Rows / t.l.Rows
+		gBytes := t.l.Rows * t.m.RowBytes()
+		src := t.m.Data[:groups*gBytes]
+		step := max(1, packChunkBytes/gBytes)
+		dropped := 0
+		for g0 := 0; g0 < groups; g0 += step {
+			g1 := min(groups, g0+step)
+			err := m.pool.Run(func(i, n int) {
+				t.l.PackRows(t.m, dst, g0+(g1-g0)*i/n, g0+(g1-g0)*(i+1)/n)
+			})
+			if err != nil {
+				return fmt.Errorf("packing %s: %w", t.name, err)
+			}
+			dropped = dropResidency(src, dropped, g1*gBytes)
+		}
+	}
 	return nil
 }
 
@@ -411,25 +433,28 @@ func (ps *packState) release() error {
 	return nil
 }
 
-// dropResidency tells the kernel that the whole pages inside b (a view of
-// the read-only file mapping) are not needed: a packed weight replaces its
-// original in memory. The mapping stays, so b is still readable (pages come
-// back from the page cache on demand), which the remainder rows and a
-// fallback to unpacked matrices rely on.
-func dropResidency(b []byte) {
-	if len(b) == 0 {
-		return
+// dropResidency tells the kernel that the whole pages of b[from:to] (a
+// view of the read-only file mapping) are not needed: a packed weight
+// replaces its original in memory. The mapping stays, so b is still
+// readable (pages come back from the page cache on demand), which the
+// remainder rows and a fallback to unpacked matrices rely on. It returns
+// where the next call should start: the end of the pages it dropped, so
+// that consecutive chunks drop every page between them.
+func dropResidency(b []byte, from, to int) int {
+	if to <= from {
+		return from
 	}
 	ps := uintptr(os.Getpagesize())
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (start + ps - 1) &^ (ps - 1)
-	hi := (start + uintptr(len(b))) &^ (ps - 1)
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := (base + uintptr(from) + ps - 1) &^ (ps - 1)
+	hi := (base + uintptr(to)) &^ (ps - 1)
 	if hi <= lo {
-		return
+		return from
 	}
-	if err := unix.Madvise(b[lo-start:hi-start], unix.MADV_DONTNEED); err != nil {
+	if err := unix.Madvise(b[lo-base:hi-base], unix.MADV_DONTNEED); err != nil {
 		debugLog("madvise(DONTNEED) of %d packed-original bytes: %v", hi-lo, err)
 	}
+	return int(hi - base)
 }
 
 // guardFaults runs fn with faults turned into panics and recovers them (and
@@ -491,19 +516,7 @@ func (ps *packState) repackEntry(m *Model) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	err = guardFaults("repacking weights", func() error {
-		for i := range ps.targets {
-			t := &ps.targets[i]
-			dst := anon[t.off : t.off+t.size]
-			groups := t.m.Rows / t.l.Rows
-			if err := m.pool.Run(func(i, n int) {
-				t.l.PackRows(t.m, dst, groups*i/n, groups*(i+1)/n)
-			}); err != nil {
-				return fmt.Errorf("packing %s: %w", t.name, err)
-			}
-		}
-		return nil
-	})
+	err = guardFaults("repacking weights", func() error { return ps.packAll(m, anon) })
 	if err != nil {
 		freeAnonPages(anon)
 		return false, err
