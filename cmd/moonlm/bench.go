@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -184,6 +185,7 @@ func benchOpenIn(cfg benchConfig, state string) (benchCacheOpen, error) {
 			return r, fmt.Errorf("bench: filling the cache: %w", err)
 		}
 	}
+	debug.FreeOSMemory() // RSS after open should not count earlier opens' garbage
 	t0 := time.Now()
 	m, err := engine.Open(cfg.Path, p)
 	if err != nil {
@@ -330,7 +332,9 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 				return nil, fmt.Errorf("bench: filling the cache: %w", err)
 			}
 		}
-		// Peak RSS should describe the run, not the opens above.
+		// RSS after open and the peak should describe the run, not the
+		// opens above.
+		debug.FreeOSMemory()
 		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 	}
 
