@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -108,8 +109,9 @@ type packState struct {
 
 	put sync.WaitGroup // the background publish to the cache
 
-	mu       sync.Mutex // serializes recover against itself and close
-	repaired bool       // the entry's pages were replaced by in-memory packing
+	mu       sync.Mutex  // serializes recover against itself and close
+	repaired bool        // the entry's pages were replaced by in-memory packing
+	faulted  atomic.Bool // a kernel faulted on the entry; recovery started
 }
 
 // packAlign aligns every packed matrix to a cache line.
@@ -237,6 +239,7 @@ func (m *Model) pack(p ModelParams, id *fileIdentity) {
 		case e != nil:
 			ps.entry = e
 			ps.install(e.Data)
+			ps.watchFaults(m)
 			m.packed = ps
 			m.stats.PackSource = PackSourceCacheHit
 			m.stats.PackedBytes, m.stats.PackedMatrices = int64(total), len(ts)
@@ -344,7 +347,7 @@ func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) 
 // every target into it on the model's pool, dropping the residency of each
 // original once it is packed.
 func (ps *packState) packInMemory(m *Model) error {
-	mem, err := unix.Mmap(-1, 0, ps.total, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	mem, err := mapPacked(ps.total)
 	if err != nil {
 		return fmt.Errorf("%w: mapping %d bytes for packed weights: %w", ErrOutOfMemory, ps.total, err)
 	}
@@ -356,6 +359,12 @@ func (ps *packState) packInMemory(m *Model) error {
 	// half-switched.
 	ps.install(mem)
 	return nil
+}
+
+// mapPacked allocates the in-memory packed block (a variable so tests can
+// make it fail).
+var mapPacked = func(n int) ([]byte, error) {
+	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 }
 
 // packChunkBytes bounds the original bytes packed between two residency
@@ -471,15 +480,59 @@ func guardFaults(what string, fn func() error) (err error) {
 	return fn()
 }
 
+// watchFaults makes the targets use copies of their layouts whose Dot
+// notices a memory fault (the entry's file was truncated under us) and
+// starts RecoverPackedCache in the background, then lets the fault go on
+// to the session as ErrIO. Only models mapped from the cache pay for it: a
+// deferred call per group Dot, no allocation.
+func (ps *packState) watchFaults(m *Model) {
+	watched := map[*kernels.PackedLayout]*kernels.PackedLayout{}
+	for i := range ps.targets {
+		t := &ps.targets[i]
+		w, ok := watched[t.l]
+		if !ok {
+			c := *t.l
+			dot := t.l.Dot
+			c.Dot = func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+				defer ps.noticeFault(m)
+				dot(cols, g, x, xStride, nTok, y, yStride)
+			}
+			w = &c
+			watched[t.l] = w
+		}
+		t.m.Layout = w
+	}
+}
+
+// noticeFault is deferred by the watched Dot: on a panic it starts the
+// recovery once, then re-panics with the same value so the pool still
+// reports the fault.
+func (ps *packState) noticeFault(m *Model) {
+	if r := recover(); r != nil {
+		if ps.faulted.CompareAndSwap(false, true) {
+			ps.put.Add(1) // Close waits for the recovery too
+			go func() {
+				defer ps.put.Done()
+				if _, err := m.RecoverPackedCache(); err != nil {
+					ps.logf("%v", err)
+				}
+			}()
+		}
+		panic(r)
+	}
+}
+
 // RecoverPackedCache repairs a model whose packed weights are mapped from a
 // cache entry that lost its pages (the file was truncated or rewritten in
 // place while the model was open): reading them faults, which sessions
 // report as ErrIO. It packs the weights in memory again and swaps the new
 // pages in place of the entry's atomically, so the model keeps working
-// without a reopen; calls running meanwhile may still fail with ErrIO. It
-// reports whether it repaired anything: false with a nil error when the
-// entry is intact or the model does not use one. An error means the model
-// must be reopened.
+// without a reopen; calls running meanwhile may still fail with ErrIO. The
+// first fault on the entry starts it in the background, so callers need
+// not call it; it is exported for those that want to wait for the repair
+// before retrying. It reports whether this call repaired anything: false
+// with a nil error when the entry is intact, already repaired, or the model
+// does not use one. An error means the model must be reopened.
 func (m *Model) RecoverPackedCache() (bool, error) {
 	ps := m.packed
 	if ps == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain keeps the package's tests out of the user's packed-weight cache:
@@ -43,7 +44,8 @@ func TestMain(m *testing.M) {
 type synthShape struct {
 	dim, layers, heads, kvHeads, ff int
 	tied                            bool
-	randomQuants                    bool // fill Q8_0 blocks with random bytes (fast, for big models)
+	randomQuants                    bool      // fill Q8_0 blocks with random bytes (fast, for big models)
+	quant                           gguf.Type // matrix type; the zero value (F32) means Q8_0
 }
 
 // smallShape has row counts that are not multiples of the fake layout's
@@ -79,10 +81,15 @@ func writeSynthModel(t testing.TB, dir, name string, sh synthShape, seed uint64)
 	}
 	const vocab = 512
 	r := rand.New(rand.NewPCG(seed, 7))
+	qt := sh.quant
+	if qt == gguf.F32 {
+		qt = gguf.Q8_0
+	}
 	mat := func(name string, cols, rows int) {
-		rb := kernels.RowBytes(gguf.Q8_0, cols)
+		rb := kernels.RowBytes(qt, cols)
 		data := make([]byte, rows*rb)
 		if sh.randomQuants {
+			require.Equal(t, gguf.Q8_0, qt, "random quants are Q8_0 blocks")
 			for i := 0; i+8 <= len(data); i += 8 {
 				binary.LittleEndian.PutUint64(data[i:], r.Uint64())
 			}
@@ -95,10 +102,10 @@ func writeSynthModel(t testing.TB, dir, name string, sh synthShape, seed uint64)
 				for j := range row {
 					row[j] = float32(r.NormFloat64() * 0.15)
 				}
-				kernels.QuantizeWeightRow(gguf.Q8_0, row, data[i*rb:(i+1)*rb])
+				kernels.QuantizeWeightRow(qt, row, data[i*rb:(i+1)*rb])
 			}
 		}
-		require.NoError(t, w.AddTensor(name, gguf.Q8_0, []int64{int64(cols), int64(rows)}, data))
+		require.NoError(t, w.AddTensor(name, qt, []int64{int64(cols), int64(rows)}, data))
 	}
 	vec := func(name string, n int) {
 		data := make([]byte, 4*n)
@@ -235,6 +242,12 @@ func TestPackedMatchesUnpacked(t *testing.T) {
 			offToks, offLogits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
 			assert.Equal(t, PackSourceOff, st.PackSource)
 			assert.Zero(t, fl.dots.Load(), "PackOff must not use the packed layout")
+
+			m, err := Open(path, ModelParams{Threads: 1, Pack: PackOn, PackedCache: noCache})
+			require.NoError(t, err)
+			assert.Nil(t, m.embd.Packed, "token_embd stays in the GGUF layout for lookups")
+			assert.NotNil(t, m.output.Packed, "the head is packed, tied or not")
+			require.NoError(t, m.Close())
 
 			toks, logits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
 			assert.Equal(t, PackSourcePacked, st.PackSource)
@@ -406,6 +419,28 @@ func TestPackedCacheColdWarm(t *testing.T) {
 	require.Equal(t, PackSourceCacheHit, st.PackSource)
 	require.Equal(t, toks, ctoks)
 	require.Equal(t, logits, clogits, "cached and in-memory packed weights compute the same")
+
+	// Decoding on the mapped entry (through the fault-watching layouts)
+	// allocates nothing.
+	m, err := Open(path, cacheIn(dir))
+	require.NoError(t, err)
+	defer m.Close()
+	require.Equal(t, PackSourceCacheHit, m.OpenStats().PackSource)
+	s, err := m.NewSession(SessionParams{NCtx: 64})
+	require.NoError(t, err)
+	defer s.Close()
+	out := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{1, 403}, out))
+	allocs := testing.AllocsPerRun(10, func() {
+		if err := s.Decode(407, out); err != nil {
+			panic(err)
+		}
+	})
+	if raceEnabled {
+		t.Logf("race detector: %v allocations per token not checked (sync.Pool drops items at random)", allocs)
+	} else {
+		assert.Zero(t, allocs, "allocations per decoded token")
+	}
 }
 
 // TestPackedCacheInvalidation: a changed model file gets a new entry.
@@ -531,8 +566,8 @@ func TestPackedCacheDisabledByEnv(t *testing.T) {
 
 // TestPackedCacheTruncatedWhileOpen truncates the entry a model maps: the
 // next evaluation faults on the lost pages, which must be ErrIO (not a
-// crash); RecoverPackedCache then packs in memory in place of the entry and
-// the model computes the same logits again.
+// crash); the fault starts the repair, which packs in memory in place of
+// the entry, and the model computes the same logits again.
 func TestPackedCacheTruncatedWhileOpen(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("replacing the lost pages needs mremap (Linux)")
@@ -566,15 +601,86 @@ func TestPackedCacheTruncatedWhileOpen(t *testing.T) {
 		err = s.Prefill(prompt, got)
 		require.ErrorIs(t, err, ErrIO, "threads %d", threads)
 
+		// The fault started the repair in the background.
+		require.Eventually(t, func() bool { return m.OpenStats().PackSource == PackSourcePacked },
+			10*time.Second, time.Millisecond, "threads %d: the model switched to in-memory packing", threads)
 		ok, err = m.RecoverPackedCache()
 		require.NoError(t, err)
-		require.True(t, ok)
-		require.Equal(t, PackSourcePacked, m.OpenStats().PackSource)
+		require.False(t, ok, "already repaired")
 		require.NoError(t, s.Rewind(0))
 		require.NoError(t, s.Prefill(prompt, got))
 		require.Equal(t, want, got, "threads %d: logits after recovery", threads)
 		s.Close()
 		require.NoError(t, m.Close())
 		require.NoError(t, os.WriteFile(entries[0], good, 0o644))
+	}
+}
+
+// TestPackedAllocationFailure: when the packed block cannot be allocated
+// the model opens unpacked and computes as PackOff does.
+func TestPackedAllocationFailure(t *testing.T) {
+	withFakeLayout(t)
+	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
+	wantToks, wantLogits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
+	prev := mapPacked
+	mapPacked = func(n int) ([]byte, error) { return nil, unix.ENOMEM }
+	t.Cleanup(func() { mapPacked = prev })
+	toks, logits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	assert.Equal(t, PackSourceOff, st.PackSource)
+	assert.Zero(t, st.PackedBytes)
+	require.Equal(t, wantToks, toks)
+	require.Equal(t, wantLogits, logits)
+}
+
+// TestPackedRealLayouts runs the layouts the kernels register (not the
+// fake one) through the engine on a synthetic model of each packable type:
+// packed in memory and mapped from the cache they give the greedy tokens of
+// the pure-Go kernels, and logits no further from those than the unpacked
+// SIMD kernels are (this random model amplifies rounding: the unpacked
+// AVX-512 kernels already differ from pure Go by up to ~0.1); cached and
+// in-memory packing are bit-identical.
+func TestPackedRealLayouts(t *testing.T) {
+	best := kernels.Variant
+	t.Cleanup(func() { require.NoError(t, kernels.SetVariant(best)) })
+	maxDiff := func(a, b [][]float32) float64 {
+		m := 0.0
+		for i := range a {
+			for j := range a[i] {
+				m = math.Max(m, math.Abs(float64(a[i][j]-b[i][j])))
+			}
+		}
+		return m
+	}
+	for _, qt := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.Q6_K} {
+		t.Run(qt.String(), func(t *testing.T) {
+			require.NoError(t, kernels.SetVariant(best))
+			if kernels.Packed(qt) == nil {
+				t.Skipf("the %s kernels have no packed %s layout", best, qt)
+			}
+			sh := synthShape{dim: 256, layers: 2, heads: 4, kvHeads: 2, ff: 512, quant: qt}
+			path := writeSynthModel(t, t.TempDir(), "m.gguf", sh, 11)
+			dir := filepath.Join(t.TempDir(), "cache")
+
+			require.NoError(t, kernels.SetVariant("generic"))
+			genToks, genLogits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+			require.Equal(t, PackSourceNone, st.PackSource, "the pure-Go kernels have no packed layouts")
+			require.NoError(t, kernels.SetVariant(best))
+
+			_, simdLogits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
+			toks, logits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+			require.Equal(t, PackSourcePacked, st.PackSource)
+			require.Equal(t, 7*sh.layers+1, st.PackedMatrices)
+			require.Equal(t, genToks, toks, "greedy tokens, packed vs pure Go")
+			d0, d := maxDiff(genLogits, simdLogits), maxDiff(genLogits, logits)
+			t.Logf("largest logit difference from pure Go: unpacked %s %.4f, packed %.4f", best, d0, d)
+			assert.LessOrEqual(t, d, 2*d0+0.05, "packed logits stray further from pure Go than the unpacked SIMD kernels")
+
+			_, _, st = runLogits(t, path, cacheIn(dir))
+			require.Equal(t, PackSourceCacheWrite, st.PackSource)
+			ctoks, clogits, st := runLogits(t, path, cacheIn(dir))
+			require.Equal(t, PackSourceCacheHit, st.PackSource)
+			require.Equal(t, toks, ctoks)
+			require.Equal(t, logits, clogits, "cached vs in-memory packing")
+		})
 	}
 }
