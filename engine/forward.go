@@ -296,33 +296,37 @@ func (s *Session) attendHead(t, h, worker int) {
 	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
 	kc := s.cache
-	if kc.f32 {
-		n := pos - first + 1
-		sc := s.scores[worker][:n]
-		K, V := kc.k32[s.il], kc.v32[s.il]
-		for j := first; j <= pos; j++ {
-			sc[j-first] = kernels.Dot(q, K[j*kvDim+g*hd:j*kvDim+(g+1)*hd]) * c.kqScale
-		}
-		kernels.FastSoftmax(sc)
-		for d := range out {
-			row := kc.vAt(g*hd + d)
-			out[d] = kernels.Dot(sc, V[row+first:row+pos+1])
-		}
-		return
-	}
 	base := first &^ 15
 	n := pos - base + 1
 	sc := s.scores[worker][:n]
+	live := sc[first-base:]
+	single := s.nTok == 1 && ggmlDecodeOrder.Load()
+	if kc.f32 {
+		// ggml's f32 products: q is not contiguous in a batch, so the
+		// scores always take ggml_vec_dot_f32; the output takes tinyBLAS
+		// for a batch and ggml_vec_dot_f32 for one token.
+		K, V := kc.k32[s.il], kc.v32[s.il]
+		kernels.AttnDotF32RowsSingle(q, K[first*kvDim+g*hd:], kvDim, live, false)
+		kernels.Scale(live, c.kqScale)
+		for i := range sc[:first-base] {
+			sc[i] = float32(math.Inf(-1))
+		}
+		kernels.FastSoftmax(sc)
+		if single {
+			kernels.AttnDotF32RowsSingle(sc, V[kc.vAt(g*hd)+base:], kc.cap, out, true)
+		} else {
+			kernels.AttnDotF32Rows(sc, V[kc.vAt(g*hd)+base:], kc.cap, out)
+		}
+		return
+	}
 	q16 := s.q16[worker]
 	kernels.FastF16Encode(q16, q)
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	// Scores: key j of head g is hd values at j*kvDim+g*hd. Cells before
 	// the window are masked (-Inf), as ggml's mask does.
-	live := sc[first-base:]
 	// ggml sums a one-token batch's products with its own f16 dot, bigger
 	// batches with tinyBLAS, which needs a multiple of 16 values (else
 	// ggml falls back to its own dot there too).
-	single := s.nTok == 1 && ggmlDecodeOrder.Load()
 	if !single && hd%16 == 0 {
 		kernels.AttnDotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, live)
 	} else {

@@ -29,7 +29,9 @@ import (
 //   - the f16 attention products: llamafile's tinyBLAS order (16 float32
 //     lanes) for batches of several tokens, ggml_vec_dot_f16's order (4 x 16
 //     lanes over 64-value steps) for one token (kernels.AttnDotF16Rows,
-//     AttnDotF16RowsSingle; ggmlDecodeOrder).
+//     AttnDotF16RowsSingle; ggmlDecodeOrder); with an F32 cache, the same
+//     orders with each float32 product fused into its lane, and the scores
+//     always in ggml_vec_dot_f32's (AttnDotF32Rows, AttnDotF32RowsSingle).
 //
 // That alone did not move these files (median 0.03-0.05 before and after):
 // a one-ulp difference anywhere is amplified by the random weights, and the
@@ -40,7 +42,7 @@ import (
 // SIMD and packed kernels in their own orders. With a q8_0 kernel in ggml's
 // order (ggmlOrderQ8 below, a test-only packed layout) every position of
 // the four Q8_0 files equals llama.cpp's exactly (0.0000) on every kernel
-// set: TestSynthQ8LlamaCppExact. The same holds for the Q4_K_M files
+// set, with the F16 and the F32 KV cache: TestSynthQ8LlamaCppExact. The same holds for the Q4_K_M files
 // against llama.cpp without repacking, with q4_K and q6_K products in the
 // order of ggml's AVX2 vec_dot kernels (ggmlOrderK; q6_K takes its -32
 // offset off through the block sums, in lanes of its own), for prompts of
@@ -136,23 +138,29 @@ func ggmlOrderQ8Dot(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 // TestSynthQ8LlamaCppExact runs the Q8_0 synthetic models with q8_0 products
 // summed in ggml's order (ggmlOrderQ8): then every prompt and greedy
 // position must equal llama.cpp's log-probabilities (to 1e-5, the rounding
-// of the float64 log-sum-exp), which holds
-// only if RoPE, softmax, SwiGLU, the f16 attention products and every other
-// step round exactly as llama.cpp's do.
+// of the float64 log-sum-exp), with the F16 KV cache and with the F32 one
+// (the .kvf32 references), which holds only if RoPE, softmax, SwiGLU, the
+// attention products and every other step round exactly as llama.cpp's do.
 func TestSynthQ8LlamaCppExact(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
-		name := "synth-" + arch + "-Q8_0"
-		t.Run(name, func(t *testing.T) {
-			model := shareddata.Path(t, "synth/"+name+".gguf")
-			restore := kernels.SetPackedForTest(gguf.Q8_0, &ggmlOrderQ8)
-			defer restore()
-			var diffs []float64
-			runRefFiles(t, refOptions{
-				model: model, refs: "testdata/synth/" + name + ".llamacpp.ref.jsonl",
-				tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, pack: PackOn,
+		for _, kvf32 := range []bool{false, true} {
+			name := "synth-" + arch + "-Q8_0"
+			ref := "testdata/synth/" + name + ".llamacpp.ref.jsonl"
+			if kvf32 {
+				ref = "testdata/synth/" + name + ".llamacpp.kvf32.ref.jsonl"
+			}
+			t.Run(name+map[bool]string{true: "-kvf32"}[kvf32], func(t *testing.T) {
+				model := shareddata.Path(t, "synth/"+name+".gguf")
+				restore := kernels.SetPackedForTest(gguf.Q8_0, &ggmlOrderQ8)
+				defer restore()
+				var diffs []float64
+				runRefFiles(t, refOptions{
+					model: model, refs: ref, kvf32: kvf32,
+					tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, pack: PackOn,
+				})
+				assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
 			})
-			assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
-		})
+		}
 	}
 }
 

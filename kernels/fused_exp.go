@@ -243,3 +243,76 @@ func attnDotF16Generic(a, b []uint16) float32 {
 	}
 	return sum16(&acc)
 }
+
+// AttnDotF32Rows is AttnDotF16Rows for an F32 KV cache: y[i] = dot(x,
+// rows[i*stride:][:len(x)]) as tinyBLAS sums an f32 product (16 float32
+// lanes, each product fused into its lane, then the AVX-512 tree); a tail
+// of fewer than 16 values counts as padded with zeros.
+func AttnDotF32Rows(x, rows []float32, stride int, y []float32) {
+	n := len(x)
+	if len(y) == 0 {
+		return
+	}
+	if stride < n || (len(y)-1)*stride+n > len(rows) {
+		panic("kernels: AttnDotF32Rows: rows do not fit")
+	}
+	for i := attnDotF32Vec(x, rows, stride, y, 0); i < len(y); i++ {
+		y[i] = attnDotF32Generic(x, rows[i*stride:i*stride+n])
+	}
+}
+
+func attnDotF32Generic(a, b []float32) float32 {
+	b = b[:len(a)]
+	var acc [16]float32
+	for i := 0; i < len(a); i += 16 {
+		for l := 0; l < 16 && i+l < len(a); l++ {
+			acc[l] = fma32(a[i+l], b[i+l], acc[l])
+		}
+	}
+	return sum16(&acc)
+}
+
+// AttnDotF32RowsSingle is AttnDotF16RowsSingle for an F32 KV cache, in the
+// order of ggml_vec_dot_f32 on AVX-512 (each product fused into its lane;
+// without pad, the products past the last multiple of 64 are rounded and
+// added one by one to the float32 total after the tree).
+func AttnDotF32RowsSingle(x, rows []float32, stride int, y []float32, pad bool) {
+	n := len(x)
+	if len(y) == 0 {
+		return
+	}
+	if stride < n || (len(y)-1)*stride+n > len(rows) {
+		panic("kernels: AttnDotF32RowsSingle: rows do not fit")
+	}
+	done := 0
+	if pad || n%64 == 0 {
+		done = attnDotF32Vec(x, rows, stride, y, 1)
+	}
+	for i := done; i < len(y); i++ {
+		y[i] = attnDotF32SingleGeneric(x, rows[i*stride:i*stride+n], pad)
+	}
+}
+
+func attnDotF32SingleGeneric(a, b []float32, pad bool) float32 {
+	b = b[:len(a)]
+	var acc [64]float32
+	n := len(a)
+	end := n &^ 63
+	if pad {
+		end = n
+	}
+	for i := 0; i < end; i += 64 {
+		for l := 0; l < 64 && i+l < end; l++ {
+			acc[l] = fma32(a[i+l], b[i+l], acc[l])
+		}
+	}
+	var v [16]float32
+	for l := range v {
+		v[l] = (acc[l] + acc[32+l]) + (acc[16+l] + acc[48+l])
+	}
+	s := sum16(&v)
+	for i := end; i < n; i++ {
+		s += float32(a[i] * b[i]) // ggml's scalar tail: not fused
+	}
+	return s
+}

@@ -56,3 +56,19 @@ func attnDotF16Vec(x, rows []uint16, stride int, y []float32, mode int) int {
 	attnF16AVX2(&x[0], len(x), &rows[0], stride, &y[0], len(y), mode, &scratch[0])
 	return len(y)
 }
+
+// attnF32AVX2 is attnF16AVX2 for float32 vectors (attnDotF32Generic,
+// attnDotF32SingleGeneric with padding).
+//
+//go:noescape
+func attnF32AVX2(x *float32, n int, rows *float32, stride int, y *float32, m int, mode int, scratch *float32)
+
+// attnDotF32Vec is attnDotF16Vec for float32 vectors.
+func attnDotF32Vec(x, rows []float32, stride int, y []float32, mode int) int {
+	if len(x) == 0 || len(y) == 0 || !vecExp() {
+		return 0
+	}
+	var scratch [64]float32
+	attnF32AVX2(&x[0], len(x), &rows[0], stride, &y[0], len(y), mode, &scratch[0])
+	return len(y)
+}

@@ -404,3 +404,138 @@ attncombine:
 attndone:
 	VZEROUPPER
 	RET
+
+// Fuses the 16 float32 at off(DI)(AX) times those at off(SI)(AX) into the
+// lane pair lo, hi.
+#define F32CHUNK(off, lo, hi) \
+	VMOVUPS      off(DI)(AX*1), Y8 \
+	VFMADD231PS  off(SI)(AX*1), Y8, lo \
+	VMOVUPS      off+32(DI)(AX*1), Y10 \
+	VFMADD231PS  off+32(SI)(AX*1), Y10, hi
+
+// func attnF32AVX2(x *float32, n int, rows *float32, stride int, y *float32, m int, mode int, scratch *float32)
+// attnF16AVX2 for float32 vectors: every product is fused into its lane.
+TEXT ·attnF32AVX2(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), R10
+	MOVQ rows+16(FP), SI
+	MOVQ stride+24(FP), DX
+	SHLQ $2, DX
+	MOVQ y+32(FP), R8
+	MOVQ m+40(FP), R9
+	MOVQ mode+48(FP), R11
+	MOVQ scratch+56(FP), R12
+	MOVQ R10, R13
+	ANDQ $-16, R13            // R13 = n16
+	SHLQ $2, R13              // in bytes
+	TESTQ R9, R9
+	JZ   a32done
+
+a32row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+	TESTQ  R11, R11
+	JZ     a32m0
+
+a32m1:                           // 64 values a step, chunk j to group j
+	LEAQ  256(AX), BX
+	CMPQ  BX, R13
+	JGT   a32m1rest
+	F32CHUNK(0, Y0, Y1)
+	F32CHUNK(64, Y2, Y3)
+	F32CHUNK(128, Y4, Y5)
+	F32CHUNK(192, Y6, Y7)
+	MOVQ  BX, AX
+	JMP   a32m1
+
+a32m1rest:                       // up to three more whole chunks
+	CMPQ  AX, R13
+	JGE   a32tail
+	F32CHUNK(0, Y0, Y1)
+	ADDQ  $64, AX
+	CMPQ  AX, R13
+	JGE   a32tail
+	F32CHUNK(0, Y2, Y3)
+	ADDQ  $64, AX
+	CMPQ  AX, R13
+	JGE   a32tail
+	F32CHUNK(0, Y4, Y5)
+	ADDQ  $64, AX
+	JMP   a32tail
+
+a32m0:                           // every chunk to group 0
+	CMPQ  AX, R13
+	JGE   a32tail
+	F32CHUNK(0, Y0, Y1)
+	ADDQ  $64, AX
+	JMP   a32m0
+
+a32tail:
+	MOVQ  R13, CX
+	SHRQ  $2, CX
+	NEGQ  CX
+	ADDQ  R10, CX             // CX = n - n16
+	TESTQ CX, CX
+	JZ    a32combine
+	VMOVUPS Y0, 0(R12)
+	VMOVUPS Y1, 32(R12)
+	VMOVUPS Y2, 64(R12)
+	VMOVUPS Y3, 96(R12)
+	VMOVUPS Y4, 128(R12)
+	VMOVUPS Y5, 160(R12)
+	VMOVUPS Y6, 192(R12)
+	VMOVUPS Y7, 224(R12)
+	// BX = group offset in bytes: mode 1 ? ((n16/16)%4)*64 : 0
+	XORQ  BX, BX
+	TESTQ R11, R11
+	JZ    a32tailgo
+	MOVQ  R13, BX
+	SHRQ  $6, BX
+	ANDQ  $3, BX
+	SHLQ  $6, BX
+
+a32tailgo:
+	ADDQ R12, BX
+
+a32tailloop:
+	VMOVSS      (DI)(AX*1), X8
+	VMOVSS      (SI)(AX*1), X9
+	VMOVSS      (BX), X10
+	VFMADD231SS X9, X8, X10
+	VMOVSS      X10, (BX)
+	ADDQ        $4, BX
+	ADDQ        $4, AX
+	DECQ        CX
+	JNZ         a32tailloop
+	VMOVUPS     0(R12), Y0
+	VMOVUPS     32(R12), Y1
+	VMOVUPS     64(R12), Y2
+	VMOVUPS     96(R12), Y3
+	VMOVUPS     128(R12), Y4
+	VMOVUPS     160(R12), Y5
+	VMOVUPS     192(R12), Y6
+	VMOVUPS     224(R12), Y7
+
+a32combine:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y6, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y7, Y3, Y3
+	VADDPS Y3, Y1, Y1
+	F16TREE(Y0, Y1, X0, X1, 0)
+	ADDQ   $4, R8
+	ADDQ   DX, SI
+	DECQ   R9
+	JNZ    a32row
+
+a32done:
+	VZEROUPPER
+	RET

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes fused_exp_data_test.go: ggml's own outputs for its vector exp
-(through ggml_vec_soft_max_f32), softmax, swiglu and f16 dot product.
+(through ggml_vec_soft_max_f32), softmax, swiglu and f16 and f32 dot
+products.
 
 Usage: PYTHONPATH=<llama-cpp-python> python3 kernels/fused_exp_gen.py > kernels/fused_exp_data_test.go
 
@@ -24,6 +25,8 @@ lib.ggml_vec_swiglu_f32.restype = None
 lib.ggml_vec_swiglu_f32.argtypes = [ctypes.c_int, F, F, F]
 lib.ggml_vec_dot_f16.restype = None
 lib.ggml_vec_dot_f16.argtypes = [ctypes.c_int, F, ctypes.c_size_t, H, ctypes.c_size_t, H, ctypes.c_size_t, ctypes.c_int]
+lib.ggml_vec_dot_f32.restype = None
+lib.ggml_vec_dot_f32.argtypes = [ctypes.c_int, F, ctypes.c_size_t, F, ctypes.c_size_t, F, ctypes.c_size_t, ctypes.c_int]
 
 
 def fp(a):
@@ -110,4 +113,22 @@ for n, used in ((8, 8), (64, 64), (80, 80), (128, 128), (256, 256), (256, 100), 
     s = np.zeros(1, dtype=np.float32)
     lib.ggml_vec_dot_f16(n, fp(s), 0, x.ctypes.data_as(H), 0, y.ctypes.data_as(H), 0, 1)
     print("\t{[]uint16{%s}, []uint16{%s}, %d, 0x%08x}," % (hbits(x[:used]), hbits(y[:used]), n, s.view(np.uint32)[0]))
+print("}")
+print()
+
+# ggml_vec_dot_f32, the same way (float32 products fused into the lanes).
+print("// ggmlDotF32: x, y, the used length and ggml_vec_dot_f32(x, y).")
+print("var ggmlDotF32 = []struct {")
+print("\tx, y []uint32")
+print("\tn    int")
+print("\tdot  uint32")
+print("}{")
+for n, used in ((8, 8), (64, 64), (80, 80), (100, 100), (128, 128), (256, 256), (256, 100), (256, 17), (512, 300)):
+    x = np.zeros(n, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    x[:used] = rng.standard_normal(used).astype(np.float32)
+    y[:used] = rng.standard_normal(used).astype(np.float32)
+    s = np.zeros(1, dtype=np.float32)
+    lib.ggml_vec_dot_f32(n, fp(s), 0, fp(x), 0, fp(y), 0, 1)
+    print("\t{[]uint32{%s}, []uint32{%s}, %d, 0x%08x}," % (bits(x[:used]), bits(y[:used]), n, s.view(np.uint32)[0]))
 print("}")

@@ -92,10 +92,11 @@ func TestAttnDotF16RowsSingleGGML(t *testing.T) {
 	})
 }
 
-// TestAttnDotF16RowsVariants checks that every kernel set computes both
-// attention dots (tinyBLAS order, and ggml_vec_dot_f16 order with and
-// without padding) bit for bit as the pure-Go definitions, over lengths
-// around the 16- and 64-value steps and strided rows.
+// TestAttnDotF16RowsVariants checks that every kernel set computes the
+// attention dots (tinyBLAS order, and ggml_vec_dot_f16/f32 order with and
+// without padding; f16 and f32 vectors) bit for bit as the pure-Go
+// definitions, over lengths around the 16- and 64-value steps and strided
+// rows.
 func TestAttnDotF16RowsVariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	forVariants(t, func(t *testing.T) {
@@ -121,6 +122,37 @@ func TestAttnDotF16RowsVariants(t *testing.T) {
 					require.Equal(t, attnDotF16SingleGeneric(x, rows[i*stride:i*stride+n], pad), got[i], "vec_dot order, pad %v, n %d row %d", pad, n, i)
 				}
 			}
+			// The same for float32 vectors (the F32 KV cache).
+			x32, rows32 := make([]float32, len(x)), make([]float32, len(rows))
+			for i := range x32 {
+				x32[i] = float32(r.NormFloat64())
+			}
+			for i := range rows32 {
+				rows32[i] = float32(r.NormFloat64())
+			}
+			AttnDotF32Rows(x32, rows32, stride, got)
+			for i := range got {
+				require.Equal(t, attnDotF32Generic(x32, rows32[i*stride:i*stride+n]), got[i], "f32 tinyBLAS order, n %d row %d", n, i)
+			}
+			for _, pad := range []bool{false, true} {
+				AttnDotF32RowsSingle(x32, rows32, stride, got, pad)
+				for i := range got {
+					require.Equal(t, attnDotF32SingleGeneric(x32, rows32[i*stride:i*stride+n], pad), got[i], "f32 vec_dot order, pad %v, n %d row %d", pad, n, i)
+				}
+			}
+		}
+	})
+}
+
+// TestAttnDotF32RowsSingleGGML checks the one-token f32 attention dot
+// against ggml_vec_dot_f32.
+func TestAttnDotF32RowsSingleGGML(t *testing.T) {
+	forVariants(t, func(t *testing.T) {
+		for _, r := range ggmlDotF32 {
+			pad := len(r.x) < r.n
+			y := make([]float32, 1)
+			AttnDotF32RowsSingle(f32s(r.x), f32s(r.y), len(r.y), y, pad)
+			assert.Equal(t, r.dot, math.Float32bits(y[0]), "n %d of %d", len(r.x), r.n)
 		}
 	})
 }
