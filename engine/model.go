@@ -87,7 +87,8 @@ type Model struct {
 
 	mapping []byte     // the file mapping when Open made it
 	packed  *packState // packed weights, nil when none
-	stats   OpenStats  // guarded by mu
+	stats   OpenStats  // guarded by statsMu after Open returns
+	statsMu sync.Mutex // not mu: Close holds mu while it waits for a background repack that updates stats
 
 	mu       sync.Mutex
 	sessions int

@@ -83,8 +83,8 @@ type OpenStats struct {
 
 // OpenStats reports how the model was opened.
 func (m *Model) OpenStats() OpenStats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.statsMu.Lock()
+	defer m.statsMu.Unlock()
 	return m.stats
 }
 
@@ -549,9 +549,9 @@ func (m *Model) RecoverPackedCache() (bool, error) {
 		return false, fmt.Errorf("engine: packed-weight cache entry %s was truncated under the open model: %w: %w (reopen the model)", ps.entry.Path(), ErrIO, err)
 	}
 	ps.logf("packed-weight cache entry %s lost its pages; packed in memory instead", ps.entry.Path())
-	m.mu.Lock()
+	m.statsMu.Lock()
 	m.stats.PackSource = PackSourcePacked
-	m.mu.Unlock()
+	m.statsMu.Unlock()
 	return ok, nil
 }
 
