@@ -116,6 +116,19 @@ func FastSoftmax(x []float32) {
 		}
 	}
 	done := expSubVec(x, max)
+	if done < len(x) {
+		// The last few values go through the vector kernel too, padded
+		// with -Inf (whose exp is 0), where there is one.
+		var buf [8]float32
+		n := copy(buf[:], x[done:])
+		for i := n; i < len(buf); i++ {
+			buf[i] = float32(math.Inf(-1))
+		}
+		if expSubVec(buf[:], max) == len(buf) {
+			copy(x[done:], buf[:n])
+			done = len(x)
+		}
+	}
 	for i := done; i < len(x); i++ {
 		x[i] = ExpGGML(x[i] - max)
 	}

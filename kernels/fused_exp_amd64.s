@@ -136,6 +136,28 @@ swiglusdone:
 	VCVTPH2PS    off+16(SI)(AX*1), Y11 \
 	VFMADD231PS  Y11, Y10, hi
 
+// Fuses the masked (Y14, Y15) tail chunk of the row at (row)(AX) times the
+// query tail in Y8, Y9 into lo, hi. Clobbers Y10-Y12.
+#define F16MASKED(row, lo, hi) \
+	VPMASKMOVD   (row)(AX*1), Y14, Y12 \
+	VPAND        Y15, Y12, Y12 \
+	VCVTPH2PS    X12, Y10 \
+	VEXTRACTI128 $1, Y12, X12 \
+	VCVTPH2PS    X12, Y11 \
+	VFMADD231PS  Y10, Y8, lo \
+	VFMADD231PS  Y11, Y9, hi
+
+// 32 set bytes, then 32 clear ones: a load at 32-k gives a k-byte mask.
+DATA attnmask<>+0x00(SB)/8, $-1
+DATA attnmask<>+0x08(SB)/8, $-1
+DATA attnmask<>+0x10(SB)/8, $-1
+DATA attnmask<>+0x18(SB)/8, $-1
+DATA attnmask<>+0x20(SB)/8, $0
+DATA attnmask<>+0x28(SB)/8, $0
+DATA attnmask<>+0x30(SB)/8, $0
+DATA attnmask<>+0x38(SB)/8, $0
+GLOBL attnmask<>(SB), RODATA|NOPTR, $64
+
 // Stores the AVX-512 reduction tree of the 16 lanes lo, hi (Y registers;
 // xlo, xhi their X halves) at off(R8). Clobbers lo, hi, X8.
 #define F16TREE(lo, hi, xlo, xhi, off) \
@@ -211,64 +233,34 @@ attn4loop:
 	ADDQ        $32, AX
 	JMP         attn4loop
 
-attn4tail:                       // fewer than 16 values: lane by lane
-	MOVQ    R10, R14
-	SHLQ    $1, R14
-	CMPQ    AX, R14
-	JGE     attn4reduce
-	VMOVUPS Y0, 0(R12)
-	VMOVUPS Y1, 32(R12)
-	VMOVUPS Y2, 64(R12)
-	VMOVUPS Y3, 96(R12)
-	VMOVUPS Y4, 128(R12)
-	VMOVUPS Y5, 160(R12)
-	VMOVUPS Y6, 192(R12)
-	VMOVUPS Y7, 224(R12)
-	MOVQ    R12, R11              // lane pointer (mode is 0 here)
-
-attn4tailloop:
-	MOVWLZX   (DI)(AX*1), R14
-	VMOVD     R14, X8
-	VCVTPH2PS X8, X8
-	MOVWLZX   (SI)(AX*1), R14
-	VMOVD     R14, X9
-	VCVTPH2PS X9, X9
-	VMULSS    X9, X8, X9
-	VADDSS    0(R11), X9, X9
-	VMOVSS    X9, 0(R11)
-	MOVWLZX   (BX)(AX*1), R14
-	VMOVD     R14, X9
-	VCVTPH2PS X9, X9
-	VMULSS    X9, X8, X9
-	VADDSS    64(R11), X9, X9
-	VMOVSS    X9, 64(R11)
-	MOVWLZX   (CX)(AX*1), R14
-	VMOVD     R14, X9
-	VCVTPH2PS X9, X9
-	VMULSS    X9, X8, X9
-	VADDSS    128(R11), X9, X9
-	VMOVSS    X9, 128(R11)
-	MOVWLZX   (R15)(AX*1), R14
-	VMOVD     R14, X9
-	VCVTPH2PS X9, X9
-	VMULSS    X9, X8, X9
-	VADDSS    192(R11), X9, X9
-	VMOVSS    X9, 192(R11)
-	ADDQ      $4, R11
-	ADDQ      $2, AX
-	MOVQ      R10, R14
-	SHLQ      $1, R14
-	CMPQ      AX, R14
-	JLT       attn4tailloop
-	XORQ      R11, R11            // mode 0 again
-	VMOVUPS   0(R12), Y0
-	VMOVUPS   32(R12), Y1
-	VMOVUPS   64(R12), Y2
-	VMOVUPS   96(R12), Y3
-	VMOVUPS   128(R12), Y4
-	VMOVUPS   160(R12), Y5
-	VMOVUPS   192(R12), Y6
-	VMOVUPS   224(R12), Y7
+attn4tail:                       // fewer than 16 values: one masked chunk
+	MOVQ         R13, R14
+	SHRQ         $1, R14
+	NEGQ         R14
+	ADDQ         R10, R14           // R14 = tail values (0..15)
+	JZ           attn4reduce
+	// Y15: bytes [0, 2*tail) set; Y14: the whole dwords covering them
+	// (VPMASKMOVD loads nothing past them, so no read leaves the slices).
+	LEAQ         attnmask<>+32(SB), R11
+	SUBQ         R14, R11
+	SUBQ         R14, R11
+	VMOVDQU      (R11), Y15
+	INCQ         R14
+	ANDQ         $-2, R14
+	LEAQ         attnmask<>+32(SB), R11
+	SUBQ         R14, R11
+	SUBQ         R14, R11
+	VMOVDQU      (R11), Y14
+	XORQ         R11, R11           // mode 0 again
+	VPMASKMOVD   (DI)(AX*1), Y14, Y12
+	VPAND        Y15, Y12, Y12
+	VCVTPH2PS    X12, Y8
+	VEXTRACTI128 $1, Y12, X12
+	VCVTPH2PS    X12, Y9
+	F16MASKED(SI, Y0, Y1)
+	F16MASKED(BX, Y2, Y3)
+	F16MASKED(CX, Y4, Y5)
+	F16MASKED(R15, Y6, Y7)
 
 attn4reduce:
 	F16TREE(Y0, Y1, X0, X1, 0)
