@@ -1,9 +1,8 @@
 package main
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
@@ -65,11 +64,10 @@ func newSampler(p samplerParams) (backendSampler, error) {
 		sp.TopP = 1
 	}
 	if p.Seed == seedRandom {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("%w: no random seed from the OS: %v", engine.ErrIO, err)
-		}
-		sp.Seed = binary.LittleEndian.Uint64(b[:])
+		// math/rand/v2's global generator is seeded from the OS's entropy
+		// at start; crypto/rand would link Go's FIPS crypto module (about
+		// 150 KB) into the library for eight bytes.
+		sp.Seed = rand.Uint64()
 	}
 	s, err := sample.New(sp)
 	if err != nil {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"runtime"
@@ -305,7 +304,7 @@ func packKey(id *fileIdentity, ts []packTarget) packcache.Key {
 	}
 	return packcache.Key{
 		Model: id.path, Size: id.size, ModTime: id.modTime,
-		Header: sha256.Sum256(id.header),
+		Header: packcache.Digest(id.header),
 		Layout: packFormat + ";" + strings.Join(names, ","),
 		CPU:    cpuString(),
 	}

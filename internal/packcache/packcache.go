@@ -35,7 +35,6 @@ package packcache
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -76,7 +75,7 @@ type Key struct {
 	Model   string   // absolute path of the model file
 	Size    int64    // its size
 	ModTime int64    // its modification time, ns
-	Header  [32]byte // SHA-256 of the GGUF header and tensor table (the caller computes it)
+	Header  [32]byte // Digest of the GGUF header and tensor table (the caller computes it)
 	Layout  string   // the packed layouts and their versions, e.g. "q4_K.r16.v1,q6_K.r16.v1"
 	CPU     string   // the CPU features the layouts were built for
 }
@@ -230,11 +229,9 @@ func encodeKey(k Key) ([]byte, error) {
 // hashHex is the hex key hash shared by an entry's name and its temporary
 // files' names; the format version is hashed in too.
 func hashHex(enc []byte) string {
-	h := sha256.New()
-	h.Write([]byte(magic))
-	h.Write(binary.LittleEndian.AppendUint32(nil, FormatVersion))
-	h.Write(enc)
-	return hex.EncodeToString(h.Sum(nil))[:nameHexLen]
+	b := append([]byte(magic), binary.LittleEndian.AppendUint32(nil, FormatVersion)...)
+	d := Digest(append(b, enc...))
+	return hex.EncodeToString(d[:])[:nameHexLen]
 }
 
 // dataOffset is where the data of an entry with an encoded key of n bytes
