@@ -300,7 +300,7 @@ func (s *Session) attendHead(t, h, worker int) {
 	n := pos - base + 1
 	sc := s.scores[worker][:n]
 	live := sc[first-base:]
-	single := s.nTok == 1 && ggmlDecodeOrder.Load()
+	single := s.nTok == 1 && s.m.decodeInGGMLOrder()
 	if kc.f32 {
 		// ggml's f32 products: q is not contiguous in a batch, so the
 		// scores always take ggml_vec_dot_f32; the output takes tinyBLAS

@@ -38,6 +38,9 @@ type ModelParams struct {
 	// PackedCache configures the on-disk cache of packed weights; its zero
 	// value takes every setting from the environment.
 	PackedCache PackedCacheParams
+	// Numerics selects fast kernels or llama.cpp's exact summation order
+	// (see Numerics); the zero value follows MOONLM_NUMERICS.
+	Numerics Numerics
 }
 
 // Info describes a model. Token ids are -1 where the model has none.
@@ -84,6 +87,8 @@ type Model struct {
 	pool       *pool.Pool
 	info       Info
 	template   string
+
+	numerics Numerics // resolved at open
 
 	mapping []byte     // the file mapping when Open made it
 	packed  *packState // packed weights, nil when none
@@ -206,7 +211,12 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	if err != nil {
 		return nil, err
 	}
-	m = &Model{f: f, cfg: cfg}
+	numerics, err := resolveNumerics(p.Numerics)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open: %w", err)
+	}
+	p = applyNumerics(p, numerics)
+	m = &Model{f: f, cfg: cfg, numerics: numerics}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		if errors.Is(err, tokenizer.ErrUnsupported) {

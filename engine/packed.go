@@ -125,7 +125,7 @@ func (m *Model) packTargets() ([]packTarget, int) {
 	var ts []packTarget
 	off := 0
 	add := func(name string, mt *kernels.Matrix) {
-		l := kernels.Packed(mt.Type)
+		l := m.layoutFor(mt)
 		if l == nil || mt.Rows < l.Rows {
 			return
 		}

@@ -142,7 +142,7 @@ type refOptions struct {
 	parseSpecial bool     // tokenize prompts with special tokens parsed
 	prepModel    func(*Model)
 	prepSession  func(*Session)
-	pack         PackMode // how Open packs weights
+	numerics     Numerics // the numerics mode Open takes
 	// skip, when set, leaves out the reference cases it returns true for.
 	skip func(rc refCase) bool
 	// diffs, when set, receives the worst log-probability difference of
@@ -164,11 +164,11 @@ func (o *refOptions) check(t *testing.T, where string, logits []float32, ref ref
 }
 
 func runRefFiles(t *testing.T, o refOptions) {
-	// Decode as llama.cpp's does (see ggmlDecodeOrder).
+	// Decode as llama.cpp's does (see ggmlDecodeOrder), also in fast mode.
 	ggmlDecodeOrder.Store(true)
 	t.Cleanup(func() { ggmlDecodeOrder.Store(false) })
 	kvf32, tol, gap, prompts, prepSession := o.kvf32, o.tol, o.gap, o.prompts, o.prepSession
-	m, err := Open(o.model, ModelParams{Threads: 2, Pack: o.pack})
+	m, err := Open(o.model, ModelParams{Threads: 2, Numerics: o.numerics})
 	require.NoError(t, err)
 	defer m.Close()
 	if o.prepModel != nil {

@@ -1,14 +1,10 @@
 package engine
 
 import (
-	"encoding/binary"
-	"math"
 	"slices"
 	"testing"
 
-	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
-	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -98,43 +94,6 @@ func TestSynthQuantizedLlamaCppReference(t *testing.T) {
 	}
 }
 
-// ggmlOrderQ8 is a packed layout that changes nothing in the bytes but sums
-// q8_0 x q8_0 row products as ggml's CPU backend does (ggml_vec_dot_q8_0_q8_0
-// and tinyBLAS alike on AVX2/AVX-512): 8 float32 lanes, lane l taking the
-// exact integer sum of bytes 4l..4l+3 of every block, multiplied by the
-// float32 product of the two block scales and fused into the lane; then
-// (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7).
-var ggmlOrderQ8 = kernels.PackedLayout{
-	Name: "q8_0.ggml-order.test.v1", Type: gguf.Q8_0, Rows: 16, MaxTok: 8,
-	GroupBytes: func(cols int) int { return 16 * cols / 32 * 34 },
-	Pack:       func(dst, src []byte, cols int) { copy(dst, src) },
-	Dot:        ggmlOrderQ8Dot,
-	DotGeneric: ggmlOrderQ8Dot,
-}
-
-func ggmlOrderQ8Dot(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	rowBytes := cols / 32 * 34
-	f16 := func(b []byte) float32 { return kernels.F16ToF32(binary.LittleEndian.Uint16(b)) }
-	for t := range nTok {
-		xt := x[t*xStride : t*xStride+rowBytes]
-		for r := range 16 {
-			w := g[r*rowBytes : (r+1)*rowBytes]
-			var acc [8]float32
-			for b := 0; b < rowBytes; b += 34 {
-				d := f16(w[b:]) * f16(xt[b:])
-				for l := range acc {
-					var s int32
-					for j := b + 2 + 4*l; j < b+6+4*l; j++ {
-						s += int32(int8(w[j])) * int32(int8(xt[j]))
-					}
-					acc[l] = kernels.FMA32(d, float32(s), acc[l])
-				}
-			}
-			y[t*yStride+r] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
-		}
-	}
-}
-
 // TestSynthQ8LlamaCppExact runs the Q8_0 synthetic models with q8_0 products
 // summed in ggml's order (ggmlOrderQ8): then every prompt and greedy
 // position must equal llama.cpp's log-probabilities (to 1e-5, the rounding
@@ -151,119 +110,14 @@ func TestSynthQ8LlamaCppExact(t *testing.T) {
 			}
 			t.Run(name+map[bool]string{true: "-kvf32"}[kvf32], func(t *testing.T) {
 				model := shareddata.Path(t, "synth/"+name+".gguf")
-				restore := kernels.SetPackedForTest(gguf.Q8_0, &ggmlOrderQ8)
-				defer restore()
 				var diffs []float64
 				runRefFiles(t, refOptions{
 					model: model, refs: ref, kvf32: kvf32,
-					tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, pack: PackOn,
+					tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
 				})
 				assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
 			})
 		}
-	}
-}
-
-// ggmlOrderK returns a test-only packed layout (bytes unchanged) summing
-// q4_K or q6_K x q8_K row products as ggml's AVX2 kernels do: per super-block
-// an exact integer per lane l (the values at offsets 4l..4l+3 of every 32,
-// times their scales), converted to float32 and fused into lane l with the
-// float32 product of the two block scales; q4_K's mins go through 4 lanes of
-// their own (sub-block pairs); then the 8-lane tree, plus the 4 min lanes.
-func ggmlOrderK(t gguf.Type) *kernels.PackedLayout {
-	blockBytes := map[gguf.Type]int{gguf.Q4_K: 144, gguf.Q6_K: 210}[t]
-	dot := func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-		rowBytes := cols / 256 * blockBytes
-		f16 := func(b []byte) float32 { return kernels.F16ToF32(binary.LittleEndian.Uint16(b)) }
-		var q [256]int32
-		var scale [256]int32
-		for tok := range nTok {
-			xt := x[tok*xStride:]
-			for r := range 16 {
-				w := g[r*rowBytes : (r+1)*rowBytes]
-				var acc [8]float32
-				var accM [4]float32
-				for b := 0; b < cols/256; b++ {
-					wb, yb := w[b*blockBytes:(b+1)*blockBytes], xt[b*292:(b+1)*292]
-					yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
-					q8 := yb[4:260]
-					var d float32
-					if t == gguf.Q4_K {
-						d = yd * f16(wb[0:])
-						dmin := -yd * f16(wb[2:])
-						sc := wb[4:16]
-						var mins [8]int32
-						for j := range 8 {
-							var s, m byte
-							if j < 4 {
-								s, m = sc[j]&63, sc[j+4]&63
-							} else {
-								s, m = sc[j+4]&0xf|(sc[j-4]>>6)<<4, sc[j+4]>>4|(sc[j]>>6)<<4
-							}
-							mins[j] = int32(m)
-							for e := 32 * j; e < 32*j+32; e++ {
-								scale[e] = int32(s)
-							}
-						}
-						for jj := range 4 {
-							for e := range 32 {
-								v := wb[16+32*jj+e]
-								q[64*jj+e], q[64*jj+32+e] = int32(v&0xf), int32(v>>4)
-							}
-						}
-						for k := range 4 {
-							var p int32
-							for h := range 2 {
-								sb := 2*k + h
-								bs := int32(int16(binary.LittleEndian.Uint16(yb[260+4*sb:]))) + int32(int16(binary.LittleEndian.Uint16(yb[262+4*sb:])))
-								p += mins[sb] * bs
-							}
-							accM[k] = kernels.FMA32(dmin, float32(p), accM[k])
-						}
-					} else {
-						d = yd * f16(wb[208:])
-						ql, qh, sc := wb[0:128], wb[128:192], wb[192:208]
-						for j := range 2 {
-							for l := range 32 {
-								h := qh[32*j+l]
-								q[128*j+l] = int32(ql[64*j+l]&0xf | (h&3)<<4)
-								q[128*j+l+32] = int32(ql[64*j+l+32]&0xf | (h>>2&3)<<4)
-								q[128*j+l+64] = int32(ql[64*j+l]>>4 | (h>>4&3)<<4)
-								q[128*j+l+96] = int32(ql[64*j+l+32]>>4 | (h>>6&3)<<4)
-							}
-						}
-						for e := range 256 {
-							scale[e] = int32(int8(sc[e/16]))
-						}
-					}
-					var lanes [8]int32
-					for e := range 256 {
-						lanes[e%32/4] += scale[e] * q[e] * int32(int8(q8[e]))
-					}
-					if t == gguf.Q6_K {
-						// The -32 offset comes off through the block sums:
-						// lane l takes 16-value groups 2l and 2l+1.
-						for l := range lanes {
-							for g := 2 * l; g < 2*l+2; g++ {
-								bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*g:])))
-								lanes[l] -= 32 * bs * int32(int8(wb[192+g]))
-							}
-						}
-					}
-					for l := range acc {
-						acc[l] = kernels.FMA32(d, float32(lanes[l]), acc[l])
-					}
-				}
-				s := ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
-				y[tok*yStride+r] = s + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
-			}
-		}
-	}
-	return &kernels.PackedLayout{
-		Name: t.String() + ".ggml-order.test.v1", Type: t, Rows: 16, MaxTok: 8,
-		GroupBytes: func(cols int) int { return 16 * cols / 256 * blockBytes },
-		Pack:       func(dst, src []byte, cols int) { copy(dst, src) },
-		Dot:        dot, DotGeneric: dot,
 	}
 }
 
@@ -280,13 +134,10 @@ func TestSynthQ4KLlamaCppNoRepack(t *testing.T) {
 		name := "synth-" + arch + "-Q4_K_M"
 		t.Run(name, func(t *testing.T) {
 			model := shareddata.Path(t, "synth/"+name+".gguf")
-			defer kernels.SetPackedForTest(gguf.Q4_K, ggmlOrderK(gguf.Q4_K))()
-			defer kernels.SetPackedForTest(gguf.Q6_K, ggmlOrderK(gguf.Q6_K))()
-			defer kernels.SetPackedForTest(gguf.Q8_0, &ggmlOrderQ8)()
 			var diffs []float64
 			runRefFiles(t, refOptions{
 				model: model, refs: "testdata/synth/" + name + ".llamacpp-norepack.ref.jsonl",
-				tol: 1e-5, gap: 0, diffs: &diffs, pack: PackOn,
+				tol: 1e-5, gap: 0, diffs: &diffs, numerics: NumericsLlamaCppNoRepack,
 				skip: func(rc refCase) bool { return len(rc.Tokens) >= 8 },
 			})
 			assert.NotEmpty(t, diffs)

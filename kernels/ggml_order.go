@@ -1,0 +1,283 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// GGML-order layouts: weight products summed in exactly the float32 order of
+// llama.cpp's x86 CPU backend, so that a model can reproduce llama.cpp's
+// logits bit for bit (the engine's llama.cpp numerics mode). The bytes stay
+// in the GGUF layout (Pack copies); only the order of the float operations
+// differs from the fast kernels. The kernels are pure Go and one row at a
+// time: correctness, not speed, is their point. Integer partial sums are
+// exact in either code, so only the float32 steps (which integer sums are
+// converted, which scale products are fused into which accumulator, and the
+// final reduction) are mirrored.
+
+// GGMLOrder names the llama.cpp code path a PackedExact layout follows.
+type GGMLOrder int
+
+const (
+	// GGMLRepack is llama.cpp's default on x86 with AVX2: q4_K matrices
+	// whose row count is a multiple of 8 are repacked to q4_K_8x8 and
+	// multiplied by ggml_gemm_q4_K_8x8_q8_K (tokens in groups of 4) and
+	// ggml_gemv_q4_K_8x8_q8_K (the batch's last n%4 tokens); every other
+	// matrix goes through its type's vec_dot.
+	GGMLRepack GGMLOrder = iota
+	// GGMLVecDot is llama.cpp without repacked layouts (use_extra_bufts
+	// off): every matrix goes through its type's vec_dot.
+	GGMLVecDot
+)
+
+// PackedExact returns the ggml-order layout for a rows-row matrix of weight
+// type t under order o, or nil when there is none for t (q8_0, q4_K and q6_K
+// have one). The layouts take one row per group, so every row of a matrix
+// is served by them, and at most 4 tokens per Dot: matMulPacked hands them
+// 4-token chunks from the batch's start, so a chunk of fewer than 4 is the
+// batch's remainder, as llama.cpp's gemm/gemv split has it.
+func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
+	switch t {
+	case gguf.Q8_0:
+		return &ggmlQ80VecDot
+	case gguf.Q6_K:
+		return &ggmlQ6KVecDot
+	case gguf.Q4_K:
+		if o == GGMLRepack && rows%8 == 0 {
+			return &ggmlQ4K8x8
+		}
+		return &ggmlQ4KVecDot
+	}
+	return nil
+}
+
+// ggmlLayout makes a one-row, copy-packed layout of type t.
+func ggmlLayout(name string, t gguf.Type, dot func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)) PackedLayout {
+	return PackedLayout{
+		Name: name, Type: t, Rows: 1, MaxTok: 4,
+		GroupBytes: func(cols int) int { return cols / t.BlockSize() * t.BlockBytes() },
+		Pack:       func(dst, src []byte, cols int) { copy(dst, src) },
+		Dot:        dot, DotGeneric: dot,
+	}
+}
+
+var (
+	ggmlQ80VecDot = ggmlLayout("q8_0.ggml-vecdot.v1", gguf.Q8_0, ggmlDotQ80)
+	ggmlQ4KVecDot = ggmlLayout("q4_K.ggml-vecdot.v1", gguf.Q4_K, ggmlDotQ4KVecDot)
+	ggmlQ6KVecDot = ggmlLayout("q6_K.ggml-vecdot.v1", gguf.Q6_K, ggmlDotQ6KVecDot)
+	ggmlQ4K8x8    = ggmlLayout("q4_K.ggml-8x8.v1", gguf.Q4_K, ggmlDotQ4K8x8)
+)
+
+// ggmlTree8 is the reduction of ggml's 8-lane AVX2 accumulator
+// (hsum_float_8): the two halves added, then pairs, then the last two.
+func ggmlTree8(a *[8]float32) float32 {
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+}
+
+// ggmlDotQ80 follows ggml_vec_dot_q8_0_q8_0 (and tinyBLAS, which sums
+// alike) on AVX2/AVX-512: 8 float32 lanes, lane l taking the exact integer
+// sum of bytes 4l..4l+3 of each block times the float32 product of the two
+// block scales, fused into the lane; then the 8-lane tree.
+func ggmlDotQ80(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	rowBytes := cols / 32 * 34
+	w := g[:rowBytes]
+	for t := range nTok {
+		xt := x[t*xStride : t*xStride+rowBytes]
+		var acc [8]float32
+		for b := 0; b < rowBytes; b += 34 {
+			d := f16At(w[b:]) * f16At(xt[b:])
+			wq, xq := w[b+2:b+34], xt[b+2:b+34]
+			for l := range acc {
+				s := int32(int8(wq[4*l]))*int32(int8(xq[4*l])) +
+					int32(int8(wq[4*l+1]))*int32(int8(xq[4*l+1])) +
+					int32(int8(wq[4*l+2]))*int32(int8(xq[4*l+2])) +
+					int32(int8(wq[4*l+3]))*int32(int8(xq[4*l+3]))
+				acc[l] = FMA32(d, float32(s), acc[l])
+			}
+		}
+		y[t*yStride] = ggmlTree8(&acc)
+	}
+}
+
+// q8KBlock is one q8_K activation block: float32 scale, 256 quants, 16
+// sums of 16 quants.
+const q8KBlock = 292
+
+// q4KScaleMin unpacks sub-block j's 6-bit scale and min of a q4_K block.
+func q4KScaleMin(sc []byte, j int) (s, m int32) {
+	if j < 4 {
+		return int32(sc[j] & 63), int32(sc[j+4] & 63)
+	}
+	return int32(sc[j+4]&0xf | (sc[j-4]>>6)<<4), int32(sc[j+4]>>4 | (sc[j]>>6)<<4)
+}
+
+// q4KSubDot returns the integer dot product of q4_K sub-block j (32
+// nibbles) with the matching 32 activation quants, split into the 8 ggml
+// lanes (lane l: values 4l..4l+3), unscaled.
+func q4KSubDot(wb []byte, q8 []byte, j int, lanes *[8]int32) {
+	qs := wb[16+32*(j/2) : 16+32*(j/2)+32]
+	a := q8[32*j : 32*j+32]
+	shift := uint(4 * (j & 1))
+	for l := range lanes {
+		var s int32
+		for e := 4 * l; e < 4*l+4; e++ {
+			s += int32(qs[e]>>shift&0xf) * int32(int8(a[e]))
+		}
+		lanes[l] = s
+	}
+}
+
+// q8KBSum32 is the sum of the 32 activation quants of sub-block j, from
+// the block's 16-value sums.
+func q8KBSum32(yb []byte, j int) int32 {
+	return int32(int16(binary.LittleEndian.Uint16(yb[260+4*j:]))) + int32(int16(binary.LittleEndian.Uint16(yb[262+4*j:])))
+}
+
+// ggmlDotQ4KVecDot follows ggml_vec_dot_q4_K_q8_K (AVX2): per super-block
+// an exact integer per lane l (values 4l..4l+3 of every 32, times their
+// sub-block scales) fused into lane l with d(weight)*d(activation); the
+// mins through 4 lanes of their own (sub-block pairs) fused with
+// -dmin*d(activation); then the 8-lane tree plus the 4 min lanes.
+func ggmlDotQ4KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / 256
+	w := g[:nb*144]
+	for t := range nTok {
+		xt := x[t*xStride : t*xStride+nb*q8KBlock]
+		var acc [8]float32
+		var accM [4]float32
+		for b := range nb {
+			wb, yb := w[b*144:(b+1)*144], xt[b*q8KBlock:(b+1)*q8KBlock]
+			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			d := yd * f16At(wb[0:])
+			dmin := -yd * f16At(wb[2:])
+			q8 := yb[4:260]
+			var lanes, sub [8]int32
+			for j := range 8 {
+				sc, _ := q4KScaleMin(wb[4:16], j)
+				q4KSubDot(wb, q8, j, &sub)
+				for l := range lanes {
+					lanes[l] += sc * sub[l]
+				}
+			}
+			for k := range accM {
+				_, m0 := q4KScaleMin(wb[4:16], 2*k)
+				_, m1 := q4KScaleMin(wb[4:16], 2*k+1)
+				p := m0*q8KBSum32(yb, 2*k) + m1*q8KBSum32(yb, 2*k+1)
+				accM[k] = FMA32(dmin, float32(p), accM[k])
+			}
+			for l := range acc {
+				acc[l] = FMA32(d, float32(lanes[l]), acc[l])
+			}
+		}
+		y[t*yStride] = ggmlTree8(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+	}
+}
+
+// ggmlDotQ4K8x8 follows llama.cpp's repacked q4_K_8x8 kernels (x86
+// AVX2/AVX-512), where each output row owns one float32 lane and the mins
+// have an accumulator of their own, subtracted at the end:
+//   - ggml_gemm_q4_K_8x8_q8_K (a chunk of 4 tokens): per pair of
+//     sub-blocks, the exact integer sc0*dot0 + sc1*dot1 fused with
+//     d(weight)*d(activation), and m0*bsum0 + m1*bsum1 fused with
+//     dmin*d(activation);
+//   - ggml_gemv_q4_K_8x8_q8_K (the 1-3 tokens left over): the same, with
+//     the integers summed over the whole super-block before the one fused
+//     step per super-block.
+//
+// llama.cpp quantizes the activations of a 4-token chunk with
+// ggml_quantize_mat_q8_K_4x8, which rounds exactly as quantize_row_q8_K
+// (scale -127/max from the value of largest magnitude, round to nearest
+// even; only a tie between +max and -max could differ), so the q8_K rows
+// the engine makes serve both paths.
+func ggmlDotQ4K8x8(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / 256
+	w := g[:nb*144]
+	gemm := nTok == 4
+	for t := range nTok {
+		xt := x[t*xStride : t*xStride+nb*q8KBlock]
+		var acc, accM float32
+		for b := range nb {
+			wb, yb := w[b*144:(b+1)*144], xt[b*q8KBlock:(b+1)*q8KBlock]
+			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			ds := f16At(wb[0:]) * yd
+			dm := f16At(wb[2:]) * yd
+			q8 := yb[4:260]
+			var sb, mb int32 // the super-block's sums (gemv)
+			var sub [8]int32
+			for k := range 4 {
+				var s, m int32
+				for h := range 2 {
+					j := 2*k + h
+					sc, mn := q4KScaleMin(wb[4:16], j)
+					q4KSubDot(wb, q8, j, &sub)
+					s += sc * (((sub[0] + sub[1]) + (sub[2] + sub[3])) + ((sub[4] + sub[5]) + (sub[6] + sub[7])))
+					m += mn * q8KBSum32(yb, j)
+				}
+				if gemm {
+					acc = FMA32(float32(s), ds, acc)
+					accM = FMA32(float32(m), dm, accM)
+				} else {
+					sb += s
+					mb += m
+				}
+			}
+			if !gemm {
+				acc = FMA32(float32(sb), ds, acc)
+				accM = FMA32(float32(mb), dm, accM)
+			}
+		}
+		y[t*yStride] = acc - accM
+	}
+}
+
+// ggmlDotQ6KVecDot follows ggml_vec_dot_q6_K_q8_K (AVX2): per super-block
+// an exact integer per lane l (values 4l..4l+3 of every 32, times their
+// 16-value scales), the -32 offset taken off through the activation block
+// sums (lane l: 16-value groups 2l and 2l+1), fused into lane l with
+// d(weight)*d(activation); then the 8-lane tree.
+func ggmlDotQ6KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / 256
+	w := g[:nb*210]
+	for t := range nTok {
+		xt := x[t*xStride : t*xStride+nb*q8KBlock]
+		var acc [8]float32
+		for b := range nb {
+			wb, yb := w[b*210:(b+1)*210], xt[b*q8KBlock:(b+1)*q8KBlock]
+			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			d := yd * f16At(wb[208:])
+			ql, qh, sc := wb[0:128], wb[128:192], wb[192:208]
+			q8 := yb[4:260]
+			var lanes [8]int32
+			// Value e of the super-block (e = 128*half + 32*quarter + l)
+			// is built from ql and qh as in the GGUF layout.
+			for half := range 2 {
+				for l := range 32 {
+					h := qh[32*half+l]
+					lo, hi := ql[64*half+l], ql[64*half+l+32]
+					v := [4]int32{
+						int32(lo&0xf | (h&3)<<4),
+						int32(hi&0xf | (h>>2&3)<<4),
+						int32(lo>>4 | (h>>4&3)<<4),
+						int32(hi>>4 | (h>>6&3)<<4),
+					}
+					for quarter, q := range v {
+						e := 128*half + 32*quarter + l
+						lanes[l/4] += int32(int8(sc[e/16])) * q * int32(int8(q8[e]))
+					}
+				}
+			}
+			for l := range lanes {
+				for grp := 2 * l; grp < 2*l+2; grp++ {
+					bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*grp:])))
+					lanes[l] -= 32 * bs * int32(int8(sc[grp]))
+				}
+			}
+			for l := range acc {
+				acc[l] = FMA32(d, float32(lanes[l]), acc[l])
+			}
+		}
+		y[t*yStride] = ggmlTree8(&acc)
+	}
+}
