@@ -369,6 +369,7 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 		}
 		s.pos += n
 		done += n
+		s.m.dropLookupPages()
 	}
 	return nil
 }
