@@ -7,11 +7,8 @@
 package chat
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -50,7 +47,7 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool, bosToken, eo
 // RenderVars is Render with extra template variables (for example
 // "enable_thinking": false, or "tools"). Values may be nil, bool, ints,
 // floats, string, []string, []any, map[string]any (keys sorted),
-// []Message, or json.RawMessage (decoded keeping object key order, the
+// []Message, or JSON (a JSON text, decoded keeping object key order: the
 // way to pass tool schemas or messages with tool calls); they override the
 // defaults, messages included.
 func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string, vars map[string]any) (string, error) {
@@ -97,15 +94,10 @@ func fromGo(v any) (value, error) {
 		return int64(x), nil
 	case float32:
 		return float64(x), nil
-	case json.RawMessage:
-		dec := json.NewDecoder(bytes.NewReader(x))
-		dec.UseNumber()
-		v, err := fromJSON(dec, 0)
+	case JSON:
+		v, err := decodeJSON(x)
 		if err != nil {
 			return nil, fmt.Errorf("bad JSON value: %w", err)
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return nil, fmt.Errorf("bad JSON value: trailing data")
 		}
 		return v, nil
 	case []Message:
@@ -151,54 +143,6 @@ func fromGo(v any) (value, error) {
 		return d, nil
 	}
 	return nil, fmt.Errorf("unsupported Go type %T", v)
-}
-
-// fromJSON decodes one JSON value keeping object key order.
-func fromJSON(dec *json.Decoder, depth int) (value, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch x := tok.(type) {
-	case nil, bool, string:
-		return x, nil
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i, nil
-		}
-		return x.Float64()
-	case json.Delim:
-		if x == '[' {
-			l := &list{}
-			for dec.More() {
-				v, err := fromJSON(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				l.Items = append(l.Items, v)
-			}
-			_, err := dec.Token()
-			return l, err
-		}
-		d := newDict()
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			v, err := fromJSON(dec, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			d.Set(k, v)
-		}
-		_, err := dec.Token()
-		return d, err
-	}
-	return nil, fmt.Errorf("unexpected JSON token %v", tok)
 }
 
 // Info tells how Apply produced its text.

@@ -65,7 +65,7 @@ func TestShippedGGUFTemplates(t *testing.T) {
 				gen, bos, eos := c.params()
 				vars := map[string]any{}
 				for k, v := range c.Vars {
-					vars[k] = v
+					vars[k] = JSON(v)
 				}
 				got, err := tp.RenderVars(c.Messages, gen, bos, eos, vars)
 				if c.Err != "" {

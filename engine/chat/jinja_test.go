@@ -300,13 +300,13 @@ func TestRenderVarsJSON(t *testing.T) {
 	tp, err := Parse("{{ tools | tojson }}|{{ tools[0].n + 1 }}|{{ tools[0].f }}|{{ x.k }}")
 	require.NoError(t, err)
 	got, err := tp.RenderVars(nil, false, "", "", map[string]any{
-		"tools": json.RawMessage(`[{"z": "é\n", "a": [1, 2.5, null, false], "n": 41, "f": 1e2}]`),
-		"x":     json.RawMessage(`{"k": "v"}`),
+		"tools": JSON(`[{"z": "é\n", "a": [1, 2.5, null, false], "n": 41, "f": 1e2}]`),
+		"x":     JSON(`{"k": "v"}`),
 	})
 	require.NoError(t, err)
 	assert.Equal(t, `[{"z": "é\n", "a": [1, 2.5, null, false], "n": 41, "f": 100.0}]|42|100.0|v`, got)
 	for _, bad := range []string{`{"a": }`, `[1, 2`, `1 2`, strings.Repeat("[", 1000) + strings.Repeat("]", 1000)} {
-		_, err = tp.RenderVars(nil, false, "", "", map[string]any{"tools": json.RawMessage(bad)})
+		_, err = tp.RenderVars(nil, false, "", "", map[string]any{"tools": JSON(bad)})
 		assert.Error(t, err, bad)
 	}
 }
