@@ -143,8 +143,6 @@ type refOptions struct {
 	prepModel    func(*Model)
 	prepSession  func(*Session)
 	numerics     Numerics // the numerics mode Open takes
-	// skip, when set, leaves out the reference cases it returns true for.
-	skip func(rc refCase) bool
 	// diffs, when set, receives the worst log-probability difference of
 	// every position checked (prompt, then greedy), for distribution checks.
 	diffs *[]float64
@@ -164,13 +162,16 @@ func (o *refOptions) check(t *testing.T, where string, logits []float32, ref ref
 }
 
 func runRefFiles(t *testing.T, o refOptions) {
-	// Decode as llama.cpp's does (see ggmlDecodeOrder), also in fast mode.
-	ggmlDecodeOrder.Store(true)
-	t.Cleanup(func() { ggmlDecodeOrder.Store(false) })
 	kvf32, tol, gap, prompts, prepSession := o.kvf32, o.tol, o.gap, o.prompts, o.prepSession
 	m, err := Open(o.model, ModelParams{Threads: 2, Numerics: o.numerics})
 	require.NoError(t, err)
 	defer m.Close()
+	if m.Numerics() == NumericsFast {
+		// Decode as llama.cpp's does (see ggmlDecodeOrder); the llama.cpp
+		// modes do so on their own.
+		ggmlDecodeOrder.Store(true)
+		t.Cleanup(func() { ggmlDecodeOrder.Store(false) })
+	}
 	if o.prepModel != nil {
 		o.prepModel(m)
 	}
@@ -180,9 +181,6 @@ func runRefFiles(t *testing.T, o refOptions) {
 	}
 	vocab := m.Info().VocabSize
 	for ci, rc := range cases {
-		if o.skip != nil && o.skip(rc) {
-			continue
-		}
 		if prompts != nil {
 			assert.Equal(t, prompts[ci], rc.Prompt, "case %d prompt", ci)
 		}

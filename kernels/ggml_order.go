@@ -35,9 +35,12 @@ const (
 // PackedExact returns the ggml-order layout for a rows-row matrix of weight
 // type t under order o, or nil when there is none for t (q8_0, q4_K and q6_K
 // have one). The layouts take one row per group, so every row of a matrix
-// is served by them, and at most 4 tokens per Dot: matMulPacked hands them
-// 4-token chunks from the batch's start, so a chunk of fewer than 4 is the
-// batch's remainder, as llama.cpp's gemm/gemv split has it.
+// is served by them, and up to 128 tokens per Dot call (matMulPacked hands
+// them chunks that start at multiples of 128 tokens), which is what they
+// know of the batch: llama.cpp multiplies a batch of 8 tokens or more with
+// its tiled K-quant kernel and a smaller one with vec_dot, so the layouts
+// are exact for batches of up to 128 tokens, and for larger ones except in
+// a last chunk of 1-7 tokens.
 func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
 	switch t {
 	case gguf.Q8_0:
@@ -53,10 +56,16 @@ func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
 	return nil
 }
 
+// ggmlMaxTok is the token count of one Dot call of the ggml-order
+// layouts. llama.cpp picks its q4_K/q6_K kernel by the size of the whole
+// batch, which a Dot call sees only up to this many tokens; the tile of
+// matMulPacked (Rows * MaxTok <= 128) bounds it.
+const ggmlMaxTok = 128
+
 // ggmlLayout makes a one-row, copy-packed layout of type t.
 func ggmlLayout(name string, t gguf.Type, dot func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)) PackedLayout {
 	return PackedLayout{
-		Name: name, Type: t, Rows: 1, MaxTok: 4,
+		Name: name, Type: t, Rows: 1, MaxTok: ggmlMaxTok,
 		GroupBytes: func(cols int) int { return cols / t.BlockSize() * t.BlockBytes() },
 		Pack:       func(dst, src []byte, cols int) { copy(dst, src) },
 		Dot:        dot, DotGeneric: dot,
@@ -65,8 +74,8 @@ func ggmlLayout(name string, t gguf.Type, dot func(cols int, g, x []byte, xStrid
 
 var (
 	ggmlQ80VecDot = ggmlLayout("q8_0.ggml-vecdot.v1", gguf.Q8_0, ggmlDotQ80)
-	ggmlQ4KVecDot = ggmlLayout("q4_K.ggml-vecdot.v1", gguf.Q4_K, ggmlDotQ4KVecDot)
-	ggmlQ6KVecDot = ggmlLayout("q6_K.ggml-vecdot.v1", gguf.Q6_K, ggmlDotQ6KVecDot)
+	ggmlQ4KVecDot = ggmlLayout("q4_K.ggml-vecdot-tiled.v1", gguf.Q4_K, ggmlDotQ4K)
+	ggmlQ6KVecDot = ggmlLayout("q6_K.ggml-vecdot-tiled.v1", gguf.Q6_K, ggmlDotQ6K)
 	ggmlQ4K8x8    = ggmlLayout("q4_K.ggml-8x8.v1", gguf.Q4_K, ggmlDotQ4K8x8)
 )
 
@@ -178,7 +187,7 @@ func ggmlDotQ4KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 // ggmlDotQ4K8x8 follows llama.cpp's repacked q4_K_8x8 kernels (x86
 // AVX2/AVX-512), where each output row owns one float32 lane and the mins
 // have an accumulator of their own, subtracted at the end:
-//   - ggml_gemm_q4_K_8x8_q8_K (a chunk of 4 tokens): per pair of
+//   - ggml_gemm_q4_K_8x8_q8_K (the batch's tokens in groups of 4): per pair of
 //     sub-blocks, the exact integer sc0*dot0 + sc1*dot1 fused with
 //     d(weight)*d(activation), and m0*bsum0 + m1*bsum1 fused with
 //     dmin*d(activation);
@@ -186,7 +195,7 @@ func ggmlDotQ4KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 //     the integers summed over the whole super-block before the one fused
 //     step per super-block.
 //
-// llama.cpp quantizes the activations of a 4-token chunk with
+// llama.cpp quantizes the activations of a 4-token group with
 // ggml_quantize_mat_q8_K_4x8, which rounds exactly as quantize_row_q8_K
 // (scale -127/max from the value of largest magnitude, round to nearest
 // even; only a tie between +max and -max could differ), so the q8_K rows
@@ -194,8 +203,8 @@ func ggmlDotQ4KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 func ggmlDotQ4K8x8(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 	nb := cols / 256
 	w := g[:nb*144]
-	gemm := nTok == 4
 	for t := range nTok {
+		gemm := t < nTok-nTok%4
 		xt := x[t*xStride : t*xStride+nb*q8KBlock]
 		var acc, accM float32
 		for b := range nb {
@@ -280,4 +289,108 @@ func ggmlDotQ6KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 		}
 		y[t*yStride] = ggmlTree8(&acc)
 	}
+}
+
+// ggmlDotQ4K is llama.cpp's q4_K product for a matrix it does not repack:
+// the tiled kernel for batches of 8 tokens or more, vec_dot below that.
+func ggmlDotQ4K(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	if nTok >= 8 {
+		ggmlDotTiled(gguf.Q4_K, cols, g, x, xStride, nTok, y, yStride)
+		return
+	}
+	ggmlDotQ4KVecDot(cols, g, x, xStride, nTok, y, yStride)
+}
+
+// ggmlDotQ6K is ggmlDotQ4K for q6_K.
+func ggmlDotQ6K(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	if nTok >= 8 {
+		ggmlDotTiled(gguf.Q6_K, cols, g, x, xStride, nTok, y, yStride)
+		return
+	}
+	ggmlDotQ6KVecDot(cols, g, x, xStride, nTok, y, yStride)
+}
+
+// ggmlTiledFused says whether the tiled kernel's last step, acc + r*d
+// (an _mm512_add_ps of an _mm512_mul_ps), is contracted into one FMA, as
+// GCC does with its default -ffp-contract=fast.
+const ggmlTiledFused = true
+
+// ggmlDotTiled follows ggml-cpu's tiled K-quant matmul
+// (ggml_compute_forward_mul_mat_tiled, AVX-512 VNNI microkernel), which
+// llama.cpp uses for q4_K and q6_K matrices it has not repacked once a
+// batch has 8 tokens. Per row, token and super-block: the exact integer
+// S1 = sum of scale * (raw dot - bias * block sum) over the sub-blocks
+// (q6_K: 16-value sub-blocks, bias 32; q4_K: 32-value, no bias) and, for
+// q4_K, S2 = sum of min * block sum; then r = float(S1)*d, for q4_K
+// r = r - dmin*float(S2) fused, and the accumulator takes r times the
+// activation scale; super-blocks in order.
+func ggmlDotTiled(t gguf.Type, cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / 256
+	bb := t.BlockBytes()
+	w := g[:nb*bb]
+	for tok := range nTok {
+		xt := x[tok*xStride : tok*xStride+nb*q8KBlock]
+		var acc float32
+		for b := range nb {
+			wb, yb := w[b*bb:(b+1)*bb], xt[b*q8KBlock:(b+1)*q8KBlock]
+			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			q8 := yb[4:260]
+			var r float32
+			if t == gguf.Q4_K {
+				var s1, s2 int32
+				var sub [8]int32
+				for j := range 8 {
+					sc, mn := q4KScaleMin(wb[4:16], j)
+					q4KSubDot(wb, q8, j, &sub)
+					s1 += sc * (((sub[0] + sub[1]) + (sub[2] + sub[3])) + ((sub[4] + sub[5]) + (sub[6] + sub[7])))
+					s2 += mn * q8KBSum32(yb, j)
+				}
+				r = float32(s1) * f16At(wb[0:])
+				r = FMA32(-f16At(wb[2:]), float32(s2), r)
+			} else {
+				r = float32(q6KDot(wb, yb, q8)) * f16At(wb[208:])
+			}
+			if ggmlTiledFused {
+				acc = FMA32(r, yd, acc)
+			} else {
+				acc += r * yd
+			}
+		}
+		y[tok*yStride] = acc
+	}
+}
+
+// q6KDot returns the exact integer dot product of a q6_K super-block with
+// its q8_K activations: the sum over 16-value groups of scale * (q dot a
+// - 32 * group sum).
+func q6KDot(wb, yb, q8 []byte) int32 {
+	ql, qh, sc := wb[0:128], wb[128:192], wb[192:208]
+	var s int32
+	for half := range 2 {
+		for quarter := range 4 {
+			for grp := range 2 { // 16-value groups of this 32
+				e0 := 128*half + 32*quarter + 16*grp
+				var raw int32
+				for l := 16 * grp; l < 16*grp+16; l++ {
+					h := qh[32*half+l]
+					var q byte
+					switch quarter {
+					case 0:
+						q = ql[64*half+l]&0xf | (h&3)<<4
+					case 1:
+						q = ql[64*half+l+32]&0xf | (h>>2&3)<<4
+					case 2:
+						q = ql[64*half+l]>>4 | (h>>4&3)<<4
+					default:
+						q = ql[64*half+l+32]>>4 | (h>>6&3)<<4
+					}
+					raw += int32(q) * int32(int8(q8[128*half+32*quarter+l]))
+				}
+				gi := e0 / 16
+				bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*gi:])))
+				s += int32(int8(sc[gi])) * (raw - 32*bs)
+			}
+		}
+	}
+	return s
 }
