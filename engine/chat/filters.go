@@ -543,6 +543,10 @@ func fMap(r *renderer, v value, args []value, kw *dict) (value, error) {
 	return &list{Items: out}, nil
 }
 
+// fSelect makes select, reject, selectattr and rejectattr. It is not
+// inlined so the four share one copy of the closure's code.
+//
+//go:noinline
 func fSelect(keep, byAttr bool) filterFunc {
 	return func(_ *renderer, v value, args []value, kw *dict) (value, error) {
 		if !truthy(v) {
@@ -711,6 +715,9 @@ func fSum(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	return acc, nil
 }
 
+// fMinMax makes min and max (one closure body for both: not inlined).
+//
+//go:noinline
 func fMinMax(sign int) filterFunc {
 	return func(_ *renderer, v value, args []value, kw *dict) (value, error) {
 		items, err := iterate(v)
@@ -997,10 +1004,11 @@ func writeJSONString(b *strings.Builder, s string, ascii bool) {
 		default:
 			switch {
 			case r < 0x20 || (ascii && r >= 0x7f && r <= 0xffff):
-				fmt.Fprintf(b, `\u%04x`, r)
+				writeU4(b, r)
 			case ascii && r > 0xffff:
 				r1, r2 := utf16.EncodeRune(r)
-				fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+				writeU4(b, r1)
+				writeU4(b, r2)
 			default:
 				b.WriteRune(r)
 			}
@@ -1009,17 +1017,32 @@ func writeJSONString(b *strings.Builder, s string, ascii bool) {
 	b.WriteByte('"')
 }
 
+// writeU4 writes the JSON escape \uXXXX (lower-case hex) of r <= 0xffff.
+func writeU4(b *strings.Builder, r rune) {
+	const hex = "0123456789abcdef"
+	b.WriteString(`\u`)
+	b.WriteByte(hex[r>>12&15])
+	b.WriteByte(hex[r>>8&15])
+	b.WriteByte(hex[r>>4&15])
+	b.WriteByte(hex[r&15])
+}
+
 var tests map[string]testFunc
 
-func init() {
-	cmpTest := func(op string) testFunc {
-		return func(v value, args []value) (bool, error) {
-			if len(args) != 1 {
-				return false, fmt.Errorf("needs one argument")
-			}
-			return compareOp(op, v, args[0])
+// cmpTest makes the comparison tests (eq, lt, ...); not inlined, so they
+// share one closure body.
+//
+//go:noinline
+func cmpTest(op string) testFunc {
+	return func(v value, args []value) (bool, error) {
+		if len(args) != 1 {
+			return false, fmt.Errorf("needs one argument")
 		}
+		return compareOp(op, v, args[0])
 	}
+}
+
+func init() {
 	tests = map[string]testFunc{
 		"defined":   func(v value, _ []value) (bool, error) { return !isUndefined(v), nil },
 		"undefined": func(v value, _ []value) (bool, error) { return isUndefined(v), nil },
@@ -1263,80 +1286,108 @@ func gStrftimeNow(_ *renderer, args []value, _ *dict) (value, error) {
 	return strftime(nowFunc(), f), nil
 }
 
-// strftime formats t with the C/Python directives templates use.
+// strftime formats t with the C/Python directives templates use. It
+// appends to a byte slice through small helpers rather than fmt or
+// strings.Builder, whose inlined calls made it several times larger.
 func strftime(t time.Time, f string) string {
-	var b strings.Builder
+	b := make([]byte, 0, len(f)+16)
+	year, month, day := t.Date()
+	hour, minute, second := t.Clock()
 	for i := 0; i < len(f); i++ {
 		c := f[i]
 		if c != '%' || i+1 >= len(f) {
-			b.WriteByte(c)
+			b = append(b, c)
 			continue
 		}
 		i++
 		switch f[i] {
 		case 'Y':
-			fmt.Fprintf(&b, "%04d", t.Year())
+			b = appendInt(b, year, 4, '0')
 		case 'y':
-			fmt.Fprintf(&b, "%02d", t.Year()%100)
+			b = appendInt(b, year%100, 2, '0')
 		case 'm':
-			fmt.Fprintf(&b, "%02d", int(t.Month()))
+			b = appendInt(b, int(month), 2, '0')
 		case 'd':
-			fmt.Fprintf(&b, "%02d", t.Day())
+			b = appendInt(b, day, 2, '0')
 		case 'e':
-			fmt.Fprintf(&b, "%2d", t.Day())
+			b = appendInt(b, day, 2, ' ')
 		case '-':
 			// %-d, %-m: no padding (glibc extension)
 			if i+1 < len(f) {
 				i++
 				switch f[i] {
 				case 'd':
-					fmt.Fprintf(&b, "%d", t.Day())
+					b = appendInt(b, day, 0, '0')
 				case 'm':
-					fmt.Fprintf(&b, "%d", int(t.Month()))
+					b = appendInt(b, int(month), 0, '0')
 				case 'H':
-					fmt.Fprintf(&b, "%d", t.Hour())
+					b = appendInt(b, hour, 0, '0')
 				case 'I':
-					fmt.Fprintf(&b, "%d", (t.Hour()+11)%12+1)
+					b = appendInt(b, (hour+11)%12+1, 0, '0')
 				default:
-					b.WriteString("%-")
-					b.WriteByte(f[i])
+					b = append(b, '%', '-', f[i])
 				}
 			}
 		case 'H':
-			fmt.Fprintf(&b, "%02d", t.Hour())
+			b = appendInt(b, hour, 2, '0')
 		case 'I':
-			fmt.Fprintf(&b, "%02d", (t.Hour()+11)%12+1)
+			b = appendInt(b, (hour+11)%12+1, 2, '0')
 		case 'M':
-			fmt.Fprintf(&b, "%02d", t.Minute())
+			b = appendInt(b, minute, 2, '0')
 		case 'S':
-			fmt.Fprintf(&b, "%02d", t.Second())
+			b = appendInt(b, second, 2, '0')
 		case 'p':
-			if t.Hour() < 12 {
-				b.WriteString("AM")
+			if hour < 12 {
+				b = append(b, "AM"...)
 			} else {
-				b.WriteString("PM")
+				b = append(b, "PM"...)
 			}
 		case 'B':
-			b.WriteString(t.Month().String())
+			b = append(b, monthNames[month-1]...)
 		case 'b', 'h':
-			b.WriteString(t.Month().String()[:3])
+			b = append(b, monthNames[month-1][:3]...)
 		case 'A':
-			b.WriteString(t.Weekday().String())
+			b = append(b, dayNames[t.Weekday()]...)
 		case 'a':
-			b.WriteString(t.Weekday().String()[:3])
+			b = append(b, dayNames[t.Weekday()][:3]...)
 		case 'j':
-			fmt.Fprintf(&b, "%03d", t.YearDay())
+			b = appendInt(b, t.YearDay(), 3, '0')
 		case 'Z':
 			z, _ := t.Zone()
-			b.WriteString(z)
+			b = append(b, z...)
 		case '%':
-			b.WriteByte('%')
+			b = append(b, '%')
 		default:
-			b.WriteByte('%')
-			b.WriteByte(f[i])
+			b = append(b, '%', f[i])
 		}
 	}
-	return b.String()
+	return string(b)
+}
+
+// English names, as Python's strftime prints them in the C locale.
+var (
+	monthNames = [12]string{"January", "February", "March", "April", "May", "June",
+		"July", "August", "September", "October", "November", "December"}
+	dayNames = [7]string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
+)
+
+// appendInt appends n in decimal, padded to width with pad as printf's
+// %0Nd or %Nd would (a zero-padded minus sign comes first). Not inlined:
+// strftime calls it at many places.
+//
+//go:noinline
+func appendInt(b []byte, n, width int, pad byte) []byte {
+	var digits [20]byte
+	s := strconv.AppendInt(digits[:0], int64(n), 10)
+	if pad == '0' && n < 0 {
+		b = append(b, '-')
+		s = s[1:]
+		width--
+	}
+	for i := len(s); i < width; i++ {
+		b = append(b, pad)
+	}
+	return append(b, s...)
 }
 
 var strMethods = map[string]struct{}{
