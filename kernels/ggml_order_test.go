@@ -1,0 +1,186 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ggmlOrderCase is a random matrix of one weight type with random
+// activations for nTok tokens, quantized as the engine does.
+type ggmlOrderCase struct {
+	t          gguf.Type
+	rows, cols int
+	w, xq      []byte
+	wf, xf     []float32 // dequantized weights and activations
+	ab         int
+}
+
+func newGGMLOrderCase(t gguf.Type, rows, cols, nTok int, seed uint64) *ggmlOrderCase {
+	r := rand.New(rand.NewPCG(seed, 7))
+	c := &ggmlOrderCase{t: t, rows: rows, cols: cols, ab: ActivationBytes(t, cols)}
+	rb := RowBytes(t, cols)
+	c.w = make([]byte, rows*rb)
+	c.wf = make([]float32, rows*cols)
+	src := make([]float32, cols)
+	for i := range rows {
+		for j := range src {
+			src[j] = float32(r.NormFloat64())
+		}
+		QuantizeRow(t, src, c.w[i*rb:(i+1)*rb])
+		DequantizeRow(t, c.w[i*rb:(i+1)*rb], c.wf[i*cols:(i+1)*cols])
+	}
+	vt := VecDotType(t)
+	c.xq = make([]byte, nTok*c.ab)
+	c.xf = make([]float32, nTok*cols)
+	for i := range nTok {
+		for j := range src {
+			src[j] = float32(r.NormFloat64() * 3)
+		}
+		QuantizeRow(vt, src, c.xq[i*c.ab:(i+1)*c.ab])
+		DequantizeRow(vt, c.xq[i*c.ab:(i+1)*c.ab], c.xf[i*cols:(i+1)*cols])
+	}
+	return c
+}
+
+// run multiplies all rows by the first nTok tokens with layout l, one Dot
+// call per row as matMulPacked makes them.
+func (c *ggmlOrderCase) run(l *PackedLayout, nTok int) []float32 {
+	rb := RowBytes(c.t, c.cols)
+	y := make([]float32, nTok*c.rows)
+	for r := range c.rows {
+		l.Dot(c.cols, c.w[r*rb:(r+1)*rb], c.xq, c.ab, nTok, y[r:], c.rows)
+	}
+	return y
+}
+
+// TestGGMLOrderValues checks every ggml-order kernel path against the
+// float64 product of the dequantized weights and activations: the paths
+// differ from each other only in float32 rounding, so each must be within
+// a few float32 ulps of the sum of magnitudes of the exact result. A wrong
+// nibble, scale, min or offset is off by far more.
+func TestGGMLOrderValues(t *testing.T) {
+	for _, tc := range []struct {
+		typ  gguf.Type
+		rows int
+		o    GGMLOrder
+		name string
+	}{
+		{gguf.Q8_0, 5, GGMLRepack, "q8_0.ggml-vecdot.v1"},
+		{gguf.Q4_K, 8, GGMLRepack, "q4_K.ggml-8x8.v1"},
+		{gguf.Q4_K, 6, GGMLRepack, "q4_K.ggml-vecdot-tiled.v1"},
+		{gguf.Q4_K, 8, GGMLVecDot, "q4_K.ggml-vecdot-tiled.v1"},
+		{gguf.Q6_K, 8, GGMLRepack, "q6_K.ggml-vecdot-tiled.v1"},
+	} {
+		l := PackedExact(tc.typ, tc.rows, tc.o)
+		require.NotNil(t, l, "%v", tc.typ)
+		assert.Equal(t, tc.name, l.Name)
+		assert.Equal(t, 1, l.Rows)
+		assert.Equal(t, RowBytes(tc.typ, 768), l.GroupBytes(768))
+		// 1, 3, 5 tokens: vec_dot or gemv/gemm mixes; 9 and 13: tiled, or
+		// gemm with a gemv remainder.
+		for _, nTok := range []int{1, 3, 5, 9, 13} {
+			c := newGGMLOrderCase(tc.typ, tc.rows, 768, nTok, uint64(nTok))
+			y := c.run(l, nTok)
+			for tok := range nTok {
+				for r := range tc.rows {
+					var exact, mag float64
+					for j := range c.cols {
+						p := float64(c.wf[r*c.cols+j]) * float64(c.xf[tok*c.cols+j])
+						exact += p
+						mag += math.Abs(p)
+					}
+					assert.InDelta(t, exact, float64(y[tok*tc.rows+r]), 1e-5*mag, "%s: %d tokens, token %d row %d", l.Name, nTok, tok, r)
+				}
+			}
+		}
+	}
+	assert.Nil(t, PackedExact(gguf.Q4_1, 8, GGMLRepack), "no ggml-order layout for q4_1")
+}
+
+// TestGGMLOrderBatchRule checks that a token's result depends on the batch
+// as llama.cpp's kernel choice does: q4_K/q6_K switch from vec_dot to the
+// tiled kernel at 8 tokens, q4_K_8x8 takes gemm for the tokens in whole
+// groups of 4 and gemv for the rest, q8_0 never changes.
+func TestGGMLOrderBatchRule(t *testing.T) {
+	single := func(l *PackedLayout, c *ggmlOrderCase, tok int) []float32 {
+		one := *c
+		one.xq = c.xq[tok*c.ab : (tok+1)*c.ab]
+		return one.run(l, 1)
+	}
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K} {
+		l := PackedExact(typ, 6, GGMLVecDot)
+		c := newGGMLOrderCase(typ, 6, 1024, 8, 11)
+		small, big := c.run(l, 7), c.run(l, 8)
+		differ := 0
+		for tok := range 7 {
+			assert.Equal(t, single(l, c, tok), small[tok*6:(tok+1)*6], "%v: under 8 tokens every token is vec_dot's", typ)
+			for r := range 6 {
+				if small[tok*6+r] != big[tok*6+r] {
+					differ++
+				}
+			}
+		}
+		assert.Positive(t, differ, "%v: the tiled order (8 tokens) differs somewhere from vec_dot's", typ)
+	}
+	l := PackedExact(gguf.Q4_K, 8, GGMLRepack)
+	c := newGGMLOrderCase(gguf.Q4_K, 8, 1024, 6, 12)
+	y := c.run(l, 6)
+	differ := 0
+	for tok := range 6 {
+		one := single(l, c, tok) // gemv
+		if tok >= 4 {
+			assert.Equal(t, one, y[tok*8:(tok+1)*8], "token %d of 6 is gemv's", tok)
+			continue
+		}
+		for r := range 8 {
+			if one[r] != y[tok*8+r] {
+				differ++
+			}
+		}
+	}
+	assert.Positive(t, differ, "gemm (tokens 0-3 of 6) differs somewhere from gemv")
+	l = PackedExact(gguf.Q8_0, 4, GGMLRepack)
+	c = newGGMLOrderCase(gguf.Q8_0, 4, 1024, 9, 13)
+	y = c.run(l, 9)
+	for tok := range 9 {
+		assert.Equal(t, single(l, c, tok), y[tok*4:(tok+1)*4], "q8_0 token %d", tok)
+	}
+}
+
+func TestGGMLOrderNoAlloc(t *testing.T) {
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.Q6_K} {
+		for _, o := range []GGMLOrder{GGMLRepack, GGMLVecDot} {
+			l := PackedExact(typ, 8, o)
+			c := newGGMLOrderCase(typ, 1, 512, 9, 3)
+			y := make([]float32, 9)
+			for _, nTok := range []int{1, 9} {
+				allocs := testing.AllocsPerRun(10, func() { l.Dot(c.cols, c.w, c.xq, c.ab, nTok, y, 1) })
+				assert.Zero(t, allocs, "%s, %d tokens", l.Name, nTok)
+			}
+		}
+	}
+}
+
+func BenchmarkGGMLOrder(b *testing.B) {
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.Q6_K} {
+		for _, nTok := range []int{1, 16} {
+			l := PackedExact(typ, 8, GGMLRepack)
+			c := newGGMLOrderCase(typ, 8, 2048, nTok, 5)
+			b.Run(l.Name+"/"+map[bool]string{true: "1tok", false: "16tok"}[nTok == 1], func(b *testing.B) {
+				rb := RowBytes(typ, c.cols)
+				y := make([]float32, nTok*8)
+				b.SetBytes(int64(8 * rb))
+				for b.Loop() {
+					for r := range 8 {
+						l.Dot(c.cols, c.w[r*rb:(r+1)*rb], c.xq, c.ab, nTok, y[r:], 8)
+					}
+				}
+			})
+		}
+	}
+}
