@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/moonlm/moonlm/internal/shareddata"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestResolveNumerics(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		in   Numerics
+		want Numerics
+	}{
+		{"", NumericsFast, NumericsFast},
+		{"fast", NumericsFast, NumericsFast},
+		{"llamacpp", NumericsFast, NumericsLlamaCpp},
+		{"LlamaCpp", NumericsFast, NumericsLlamaCpp},
+		{"llamacpp-norepack", NumericsFast, NumericsLlamaCppNoRepack},
+		// An explicit llama.cpp mode is not overridden by the environment.
+		{"fast", NumericsLlamaCpp, NumericsLlamaCpp},
+		{"llamacpp", NumericsLlamaCppNoRepack, NumericsLlamaCppNoRepack},
+	} {
+		t.Setenv("MOONLM_NUMERICS", tc.env)
+		got, err := resolveNumerics(tc.in)
+		require.NoError(t, err, "env %q", tc.env)
+		assert.Equal(t, tc.want, got, "env %q, %v", tc.env, tc.in)
+	}
+	t.Setenv("MOONLM_NUMERICS", "exact")
+	_, err := resolveNumerics(NumericsFast)
+	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
+	assert.ErrorContains(t, err, "MOONLM_NUMERICS")
+	t.Setenv("MOONLM_NUMERICS", "")
+	_, err = resolveNumerics(Numerics(7))
+	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
+	assert.Equal(t, "llamacpp-norepack", NumericsLlamaCppNoRepack.String())
+}
+
+// TestNumericsOpen checks what the llama.cpp mode installs: ggml-order
+// layouts for the q4_K and q6_K matrices of a Q4_K_M model (q4_K_8x8 where
+// llama.cpp repacks, vec_dot/tiled elsewhere or without repacking), packed
+// even when MOONLM_PACK=0 asks otherwise, and a clear error for a bad
+// MOONLM_NUMERICS.
+func TestNumericsOpen(t *testing.T) {
+	path := shareddata.Path(t, "synth/synth-llama-Q4_K_M.gguf")
+	t.Setenv("MOONLM_PACK", "0")
+	layouts := func(n Numerics) map[string]string {
+		m, err := Open(path, ModelParams{Threads: 1, Numerics: n})
+		require.NoError(t, err)
+		defer m.Close()
+		assert.Equal(t, n, m.Numerics())
+		out := map[string]string{}
+		for _, pt := range m.PackedTensors() {
+			out[pt.Name] = pt.Layout
+		}
+		if n != NumericsFast {
+			assert.Equal(t, PackSourcePacked, m.OpenStats().PackSource)
+		}
+		return out
+	}
+	l := layouts(NumericsLlamaCpp)
+	assert.Equal(t, "q4_K.ggml-8x8.v1", l["blk.0.attn_q.weight"])
+	assert.Equal(t, "q6_K.ggml-vecdot-tiled.v1", l["token_embd.weight (tied output)"])
+	l = layouts(NumericsLlamaCppNoRepack)
+	assert.Equal(t, "q4_K.ggml-vecdot-tiled.v1", l["blk.0.attn_q.weight"])
+	t.Setenv("MOONLM_NUMERICS", "bogus")
+	_, err := Open(path, ModelParams{})
+	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
+}
