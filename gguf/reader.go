@@ -428,6 +428,12 @@ func (f *File) parseMetadata(p *parser, n int) error {
 	return nil
 }
 
+// tensorContext names a tensor in a FormatError. It is one out-of-line
+// function so the many error returns of parseTensors stay small.
+//
+//go:noinline
+func tensorContext(name string) string { return fmt.Sprintf("tensor %q", name) }
+
 func (f *File) parseTensors(p *parser, n int) error {
 	type rawTensor struct {
 		nameOff, nameLen, entry int64
@@ -447,7 +453,7 @@ func (f *File) parseTensors(p *parser, n int) error {
 		if !utf8.Valid(name) {
 			return &FormatError{Context: fmt.Sprintf("tensor %d", i), Off: entry, Msg: fmt.Sprintf("name %q is not valid UTF-8", name)}
 		}
-		ctx := func() string { return fmt.Sprintf("tensor %q", name) }
+		ctx := func() string { return tensorContext(string(name)) }
 		dimsOff := p.off
 		nd, err := p.u32("n_dims")
 		if err != nil {
@@ -504,7 +510,7 @@ func (f *File) parseTensors(p *parser, n int) error {
 		r := &raw[i]
 		t.Name = all[pos : pos+int(r.nameLen)]
 		pos += int(r.nameLen)
-		ctx := func() string { return fmt.Sprintf("tensor %q", t.Name) }
+		ctx := func() string { return tensorContext(t.Name) }
 		if prev, dup := f.tensIdx[t.Name]; dup {
 			return &FormatError{Context: ctx(), Off: r.entry, Msg: fmt.Sprintf("duplicate tensor name (first at offset %d)", raw[prev.index(ts)].entry)}
 		}

@@ -69,14 +69,14 @@ func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, bosToken
 	for k, v := range vars {
 		cv, err := fromGo(v)
 		if err != nil {
-			return "", fmt.Errorf("chat template variable %q: %w", k, err)
+			return "", errorf("chat template variable %q: %w", k, err)
 		}
 		top[k] = cv
 	}
 	r := &renderer{scopes: []map[string]value{top}}
 	if err := r.execBody(t.body); err != nil {
 		if err == errBreak || err == errContinue {
-			return "", fmt.Errorf("chat template: %v", err)
+			return "", errorf("chat template: %v", err)
 		}
 		return "", err
 	}
@@ -97,7 +97,7 @@ func fromGo(v any) (value, error) {
 	case JSON:
 		v, err := decodeJSON(x)
 		if err != nil {
-			return nil, fmt.Errorf("bad JSON value: %w", err)
+			return nil, errorf("bad JSON value: %w", err)
 		}
 		return v, nil
 	case []Message:
@@ -142,7 +142,7 @@ func fromGo(v any) (value, error) {
 		}
 		return d, nil
 	}
-	return nil, fmt.Errorf("unsupported Go type %T", v)
+	return nil, errorf("unsupported Go type %T", v)
 }
 
 // Info tells how Apply produced its text.
@@ -166,7 +166,7 @@ func (i Info) Fallback() bool { return i.Family != "" }
 func Apply(src string, msgs []Message, addGenerationPrompt bool, bosToken, eosToken string) (string, Info, error) {
 	var why error
 	if strings.TrimSpace(src) == "" {
-		why = fmt.Errorf("chat template is empty")
+		why = errorf("chat template is empty")
 	} else if t, err := Parse(src); err != nil {
 		why = err
 	} else {
@@ -187,7 +187,18 @@ func Apply(src string, msgs []Message, addGenerationPrompt bool, bosToken, eosTo
 	f, _ := Family(name)
 	out, err := f.Render(msgs, addGenerationPrompt, bosToken, eosToken)
 	if err != nil {
-		return "", Info{Family: name, Err: why}, fmt.Errorf("chat: fallback format %s: %w", name, err)
+		return "", Info{Family: name, Err: why}, errorf("chat: fallback format %s: %w", name, err)
 	}
 	return out, Info{Family: name, Err: why}, nil
 }
+
+// errorf is fmt.Errorf kept out of line: the interpreter has well over a
+// hundred error returns, and fmt.Errorf inlined at each made up a good part
+// of the package's code in the shared library. For the same reason small
+// helpers called from many places (truthy, toNumber, equal, compare, the
+// parser's next, isOp, isName, enter and errAt, the lexer's posAt, the
+// renderer's execBody, step and checkLen) are marked go:noinline; templates
+// render once per prompt, so the calls cost nothing that matters.
+//
+//go:noinline
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -72,10 +72,11 @@ type renderer struct {
 	depth  int
 }
 
+//go:noinline
 func (r *renderer) step() error {
 	r.steps++
 	if r.steps > MaxSteps {
-		return fmt.Errorf("%w: more than %d steps", ErrBudget, MaxSteps)
+		return errorf("%w: more than %d steps", ErrBudget, MaxSteps)
 	}
 	return nil
 }
@@ -94,7 +95,7 @@ func (r *renderer) charge(vs ...value) error {
 		}
 	}
 	if r.steps > MaxSteps {
-		return fmt.Errorf("%w: more than %d steps", ErrBudget, MaxSteps)
+		return errorf("%w: more than %d steps", ErrBudget, MaxSteps)
 	}
 	return nil
 }
@@ -115,7 +116,7 @@ func (r *renderer) set(name string, v value) { r.scopes[len(r.scopes)-1][name] =
 
 func (r *renderer) write(s string) error {
 	if r.out.Len()+len(s) > MaxOutput {
-		return fmt.Errorf("%w: output larger than %d bytes", ErrBudget, MaxOutput)
+		return errorf("%w: output larger than %d bytes", ErrBudget, MaxOutput)
 	}
 	r.out.WriteString(s)
 	return nil
@@ -132,6 +133,7 @@ func wrapPos(pos Pos, err error) error {
 	return &RenderError{Pos: pos, Err: err}
 }
 
+//go:noinline
 func (r *renderer) execBody(body []node) error {
 	for _, n := range body {
 		if err := r.exec(n); err != nil {
@@ -187,7 +189,7 @@ func (r *renderer) exec(n node) error {
 				return err
 			}
 			if v, err = f.fn(r, v, args, kw); err != nil {
-				return wrapPos(f.pos, fmt.Errorf("filter %s: %w", f.name, err))
+				return wrapPos(f.pos, errorf("filter %s: %w", f.name, err))
 			}
 		}
 		return r.write(toStr(v))
@@ -196,7 +198,7 @@ func (r *renderer) exec(n node) error {
 	case *continueNode:
 		return errContinue
 	}
-	return fmt.Errorf("internal: unknown node %T", n)
+	return errorf("internal: unknown node %T", n)
 }
 
 // capture renders body into a string instead of the output, in a scope of
@@ -234,7 +236,7 @@ func (r *renderer) execSet(n *setNode) error {
 		obj, ok := r.lookup(n.ns)
 		d, isDict := obj.(*dict)
 		if !ok || !isDict || !d.Namespace {
-			return fmt.Errorf("cannot assign attribute %q on %s: only namespace() objects allow it", n.attr, n.ns)
+			return errorf("cannot assign attribute %q on %s: only namespace() objects allow it", n.attr, n.ns)
 		}
 		d.Set(n.attr, v)
 		return nil
@@ -259,7 +261,7 @@ func unpack(v value, n int) ([]value, error) {
 		return nil, err
 	}
 	if len(items) != n {
-		return nil, fmt.Errorf("cannot unpack %d values into %d names", len(items), n)
+		return nil, errorf("cannot unpack %d values into %d names", len(items), n)
 	}
 	return items, nil
 }
@@ -270,7 +272,7 @@ func (r *renderer) execFor(n *forNode) error {
 		return err
 	}
 	if d, ok := seq.(*dict); ok && d.Namespace {
-		return wrapPos(n.pos, fmt.Errorf("namespace is not iterable"))
+		return wrapPos(n.pos, errorf("namespace is not iterable"))
 	}
 	all, err := iterate(seq)
 	if err != nil {
@@ -378,7 +380,7 @@ func (r *renderer) eval(e expr) (value, error) {
 				return nil, err
 			}
 			if !d.Set(k, v) {
-				return nil, fmt.Errorf("unhashable dict key of type %s", typeName(k))
+				return nil, errorf("unhashable dict key of type %s", typeName(k))
 			}
 		}
 		return d, nil
@@ -416,7 +418,7 @@ func (r *renderer) eval(e expr) (value, error) {
 		}
 		out, err := e.fn(r, v, args, kw)
 		if err != nil {
-			return nil, wrapPos(e.pos, fmt.Errorf("filter %s: %w", e.name, err))
+			return nil, wrapPos(e.pos, errorf("filter %s: %w", e.name, err))
 		}
 		return out, nil
 	case *testExpr:
@@ -430,7 +432,7 @@ func (r *renderer) eval(e expr) (value, error) {
 		}
 		ok, err := e.fn(v, args)
 		if err != nil {
-			return nil, wrapPos(e.pos, fmt.Errorf("test %s: %w", e.name, err))
+			return nil, wrapPos(e.pos, errorf("test %s: %w", e.name, err))
 		}
 		return ok != e.neg, nil
 	case *unaryExpr:
@@ -453,10 +455,10 @@ func (r *renderer) eval(e expr) (value, error) {
 				}
 				return int64(0), nil
 			}
-			return nil, wrapPos(e.pos, fmt.Errorf("bad operand type for unary -: %s", typeName(v)))
+			return nil, wrapPos(e.pos, errorf("bad operand type for unary -: %s", typeName(v)))
 		default:
 			if _, _, _, ok := toNumber(v); !ok {
-				return nil, wrapPos(e.pos, fmt.Errorf("bad operand type for unary +: %s", typeName(v)))
+				return nil, wrapPos(e.pos, errorf("bad operand type for unary +: %s", typeName(v)))
 			}
 			return v, nil
 		}
@@ -498,7 +500,7 @@ func (r *renderer) eval(e expr) (value, error) {
 		}
 		return true, nil
 	}
-	return nil, fmt.Errorf("internal: unknown expression %T", e)
+	return nil, errorf("internal: unknown expression %T", e)
 }
 
 func compareOp(op string, a, b value) (bool, error) {
@@ -516,7 +518,7 @@ func compareOp(op string, a, b value) (bool, error) {
 	}
 	c, err := compare(a, b)
 	if err != nil {
-		return false, fmt.Errorf("'%s' not supported: %w", op, err)
+		return false, errorf("'%s' not supported: %w", op, err)
 	}
 	switch op {
 	case "<":
@@ -536,9 +538,9 @@ func contains(hay, needle value) (bool, error) {
 		s, ok := needle.(string)
 		if !ok {
 			if isUndefined(needle) {
-				return false, fmt.Errorf("'in <string>' requires string as left operand, not undefined")
+				return false, errorf("'in <string>' requires string as left operand, not undefined")
 			}
-			return false, fmt.Errorf("'in <string>' requires string as left operand, not %s", typeName(needle))
+			return false, errorf("'in <string>' requires string as left operand, not %s", typeName(needle))
 		}
 		return strings.Contains(h, s), nil
 	case *list:
@@ -554,7 +556,7 @@ func contains(hay, needle value) (bool, error) {
 	case undef:
 		return false, nil
 	}
-	return false, fmt.Errorf("argument of type %s is not iterable", typeName(hay))
+	return false, errorf("argument of type %s is not iterable", typeName(hay))
 }
 
 func (r *renderer) evalBin(e *binExpr) (value, error) {
@@ -585,9 +587,10 @@ func (r *renderer) evalBin(e *binExpr) (value, error) {
 	return v, r.charge(v)
 }
 
+//go:noinline
 func checkLen(n int) error {
 	if n > MaxOutput {
-		return fmt.Errorf("%w: string larger than %d bytes", ErrBudget, MaxOutput)
+		return errorf("%w: string larger than %d bytes", ErrBudget, MaxOutput)
 	}
 	return nil
 }
@@ -608,9 +611,9 @@ func arith(op string, a, b value) (value, error) {
 			name = u.Name
 		}
 		if name != "" {
-			return nil, fmt.Errorf("%q is undefined (in operator %s)", name, op)
+			return nil, errorf("%q is undefined (in operator %s)", name, op)
 		}
-		return nil, fmt.Errorf("undefined value in operator %s", op)
+		return nil, errorf("undefined value in operator %s", op)
 	}
 	switch op {
 	case "+":
@@ -625,7 +628,7 @@ func arith(op string, a, b value) (value, error) {
 		case *list:
 			if y, ok := b.(*list); ok {
 				if len(x.Items)+len(y.Items) > maxItems {
-					return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
+					return nil, errorf("%w: list longer than %d", ErrBudget, maxItems)
 				}
 				items := make([]value, 0, len(x.Items)+len(y.Items))
 				items = append(append(items, x.Items...), y.Items...)
@@ -651,7 +654,7 @@ func arith(op string, a, b value) (value, error) {
 	ai, af, afl, aok := toNumber(a)
 	bi, bf, bfl, bok := toNumber(b)
 	if !aok || !bok {
-		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op, typeName(a), typeName(b))
+		return nil, errorf("unsupported operand types for %s: %s and %s", op, typeName(a), typeName(b))
 	}
 	isFloat := afl || bfl
 	switch op {
@@ -672,12 +675,12 @@ func arith(op string, a, b value) (value, error) {
 		return ai * bi, nil
 	case "/":
 		if bf == 0 {
-			return nil, fmt.Errorf("division by zero")
+			return nil, errorf("division by zero")
 		}
 		return af / bf, nil
 	case "//":
 		if bf == 0 {
-			return nil, fmt.Errorf("integer division or modulo by zero")
+			return nil, errorf("integer division or modulo by zero")
 		}
 		if isFloat {
 			return pyFloorDiv(af, bf), nil
@@ -689,7 +692,7 @@ func arith(op string, a, b value) (value, error) {
 		return q, nil
 	case "%":
 		if bf == 0 {
-			return nil, fmt.Errorf("integer division or modulo by zero")
+			return nil, errorf("integer division or modulo by zero")
 		}
 		if isFloat {
 			m := math.Mod(af, bf)
@@ -717,7 +720,7 @@ func arith(op string, a, b value) (value, error) {
 		}
 		return math.Pow(af, bf), nil
 	}
-	return nil, fmt.Errorf("unknown operator %s", op)
+	return nil, errorf("unknown operator %s", op)
 }
 
 // pyFloorDiv is Python's float //, computed from fmod as CPython does so
@@ -762,12 +765,12 @@ func repeat(s value, n int64) (value, error) {
 	switch x := s.(type) {
 	case string:
 		if n > 0 && int64(len(x))*n > MaxOutput {
-			return nil, fmt.Errorf("%w: string larger than %d bytes", ErrBudget, MaxOutput)
+			return nil, errorf("%w: string larger than %d bytes", ErrBudget, MaxOutput)
 		}
 		return strings.Repeat(x, int(n)), nil
 	case *list:
 		if n > 0 && int64(len(x.Items))*n > maxItems {
-			return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
+			return nil, errorf("%w: list longer than %d", ErrBudget, maxItems)
 		}
 		items := make([]value, 0, len(x.Items)*int(n))
 		for i := int64(0); i < n; i++ {
@@ -775,7 +778,7 @@ func repeat(s value, n int64) (value, error) {
 		}
 		return &list{Items: items, Tuple: x.Tuple}, nil
 	}
-	return nil, fmt.Errorf("cannot repeat %s", typeName(s))
+	return nil, errorf("cannot repeat %s", typeName(s))
 }
 
 func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]value, *dict, error) {
@@ -788,7 +791,7 @@ func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]value
 			}
 			items, err := iterate(v)
 			if err != nil {
-				return nil, nil, fmt.Errorf("argument after *: %w", err)
+				return nil, nil, errorf("argument after *: %w", err)
 			}
 			out = append(out, items...)
 			continue
@@ -833,15 +836,15 @@ func (r *renderer) evalCall(e *callExpr) (value, error) {
 	case *macro:
 		v, err = r.callMacro(f, args, kw)
 	case *loopInfo:
-		err = fmt.Errorf("loop is not callable")
+		err = errorf("loop is not callable")
 	case undef:
 		if f.Name != "" {
-			err = fmt.Errorf("%q is undefined and cannot be called", f.Name)
+			err = errorf("%q is undefined and cannot be called", f.Name)
 		} else {
-			err = fmt.Errorf("undefined value is not callable")
+			err = errorf("undefined value is not callable")
 		}
 	default:
-		err = fmt.Errorf("%s is not callable", typeName(fn))
+		err = errorf("%s is not callable", typeName(fn))
 	}
 	if err != nil {
 		return nil, wrapPos(e.pos, err)
@@ -851,11 +854,11 @@ func (r *renderer) evalCall(e *callExpr) (value, error) {
 
 func (r *renderer) callMacro(m *macro, args []value, kw *dict) (value, error) {
 	if r.depth >= maxCallDepth {
-		return nil, fmt.Errorf("%w: macro calls nested deeper than %d", ErrBudget, maxCallDepth)
+		return nil, errorf("%w: macro calls nested deeper than %d", ErrBudget, maxCallDepth)
 	}
 	n := m.n
 	if len(args) > len(n.params) {
-		return nil, fmt.Errorf("macro %s takes %d arguments, got %d", n.name, len(n.params), len(args))
+		return nil, errorf("macro %s takes %d arguments, got %d", n.name, len(n.params), len(args))
 	}
 	scope := map[string]value{}
 	// Defaults are evaluated in the caller's scope before binding.
@@ -890,7 +893,7 @@ func (r *renderer) callMacro(m *macro, args []value, kw *dict) (value, error) {
 				}
 			}
 			if !found {
-				return nil, fmt.Errorf("macro %s has no parameter %v", n.name, k)
+				return nil, errorf("macro %s has no parameter %v", n.name, k)
 			}
 		}
 	}
@@ -906,7 +909,7 @@ func (r *renderer) callMacro(m *macro, args []value, kw *dict) (value, error) {
 	r.out = savedOut
 	r.scopes = savedScopes
 	if err == errBreak || err == errContinue {
-		err = fmt.Errorf("%v", err)
+		err = errorf("%v", err)
 	}
 	if err != nil {
 		return nil, err
@@ -963,10 +966,10 @@ func slice(obj, start, stop, step value) (value, error) {
 	if step != nil {
 		s, ok := step.(int64)
 		if !ok {
-			return nil, fmt.Errorf("slice step must be an integer")
+			return nil, errorf("slice step must be an integer")
 		}
 		if s == 0 {
-			return nil, fmt.Errorf("slice step cannot be zero")
+			return nil, errorf("slice step cannot be zero")
 		}
 		st = s
 	}
@@ -976,7 +979,7 @@ func slice(obj, start, stop, step value) (value, error) {
 		}
 		i, ok := v.(int64)
 		if !ok {
-			return 0, fmt.Errorf("slice indices must be integers or none")
+			return 0, errorf("slice indices must be integers or none")
 		}
 		if i < 0 {
 			i += int64(n)

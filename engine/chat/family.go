@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"unicode"
@@ -52,15 +51,21 @@ func Families() []string {
 func Family(name string) (Renderer, error) {
 	fn, ok := families[name]
 	if !ok {
-		return nil, fmt.Errorf("chat: unknown template family %q (known: %s)", name, strings.Join(Families(), ", "))
+		return nil, errorf("chat: unknown template family %q (known: %s)", name, strings.Join(Families(), ", "))
 	}
 	return family{name: name, fn: fn}, nil
 }
 
+// containsNoInline is strings.Contains as one call (DetectFamily checks
+// many markers).
+//
+//go:noinline
+func containsNoInline(s, sub string) bool { return strings.Contains(s, sub) }
+
 // DetectFamily names the family of a template from the marker strings in
 // its source, or "" if none is recognised.
 func DetectFamily(src string) string {
-	has := func(s string) bool { return strings.Contains(src, s) }
+	has := func(s string) bool { return containsNoInline(src, s) }
 	switch {
 	case has("<|im_start|>"):
 		return "chatml"
@@ -89,6 +94,7 @@ func renderChatML(b *strings.Builder, msgs []Message, gen bool, _, _ string) {
 	}
 }
 
+//go:noinline
 func trimSpace(s string) string { return strings.TrimFunc(s, unicode.IsSpace) }
 
 func renderLlama3(b *strings.Builder, msgs []Message, gen bool, bos, _ string) {

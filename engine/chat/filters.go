@@ -40,14 +40,14 @@ func argInt(args []value, kw *dict, i int, name string, def int64) (int64, error
 	case nil:
 		return def, nil
 	}
-	return 0, fmt.Errorf("argument %s must be an integer, not %s", name, typeName(v))
+	return 0, errorf("argument %s must be an integer, not %s", name, typeName(v))
 }
 
 func argStr(args []value, kw *dict, i int, name, def string) (string, error) {
 	v := arg(args, kw, i, name, def)
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("argument %s must be a string, not %s", name, typeName(v))
+		return "", errorf("argument %s must be a string, not %s", name, typeName(v))
 	}
 	return s, nil
 }
@@ -147,13 +147,13 @@ func pyFormat(f string, args []value) (value, error) {
 			j++
 		}
 		if j >= len(f) {
-			return nil, fmt.Errorf("incomplete format")
+			return nil, errorf("incomplete format")
 		}
 		spec, conv := f[i+1:j], f[j]
 		i = j
 		for _, part := range strings.Split(strings.TrimLeft(spec, "-+ #0"), ".") {
 			if len(part) > 4 {
-				return nil, fmt.Errorf("format width or precision %q too large", spec)
+				return nil, errorf("format width or precision %q too large", spec)
 			}
 		}
 		if conv == '%' {
@@ -161,7 +161,7 @@ func pyFormat(f string, args []value) (value, error) {
 			continue
 		}
 		if ai >= len(args) {
-			return nil, fmt.Errorf("not enough arguments for format string")
+			return nil, errorf("not enough arguments for format string")
 		}
 		a := args[ai]
 		ai++
@@ -175,7 +175,7 @@ func pyFormat(f string, args []value) (value, error) {
 		case 'd', 'i', 'x', 'X', 'o', 'c':
 			n, fv, isF, ok := toNumber(a)
 			if !ok {
-				return nil, fmt.Errorf("%%%c format: a number is required, not %s", conv, typeName(a))
+				return nil, errorf("%%%c format: a number is required, not %s", conv, typeName(a))
 			}
 			if isF {
 				n = int64(fv)
@@ -188,21 +188,21 @@ func pyFormat(f string, args []value) (value, error) {
 		case 'f', 'F', 'e', 'E', 'g', 'G':
 			_, fv, _, ok := toNumber(a)
 			if !ok {
-				return nil, fmt.Errorf("%%%c format: a number is required, not %s", conv, typeName(a))
+				return nil, errorf("%%%c format: a number is required, not %s", conv, typeName(a))
 			}
 			if !strings.Contains(spec, ".") && (conv == 'f' || conv == 'F' || conv == 'e' || conv == 'E') {
 				spec += ".6"
 			}
 			fmt.Fprintf(&b, "%"+spec+string(conv), fv)
 		default:
-			return nil, fmt.Errorf("unsupported format character %q", conv)
+			return nil, errorf("unsupported format character %q", conv)
 		}
 		if err := checkLen(b.Len()); err != nil {
 			return nil, err
 		}
 	}
 	if ai < len(args) {
-		return nil, fmt.Errorf("not all arguments converted during string formatting")
+		return nil, errorf("not all arguments converted during string formatting")
 	}
 	return b.String(), nil
 }
@@ -219,7 +219,7 @@ func fTrim(_ *renderer, v value, args []value, kw *dict) (value, error) {
 func fLength(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	n, ok := length(v)
 	if !ok {
-		return nil, fmt.Errorf("object of type %s has no length", typeName(v))
+		return nil, errorf("object of type %s has no length", typeName(v))
 	}
 	return int64(n), nil
 }
@@ -392,13 +392,13 @@ func fItems(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	case undef:
 		return &list{}, nil
 	}
-	return nil, fmt.Errorf("can only get items from a mapping, not %s", typeName(v))
+	return nil, errorf("can only get items from a mapping, not %s", typeName(v))
 }
 
 func fDictsort(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	d, ok := v.(*dict)
 	if !ok {
-		return nil, fmt.Errorf("dictsort expects a mapping, not %s", typeName(v))
+		return nil, errorf("dictsort expects a mapping, not %s", typeName(v))
 	}
 	cs := truthy(arg(args, kw, 0, "case_sensitive", false))
 	by, _ := arg(args, kw, 1, "by", "key").(string)
@@ -525,15 +525,15 @@ func fMap(r *renderer, v value, args []value, kw *dict) (value, error) {
 		return &list{Items: out}, nil
 	}
 	if len(args) == 0 {
-		return nil, fmt.Errorf("map needs a filter name or attribute=")
+		return nil, errorf("map needs a filter name or attribute=")
 	}
 	name, ok := args[0].(string)
 	if !ok {
-		return nil, fmt.Errorf("map filter name must be a string")
+		return nil, errorf("map filter name must be a string")
 	}
 	f, ok := filters[name]
 	if !ok {
-		return nil, fmt.Errorf("unknown filter %q", name)
+		return nil, errorf("unknown filter %q", name)
 	}
 	for i, it := range items {
 		if out[i], err = f(r, it, args[1:], kw); err != nil {
@@ -560,7 +560,7 @@ func fSelect(keep, byAttr bool) filterFunc {
 		var get func(value) value
 		if byAttr {
 			if len(args) == 0 {
-				return nil, fmt.Errorf("missing attribute name")
+				return nil, errorf("missing attribute name")
 			}
 			get = attrGetter(args[0])
 			args = args[1:]
@@ -569,10 +569,10 @@ func fSelect(keep, byAttr bool) filterFunc {
 		if len(args) > 0 {
 			name, ok := args[0].(string)
 			if !ok {
-				return nil, fmt.Errorf("test name must be a string")
+				return nil, errorf("test name must be a string")
 			}
 			if test, ok = tests[name]; !ok {
-				return nil, fmt.Errorf("unknown test %q", name)
+				return nil, errorf("unknown test %q", name)
 			}
 			args = args[1:]
 		}
@@ -649,7 +649,7 @@ func fAbs(_ *renderer, v value, _ []value, _ *dict) (value, error) {
 	case float64:
 		return math.Abs(x), nil
 	}
-	return nil, fmt.Errorf("bad operand type for abs(): %s", typeName(v))
+	return nil, errorf("bad operand type for abs(): %s", typeName(v))
 }
 
 func fRound(_ *renderer, v value, args []value, kw *dict) (value, error) {
@@ -660,7 +660,7 @@ func fRound(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	method, _ := arg(args, kw, 1, "method", "common").(string)
 	_, f, _, ok := toNumber(v)
 	if !ok {
-		return nil, fmt.Errorf("cannot round %s", typeName(v))
+		return nil, errorf("cannot round %s", typeName(v))
 	}
 	if prec > 15 {
 		prec = 15
@@ -760,13 +760,13 @@ func fIndent(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	switch w := arg(args, kw, 0, "width", int64(4)).(type) {
 	case int64:
 		if w < 0 || w > 1024 {
-			return nil, fmt.Errorf("indent width %d out of range", w)
+			return nil, errorf("indent width %d out of range", w)
 		}
 		pad = strings.Repeat(" ", int(w))
 	case string:
 		pad = w
 	default:
-		return nil, fmt.Errorf("indent width must be an integer or string")
+		return nil, errorf("indent width must be an integer or string")
 	}
 	first := truthy(arg(args, kw, 1, "first", false))
 	blank := truthy(arg(args, kw, 2, "blank", false))
@@ -794,7 +794,7 @@ func fBatch(_ *renderer, v value, args []value, kw *dict) (value, error) {
 		return nil, err
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("batch size must be positive")
+		return nil, errorf("batch size must be positive")
 	}
 	items, err := iterate(v)
 	if err != nil {
@@ -834,7 +834,7 @@ func fToJSON(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	switch x := arg(args, kw, 1, "indent", nil).(type) {
 	case int64:
 		if x > 1024 {
-			return nil, fmt.Errorf("indent %d out of range", x)
+			return nil, errorf("indent %d out of range", x)
 		}
 		o.indent = strings.Repeat(" ", int(max(x, 0)))
 		o.hasIndent = true
@@ -842,7 +842,7 @@ func fToJSON(_ *renderer, v value, args []value, kw *dict) (value, error) {
 		o.indent, o.hasIndent = x, true
 	case nil:
 	default:
-		return nil, fmt.Errorf("indent must be an integer or string")
+		return nil, errorf("indent must be an integer or string")
 	}
 	if o.hasIndent {
 		o.itemSep = ","
@@ -850,17 +850,17 @@ func fToJSON(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	switch x := arg(args, kw, 2, "separators", nil).(type) {
 	case *list:
 		if len(x.Items) != 2 {
-			return nil, fmt.Errorf("separators must be a pair of strings")
+			return nil, errorf("separators must be a pair of strings")
 		}
 		is, ok1 := x.Items[0].(string)
 		ks, ok2 := x.Items[1].(string)
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("separators must be a pair of strings")
+			return nil, errorf("separators must be a pair of strings")
 		}
 		o.itemSep, o.keySep = is, ks
 	case nil:
 	default:
-		return nil, fmt.Errorf("separators must be a pair of strings")
+		return nil, errorf("separators must be a pair of strings")
 	}
 	o.sortKeys = truthy(arg(args, kw, 3, "sort_keys", false))
 	var b strings.Builder
@@ -872,7 +872,7 @@ func fToJSON(_ *renderer, v value, args []value, kw *dict) (value, error) {
 
 func writeJSON(b *strings.Builder, v value, o *jsonOpts, level int) error {
 	if level > maxDepth {
-		return fmt.Errorf("%w: value nested too deeply for tojson", ErrBudget)
+		return errorf("%w: value nested too deeply for tojson", ErrBudget)
 	}
 	if err := checkLen(b.Len()); err != nil {
 		return err
@@ -976,7 +976,7 @@ func writeJSON(b *strings.Builder, v value, o *jsonOpts, level int) error {
 		newline(level)
 		b.WriteByte('}')
 	default:
-		return fmt.Errorf("object of type %s is not JSON serializable", typeName(v))
+		return errorf("object of type %s is not JSON serializable", typeName(v))
 	}
 	return nil
 }
@@ -1036,7 +1036,7 @@ var tests map[string]testFunc
 func cmpTest(op string) testFunc {
 	return func(v value, args []value) (bool, error) {
 		if len(args) != 1 {
-			return false, fmt.Errorf("needs one argument")
+			return false, errorf("needs one argument")
 		}
 		return compareOp(op, v, args[0])
 	}
@@ -1103,7 +1103,7 @@ func init() {
 		},
 		"divisibleby": func(v value, args []value) (bool, error) {
 			if len(args) != 1 {
-				return false, fmt.Errorf("needs one argument")
+				return false, errorf("needs one argument")
 			}
 			m, err := arith("%", v, args[0])
 			if err != nil {
@@ -1119,7 +1119,7 @@ func init() {
 		},
 		"sameas": func(v value, args []value) (bool, error) {
 			if len(args) != 1 {
-				return false, fmt.Errorf("needs one argument")
+				return false, errorf("needs one argument")
 			}
 			switch a := v.(type) {
 			case *list, *dict:
@@ -1131,7 +1131,7 @@ func init() {
 		},
 		"in": func(v value, args []value) (bool, error) {
 			if len(args) != 1 {
-				return false, fmt.Errorf("needs one argument")
+				return false, errorf("needs one argument")
 			}
 			return contains(args[0], v)
 		},
@@ -1190,12 +1190,12 @@ func gRange(_ *renderer, args []value, _ *dict) (value, error) {
 	var ns [3]int64
 	ns[2] = 1
 	if len(args) == 0 || len(args) > 3 {
-		return nil, fmt.Errorf("range expects 1 to 3 arguments, got %d", len(args))
+		return nil, errorf("range expects 1 to 3 arguments, got %d", len(args))
 	}
 	for i, a := range args {
 		n, ok := a.(int64)
 		if !ok {
-			return nil, fmt.Errorf("range arguments must be integers, not %s", typeName(a))
+			return nil, errorf("range arguments must be integers, not %s", typeName(a))
 		}
 		ns[i] = n
 	}
@@ -1207,7 +1207,7 @@ func gRange(_ *renderer, args []value, _ *dict) (value, error) {
 		step = ns[2]
 	}
 	if step == 0 {
-		return nil, fmt.Errorf("range step must not be zero")
+		return nil, errorf("range step must not be zero")
 	}
 	var count int64
 	if step > 0 && stop > start {
@@ -1216,7 +1216,7 @@ func gRange(_ *renderer, args []value, _ *dict) (value, error) {
 		count = (start - stop - step - 1) / -step
 	}
 	if count > maxItems {
-		return nil, fmt.Errorf("%w: range of %d items", ErrBudget, count)
+		return nil, errorf("%w: range of %d items", ErrBudget, count)
 	}
 	out := make([]value, count)
 	for i := range out {
@@ -1231,7 +1231,7 @@ func gNamespace(_ *renderer, args []value, kw *dict) (value, error) {
 	for _, a := range args {
 		src, ok := a.(*dict)
 		if !ok {
-			return nil, fmt.Errorf("namespace() positional arguments must be mappings")
+			return nil, errorf("namespace() positional arguments must be mappings")
 		}
 		for i := range src.keys {
 			d.Set(src.keys[i], src.vals[i])
@@ -1250,7 +1250,7 @@ func gDict(_ *renderer, args []value, kw *dict) (value, error) {
 	for _, a := range args {
 		src, ok := a.(*dict)
 		if !ok {
-			return nil, fmt.Errorf("dict() positional arguments must be mappings")
+			return nil, errorf("dict() positional arguments must be mappings")
 		}
 		for i := range src.keys {
 			d.Set(src.keys[i], src.vals[i])
@@ -1277,11 +1277,11 @@ var nowFunc = time.Now
 
 func gStrftimeNow(_ *renderer, args []value, _ *dict) (value, error) {
 	if len(args) != 1 {
-		return nil, fmt.Errorf("strftime_now expects one format argument")
+		return nil, errorf("strftime_now expects one format argument")
 	}
 	f, ok := args[0].(string)
 	if !ok {
-		return nil, fmt.Errorf("strftime_now format must be a string")
+		return nil, errorf("strftime_now format must be a string")
 	}
 	return strftime(nowFunc(), f), nil
 }
@@ -1406,7 +1406,7 @@ func stripArg(args []value) (string, bool, error) {
 	}
 	s, ok := args[0].(string)
 	if !ok {
-		return "", false, fmt.Errorf("strip argument must be a string or None")
+		return "", false, errorf("strip argument must be a string or None")
 	}
 	return s, true, nil
 }
@@ -1421,11 +1421,11 @@ func callMethod(r *renderer, m *method, args []value, kw *dict) (value, error) {
 		return listMethod(x, m.name, args)
 	case *loopInfo:
 		if len(args) == 0 {
-			return nil, fmt.Errorf("loop.cycle needs at least one argument")
+			return nil, errorf("loop.cycle needs at least one argument")
 		}
 		return args[x.index0%len(args)], nil
 	}
-	return nil, fmt.Errorf("no method %s on %s", m.name, typeName(m.recv))
+	return nil, errorf("no method %s on %s", m.name, typeName(m.recv))
 }
 
 func strMethod(s, name string, args []value, kw *dict) (value, error) {
@@ -1450,7 +1450,7 @@ func strMethod(s, name string, args []value, kw *dict) (value, error) {
 		return strings.TrimRightFunc(s, unicode.IsSpace), nil
 	case "startswith", "endswith":
 		if len(args) != 1 {
-			return nil, fmt.Errorf("%s expects one argument", name)
+			return nil, errorf("%s expects one argument", name)
 		}
 		var cands []value
 		switch a := args[0].(type) {
@@ -1459,12 +1459,12 @@ func strMethod(s, name string, args []value, kw *dict) (value, error) {
 		case *list:
 			cands = a.Items
 		default:
-			return nil, fmt.Errorf("%s argument must be a string or tuple, not %s", name, typeName(args[0]))
+			return nil, errorf("%s argument must be a string or tuple, not %s", name, typeName(args[0]))
 		}
 		for _, c := range cands {
 			cs, ok := c.(string)
 			if !ok {
-				return nil, fmt.Errorf("%s tuple must contain strings", name)
+				return nil, errorf("%s tuple must contain strings", name)
 			}
 			if (name == "startswith" && strings.HasPrefix(s, cs)) || (name == "endswith" && strings.HasSuffix(s, cs)) {
 				return true, nil
@@ -1483,10 +1483,10 @@ func strMethod(s, name string, args []value, kw *dict) (value, error) {
 		} else {
 			sep, ok := sepV.(string)
 			if !ok {
-				return nil, fmt.Errorf("split separator must be a string")
+				return nil, errorf("split separator must be a string")
 			}
 			if sep == "" {
-				return nil, fmt.Errorf("empty separator")
+				return nil, errorf("empty separator")
 			}
 			if n < 0 {
 				parts = strings.Split(s, sep)
@@ -1513,12 +1513,12 @@ func strMethod(s, name string, args []value, kw *dict) (value, error) {
 		return &list{Items: out}, nil
 	case "replace":
 		if len(args) < 2 {
-			return nil, fmt.Errorf("replace expects two arguments")
+			return nil, errorf("replace expects two arguments")
 		}
 		old, ok1 := args[0].(string)
 		nw, ok2 := args[1].(string)
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("replace arguments must be strings")
+			return nil, errorf("replace arguments must be strings")
 		}
 		n, err := argInt(args, kw, 2, "count", -1)
 		if err != nil {
@@ -1535,11 +1535,11 @@ func strMethod(s, name string, args []value, kw *dict) (value, error) {
 		return capitalize(s), nil
 	case "find", "rfind", "count":
 		if len(args) < 1 {
-			return nil, fmt.Errorf("%s expects an argument", name)
+			return nil, errorf("%s expects an argument", name)
 		}
 		sub, ok := args[0].(string)
 		if !ok {
-			return nil, fmt.Errorf("%s argument must be a string", name)
+			return nil, errorf("%s argument must be a string", name)
 		}
 		var i int
 		switch name {
@@ -1556,7 +1556,7 @@ func strMethod(s, name string, args []value, kw *dict) (value, error) {
 		return int64(utf8.RuneCountInString(s[:i])), nil
 	case "join":
 		if len(args) != 1 {
-			return nil, fmt.Errorf("join expects one argument")
+			return nil, errorf("join expects one argument")
 		}
 		return fJoin(nil, args[0], []value{s}, nil)
 	case "isdigit", "isspace", "isalpha":
@@ -1588,7 +1588,7 @@ func strMethod(s, name string, args []value, kw *dict) (value, error) {
 		}
 		return b.String(), nil
 	}
-	return nil, fmt.Errorf("str has no method %s", name)
+	return nil, errorf("str has no method %s", name)
 }
 
 func splitWhitespace(s string, n int64, fromRight bool) []string {
@@ -1642,7 +1642,7 @@ func dictMethod(d *dict, name string, args []value) (value, error) {
 		return &list{Items: append([]value(nil), d.vals...)}, nil
 	case "get":
 		if len(args) < 1 {
-			return nil, fmt.Errorf("get expects a key")
+			return nil, errorf("get expects a key")
 		}
 		if v, ok := d.Get(args[0]); ok {
 			return v, nil
@@ -1653,7 +1653,7 @@ func dictMethod(d *dict, name string, args []value) (value, error) {
 		return nil, nil
 	case "pop":
 		if len(args) < 1 {
-			return nil, fmt.Errorf("pop expects a key")
+			return nil, errorf("pop expects a key")
 		}
 		if v, ok := d.Get(args[0]); ok {
 			d.delete(args[0])
@@ -1662,12 +1662,12 @@ func dictMethod(d *dict, name string, args []value) (value, error) {
 		if len(args) > 1 {
 			return args[1], nil
 		}
-		return nil, fmt.Errorf("key %s not found", toStr(args[0]))
+		return nil, errorf("key %s not found", toStr(args[0]))
 	case "update":
 		for _, a := range args {
 			src, ok := a.(*dict)
 			if !ok {
-				return nil, fmt.Errorf("update expects a mapping")
+				return nil, errorf("update expects a mapping")
 			}
 			for i := range src.keys {
 				d.Set(src.keys[i], src.vals[i])
@@ -1681,40 +1681,40 @@ func dictMethod(d *dict, name string, args []value) (value, error) {
 		}
 		return c, nil
 	}
-	return nil, fmt.Errorf("dict has no method %s", name)
+	return nil, errorf("dict has no method %s", name)
 }
 
 func listMethod(l *list, name string, args []value) (value, error) {
 	switch name {
 	case "append":
 		if len(args) != 1 {
-			return nil, fmt.Errorf("append expects one argument")
+			return nil, errorf("append expects one argument")
 		}
 		if len(l.Items) >= maxItems {
-			return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
+			return nil, errorf("%w: list longer than %d", ErrBudget, maxItems)
 		}
 		l.Items = append(l.Items, args[0])
 		return nil, nil
 	case "extend":
 		if len(args) != 1 {
-			return nil, fmt.Errorf("extend expects one argument")
+			return nil, errorf("extend expects one argument")
 		}
 		items, err := iterate(args[0])
 		if err != nil {
 			return nil, err
 		}
 		if len(l.Items)+len(items) > maxItems {
-			return nil, fmt.Errorf("%w: list longer than %d", ErrBudget, maxItems)
+			return nil, errorf("%w: list longer than %d", ErrBudget, maxItems)
 		}
 		l.Items = append(l.Items, items...)
 		return nil, nil
 	case "insert":
 		if len(args) != 2 {
-			return nil, fmt.Errorf("insert expects two arguments")
+			return nil, errorf("insert expects two arguments")
 		}
 		i, ok := args[0].(int64)
 		if !ok {
-			return nil, fmt.Errorf("insert index must be an integer")
+			return nil, errorf("insert index must be an integer")
 		}
 		n := int64(len(l.Items))
 		if i < 0 {
@@ -1727,19 +1727,19 @@ func listMethod(l *list, name string, args []value) (value, error) {
 		return nil, nil
 	case "pop":
 		if len(l.Items) == 0 {
-			return nil, fmt.Errorf("pop from empty list")
+			return nil, errorf("pop from empty list")
 		}
 		i := int64(len(l.Items) - 1)
 		if len(args) > 0 {
 			j, ok := args[0].(int64)
 			if !ok {
-				return nil, fmt.Errorf("pop index must be an integer")
+				return nil, errorf("pop index must be an integer")
 			}
 			if j < 0 {
 				j += int64(len(l.Items))
 			}
 			if j < 0 || j >= int64(len(l.Items)) {
-				return nil, fmt.Errorf("pop index out of range")
+				return nil, errorf("pop index out of range")
 			}
 			i = j
 		}
@@ -1748,17 +1748,17 @@ func listMethod(l *list, name string, args []value) (value, error) {
 		return v, nil
 	case "index":
 		if len(args) < 1 {
-			return nil, fmt.Errorf("index expects an argument")
+			return nil, errorf("index expects an argument")
 		}
 		for i, it := range l.Items {
 			if equal(it, args[0]) {
 				return int64(i), nil
 			}
 		}
-		return nil, fmt.Errorf("%s is not in list", toStr(args[0]))
+		return nil, errorf("%s is not in list", toStr(args[0]))
 	case "count":
 		if len(args) < 1 {
-			return nil, fmt.Errorf("count expects an argument")
+			return nil, errorf("count expects an argument")
 		}
 		n := int64(0)
 		for _, it := range l.Items {
@@ -1770,5 +1770,5 @@ func listMethod(l *list, name string, args []value) (value, error) {
 	case "copy":
 		return &list{Items: append([]value(nil), l.Items...)}, nil
 	}
-	return nil, fmt.Errorf("list has no method %s", name)
+	return nil, errorf("list has no method %s", name)
 }

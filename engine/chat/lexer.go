@@ -55,6 +55,8 @@ type lexer struct {
 // posAt converts a byte offset to a position. Tokens come in increasing
 // offset order, so it advances a cursor instead of rescanning the line,
 // keeping lexing linear even for a template on one huge line.
+//
+//go:noinline
 func (lx *lexer) posAt(off int) Pos {
 	if off < lx.curOff {
 		lx.curOff, lx.curLine, lx.curCol = 0, 1, 1
@@ -75,6 +77,7 @@ func (lx *lexer) errf(off int, format string, args ...any) error {
 	return &SyntaxError{Pos: lx.posAt(off), Msg: fmt.Sprintf(format, args...)}
 }
 
+//go:noinline
 func isSpaceByte(r rune) bool { return unicode.IsSpace(r) }
 
 // lex splits src into tokens applying Jinja's whitespace control with

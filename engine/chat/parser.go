@@ -17,6 +17,8 @@ type parser struct {
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
+
+//go:noinline
 func (p *parser) next() token {
 	t := p.toks[p.i]
 	if t.kind != tEOF {
@@ -25,10 +27,12 @@ func (p *parser) next() token {
 	return t
 }
 
+//go:noinline
 func (p *parser) errAt(pos Pos, format string, args ...any) error {
 	return &SyntaxError{Pos: pos, Msg: fmt.Sprintf(format, args...)}
 }
 
+//go:noinline
 func (p *parser) enter(pos Pos) error {
 	p.depth++
 	if p.depth > maxDepth {
@@ -39,11 +43,13 @@ func (p *parser) enter(pos Pos) error {
 
 func (p *parser) leave() { p.depth-- }
 
+//go:noinline
 func (p *parser) isOp(v string) bool {
 	t := p.peek()
 	return t.kind == tOp && t.val == v
 }
 
+//go:noinline
 func (p *parser) isName(v string) bool {
 	t := p.peek()
 	return t.kind == tName && t.val == v

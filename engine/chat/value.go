@@ -121,6 +121,8 @@ func isUndefined(v value) bool {
 
 // truthy follows Python: empty strings and containers, zero, None and
 // undefined are false.
+//
+//go:noinline
 func truthy(v value) bool {
 	switch x := v.(type) {
 	case nil, undef:
@@ -316,6 +318,8 @@ func typeName(v value) string {
 }
 
 // toNumber converts bools and numbers for arithmetic.
+//
+//go:noinline
 func toNumber(v value) (i int64, f float64, isFloat, ok bool) {
 	switch x := v.(type) {
 	case bool:
@@ -332,6 +336,8 @@ func toNumber(v value) (i int64, f float64, isFloat, ok bool) {
 }
 
 // equal is Python ==.
+//
+//go:noinline
 func equal(a, b value) bool { return equalDepth(a, b, 0) }
 
 func equalDepth(a, b value, depth int) bool {
@@ -386,11 +392,13 @@ func equalDepth(a, b value, depth int) bool {
 }
 
 // compare orders numbers and strings (and lists element-wise) as Python.
+//
+//go:noinline
 func compare(a, b value) (int, error) { return compareDepth(a, b, 0) }
 
 func compareDepth(a, b value, depth int) (int, error) {
 	if depth > maxDepth {
-		return 0, fmt.Errorf("%w: values nested too deeply to compare", ErrBudget)
+		return 0, errorf("%w: values nested too deeply to compare", ErrBudget)
 	}
 	if _, af, _, ok := toNumber(a); ok {
 		if _, bf, _, ok := toNumber(b); ok {
@@ -419,7 +427,7 @@ func compareDepth(a, b value, depth int) (int, error) {
 			return len(x.Items) - len(y.Items), nil
 		}
 	}
-	return 0, fmt.Errorf("cannot compare %s with %s", typeName(a), typeName(b))
+	return 0, errorf("cannot compare %s with %s", typeName(a), typeName(b))
 }
 
 // iterate returns the items a for loop visits: list items, dict keys,
@@ -434,7 +442,7 @@ func iterate(v value) ([]value, error) {
 		return append([]value(nil), x.keys...), nil
 	case string:
 		if len(x) > maxItems {
-			return nil, fmt.Errorf("%w: iterating a string of %d bytes", ErrBudget, len(x))
+			return nil, errorf("%w: iterating a string of %d bytes", ErrBudget, len(x))
 		}
 		out := make([]value, 0, len(x))
 		for _, r := range x {
@@ -442,7 +450,7 @@ func iterate(v value) ([]value, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%s is not iterable", typeName(v))
+	return nil, errorf("%s is not iterable", typeName(v))
 }
 
 func length(v value) (int, bool) {
