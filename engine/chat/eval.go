@@ -66,7 +66,7 @@ type loopInfo struct {
 }
 
 type renderer struct {
-	out    strings.Builder
+	out    sbuf
 	scopes []map[string]value
 	steps  int
 	depth  int
@@ -206,7 +206,7 @@ func (r *renderer) exec(n node) error {
 // not leak out.
 func (r *renderer) capture(body []node) (string, error) {
 	saved := r.out
-	r.out = strings.Builder{}
+	r.out = sbuf{}
 	r.scopes = append(r.scopes, map[string]value{})
 	err := r.execBody(body)
 	r.scopes = r.scopes[:len(r.scopes)-1]
@@ -899,7 +899,7 @@ func (r *renderer) callMacro(m *macro, args []value, kw *dict) (value, error) {
 	}
 	savedOut := r.out
 	savedScopes := r.scopes
-	r.out = strings.Builder{}
+	r.out = sbuf{}
 	// Macros see the template's top-level names and their own arguments.
 	r.scopes = []map[string]value{savedScopes[0], scope}
 	r.depth++

@@ -12,7 +12,7 @@ type Renderer interface {
 	Render(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string) (string, error)
 }
 
-type familyFunc func(b *strings.Builder, msgs []Message, gen bool, bos, eos string)
+type familyFunc func(b *sbuf, msgs []Message, gen bool, bos, eos string)
 
 type family struct {
 	name string
@@ -20,7 +20,7 @@ type family struct {
 }
 
 func (f family) Render(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string) (string, error) {
-	var b strings.Builder
+	var b sbuf
 	f.fn(&b, msgs, addGenerationPrompt, bosToken, eosToken)
 	return b.String(), nil
 }
@@ -85,7 +85,7 @@ func DetectFamily(src string) string {
 	return ""
 }
 
-func renderChatML(b *strings.Builder, msgs []Message, gen bool, _, _ string) {
+func renderChatML(b *sbuf, msgs []Message, gen bool, _, _ string) {
 	for _, m := range msgs {
 		b.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
 	}
@@ -97,7 +97,7 @@ func renderChatML(b *strings.Builder, msgs []Message, gen bool, _, _ string) {
 //go:noinline
 func trimSpace(s string) string { return strings.TrimFunc(s, unicode.IsSpace) }
 
-func renderLlama3(b *strings.Builder, msgs []Message, gen bool, bos, _ string) {
+func renderLlama3(b *sbuf, msgs []Message, gen bool, bos, _ string) {
 	b.WriteString(bos)
 	for _, m := range msgs {
 		b.WriteString("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n" + trimSpace(m.Content) + "<|eot_id|>")
@@ -115,7 +115,7 @@ func splitSystem(msgs []Message) (string, bool, []Message) {
 	return "", false, msgs
 }
 
-func renderLlama2(b *strings.Builder, msgs []Message, _ bool, bos, eos string) {
+func renderLlama2(b *sbuf, msgs []Message, _ bool, bos, eos string) {
 	sys, hasSys, rest := splitSystem(msgs)
 	for i, m := range rest {
 		c := m.Content
@@ -131,7 +131,7 @@ func renderLlama2(b *strings.Builder, msgs []Message, _ bool, bos, eos string) {
 	}
 }
 
-func renderMistral(b *strings.Builder, msgs []Message, _ bool, bos, eos string) {
+func renderMistral(b *sbuf, msgs []Message, _ bool, bos, eos string) {
 	sys, hasSys, rest := splitSystem(msgs)
 	b.WriteString(bos)
 	for i, m := range rest {
@@ -148,7 +148,7 @@ func renderMistral(b *strings.Builder, msgs []Message, _ bool, bos, eos string) 
 	}
 }
 
-func renderGemma(b *strings.Builder, msgs []Message, gen bool, bos, _ string) {
+func renderGemma(b *sbuf, msgs []Message, gen bool, bos, _ string) {
 	sys, hasSys, rest := splitSystem(msgs)
 	b.WriteString(bos)
 	for i, m := range rest {
@@ -167,7 +167,7 @@ func renderGemma(b *strings.Builder, msgs []Message, gen bool, bos, _ string) {
 	}
 }
 
-func renderPhi3(b *strings.Builder, msgs []Message, gen bool, _, _ string) {
+func renderPhi3(b *sbuf, msgs []Message, gen bool, _, _ string) {
 	for _, m := range msgs {
 		b.WriteString("<|" + m.Role + "|>\n" + m.Content + "<|end|>\n")
 	}
@@ -176,7 +176,7 @@ func renderPhi3(b *strings.Builder, msgs []Message, gen bool, _, _ string) {
 	}
 }
 
-func renderZephyr(b *strings.Builder, msgs []Message, gen bool, _, eos string) {
+func renderZephyr(b *sbuf, msgs []Message, gen bool, _, eos string) {
 	for _, m := range msgs {
 		b.WriteString("<|" + m.Role + "|>\n" + m.Content + eos + "\n")
 	}

@@ -132,7 +132,7 @@ func init() {
 // templates use: s, r, d, i, f, e, g, x, X, o, c and %%, with flags, width
 // and precision.
 func pyFormat(f string, args []value) (value, error) {
-	var b strings.Builder
+	var b sbuf
 	ai := 0
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' {
@@ -169,7 +169,7 @@ func pyFormat(f string, args []value) (value, error) {
 		case 's':
 			fmt.Fprintf(&b, "%"+spec+"s", toStr(a))
 		case 'r':
-			var rb strings.Builder
+			var rb sbuf
 			writeRepr(&rb, a, true, 0)
 			fmt.Fprintf(&b, "%"+spec+"s", rb.String())
 		case 'd', 'i', 'x', 'X', 'o', 'c':
@@ -234,7 +234,7 @@ func capitalize(s string) string {
 
 // title upper-cases the first letter of each word, as Python's str.title.
 func title(s string) string {
-	var b strings.Builder
+	var b sbuf
 	prevLetter := false
 	for _, r := range s {
 		if unicode.IsLetter(r) {
@@ -255,7 +255,7 @@ func title(s string) string {
 // titleFilter is Jinja's title filter, which (unlike str.title) starts
 // words only after whitespace, '-', and opening brackets: "x,y" -> "X,y".
 func titleFilter(s string) string {
-	var b strings.Builder
+	var b sbuf
 	start := true
 	for _, r := range s {
 		if unicode.IsSpace(r) || strings.ContainsRune("-({[<", r) {
@@ -319,7 +319,7 @@ func fJoin(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b strings.Builder
+	var b sbuf
 	for i, it := range items {
 		if i > 0 {
 			b.WriteString(sep)
@@ -772,7 +772,7 @@ func fIndent(_ *renderer, v value, args []value, kw *dict) (value, error) {
 	blank := truthy(arg(args, kw, 2, "blank", false))
 	s := toStr(v)
 	lines := strings.Split(s, "\n")
-	var b strings.Builder
+	var b sbuf
 	for i, ln := range lines {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -863,14 +863,14 @@ func fToJSON(_ *renderer, v value, args []value, kw *dict) (value, error) {
 		return nil, errorf("separators must be a pair of strings")
 	}
 	o.sortKeys = truthy(arg(args, kw, 3, "sort_keys", false))
-	var b strings.Builder
+	var b sbuf
 	if err := writeJSON(&b, v, &o, 0); err != nil {
 		return nil, err
 	}
 	return b.String(), nil
 }
 
-func writeJSON(b *strings.Builder, v value, o *jsonOpts, level int) error {
+func writeJSON(b *sbuf, v value, o *jsonOpts, level int) error {
 	if level > maxDepth {
 		return errorf("%w: value nested too deeply for tojson", ErrBudget)
 	}
@@ -983,7 +983,7 @@ func writeJSON(b *strings.Builder, v value, o *jsonOpts, level int) error {
 
 // writeJSONString quotes s as Python's json does; with ascii, non-ASCII
 // characters become \uXXXX escapes (surrogate pairs above U+FFFF).
-func writeJSONString(b *strings.Builder, s string, ascii bool) {
+func writeJSONString(b *sbuf, s string, ascii bool) {
 	b.WriteByte('"')
 	for _, r := range s {
 		switch r {
@@ -1018,7 +1018,7 @@ func writeJSONString(b *strings.Builder, s string, ascii bool) {
 }
 
 // writeU4 writes the JSON escape \uXXXX (lower-case hex) of r <= 0xffff.
-func writeU4(b *strings.Builder, r rune) {
+func writeU4(b *sbuf, r rune) {
 	const hex = "0123456789abcdef"
 	b.WriteString(`\u`)
 	b.WriteByte(hex[r>>12&15])
@@ -1572,7 +1572,7 @@ func strMethod(s, name string, args []value, kw *dict) (value, error) {
 		return true, nil
 	case "format":
 		// Positional "{}" substitution only.
-		var b strings.Builder
+		var b sbuf
 		ai := 0
 		for i := 0; i < len(s); i++ {
 			if strings.HasPrefix(s[i:], "{}") && ai < len(args) {

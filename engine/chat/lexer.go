@@ -391,7 +391,7 @@ func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
 func (lx *lexer) lexString(p int) (string, int, error) {
 	src := lx.src
 	q := src[p]
-	var b strings.Builder
+	var b sbuf
 	i := p + 1
 	for i < len(src) {
 		c := src[i]

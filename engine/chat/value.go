@@ -151,7 +151,7 @@ func toStr(v value) string {
 	case undef:
 		return ""
 	}
-	var b strings.Builder
+	var b sbuf
 	writeRepr(&b, v, false, 0)
 	return b.String()
 }
@@ -192,7 +192,7 @@ func formatFloat(f float64) string {
 // writeRepr writes Python's repr (quoted=true) or str of v. It stops
 // early past MaxOutput bytes or maxDepth levels (self-containing lists), so
 // the caller's length check then fails instead of memory running out.
-func writeRepr(b *strings.Builder, v value, quoted bool, depth int) {
+func writeRepr(b *sbuf, v value, quoted bool, depth int) {
 	if b.Len() > MaxOutput {
 		return
 	}
@@ -261,7 +261,7 @@ func writeRepr(b *strings.Builder, v value, quoted bool, depth int) {
 	}
 }
 
-func writePyStr(b *strings.Builder, s string) {
+func writePyStr(b *sbuf, s string) {
 	q := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		q = '"'
