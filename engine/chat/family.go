@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"sort"
 	"strings"
 	"unicode"
 )
@@ -41,7 +40,13 @@ func Families() []string {
 	for k := range families {
 		out = append(out, k)
 	}
-	sort.Strings(out)
+	// An insertion sort of the seven names: sort.Strings would link in its
+	// generic string sort only for this.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -43,5 +44,15 @@ func TestWriteU4(t *testing.T) {
 		var b sbuf
 		writeU4(&b, r)
 		assert.Equal(t, fmt.Sprintf(`\u%04x`, r), b.String())
+	}
+}
+
+// TestFamiliesSorted: Families lists every built-in family once, sorted.
+func TestFamiliesSorted(t *testing.T) {
+	names := Families()
+	assert.Len(t, names, len(families))
+	assert.True(t, sort.StringsAreSorted(names), "%v", names)
+	for _, n := range names {
+		assert.Contains(t, families, n)
 	}
 }
