@@ -103,6 +103,7 @@ func hostileCases() []hostileCase {
 		{"offset wraps", oneF32(header(3, 1, 0).tensor("wrap", F32, math.MaxUint64-31, 16)), false, []string{`tensor "wrap"`, "data offset 18446744073709551584 past end of file (size 128; data section at 64)"}},
 		{"size past end", oneF32(header(3, 1, 0).tensor("long", F32, 0, 17)), false, []string{`tensor "long"`, "data [", "past end of file (size"}},
 		{"overlapping tensors", header(3, 2, 0).tensor("a", F32, 0, 16).tensor("b", F32, 32, 16).padTo(32).zeros(128).b, false, []string{`tensor "b"`, `overlaps tensor "a"`}},
+		{"tensors at one offset", header(3, 2, 0).tensor("y", F32, 0, 16).tensor("x", F32, 0, 16).padTo(32).zeros(128).b, false, []string{`tensor "x"`, `overlaps tensor "y"`}},
 		{"duplicate tensor name", header(3, 2, 0).tensor("w", F32, 0, 8).tensor("w", F32, 32, 8).padTo(32).zeros(64).b, false, []string{`tensor "w"`, "duplicate tensor name (first at offset 24)"}},
 		{"tensor name not utf-8", header(3, 1, 0).tensor("\xc3", F32, 0, 8).padTo(32).zeros(32).b, false, []string{"tensor 0", "not valid UTF-8"}},
 	}

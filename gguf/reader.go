@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -551,19 +551,19 @@ func (f *File) parseTensors(p *parser, n int) error {
 
 	// Tensors must not overlap: check neighbours in offset order.
 	if n > 1 {
-		order := make([]*Tensor, n)
-		copy(order, f.tensors)
-		slices.SortFunc(order, func(a, b *Tensor) int {
-			switch {
-			case a.Offset < b.Offset:
-				return -1
-			case a.Offset > b.Offset:
-				return 1
-			}
-			return 0
+		// sort.Slice rather than slices.SortFunc: the library links
+		// sort.Slice anyway, and a generic sort instantiated only for this
+		// cost ~10 KB of libmoonlm.so. Ties go in file order.
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(i, j int) bool {
+			a, b := &ts[order[i]], &ts[order[j]]
+			return a.Offset < b.Offset || a.Offset == b.Offset && order[i] < order[j]
 		})
 		for i := 1; i < n; i++ {
-			a, b := order[i-1], order[i]
+			a, b := &ts[order[i-1]], &ts[order[i]]
 			if b.Offset < a.Offset+int64(len(a.Data)) {
 				return &FormatError{Context: fmt.Sprintf("tensor %q", b.Name), Off: raw[b.index(ts)].entry, Msg: fmt.Sprintf("data [%d, %d) overlaps tensor %q [%d, %d)", b.Offset, b.Offset+int64(len(b.Data)), a.Name, a.Offset, a.Offset+int64(len(a.Data)))}
 			}
