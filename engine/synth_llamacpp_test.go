@@ -193,3 +193,22 @@ func TestSynthQuantizedLlamaCppMode(t *testing.T) {
 		}
 	}
 }
+
+
+// TestRealModelsLlamaCppMode runs SmolLM2-135M-Instruct Q4_1 in the
+// llama.cpp numerics mode against its llama.cpp references (F16 cache):
+// every prompt and greedy position must equal llama.cpp's (q4_1 through
+// ggml_vec_dot_q4_1_q8_1's order, the tied q8_0 head through
+// ggml_vec_dot_q8_0_q8_0's). Measured: 212 positions, largest difference 0.
+func TestRealModelsLlamaCppMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs SmolLM2 on the pure-Go exact kernels (over a minute on 2 cores)")
+	}
+	var diffs []float64
+	runRefFiles(t, refOptions{
+		model: smolLM2Path(t), refs: "testdata/smollm2-135m-q4_1.ref.jsonl",
+		tol: 1e-5, gap: 0, parseSpecial: true, diffs: &diffs, numerics: NumericsLlamaCpp,
+	})
+	require.NotEmpty(t, diffs)
+	assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
+}

@@ -33,8 +33,8 @@ const (
 )
 
 // PackedExact returns the ggml-order layout for a rows-row matrix of weight
-// type t under order o, or nil when there is none for t (q8_0, q4_K and q6_K
-// have one). The layouts take one row per group, so every row of a matrix
+// type t under order o, or nil when there is none for t (q8_0, q4_1, q4_K
+// and q6_K have one). The layouts take one row per group, so every row of a matrix
 // is served by them, and up to 128 tokens per Dot call (matMulPacked hands
 // them chunks that start at multiples of 128 tokens), which is what they
 // know of the batch: llama.cpp multiplies a batch of 8 tokens or more with
@@ -45,6 +45,8 @@ func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
 	switch t {
 	case gguf.Q8_0:
 		return &ggmlQ80VecDot
+	case gguf.Q4_1:
+		return &ggmlQ41VecDot
 	case gguf.Q6_K:
 		return &ggmlQ6KVecDot
 	case gguf.Q4_K:
@@ -74,6 +76,7 @@ func ggmlLayout(name string, t gguf.Type, dot func(cols int, g, x []byte, xStrid
 
 var (
 	ggmlQ80VecDot = ggmlLayout("q8_0.ggml-vecdot.v1", gguf.Q8_0, ggmlDotQ80)
+	ggmlQ41VecDot = ggmlLayout("q4_1.ggml-vecdot.v1", gguf.Q4_1, ggmlDotQ41)
 	ggmlQ4KVecDot = ggmlLayout("q4_K.ggml-vecdot-tiled.v1", gguf.Q4_K, ggmlDotQ4K)
 	ggmlQ6KVecDot = ggmlLayout("q6_K.ggml-vecdot-tiled.v1", gguf.Q6_K, ggmlDotQ6K)
 	ggmlQ4K8x8    = ggmlLayout("q4_K.ggml-8x8.v1", gguf.Q4_K, ggmlDotQ4K8x8)
@@ -393,4 +396,38 @@ func q6KDot(wb, yb, q8 []byte) int32 {
 		}
 	}
 	return s
+}
+
+// ggmlDotQ41 follows ggml_vec_dot_q4_1_q8_1 (AVX2 with VNNI), which
+// llama.cpp uses for every q4_1 batch size: 8 float32 lanes, lane l taking
+// the exact integer sum of values 4l..4l+3 of each block (low nibbles are
+// values 0-15, high ones 16-31) fused with d(weight)*d(activation); the
+// min terms m*s in one float32 sum of their own, each fused (GCC contracts
+// the scalar summs += m*s); then the 8-lane tree plus that sum.
+func ggmlDotQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / 32
+	w := g[:nb*20]
+	for t := range nTok {
+		xt := x[t*xStride : t*xStride+nb*36]
+		var acc [8]float32
+		var summs float32
+		for b := range nb {
+			wb, yb := w[b*20:(b+1)*20], xt[b*36:(b+1)*36]
+			summs = FMA32(f16At(wb[2:]), f16At(yb[2:]), summs)
+			d := f16At(wb[0:]) * f16At(yb[0:])
+			qs, a := wb[4:20], yb[4:36]
+			for l := range acc {
+				var s int32
+				for e := 4 * l; e < 4*l+4; e++ {
+					q := qs[e&15] & 0xf
+					if e >= 16 {
+						q = qs[e&15] >> 4
+					}
+					s += int32(q) * int32(int8(a[e]))
+				}
+				acc[l] = FMA32(d, float32(s), acc[l])
+			}
+		}
+		y[t*yStride] = ggmlTree8(&acc) + summs
+	}
 }

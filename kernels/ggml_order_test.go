@@ -71,6 +71,7 @@ func TestGGMLOrderValues(t *testing.T) {
 		name string
 	}{
 		{gguf.Q8_0, 5, GGMLRepack, "q8_0.ggml-vecdot.v1"},
+		{gguf.Q4_1, 5, GGMLRepack, "q4_1.ggml-vecdot.v1"},
 		{gguf.Q4_K, 8, GGMLRepack, "q4_K.ggml-8x8.v1"},
 		{gguf.Q4_K, 6, GGMLRepack, "q4_K.ggml-vecdot-tiled.v1"},
 		{gguf.Q4_K, 8, GGMLVecDot, "q4_K.ggml-vecdot-tiled.v1"},
@@ -89,17 +90,47 @@ func TestGGMLOrderValues(t *testing.T) {
 			for tok := range nTok {
 				for r := range tc.rows {
 					var exact, mag float64
-					for j := range c.cols {
-						p := float64(c.wf[r*c.cols+j]) * float64(c.xf[tok*c.cols+j])
-						exact += p
-						mag += math.Abs(p)
+					if tc.typ == gguf.Q4_1 {
+						exact, mag = q41Exact(c, r, tok)
+					} else {
+						for j := range c.cols {
+							p := float64(c.wf[r*c.cols+j]) * float64(c.xf[tok*c.cols+j])
+							exact += p
+							mag += math.Abs(p)
+						}
 					}
 					assert.InDelta(t, exact, float64(y[tok*tc.rows+r]), 1e-5*mag, "%s: %d tokens, token %d row %d", l.Name, nTok, tok, r)
 				}
 			}
 		}
 	}
-	assert.Nil(t, PackedExact(gguf.Q4_1, 8, GGMLRepack), "no ggml-order layout for q4_1")
+	assert.Nil(t, PackedExact(gguf.Q5_1, 8, GGMLRepack), "no ggml-order layout for q5_1")
+}
+
+// q41Exact is the float64 value of ggml's q4_1 x q8_1 product of row r and
+// token tok, which takes each block's min term through the activation's f16
+// sum s rather than the sum of its dequantized values: sum over blocks of
+// d*d'*(q . a) + m*s.
+func q41Exact(c *ggmlOrderCase, r, tok int) (exact, mag float64) {
+	rb := RowBytes(gguf.Q4_1, c.cols)
+	w, x := c.w[r*rb:(r+1)*rb], c.xq[tok*c.ab:(tok+1)*c.ab]
+	for b := range c.cols / 32 {
+		wb, yb := w[b*20:], x[b*36:]
+		var dot float64
+		for e := range 32 {
+			q := wb[4+e%16] & 0xf
+			if e >= 16 {
+				q = wb[4+e%16] >> 4
+			}
+			p := float64(f16At(wb)) * float64(f16At(yb)) * float64(q) * float64(int8(yb[4+e]))
+			dot += p
+			mag += math.Abs(p)
+		}
+		ms := float64(f16At(wb[2:])) * float64(f16At(yb[2:]))
+		exact += dot + ms
+		mag += math.Abs(ms)
+	}
+	return exact, mag
 }
 
 // TestGGMLOrderBatchRule checks that a token's result depends on the batch
@@ -153,7 +184,7 @@ func TestGGMLOrderBatchRule(t *testing.T) {
 }
 
 func TestGGMLOrderNoAlloc(t *testing.T) {
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.Q6_K} {
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K} {
 		for _, o := range []GGMLOrder{GGMLRepack, GGMLVecDot} {
 			l := PackedExact(typ, 8, o)
 			c := newGGMLOrderCase(typ, 1, 512, 9, 3)
