@@ -194,7 +194,6 @@ func TestSynthQuantizedLlamaCppMode(t *testing.T) {
 	}
 }
 
-
 // TestRealModelsLlamaCppMode runs SmolLM2-135M-Instruct Q4_1 in the
 // llama.cpp numerics mode against its llama.cpp references (F16 cache):
 // every prompt and greedy position must equal llama.cpp's (q4_1 through
