@@ -22,10 +22,10 @@ const (
 	NumericsFast Numerics = iota
 	// NumericsLlamaCpp reproduces the arithmetic of llama.cpp's x86 CPU
 	// backend with its defaults (q4_K matrices repacked to q4_K_8x8):
-	// q8_0, q4_K and q6_K products in ggml's summation order (pure-Go
-	// kernels, several times slower than the fast ones) and one-token
-	// attention in ggml_vec_dot_f16's order. Weights of other types keep
-	// the fast kernels and are not bit-exact.
+	// q8_0, q4_1, q5_0, q4_K and q6_K products in ggml's summation order
+	// (pure-Go kernels, several times slower than the fast ones) and
+	// one-token attention in ggml_vec_dot_f16's order. Weights of other
+	// types keep the fast kernels and are not bit-exact.
 	NumericsLlamaCpp
 	// NumericsLlamaCppNoRepack is NumericsLlamaCpp for llama.cpp run
 	// without repacked layouts (use_extra_bufts off): every q4_K matrix in

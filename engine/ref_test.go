@@ -143,6 +143,7 @@ type refOptions struct {
 	prepModel    func(*Model)
 	prepSession  func(*Session)
 	numerics     Numerics // the numerics mode Open takes
+	cases        int      // check only the first cases reference cases (0: all)
 	// diffs, when set, receives the worst log-probability difference of
 	// every position checked (prompt, then greedy), for distribution checks.
 	diffs *[]float64
@@ -181,6 +182,9 @@ func runRefFiles(t *testing.T, o refOptions) {
 	}
 	vocab := m.Info().VocabSize
 	for ci, rc := range cases {
+		if o.cases > 0 && ci >= o.cases {
+			break
+		}
 		if prompts != nil {
 			assert.Equal(t, prompts[ci], rc.Prompt, "case %d prompt", ci)
 		}

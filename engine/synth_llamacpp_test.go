@@ -194,20 +194,38 @@ func TestSynthQuantizedLlamaCppMode(t *testing.T) {
 	}
 }
 
-// TestRealModelsLlamaCppMode runs SmolLM2-135M-Instruct Q4_1 in the
-// llama.cpp numerics mode against its llama.cpp references (F16 cache):
-// every prompt and greedy position must equal llama.cpp's (q4_1 through
-// ggml_vec_dot_q4_1_q8_1's order, the tied q8_0 head through
-// ggml_vec_dot_q8_0_q8_0's). Measured: 212 positions, largest difference 0.
+// TestRealModelsLlamaCppMode runs the real default models in the llama.cpp
+// numerics mode against their llama.cpp references (F16 cache): every
+// position checked must equal llama.cpp's. SmolLM2-135M-Instruct Q4_1
+// takes q4_1 and its tied q8_0 head through ggml's vec_dot orders; Gemma 3
+// 270M Q4_K_M mixes q5_0, q4_K (repacked to q4_K_8x8 by llama.cpp where it
+// can be), q6_K and q8_0. Measured on all cases: SmolLM2 212 positions,
+// Gemma 3 273, largest difference 0 for both; Gemma 3 runs its first two
+// prompts here, as its 262144-row q8_0 head makes the pure-Go exact
+// kernels slow (about 3.5 minutes for all 12).
 func TestRealModelsLlamaCppMode(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs SmolLM2 on the pure-Go exact kernels (over a minute on 2 cores)")
+		t.Skip("runs the real models on the pure-Go exact kernels (minutes on 2 cores)")
 	}
-	var diffs []float64
-	runRefFiles(t, refOptions{
-		model: smolLM2Path(t), refs: "testdata/smollm2-135m-q4_1.ref.jsonl",
-		tol: 1e-5, gap: 0, parseSpecial: true, diffs: &diffs, numerics: NumericsLlamaCpp,
-	})
-	require.NotEmpty(t, diffs)
-	assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
+	for _, tc := range []struct {
+		name, refs string
+		cases      int
+	}{
+		{"smollm2", "testdata/smollm2-135m-q4_1.ref.jsonl", 0},
+		{"gemma3", "testdata/gemma3-270m.ref.jsonl", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := smolLM2Path(t)
+			if tc.name == "gemma3" {
+				path = gemma3Path(t)
+			}
+			var diffs []float64
+			runRefFiles(t, refOptions{
+				model: path, refs: tc.refs, cases: tc.cases,
+				tol: 1e-5, gap: 0, parseSpecial: true, diffs: &diffs, numerics: NumericsLlamaCpp,
+			})
+			require.NotEmpty(t, diffs)
+			assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
+		})
+	}
 }

@@ -25,16 +25,18 @@ const (
 	// whose row count is a multiple of 8 are repacked to q4_K_8x8 and
 	// multiplied by ggml_gemm_q4_K_8x8_q8_K (tokens in groups of 4) and
 	// ggml_gemv_q4_K_8x8_q8_K (the batch's last n%4 tokens); every other
-	// matrix goes through its type's vec_dot.
+	// matrix as under GGMLVecDot.
 	GGMLRepack GGMLOrder = iota
 	// GGMLVecDot is llama.cpp without repacked layouts (use_extra_bufts
-	// off): every matrix goes through its type's vec_dot.
+	// off): every matrix goes through its type's vec_dot (or tinyBLAS,
+	// which sums q8_0 and q5_0 alike), except that q4_K and q6_K batches of
+	// 8 tokens or more take ggml-cpu's tiled K-quant kernel.
 	GGMLVecDot
 )
 
 // PackedExact returns the ggml-order layout for a rows-row matrix of weight
-// type t under order o, or nil when there is none for t (q8_0, q4_1, q4_K
-// and q6_K have one). The layouts take one row per group, so every row of a matrix
+// type t under order o, or nil when there is none for t (q8_0, q4_1, q5_0,
+// q4_K and q6_K have one). The layouts take one row per group, so every row of a matrix
 // is served by them, and up to 128 tokens per Dot call (matMulPacked hands
 // them chunks that start at multiples of 128 tokens), which is what they
 // know of the batch: llama.cpp multiplies a batch of 8 tokens or more with
@@ -47,6 +49,8 @@ func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
 		return &ggmlQ80VecDot
 	case gguf.Q4_1:
 		return &ggmlQ41VecDot
+	case gguf.Q5_0:
+		return &ggmlQ50VecDot
 	case gguf.Q6_K:
 		return &ggmlQ6KVecDot
 	case gguf.Q4_K:
@@ -77,6 +81,7 @@ func ggmlLayout(name string, t gguf.Type, dot func(cols int, g, x []byte, xStrid
 var (
 	ggmlQ80VecDot = ggmlLayout("q8_0.ggml-vecdot.v1", gguf.Q8_0, ggmlDotQ80)
 	ggmlQ41VecDot = ggmlLayout("q4_1.ggml-vecdot.v1", gguf.Q4_1, ggmlDotQ41)
+	ggmlQ50VecDot = ggmlLayout("q5_0.ggml-vecdot.v1", gguf.Q5_0, ggmlDotQ50)
 	ggmlQ4KVecDot = ggmlLayout("q4_K.ggml-vecdot-tiled.v1", gguf.Q4_K, ggmlDotQ4K)
 	ggmlQ6KVecDot = ggmlLayout("q6_K.ggml-vecdot-tiled.v1", gguf.Q6_K, ggmlDotQ6K)
 	ggmlQ4K8x8    = ggmlLayout("q4_K.ggml-8x8.v1", gguf.Q4_K, ggmlDotQ4K8x8)
@@ -429,5 +434,38 @@ func ggmlDotQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 			}
 		}
 		y[t*yStride] = ggmlTree8(&acc) + summs
+	}
+}
+
+// ggmlDotQ50 follows ggml_vec_dot_q5_0_q8_0 (one token) and tinyBLAS's
+// q5_0 kernel (batches), which sum alike: 8 float32 lanes, lane l taking
+// the exact integer sum of values 4l..4l+3 of each block (value e: nibble
+// e, low nibbles first, plus bit e of qh times 16, minus 16) fused with
+// d(weight)*d(activation); then the 8-lane tree.
+func ggmlDotQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / 32
+	w := g[:nb*22]
+	for t := range nTok {
+		xt := x[t*xStride : t*xStride+nb*34]
+		var acc [8]float32
+		for b := range nb {
+			wb, yb := w[b*22:(b+1)*22], xt[b*34:(b+1)*34]
+			d := f16At(wb[0:]) * f16At(yb[0:])
+			qh := binary.LittleEndian.Uint32(wb[2:])
+			qs, a := wb[6:22], yb[2:34]
+			for l := range acc {
+				var s int32
+				for e := 4 * l; e < 4*l+4; e++ {
+					q := qs[e&15] & 0xf
+					if e >= 16 {
+						q = qs[e&15] >> 4
+					}
+					v := int32(q) | int32(qh>>uint(e)&1)<<4 - 16
+					s += v * int32(int8(a[e]))
+				}
+				acc[l] = FMA32(d, float32(s), acc[l])
+			}
+		}
+		y[t*yStride] = ggmlTree8(&acc)
 	}
 }

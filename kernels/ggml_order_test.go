@@ -72,6 +72,7 @@ func TestGGMLOrderValues(t *testing.T) {
 	}{
 		{gguf.Q8_0, 5, GGMLRepack, "q8_0.ggml-vecdot.v1"},
 		{gguf.Q4_1, 5, GGMLRepack, "q4_1.ggml-vecdot.v1"},
+		{gguf.Q5_0, 5, GGMLRepack, "q5_0.ggml-vecdot.v1"},
 		{gguf.Q4_K, 8, GGMLRepack, "q4_K.ggml-8x8.v1"},
 		{gguf.Q4_K, 6, GGMLRepack, "q4_K.ggml-vecdot-tiled.v1"},
 		{gguf.Q4_K, 8, GGMLVecDot, "q4_K.ggml-vecdot-tiled.v1"},
@@ -184,7 +185,7 @@ func TestGGMLOrderBatchRule(t *testing.T) {
 }
 
 func TestGGMLOrderNoAlloc(t *testing.T) {
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K} {
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_1, gguf.Q5_0, gguf.Q4_K, gguf.Q6_K} {
 		for _, o := range []GGMLOrder{GGMLRepack, GGMLVecDot} {
 			l := PackedExact(typ, 8, o)
 			c := newGGMLOrderCase(typ, 1, 512, 9, 3)
