@@ -51,16 +51,7 @@ func q4kLayouts(t testing.TB) (labels []string, layouts []*PackedLayout, setups 
 // layout and that a packed group stays within 3% of the GGUF rows it
 // replaces (decode streams the packed bytes).
 func TestPackedQ4KRegistered(t *testing.T) {
-	if !slices.Contains(Variants(), "avx512") {
-		t.Skipf("no avx512 kernel set on this machine (variants %v)", Variants())
-	}
-	var found *PackedLayout
-	for _, l := range packedRegistry["avx512"] {
-		if l.Type == gguf.Q4_K {
-			found = l
-		}
-	}
-	require.NotNil(t, found, "avx512 registers a q4_K layout")
+	found := registeredPacked(t, gguf.Q4_K)
 	assert.Equal(t, "q4_K.r16.v1", found.Name)
 	assert.Equal(t, 16, found.Rows)
 	for _, cols := range []int{256, 2048, 8192} {

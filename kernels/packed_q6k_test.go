@@ -17,30 +17,11 @@ import (
 // q6kLayouts returns the registered q6_K layouts this CPU can run, with the
 // pure-Go base layout first (it runs everywhere).
 func q6kLayouts(t testing.TB) (names []string, layouts []*PackedLayout) {
-	t.Helper()
-	names, layouts = []string{"generic"}, []*PackedLayout{&packedQ6KBase}
-	have := Variants()
-	for v, ls := range packedRegistry {
-		for _, l := range ls {
-			if l.Type == gguf.Q6_K && slices.Contains(have, v) {
-				names, layouts = append(names, v), append(layouts, l)
-			}
-		}
-	}
-	return names, layouts
+	return packedLayoutsOf(gguf.Q6_K, &packedQ6KBase)
 }
 
 func TestPackedQ6KRegistered(t *testing.T) {
-	if !slices.Contains(Variants(), "avx512") {
-		t.Skipf("no avx512 kernel set on this CPU (%v): the q6_K layout is not offered", Variants())
-	}
-	var found *PackedLayout
-	for _, l := range packedRegistry["avx512"] {
-		if l.Type == gguf.Q6_K {
-			found = l
-		}
-	}
-	require.NotNil(t, found, "avx512 registers a q6_K layout")
+	found := registeredPacked(t, gguf.Q6_K)
 	assert.Equal(t, "q6_K.r16.v2", found.Name)
 	assert.Equal(t, 16, found.Rows)
 	assert.LessOrEqual(t, found.Rows*found.MaxTok, maxPackedTile)

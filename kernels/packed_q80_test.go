@@ -17,31 +17,13 @@ import (
 // q80Layouts returns the pure-Go q8_0 layout and the registered ones of the
 // kernel sets this CPU runs, each with the variant to install.
 func q80Layouts(t testing.TB) (variants []string, layouts []*PackedLayout) {
-	have := Variants()
-	variants, layouts = []string{"generic"}, []*PackedLayout{&packedQ80Base}
-	for v, ls := range packedRegistry {
-		for _, l := range ls {
-			if l.Type == gguf.Q8_0 && slices.Contains(have, v) {
-				variants, layouts = append(variants, v), append(layouts, l)
-			}
-		}
-	}
-	return variants, layouts
+	return packedLayoutsOf(gguf.Q8_0, &packedQ80Base)
 }
 
 // TestPackedQ80Registered checks that the avx512 variant brings the q8_0
 // layout and that a packed group is exactly as big as the rows it replaces.
 func TestPackedQ80Registered(t *testing.T) {
-	if !slices.Contains(Variants(), "avx512") {
-		t.Skipf("no avx512 kernel set on this machine (variants %v)", Variants())
-	}
-	var found *PackedLayout
-	for _, l := range packedRegistry["avx512"] {
-		if l.Type == gguf.Q8_0 {
-			found = l
-		}
-	}
-	require.NotNil(t, found, "avx512 registers a q8_0 layout")
+	found := registeredPacked(t, gguf.Q8_0)
 	assert.Equal(t, "q8_0.r16.v1", found.Name)
 	assert.Equal(t, 16, found.Rows)
 	for _, cols := range []int{32, 96, 2048, 8192} {

@@ -204,3 +204,35 @@ func checkPackedLayout(t *testing.T, l *PackedLayout) {
 		}
 	}
 }
+
+// packedLayoutsOf returns base (the pure-Go form of a layout, which runs on
+// every machine, under "generic") and every registered layout of type typ
+// whose kernel set this CPU runs, each with the variant that installs it.
+func packedLayoutsOf(typ gguf.Type, base *PackedLayout) (variants []string, layouts []*PackedLayout) {
+	have := Variants()
+	variants, layouts = []string{"generic"}, []*PackedLayout{base}
+	for v, ls := range packedRegistry {
+		for _, l := range ls {
+			if l.Type == typ && slices.Contains(have, v) {
+				variants, layouts = append(variants, v), append(layouts, l)
+			}
+		}
+	}
+	return variants, layouts
+}
+
+// registeredPacked returns the avx512 set's layout for typ, skipping where
+// this CPU has no avx512 set and failing when the set lacks the layout.
+func registeredPacked(t *testing.T, typ gguf.Type) *PackedLayout {
+	t.Helper()
+	if !slices.Contains(Variants(), "avx512") {
+		t.Skipf("no avx512 kernel set on this machine (variants %v): no %v layout is offered", Variants(), typ)
+	}
+	for _, l := range packedRegistry["avx512"] {
+		if l.Type == typ {
+			return l
+		}
+	}
+	require.Failf(t, "missing layout", "the avx512 set registers no %v layout", typ)
+	return nil
+}
