@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // kvCache holds every layer's keys and values. Keys are position-major:
@@ -12,6 +15,12 @@ import (
 // between the softmax weights and a contiguous row. The cache starts small
 // and doubles up to the session's context size, so short conversations on
 // long-context models do not reserve gigabytes.
+//
+// The arrays live in anonymous mappings outside the Go heap: the collector
+// sizes its heap goal from the live heap, so a cache of hundreds of MiB on
+// the heap would let as much garbage accumulate again before a collection,
+// and the arrays a doubling replaces would linger until then. free (at
+// Session.Close, or by the session's cleanup) unmaps them.
 type kvCache struct {
 	f32      bool
 	nLayer   int
@@ -20,6 +29,30 @@ type kvCache struct {
 	max      int // positions allowed (the session's NCtx)
 	k16, v16 [][]uint16
 	k32, v32 [][]float32
+	maps     [][]byte // the mappings behind the arrays above
+}
+
+// mapKV returns a zeroed anonymous mapping of n bytes (at least one page).
+func mapKV(n int) ([]byte, error) {
+	return unix.Mmap(-1, 0, max(n, 1), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+}
+
+// mapped views b as elements of type T.
+func mapped[T uint16 | float32](b []byte, n int) []T {
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// free unmaps every array; the cache must not be used afterwards.
+func (c *kvCache) free() {
+	unmapAll(c.maps)
+	c.maps = nil
+	c.k16, c.v16, c.k32, c.v32 = nil, nil, nil, nil
+}
+
+func unmapAll(maps [][]byte) {
+	for _, b := range maps {
+		_ = unix.Munmap(b)
+	}
 }
 
 // initialPositions is the capacity a cache starts with (or NCtx if smaller).
@@ -57,34 +90,48 @@ func (c *kvCache) ensure(n, used int) error {
 func (c *kvCache) vAt(i int) int { return i * c.cap }
 
 // grow reallocates every layer to newCap positions, copying the first used.
+// On failure the cache is unchanged.
 func (c *kvCache) grow(newCap, used int) (err error) {
-	defer func() {
-		// A failed allocation of a large cache is reported, not fatal,
-		// where the runtime lets us see it.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: KV cache of %d positions x %d values x %d layers: %v", ErrOutOfMemory, newCap, c.kvDim, c.nLayer, r)
-		}
-	}()
 	n := newCap * c.kvDim
 	keep := used * c.kvDim
 	used = min(used, c.cap)
+	elem := 2
+	if c.f32 {
+		elem = 4
+	}
+	maps := make([][]byte, 0, 2*c.nLayer)
+	for range 2 * c.nLayer {
+		b, err := mapKV(n * elem)
+		if err != nil {
+			unmapAll(maps)
+			return fmt.Errorf("%w: KV cache of %d positions x %d values x %d layers: %w", ErrOutOfMemory, newCap, c.kvDim, c.nLayer, err)
+		}
+		maps = append(maps, b)
+	}
 	for il := 0; il < c.nLayer; il++ {
+		kb, vb := maps[2*il], maps[2*il+1]
 		if c.f32 {
-			k, v := make([]float32, n), make([]float32, n)
-			copy(k, c.k32[il][:min(keep, len(c.k32[il]))])
-			for i := 0; i < c.kvDim && used > 0; i++ {
-				copy(v[i*newCap:i*newCap+used], c.v32[il][i*c.cap:i*c.cap+used])
+			k, v := mapped[float32](kb, n), mapped[float32](vb, n)
+			if c.k32[il] != nil {
+				copy(k, c.k32[il][:min(keep, len(c.k32[il]))])
+				for i := 0; i < c.kvDim && used > 0; i++ {
+					copy(v[i*newCap:i*newCap+used], c.v32[il][i*c.cap:i*c.cap+used])
+				}
 			}
 			c.k32[il], c.v32[il] = k, v
 		} else {
-			k, v := make([]uint16, n), make([]uint16, n)
-			copy(k, c.k16[il][:min(keep, len(c.k16[il]))])
-			for i := 0; i < c.kvDim && used > 0; i++ {
-				copy(v[i*newCap:i*newCap+used], c.v16[il][i*c.cap:i*c.cap+used])
+			k, v := mapped[uint16](kb, n), mapped[uint16](vb, n)
+			if c.k16[il] != nil {
+				copy(k, c.k16[il][:min(keep, len(c.k16[il]))])
+				for i := 0; i < c.kvDim && used > 0; i++ {
+					copy(v[i*newCap:i*newCap+used], c.v16[il][i*c.cap:i*c.cap+used])
+				}
 			}
 			c.k16[il], c.v16[il] = k, v
 		}
 	}
+	unmapAll(c.maps)
+	c.maps = maps
 	c.cap = newCap
 	return nil
 }

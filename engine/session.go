@@ -145,6 +145,9 @@ func (s *Session) alloc(f32 bool) (err error) {
 	if err != nil {
 		return err
 	}
+	// The cache is mapped outside the Go heap: unmap it if the session is
+	// dropped without Close (Close unmaps it at once).
+	runtime.AddCleanup(s, (*kvCache).free, s.cache)
 	nb := min(maxBatch, s.nCtx)
 	s.nb = nb
 	qDim, kvDim := c.nHead*c.headDim, c.nKV*c.headDim
@@ -238,6 +241,9 @@ func (s *Session) Close() {
 func (s *Session) release() {
 	if s.ownPool {
 		s.pool.Close()
+	}
+	if s.cache != nil {
+		s.cache.free()
 	}
 	s.cache = nil
 	s.m.mu.Lock()
