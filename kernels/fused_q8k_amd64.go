@@ -1,0 +1,23 @@
+//go:build amd64
+
+package kernels
+
+// quantizeQ8KAVX512 quantizes nb blocks of 256 values to q8_K at dst
+// (bytesQ8K bytes each), byte for byte as quantizeQ8K does.
+//
+//go:noescape
+func quantizeQ8KAVX512(src *float32, nb int, dst *byte)
+
+// quantizeQ8KVec quantizes a whole row to q8_K with the AVX-512 kernel and
+// reports whether it did (only on the avx512 variant, so MOONLM_KERNELS
+// and SetVariant also select the pure-Go quantizer).
+func quantizeQ8KVec(src []float32, dst []byte) bool {
+	if Variant != "avx512" || len(src) < qkK {
+		return false
+	}
+	nb := len(src) / qkK
+	_ = src[nb*qkK-1]
+	_ = dst[nb*bytesQ8K-1]
+	quantizeQ8KAVX512(&src[0], nb, &dst[0])
+	return true
+}

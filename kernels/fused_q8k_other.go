@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package kernels
+
+// quantizeQ8KVec has no vector kernel on this architecture.
+func quantizeQ8KVec(src []float32, dst []byte) bool { return false }

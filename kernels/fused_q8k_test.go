@@ -1,0 +1,236 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/stretchr/testify/require"
+)
+
+// q8kBlockKinds fill one 256-value block each with a case quantizeQ8K
+// treats specially; q8kRow draws a row of them at random.
+var q8kBlockKinds = []struct {
+	name string
+	fill func(r *rand.Rand, x []float32)
+}{
+	{"normal", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+	}},
+	{"wide-range", func(r *rand.Rand, x []float32) {
+		// magnitudes from about 1e-38 to 1e38 in one block
+		for i := range x {
+			v := float32(math.Exp(r.Float64()*170 - 85))
+			if r.IntN(2) == 0 {
+				v = -v
+			}
+			x[i] = v
+		}
+	}},
+	{"zero", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = 0
+			if r.IntN(2) == 0 {
+				x[i] = float32(math.Copysign(0, -1))
+			}
+		}
+	}},
+	{"max-negative", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = float32(r.Float64()*2 - 1)
+		}
+		x[r.IntN(len(x))] = -3
+	}},
+	{"max-positive", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = float32(r.Float64()*2 - 1)
+		}
+		x[r.IntN(len(x))] = 3
+	}},
+	{"tie-neg-first", func(r *rand.Rand, x []float32) {
+		// the first of -m and +m sets the sign of the scale
+		for i := range x {
+			x[i] = float32(r.Float64()*2 - 1)
+		}
+		i := r.IntN(len(x) - 1)
+		x[i] = -2.5
+		x[i+1+r.IntN(len(x)-1-i)] = 2.5
+	}},
+	{"tie-pos-first", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = float32(r.Float64()*2 - 1)
+		}
+		i := r.IntN(len(x) - 1)
+		x[i] = 2.5
+		x[i+1+r.IntN(len(x)-1-i)] = -2.5
+	}},
+	{"halves", func(r *rand.Rand, x []float32) {
+		// max ±127 or ±254 makes iscale ∓1 or ∓0.5 exactly, so these
+		// scale to k+0.5 and round to even
+		m := []float32{127, -127, 254, -254}[r.IntN(4)]
+		step := float32(math.Abs(float64(m)) / 127)
+		for i := range x {
+			x[i] = (float32(r.IntN(254)-127) + 0.5) * step
+		}
+		x[r.IntN(len(x))] = m
+	}},
+	{"denormal", func(r *rand.Rand, x []float32) {
+		// iscale = -127/max overflows to -Inf
+		for i := range x {
+			x[i] = math.Float32frombits(uint32(r.IntN(1 << 23)))
+			if r.IntN(2) == 0 {
+				x[i] = -x[i]
+			}
+		}
+	}},
+	{"denormal-mixed", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = math.Float32frombits(uint32(r.IntN(1 << 23)))
+			if r.IntN(4) == 0 {
+				x[i] = float32(r.NormFloat64() * 1e-36)
+			}
+		}
+	}},
+	{"huge", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 1e37)
+		}
+		x[r.IntN(len(x))] = -math.MaxFloat32
+	}},
+	{"inf", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		x[r.IntN(len(x))] = float32(math.Inf(1 - 2*r.IntN(2)))
+		x[r.IntN(len(x))] = 0
+	}},
+	{"nan", func(r *rand.Rand, x []float32) {
+		// NaNs never win the max; their payload bits reach the quants
+		// through nearestInt's mantissa arithmetic, beyond the clamp
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+			if r.IntN(8) == 0 {
+				x[i] = math.Float32frombits(0x7f800000 | uint32(1+r.IntN(1<<23-1)) | uint32(r.IntN(2))<<31)
+			}
+		}
+	}},
+	{"all-nan", func(r *rand.Rand, x []float32) {
+		for i := range x {
+			x[i] = math.Float32frombits(0x7fc00000 | uint32(r.IntN(1<<22)))
+		}
+	}},
+}
+
+func q8kRow(r *rand.Rand, n int, kinds []int) []float32 {
+	x := make([]float32, n)
+	for b := 0; b < n/qkK; b++ {
+		q8kBlockKinds[kinds[b]].fill(r, x[b*qkK:(b+1)*qkK])
+	}
+	return x
+}
+
+// TestFastQuantizeQ8K compares FastQuantizeRow for Q8_K with the pure-Go
+// quantizeQ8K byte for byte on every variant: each block kind alone, and
+// rows of randomly mixed kinds at lengths 256 to 8192. The output buffer
+// starts as garbage so a byte the kernel fails to write shows up.
+func TestFastQuantizeQ8K(t *testing.T) {
+	prev := Variant
+	defer func() { _ = SetVariant(prev) }()
+	r := rand.New(rand.NewPCG(81, 256))
+	check := func(t *testing.T, x []float32) {
+		want := make([]byte, RowBytes(gguf.Q8_K, len(x)))
+		got := make([]byte, len(want))
+		for i := range got {
+			got[i] = 0xa5
+		}
+		quantizeQ8K(x, want)
+		FastQuantizeRow(gguf.Q8_K, x, got)
+		for b := 0; b < len(x)/qkK; b++ {
+			w, g := want[b*bytesQ8K:(b+1)*bytesQ8K], got[b*bytesQ8K:(b+1)*bytesQ8K]
+			require.Equal(t, w, g, "block %d", b)
+		}
+	}
+	for _, v := range Variants() {
+		require.NoError(t, SetVariant(v))
+		for k, kind := range q8kBlockKinds {
+			t.Run(fmt.Sprintf("%s/%s", v, kind.name), func(t *testing.T) {
+				for range 20 {
+					kinds := []int{k, k, k, k}
+					check(t, q8kRow(r, 4*qkK, kinds))
+				}
+			})
+		}
+		for _, n := range []int{256, 512, 1536, 2048, 4096, 5632, 8192} {
+			t.Run(fmt.Sprintf("%s/mixed/n=%d", v, n), func(t *testing.T) {
+				for range 10 {
+					kinds := make([]int, n/qkK)
+					for i := range kinds {
+						kinds[i] = r.IntN(len(q8kBlockKinds))
+					}
+					check(t, q8kRow(r, n, kinds))
+				}
+			})
+		}
+	}
+}
+
+// TestFastQuantizeQ8KUsesVector makes sure the avx512 variant really runs
+// the vector kernel (else TestFastQuantizeQ8K compares Go with itself) and
+// that it does not allocate.
+func TestFastQuantizeQ8KUsesVector(t *testing.T) {
+	if !hasVariant("avx512") {
+		t.Skip("the avx512 kernel set is not available on this CPU/arch")
+	}
+	prev := Variant
+	defer func() { _ = SetVariant(prev) }()
+	require.NoError(t, SetVariant("avx512"))
+	x := q8kRow(rand.New(rand.NewPCG(1, 2)), 2048, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	dst := make([]byte, RowBytes(gguf.Q8_K, len(x)))
+	require.True(t, quantizeQ8KVec(x, dst))
+	allocs := testing.AllocsPerRun(100, func() { FastQuantizeRow(gguf.Q8_K, x, dst) })
+	require.Zero(t, allocs)
+}
+
+func hasVariant(name string) bool {
+	for _, v := range Variants() {
+		if v == name {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkQuantizeQ8K compares the pure-Go quantizer with the AVX-512 one
+// on rows of the 1B models' widths.
+func BenchmarkQuantizeQ8K(b *testing.B) {
+	for _, n := range []int{2048, 8192} {
+		x := make([]float32, n)
+		r := rand.New(rand.NewPCG(3, 4))
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		dst := make([]byte, RowBytes(gguf.Q8_K, n))
+		b.Run(fmt.Sprintf("go/n=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				quantizeQ8K(x, dst)
+			}
+		})
+		if !hasVariant("avx512") {
+			continue
+		}
+		b.Run(fmt.Sprintf("avx512/n=%d", n), func(b *testing.B) {
+			prev := Variant
+			defer func() { _ = SetVariant(prev) }()
+			require.NoError(b, SetVariant("avx512"))
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				FastQuantizeRow(gguf.Q8_K, x, dst)
+			}
+		})
+	}
+}
