@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,14 +188,8 @@ func packEnabled(p PackMode) bool {
 // "cache" or "all".
 func debugLog(format string, args ...any) {
 	d := os.Getenv("MOONLM_DEBUG")
-	if d == "" {
-		return
-	}
-	for _, w := range strings.FieldsFunc(d, func(r rune) bool { return r == ',' || r == ' ' }) {
-		if w == "pack" || w == "cache" || w == "all" {
-			fmt.Fprintf(os.Stderr, "moonlm: "+format+"\n", args...)
-			return
-		}
+	if packcache.DebugWants(d, "pack") || packcache.DebugWants(d, "cache") {
+		fmt.Fprintf(os.Stderr, "moonlm: "+format+"\n", args...)
 	}
 }
 
@@ -294,11 +289,7 @@ const packFormat = "engine.v1"
 func packKey(id *fileIdentity, ts []packTarget) packcache.Key {
 	var names []string
 	for _, t := range ts {
-		found := false
-		for _, n := range names {
-			found = found || n == t.l.Name
-		}
-		if !found {
+		if !slices.Contains(names, t.l.Name) {
 			names = append(names, t.l.Name)
 		}
 	}

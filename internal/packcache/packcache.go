@@ -114,7 +114,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // stderr. Unusable values are logged (when logging) and ignored.
 func FromEnv() Config {
 	c := Config{MaxBytes: DefaultMaxBytes}
-	if debugWants(os.Getenv("MOONLM_DEBUG"), "cache") {
+	if DebugWants(os.Getenv("MOONLM_DEBUG"), "cache") {
 		c.Logf = func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "moonlm: packcache: "+format+"\n", args...)
 		}
@@ -144,8 +144,9 @@ func FromEnv() Config {
 	return c
 }
 
-// debugWants reports whether a MOONLM_DEBUG value lists topic or "all".
-func debugWants(v, topic string) bool {
+// DebugWants reports whether a MOONLM_DEBUG value lists topic or "all";
+// the engine's own debug topics use it too, so one syntax holds for all.
+func DebugWants(v, topic string) bool {
 	for _, f := range strings.FieldsFunc(strings.ToLower(v), func(r rune) bool {
 		return r == ',' || r == ' ' || r == ';' || r == ':' || r == '\t'
 	}) {
