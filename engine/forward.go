@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/moonlm/moonlm/engine/pool"
-	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
 )
 
@@ -37,7 +36,7 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 		L := &m.layers[il]
 		s.il = il
 		// xn (normed, quantized) -> q, k, v
-		s.setJobs(mmJob{&L.wq, s.act(L.wq.Type), s.q}, mmJob{&L.wk, s.act(L.wk.Type), s.k}, mmJob{&L.wv, s.act(L.wv.Type), s.v})
+		s.setJobs(mmJob{&L.wq, s.act(&L.wq), s.q}, mmJob{&L.wk, s.act(&L.wk), s.k}, mmJob{&L.wv, s.act(&L.wv), s.v})
 		if err := s.pool.Run(s.fnMat); err != nil {
 			return err
 		}
@@ -46,17 +45,17 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 			return err
 		}
 		s.stageRun(stAttnOut)
-		s.setJobs(mmJob{&L.wo, s.act(L.wo.Type), s.o})
+		s.setJobs(mmJob{&L.wo, s.act(&L.wo), s.o})
 		if err := s.pool.Run(s.fnMat); err != nil {
 			return err
 		}
 		s.stageRun(stResidAtt)
-		s.setJobs(mmJob{&L.gate, s.act(L.gate.Type), s.g}, mmJob{&L.up, s.act(L.up.Type), s.u})
+		s.setJobs(mmJob{&L.gate, s.act(&L.gate), s.g}, mmJob{&L.up, s.act(&L.up), s.u})
 		if err := s.pool.Run(s.fnMat); err != nil {
 			return err
 		}
 		s.stageRun(stFFNAct)
-		s.setJobs(mmJob{&L.down, s.act(L.down.Type), s.o})
+		s.setJobs(mmJob{&L.down, s.act(&L.down), s.o})
 		if err := s.pool.Run(s.fnMat); err != nil {
 			return err
 		}
@@ -71,12 +70,12 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	s.outFirst = first
 	s.stageRun(stFinal)
 	// The final stage normed and quantized token first+r into row r.
-	s.setJobs(mmJob{&m.output, s.act(m.output.Type), out})
+	s.setJobs(mmJob{&m.output, s.act(&m.output), out})
 	s.nTok -= first
 	return s.pool.Run(s.fnMat)
 }
 
-func (s *Session) act(t gguf.Type) []byte { return s.acts[kernels.VecDotType(t)] }
+func (s *Session) act(mt *kernels.Matrix) []byte { return s.acts[kernels.ActType(mt)] }
 
 func (s *Session) setJobs(jobs ...mmJob) {
 	s.nJobs = copy(s.jobs[:], jobs)
@@ -125,16 +124,13 @@ func (s *Session) runMatrices(i, n int) {
 }
 
 // quantize converts row (n values) into row dst of every activation buffer
-// the given weight types need.
-func (s *Session) quantize(row []float32, dst, n int, types ...gguf.Type) {
-	if s.actHook != nil {
-		s.actHook(row)
-	}
-	for k, wt := range types {
-		vt := kernels.VecDotType(wt)
+// the given weight matrices read.
+func (s *Session) quantize(row []float32, dst, n int, mats ...*kernels.Matrix) {
+	for k, mt := range mats {
+		at := kernels.ActType(mt)
 		dup := false
-		for _, prev := range types[:k] {
-			if kernels.VecDotType(prev) == vt {
+		for _, prev := range mats[:k] {
+			if kernels.ActType(prev) == at {
 				dup = true
 				break
 			}
@@ -142,8 +138,8 @@ func (s *Session) quantize(row []float32, dst, n int, types ...gguf.Type) {
 		if dup {
 			continue
 		}
-		rb := kernels.ActivationBytes(wt, n)
-		kernels.FastQuantizeRow(vt, row, s.acts[vt][dst*rb:(dst+1)*rb])
+		rb := kernels.ActBytes(mt, n)
+		kernels.QuantizeAct(at, row, s.acts[at][dst*rb:(dst+1)*rb])
 	}
 }
 
@@ -170,8 +166,8 @@ func (s *Session) stageToken(t, worker int) {
 			kernels.RoPECache(kernels.RoPEParams{NDims: c.nRot, FreqBase: c.ropeSWA, FreqScale: 1},
 				pos, s.ropeSWA[t*c.nRot:(t+1)*c.nRot])
 		}
-		kernels.RMSNorm(xn, x, L.attnNorm, c.eps)
-		s.quantize(xn, t, dim, L.wq.Type, L.wk.Type, L.wv.Type)
+		s.rmsNorm(xn, x, L.attnNorm)
+		s.quantize(xn, t, dim, &L.wq, &L.wk, &L.wv)
 	case stQKV:
 		q := s.q[t*qDim : (t+1)*qDim]
 		k := s.k[t*kvDim : (t+1)*kvDim]
@@ -184,19 +180,24 @@ func (s *Session) stageToken(t, worker int) {
 		if L.qNorm != nil {
 			hd := c.headDim
 			for h := 0; h < c.nHead; h++ {
-				kernels.RMSNorm(q[h*hd:(h+1)*hd], q[h*hd:(h+1)*hd], L.qNorm, c.eps)
+				s.rmsNorm(q[h*hd:(h+1)*hd], q[h*hd:(h+1)*hd], L.qNorm)
 			}
 			for h := 0; h < c.nKV; h++ {
-				kernels.RMSNorm(k[h*hd:(h+1)*hd], k[h*hd:(h+1)*hd], L.kNorm, c.eps)
+				s.rmsNorm(k[h*hd:(h+1)*hd], k[h*hd:(h+1)*hd], L.kNorm)
 			}
 		}
 		rc := s.rope[t*c.nRot : (t+1)*c.nRot]
 		if L.sliding {
 			rc = s.ropeSWA[t*c.nRot : (t+1)*c.nRot]
 		}
-		kernels.RoPEApply(q, c.headDim, c.nHead, rc, c.neox)
-		kernels.RoPEApply(k, c.headDim, c.nKV, rc, c.neox)
-		if c.qScale != 1 {
+		if s.m.numerics == NumericsIk {
+			kernels.RoPEApplyIk(q, c.headDim, c.nHead, rc, c.neox)
+			kernels.RoPEApplyIk(k, c.headDim, c.nKV, rc, c.neox)
+		} else {
+			kernels.RoPEApply(q, c.headDim, c.nHead, rc, c.neox)
+			kernels.RoPEApply(k, c.headDim, c.nKV, rc, c.neox)
+		}
+		if c.qScale != 1 && !s.ikAttn {
 			kernels.Scale(q, c.qScale)
 		}
 		pos := s.p0 + t
@@ -215,35 +216,39 @@ func (s *Session) stageToken(t, worker int) {
 			}
 		}
 	case stAttnOut:
-		s.quantize(s.att[t*qDim:(t+1)*qDim], t, qDim, L.wo.Type)
+		s.quantize(s.att[t*qDim:(t+1)*qDim], t, qDim, &L.wo)
 	case stResidAtt:
 		o := s.o[t*dim : (t+1)*dim]
 		if L.postAttnNorm != nil {
-			kernels.RMSNorm(o, o, L.postAttnNorm, c.eps)
+			s.rmsNorm(o, o, L.postAttnNorm)
 		}
 		kernels.Add(x, x, o)
-		kernels.RMSNorm(xn, x, L.ffnNorm, c.eps)
-		s.quantize(xn, t, dim, L.gate.Type, L.up.Type)
+		s.rmsNorm(xn, x, L.ffnNorm)
+		s.quantize(xn, t, dim, &L.gate, &L.up)
 	case stFFNAct:
 		g := s.g[t*c.ff : (t+1)*c.ff]
 		u := s.u[t*c.ff : (t+1)*c.ff]
 		if c.act == actGELU {
-			kernels.GELU(g, g)
+			if s.m.numerics == NumericsIk {
+				kernels.GELUIk(g, g)
+			} else {
+				kernels.GELU(g, g)
+			}
 			kernels.Mul(g, g, u)
 		} else {
 			kernels.FastSwiGLU(g, g, u)
 		}
-		s.quantize(g, t, c.ff, L.down.Type)
+		s.quantize(g, t, c.ff, &L.down)
 	case stResidFFN:
 		o := s.o[t*dim : (t+1)*dim]
 		if L.postFFNNorm != nil {
-			kernels.RMSNorm(o, o, L.postFFNNorm, c.eps)
+			s.rmsNorm(o, o, L.postFFNNorm)
 		}
 		kernels.Add(x, x, o)
 		if s.il+1 < len(m.layers) {
 			N := &m.layers[s.il+1]
-			kernels.RMSNorm(xn, x, N.attnNorm, c.eps)
-			s.quantize(xn, t, dim, N.wq.Type, N.wk.Type, N.wv.Type)
+			s.rmsNorm(xn, x, N.attnNorm)
+			s.quantize(xn, t, dim, &N.wq, &N.wk, &N.wv)
 		}
 	case stFinal:
 		// Token t's logits are output row t - outFirst; earlier tokens
@@ -251,9 +256,19 @@ func (s *Session) stageToken(t, worker int) {
 		if t < s.outFirst {
 			return
 		}
-		kernels.RMSNorm(xn, x, m.outputNorm, c.eps)
-		s.quantize(xn, t-s.outFirst, dim, m.output.Type)
+		s.rmsNorm(xn, x, m.outputNorm)
+		s.quantize(xn, t-s.outFirst, dim, &m.output)
 	}
+}
+
+// rmsNorm is RMSNorm with the session's epsilon, weighted as the model's
+// numerics mode asks.
+func (s *Session) rmsNorm(dst, x, w []float32) {
+	if w != nil && s.m.numerics == NumericsIk {
+		kernels.RMSNormIk(dst, x, w, s.c.eps)
+		return
+	}
+	kernels.RMSNorm(dst, x, w, s.c.eps)
 }
 
 // runAttention is the pool task of causal attention: thread i takes every
@@ -263,7 +278,11 @@ func (s *Session) runAttention(i, n int) {
 	// Causal rows grow with the token, so a contiguous split would give the
 	// last thread most of the work: deal (token, head) pairs round-robin.
 	for w := i; w < s.nTok*c.nHead; w += n {
-		s.attendHead(w/c.nHead, w%c.nHead, i)
+		if s.ikAttn {
+			s.attendHeadIk(w/c.nHead, w%c.nHead, i)
+		} else {
+			s.attendHead(w/c.nHead, w%c.nHead, i)
+		}
 	}
 }
 

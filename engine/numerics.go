@@ -31,6 +31,15 @@ const (
 	// without repacked layouts (use_extra_bufts off): every q4_K matrix in
 	// ggml_vec_dot_q4_K_q8_K's order.
 	NumericsLlamaCppNoRepack
+	// NumericsIk reproduces the arithmetic of ik_llama.cpp (the llama.cpp
+	// fork with the iqk kernels) on x86 with AVX-512, run with its defaults
+	// (flash attention, fused up/gate and RMS-norm ops): activations
+	// quantized to its q8_2 format (bf16 block scales) for q8_0, q4_K and
+	// q6_K weights and multiplied in its kernels' order, RMS norms as
+	// (scale*weight)*x, GELU as its vector kernel, and attention as its
+	// flash attention (f32 scores and weights, 128-key blocks). Pure-Go
+	// products: a reference mode, several times slower than the fast one.
+	NumericsIk
 )
 
 func (n Numerics) String() string {
@@ -41,6 +50,8 @@ func (n Numerics) String() string {
 		return "llamacpp"
 	case NumericsLlamaCppNoRepack:
 		return "llamacpp-norepack"
+	case NumericsIk:
+		return "ik"
 	}
 	return fmt.Sprintf("Numerics(%d)", int(n))
 }
@@ -54,11 +65,13 @@ func resolveNumerics(n Numerics) (Numerics, error) {
 			n = NumericsLlamaCpp
 		case "llamacpp-norepack", "llama.cpp-norepack":
 			n = NumericsLlamaCppNoRepack
+		case "ik", "ik_llama.cpp":
+			n = NumericsIk
 		default:
-			return n, fmt.Errorf("%w: MOONLM_NUMERICS=%q (want fast, llamacpp or llamacpp-norepack)", ErrInvalidArgument, env)
+			return n, fmt.Errorf("%w: MOONLM_NUMERICS=%q (want fast, llamacpp, llamacpp-norepack or ik)", ErrInvalidArgument, env)
 		}
 	}
-	if n < NumericsFast || n > NumericsLlamaCppNoRepack {
+	if n < NumericsFast || n > NumericsIk {
 		return n, fmt.Errorf("%w: numerics mode %d", ErrInvalidArgument, int(n))
 	}
 	return n, nil
@@ -82,6 +95,11 @@ func (m *Model) layoutFor(mt *kernels.Matrix) *kernels.PackedLayout {
 	order := kernels.GGMLRepack
 	switch m.numerics {
 	case NumericsFast:
+		return kernels.Packed(mt.Type)
+	case NumericsIk:
+		if l := kernels.PackedIk(mt.Type); l != nil {
+			return l
+		}
 		return kernels.Packed(mt.Type)
 	case NumericsLlamaCppNoRepack:
 		order = kernels.GGMLVecDot

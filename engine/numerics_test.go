@@ -20,6 +20,9 @@ func TestResolveNumerics(t *testing.T) {
 		{"llamacpp", NumericsFast, NumericsLlamaCpp},
 		{"LlamaCpp", NumericsFast, NumericsLlamaCpp},
 		{"llamacpp-norepack", NumericsFast, NumericsLlamaCppNoRepack},
+		{"ik", NumericsFast, NumericsIk},
+		{"ik_llama.cpp", NumericsFast, NumericsIk},
+		{"llamacpp", NumericsIk, NumericsIk},
 		// An explicit llama.cpp mode is not overridden by the environment.
 		{"fast", NumericsLlamaCpp, NumericsLlamaCpp},
 		{"llamacpp", NumericsLlamaCppNoRepack, NumericsLlamaCppNoRepack},
@@ -37,9 +40,11 @@ func TestResolveNumerics(t *testing.T) {
 	_, err = resolveNumerics(Numerics(7))
 	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
 	assert.Equal(t, "llamacpp-norepack", NumericsLlamaCppNoRepack.String())
+	assert.Equal(t, "ik", NumericsIk.String())
 }
 
-// TestNumericsOpen checks what the llama.cpp mode installs: ggml-order
+// TestNumericsOpen checks what the llama.cpp and ik modes install (ik:
+// its q8_2-reading layouts): ggml-order
 // layouts for the q4_K and q6_K matrices of a Q4_K_M model (q4_K_8x8 where
 // llama.cpp repacks, vec_dot/tiled elsewhere or without repacking), packed
 // even when MOONLM_PACK=0 asks otherwise, and a clear error for a bad
@@ -66,6 +71,9 @@ func TestNumericsOpen(t *testing.T) {
 	assert.Equal(t, "q6_K.ggml-vecdot-tiled.v1", l["token_embd.weight (tied output)"])
 	l = layouts(NumericsLlamaCppNoRepack)
 	assert.Equal(t, "q4_K.ggml-vecdot-tiled.v1", l["blk.0.attn_q.weight"])
+	l = layouts(NumericsIk)
+	assert.Equal(t, "q4_K.ik-q8_2.v1", l["blk.0.attn_q.weight"])
+	assert.Equal(t, "q6_K.ik-q8_2.v1", l["token_embd.weight (tied output)"])
 	t.Setenv("MOONLM_NUMERICS", "bogus")
 	_, err := Open(path, ModelParams{})
 	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -272,18 +273,17 @@ func synthPrompts(t *testing.T) []string {
 	return lines
 }
 
-// TestSynthReference checks the four architectures against ik_llama.cpp.
+// TestSynthReference checks the four architectures against ik_llama.cpp
+// with the default (fast) kernels.
 //
-// The f32 models meet the 0.02 tolerance at every position, which checks
-// each architecture's wiring. The quantized ones cannot be held to it: ik
-// quantizes activations its own way (bf16 block scales, see
-// ikemu_test.go, which reproduces its BOS logits exactly on five of the
-// files), and these random-weight models amplify such arithmetic noise to
-// 0.05-0.35 in log-probability. Quantized models are held to 0.5, with
-// near-ties widened to match: loose, but a wrong dequantization or tensor
-// wiring is far outside it. TestSynthQuantizedLlamaCppReference holds the
-// quantized files to llama.cpp's own references, which share ggml's
-// activation quantization, more tightly.
+// The f32 models meet the issue's 0.02 tolerance at every position, which
+// checks each architecture's wiring. The quantized ones are held to 0.5,
+// with near-ties widened to match: ik quantizes activations its own way
+// (bf16 block scales) and these random-weight models amplify such
+// arithmetic noise to 0.05-0.35 in log-probability; a wrong dequantization
+// or tensor wiring is still far outside it. TestSynthReferenceIk holds every
+// file to the issue's rules in the ik numerics mode, where the quantized
+// ones are exact.
 func TestSynthReference(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
 		for _, q := range []string{"f32", "Q8_0", "Q4_K_M"} {
@@ -294,6 +294,40 @@ func TestSynthReference(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				runRefs(t, "synth/"+name+".gguf", "synth/"+name+".ref.jsonl", false, tol, gap, synthPrompts(t))
+			})
+		}
+	}
+}
+
+// TestSynthReferenceIk runs the synthetic models in the ik numerics mode
+// (NumericsIk: ik_llama.cpp's activation quantization, product order, fused
+// RMS norm, GELU, RoPE and flash attention) against the shared references,
+// which ik_llama.cpp made, with issue 4's rules: prompt tokens identical,
+// log-probabilities of the reference's top 10 within 0.02, top-1 where the
+// top-2 gap exceeds 0.01, the greedy continuation up to the first near-tie.
+// Beyond the rules it asserts what the mode achieves: the quantized files
+// (Q8_0, Q4_K_M) equal the references at every prompt and greedy position
+// (measured 0.0000; 1e-4 leaves room for the float64 log-sum-exp), the f32
+// ones, whose f32 products still sum in our order, within 2e-3 (measured
+// 0.0006).
+func TestSynthReferenceIk(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
+		for _, q := range []string{"f32", "Q8_0", "Q4_K_M"} {
+			name := "synth-" + arch + "-" + q
+			t.Run(name, func(t *testing.T) {
+				var diffs []float64
+				runRefFiles(t, refOptions{
+					model: shareddata.Path(t, "synth/"+name+".gguf"), refs: shareddata.Path(t, "synth/"+name+".ref.jsonl"),
+					tol: 0.02, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsIk,
+				})
+				require.NotEmpty(t, diffs)
+				worst := slices.Max(diffs)
+				bound := 1e-4
+				if q == "f32" {
+					bound = 2e-3
+				}
+				t.Logf("%d positions, worst log-probability difference %.5f", len(diffs), worst)
+				assert.LessOrEqual(t, worst, bound, "worst log-probability difference in the ik numerics mode")
 			})
 		}
 	}
@@ -324,4 +358,16 @@ func TestStories260KGolden(t *testing.T) {
 	n := min(len(text), len(want))
 	require.Greater(t, n, 200, "generated %q", text)
 	assert.Equal(t, want[:n], text[:n])
+}
+
+// worstLogProbDiff is the largest log-probability difference over the
+// reference's top tokens at one position.
+func worstLogProbDiff(logits []float32, ref refDist) float64 {
+	lse := logSumExp(logits)
+	worst := 0.0
+	for _, p := range ref.Top {
+		d := math.Abs((float64(logits[int(p[0])]) - lse) - (p[1] - ref.LSE))
+		worst = max(worst, d)
+	}
+	return worst
 }

@@ -77,9 +77,9 @@ type Session struct {
 	fnAttn   pool.Task
 	fnStage  pool.Task
 
-	// actHook, when set (by tests), rewrites every matrix input before it
-	// is converted to the weights' activation type.
-	actHook func(row []float32)
+	// ikAttn selects ik_llama.cpp's flash attention (attendHeadIk): set
+	// in the ik numerics mode with an f16 cache.
+	ikAttn bool
 }
 
 // mmJob is one matrix product of an operation.
@@ -122,7 +122,7 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	m.sessions++
 	m.mu.Unlock()
 
-	s := &Session{m: m, c: c, nCtx: nCtx, pool: m.pool}
+	s := &Session{m: m, c: c, nCtx: nCtx, pool: m.pool, ikAttn: m.numerics == NumericsIk && !f32}
 	if p.Threads != 0 && p.Threads != m.pool.Threads() {
 		s.pool, s.ownPool = pool.New(p.Threads), true
 	}
@@ -168,17 +168,17 @@ func (s *Session) alloc(f32 bool) (err error) {
 	// One activation buffer per vec-dot type, big enough for the widest input.
 	s.acts = map[gguf.Type][]byte{}
 	maxCols := max(c.dim, qDim, c.ff)
-	add := func(mt gguf.Type) {
-		t := kernels.VecDotType(mt)
+	add := func(mt *kernels.Matrix) {
+		t := kernels.ActType(mt)
 		if _, ok := s.acts[t]; !ok {
-			s.acts[t] = make([]byte, nb*kernels.ActivationBytes(mt, maxCols))
+			s.acts[t] = make([]byte, nb*kernels.ActBytes(mt, maxCols))
 			s.actTypes = append(s.actTypes, t)
 		}
 	}
-	add(m.output.Type)
+	add(&m.output)
 	for i := range m.layers {
 		L := &m.layers[i]
-		for _, mt := range []gguf.Type{L.wq.Type, L.wk.Type, L.wv.Type, L.wo.Type, L.gate.Type, L.up.Type, L.down.Type} {
+		for _, mt := range []*kernels.Matrix{&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down} {
 			add(mt)
 		}
 	}
@@ -187,7 +187,8 @@ func (s *Session) alloc(f32 bool) (err error) {
 	s.q16 = make([][]uint16, s.workers)
 	s.w16 = make([][]uint16, s.workers)
 	for i := range s.scores {
-		s.scores[i] = make([]float32, s.cache.cap)
+		// ik's attention works on whole 128-key blocks (attendHeadIk).
+		s.scores[i] = make([]float32, max(s.cache.cap, ikKStep))
 		s.w16[i] = make([]uint16, s.cache.cap)
 		s.q16[i] = make([]uint16, c.headDim)
 	}

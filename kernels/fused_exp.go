@@ -87,6 +87,10 @@ func ExpGGML(x float32) float32 {
 	return float32(math.Ldexp(float64(j), int(n)))
 }
 
+// Sum16 adds 16 values in the order of _mm512_reduce_add_ps (see sum16),
+// for code that must reproduce an AVX-512 reduction exactly.
+func Sum16(v *[16]float32) float32 { return sum16(v) }
+
 // sum16 adds 16 values as _mm512_reduce_add_ps does: halves of 8, then of
 // 4, then pairs two apart, then the last two.
 func sum16(v *[16]float32) float32 {

@@ -40,6 +40,37 @@ type PackedLayout struct {
 	Dot func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
 	// DotGeneric is the pure-Go twin of Dot that tests compare against.
 	DotGeneric func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
+	// Act is the activation format Dot reads when it is not
+	// VecDotType(Type) (zero); ActQ8_2 is the only such format.
+	Act gguf.Type
+}
+
+// ActType returns the activation format m's products read: its layout's
+// Act, else VecDotType of its type.
+func ActType(m *Matrix) gguf.Type {
+	if m.Layout != nil && m.Layout.Act != 0 {
+		return m.Layout.Act
+	}
+	return VecDotType(m.Type)
+}
+
+// ActBytes returns the bytes of one token's activations for m (n values
+// converted to ActType(m)).
+func ActBytes(m *Matrix, n int) int {
+	if ActType(m) == ActQ8_2 {
+		return n / qk32 * bytesQ8_2
+	}
+	return ActivationBytes(m.Type, n)
+}
+
+// QuantizeAct converts src into activation format at (an ActType), with the
+// fastest quantizer for it.
+func QuantizeAct(at gguf.Type, src []float32, dst []byte) {
+	if at == ActQ8_2 {
+		QuantizeQ8_2(src, dst)
+		return
+	}
+	FastQuantizeRow(at, src, dst)
 }
 
 // maxPackedTile bounds Rows*MaxTok of every layout (the scratch tile of a
@@ -117,7 +148,7 @@ func matMulPacked(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	l := m.Layout
 	R := l.Rows
 	gb := l.GroupBytes(m.Cols)
-	ab := ActivationBytes(m.Type, m.Cols)
+	ab := ActBytes(m, m.Cols)
 	_ = xq[nTok*ab-1]
 	_ = y[(nTok-1)*m.Rows+r1-1]
 	tile := max(l.MaxTok, min(nTok, packedTileBytes/max(ab, 1)/l.MaxTok*l.MaxTok))
