@@ -295,6 +295,20 @@ func (s *Session) runAttention(i, n int) {
 // on to reproduce llama.cpp's decode bit for bit.
 var ggmlDecodeOrder atomic.Bool
 
+// headView returns what attention head h of batch token t works on: its KV
+// head g, its position, the first position it may see (the sliding window's
+// start, else 0), its query and its output.
+func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
+	c := s.c
+	hd, qDim := c.headDim, c.nHead*c.headDim
+	g = h / (c.nHead / c.nKV)
+	pos = s.p0 + t
+	if s.m.layers[s.il].sliding {
+		first = max(0, pos-c.swaWindow+1)
+	}
+	return g, pos, first, s.q[t*qDim+h*hd : t*qDim+(h+1)*hd], s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
+}
+
 // attendHead computes head h of token t's attention output over the cache.
 // With an f16 cache it follows ggml's non-flash attention exactly: q and the
 // softmax weights rounded to f16, both products summed as llamafile's
@@ -305,15 +319,8 @@ var ggmlDecodeOrder atomic.Bool
 func (s *Session) attendHead(t, h, worker int) {
 	c := s.c
 	hd := c.headDim
-	qDim, kvDim := c.nHead*hd, c.nKV*hd
-	g := h / (c.nHead / c.nKV)
-	pos := s.p0 + t
-	first := 0
-	if s.m.layers[s.il].sliding {
-		first = max(0, pos-c.swaWindow+1)
-	}
-	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
+	kvDim := c.nKV * hd
+	g, pos, first, q, out := s.headView(t, h)
 	kc := s.cache
 	base := first &^ 15
 	n := pos - base + 1

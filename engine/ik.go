@@ -41,15 +41,8 @@ func ikDotF16(q []float32, k []uint16) float32 {
 func (s *Session) attendHeadIk(t, h, worker int) {
 	c := s.c
 	hd := c.headDim
-	qDim, kvDim := c.nHead*hd, c.nKV*hd
-	g := h / (c.nHead / c.nKV)
-	pos := s.p0 + t
-	first := 0
-	if s.m.layers[s.il].sliding {
-		first = max(0, pos-c.swaWindow+1)
-	}
-	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
+	kvDim := c.nKV * hd
+	g, pos, first, q, out := s.headView(t, h)
 	kc := s.cache
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	w := s.scores[worker][:ikKStep]

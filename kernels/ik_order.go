@@ -197,12 +197,9 @@ func ikLayout(name string, t gguf.Type, row func(cols int, w, a []byte) float32)
 			y[k*yStride] = row(cols, g, x[k*xStride:])
 		}
 	}
-	return PackedLayout{
-		Name: name, Type: t, Rows: 1, MaxTok: ikMaxTok, Act: ActQ8_2,
-		GroupBytes: func(cols int) int { return cols / t.BlockSize() * t.BlockBytes() },
-		Pack:       func(dst, src []byte, cols int) { copy(dst, src) },
-		Dot:        dot, DotGeneric: dot,
-	}
+	l := ggmlLayout(name, t, dot)
+	l.MaxTok, l.Act = ikMaxTok, ActQ8_2
+	return l
 }
 
 var (
