@@ -1,0 +1,258 @@
+// Packed q4_1 x q8_1 kernels (AVX-512 F/BW/VL + VNNI) over the layout of
+// packed_q41.go: one weight row per 32-bit lane. Per block the 4 nibble
+// runs are split once for all the call's tokens into 8 registers of
+// unsigned bytes (16 rows x 4 values each: AND 0x0f for values 4c..4c+3,
+// shift and AND for values 16+4c..16+4c+3); each VPDPBUSD takes the 4
+// matching signed q8_1 activation bytes of one token broadcast from memory,
+// so nothing is summed across rows. Per block and token the integer sum
+// goes to float and the row sums get float(isum)*(d_row*d_a) and
+// m_row*s_a, the token's f16 d_a and s_a read through the f16 table.
+
+#include "textflag.h"
+
+// Register use (K = tokens per call, at most 8):
+//   SI weights, CX blocks left, R13 f16 table, DX f16 index,
+//   BX R8 R9 R10 R11 R12 DI R14 the tokens' activations (current block),
+//   Z0-Z7 the block's nibbles as bytes (Z(2c) values 4c.., Z(2c+1) values
+//   16+4c..), Z8 row d, Z9 row m, Z10 0x0f bytes, Z11 d_row*d_a,
+//   Z16-Z23 float sums (K <= 4: Z16.. the d terms, Z20.. the m terms),
+//   Z24-Z31 integer sums.
+
+// The block's row scales and offsets in float, and its nibbles as bytes.
+#define LOADW \
+	VCVTPH2PS (SI), Z8 \
+	VCVTPH2PS 32(SI), Z9 \
+	VPANDD    64(SI), Z10, Z0 \
+	VPSRLW    $4, 64(SI), Z1 \
+	VPANDD    Z1, Z10, Z1 \
+	VPANDD    128(SI), Z10, Z2 \
+	VPSRLW    $4, 128(SI), Z3 \
+	VPANDD    Z3, Z10, Z3 \
+	VPANDD    192(SI), Z10, Z4 \
+	VPSRLW    $4, 192(SI), Z5 \
+	VPANDD    Z5, Z10, Z5 \
+	VPANDD    256(SI), Z10, Z6 \
+	VPSRLW    $4, 256(SI), Z7 \
+	VPANDD    Z7, Z10, Z7
+
+// Weight register W against the 4 activation bytes at off of each token.
+#define DP1(off, W) \
+	VPDPBUSD.BCST off(BX), W, Z24
+
+#define DP2(off, W) \
+	DP1(off, W) \
+	VPDPBUSD.BCST off(R8), W, Z25
+
+#define DP4(off, W) \
+	DP2(off, W) \
+	VPDPBUSD.BCST off(R9), W, Z26 \
+	VPDPBUSD.BCST off(R10), W, Z27
+
+#define DP8(off, W) \
+	DP4(off, W) \
+	VPDPBUSD.BCST off(R11), W, Z28 \
+	VPDPBUSD.BCST off(R12), W, Z29 \
+	VPDPBUSD.BCST off(DI), W, Z30 \
+	VPDPBUSD.BCST off(R14), W, Z31
+
+// All 8 weight registers of a block against the tokens (DP = DP1..DP8):
+// q8_1 quants start at byte 4 of the block.
+#define CHUNKS(DP) \
+	DP(4, Z0) \
+	DP(20, Z1) \
+	DP(8, Z2) \
+	DP(24, Z3) \
+	DP(12, Z4) \
+	DP(28, Z5) \
+	DP(16, Z6) \
+	DP(32, Z7)
+
+// FA += float(IA) * d_rows * d_a; FM += m_rows * s_a (token block at P).
+#define FIN(P, IA, FA, FM) \
+	MOVWLZX          (P), DX \
+	VMULPS.BCST      (R13)(DX*4), Z8, Z11 \
+	VCVTDQ2PS        IA, IA \
+	VFMADD231PS      IA, Z11, FA \
+	MOVWLZX          2(P), DX \
+	VFMADD231PS.BCST (R13)(DX*4), Z9, FM
+
+#define ZERO1 \
+	VPXORD Z24, Z24, Z24
+
+#define ZERO2 \
+	ZERO1 \
+	VPXORD Z25, Z25, Z25
+
+#define ZERO4 \
+	ZERO2 \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27
+
+#define ZERO8 \
+	ZERO4 \
+	VPXORD Z28, Z28, Z28 \
+	VPXORD Z29, Z29, Z29 \
+	VPXORD Z30, Z30, Z30 \
+	VPXORD Z31, Z31, Z31
+
+// Common prologue: arguments, the nibble mask, zeroed float sums.
+#define PROLOGUE \
+	MOVQ         w+0(FP), SI \
+	MOVQ         nb+8(FP), CX \
+	MOVQ         x+16(FP), BX \
+	MOVQ         xstride+24(FP), AX \
+	MOVQ         f16+48(FP), R13 \
+	MOVL         $0x0f0f0f0f, DX \
+	VPBROADCASTD DX, Z10 \
+	VPXORD       Z16, Z16, Z16 \
+	VPXORD       Z17, Z17, Z17 \
+	VPXORD       Z18, Z18, Z18 \
+	VPXORD       Z19, Z19, Z19 \
+	VPXORD       Z20, Z20, Z20 \
+	VPXORD       Z21, Z21, Z21 \
+	VPXORD       Z22, Z22, Z22 \
+	VPXORD       Z23, Z23, Z23
+
+// AX = y, DX = ystride in bytes.
+#define STOREY \
+	MOVQ y+32(FP), AX \
+	MOVQ ystride+40(FP), DX \
+	SHLQ $2, DX
+
+// func packedQ41Dot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+TEXT ·packedQ41Dot8AVX512(SB), NOSPLIT, $0-56
+	PROLOGUE
+	LEAQ (BX)(AX*1), R8
+	LEAQ (BX)(AX*2), R9
+	LEAQ (R8)(AX*2), R10
+	LEAQ (BX)(AX*4), R11
+	LEAQ (R8)(AX*4), R12
+	LEAQ (R9)(AX*4), DI
+	LEAQ (R10)(AX*4), R14
+
+p41k8blk:
+	LOADW
+	ZERO8
+	CHUNKS(DP8)
+	FIN(BX, Z24, Z16, Z16)
+	FIN(R8, Z25, Z17, Z17)
+	FIN(R9, Z26, Z18, Z18)
+	FIN(R10, Z27, Z19, Z19)
+	FIN(R11, Z28, Z20, Z20)
+	FIN(R12, Z29, Z21, Z21)
+	FIN(DI, Z30, Z22, Z22)
+	FIN(R14, Z31, Z23, Z23)
+	ADDQ $320, SI
+	ADDQ $36, BX
+	ADDQ $36, R8
+	ADDQ $36, R9
+	ADDQ $36, R10
+	ADDQ $36, R11
+	ADDQ $36, R12
+	ADDQ $36, DI
+	ADDQ $36, R14
+	DECQ CX
+	JNZ  p41k8blk
+
+	STOREY
+	VMOVUPS Z16, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z17, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z18, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z19, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z20, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z21, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z22, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z23, (AX)
+	VZEROUPPER
+	RET
+
+// func packedQ41Dot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+TEXT ·packedQ41Dot4AVX512(SB), NOSPLIT, $0-56
+	PROLOGUE
+	LEAQ (BX)(AX*1), R8
+	LEAQ (BX)(AX*2), R9
+	LEAQ (R8)(AX*2), R10
+
+p41k4blk:
+	LOADW
+	ZERO4
+	CHUNKS(DP4)
+	FIN(BX, Z24, Z16, Z20)
+	FIN(R8, Z25, Z17, Z21)
+	FIN(R9, Z26, Z18, Z22)
+	FIN(R10, Z27, Z19, Z23)
+	ADDQ $320, SI
+	ADDQ $36, BX
+	ADDQ $36, R8
+	ADDQ $36, R9
+	ADDQ $36, R10
+	DECQ CX
+	JNZ  p41k4blk
+
+	STOREY
+	VADDPS  Z20, Z16, Z16
+	VADDPS  Z21, Z17, Z17
+	VADDPS  Z22, Z18, Z18
+	VADDPS  Z23, Z19, Z19
+	VMOVUPS Z16, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z17, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z18, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z19, (AX)
+	VZEROUPPER
+	RET
+
+// func packedQ41Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+TEXT ·packedQ41Dot2AVX512(SB), NOSPLIT, $0-56
+	PROLOGUE
+	LEAQ (BX)(AX*1), R8
+
+p41k2blk:
+	LOADW
+	ZERO2
+	CHUNKS(DP2)
+	FIN(BX, Z24, Z16, Z20)
+	FIN(R8, Z25, Z17, Z21)
+	ADDQ $320, SI
+	ADDQ $36, BX
+	ADDQ $36, R8
+	DECQ CX
+	JNZ  p41k2blk
+
+	STOREY
+	VADDPS  Z20, Z16, Z16
+	VADDPS  Z21, Z17, Z17
+	VMOVUPS Z16, (AX)
+	ADDQ    DX, AX
+	VMOVUPS Z17, (AX)
+	VZEROUPPER
+	RET
+
+// func packedQ41Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+TEXT ·packedQ41Dot1AVX512(SB), NOSPLIT, $0-56
+	PROLOGUE
+
+p41k1blk:
+	LOADW
+	ZERO1
+	CHUNKS(DP1)
+	FIN(BX, Z24, Z16, Z20)
+	ADDQ $320, SI
+	ADDQ $36, BX
+	DECQ CX
+	JNZ  p41k1blk
+
+	STOREY
+	VADDPS  Z20, Z16, Z16
+	VMOVUPS Z16, (AX)
+	VZEROUPPER
+	RET

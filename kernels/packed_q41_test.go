@@ -1,0 +1,443 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// q41Layouts returns the pure-Go q4_1 layout and the registered ones of the
+// kernel sets this CPU runs, each with the variant to install.
+func q41Layouts() (variants []string, layouts []*PackedLayout) {
+	return packedLayoutsOf(gguf.Q4_1, &packedQ41Base)
+}
+
+// TestPackedQ41Registered checks that the avx512 variant brings the q4_1
+// layout and that a packed group is exactly as big as the rows it replaces.
+func TestPackedQ41Registered(t *testing.T) {
+	found := registeredPacked(t, gguf.Q4_1)
+	assert.Equal(t, "q4_1.r16.v1", found.Name)
+	assert.Equal(t, 16, found.Rows)
+	assert.Equal(t, 8, found.MaxTok)
+	for _, cols := range []int{32, 96, 576, 8192} {
+		assert.Equal(t, 16*RowBytes(gguf.Q4_1, cols), found.GroupBytes(cols), "%d cols", cols)
+	}
+}
+
+// TestPackedQ41Bytes reads every scale, offset and nibble back from the
+// packed bytes by the layout documented in packed_q41.go and
+// docs/FORMATS.md (written out here again) and compares them with the GGUF
+// rows.
+func TestPackedQ41Bytes(t *testing.T) {
+	for _, nb := range []int{1, 2, 3, 8} {
+		cols := 32 * nb
+		r := rand.New(rand.NewPCG(uint64(nb), 41))
+		rb := RowBytes(gguf.Q4_1, cols)
+		src := make([]byte, 16*rb)
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		dst := make([]byte, packedQ41Base.GroupBytes(cols))
+		for i := range dst {
+			dst[i] = 0x5a // every byte must be written
+		}
+		packedQ41Base.Pack(dst, src, cols)
+		for b := range nb {
+			base := 320 * b
+			for row := range 16 {
+				blk := src[row*rb+20*b : row*rb+20*(b+1)]
+				require.Equal(t, blk[0:2], dst[base+2*row:base+2*row+2], "nb %d block %d row %d d", nb, b, row)
+				require.Equal(t, blk[2:4], dst[base+32+2*row:base+32+2*row+2], "nb %d block %d row %d m", nb, b, row)
+				for v := range 32 {
+					j := v % 16 // GGUF quant byte of value v
+					got := dst[base+64+64*(j/4)+4*row+j%4]
+					want := blk[4+j] & 0xf
+					if v >= 16 {
+						got, want = got>>4, blk[4+j]>>4
+					} else {
+						got &= 0xf
+					}
+					require.Equal(t, want, got, "nb %d block %d row %d value %d", nb, b, row, v)
+				}
+			}
+		}
+	}
+}
+
+// q41HandRows builds 16 q4_1 rows with block scale d, offset m and nibbles
+// from q.
+func q41HandRows(cols int, d, m uint16, q func(row, i int) uint8) []byte {
+	rb := RowBytes(gguf.Q4_1, cols)
+	src := make([]byte, 16*rb)
+	for row := range 16 {
+		for b := range cols / 32 {
+			blk := src[row*rb+20*b:]
+			binary.LittleEndian.PutUint16(blk, d)
+			binary.LittleEndian.PutUint16(blk[2:], m)
+			for j := range 16 {
+				blk[4+j] = q(row, 32*b+j)&0xf | q(row, 32*b+16+j)<<4
+			}
+		}
+	}
+	return src
+}
+
+// TestPackedQ41Exact checks the integer parts exactly: with d and d_a 1 and
+// integer m and s_a, every partial sum is an integer below 2^24, so each dot
+// is the exact integer computed here in int64. Cases cover the extreme
+// nibbles (0 and 15) against -128 and +127 activations (the quantizer never
+// emits -128; the kernel must still take it), random nibbles and bytes,
+// alternating patterns, and offsets m of +1, -2 and 0 against block sums
+// s_a of 3, -5 and 0; for one block, odd and even block counts, every token
+// count, and a stride that misaligns the activations.
+func TestPackedQ41Exact(t *testing.T) {
+	variants, layouts := q41Layouts()
+	prev := Variant
+	defer func() { require.NoError(t, SetVariant(prev)) }()
+	one := F32ToF16(1)
+	type qcase struct {
+		name string
+		m    float32 // weight offset m of every block
+		s    float32 // activation s_a of every block
+		w    func(row, i int) uint8
+		x    func(tok, i int) int8
+	}
+	r := rand.New(rand.NewPCG(4, 1))
+	const maxCols = 32 * 35 // the most columns below
+	rnd := make([]byte, (16+8)*maxCols)
+	for i := range rnd {
+		rnd[i] = byte(r.Uint32())
+	}
+	cases := []qcase{
+		{"15x-128", 0, 0, func(int, int) uint8 { return 15 }, func(int, int) int8 { return -128 }},
+		{"15x127", 0, 0, func(int, int) uint8 { return 15 }, func(int, int) int8 { return 127 }},
+		{"0x-128", 1, 3, func(int, int) uint8 { return 0 }, func(int, int) int8 { return -128 }},
+		{"15x-128 m-2", -2, -5, func(int, int) uint8 { return 15 }, func(int, int) int8 { return -128 }},
+		{"random", -2, 3, func(row, i int) uint8 { return rnd[row*maxCols+i] & 0xf }, func(tok, i int) int8 { return int8(rnd[(16+tok)*maxCols+i]) }},
+		{"alternating", 1, -5, func(row, i int) uint8 { return uint8((row + i) % 2 * 15) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
+		{"by position", 0, 0, func(row, i int) uint8 { return uint8(i+row) % 16 }, func(tok, i int) int8 { return int8(i%32 - 16 + tok) }},
+	}
+	for li, l := range layouts {
+		require.NoError(t, SetVariant(variants[li]))
+		for _, nb := range []int{1, 2, 3, 16, 17, 35} {
+			cols := 32 * nb
+			ab := ActivationBytes(gguf.Q4_1, cols)
+			for _, c := range cases {
+				g := make([]byte, l.GroupBytes(cols))
+				l.Pack(g, q41HandRows(cols, one, F32ToF16(c.m), c.w), cols)
+				for nTok := 1; nTok <= l.MaxTok; nTok++ {
+					xStride := ab + 3 // misaligned tokens
+					x := make([]byte, nTok*xStride)
+					for tok := range nTok {
+						for b := range nb {
+							blk := x[tok*xStride+36*b:]
+							binary.LittleEndian.PutUint16(blk, one)
+							binary.LittleEndian.PutUint16(blk[2:], F32ToF16(c.s))
+							for j := range 32 {
+								blk[4+j] = byte(c.x(tok, 32*b+j))
+							}
+						}
+					}
+					const yStride = 21
+					for _, dot := range []func(int, []byte, []byte, int, int, []float32, int){l.Dot, l.DotGeneric} {
+						y := make([]float32, nTok*yStride)
+						for i := range y {
+							y[i] = float32(math.NaN())
+						}
+						dot(cols, g, x, xStride, nTok, y, yStride)
+						for tok := range nTok {
+							for row := range 16 {
+								want := int64(nb) * int64(c.m) * int64(c.s)
+								for i := range cols {
+									want += int64(c.w(row, i)) * int64(c.x(tok, i))
+								}
+								require.Equal(t, float32(want), y[tok*yStride+row], "%s %s: %d blocks, %d tokens: token %d row %d", l.Name, c.name, nb, nTok, tok, row)
+							}
+							for i := tok*yStride + 16; i < (tok+1)*yStride && i < len(y); i++ {
+								require.True(t, math.IsNaN(float64(y[i])), "%s: y[%d] past the group's rows written", l.Name, i)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedQ41Scales compares the packed kernels with the generic q4_1 row
+// dot on rows of many blocks (8192 columns) and of one block, with extreme
+// and unusual scales and offsets: the largest f16, subnormals, zero,
+// negative, and random ones.
+func TestPackedQ41Scales(t *testing.T) {
+	variants, layouts := q41Layouts()
+	prev := Variant
+	defer func() { require.NoError(t, SetVariant(prev)) }()
+	r := rand.New(rand.NewPCG(4, 3))
+	scales := []struct {
+		name string
+		f    func() uint16
+	}{
+		{"max", func() uint16 { return 0x7bff }},
+		{"subnormal", func() uint16 { return uint16(1 + r.IntN(0x3ff)) }},
+		{"zero", func() uint16 { return 0 }},
+		{"negative", func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) }},
+		{"random", func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) }},
+	}
+	for li, l := range layouts {
+		require.NoError(t, SetVariant(variants[li]))
+		for _, cols := range []int{32, 8192} {
+			nb := cols / 32
+			rb := RowBytes(gguf.Q4_1, cols)
+			ab := ActivationBytes(gguf.Q4_1, cols)
+			for _, ws := range scales {
+				for _, xs := range scales {
+					src := make([]byte, 16*rb)
+					for i := range src {
+						src[i] = byte(r.Uint32())
+					}
+					for row := range 16 {
+						for b := range nb {
+							binary.LittleEndian.PutUint16(src[row*rb+20*b:], ws.f())
+							binary.LittleEndian.PutUint16(src[row*rb+20*b+2:], ws.f())
+						}
+					}
+					nTok := l.MaxTok
+					x := make([]byte, nTok*ab)
+					for i := range x {
+						x[i] = byte(r.Uint32())
+					}
+					for tok := range nTok {
+						for b := range nb {
+							binary.LittleEndian.PutUint16(x[tok*ab+36*b:], xs.f())
+							binary.LittleEndian.PutUint16(x[tok*ab+36*b+2:], xs.f())
+						}
+					}
+					g := make([]byte, l.GroupBytes(cols))
+					l.Pack(g, src, cols)
+					y := make([]float32, nTok*16)
+					l.Dot(cols, g, x, ab, nTok, y, 16)
+					for tok := range nTok {
+						xt := x[tok*ab : (tok+1)*ab]
+						for row := range 16 {
+							w := src[row*rb : (row+1)*rb]
+							want := dotQ4_1Generic(cols, w, xt)
+							var bound float64 // sum of |terms|: the float rounding scale
+							for b := range nb {
+								wb, xb := w[20*b:], xt[36*b:]
+								var s float64
+								for j := range 16 {
+									s += float64(wb[4+j]&0xf) * math.Abs(float64(int8(xb[4+j])))
+									s += float64(wb[4+j]>>4) * math.Abs(float64(int8(xb[20+j])))
+								}
+								bound += math.Abs(float64(f16At(wb))*float64(f16At(xb)))*s +
+									math.Abs(float64(f16At(wb[2:]))*float64(f16At(xb[2:])))
+							}
+							diff := math.Abs(float64(y[tok*16+row]) - float64(want))
+							require.LessOrEqual(t, diff, 1e-5*bound, "%s %d cols, scales %s x %s: token %d row %d: got %g want %g", l.Name, cols, ws.name, xs.name, tok, row, y[tok*16+row], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedQ41Bounds checks that Dot refuses operands too short for the
+// call instead of reading past them.
+func TestPackedQ41Bounds(t *testing.T) {
+	_, layouts := q41Layouts()
+	const cols = 64
+	ab := ActivationBytes(gguf.Q4_1, cols)
+	for _, l := range layouts {
+		g := make([]byte, l.GroupBytes(cols))
+		x := make([]byte, 2*ab)
+		y := make([]float32, 32)
+		assert.NotPanics(t, func() { l.Dot(cols, g, x, ab, 2, y, 16) })
+		assert.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 2, y, 16) }, "%s: short group", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, x[:2*ab-1], ab, 2, y, 16) }, "%s: short activations", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, x, ab, 2, y[:31], 16) }, "%s: short output", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, make([]byte, 9*ab), ab, 9, make([]float32, 9*16), 16) }, "%s: more than MaxTok tokens", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, x, ab, 0, y, 16) }, "%s: no tokens", l.Name)
+		assert.Panics(t, func() { l.Dot(cols+1, g, x, ab, 1, y, 16) }, "%s: partial block", l.Name)
+		assert.Panics(t, func() { l.Pack(g, make([]byte, 16*RowBytes(gguf.Q4_1, cols)-1), cols) }, "%s: short source rows", l.Name)
+	}
+}
+
+// TestPackedQ41NoAlloc checks that Dot and Pack allocate nothing.
+func TestPackedQ41NoAlloc(t *testing.T) {
+	_, layouts := q41Layouts()
+	const cols = 256
+	ab := ActivationBytes(gguf.Q4_1, cols)
+	for _, l := range layouts {
+		g := make([]byte, l.GroupBytes(cols))
+		src := make([]byte, 16*RowBytes(gguf.Q4_1, cols))
+		x := make([]byte, l.MaxTok*ab)
+		y := make([]float32, l.MaxTok*16)
+		allocs := testing.AllocsPerRun(10, func() {
+			l.Pack(g, src, cols)
+			for k := 1; k <= l.MaxTok; k++ {
+				l.Dot(cols, g, x, ab, k, y, 16)
+			}
+		})
+		assert.Zero(t, allocs, "%s", l.Name)
+	}
+}
+
+// q41BenchMatrix returns a random rows x cols q4_1 matrix (quantized from
+// normal values, so scales and offsets are realistic), unpacked and packed
+// with the current variant's layout (nil when it has none).
+func q41BenchMatrix(rows, cols int) (m, p *Matrix) {
+	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	rb := RowBytes(gguf.Q4_1, cols)
+	m = &Matrix{Type: gguf.Q4_1, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
+	src := make([]float32, cols)
+	for i := range rows {
+		for j := range src {
+			src[j] = float32(r.NormFloat64() * 0.02)
+		}
+		QuantizeRow(gguf.Q4_1, src, m.Data[i*rb:(i+1)*rb])
+	}
+	l := Packed(gguf.Q4_1)
+	if l == nil {
+		return m, nil
+	}
+	pm := *m
+	pm.Layout = l
+	pm.Packed = make([]byte, l.PackedSize(rows, cols))
+	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
+	return m, &pm
+}
+
+func q41BenchTokens(cols, nTok int) []byte {
+	r := rand.New(rand.NewPCG(5, uint64(cols)))
+	ab := ActivationBytes(gguf.Q4_1, cols)
+	xq := make([]byte, nTok*ab)
+	src := make([]float32, cols)
+	for k := range nTok {
+		for j := range src {
+			src[j] = float32(r.NormFloat64())
+		}
+		QuantizeRow(VecDotType(gguf.Q4_1), src, xq[k*ab:(k+1)*ab])
+	}
+	return xq
+}
+
+// BenchmarkPackedQ41 compares MatMul (64 and 512 tokens) and MatVec on a
+// matrix larger than L2 and on SmolLM2-135M's shapes (rows x cols), packed
+// against the unpacked kernels (MatMulTiled's 4x4 tile kernel for
+// prefill, the row kernel for MatVec), MatVec also from memory (copies
+// rotated past the last-level cache), and measures Pack. Run with
+// -benchtime 20x.
+func BenchmarkPackedQ41(b *testing.B) {
+	if Packed(gguf.Q4_1) == nil {
+		b.Skipf("kernel set %s has no packed q4_1 layout", Variant)
+	}
+	for _, shape := range [][2]int{{2048, 8192}, {1536, 576}, {576, 1536}, {576, 576}, {192, 576}, {49152, 576}} {
+		rows, cols := shape[0], shape[1]
+		m, p := q41BenchMatrix(rows, cols)
+		mats := []struct {
+			name string
+			m    *Matrix
+		}{{"unpacked", m}, {"packed", p}}
+		for _, nTok := range []int{64, 512} {
+			if rows*cols > 8<<20 && nTok > 64 {
+				continue // keep the big shapes short
+			}
+			xq := q41BenchTokens(cols, nTok)
+			y := make([]float32, nTok*rows)
+			for _, mm := range mats {
+				b.Run(fmt.Sprintf("MatMul/%dx%d/tok%d/%s", rows, cols, nTok, mm.name), func(b *testing.B) {
+					b.SetBytes(int64(nTok) * int64(rows) * int64(cols)) // multiply-adds
+					for b.Loop() {
+						MatMulTiled(mm.m, xq, nTok, y, 0, rows)
+					}
+					b.ReportMetric(2*float64(rows*cols*nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+		xq := q41BenchTokens(cols, 1)
+		y := make([]float32, rows)
+		for _, mm := range mats {
+			b.Run(fmt.Sprintf("MatVec/%dx%d/%s", rows, cols, mm.name), func(b *testing.B) {
+				b.SetBytes(int64(len(m.Data))) // weight bytes streamed
+				for b.Loop() {
+					MatVec(mm.m, xq, y, 0, rows)
+				}
+			})
+		}
+		// Decode streams the weights from memory: rotate over copies that
+		// together exceed the last-level cache.
+		copies := max(2, (320<<20)/len(m.Data))
+		ms, ps := make([]*Matrix, copies), make([]*Matrix, copies)
+		for i := range copies {
+			mc := *m
+			mc.Data = slices.Clone(m.Data)
+			pc := *p
+			pc.Packed = slices.Clone(p.Packed)
+			ms[i], ps[i] = &mc, &pc
+		}
+		for _, threads := range []int{1, 2} {
+			for _, set := range []struct {
+				name string
+				ms   []*Matrix
+			}{{"unpacked", ms}, {"packed", ps}} {
+				b.Run(fmt.Sprintf("MatVecDRAM/%dx%d/thr%d/%s", rows, cols, threads, set.name), func(b *testing.B) {
+					b.SetBytes(int64(len(m.Data)))
+					var wg sync.WaitGroup
+					i := 0
+					for b.Loop() {
+						mm := set.ms[i%copies]
+						i++
+						for th := range threads {
+							r0 := rows * th / threads / 16 * 16
+							r1 := rows * (th + 1) / threads / 16 * 16
+							wg.Go(func() { MatVec(mm, xq, y, r0, r1) })
+						}
+						wg.Wait()
+					}
+				})
+			}
+		}
+		b.Run(fmt.Sprintf("Pack/%dx%d", rows, cols), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for b.Loop() {
+				p.Layout.PackRows(m, p.Packed, 0, rows/16)
+			}
+		})
+	}
+}
+
+// BenchmarkPackedQ41Dot runs Dot alone on a few groups that stay in L1/L2
+// (576 and 2048 columns), per token count: the kernel's compute rate.
+func BenchmarkPackedQ41Dot(b *testing.B) {
+	l := Packed(gguf.Q4_1)
+	if l == nil {
+		b.Skipf("kernel set %s has no packed q4_1 layout", Variant)
+	}
+	for _, cols := range []int{576, 2048} {
+		const groups = 4
+		_, p := q41BenchMatrix(16*groups, cols)
+		ab := ActivationBytes(gguf.Q4_1, cols)
+		xq := q41BenchTokens(cols, l.MaxTok)
+		y := make([]float32, l.MaxTok*16*groups)
+		gb := l.GroupBytes(cols)
+		for _, k := range []int{1, 2, 4, 8} {
+			b.Run(fmt.Sprintf("%d/tok%d", cols, k), func(b *testing.B) {
+				for b.Loop() {
+					for g := range groups {
+						l.Dot(cols, p.Packed[g*gb:(g+1)*gb], xq, ab, k, y[16*g:], 16*groups)
+					}
+				}
+				b.ReportMetric(2*float64(k*16*groups*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
