@@ -373,8 +373,17 @@ func BenchmarkPackedQ41(b *testing.B) {
 				}
 			})
 		}
-		// Decode streams the weights from memory: rotate over copies that
-		// together exceed the last-level cache.
+		b.Run(fmt.Sprintf("Pack/%dx%d", rows, cols), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for b.Loop() {
+				p.Layout.PackRows(m, p.Packed, 0, rows/16)
+			}
+		})
+		if rows*cols < 8<<20 {
+			continue
+		}
+		// Decode of a large matrix streams the weights from memory: rotate
+		// over copies that together exceed the last-level cache.
 		copies := max(2, (320<<20)/len(m.Data))
 		ms, ps := make([]*Matrix, copies), make([]*Matrix, copies)
 		for i := range copies {
@@ -406,12 +415,6 @@ func BenchmarkPackedQ41(b *testing.B) {
 				})
 			}
 		}
-		b.Run(fmt.Sprintf("Pack/%dx%d", rows, cols), func(b *testing.B) {
-			b.SetBytes(int64(len(m.Data)))
-			for b.Loop() {
-				p.Layout.PackRows(m, p.Packed, 0, rows/16)
-			}
-		})
 	}
 }
 
