@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/moonlm/moonlm/gguf"
+	"golang.org/x/sys/cpu"
 )
 
 // Packed q4_1 ("q4_1.r16.v1"): 16 rows interleaved so that a 512-bit
@@ -43,6 +44,11 @@ var packedQ41Base = PackedLayout{
 	Dot:        dotPackedQ41Generic,
 	DotGeneric: dotPackedQ41Generic,
 }
+
+// packedQ41GFNI selects the GFNI forms of the amd64 kernels, where the CPU
+// has GFNI (one vector op less per high-nibble operand); tests switch it to
+// check both forms.
+var packedQ41GFNI = cpu.X86.HasAVX512GFNI
 
 func packedQ41GroupBytes(cols int) int { return cols / qk32 * q41PackedBlock }
 

@@ -20,6 +20,28 @@ func packedQ41Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystr
 //go:noescape
 func packedQ41Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 
+// The GFNI forms of the kernels above (same contracts): one
+// VGF2P8AFFINEQB replaces the shift and AND of each high-nibble operand.
+//
+//go:noescape
+func packedQ41Dot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+
+//go:noescape
+func packedQ41Dot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+
+//go:noescape
+func packedQ41Dot2GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+
+//go:noescape
+func packedQ41Dot1GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+
+// packedQ41Kernels are the 8-, 4-, 2- and 1-token kernels of each form,
+// plain and GFNI.
+var packedQ41Kernels = [2][4]func(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32){
+	{packedQ41Dot8AVX512, packedQ41Dot4AVX512, packedQ41Dot2AVX512, packedQ41Dot1AVX512},
+	{packedQ41Dot8GFNI, packedQ41Dot4GFNI, packedQ41Dot2GFNI, packedQ41Dot1GFNI},
+}
+
 // packedQ41AVX512 is the q4_1 layout with the VNNI kernels, for the avx512
 // variant.
 var packedQ41AVX512 = func() *PackedLayout {
@@ -45,20 +67,15 @@ func dotPackedQ41AVX512(cols int, g, x []byte, xStride, nTok int, y []float32, y
 	xp := unsafe.Pointer(unsafe.SliceData(x))
 	yp := unsafe.Pointer(unsafe.SliceData(y))
 	f16 := &f16Table[0]
+	ks := &packedQ41Kernels[0]
+	if packedQ41GFNI {
+		ks = &packedQ41Kernels[1]
+	}
 	t := 0
-	if nTok&8 != 0 {
-		packedQ41Dot8AVX512(gp, nb, (*byte)(xp), xStride, (*float32)(yp), yStride, f16)
-		t = 8
-	}
-	if nTok&4 != 0 {
-		packedQ41Dot4AVX512(gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), xStride, (*float32)(unsafe.Add(yp, 4*t*yStride)), yStride, f16)
-		t += 4
-	}
-	if nTok&2 != 0 {
-		packedQ41Dot2AVX512(gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), xStride, (*float32)(unsafe.Add(yp, 4*t*yStride)), yStride, f16)
-		t += 2
-	}
-	if nTok&1 != 0 {
-		packedQ41Dot1AVX512(gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), xStride, (*float32)(unsafe.Add(yp, 4*t*yStride)), yStride, f16)
+	for i, k := range [4]int{8, 4, 2, 1} {
+		if nTok&k != 0 {
+			ks[i](gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), xStride, (*float32)(unsafe.Add(yp, 4*t*yStride)), yStride, f16)
+			t += k
+		}
 	}
 }

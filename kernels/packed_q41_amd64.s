@@ -14,7 +14,8 @@
 //   SI weights, CX blocks left, R13 f16 table, DX f16 index,
 //   BX R8 R9 R10 R11 R12 DI R14 the tokens' activations (current block),
 //   Z0-Z7 the block's nibbles as bytes (Z(2c) values 4c.., Z(2c+1) values
-//   16+4c..), Z8 row d, Z9 row m, Z10 0x0f bytes, Z11 d_row*d_a,
+//   16+4c..), Z8 row d, Z9 row m, Z10 0x0f bytes, Z11 d_row*d_a, Z12 the
+//   GFNI matrix that moves a byte's high nibble down,
 //   Z16-Z23 float sums (K <= 4: Z16.. the d terms, Z20.. the m terms),
 //   Z24-Z31 integer sums.
 
@@ -34,6 +35,25 @@
 	VPANDD    256(SI), Z10, Z6 \
 	VPSRLW    $4, 256(SI), Z7 \
 	VPANDD    Z7, Z10, Z7
+
+// LOADW with GFNI: one VGF2P8AFFINEQB by the matrix in Z12 moves each
+// byte's high nibble down and clears the rest, instead of a shift and an
+// AND (4 vector uops less per block).
+#define LOADWGF \
+	VCVTPH2PS      (SI), Z8 \
+	VCVTPH2PS      32(SI), Z9 \
+	VMOVDQU64      64(SI), Z1 \
+	VMOVDQU64      128(SI), Z3 \
+	VMOVDQU64      192(SI), Z5 \
+	VMOVDQU64      256(SI), Z7 \
+	VPANDD         Z1, Z10, Z0 \
+	VGF2P8AFFINEQB $0, Z12, Z1, Z1 \
+	VPANDD         Z3, Z10, Z2 \
+	VGF2P8AFFINEQB $0, Z12, Z3, Z3 \
+	VPANDD         Z5, Z10, Z4 \
+	VGF2P8AFFINEQB $0, Z12, Z5, Z5 \
+	VPANDD         Z7, Z10, Z6 \
+	VGF2P8AFFINEQB $0, Z12, Z7, Z7
 
 // Weight register W against the 4 activation bytes at off of each token.
 #define DP1(off, W) \
@@ -106,7 +126,8 @@
 	PREFETCHT0 2752(SI) \
 	PREFETCHT0 2816(SI)
 
-// Common prologue: arguments, the nibble mask, zeroed float sums.
+// Common prologue: arguments, the nibble mask and GFNI matrix, zeroed
+// float sums.
 #define PROLOGUE \
 	MOVQ         w+0(FP), SI \
 	MOVQ         nb+8(FP), CX \
@@ -115,6 +136,8 @@
 	MOVQ         f16+48(FP), R13 \
 	MOVL         $0x0f0f0f0f, DX \
 	VPBROADCASTD DX, Z10 \
+	MOVQ         $0x1020408000000000, DX \
+	VPBROADCASTQ DX, Z12 \
 	VPXORD       Z16, Z16, Z16 \
 	VPXORD       Z17, Z17, Z17 \
 	VPXORD       Z18, Z18, Z18 \
@@ -130,141 +153,163 @@
 	MOVQ ystride+40(FP), DX \
 	SHLQ $2, DX
 
+// The kernels for K = 8, 4, 2 and 1 tokens, each with the nibble split LW
+// (LOADW or LOADWGF); labels are local to each TEXT.
+#define BODY8(LW) \
+	PROLOGUE \
+	LEAQ (BX)(AX*1), R8 \
+	LEAQ (BX)(AX*2), R9 \
+	LEAQ (R8)(AX*2), R10 \
+	LEAQ (BX)(AX*4), R11 \
+	LEAQ (R8)(AX*4), R12 \
+	LEAQ (R9)(AX*4), DI \
+	LEAQ (R10)(AX*4), R14 \
+blk: \
+	LW \
+	ZERO8 \
+	CHUNKS(DP8) \
+	FIN(BX, Z24, Z16, Z16) \
+	FIN(R8, Z25, Z17, Z17) \
+	FIN(R9, Z26, Z18, Z18) \
+	FIN(R10, Z27, Z19, Z19) \
+	FIN(R11, Z28, Z20, Z20) \
+	FIN(R12, Z29, Z21, Z21) \
+	FIN(DI, Z30, Z22, Z22) \
+	FIN(R14, Z31, Z23, Z23) \
+	ADDQ $320, SI \
+	ADDQ $36, BX \
+	ADDQ $36, R8 \
+	ADDQ $36, R9 \
+	ADDQ $36, R10 \
+	ADDQ $36, R11 \
+	ADDQ $36, R12 \
+	ADDQ $36, DI \
+	ADDQ $36, R14 \
+	DECQ CX \
+	JNZ  blk \
+	STOREY \
+	VMOVUPS Z16, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z17, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z18, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z19, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z20, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z21, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z22, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z23, (AX) \
+	VZEROUPPER \
+	RET
+
+#define BODY4(LW) \
+	PROLOGUE \
+	LEAQ (BX)(AX*1), R8 \
+	LEAQ (BX)(AX*2), R9 \
+	LEAQ (R8)(AX*2), R10 \
+blk: \
+	LW \
+	ZERO4 \
+	CHUNKS(DP4) \
+	FIN(BX, Z24, Z16, Z20) \
+	FIN(R8, Z25, Z17, Z21) \
+	FIN(R9, Z26, Z18, Z22) \
+	FIN(R10, Z27, Z19, Z23) \
+	ADDQ $320, SI \
+	ADDQ $36, BX \
+	ADDQ $36, R8 \
+	ADDQ $36, R9 \
+	ADDQ $36, R10 \
+	DECQ CX \
+	JNZ  blk \
+	STOREY \
+	VADDPS  Z20, Z16, Z16 \
+	VADDPS  Z21, Z17, Z17 \
+	VADDPS  Z22, Z18, Z18 \
+	VADDPS  Z23, Z19, Z19 \
+	VMOVUPS Z16, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z17, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z18, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z19, (AX) \
+	VZEROUPPER \
+	RET
+
+#define BODY2(LW) \
+	PROLOGUE \
+	LEAQ (BX)(AX*1), R8 \
+blk: \
+	LW \
+	ZERO2 \
+	CHUNKS(DP2) \
+	FIN(BX, Z24, Z16, Z20) \
+	FIN(R8, Z25, Z17, Z21) \
+	ADDQ $320, SI \
+	ADDQ $36, BX \
+	ADDQ $36, R8 \
+	DECQ CX \
+	JNZ  blk \
+	STOREY \
+	VADDPS  Z20, Z16, Z16 \
+	VADDPS  Z21, Z17, Z17 \
+	VMOVUPS Z16, (AX) \
+	ADDQ    DX, AX \
+	VMOVUPS Z17, (AX) \
+	VZEROUPPER \
+	RET
+
+#define BODY1(LW) \
+	PROLOGUE \
+blk: \
+	PF320 \
+	LW \
+	ZERO1 \
+	CHUNKS(DP1) \
+	FIN(BX, Z24, Z16, Z20) \
+	ADDQ $320, SI \
+	ADDQ $36, BX \
+	DECQ CX \
+	JNZ  blk \
+	STOREY \
+	VADDPS  Z20, Z16, Z16 \
+	VMOVUPS Z16, (AX) \
+	VZEROUPPER \
+	RET
+
 // func packedQ41Dot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ41Dot8AVX512(SB), NOSPLIT, $0-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
-	LEAQ (BX)(AX*2), R9
-	LEAQ (R8)(AX*2), R10
-	LEAQ (BX)(AX*4), R11
-	LEAQ (R8)(AX*4), R12
-	LEAQ (R9)(AX*4), DI
-	LEAQ (R10)(AX*4), R14
+	BODY8(LOADW)
 
-p41k8blk:
-	LOADW
-	ZERO8
-	CHUNKS(DP8)
-	FIN(BX, Z24, Z16, Z16)
-	FIN(R8, Z25, Z17, Z17)
-	FIN(R9, Z26, Z18, Z18)
-	FIN(R10, Z27, Z19, Z19)
-	FIN(R11, Z28, Z20, Z20)
-	FIN(R12, Z29, Z21, Z21)
-	FIN(DI, Z30, Z22, Z22)
-	FIN(R14, Z31, Z23, Z23)
-	ADDQ $320, SI
-	ADDQ $36, BX
-	ADDQ $36, R8
-	ADDQ $36, R9
-	ADDQ $36, R10
-	ADDQ $36, R11
-	ADDQ $36, R12
-	ADDQ $36, DI
-	ADDQ $36, R14
-	DECQ CX
-	JNZ  p41k8blk
-
-	STOREY
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z18, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z19, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z20, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z21, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z22, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z23, (AX)
-	VZEROUPPER
-	RET
+// func packedQ41Dot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+TEXT ·packedQ41Dot8GFNI(SB), NOSPLIT, $0-56
+	BODY8(LOADWGF)
 
 // func packedQ41Dot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ41Dot4AVX512(SB), NOSPLIT, $0-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
-	LEAQ (BX)(AX*2), R9
-	LEAQ (R8)(AX*2), R10
+	BODY4(LOADW)
 
-p41k4blk:
-	LOADW
-	ZERO4
-	CHUNKS(DP4)
-	FIN(BX, Z24, Z16, Z20)
-	FIN(R8, Z25, Z17, Z21)
-	FIN(R9, Z26, Z18, Z22)
-	FIN(R10, Z27, Z19, Z23)
-	ADDQ $320, SI
-	ADDQ $36, BX
-	ADDQ $36, R8
-	ADDQ $36, R9
-	ADDQ $36, R10
-	DECQ CX
-	JNZ  p41k4blk
-
-	STOREY
-	VADDPS  Z20, Z16, Z16
-	VADDPS  Z21, Z17, Z17
-	VADDPS  Z22, Z18, Z18
-	VADDPS  Z23, Z19, Z19
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z18, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z19, (AX)
-	VZEROUPPER
-	RET
+// func packedQ41Dot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+TEXT ·packedQ41Dot4GFNI(SB), NOSPLIT, $0-56
+	BODY4(LOADWGF)
 
 // func packedQ41Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ41Dot2AVX512(SB), NOSPLIT, $0-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
+	BODY2(LOADW)
 
-p41k2blk:
-	LOADW
-	ZERO2
-	CHUNKS(DP2)
-	FIN(BX, Z24, Z16, Z20)
-	FIN(R8, Z25, Z17, Z21)
-	ADDQ $320, SI
-	ADDQ $36, BX
-	ADDQ $36, R8
-	DECQ CX
-	JNZ  p41k2blk
-
-	STOREY
-	VADDPS  Z20, Z16, Z16
-	VADDPS  Z21, Z17, Z17
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	VZEROUPPER
-	RET
+// func packedQ41Dot2GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+TEXT ·packedQ41Dot2GFNI(SB), NOSPLIT, $0-56
+	BODY2(LOADWGF)
 
 // func packedQ41Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ41Dot1AVX512(SB), NOSPLIT, $0-56
-	PROLOGUE
+	BODY1(LOADW)
 
-p41k1blk:
-	PF320
-	LOADW
-	ZERO1
-	CHUNKS(DP1)
-	FIN(BX, Z24, Z16, Z20)
-	ADDQ $320, SI
-	ADDQ $36, BX
-	DECQ CX
-	JNZ  p41k1blk
-
-	STOREY
-	VADDPS  Z20, Z16, Z16
-	VMOVUPS Z16, (AX)
-	VZEROUPPER
-	RET
+// func packedQ41Dot1GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
+TEXT ·packedQ41Dot1GFNI(SB), NOSPLIT, $0-56
+	BODY1(LOADWGF)

@@ -12,12 +12,27 @@ import (
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/cpu"
 )
 
 // q41Layouts returns the pure-Go q4_1 layout and the registered ones of the
 // kernel sets this CPU runs, each with the variant to install.
 func q41Layouts() (variants []string, layouts []*PackedLayout) {
 	return packedLayoutsOf(gguf.Q4_1, &packedQ41Base)
+}
+
+// q41Forms runs fn once per form of the amd64 kernels this CPU runs
+// (plain, and GFNI where it has GFNI), restoring the default after.
+func q41Forms(t *testing.T, fn func(t *testing.T)) {
+	prev := packedQ41GFNI
+	defer func() { packedQ41GFNI = prev }()
+	for _, gf := range []bool{false, true} {
+		if gf && !cpu.X86.HasAVX512GFNI {
+			continue
+		}
+		packedQ41GFNI = gf
+		t.Run(fmt.Sprintf("gfni=%v", gf), fn)
+	}
 }
 
 // TestPackedQ41Registered checks that the avx512 variant brings the q4_1
@@ -99,77 +114,79 @@ func q41HandRows(cols int, d, m uint16, q func(row, i int) uint8) []byte {
 // s_a of 3, -5 and 0; for one block, odd and even block counts, every token
 // count, and a stride that misaligns the activations.
 func TestPackedQ41Exact(t *testing.T) {
-	variants, layouts := q41Layouts()
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
-	one := F32ToF16(1)
-	type qcase struct {
-		name string
-		m    float32 // weight offset m of every block
-		s    float32 // activation s_a of every block
-		w    func(row, i int) uint8
-		x    func(tok, i int) int8
-	}
-	r := rand.New(rand.NewPCG(4, 1))
-	const maxCols = 32 * 35 // the most columns below
-	rnd := make([]byte, (16+8)*maxCols)
-	for i := range rnd {
-		rnd[i] = byte(r.Uint32())
-	}
-	cases := []qcase{
-		{"15x-128", 0, 0, func(int, int) uint8 { return 15 }, func(int, int) int8 { return -128 }},
-		{"15x127", 0, 0, func(int, int) uint8 { return 15 }, func(int, int) int8 { return 127 }},
-		{"0x-128", 1, 3, func(int, int) uint8 { return 0 }, func(int, int) int8 { return -128 }},
-		{"15x-128 m-2", -2, -5, func(int, int) uint8 { return 15 }, func(int, int) int8 { return -128 }},
-		{"random", -2, 3, func(row, i int) uint8 { return rnd[row*maxCols+i] & 0xf }, func(tok, i int) int8 { return int8(rnd[(16+tok)*maxCols+i]) }},
-		{"alternating", 1, -5, func(row, i int) uint8 { return uint8((row + i) % 2 * 15) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
-		{"by position", 0, 0, func(row, i int) uint8 { return uint8(i+row) % 16 }, func(tok, i int) int8 { return int8(i%32 - 16 + tok) }},
-	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
-		for _, nb := range []int{1, 2, 3, 16, 17, 35} {
-			cols := 32 * nb
-			ab := ActivationBytes(gguf.Q4_1, cols)
-			for _, c := range cases {
-				g := make([]byte, l.GroupBytes(cols))
-				l.Pack(g, q41HandRows(cols, one, F32ToF16(c.m), c.w), cols)
-				for nTok := 1; nTok <= l.MaxTok; nTok++ {
-					xStride := ab + 3 // misaligned tokens
-					x := make([]byte, nTok*xStride)
-					for tok := range nTok {
-						for b := range nb {
-							blk := x[tok*xStride+36*b:]
-							binary.LittleEndian.PutUint16(blk, one)
-							binary.LittleEndian.PutUint16(blk[2:], F32ToF16(c.s))
-							for j := range 32 {
-								blk[4+j] = byte(c.x(tok, 32*b+j))
-							}
-						}
-					}
-					const yStride = 21
-					for _, dot := range []func(int, []byte, []byte, int, int, []float32, int){l.Dot, l.DotGeneric} {
-						y := make([]float32, nTok*yStride)
-						for i := range y {
-							y[i] = float32(math.NaN())
-						}
-						dot(cols, g, x, xStride, nTok, y, yStride)
+	q41Forms(t, func(t *testing.T) {
+		variants, layouts := q41Layouts()
+		prev := Variant
+		defer func() { require.NoError(t, SetVariant(prev)) }()
+		one := F32ToF16(1)
+		type qcase struct {
+			name string
+			m    float32 // weight offset m of every block
+			s    float32 // activation s_a of every block
+			w    func(row, i int) uint8
+			x    func(tok, i int) int8
+		}
+		r := rand.New(rand.NewPCG(4, 1))
+		const maxCols = 32 * 35 // the most columns below
+		rnd := make([]byte, (16+8)*maxCols)
+		for i := range rnd {
+			rnd[i] = byte(r.Uint32())
+		}
+		cases := []qcase{
+			{"15x-128", 0, 0, func(int, int) uint8 { return 15 }, func(int, int) int8 { return -128 }},
+			{"15x127", 0, 0, func(int, int) uint8 { return 15 }, func(int, int) int8 { return 127 }},
+			{"0x-128", 1, 3, func(int, int) uint8 { return 0 }, func(int, int) int8 { return -128 }},
+			{"15x-128 m-2", -2, -5, func(int, int) uint8 { return 15 }, func(int, int) int8 { return -128 }},
+			{"random", -2, 3, func(row, i int) uint8 { return rnd[row*maxCols+i] & 0xf }, func(tok, i int) int8 { return int8(rnd[(16+tok)*maxCols+i]) }},
+			{"alternating", 1, -5, func(row, i int) uint8 { return uint8((row + i) % 2 * 15) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
+			{"by position", 0, 0, func(row, i int) uint8 { return uint8(i+row) % 16 }, func(tok, i int) int8 { return int8(i%32 - 16 + tok) }},
+		}
+		for li, l := range layouts {
+			require.NoError(t, SetVariant(variants[li]))
+			for _, nb := range []int{1, 2, 3, 16, 17, 35} {
+				cols := 32 * nb
+				ab := ActivationBytes(gguf.Q4_1, cols)
+				for _, c := range cases {
+					g := make([]byte, l.GroupBytes(cols))
+					l.Pack(g, q41HandRows(cols, one, F32ToF16(c.m), c.w), cols)
+					for nTok := 1; nTok <= l.MaxTok; nTok++ {
+						xStride := ab + 3 // misaligned tokens
+						x := make([]byte, nTok*xStride)
 						for tok := range nTok {
-							for row := range 16 {
-								want := int64(nb) * int64(c.m) * int64(c.s)
-								for i := range cols {
-									want += int64(c.w(row, i)) * int64(c.x(tok, i))
+							for b := range nb {
+								blk := x[tok*xStride+36*b:]
+								binary.LittleEndian.PutUint16(blk, one)
+								binary.LittleEndian.PutUint16(blk[2:], F32ToF16(c.s))
+								for j := range 32 {
+									blk[4+j] = byte(c.x(tok, 32*b+j))
 								}
-								require.Equal(t, float32(want), y[tok*yStride+row], "%s %s: %d blocks, %d tokens: token %d row %d", l.Name, c.name, nb, nTok, tok, row)
 							}
-							for i := tok*yStride + 16; i < (tok+1)*yStride && i < len(y); i++ {
-								require.True(t, math.IsNaN(float64(y[i])), "%s: y[%d] past the group's rows written", l.Name, i)
+						}
+						const yStride = 21
+						for _, dot := range []func(int, []byte, []byte, int, int, []float32, int){l.Dot, l.DotGeneric} {
+							y := make([]float32, nTok*yStride)
+							for i := range y {
+								y[i] = float32(math.NaN())
+							}
+							dot(cols, g, x, xStride, nTok, y, yStride)
+							for tok := range nTok {
+								for row := range 16 {
+									want := int64(nb) * int64(c.m) * int64(c.s)
+									for i := range cols {
+										want += int64(c.w(row, i)) * int64(c.x(tok, i))
+									}
+									require.Equal(t, float32(want), y[tok*yStride+row], "%s %s: %d blocks, %d tokens: token %d row %d", l.Name, c.name, nb, nTok, tok, row)
+								}
+								for i := tok*yStride + 16; i < (tok+1)*yStride && i < len(y); i++ {
+									require.True(t, math.IsNaN(float64(y[i])), "%s: y[%d] past the group's rows written", l.Name, i)
+								}
 							}
 						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestPackedQ41Scales compares the packed kernels with the generic q4_1 row
@@ -177,77 +194,79 @@ func TestPackedQ41Exact(t *testing.T) {
 // and unusual scales and offsets: the largest f16, subnormals, zero,
 // negative, and random ones.
 func TestPackedQ41Scales(t *testing.T) {
-	variants, layouts := q41Layouts()
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
-	r := rand.New(rand.NewPCG(4, 3))
-	scales := []struct {
-		name string
-		f    func() uint16
-	}{
-		{"max", func() uint16 { return 0x7bff }},
-		{"subnormal", func() uint16 { return uint16(1 + r.IntN(0x3ff)) }},
-		{"zero", func() uint16 { return 0 }},
-		{"negative", func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) }},
-		{"random", func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) }},
-	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
-		for _, cols := range []int{32, 8192} {
-			nb := cols / 32
-			rb := RowBytes(gguf.Q4_1, cols)
-			ab := ActivationBytes(gguf.Q4_1, cols)
-			for _, ws := range scales {
-				for _, xs := range scales {
-					src := make([]byte, 16*rb)
-					for i := range src {
-						src[i] = byte(r.Uint32())
-					}
-					for row := range 16 {
-						for b := range nb {
-							binary.LittleEndian.PutUint16(src[row*rb+20*b:], ws.f())
-							binary.LittleEndian.PutUint16(src[row*rb+20*b+2:], ws.f())
+	q41Forms(t, func(t *testing.T) {
+		variants, layouts := q41Layouts()
+		prev := Variant
+		defer func() { require.NoError(t, SetVariant(prev)) }()
+		r := rand.New(rand.NewPCG(4, 3))
+		scales := []struct {
+			name string
+			f    func() uint16
+		}{
+			{"max", func() uint16 { return 0x7bff }},
+			{"subnormal", func() uint16 { return uint16(1 + r.IntN(0x3ff)) }},
+			{"zero", func() uint16 { return 0 }},
+			{"negative", func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) }},
+			{"random", func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) }},
+		}
+		for li, l := range layouts {
+			require.NoError(t, SetVariant(variants[li]))
+			for _, cols := range []int{32, 8192} {
+				nb := cols / 32
+				rb := RowBytes(gguf.Q4_1, cols)
+				ab := ActivationBytes(gguf.Q4_1, cols)
+				for _, ws := range scales {
+					for _, xs := range scales {
+						src := make([]byte, 16*rb)
+						for i := range src {
+							src[i] = byte(r.Uint32())
 						}
-					}
-					nTok := l.MaxTok
-					x := make([]byte, nTok*ab)
-					for i := range x {
-						x[i] = byte(r.Uint32())
-					}
-					for tok := range nTok {
-						for b := range nb {
-							binary.LittleEndian.PutUint16(x[tok*ab+36*b:], xs.f())
-							binary.LittleEndian.PutUint16(x[tok*ab+36*b+2:], xs.f())
-						}
-					}
-					g := make([]byte, l.GroupBytes(cols))
-					l.Pack(g, src, cols)
-					y := make([]float32, nTok*16)
-					l.Dot(cols, g, x, ab, nTok, y, 16)
-					for tok := range nTok {
-						xt := x[tok*ab : (tok+1)*ab]
 						for row := range 16 {
-							w := src[row*rb : (row+1)*rb]
-							want := dotQ4_1Generic(cols, w, xt)
-							var bound float64 // sum of |terms|: the float rounding scale
 							for b := range nb {
-								wb, xb := w[20*b:], xt[36*b:]
-								var s float64
-								for j := range 16 {
-									s += float64(wb[4+j]&0xf) * math.Abs(float64(int8(xb[4+j])))
-									s += float64(wb[4+j]>>4) * math.Abs(float64(int8(xb[20+j])))
-								}
-								bound += math.Abs(float64(f16At(wb))*float64(f16At(xb)))*s +
-									math.Abs(float64(f16At(wb[2:]))*float64(f16At(xb[2:])))
+								binary.LittleEndian.PutUint16(src[row*rb+20*b:], ws.f())
+								binary.LittleEndian.PutUint16(src[row*rb+20*b+2:], ws.f())
 							}
-							diff := math.Abs(float64(y[tok*16+row]) - float64(want))
-							require.LessOrEqual(t, diff, 1e-5*bound, "%s %d cols, scales %s x %s: token %d row %d: got %g want %g", l.Name, cols, ws.name, xs.name, tok, row, y[tok*16+row], want)
+						}
+						nTok := l.MaxTok
+						x := make([]byte, nTok*ab)
+						for i := range x {
+							x[i] = byte(r.Uint32())
+						}
+						for tok := range nTok {
+							for b := range nb {
+								binary.LittleEndian.PutUint16(x[tok*ab+36*b:], xs.f())
+								binary.LittleEndian.PutUint16(x[tok*ab+36*b+2:], xs.f())
+							}
+						}
+						g := make([]byte, l.GroupBytes(cols))
+						l.Pack(g, src, cols)
+						y := make([]float32, nTok*16)
+						l.Dot(cols, g, x, ab, nTok, y, 16)
+						for tok := range nTok {
+							xt := x[tok*ab : (tok+1)*ab]
+							for row := range 16 {
+								w := src[row*rb : (row+1)*rb]
+								want := dotQ4_1Generic(cols, w, xt)
+								var bound float64 // sum of |terms|: the float rounding scale
+								for b := range nb {
+									wb, xb := w[20*b:], xt[36*b:]
+									var s float64
+									for j := range 16 {
+										s += float64(wb[4+j]&0xf) * math.Abs(float64(int8(xb[4+j])))
+										s += float64(wb[4+j]>>4) * math.Abs(float64(int8(xb[20+j])))
+									}
+									bound += math.Abs(float64(f16At(wb))*float64(f16At(xb)))*s +
+										math.Abs(float64(f16At(wb[2:]))*float64(f16At(xb[2:])))
+								}
+								diff := math.Abs(float64(y[tok*16+row]) - float64(want))
+								require.LessOrEqual(t, diff, 1e-5*bound, "%s %d cols, scales %s x %s: token %d row %d: got %g want %g", l.Name, cols, ws.name, xs.name, tok, row, y[tok*16+row], want)
+							}
 						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestPackedQ41Bounds checks that Dot refuses operands too short for the
@@ -433,14 +452,22 @@ func BenchmarkPackedQ41Dot(b *testing.B) {
 		y := make([]float32, l.MaxTok*16*groups)
 		gb := l.GroupBytes(cols)
 		for _, k := range []int{1, 2, 4, 8} {
-			b.Run(fmt.Sprintf("%d/tok%d", cols, k), func(b *testing.B) {
-				for b.Loop() {
-					for g := range groups {
-						l.Dot(cols, p.Packed[g*gb:(g+1)*gb], xq, ab, k, y[16*g:], 16*groups)
-					}
+			for _, gf := range []bool{false, true} {
+				if gf && !cpu.X86.HasAVX512GFNI {
+					continue
 				}
-				b.ReportMetric(2*float64(k*16*groups*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+				b.Run(fmt.Sprintf("%d/tok%d/gfni=%v", cols, k, gf), func(b *testing.B) {
+					prev := packedQ41GFNI
+					packedQ41GFNI = gf
+					defer func() { packedQ41GFNI = prev }()
+					for b.Loop() {
+						for g := range groups {
+							l.Dot(cols, p.Packed[g*gb:(g+1)*gb], xq, ab, k, y[16*g:], 16*groups)
+						}
+					}
+					b.ReportMetric(2*float64(k*16*groups*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
 		}
 	}
 }
