@@ -53,8 +53,21 @@ var packedQ41AVX512 = func() *PackedLayout {
 var _ = registerPacked("avx512", packedQ41AVX512)
 
 // dotPackedQ41AVX512 checks the bounds once and runs the 8-, 4-, 2- and
-// 1-token kernels over the binary digits of nTok.
+// 1-token kernels over the binary digits of nTok. Under another kernel set
+// (installed by SetVariant after the weights were packed, as tests that
+// compare the sets on one open model do) it sums as that set would instead:
+// under generic in the generic row dot's order, under another SIMD set in
+// llama.cpp's q4_1 order (ggmlDotQ41), which the unpacked q4_1 kernels of
+// those sets reproduce on SmolLM2 (engine's TestRealModelsFirstPositionExact).
 func dotPackedQ41AVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	if Variant != "avx512" {
+		if Variant == "generic" {
+			dotPackedQ41Generic(cols, g, x, xStride, nTok, y, yStride)
+		} else {
+			dotPackedQ41GGML(cols, g, x, xStride, nTok, y, yStride)
+		}
+		return
+	}
 	checkPackedQ41(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	if nb == 0 {

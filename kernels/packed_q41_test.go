@@ -471,3 +471,47 @@ func BenchmarkPackedQ41Dot(b *testing.B) {
 		}
 	}
 }
+
+// TestPackedQ41OtherSets checks the packed matrix under the other kernel
+// sets, as a test that switches sets after packing meets it: under the
+// generic set it gives bit for bit what the generic row dot gives on the
+// unpacked rows, under any other set what ggmlDotQ41 (llama.cpp's q4_1
+// order) gives.
+func TestPackedQ41OtherSets(t *testing.T) {
+	l := registeredPacked(t, gguf.Q4_1)
+	prev := Variant
+	defer func() { require.NoError(t, SetVariant(prev)) }()
+	for _, cols := range []int{32, 576, 1536} {
+		const rows, nTok = 35, 11
+		m, _ := q41BenchMatrix(rows, cols)
+		p := *m
+		p.Layout = l
+		p.Packed = make([]byte, l.PackedSize(rows, cols))
+		l.PackRows(m, p.Packed, 0, rows/16)
+		xq := q41BenchTokens(cols, nTok)
+		ab := ActivationBytes(gguf.Q4_1, cols)
+		packed := rows / 16 * 16
+		for _, v := range Variants() {
+			if v == "avx512" {
+				continue
+			}
+			require.NoError(t, SetVariant(v))
+			for _, nt := range []int{1, 4, nTok} {
+				got := make([]float32, nt*rows)
+				MatMulTiled(&p, xq, nt, got, 0, rows)
+				for k := range nt {
+					for r := range packed {
+						var want [1]float32
+						if v == "generic" {
+							want[0] = dotQ4_1Generic(cols, m.Row(r), xq[k*ab:(k+1)*ab])
+						} else {
+							ggmlDotQ41(cols, m.Row(r), xq[k*ab:], ab, 1, want[:], 1)
+						}
+						require.Equal(t, math.Float32bits(want[0]), math.Float32bits(got[k*rows+r]), "set %s, %d cols, %d tokens: token %d row %d: got %g want %g", v, cols, nt, k, r, got[k*rows+r], want[0])
+					}
+				}
+			}
+		}
+		require.NoError(t, SetVariant(prev))
+	}
+}
