@@ -277,6 +277,12 @@ func (s *Session) runAttention(i, n int) {
 	c := s.c
 	// Causal rows grow with the token, so a contiguous split would give the
 	// last thread most of the work: deal (token, head) pairs round-robin.
+	if s.groupAttention() {
+		for w := i; w < s.nTok*c.nKV; w += n {
+			s.attendGroup(w/c.nKV, w%c.nKV, i)
+		}
+		return
+	}
 	for w := i; w < s.nTok*c.nHead; w += n {
 		if s.ikAttn {
 			s.attendHeadIk(w/c.nHead, w%c.nHead, i)
@@ -284,6 +290,46 @@ func (s *Session) runAttention(i, n int) {
 			s.attendHead(w/c.nHead, w%c.nHead, i)
 		}
 	}
+}
+
+// groupAttention says whether this batch's attention goes by KV head
+// (attendGroup): with an f16 cache in the tinyBLAS order, which is every
+// batch but a one-token one in ggml's decode order, outside the ik mode.
+func (s *Session) groupAttention() bool {
+	return !s.ikAttn && !s.cache.f32 && s.c.headDim%16 == 0 && !(s.nTok == 1 && s.m.decodeInGGMLOrder())
+}
+
+// attendGroup computes the query heads of KV head g for token t: for each
+// head exactly what attendHead computes (same products in the same order,
+// same softmax), with the heads' products against the shared keys and
+// values made together (kernels.AttnDotF16RowsMulti), so each cached f16
+// row is converted once for all of them.
+func (s *Session) attendGroup(t, g, worker int) {
+	c := s.c
+	hd := c.headDim
+	G := c.nHead / c.nKV
+	qDim, kvDim := c.nHead*hd, c.nKV*hd
+	h0 := g * G
+	_, pos, first, _, _ := s.headView(t, h0)
+	kc := s.cache
+	base := first &^ 15
+	n := pos - base + 1
+	q16 := s.q16[worker][:G*hd]
+	kernels.FastF16Encode(q16, s.q[t*qDim+h0*hd:t*qDim+(h0+G)*hd])
+	K, V := kc.k16[s.il], kc.v16[s.il]
+	sc := s.scores[worker][:G*n]
+	kernels.AttnDotF16RowsMulti(q16, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
+	for j := 0; j < G; j++ {
+		row := sc[j*n : (j+1)*n]
+		kernels.Scale(row[first-base:], c.kqScale)
+		for i := range row[:first-base] {
+			row[i] = float32(math.Inf(-1))
+		}
+		kernels.FastSoftmax(row)
+	}
+	w16 := s.w16[worker][:G*n]
+	kernels.FastF16Encode(w16, sc)
+	kernels.AttnDotF16RowsMulti(w16, G, n, n, V[kc.vAt(g*hd)+base:], kc.cap, hd, s.att[t*qDim+h0*hd:t*qDim+(h0+G)*hd], hd)
 }
 
 // ggmlDecodeOrder makes a one-token batch sum its f16 attention products in
@@ -345,7 +391,7 @@ func (s *Session) attendHead(t, h, worker int) {
 		}
 		return
 	}
-	q16 := s.q16[worker]
+	q16 := s.q16[worker][:hd]
 	kernels.FastF16Encode(q16, q)
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	// Scores: key j of head g is hd values at j*kvDim+g*hd. Cells before

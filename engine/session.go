@@ -133,6 +133,14 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	return s, nil
 }
 
+// attnScratch makes one worker's attention buffers for the cache's
+// capacity: scores and f16 weights for the query heads of a KV head
+// (attendGroup), and at least one of ik's 128-key blocks (attendHeadIk).
+func (s *Session) attnScratch() ([]float32, []uint16) {
+	n := s.cache.cap * (s.c.nHead / s.c.nKV)
+	return make([]float32, max(n, ikKStep)), make([]uint16, n)
+}
+
 func (s *Session) alloc(f32 bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -187,10 +195,8 @@ func (s *Session) alloc(f32 bool) (err error) {
 	s.q16 = make([][]uint16, s.workers)
 	s.w16 = make([][]uint16, s.workers)
 	for i := range s.scores {
-		// ik's attention works on whole 128-key blocks (attendHeadIk).
-		s.scores[i] = make([]float32, max(s.cache.cap, ikKStep))
-		s.w16[i] = make([]uint16, s.cache.cap)
-		s.q16[i] = make([]uint16, c.headDim)
+		s.scores[i], s.w16[i] = s.attnScratch()
+		s.q16[i] = make([]uint16, c.nHead*c.headDim)
 	}
 	s.fnMat = s.runMatrices
 	s.fnAttn = s.runAttention
@@ -340,10 +346,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	if err := s.cache.ensure(s.pos+len(tokens), s.pos); err != nil {
 		return fmt.Errorf("engine: %s: %w", what, err)
 	}
-	if len(s.scores[0]) < s.cache.cap {
+	if len(s.w16[0]) < s.cache.cap*(s.c.nHead/s.c.nKV) {
 		for i := range s.scores {
-			s.scores[i] = make([]float32, s.cache.cap)
-			s.w16[i] = make([]uint16, s.cache.cap)
+			s.scores[i], s.w16[i] = s.attnScratch()
 		}
 	}
 	start := s.pos

@@ -22,6 +22,10 @@ threads=${THREADS:-2}
 p=${P:-512}
 n=${N:-128}
 rounds=${ROUNDS:-5}
+# The load test skips llama-bench's warm-up run: --no-warmup, or -w 0 in
+# builds that spell it so (ik_llama.cpp's).
+nowarm=--no-warmup
+if ! "$lb" --help 2>&1 | grep -q -- --no-warmup; then nowarm="-w 0"; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -35,7 +39,7 @@ for i in $(seq 1 "$rounds"); do
   t0=$(now); "$cli" bench -m "$model" -t "$threads" -p 1 -n 0 -r 1 --no-warmup --json > /dev/null; t1=$(now)
   echo "$t0 $t1" > "$tmp/ours.load.$i"
   # shellcheck disable=SC2086
-  t0=$(now); "$lb" -m "$model" -t "$threads" -p 1 -n 0 -r 1 --no-warmup ${LLAMA_ARGS:-} -o json > /dev/null 2>&1; t1=$(now)
+  t0=$(now); "$lb" -m "$model" -t "$threads" -p 1 -n 0 -r 1 $nowarm ${LLAMA_ARGS:-} -o json > /dev/null 2>&1; t1=$(now)
   echo "$t0 $t1" > "$tmp/theirs.load.$i"
 done
 if [ "${MEMBW:-0}" = 1 ]; then

@@ -1,0 +1,42 @@
+//go:build amd64
+
+package kernels
+
+import "unsafe"
+
+// attnMultiKAVX512 (K = 1..4 queries) compute m (a multiple of 4) rows of
+// AttnDotF16RowsMulti; strides are in elements.
+//
+//go:noescape
+func attnMulti1AVX512(x *uint16, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
+
+//go:noescape
+func attnMulti2AVX512(x *uint16, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
+
+//go:noescape
+func attnMulti3AVX512(x *uint16, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
+
+//go:noescape
+func attnMulti4AVX512(x *uint16, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
+
+// attnMultiVec runs the whole groups of 4 rows of nx (1-4) queries on the
+// AVX-512 kernel and returns how many rows it did (0 without AVX-512). The
+// caller has checked the bounds.
+func attnMultiVec(x []uint16, nx, xStride, n int, rows []uint16, stride, m int, y []float32, yStride int) int {
+	m4 := m &^ 3
+	if Variant != "avx512" || m4 == 0 {
+		return 0
+	}
+	xp, rp, yp := unsafe.SliceData(x), unsafe.SliceData(rows), unsafe.SliceData(y)
+	switch nx {
+	case 1:
+		attnMulti1AVX512(xp, xStride, n, rp, stride, m4, yp, yStride)
+	case 2:
+		attnMulti2AVX512(xp, xStride, n, rp, stride, m4, yp, yStride)
+	case 3:
+		attnMulti3AVX512(xp, xStride, n, rp, stride, m4, yp, yStride)
+	default:
+		attnMulti4AVX512(xp, xStride, n, rp, stride, m4, yp, yStride)
+	}
+	return m4
+}

@@ -1,0 +1,75 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestAttnDotF16RowsMulti checks the multi-query product against
+// AttnDotF16Rows query by query, bit for bit, over query counts around the
+// kernels' 4, row counts around their groups of 4, lengths with and
+// without a tail of under 16 values, and strides wider than the vectors.
+func TestAttnDotF16RowsMulti(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 29))
+	f16 := func(n int) []uint16 {
+		v := make([]uint16, n)
+		for i := range v {
+			x := float32(rng.NormFloat64())
+			if rng.IntN(10) == 0 {
+				x = 0
+			}
+			v[i] = F32ToF16(x)
+		}
+		return v
+	}
+	for _, n := range []int{1, 15, 16, 17, 33, 64, 100, 512} {
+		for _, nx := range []int{1, 2, 3, 4, 5, 8} {
+			for _, m := range []int{1, 3, 4, 5, 8, 13} {
+				xStride, stride, yStride := n+rng.IntN(3), n+rng.IntN(5), m+rng.IntN(3)
+				x := f16((nx-1)*xStride + n)
+				rows := f16((m-1)*stride + n)
+				y := make([]float32, (nx-1)*yStride+m)
+				AttnDotF16RowsMulti(x, nx, xStride, n, rows, stride, m, y, yStride)
+				want := make([]float32, m)
+				for g := 0; g < nx; g++ {
+					AttnDotF16Rows(x[g*xStride:g*xStride+n], rows, stride, want)
+					for i := range want {
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(y[g*yStride+i]),
+							"n %d nx %d m %d: query %d row %d: %v vs %v", n, nx, m, g, i, y[g*yStride+i], want[i])
+					}
+				}
+			}
+		}
+	}
+	require.Panics(t, func() {
+		AttnDotF16RowsMulti(make([]uint16, 10), 2, 8, 8, make([]uint16, 8), 8, 1, make([]float32, 2), 1)
+	})
+}
+
+func BenchmarkAttnDotF16RowsMulti(b *testing.B) {
+	const n, m, nx = 512, 64, 3
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, rows := make([]uint16, nx*n), make([]uint16, m*n)
+	for i := range x {
+		x[i] = F32ToF16(float32(rng.NormFloat64()))
+	}
+	for i := range rows {
+		rows[i] = F32ToF16(float32(rng.NormFloat64()))
+	}
+	y := make([]float32, nx*m)
+	b.Run("multi", func(b *testing.B) {
+		for b.Loop() {
+			AttnDotF16RowsMulti(x, nx, n, n, rows, n, m, y, m)
+		}
+	})
+	b.Run("per-query", func(b *testing.B) {
+		for b.Loop() {
+			for g := 0; g < nx; g++ {
+				AttnDotF16Rows(x[g*n:(g+1)*n], rows, n, y[g*m:(g+1)*m])
+			}
+		}
+	})
+}
