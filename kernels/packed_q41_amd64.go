@@ -35,13 +35,6 @@ func packedQ41Dot2GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystrid
 //go:noescape
 func packedQ41Dot1GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 
-// packedQ41Kernels are the 8-, 4-, 2- and 1-token kernels of each form,
-// plain and GFNI.
-var packedQ41Kernels = [2][4]func(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32){
-	{packedQ41Dot8AVX512, packedQ41Dot4AVX512, packedQ41Dot2AVX512, packedQ41Dot1AVX512},
-	{packedQ41Dot8GFNI, packedQ41Dot4GFNI, packedQ41Dot2GFNI, packedQ41Dot1GFNI},
-}
-
 // packedQ41AVX512 is the q4_1 layout with the VNNI kernels, for the avx512
 // variant.
 var packedQ41AVX512 = func() *PackedLayout {
@@ -80,15 +73,33 @@ func dotPackedQ41AVX512(cols int, g, x []byte, xStride, nTok int, y []float32, y
 	xp := unsafe.Pointer(unsafe.SliceData(x))
 	yp := unsafe.Pointer(unsafe.SliceData(y))
 	f16 := &f16Table[0]
-	ks := &packedQ41Kernels[0]
-	if packedQ41GFNI {
-		ks = &packedQ41Kernels[1]
-	}
+	gf := packedQ41GFNI
 	t := 0
-	for i, k := range [4]int{8, 4, 2, 1} {
-		if nTok&k != 0 {
-			ks[i](gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), xStride, (*float32)(unsafe.Add(yp, 4*t*yStride)), yStride, f16)
-			t += k
+	for _, k := range [4]int{8, 4, 2, 1} {
+		if nTok&k == 0 {
+			continue
+		}
+		xt, yt := (*byte)(unsafe.Add(xp, t*xStride)), (*float32)(unsafe.Add(yp, 4*t*yStride))
+		t += k
+		// Direct calls (not a table of funcs), so that g, x and y do not
+		// escape.
+		switch {
+		case k == 8 && gf:
+			packedQ41Dot8GFNI(gp, nb, xt, xStride, yt, yStride, f16)
+		case k == 8:
+			packedQ41Dot8AVX512(gp, nb, xt, xStride, yt, yStride, f16)
+		case k == 4 && gf:
+			packedQ41Dot4GFNI(gp, nb, xt, xStride, yt, yStride, f16)
+		case k == 4:
+			packedQ41Dot4AVX512(gp, nb, xt, xStride, yt, yStride, f16)
+		case k == 2 && gf:
+			packedQ41Dot2GFNI(gp, nb, xt, xStride, yt, yStride, f16)
+		case k == 2:
+			packedQ41Dot2AVX512(gp, nb, xt, xStride, yt, yStride, f16)
+		case gf:
+			packedQ41Dot1GFNI(gp, nb, xt, xStride, yt, yStride, f16)
+		default:
+			packedQ41Dot1AVX512(gp, nb, xt, xStride, yt, yStride, f16)
 		}
 	}
 }
