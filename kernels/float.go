@@ -144,7 +144,7 @@ func Mul(dst, a, b []float32) {
 
 // Scale multiplies x by s in place.
 func Scale(x []float32, s float32) {
-	for i := range x {
+	for i := scaleVec(x, s); i < len(x); i++ {
 		x[i] *= s
 	}
 }

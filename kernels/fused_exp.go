@@ -114,7 +114,11 @@ func FastSoftmax(x []float32) {
 		return
 	}
 	max := float32(math.Inf(-1))
-	for _, v := range x {
+	vmax, head := maxVec(x)
+	if head > 0 {
+		max = vmax
+	}
+	for _, v := range x[head:] {
 		if v > max {
 			max = v
 		}
@@ -136,9 +140,9 @@ func FastSoftmax(x []float32) {
 	for i := done; i < len(x); i++ {
 		x[i] = ExpGGML(x[i] - max)
 	}
-	var sum float64
+	sum, head := chunkSumsVec(x)
 	var chunk [16]float32
-	for i := 0; i < len(x); i += 16 {
+	for i := head; i < len(x); i += 16 {
 		if i+16 <= len(x) {
 			sum += float64(sum16((*[16]float32)(x[i : i+16])))
 			continue
@@ -147,10 +151,7 @@ func FastSoftmax(x []float32) {
 		copy(chunk[:], x[i:])
 		sum += float64(sum16(&chunk))
 	}
-	scale := float32(1 / sum)
-	for i := range x {
-		x[i] *= scale
-	}
+	Scale(x, float32(1/sum))
 }
 
 // FastSwiGLU sets dst = silu(gate) * up (dst may alias gate) as ggml's
