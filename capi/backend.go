@@ -44,7 +44,19 @@ type modelParams struct {
 	PackedCache toggle
 	CacheDir    string // "" = the engine's default folder
 	CacheBytes  int64  // 0 = the engine's default budget
+	Numerics    numerics
 }
+
+// numerics is numbered as moonlm_numerics; numericsDefault leaves the
+// choice to the engine (MOONLM_NUMERICS, else the fast kernels).
+type numerics int
+
+const (
+	numericsDefault numerics = iota
+	numericsLlamaCpp
+	numericsLlamaCppNoRepack
+	numericsIk
+)
 
 // toggle is the C ABI's tri-state setting, numbered as moonlm_pack_mode and
 // moonlm_packed_cache_mode.

@@ -35,6 +35,12 @@ func openModel(path string, p modelParams) (backendModel, error) {
 			Dir:      p.CacheDir,
 			MaxBytes: p.CacheBytes,
 		},
+		Numerics: [...]engine.Numerics{
+			numericsDefault:          engine.NumericsFast,
+			numericsLlamaCpp:         engine.NumericsLlamaCpp,
+			numericsLlamaCppNoRepack: engine.NumericsLlamaCppNoRepack,
+			numericsIk:               engine.NumericsIk,
+		}[p.Numerics],
 	})
 	if err != nil {
 		return nil, err

@@ -85,6 +85,10 @@ func moonlmgo_model_open(path *C.char, p *C.moonlm_model_params, out *C.uintptr_
 	if st := modelParamsPacking(fn, p, &mp); st != stOK {
 		return st
 	}
+	if p.numerics < C.MOONLM_NUMERICS_DEFAULT || p.numerics > C.MOONLM_NUMERICS_IK {
+		return fail(stInvalid, fn, "moonlm_model_params.numerics is %d; want a moonlm_numerics (0 default, 1 llamacpp, 2 llamacpp-norepack, 3 ik)", int32(p.numerics))
+	}
+	mp.Numerics = numerics(p.numerics)
 	name := C.GoString(path)
 	m, err := openModel(name, mp)
 	if err != nil {

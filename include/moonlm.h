@@ -159,6 +159,32 @@ typedef enum moonlm_packed_cache_mode {
     MOONLM_PACKED_CACHE_OFF = 2
 } moonlm_packed_cache_mode;
 
+/*
+ * The arithmetic a model computes with (moonlm_model_params.numerics). Every
+ * mode computes the same model; they differ only in the order of float
+ * additions and in how activations are rounded, so the logits differ in
+ * their last digits (more on random-weight test models, which amplify such
+ * noise). DEFAULT follows the environment variable
+ * MOONLM_NUMERICS ("llamacpp", "llamacpp-norepack" or "ik"; any other value
+ * but "fast" makes moonlm_model_open fail with MOONLM_INVALID_ARGUMENT) and
+ * uses the CPU's fastest kernels otherwise. The other modes reproduce a
+ * reference implementation's logits bit for bit, for checking against it:
+ * LLAMACPP is llama.cpp's x86 CPU backend with its defaults (q4_K weights
+ * repacked), LLAMACPP_NOREPACK the same without repacked layouts, IK is
+ * ik_llama.cpp (its q8_2 activations, fused ops and flash attention). They
+ * run pure-Go kernels over a copy of the weights: several times slower and
+ * more memory. They ignore MOONLM_NUMERICS, always pack (pack is ignored)
+ * and never use the packed-weight cache. Weights of the types a mode does
+ * not cover keep the fast kernels and are not bit-exact (the llama.cpp modes
+ * cover q8_0, q4_1, q5_0, q4_K and q6_K; IK covers q8_0, q4_K and q6_K).
+ */
+typedef enum moonlm_numerics {
+    MOONLM_NUMERICS_DEFAULT = 0,
+    MOONLM_NUMERICS_LLAMACPP = 1,
+    MOONLM_NUMERICS_LLAMACPP_NOREPACK = 2,
+    MOONLM_NUMERICS_IK = 3
+} moonlm_numerics;
+
 typedef struct moonlm_model_params {
     size_t size;       /* sizeof(moonlm_model_params) */
     int32_t n_threads; /* size of the worker pool sessions share; 0 = one per CPU core */
@@ -180,6 +206,8 @@ typedef struct moonlm_model_params {
      * INT64_MAX.
      */
     uint64_t packed_cache_bytes;
+    /* Added without an ABI bump; a caller whose size ends before it gets the default. */
+    int32_t numerics; /* a moonlm_numerics; default MOONLM_NUMERICS_DEFAULT */
 } moonlm_model_params;
 
 /* Fills *params with the defaults, including params->size. */

@@ -41,11 +41,16 @@ type ModelParams struct {
 	PackedCache      int32
 	PackedCacheDir   *byte
 	PackedCacheBytes uint64
+	Numerics         int32
 }
 
 // modelParamsV1Size is sizeof(moonlm_model_params) before the packing
 // members: callers built against that header pass it.
 const modelParamsV1Size = unsafe.Offsetof(ModelParams{}.Pack)
+
+// modelParamsV2Size is sizeof(moonlm_model_params) with the packing
+// members but before numerics.
+const modelParamsV2Size = unsafe.Offsetof(ModelParams{}.Numerics)
 
 type ModelInfo struct {
 	Size                                  uintptr
