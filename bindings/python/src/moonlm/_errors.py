@@ -18,8 +18,9 @@ class MoonlmError(Exception):
         self.message = message
 
 
-class InvalidArgumentError(MoonlmError):
-    """A bad value, or a closed/freed model or session (MOONLM_INVALID_ARGUMENT)."""
+class InvalidArgumentError(MoonlmError, ValueError):
+    """A bad value, or a closed/freed model or session (MOONLM_INVALID_ARGUMENT).
+    Also a ValueError, so that a bad option can be caught the usual Python way."""
 
 
 class MoonlmIOError(MoonlmError):

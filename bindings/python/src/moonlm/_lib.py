@@ -45,6 +45,9 @@ SEED_RANDOM = (1 << 64) - 1
 
 PACK_DEFAULT, PACK_ON, PACK_OFF = 0, 1, 2  # moonlm_pack_mode and moonlm_packed_cache_mode
 
+# moonlm_numerics
+NUMERICS_DEFAULT, NUMERICS_LLAMACPP, NUMERICS_LLAMACPP_NOREPACK, NUMERICS_IK = 0, 1, 2, 3
+
 
 class ModelParams(Structure):
     _fields_ = [
@@ -55,6 +58,7 @@ class ModelParams(Structure):
         ("packed_cache", c_int32),
         ("packed_cache_dir", c_char_p),
         ("packed_cache_bytes", c_uint64),
+        ("numerics", c_int32),
     ]
 
 

@@ -50,6 +50,16 @@ _SWITCHES: Dict[Any, int] = {
     "off": L.PACK_OFF,
 }
 
+# The numerics open option: the names of moonlm_numerics. None or "default"
+# leaves the choice to the library (MOONLM_NUMERICS, else the fast kernels).
+_NUMERICS: Dict[Optional[str], int] = {
+    None: L.NUMERICS_DEFAULT,
+    "default": L.NUMERICS_DEFAULT,
+    "llamacpp": L.NUMERICS_LLAMACPP,
+    "llamacpp-norepack": L.NUMERICS_LLAMACPP_NOREPACK,
+    "ik": L.NUMERICS_IK,
+}
+
 
 class OpenStats(NamedTuple):
     """Model.open_stats(): how a model was opened (times in milliseconds)."""
@@ -72,6 +82,17 @@ def _switch(name: str, v: Switch) -> int:
             return c
     raise InvalidArgumentError(
         1, f'Model: {name} must be None, True, False, "default", "on" or "off", got {v!r}'
+    )
+
+
+def _numerics(v: Optional[str]) -> int:
+    """The C value of the numerics option; only None and the four names."""
+    if v is None or isinstance(v, str):
+        c = _NUMERICS.get(v)
+        if c is not None:
+            return c
+    raise InvalidArgumentError(
+        1, f'Model: numerics must be None, "default", "llamacpp", "llamacpp-norepack" or "ik", got {v!r}'
     )
 
 
@@ -139,6 +160,7 @@ class Model:
         packed_cache: Switch = None,
         packed_cache_dir: Optional[PathLike] = None,
         packed_cache_bytes: Optional[int] = None,
+        numerics: Optional[str] = None,
     ):
         """Opens the model at path.
 
@@ -151,6 +173,11 @@ class Model:
         $MOONLM_PACKED_CACHE_DIR, else ~/.cache/moonlm/packed).
         packed_cache_bytes: the cache's eviction budget (default
         $MOONLM_PACKED_CACHE_BYTES, else 8 GiB).
+        numerics: the arithmetic: None/"default" ($MOONLM_NUMERICS as it was
+        when the library loaded, else the fastest kernels), or a reference
+        implementation's bit for bit, several times slower: "llamacpp",
+        "llamacpp-norepack" (llama.cpp without repacked weights) or "ik"
+        (ik_llama.cpp). Other values raise InvalidArgumentError (a ValueError).
         """
         self._lib = lib = L.lib()
         params = L.ModelParams()
@@ -161,6 +188,7 @@ class Model:
             params.n_threads = n_threads
         params.pack = _switch("pack", pack)
         params.packed_cache = _switch("packed_cache", packed_cache)
+        params.numerics = _numerics(numerics)
         if packed_cache_dir is not None:
             params.packed_cache_dir = os.fsencode(packed_cache_dir)
         if packed_cache_bytes is not None:
@@ -184,6 +212,7 @@ class Model:
         self._finalizer = weakref.finalize(self, _free_handle, lib.model_free, h)
         self.path = os.fsdecode(bpath)
         self.n_threads = params.n_threads
+        self.numerics: str = numerics or "default"
         info = L.ModelInfo()
         info.size = ctypes.sizeof(L.ModelInfo)
         lib.check(lib.model_get_info(self._handle, ctypes.byref(info)), "model info")
