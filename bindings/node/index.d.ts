@@ -44,6 +44,15 @@ export type Tokens = Int32Array | ArrayLike<number>;
 /** A tri-state setting: omitted, null or 'default' let the library decide (its environment, else on). */
 export type Switch = boolean | 'default' | 'on' | 'off' | null;
 
+/**
+ * The arithmetic a model computes with. 'default': MOONLM_NUMERICS as it was
+ * when the library loaded, else the CPU's fastest kernels. The others
+ * reproduce a reference implementation's logits bit for bit, several times
+ * slower: 'llamacpp' (llama.cpp's x86 CPU backend with its defaults),
+ * 'llamacpp-norepack' (without repacked weights), 'ik' (ik_llama.cpp).
+ */
+export type Numerics = 'default' | 'llamacpp' | 'llamacpp-norepack' | 'ik';
+
 export interface OpenOptions {
   /** Worker threads for the model's sessions; 0 or omitted = one per core. */
   threads?: number;
@@ -55,6 +64,8 @@ export interface OpenOptions {
   packedCacheDir?: string | null;
   /** The cache's eviction budget in bytes, in [0, 2**63); 0 or omitted = $MOONLM_PACKED_CACHE_BYTES, else 8 GiB. */
   packedCacheBytes?: number | bigint | null;
+  /** The numerics mode; omitted or null = 'default'. Other values are refused (INVALID_ARGUMENT). */
+  numerics?: Numerics | null;
 }
 
 export interface TokenizeOptions {
@@ -139,6 +150,8 @@ export declare class Model implements Disposable {
   [Symbol.dispose](): void;
   readonly closed: boolean;
   readonly path: string;
+  /** The numerics mode asked for at open. */
+  readonly numerics: Numerics;
   readonly architecture: string;
   /** The Jinja chat template, or null if the model has none. */
   readonly chatTemplate: string | null;

@@ -83,7 +83,7 @@ function lib() {
     sampler: koffi.pointer(koffi.opaque()),
     modelParams: koffi.struct({
       size: 'size_t', n_threads: 'int32_t', flags: 'uint32_t', pack: 'int32_t', packed_cache: 'int32_t',
-      packed_cache_dir: 'const char *', packed_cache_bytes: 'uint64_t',
+      packed_cache_dir: 'const char *', packed_cache_bytes: 'uint64_t', numerics: 'int32_t',
     }),
     modelInfo: koffi.struct({
       size: 'size_t', n_vocab: 'int32_t', n_ctx_train: 'int32_t', n_embd: 'int32_t',
@@ -362,6 +362,17 @@ function switchValue(name, v) {
   throw invalid(`Model.open: ${name} must be true, false, 'default', 'on' or 'off', got ${String(v)}`);
 }
 
+// moonlm_numerics by option name: omitted, null or 'default' leave the choice
+// to the library (MOONLM_NUMERICS as it was when it loaded, else the fast kernels).
+const NUMERICS = { default: 0, llamacpp: 1, 'llamacpp-norepack': 2, ik: 3 };
+
+/** The C value of the numerics open option. */
+function numericsValue(v) {
+  if (v == null) return 0;
+  if (typeof v === 'string' && Object.hasOwn(NUMERICS, v)) return NUMERICS[v];
+  throw invalid(`Model.open: numerics must be 'default', 'llamacpp', 'llamacpp-norepack' or 'ik', got ${String(v)}`);
+}
+
 /**
  * A GGUF model. Open with `await Model.open(path)`; close with close() (or
  * `using`). Sessions made from it stay usable after close(): the library
@@ -391,12 +402,18 @@ class Model {
    * weights for the CPU's kernels, and keep them in the on-disk cache
    * (true/'on', false/'off', 'default'); opts.packedCacheDir,
    * opts.packedCacheBytes: the cache's folder and eviction budget.
+   * opts.numerics: the arithmetic, 'default' (MOONLM_NUMERICS, else the
+   * fast kernels) or a reference implementation's bit for bit, several
+   * times slower: 'llamacpp', 'llamacpp-norepack' or 'ik' (ik_llama.cpp).
    */
   static async open(file, opts = {}) {
-    const { c } = lib();
+    const { c, t } = lib();
     if (typeof file !== 'string') throw invalid('Model.open: path must be a string');
     const params = {};
     c.model_params_default(params);
+    // The members this binding knows: a library older than it then refuses
+    // a nonzero option it lacks (numerics) instead of ignoring it.
+    params.size = koffi.sizeof(t.modelParams);
     if (opts.threads != null) {
       if (!Number.isInteger(opts.threads) || opts.threads < 0) {
         throw invalid(`Model.open: threads must be an integer >= 0, got ${opts.threads}`);
@@ -419,6 +436,7 @@ class Model {
       }
       params.packed_cache_bytes = BigInt(b);
     }
+    params.numerics = numericsValue(opts.numerics);
     const out = [null];
     const st = await callAsync(c.model_open, file, params, out);
     if (st !== Status.OK) {
@@ -429,7 +447,10 @@ class Model {
         return st2;
       });
     }
-    return new Model(Model._token, out[0], file);
+    const m = new Model(Model._token, out[0], file);
+    /** The numerics mode asked for at open ('default' if none). */
+    m.numerics = opts.numerics ?? 'default';
+    return m;
   }
 
   /** Releases the model. Idempotent; open sessions keep working. */

@@ -182,6 +182,9 @@ class Model:
         self._lib = lib = L.lib()
         params = L.ModelParams()
         lib.model_params_default(ctypes.byref(params))
+        # The members this binding knows: a library older than it then refuses
+        # a nonzero option it lacks (numerics) instead of ignoring it.
+        params.size = ctypes.sizeof(L.ModelParams)
         if n_threads is not None:
             if n_threads < 0:
                 raise InvalidArgumentError(1, f"Model: n_threads must be >= 0, got {n_threads}")
