@@ -164,19 +164,23 @@ typedef enum moonlm_packed_cache_mode {
  * mode computes the same model; they differ only in the order of float
  * additions and in how activations are rounded, so the logits differ in
  * their last digits (more on random-weight test models, which amplify such
- * noise). DEFAULT follows the environment variable
- * MOONLM_NUMERICS ("llamacpp", "llamacpp-norepack" or "ik"; any other value
- * but "fast" makes moonlm_model_open fail with MOONLM_INVALID_ARGUMENT) and
- * uses the CPU's fastest kernels otherwise. The other modes reproduce a
- * reference implementation's logits bit for bit, for checking against it:
- * LLAMACPP is llama.cpp's x86 CPU backend with its defaults (q4_K weights
- * repacked), LLAMACPP_NOREPACK the same without repacked layouts, IK is
- * ik_llama.cpp (its q8_2 activations, fused ops and flash attention). They
- * run pure-Go kernels over a copy of the weights: several times slower and
- * more memory. They ignore MOONLM_NUMERICS, always pack (pack is ignored)
- * and never use the packed-weight cache. Weights of the types a mode does
- * not cover keep the fast kernels and are not bit-exact (the llama.cpp modes
- * cover q8_0, q4_1, q5_0, q4_K and q6_K; IK covers q8_0, q4_K and q6_K).
+ * noise).
+ *
+ * DEFAULT follows the environment variable MOONLM_NUMERICS as it was when
+ * the library was loaded ("fast", "llamacpp", "llamacpp-norepack" or "ik";
+ * an unknown value makes moonlm_model_open fail with
+ * MOONLM_INVALID_ARGUMENT) and uses the CPU's fastest kernels otherwise.
+ *
+ * The other modes reproduce a reference implementation's logits bit for
+ * bit, for checking against it: LLAMACPP is llama.cpp's x86 CPU backend
+ * with its defaults (q4_K weights repacked), LLAMACPP_NOREPACK the same
+ * without repacked layouts, IK is ik_llama.cpp (its q8_2 activations, fused
+ * ops and flash attention). They run pure-Go kernels over a copy of the
+ * weights: several times slower and more memory. They ignore
+ * MOONLM_NUMERICS, always pack (pack is ignored) and never use the
+ * packed-weight cache. Weights of the types a mode does not cover keep the
+ * fast kernels and are not bit-exact (the llama.cpp modes cover q8_0, q4_1,
+ * q5_0, q4_K and q6_K; IK covers q8_0, q4_K and q6_K).
  */
 typedef enum moonlm_numerics {
     MOONLM_NUMERICS_DEFAULT = 0,
