@@ -314,11 +314,13 @@ func (s *Session) attendGroup(t, g, worker int) {
 	kc := s.cache
 	base := first &^ 15
 	n := pos - base + 1
-	q16 := s.q16[worker][:G*hd]
-	kernels.FastF16Encode(q16, s.q[t*qDim+h0*hd:t*qDim+(h0+G)*hd])
+	// The queries rounded to f16, in place (nothing reads them after
+	// attention).
+	q := s.q[t*qDim+h0*hd : t*qDim+(h0+G)*hd]
+	kernels.RoundF16(q, q)
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	sc := s.scores[worker][:G*n]
-	kernels.AttnDotF16RowsMulti(q16, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
+	kernels.AttnDotF16RowsMulti(q, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
 	for j := 0; j < G; j++ {
 		row := sc[j*n : (j+1)*n]
 		kernels.Scale(row[first-base:], c.kqScale)
@@ -327,9 +329,8 @@ func (s *Session) attendGroup(t, g, worker int) {
 		}
 		kernels.FastSoftmax(row)
 	}
-	w16 := s.w16[worker][:G*n]
-	kernels.FastF16Encode(w16, sc)
-	kernels.AttnDotF16RowsMulti(w16, G, n, n, V[kc.vAt(g*hd)+base:], kc.cap, hd, s.att[t*qDim+h0*hd:t*qDim+(h0+G)*hd], hd)
+	kernels.RoundF16(sc, sc) // the softmax weights in f16, as ggml
+	kernels.AttnDotF16RowsMulti(sc, G, n, n, V[kc.vAt(g*hd)+base:], kc.cap, hd, s.att[t*qDim+h0*hd:t*qDim+(h0+G)*hd], hd)
 }
 
 // ggmlDecodeOrder makes a one-token batch sum its f16 attention products in

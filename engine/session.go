@@ -134,11 +134,12 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 }
 
 // attnScratch makes one worker's attention buffers for the cache's
-// capacity: scores and f16 weights for the query heads of a KV head
-// (attendGroup), and at least one of ik's 128-key blocks (attendHeadIk).
+// capacity: scores for the query heads of a KV head (attendGroup), at
+// least one of ik's 128-key blocks (attendHeadIk), and one head's f16
+// weights (attendHead).
 func (s *Session) attnScratch() ([]float32, []uint16) {
 	n := s.cache.cap * (s.c.nHead / s.c.nKV)
-	return make([]float32, max(n, ikKStep)), make([]uint16, n)
+	return make([]float32, max(n, ikKStep)), make([]uint16, s.cache.cap)
 }
 
 func (s *Session) alloc(f32 bool) (err error) {
@@ -196,7 +197,7 @@ func (s *Session) alloc(f32 bool) (err error) {
 	s.w16 = make([][]uint16, s.workers)
 	for i := range s.scores {
 		s.scores[i], s.w16[i] = s.attnScratch()
-		s.q16[i] = make([]uint16, c.nHead*c.headDim)
+		s.q16[i] = make([]uint16, c.headDim)
 	}
 	s.fnMat = s.runMatrices
 	s.fnAttn = s.runAttention
@@ -346,7 +347,7 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	if err := s.cache.ensure(s.pos+len(tokens), s.pos); err != nil {
 		return fmt.Errorf("engine: %s: %w", what, err)
 	}
-	if len(s.w16[0]) < s.cache.cap*(s.c.nHead/s.c.nKV) {
+	if len(s.w16[0]) < s.cache.cap {
 		for i := range s.scores {
 			s.scores[i], s.w16[i] = s.attnScratch()
 		}

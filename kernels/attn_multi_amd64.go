@@ -8,21 +8,21 @@ import "unsafe"
 // AttnDotF16RowsMulti; strides are in elements.
 //
 //go:noescape
-func attnMulti1AVX512(x *uint16, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
+func attnMulti1AVX512(x *float32, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
 
 //go:noescape
-func attnMulti2AVX512(x *uint16, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
+func attnMulti2AVX512(x *float32, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
 
 //go:noescape
-func attnMulti3AVX512(x *uint16, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
+func attnMulti3AVX512(x *float32, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
 
 //go:noescape
-func attnMulti4AVX512(x *uint16, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
+func attnMulti4AVX512(x *float32, xstride, n int, rows *uint16, stride, m int, y *float32, ystride int)
 
 // attnMultiVec runs the whole groups of 4 rows of nx (1-4) queries on the
 // AVX-512 kernel and returns how many rows it did (0 without AVX-512). The
 // caller has checked the bounds.
-func attnMultiVec(x []uint16, nx, xStride, n int, rows []uint16, stride, m int, y []float32, yStride int) int {
+func attnMultiVec(x []float32, nx, xStride, n int, rows []uint16, stride, m int, y []float32, yStride int) int {
 	m4 := m &^ 3
 	if Variant != "avx512" || m4 == 0 {
 		return 0
@@ -39,4 +39,21 @@ func attnMultiVec(x []uint16, nx, xStride, n int, rows []uint16, stride, m int, 
 		attnMulti4AVX512(xp, xStride, n, rp, stride, m4, yp, yStride)
 	}
 	return m4
+}
+
+// roundF16AVX512 is RoundF16 over n values, a multiple of 16.
+//
+//go:noescape
+func roundF16AVX512(dst, src *float32, n int)
+
+// roundF16Vec rounds the multiple-of-16 head of src on the AVX-512 kernel
+// and returns how many values it did.
+func roundF16Vec(dst, src []float32) int {
+	n := len(src) &^ 15
+	if Variant != "avx512" || n == 0 {
+		return 0
+	}
+	_ = dst[n-1]
+	roundF16AVX512(&dst[0], &src[0], n)
+	return n
 }

@@ -1,31 +1,83 @@
-// AVX-512 kernels of AttnDotF16RowsMulti: nx query vectors (f16) against 4
-// rows (f16) at a time. Every (query, row) pair has its own 16-lane float32
-// accumulator and takes the 16-value chunks in order, exactly as
-// attnF16AVX2's mode 0 (tinyBLAS) does for one query, so the results are
-// bit-identical; what is shared is the conversion of each row chunk, done
-// once for all the queries. A tail of fewer than 16 values is loaded
-// masked (zeros), as the one-query kernel pads it. Then the AVX-512
-// reduction tree per pair.
+// AVX-512 kernels of AttnDotF16RowsMulti: nx query vectors (float32
+// holding f16 values) against 4 rows (f16) at a time. Every (query, row)
+// pair has its own 16-lane float32 accumulator and takes the 16-value
+// chunks in order, exactly as attnF16AVX2's mode 0 (tinyBLAS) does for one
+// query, so the results are bit-identical; what is shared is the
+// conversion of each row chunk, done once for all the queries, whose chunks
+// are the memory operands of the multiply-adds. A tail of fewer than 16
+// values is loaded masked (zeros), as the one-query kernel pads it. Then
+// the AVX-512 reduction tree per pair.
 //
 // Registers: AX chunk offset (bytes; the y pointer while reducing),
 // SI BX CX R14 the 4 rows, DI R15 R12 R13 the queries, R10 the bytes of
 // whole chunks, DX row stride, R11 rows left, R8 y of the row group,
 // R9 y stride, K1 the tail mask, Z0-Z15 accumulators (query g, row k in
-// Z(4g+k)), Z16-Z19 the row chunks, Z20-Z23 the query chunks, Z24-Z26
-// reduction temporaries.
+// Z(4g+k)), Z16-Z19 the row chunks, Z20-Z23 the query chunks, Z24-Z25
+// reduction temporaries, Z26 the reduction's lane order.
 
 #include "textflag.h"
 
-#define RED(acc, yacc, xacc, off) \
-	VEXTRACTF32X8 $1, acc, Y24 \
-	VADDPS        Y24, yacc, yacc \
-	VEXTRACTF32X4 $1, yacc, X25 \
-	VADDPS        X25, xacc, xacc \
-	VMOVHLPS      xacc, xacc, X26 \
-	VADDPS        X26, xacc, xacc \
-	VMOVSHDUP     xacc, X26 \
-	VADDSS        X26, xacc, xacc \
-	VMOVSS        xacc, off(AX)
+// The transposed reduction of the 16 accumulators Z0-Z15 (query g, row k
+// in Z(4g+k)): the same tree as each pair's own (lanes i and i+8, then i
+// and i+4, then (0+2)+(1+3)), done for all of them with 15 shuffle pairs
+// instead of 16 horizontal sums. Z0 ends with the result of query g, row
+// k in lane 4g+k (VPERMPS by the index in Z26).
+#define PAIR8(a, b, d) \
+	VSHUFF32X4 $0x44, b, a, Z24 \
+	VSHUFF32X4 $0xee, b, a, Z25 \
+	VADDPS     Z25, Z24, d
+
+#define PAIR4(a, b, d) \
+	VSHUFF32X4 $0x88, b, a, Z24 \
+	VSHUFF32X4 $0xdd, b, a, Z25 \
+	VADDPS     Z25, Z24, d
+
+#define PAIR2(a, b, d) \
+	VSHUFPS $0x44, b, a, Z24 \
+	VSHUFPS $0xee, b, a, Z25 \
+	VADDPS  Z25, Z24, d
+
+#define PAIR1(a, b, d) \
+	VSHUFPS $0x88, b, a, Z24 \
+	VSHUFPS $0xdd, b, a, Z25 \
+	VADDPS  Z25, Z24, d
+
+#define TRANS16 \
+	PAIR8(Z0, Z1, Z0) \
+	PAIR8(Z2, Z3, Z1) \
+	PAIR8(Z4, Z5, Z2) \
+	PAIR8(Z6, Z7, Z3) \
+	PAIR8(Z8, Z9, Z4) \
+	PAIR8(Z10, Z11, Z5) \
+	PAIR8(Z12, Z13, Z6) \
+	PAIR8(Z14, Z15, Z7) \
+	PAIR4(Z0, Z1, Z0) \
+	PAIR4(Z2, Z3, Z1) \
+	PAIR4(Z4, Z5, Z2) \
+	PAIR4(Z6, Z7, Z3) \
+	PAIR2(Z0, Z1, Z0) \
+	PAIR2(Z2, Z3, Z1) \
+	PAIR1(Z0, Z1, Z0) \
+	VPERMPS    Z0, Z26, Z0
+
+// Lane 4g+k of the reduced vector takes lane 4k+g.
+DATA amidx<>+0(SB)/4, $0
+DATA amidx<>+4(SB)/4, $4
+DATA amidx<>+8(SB)/4, $8
+DATA amidx<>+12(SB)/4, $12
+DATA amidx<>+16(SB)/4, $1
+DATA amidx<>+20(SB)/4, $5
+DATA amidx<>+24(SB)/4, $9
+DATA amidx<>+28(SB)/4, $13
+DATA amidx<>+32(SB)/4, $2
+DATA amidx<>+36(SB)/4, $6
+DATA amidx<>+40(SB)/4, $10
+DATA amidx<>+44(SB)/4, $14
+DATA amidx<>+48(SB)/4, $3
+DATA amidx<>+52(SB)/4, $7
+DATA amidx<>+56(SB)/4, $11
+DATA amidx<>+60(SB)/4, $15
+GLOBL amidx<>(SB), RODATA|NOPTR, $64
 
 #define ROWS \
 	VCVTPH2PS (SI)(AX*1), Z16 \
@@ -39,17 +91,25 @@
 	VCVTPH2PS.Z (CX)(AX*1), K1, Z18 \
 	VCVTPH2PS.Z (R14)(AX*1), K1, Z19
 
+// Query chunk (float32, at twice the rows' byte offset) as the memory
+// operand of its 4 row products.
+#define FMAX(xq, a0, a1, a2, a3) \
+	VFMADD231PS (xq)(AX*2), Z16, a0 \
+	VFMADD231PS (xq)(AX*2), Z17, a1 \
+	VFMADD231PS (xq)(AX*2), Z18, a2 \
+	VFMADD231PS (xq)(AX*2), Z19, a3
+
 #define FMA4(zx, a0, a1, a2, a3) \
 	VFMADD231PS Z16, zx, a0 \
 	VFMADD231PS Z17, zx, a1 \
 	VFMADD231PS Z18, zx, a2 \
 	VFMADD231PS Z19, zx, a3
 
-// func attnMulti1AVX512(x *uint16, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
+// func attnMulti1AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti1AVX512(SB), NOSPLIT, $0-64
 	MOVQ x+0(FP), DI
 	MOVQ xstride+8(FP), R9
-	SHLQ $1, R9
+	SHLQ $2, R9
 	MOVQ n+16(FP), R10
 	MOVQ R10, CX
 	ANDQ $15, CX
@@ -66,6 +126,7 @@ TEXT ·attnMulti1AVX512(SB), NOSPLIT, $0-64
 	MOVQ y+48(FP), R8
 	MOVQ ystride+56(FP), R9
 	SHLQ $2, R9
+	VMOVDQU32 amidx<>(SB), Z26
 
 am1group:
 	TESTQ R11, R11
@@ -77,27 +138,36 @@ am1group:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
 	XORQ AX, AX
 am1chunk:
 	CMPQ AX, R10
 	JGE  am1tail
 	ROWS
-	VCVTPH2PS (DI)(AX*1), Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
+	FMAX(DI, Z0, Z1, Z2, Z3)
 	ADDQ $32, AX
 	JMP  am1chunk
 am1tail:
 	KORTESTW K1, K1
 	JZ       am1reduce
 	ROWSM
-	VCVTPH2PS.Z (DI)(AX*1), K1, Z20
+	VMOVUPS.Z (DI)(AX*2), K1, Z20
 	FMA4(Z20, Z0, Z1, Z2, Z3)
 am1reduce:
+	TRANS16
 	MOVQ R8, AX
-	RED(Z0, Y0, X0, 0)
-	RED(Z1, Y1, X1, 4)
-	RED(Z2, Y2, X2, 8)
-	RED(Z3, Y3, X3, 12)
+	VMOVUPS X0, (AX)
 	ADDQ $16, R8
 	LEAQ (R14)(DX*1), SI
 	SUBQ $4, R11
@@ -106,11 +176,11 @@ am1done:
 	VZEROUPPER
 	RET
 
-// func attnMulti2AVX512(x *uint16, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
+// func attnMulti2AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti2AVX512(SB), NOSPLIT, $0-64
 	MOVQ x+0(FP), DI
 	MOVQ xstride+8(FP), R9
-	SHLQ $1, R9
+	SHLQ $2, R9
 	LEAQ (DI)(R9*1), R15
 	MOVQ n+16(FP), R10
 	MOVQ R10, CX
@@ -128,6 +198,7 @@ TEXT ·attnMulti2AVX512(SB), NOSPLIT, $0-64
 	MOVQ y+48(FP), R8
 	MOVQ ystride+56(FP), R9
 	SHLQ $2, R9
+	VMOVDQU32 amidx<>(SB), Z26
 
 am2group:
 	TESTQ R11, R11
@@ -143,36 +214,38 @@ am2group:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
 	XORQ AX, AX
 am2chunk:
 	CMPQ AX, R10
 	JGE  am2tail
 	ROWS
-	VCVTPH2PS (DI)(AX*1), Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VCVTPH2PS (R15)(AX*1), Z21
-	FMA4(Z21, Z4, Z5, Z6, Z7)
+	FMAX(DI, Z0, Z1, Z2, Z3)
+	FMAX(R15, Z4, Z5, Z6, Z7)
 	ADDQ $32, AX
 	JMP  am2chunk
 am2tail:
 	KORTESTW K1, K1
 	JZ       am2reduce
 	ROWSM
-	VCVTPH2PS.Z (DI)(AX*1), K1, Z20
+	VMOVUPS.Z (DI)(AX*2), K1, Z20
 	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VCVTPH2PS.Z (R15)(AX*1), K1, Z21
+	VMOVUPS.Z (R15)(AX*2), K1, Z21
 	FMA4(Z21, Z4, Z5, Z6, Z7)
 am2reduce:
+	TRANS16
 	MOVQ R8, AX
-	RED(Z0, Y0, X0, 0)
-	RED(Z1, Y1, X1, 4)
-	RED(Z2, Y2, X2, 8)
-	RED(Z3, Y3, X3, 12)
+	VMOVUPS X0, (AX)
 	ADDQ R9, AX
-	RED(Z4, Y4, X4, 0)
-	RED(Z5, Y5, X5, 4)
-	RED(Z6, Y6, X6, 8)
-	RED(Z7, Y7, X7, 12)
+	VEXTRACTF32X4 $1, Z0, X24
+	VMOVUPS X24, (AX)
 	ADDQ $16, R8
 	LEAQ (R14)(DX*1), SI
 	SUBQ $4, R11
@@ -181,11 +254,11 @@ am2done:
 	VZEROUPPER
 	RET
 
-// func attnMulti3AVX512(x *uint16, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
+// func attnMulti3AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti3AVX512(SB), NOSPLIT, $0-64
 	MOVQ x+0(FP), DI
 	MOVQ xstride+8(FP), R9
-	SHLQ $1, R9
+	SHLQ $2, R9
 	LEAQ (DI)(R9*1), R15
 	LEAQ (R15)(R9*1), R12
 	MOVQ n+16(FP), R10
@@ -204,6 +277,7 @@ TEXT ·attnMulti3AVX512(SB), NOSPLIT, $0-64
 	MOVQ y+48(FP), R8
 	MOVQ ystride+56(FP), R9
 	SHLQ $2, R9
+	VMOVDQU32 amidx<>(SB), Z26
 
 am3group:
 	TESTQ R11, R11
@@ -223,45 +297,40 @@ am3group:
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
 	XORQ AX, AX
 am3chunk:
 	CMPQ AX, R10
 	JGE  am3tail
 	ROWS
-	VCVTPH2PS (DI)(AX*1), Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VCVTPH2PS (R15)(AX*1), Z21
-	FMA4(Z21, Z4, Z5, Z6, Z7)
-	VCVTPH2PS (R12)(AX*1), Z22
-	FMA4(Z22, Z8, Z9, Z10, Z11)
+	FMAX(DI, Z0, Z1, Z2, Z3)
+	FMAX(R15, Z4, Z5, Z6, Z7)
+	FMAX(R12, Z8, Z9, Z10, Z11)
 	ADDQ $32, AX
 	JMP  am3chunk
 am3tail:
 	KORTESTW K1, K1
 	JZ       am3reduce
 	ROWSM
-	VCVTPH2PS.Z (DI)(AX*1), K1, Z20
+	VMOVUPS.Z (DI)(AX*2), K1, Z20
 	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VCVTPH2PS.Z (R15)(AX*1), K1, Z21
+	VMOVUPS.Z (R15)(AX*2), K1, Z21
 	FMA4(Z21, Z4, Z5, Z6, Z7)
-	VCVTPH2PS.Z (R12)(AX*1), K1, Z22
+	VMOVUPS.Z (R12)(AX*2), K1, Z22
 	FMA4(Z22, Z8, Z9, Z10, Z11)
 am3reduce:
+	TRANS16
 	MOVQ R8, AX
-	RED(Z0, Y0, X0, 0)
-	RED(Z1, Y1, X1, 4)
-	RED(Z2, Y2, X2, 8)
-	RED(Z3, Y3, X3, 12)
+	VMOVUPS X0, (AX)
 	ADDQ R9, AX
-	RED(Z4, Y4, X4, 0)
-	RED(Z5, Y5, X5, 4)
-	RED(Z6, Y6, X6, 8)
-	RED(Z7, Y7, X7, 12)
+	VEXTRACTF32X4 $1, Z0, X24
+	VMOVUPS X24, (AX)
 	ADDQ R9, AX
-	RED(Z8, Y8, X8, 0)
-	RED(Z9, Y9, X9, 4)
-	RED(Z10, Y10, X10, 8)
-	RED(Z11, Y11, X11, 12)
+	VEXTRACTF32X4 $2, Z0, X24
+	VMOVUPS X24, (AX)
 	ADDQ $16, R8
 	LEAQ (R14)(DX*1), SI
 	SUBQ $4, R11
@@ -270,11 +339,11 @@ am3done:
 	VZEROUPPER
 	RET
 
-// func attnMulti4AVX512(x *uint16, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
+// func attnMulti4AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti4AVX512(SB), NOSPLIT, $0-64
 	MOVQ x+0(FP), DI
 	MOVQ xstride+8(FP), R9
-	SHLQ $1, R9
+	SHLQ $2, R9
 	LEAQ (DI)(R9*1), R15
 	LEAQ (R15)(R9*1), R12
 	LEAQ (R12)(R9*1), R13
@@ -294,6 +363,7 @@ TEXT ·attnMulti4AVX512(SB), NOSPLIT, $0-64
 	MOVQ y+48(FP), R8
 	MOVQ ystride+56(FP), R9
 	SHLQ $2, R9
+	VMOVDQU32 amidx<>(SB), Z26
 
 am4group:
 	TESTQ R11, R11
@@ -322,53 +392,62 @@ am4chunk:
 	CMPQ AX, R10
 	JGE  am4tail
 	ROWS
-	VCVTPH2PS (DI)(AX*1), Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VCVTPH2PS (R15)(AX*1), Z21
-	FMA4(Z21, Z4, Z5, Z6, Z7)
-	VCVTPH2PS (R12)(AX*1), Z22
-	FMA4(Z22, Z8, Z9, Z10, Z11)
-	VCVTPH2PS (R13)(AX*1), Z23
-	FMA4(Z23, Z12, Z13, Z14, Z15)
+	FMAX(DI, Z0, Z1, Z2, Z3)
+	FMAX(R15, Z4, Z5, Z6, Z7)
+	FMAX(R12, Z8, Z9, Z10, Z11)
+	FMAX(R13, Z12, Z13, Z14, Z15)
 	ADDQ $32, AX
 	JMP  am4chunk
 am4tail:
 	KORTESTW K1, K1
 	JZ       am4reduce
 	ROWSM
-	VCVTPH2PS.Z (DI)(AX*1), K1, Z20
+	VMOVUPS.Z (DI)(AX*2), K1, Z20
 	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VCVTPH2PS.Z (R15)(AX*1), K1, Z21
+	VMOVUPS.Z (R15)(AX*2), K1, Z21
 	FMA4(Z21, Z4, Z5, Z6, Z7)
-	VCVTPH2PS.Z (R12)(AX*1), K1, Z22
+	VMOVUPS.Z (R12)(AX*2), K1, Z22
 	FMA4(Z22, Z8, Z9, Z10, Z11)
-	VCVTPH2PS.Z (R13)(AX*1), K1, Z23
+	VMOVUPS.Z (R13)(AX*2), K1, Z23
 	FMA4(Z23, Z12, Z13, Z14, Z15)
 am4reduce:
+	TRANS16
 	MOVQ R8, AX
-	RED(Z0, Y0, X0, 0)
-	RED(Z1, Y1, X1, 4)
-	RED(Z2, Y2, X2, 8)
-	RED(Z3, Y3, X3, 12)
+	VMOVUPS X0, (AX)
 	ADDQ R9, AX
-	RED(Z4, Y4, X4, 0)
-	RED(Z5, Y5, X5, 4)
-	RED(Z6, Y6, X6, 8)
-	RED(Z7, Y7, X7, 12)
+	VEXTRACTF32X4 $1, Z0, X24
+	VMOVUPS X24, (AX)
 	ADDQ R9, AX
-	RED(Z8, Y8, X8, 0)
-	RED(Z9, Y9, X9, 4)
-	RED(Z10, Y10, X10, 8)
-	RED(Z11, Y11, X11, 12)
+	VEXTRACTF32X4 $2, Z0, X24
+	VMOVUPS X24, (AX)
 	ADDQ R9, AX
-	RED(Z12, Y12, X12, 0)
-	RED(Z13, Y13, X13, 4)
-	RED(Z14, Y14, X14, 8)
-	RED(Z15, Y15, X15, 12)
+	VEXTRACTF32X4 $3, Z0, X24
+	VMOVUPS X24, (AX)
 	ADDQ $16, R8
 	LEAQ (R14)(DX*1), SI
 	SUBQ $4, R11
 	JMP  am4group
 am4done:
+	VZEROUPPER
+	RET
+
+// func roundF16AVX512(dst, src *float32, n int)
+// dst[i] = src[i] rounded to f16 (to nearest even) and widened back, for
+// i < n, a multiple of 16.
+TEXT ·roundF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+rf16loop:
+	CMPQ      AX, CX
+	JGE       rf16done
+	VMOVUPS   (SI)(AX*4), Z0
+	VCVTPS2PH $0, Z0, Y1
+	VCVTPH2PS Y1, Z0
+	VMOVUPS   Z0, (DI)(AX*4)
+	ADDQ      $16, AX
+	JMP       rf16loop
+rf16done:
 	VZEROUPPER
 	RET

@@ -32,7 +32,9 @@ func TestAttnDotF16RowsMulti(t *testing.T) {
 				x := f16((nx-1)*xStride + n)
 				rows := f16((m-1)*stride + n)
 				y := make([]float32, (nx-1)*yStride+m)
-				AttnDotF16RowsMulti(x, nx, xStride, n, rows, stride, m, y, yStride)
+				xf := make([]float32, len(x))
+				F16Decode(xf, x)
+				AttnDotF16RowsMulti(xf, nx, xStride, n, rows, stride, m, y, yStride)
 				want := make([]float32, m)
 				for g := 0; g < nx; g++ {
 					AttnDotF16Rows(x[g*xStride:g*xStride+n], rows, stride, want)
@@ -45,14 +47,33 @@ func TestAttnDotF16RowsMulti(t *testing.T) {
 		}
 	}
 	require.Panics(t, func() {
-		AttnDotF16RowsMulti(make([]uint16, 10), 2, 8, 8, make([]uint16, 8), 8, 1, make([]float32, 2), 1)
+		AttnDotF16RowsMulti(make([]float32, 10), 2, 8, 8, make([]uint16, 8), 8, 1, make([]float32, 2), 1)
 	})
+	// RoundF16 against F32ToF16 and back, including values that round
+	// to infinity, subnormals and ties.
+	src := []float32{1, -1.0009765625, 65520, -65519, 1e-7, 3e-8, 0.1, 2049, 2051}
+	for len(src) < 37 {
+		src = append(src, float32(rng.NormFloat64()*1000))
+	}
+	got := make([]float32, len(src))
+	RoundF16(got, src)
+	for i, v := range src {
+		require.Equal(t, math.Float32bits(F16ToF32(F32ToF16(v))), math.Float32bits(got[i]), "%g", v)
+	}
 }
 
+// BenchmarkAttnDotF16RowsMulti times the two shapes of SmolLM2's prefill
+// attention at 512 positions: three heads' weights against the 64
+// transposed value rows ("values"), and their queries against 512 keys
+// 192 values apart ("scores").
 func BenchmarkAttnDotF16RowsMulti(b *testing.B) {
-	const n, m, nx = 512, 64, 3
+	b.Run("values", func(b *testing.B) { benchAttnMulti(b, 512, 64, 3, 512) })
+	b.Run("scores", func(b *testing.B) { benchAttnMulti(b, 64, 512, 3, 192) })
+}
+
+func benchAttnMulti(b *testing.B, n, m, nx, stride int) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	x, rows := make([]uint16, nx*n), make([]uint16, m*n)
+	x, rows := make([]uint16, nx*n), make([]uint16, (m-1)*stride+n)
 	for i := range x {
 		x[i] = F32ToF16(float32(rng.NormFloat64()))
 	}
@@ -60,15 +81,17 @@ func BenchmarkAttnDotF16RowsMulti(b *testing.B) {
 		rows[i] = F32ToF16(float32(rng.NormFloat64()))
 	}
 	y := make([]float32, nx*m)
+	xf := make([]float32, len(x))
+	F16Decode(xf, x)
 	b.Run("multi", func(b *testing.B) {
 		for b.Loop() {
-			AttnDotF16RowsMulti(x, nx, n, n, rows, n, m, y, m)
+			AttnDotF16RowsMulti(xf, nx, n, n, rows, stride, m, y, m)
 		}
 	})
 	b.Run("per-query", func(b *testing.B) {
 		for b.Loop() {
 			for g := 0; g < nx; g++ {
-				AttnDotF16Rows(x[g*n:(g+1)*n], rows, n, y[g*m:(g+1)*m])
+				AttnDotF16Rows(x[g*n:(g+1)*n], rows, stride, y[g*m:(g+1)*m])
 			}
 		}
 	})
