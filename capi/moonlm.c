@@ -187,7 +187,19 @@ const char *moonlm_status_string(moonlm_status status) {
     return "unknown status";
 }
 
-void moonlm_model_params_default(moonlm_model_params *params) {
+/*
+ * Writes the caller's struct of size bytes at dst from the library's
+ * defaults src (known bytes): the first min(size, known) bytes copied, the
+ * rest zeroed, and the size member set to size, which moonlm__read_struct
+ * then accepts (bytes beyond known are zero).
+ */
+static void moonlm__fill_struct(void *dst, size_t size, const void *src, size_t known) {
+    memset(dst, 0, size);
+    memcpy(dst, src, size < known ? size : known);
+    memcpy(dst, &size, sizeof size);
+}
+
+void (moonlm_model_params_default)(moonlm_model_params *params) {
     if (params == NULL) {
         return;
     }
@@ -195,7 +207,16 @@ void moonlm_model_params_default(moonlm_model_params *params) {
     params->size = sizeof *params;
 }
 
-void moonlm_session_params_default(moonlm_session_params *params) {
+void moonlm_model_params_init(moonlm_model_params *params, size_t size) {
+    if (params == NULL || size < sizeof(size_t)) {
+        return;
+    }
+    moonlm_model_params d;
+    (moonlm_model_params_default)(&d);
+    moonlm__fill_struct(params, size, &d, sizeof d);
+}
+
+void (moonlm_session_params_default)(moonlm_session_params *params) {
     if (params == NULL) {
         return;
     }
@@ -204,7 +225,16 @@ void moonlm_session_params_default(moonlm_session_params *params) {
     params->kv_type = MOONLM_KV_F16;
 }
 
-void moonlm_sampler_params_default(moonlm_sampler_params *params) {
+void moonlm_session_params_init(moonlm_session_params *params, size_t size) {
+    if (params == NULL || size < sizeof(size_t)) {
+        return;
+    }
+    moonlm_session_params d;
+    (moonlm_session_params_default)(&d);
+    moonlm__fill_struct(params, size, &d, sizeof d);
+}
+
+void (moonlm_sampler_params_default)(moonlm_sampler_params *params) {
     if (params == NULL) {
         return;
     }
@@ -219,6 +249,15 @@ void moonlm_sampler_params_default(moonlm_sampler_params *params) {
     params->frequency_penalty = 0.0f;
     params->penalty_last_n = 64;
     params->seed = MOONLM_SEED_RANDOM;
+}
+
+void moonlm_sampler_params_init(moonlm_sampler_params *params, size_t size) {
+    if (params == NULL || size < sizeof(size_t)) {
+        return;
+    }
+    moonlm_sampler_params d;
+    (moonlm_sampler_params_default)(&d);
+    moonlm__fill_struct(params, size, &d, sizeof d);
 }
 
 /* ---- models ------------------------------------------------------------- */

@@ -29,7 +29,11 @@
  *
  *  - Versioned structs. Parameter and info structs start with a size_t
  *    `size` member that the caller sets to sizeof(the struct). Fill them with
- *    the matching *_default() function, then change what you need. A size
+ *    the matching *_default() macro, then change what you need: it calls
+ *    *_init(params, sizeof *params), which writes exactly the caller's
+ *    sizeof bytes (defaults where this library knows the member, zeros
+ *    beyond), so a program built against an older, smaller header can run
+ *    with a newer library without it writing past the struct. A size
  *    smaller than the library's first version of the struct is rejected with
  *    MOONLM_INVALID_ARGUMENT; a larger size (a caller built against a newer
  *    header) is accepted only if every byte beyond what this library knows is
@@ -214,8 +218,22 @@ typedef struct moonlm_model_params {
     int32_t numerics; /* a moonlm_numerics; default MOONLM_NUMERICS_DEFAULT */
 } moonlm_model_params;
 
-/* Fills *params with the defaults, including params->size. */
+/*
+ * Fills the size bytes at params (the caller's sizeof(moonlm_model_params))
+ * with the defaults, and params->size with size: members this library does
+ * not know are zeroed. Nothing is written if params is NULL or size is
+ * smaller than the size member.
+ */
+MOONLM_API void moonlm_model_params_init(moonlm_model_params *params, size_t size);
+
+/*
+ * Fills *params with the defaults, including params->size: a macro over
+ * moonlm_model_params_init with the caller's sizeof. (The function of this
+ * name, kept for programs built against earlier headers, writes this
+ * library's sizeof(moonlm_model_params) bytes.)
+ */
 MOONLM_API void moonlm_model_params_default(moonlm_model_params *params);
+#define moonlm_model_params_default(params) moonlm_model_params_init((params), sizeof *(params))
 
 /*
  * Opens the GGUF model at path (a NUL-terminated file name). params may be
@@ -393,8 +411,22 @@ typedef struct moonlm_session_params {
     uint32_t flags;    /* reserved for future use; must be 0 */
 } moonlm_session_params;
 
-/* Fills *params with the defaults, including params->size. */
+/*
+ * Fills the size bytes at params (the caller's sizeof(moonlm_session_params))
+ * with the defaults, and params->size with size: members this library does
+ * not know are zeroed. Nothing is written if params is NULL or size is
+ * smaller than the size member.
+ */
+MOONLM_API void moonlm_session_params_init(moonlm_session_params *params, size_t size);
+
+/*
+ * Fills *params with the defaults, including params->size: a macro over
+ * moonlm_session_params_init with the caller's sizeof. (The function of this
+ * name, kept for programs built against earlier headers, writes this
+ * library's sizeof(moonlm_session_params) bytes.)
+ */
 MOONLM_API void moonlm_session_params_default(moonlm_session_params *params);
+#define moonlm_session_params_default(params) moonlm_session_params_init((params), sizeof *(params))
 
 /*
  * Creates a session over model (params may be NULL for the defaults). The
@@ -500,8 +532,22 @@ typedef struct moonlm_sampler_params {
     uint64_t seed;           /* default MOONLM_SEED_RANDOM; equal seeds give equal draws */
 } moonlm_sampler_params;
 
-/* Fills *params with the defaults, including params->size. */
+/*
+ * Fills the size bytes at params (the caller's sizeof(moonlm_sampler_params))
+ * with the defaults, and params->size with size: members this library does
+ * not know are zeroed. Nothing is written if params is NULL or size is
+ * smaller than the size member.
+ */
+MOONLM_API void moonlm_sampler_params_init(moonlm_sampler_params *params, size_t size);
+
+/*
+ * Fills *params with the defaults, including params->size: a macro over
+ * moonlm_sampler_params_init with the caller's sizeof. (The function of this
+ * name, kept for programs built against earlier headers, writes this
+ * library's sizeof(moonlm_sampler_params) bytes.)
+ */
 MOONLM_API void moonlm_sampler_params_default(moonlm_sampler_params *params);
+#define moonlm_sampler_params_default(params) moonlm_sampler_params_init((params), sizeof *(params))
 
 /* Creates a sampler (params may be NULL for the defaults). */
 MOONLM_API moonlm_status moonlm_sampler_new(const moonlm_sampler_params *params, moonlm_sampler **out);

@@ -113,7 +113,7 @@ function lib() {
     abi_version: f('moonlm_abi_version', 'int', []),
     status_string: f('moonlm_status_string', 'const char *', ['int']),
     last_error: f('moonlm_last_error', 'const char *', []),
-    model_params_default: f('moonlm_model_params_default', 'void', [out(t.modelParams)]),
+    model_params_init: f('moonlm_model_params_init', 'void', [out(t.modelParams), 'size_t']),
     model_open: f('moonlm_model_open', 'int', ['const char *', P(t.modelParams), koffi.out(P(t.model))]),
     model_free: f('moonlm_model_free', 'int', [t.model]),
     model_get_info: f('moonlm_model_get_info', 'int', [t.model, koffi.inout(P(t.modelInfo))]),
@@ -127,7 +127,7 @@ function lib() {
       [t.model, 'int32_t *', 'size_t', 'uint8_t *', 'size_t', sizeOut]),
     chat_apply_template: f('moonlm_chat_apply_template', 'int',
       [t.model, P(t.message), 'size_t', 'int', 'uint8_t *', 'size_t', sizeOut]),
-    session_params_default: f('moonlm_session_params_default', 'void', [out(t.sessionParams)]),
+    session_params_init: f('moonlm_session_params_init', 'void', [out(t.sessionParams), 'size_t']),
     session_new: f('moonlm_session_new', 'int', [t.model, P(t.sessionParams), koffi.out(P(t.session))]),
     session_free: f('moonlm_session_free', 'int', [t.session]),
     prefill: f('moonlm_prefill', 'int', [t.session, 'int32_t *', 'size_t', 'float *', 'size_t']),
@@ -135,7 +135,7 @@ function lib() {
     session_rewind: f('moonlm_session_rewind', 'int', [t.session, 'size_t']),
     session_position: f('moonlm_session_position', 'int', [t.session, sizeOut]),
     session_cancel: f('moonlm_session_cancel', 'int', [t.session]),
-    sampler_params_default: f('moonlm_sampler_params_default', 'void', [out(t.samplerParams)]),
+    sampler_params_init: f('moonlm_sampler_params_init', 'void', [out(t.samplerParams), 'size_t']),
     sampler_new: f('moonlm_sampler_new', 'int', [P(t.samplerParams), koffi.out(P(t.sampler))]),
     sampler_free: f('moonlm_sampler_free', 'int', [t.sampler]),
     sampler_accept: f('moonlm_sampler_accept', 'int', [t.sampler, 'int32_t']),
@@ -410,7 +410,7 @@ class Model {
     const { c, t } = lib();
     if (typeof file !== 'string') throw invalid('Model.open: path must be a string');
     const params = {};
-    c.model_params_default(params);
+    c.model_params_init(params, koffi.sizeof(t.modelParams));
     // The members this binding knows: a library older than it then refuses
     // a nonzero option it lacks (numerics) instead of ignoring it.
     params.size = koffi.sizeof(t.modelParams);
@@ -705,10 +705,10 @@ async function* generateLoop(model, session, tokens, maxTokens, sampler, stop, s
  */
 class Session {
   constructor(model, opts = {}) {
-    const { c } = lib();
+    const { c, t } = lib();
     const h = model._handle('session');
     const params = {};
-    c.session_params_default(params);
+    c.session_params_init(params, koffi.sizeof(t.sessionParams));
     if (opts.nCtx != null) {
       if (!Number.isInteger(opts.nCtx) || opts.nCtx <= 0) throw invalid(`session: nCtx must be an integer > 0, got ${opts.nCtx}`);
       params.n_ctx = opts.nCtx;
@@ -849,9 +849,9 @@ const SAMPLER_OPTS = {
  */
 class Sampler {
   constructor(opts = {}) {
-    const { c } = lib();
+    const { c, t } = lib();
     const p = {};
-    c.sampler_params_default(p);
+    c.sampler_params_init(p, koffi.sizeof(t.samplerParams));
     for (const [js, cname] of Object.entries(SAMPLER_OPTS)) {
       if (opts[js] != null) {
         if (typeof opts[js] !== 'number' || Number.isNaN(opts[js])) throw invalid(`sampler: ${js} must be a number`);

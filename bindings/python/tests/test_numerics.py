@@ -41,7 +41,7 @@ def test_good_values_reach_the_file(lib, tmp_path, value):
 def test_library_rejects_out_of_range(lib, tmp_path):
     """The library's own check, past the binding's: a raw out-of-range value."""
     p = _lib.ModelParams()
-    lib.model_params_default(ctypes.byref(p))
+    lib.model_params_init(ctypes.byref(p), ctypes.sizeof(p))
     assert p.numerics == _lib.NUMERICS_DEFAULT
     p.numerics = 4
     h = ctypes.c_void_p()

@@ -181,7 +181,7 @@ class Model:
         """
         self._lib = lib = L.lib()
         params = L.ModelParams()
-        lib.model_params_default(ctypes.byref(params))
+        lib.model_params_init(ctypes.byref(params), ctypes.sizeof(params))
         # The members this binding knows: a library older than it then refuses
         # a nonzero option it lacks (numerics) instead of ignoring it.
         params.size = ctypes.sizeof(L.ModelParams)
@@ -584,7 +584,7 @@ class Session:
     ):
         lib = self._lib = model._lib
         params = L.SessionParams()
-        lib.session_params_default(ctypes.byref(params))
+        lib.session_params_init(ctypes.byref(params), ctypes.sizeof(params))
         if n_ctx is not None:
             if n_ctx <= 0:
                 raise InvalidArgumentError(1, f"session: n_ctx must be > 0, got {n_ctx}")
@@ -720,7 +720,7 @@ class Sampler:
     ):
         lib = self._lib = L.lib()
         p = L.SamplerParams()
-        lib.sampler_params_default(ctypes.byref(p))
+        lib.sampler_params_init(ctypes.byref(p), ctypes.sizeof(p))
         opts: Dict[str, Any] = {
             "temperature": temperature,
             "top_k": top_k,
