@@ -41,8 +41,10 @@ func applyAVX512() {
 	applyAVX2()
 	rowDot[gguf.Q8_0], rowsDot[gguf.Q8_0] = rowQ8_0AVX512, rowsQ8_0AVX512
 	rowDot[gguf.Q4_0], rowsDot[gguf.Q4_0] = rowQ4_0AVX512, rowsQ4_0AVX512
+	rowDot[gguf.Q5_0], rowsDot[gguf.Q5_0] = rowQ5_0AVX512, rowsQ5_0AVX512 // q50_amd64.go
 	tokensDot[gguf.Q8_0] = tokQ8_0AVX512
 	tokensDot[gguf.Q4_0] = tokQ4_0AVX512
+	tokensDot[gguf.Q5_0] = tokQ5_0AVX512
 	tokensDot[gguf.Q4_1] = tokQ4_1AVX512
 	tokensDot[gguf.Q4_K] = tokQ4_KAVX512
 	tokensDot[gguf.Q6_K] = tokQ6_KAVX512

@@ -1,0 +1,195 @@
+// AVX-512 VNNI kernels for Q5_0 weights against Q8_0 activations. A Q5_0
+// block is 22 bytes: f16 d, a u32 qh holding the fifth bit of each of the
+// 32 quants, and 16 bytes of nibbles (value j low, value j+16 high). The
+// nibbles are unpacked as for q4_0, and the fifth bits are added as 0x10
+// through a mask register loaded straight from qh (bit j is byte j), which
+// gives the unsigned quants q in 0..31; VPDPBUSD then sums q*x and 16*x,
+// whose difference is the exact integer dot of (q-16) with x.
+
+#include "textflag.h"
+
+// Z2 = per-lane product of the scales of two consecutive blocks (weights
+// at AX, 22 bytes apart; activations at BX, 34 bytes apart), looked up in
+// the f16 table at R13: lanes 0-7 block 0, lanes 8-15 block 1.
+#define Q50_SCALES2 \
+	MOVWLZX      (AX), DX \
+	MOVWLZX      (BX), R12 \
+	VBROADCASTSS (R13)(DX*4), Y2 \
+	VBROADCASTSS (R13)(R12*4), Y3 \
+	VMULPS       Y3, Y2, Y2 \
+	MOVWLZX      22(AX), DX \
+	MOVWLZX      34(BX), R12 \
+	VBROADCASTSS (R13)(DX*4), Y3 \
+	VBROADCASTSS (R13)(R12*4), Y6 \
+	VMULPS       Y6, Y3, Y3 \
+	VINSERTF64X4 $1, Y3, Z2, Z2
+
+// Z4 = the unsigned quants of the two blocks at AX, in value order
+// (needs Z14 = 0x0f bytes, Z13 = 0x10 bytes; clobbers Z5, K1, K2).
+#define Q50_QUANTS2 \
+	VMOVDQU      6(AX), X4 \
+	VINSERTI128  $1, 28(AX), Y4, Y4 \
+	VPSRLW       $4, Y4, Y5 \
+	VINSERTI64X4 $1, Y5, Z4, Z4 \
+	VSHUFI64X2   $0xd8, Z4, Z4, Z4 \
+	VPANDD       Z14, Z4, Z4 \
+	KMOVD        2(AX), K1 \
+	KMOVD        24(AX), K2 \
+	KUNPCKDQ     K1, K2, K1 \
+	VPADDB       Z13, Z4, K1, Z4
+
+// Y4 = the unsigned quants of the one block at AX (clobbers Y5, K1).
+#define Q50_QUANTS1 \
+	VMOVDQU     6(AX), X4 \
+	VPSRLW      $4, X4, X5 \
+	VINSERTI128 $1, X5, Y4, Y4 \
+	VPANDD      Y14, Y4, Y4 \
+	KMOVD       2(AX), K1 \
+	VPADDB      Y13, Y4, K1, Y4
+
+// func dotQ5_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-56
+	MOVQ         f16+48(FP), R13
+	MOVQ         w+0(FP), SI
+	MOVQ         nrows+16(FP), R9
+	MOVQ         y+40(FP), R11
+	MOVL         $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Z14
+	MOVL         $0x10101010, DX
+	VPBROADCASTD DX, Z13
+	TESTQ        R9, R9
+	JLE          q50done
+
+q50row:
+	MOVQ   SI, AX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
+	VPXORD Z0, Z0, Z0
+	CMPQ   CX, $2
+	JLT    q50fold
+
+q50pair:
+	PREFETCHT0   1024(AX)
+	Q50_SCALES2
+	Q50_QUANTS2
+	VMOVDQU      2(BX), Y5
+	VINSERTI64X4 $1, 36(BX), Z5, Z5
+	VPXORD       Z7, Z7, Z7
+	VPDPBUSD     Z5, Z4, Z7
+	VPXORD       Z8, Z8, Z8
+	VPDPBUSD     Z5, Z13, Z8
+	VPSUBD       Z8, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VFMADD231PS  Z7, Z2, Z0
+	ADDQ         $44, AX
+	ADDQ         $68, BX
+	SUBQ         $2, CX
+	CMPQ         CX, $2
+	JGE          q50pair
+
+q50fold:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	TESTQ         CX, CX
+	JZ            q50sum
+	MOVWLZX       (AX), DX
+	MOVWLZX       (BX), R12
+	VBROADCASTSS  (R13)(DX*4), Y2
+	VBROADCASTSS  (R13)(R12*4), Y3
+	VMULPS        Y3, Y2, Y2
+	Q50_QUANTS1
+	VMOVDQU       2(BX), Y5
+	VPXORD        Y7, Y7, Y7
+	VPDPBUSD      Y5, Y4, Y7
+	VPXORD        Y8, Y8, Y8
+	VPDPBUSD      Y5, Y13, Y8
+	VPSUBD        Y8, Y7, Y7
+	VCVTDQ2PS     Y7, Y7
+	VFMADD231PS   Y7, Y2, Y0
+
+q50sum:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (R11)
+	ADDQ         $4, R11
+	ADDQ         stride+8(FP), SI
+	DECQ         R9
+	JNZ          q50row
+
+q50done:
+	VZEROUPPER
+	RET
+
+// One token of a block against the unsigned quants Y4 (weight scale in
+// Y5): D and Q address the token's scale and quants.
+#define Q50_TOK(D, Q, ACC) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y7 \
+	VMULPS       Y5, Y7, Y7 \
+	VPXORD       Y8, Y8, Y8 \
+	VPDPBUSD     Q, Y4, Y8 \
+	VPXORD       Y10, Y10, Y10 \
+	VPDPBUSD     Q, Y13, Y10 \
+	VPSUBD       Y10, Y8, Y8 \
+	VCVTDQ2PS    Y8, Y8 \
+	VFMADD231PS  Y8, Y7, ACC
+
+// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
+#define Q50_HSUM(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS       T, X, X \
+	VPERMILPS    $0x4e, X, T \
+	VADDPS       T, X, X \
+	VMOVSHDUP    X, T \
+	VADDSS       T, X, X
+
+// func dotQ5_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+// One weight row against four tokens xstride bytes apart: each block is
+// unpacked once for the four.
+TEXT ·dotQ5_0Tok4AVX512(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), BX
+	MOVQ         xstride+16(FP), R8
+	MOVQ         nb+24(FP), CX
+	MOVQ         y+32(FP), R11
+	MOVQ         f16+40(FP), R13
+	LEAQ         (R8)(R8*2), R9
+	MOVL         $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Y14
+	MOVL         $0x10101010, DX
+	VPBROADCASTD DX, Y13
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	TESTQ        CX, CX
+	JLE          q50t4store
+
+q50t4blk:
+	Q50_QUANTS1
+	MOVWLZX      (AX), DX
+	VBROADCASTSS (R13)(DX*4), Y5
+	Q50_TOK((BX), 2(BX), Y0)
+	Q50_TOK((BX)(R8*1), 2(BX)(R8*1), Y1)
+	Q50_TOK((BX)(R8*2), 2(BX)(R8*2), Y2)
+	Q50_TOK((BX)(R9*1), 2(BX)(R9*1), Y3)
+	ADDQ         $22, AX
+	ADDQ         $34, BX
+	DECQ         CX
+	JNZ          q50t4blk
+
+q50t4store:
+	Q50_HSUM(Y0, X0, X4)
+	Q50_HSUM(Y1, X1, X4)
+	Q50_HSUM(Y2, X2, X4)
+	Q50_HSUM(Y3, X3, X4)
+	VMOVSS X0, (R11)
+	VMOVSS X1, 4(R11)
+	VMOVSS X2, 8(R11)
+	VMOVSS X3, 12(R11)
+	VZEROUPPER
+	RET
