@@ -124,19 +124,19 @@ q50done:
 	VZEROUPPER
 	RET
 
-// One token of a block against the unsigned quants Y4 (weight scale in
-// Y5): D and Q address the token's scale and quants.
+// One token of a block against the signed quants Y4 = q-16 (Y6 = the
+// block's -128*sum(q-16) per lane, Y5 = the weight scale): the activations
+// are made unsigned by x^0x80 = x+128, so VPDPBUSD from Y6 yields
+// sum((x+128)(q-16)) - 128*sum(q-16), the exact integer dot, with one
+// multiply per token. D and Q address the token's scale and quants.
 #define Q50_TOK(D, Q, ACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	VPXORD       Y8, Y8, Y8 \
-	VPDPBUSD     Q, Y4, Y8 \
-	VPXORD       Y10, Y10, Y10 \
-	VPDPBUSD     Q, Y13, Y10 \
-	VPSUBD       Y10, Y8, Y8 \
-	VCVTDQ2PS    Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
+	VPXORD           Q, Y12, Y9 \
+	VMOVDQA64        Y6, Y8 \
+	VPDPBUSD         Y4, Y9, Y8 \
+	VCVTDQ2PS        Y8, Y8 \
+	VMULPS           Y5, Y8, Y8 \
+	MOVWLZX          D, DX \
+	VFMADD231PS.BCST (R13)(DX*4), Y8, ACC
 
 // Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
 #define Q50_HSUM(Y, X, T) \
@@ -162,6 +162,10 @@ TEXT ·dotQ5_0Tok4AVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD DX, Y14
 	MOVL         $0x10101010, DX
 	VPBROADCASTD DX, Y13
+	MOVL         $0x80808080, DX
+	VPBROADCASTD DX, Y12
+	MOVL         $8192, DX // 128*16 for each of a lane's four quants
+	VPBROADCASTD DX, Y11
 	VXORPS       Y0, Y0, Y0
 	VXORPS       Y1, Y1, Y1
 	VXORPS       Y2, Y2, Y2
@@ -171,6 +175,9 @@ TEXT ·dotQ5_0Tok4AVX512(SB), NOSPLIT, $0-48
 
 q50t4blk:
 	Q50_QUANTS1
+	VMOVDQA64    Y11, Y6
+	VPDPBUSD     Y12, Y4, Y6 // 8192 + sum(q*-128) = -128*sum(q-16)
+	VPSUBB       Y13, Y4, Y4
 	MOVWLZX      (AX), DX
 	VBROADCASTSS (R13)(DX*4), Y5
 	Q50_TOK((BX), 2(BX), Y0)
