@@ -68,7 +68,7 @@ func q50CheckRows(t *testing.T, n int, w []byte, stride, nrows int, xq []byte, t
 func TestQ5_0RowsMatchGeneric(t *testing.T) {
 	q50Variant(t)
 	for _, nb := range q50Blocks {
-		for _, nrows := range []int{1, 2, 5} {
+		for _, nrows := range []int{1, 2, 4, 5, 11} {
 			t.Run(fmt.Sprintf("nb=%d/rows=%d", nb, nrows), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(nb), uint64(nrows)))
 				n := 32 * nb
