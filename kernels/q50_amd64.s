@@ -287,3 +287,78 @@ q50t4store:
 	VMOVSS X3, 12(R11)
 	VZEROUPPER
 	RET
+
+// Stores the sum of the 8 lanes of YACC (XACC its low half) at OFF(R11),
+// through X4 and X5.
+#define Q50_STORET(YACC, XACC, OFF) \
+	VEXTRACTF32X4 $1, YACC, X5 \
+	VADDPS        X5, XACC, X4 \
+	VPERMILPS     $0x4e, X4, X5 \
+	VADDPS        X5, X4, X4 \
+	VMOVSHDUP     X4, X5 \
+	VADDSS        X5, X4, X4 \
+	VMOVSS        X4, OFF(R11)
+
+// func dotQ5_0Tok8AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+// dotQ5_0Tok4AVX512 for eight tokens: the unpacking of each block, a
+// quarter of the work at four tokens, is shared by twice as many.
+TEXT ·dotQ5_0Tok8AVX512(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), BX
+	MOVQ         xstride+16(FP), R8
+	MOVQ         nb+24(FP), CX
+	MOVQ         y+32(FP), R11
+	MOVQ         f16+40(FP), R13
+	LEAQ         (R8)(R8*2), R9
+	LEAQ         (BX)(R8*4), DI
+	MOVL         $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Y14
+	MOVL         $0x10101010, DX
+	VPBROADCASTD DX, Y13
+	MOVL         $0x80808080, DX
+	VPBROADCASTD DX, Y12
+	MOVL         $8192, DX
+	VPBROADCASTD DX, Y11
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VPXORD       Y16, Y16, Y16
+	VPXORD       Y17, Y17, Y17
+	VPXORD       Y18, Y18, Y18
+	VPXORD       Y19, Y19, Y19
+	TESTQ        CX, CX
+	JLE          q50t8store
+
+q50t8blk:
+	Q50_QUANTS1
+	VMOVDQA64    Y11, Y6
+	VPDPBUSD     Y12, Y4, Y6
+	VPSUBB       Y13, Y4, Y4
+	MOVWLZX      (AX), DX
+	VBROADCASTSS (R13)(DX*4), Y5
+	Q50_TOK((BX), 2(BX), Y0)
+	Q50_TOK((BX)(R8*1), 2(BX)(R8*1), Y1)
+	Q50_TOK((BX)(R8*2), 2(BX)(R8*2), Y2)
+	Q50_TOK((BX)(R9*1), 2(BX)(R9*1), Y3)
+	Q50_TOK((DI), 2(DI), Y16)
+	Q50_TOK((DI)(R8*1), 2(DI)(R8*1), Y17)
+	Q50_TOK((DI)(R8*2), 2(DI)(R8*2), Y18)
+	Q50_TOK((DI)(R9*1), 2(DI)(R9*1), Y19)
+	ADDQ         $22, AX
+	ADDQ         $34, BX
+	ADDQ         $34, DI
+	DECQ         CX
+	JNZ          q50t8blk
+
+q50t8store:
+	Q50_STORET(Y0, X0, 0)
+	Q50_STORET(Y1, X1, 4)
+	Q50_STORET(Y2, X2, 8)
+	Q50_STORET(Y3, X3, 12)
+	Q50_STORET(Y16, X16, 16)
+	Q50_STORET(Y17, X17, 20)
+	Q50_STORET(Y18, X18, 24)
+	Q50_STORET(Y19, X19, 28)
+	VZEROUPPER
+	RET
