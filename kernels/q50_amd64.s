@@ -75,10 +75,10 @@
 	VCVTDQ2PS    Y7, Y7 \
 	VFMADD231PS  Y7, Y2, ACC
 
-// Adds the upper 8 lanes of ZACC to its lower 8 (YACC).
+// Adds the upper 8 lanes of ZACC to its lower 8 (YACC); clobbers Y15.
 #define Q50_FOLD(ZACC, YACC) \
-	VEXTRACTF64X4 $1, ZACC, Y1 \
-	VADDPS        Y1, YACC, YACC
+	VEXTRACTF64X4 $1, ZACC, Y15 \
+	VADDPS        Y15, YACC, YACC
 
 // Stores the sum of the 8 lanes of YACC (XACC its low half) at OFF(R11).
 #define Q50_STORE(YACC, XACC, OFF) \
@@ -299,9 +299,30 @@ q50t4store:
 	VADDSS        X5, X4, X4 \
 	VMOVSS        X4, OFF(R11)
 
+// One token's two blocks of activations at Q (a base operand, blocks 34
+// bytes apart) against the signed quants Z4 of two weight blocks (Z6 =
+// their -128*sum(q-16) per lane, Z5 = their scales), into ACC; lanes 0-7
+// hold the first block, 8-15 the second. As Q50_TOK on 512-bit registers,
+// which halves the integer multiplies and float operations per block.
+#define Q50_ZTOK(Q, ACC) \
+	VMOVDQU      2 Q, Y9 \
+	VINSERTI64X4 $1, 36 Q, Z9, Z9 \
+	VPXORD       Z12, Z9, Z9 \
+	VMOVDQA64    Z6, Z8 \
+	VPDPBUSD     Z4, Z9, Z8 \
+	VCVTDQ2PS    Z8, Z8 \
+	MOVWLZX      Q, DX \
+	VBROADCASTSS (R13)(DX*4), Y7 \
+	MOVWLZX      34 Q, DX \
+	VBROADCASTSS (R13)(DX*4), Y10 \
+	VINSERTF64X4 $1, Y10, Z7, Z7 \
+	VMULPS       Z5, Z7, Z7 \
+	VFMADD231PS  Z8, Z7, ACC
+
 // func dotQ5_0Tok8AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
-// dotQ5_0Tok4AVX512 for eight tokens: the unpacking of each block, a
-// quarter of the work at four tokens, is shared by twice as many.
+// dotQ5_0Tok4AVX512 for eight tokens, two blocks per 512-bit register:
+// each pair of blocks is unpacked once for the eight tokens; an odd last
+// block goes through Q50_TOK.
 TEXT ·dotQ5_0Tok8AVX512(SB), NOSPLIT, $0-48
 	MOVQ         w+0(FP), AX
 	MOVQ         x+8(FP), BX
@@ -312,25 +333,69 @@ TEXT ·dotQ5_0Tok8AVX512(SB), NOSPLIT, $0-48
 	LEAQ         (R8)(R8*2), R9
 	LEAQ         (BX)(R8*4), DI
 	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Y14
+	VPBROADCASTD DX, Z14
 	MOVL         $0x10101010, DX
-	VPBROADCASTD DX, Y13
+	VPBROADCASTD DX, Z13
 	MOVL         $0x80808080, DX
-	VPBROADCASTD DX, Y12
+	VPBROADCASTD DX, Z12
 	MOVL         $8192, DX
-	VPBROADCASTD DX, Y11
-	VXORPS       Y0, Y0, Y0
-	VXORPS       Y1, Y1, Y1
-	VXORPS       Y2, Y2, Y2
-	VXORPS       Y3, Y3, Y3
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y18, Y18, Y18
-	VPXORD       Y19, Y19, Y19
-	TESTQ        CX, CX
-	JLE          q50t8store
+	VPBROADCASTD DX, Z11
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	CMPQ         CX, $2
+	JLT          q50t8fold
 
-q50t8blk:
+q50t8pair:
+	VMOVDQU      6(AX), X4
+	VINSERTI128  $1, 28(AX), Y4, Y4
+	VPSRLW       $4, Y4, Y6
+	VINSERTI64X4 $1, Y6, Z4, Z4
+	VSHUFI64X2   $0xd8, Z4, Z4, Z4
+	VPANDD       Z14, Z4, Z4
+	KMOVD        2(AX), K1
+	KMOVD        24(AX), K2
+	KUNPCKDQ     K1, K2, K1
+	VPADDB       Z13, Z4, K1, Z4
+	VMOVDQA64    Z11, Z6
+	VPDPBUSD     Z12, Z4, Z6
+	VPSUBB       Z13, Z4, Z4
+	MOVWLZX      (AX), DX
+	VBROADCASTSS (R13)(DX*4), Y5
+	MOVWLZX      22(AX), DX
+	VBROADCASTSS (R13)(DX*4), Y10
+	VINSERTF64X4 $1, Y10, Z5, Z5
+	Q50_ZTOK((BX), Z0)
+	Q50_ZTOK((BX)(R8*1), Z1)
+	Q50_ZTOK((BX)(R8*2), Z2)
+	Q50_ZTOK((BX)(R9*1), Z3)
+	Q50_ZTOK((DI), Z16)
+	Q50_ZTOK((DI)(R8*1), Z17)
+	Q50_ZTOK((DI)(R8*2), Z18)
+	Q50_ZTOK((DI)(R9*1), Z19)
+	ADDQ         $44, AX
+	ADDQ         $68, BX
+	ADDQ         $68, DI
+	SUBQ         $2, CX
+	CMPQ         CX, $2
+	JGE          q50t8pair
+
+q50t8fold:
+	Q50_FOLD(Z0, Y0)
+	Q50_FOLD(Z1, Y1)
+	Q50_FOLD(Z2, Y2)
+	Q50_FOLD(Z3, Y3)
+	Q50_FOLD(Z16, Y16)
+	Q50_FOLD(Z17, Y17)
+	Q50_FOLD(Z18, Y18)
+	Q50_FOLD(Z19, Y19)
+	TESTQ        CX, CX
+	JZ           q50t8store
 	Q50_QUANTS1
 	VMOVDQA64    Y11, Y6
 	VPDPBUSD     Y12, Y4, Y6
@@ -345,11 +410,6 @@ q50t8blk:
 	Q50_TOK((DI)(R8*1), 2(DI)(R8*1), Y17)
 	Q50_TOK((DI)(R8*2), 2(DI)(R8*2), Y18)
 	Q50_TOK((DI)(R9*1), 2(DI)(R9*1), Y19)
-	ADDQ         $22, AX
-	ADDQ         $34, BX
-	ADDQ         $34, DI
-	DECQ         CX
-	JNZ          q50t8blk
 
 q50t8store:
 	Q50_STORET(Y0, X0, 0)

@@ -171,8 +171,9 @@ func TestQ5_0ExactIntegers(t *testing.T) {
 					want := float32(q50IntDot(nb, w, xq))
 					require.Equal(t, want, dotQ5_0Generic(n, w, xq), "generic against the definition")
 					q50CheckRows(t, n, w, len(w), 1, xq, 0)
-					y := make([]float32, 5)
-					tokensDot[gguf.Q5_0](n, w, slices.Repeat(xq, 5), len(xq), 5, y, 1)
+					// 13 tokens: the eight-, four- and one-token kernels.
+					y := make([]float32, 13)
+					tokensDot[gguf.Q5_0](n, w, slices.Repeat(xq, len(y)), len(xq), len(y), y, 1)
 					for k := range y {
 						require.Equal(t, want, y[k], "token %d", k)
 					}
