@@ -54,6 +54,7 @@ func applyAVX512() {
 func applyAVX2() {
 	rowDot[gguf.Q8_0], rowsDot[gguf.Q8_0] = rowQ8_0AVX2, rowsQ8_0AVX2
 	rowDot[gguf.Q4_0], rowsDot[gguf.Q4_0] = rowQ4_0AVX2, rowsQ4_0AVX2
+	rowDot[gguf.Q5_0], rowsDot[gguf.Q5_0] = rowQ5_0AVX2, rowsQ5_0AVX2 // q50_amd64.go
 	rowDot[gguf.Q4_1], rowsDot[gguf.Q4_1] = rowQ4_1AVX2, rowsQ4_1AVX2
 	rowDot[gguf.Q4_K], rowsDot[gguf.Q4_K] = rowQ4_KAVX2, rowsQ4_KAVX2
 	rowDot[gguf.Q6_K], rowsDot[gguf.Q6_K] = rowQ6_KAVX2, rowsQ6_KAVX2
@@ -62,6 +63,7 @@ func applyAVX2() {
 	dotF32Impl, axpyF32Impl, dotF16Impl = dotF32AVX2, axpyF32AVX2, dotF16AVX2
 	tokensDot[gguf.Q8_0] = tokQ8_0AVX2
 	tokensDot[gguf.Q4_0] = tokQ4_0AVX2
+	tokensDot[gguf.Q5_0] = tokQ5_0AVX2
 	tokensDot[gguf.Q4_1] = tokQ4_1AVX2
 	tokensDot[gguf.Q4_K] = tokQ4_KAVX2
 	tokensDot[gguf.Q6_K] = tokQ6_KAVX2

@@ -60,3 +60,46 @@ func tokQ5_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride i
 		dotQ5_0RowsAVX512(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
 	}
 }
+
+// AVX2 kernels (q50_avx2_amd64.s), registered in the avx2 set (and so under
+// avx512 wherever it has no kernel of its own).
+
+//go:noescape
+func dotQ5_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+
+func rowQ5_0AVX2(n int, w, x []byte) float32 {
+	var y [1]float32
+	rowsQ5_0AVX2(n, w, 0, x, y[:])
+	return y[0]
+}
+
+func rowsQ5_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
+	nb := n / 32
+	checkRows("q5_0", len(w), rowBytes, len(y), nb*bytesQ5_0, len(x), nb*bytesQ8_0)
+	dotQ5_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
+}
+
+// tokQ5_0AVX2: groups of four tokens, the rest through the row kernel.
+func tokQ5_0AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := n / 32
+	checkTokens("q5_0", len(w), nb*bytesQ5_0, len(x), xStride, nTok, nb*bytesQ8_0, len(y), yStride)
+	if nb == 0 {
+		for k := range nTok {
+			y[k*yStride] = 0
+		}
+		return
+	}
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var out [4]float32
+	k := 0
+	for ; k+4 <= nTok; k += 4 {
+		dotQ5_0Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
+		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+	}
+	for ; k < nTok; k++ {
+		dotQ5_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
+	}
+}

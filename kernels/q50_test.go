@@ -12,20 +12,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests and benchmarks of the SIMD Q5_0 kernels (q50_amd64.s) against the
-// pure-Go dotQ5_0Generic. They go through the dispatch tables, so they
-// compile everywhere and skip where the avx512 set is missing.
+// Tests and benchmarks of the SIMD Q5_0 kernels (q50_amd64.s in the avx512
+// set, q50_avx2_amd64.s in the avx2 set) against the pure-Go
+// dotQ5_0Generic. They go through the dispatch tables, so they compile
+// everywhere and skip where neither set is available.
 
-// q50Variant installs the avx512 kernel set for the test, or skips it.
-func q50Variant(t *testing.T) {
+// q50Sets runs f once per SIMD kernel set with q5_0 kernels (avx2 and
+// avx512) that this machine supports, as subtests with the set installed;
+// it skips the test if there is none.
+func q50Sets(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	if !slices.Contains(Variants(), "avx512") {
-		t.Skipf("no avx512 kernel set on this machine (variants %v)", Variants())
+	var sets []string
+	for _, v := range Variants() {
+		if v == "avx2" || v == "avx512" {
+			sets = append(sets, v)
+		}
 	}
-	useVariant(t, "avx512")
-	require.NotNil(t, rowDot[gguf.Q5_0])
-	require.NotNil(t, rowsDot[gguf.Q5_0], "avx512 has no multi-row q5_0 kernel")
-	require.NotNil(t, tokensDot[gguf.Q5_0], "avx512 has no multi-token q5_0 kernel")
+	if len(sets) == 0 {
+		t.Skipf("no SIMD kernel set on this machine (variants %v)", Variants())
+	}
+	for _, v := range sets {
+		t.Run(v, func(t *testing.T) {
+			useVariant(t, v)
+			require.NotNil(t, rowsDot[gguf.Q5_0], "%s has no multi-row q5_0 kernel", v)
+			require.NotNil(t, tokensDot[gguf.Q5_0], "%s has no multi-token q5_0 kernel", v)
+			f(t)
+		})
+	}
 }
 
 // q50Blocks are the row lengths in blocks: the pair loop with and without
@@ -59,29 +72,30 @@ func q50CheckRows(t *testing.T, n int, w []byte, stride, nrows int, xq []byte, t
 			continue
 		}
 		_, mag := refDot(gguf.Q5_0, row, xq, n)
-		require.InDelta(t, want, got, tol*mag+1e-30, "row %d of %d values (generic %v, avx512 %v)", i, n, want, got)
+		require.InDelta(t, want, got, tol*mag+1e-30, "row %d of %d values (generic %v, %s %v)", i, n, want, Variant, got)
 	}
 }
 
 // TestQ5_0RowsMatchGeneric: random rows (randomRow: every quant pattern,
 // finite f16 scales) of many lengths, row counts and padded strides.
 func TestQ5_0RowsMatchGeneric(t *testing.T) {
-	q50Variant(t)
-	for _, nb := range q50Blocks {
-		for _, nrows := range []int{1, 2, 4, 5, 11} {
-			t.Run(fmt.Sprintf("nb=%d/rows=%d", nb, nrows), func(t *testing.T) {
-				r := rand.New(rand.NewPCG(uint64(nb), uint64(nrows)))
-				n := 32 * nb
-				rb := RowBytes(gguf.Q5_0, n)
-				stride := rb + nrows%3
-				w := make([]byte, nrows*stride)
-				for i := range nrows {
-					copy(w[i*stride:], randomRow(r, gguf.Q5_0, n))
-				}
-				q50CheckRows(t, n, w, stride, nrows, q50Acts(r, n, 1), 1e-5)
-			})
+	q50Sets(t, func(t *testing.T) {
+		for _, nb := range q50Blocks {
+			for _, nrows := range []int{1, 2, 4, 5, 11} {
+				t.Run(fmt.Sprintf("nb=%d/rows=%d", nb, nrows), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(uint64(nb), uint64(nrows)))
+					n := 32 * nb
+					rb := RowBytes(gguf.Q5_0, n)
+					stride := rb + nrows%3
+					w := make([]byte, nrows*stride)
+					for i := range nrows {
+						copy(w[i*stride:], randomRow(r, gguf.Q5_0, n))
+					}
+					q50CheckRows(t, n, w, stride, nrows, q50Acts(r, n, 1), 1e-5)
+				})
+			}
 		}
-	}
+	})
 }
 
 // q50IntRow builds nb blocks with unit scales on both sides, so each
@@ -133,166 +147,171 @@ func q50IntDot(nb int, w, xq []byte) int64 {
 // activations -128 and 127 (ggml's quantizer never writes -128, but the
 // unsigned-times-signed products do not depend on that).
 func TestQ5_0ExactIntegers(t *testing.T) {
-	q50Variant(t)
-	r := rand.New(rand.NewPCG(50, 1))
-	randQh := func() uint32 { return r.Uint32() }
-	randQs := func() byte { return byte(r.Uint32()) }
-	randX := func() int8 { return int8(r.Uint32()) }
-	pick := func(a, b byte) func() byte {
-		return func() byte {
-			if r.IntN(2) == 0 {
-				return a
-			}
-			return b
-		}
-	}
-	cases := []struct {
-		name string
-		qh   func() uint32
-		qs   func() byte
-		x    func() int8
-	}{
-		{"random", randQh, randQs, randX},
-		{"qh=0/nibbles=0/x=127", func() uint32 { return 0 }, func() byte { return 0 }, func() int8 { return 127 }},
-		{"qh=0/nibbles=0/x=-128", func() uint32 { return 0 }, func() byte { return 0 }, func() int8 { return -128 }},
-		{"qh=~0/nibbles=15/x=127", func() uint32 { return ^uint32(0) }, func() byte { return 0xff }, func() int8 { return 127 }},
-		{"qh=~0/nibbles=15/x=-128", func() uint32 { return ^uint32(0) }, func() byte { return 0xff }, func() int8 { return -128 }},
-		{"qh=0/random", func() uint32 { return 0 }, randQs, randX},
-		{"qh=~0/random", func() uint32 { return ^uint32(0) }, randQs, randX},
-		{"alternating", func() uint32 { return 0xaaaa5555 }, pick(0x0f, 0xf0), func() int8 { return int8(127 - 255*r.IntN(2)) }},
-		{"random/nibble ends", randQh, pick(0x00, 0xff), randX},
-	}
-	for _, c := range cases {
-		for _, nb := range []int{1, 2, 3, 8, 31} {
-			t.Run(fmt.Sprintf("%s/nb=%d", c.name, nb), func(t *testing.T) {
-				for range 10 {
-					w, xq := q50IntRow(nb, c.qh, c.qs, c.x)
-					n := 32 * nb
-					want := float32(q50IntDot(nb, w, xq))
-					require.Equal(t, want, dotQ5_0Generic(n, w, xq), "generic against the definition")
-					q50CheckRows(t, n, w, len(w), 1, xq, 0)
-					// 13 tokens: the eight-, four- and one-token kernels.
-					y := make([]float32, 13)
-					tokensDot[gguf.Q5_0](n, w, slices.Repeat(xq, len(y)), len(xq), len(y), y, 1)
-					for k := range y {
-						require.Equal(t, want, y[k], "token %d", k)
-					}
+	q50Sets(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(50, 1))
+		randQh := func() uint32 { return r.Uint32() }
+		randQs := func() byte { return byte(r.Uint32()) }
+		randX := func() int8 { return int8(r.Uint32()) }
+		pick := func(a, b byte) func() byte {
+			return func() byte {
+				if r.IntN(2) == 0 {
+					return a
 				}
-			})
+				return b
+			}
 		}
-	}
+		cases := []struct {
+			name string
+			qh   func() uint32
+			qs   func() byte
+			x    func() int8
+		}{
+			{"random", randQh, randQs, randX},
+			{"qh=0/nibbles=0/x=127", func() uint32 { return 0 }, func() byte { return 0 }, func() int8 { return 127 }},
+			{"qh=0/nibbles=0/x=-128", func() uint32 { return 0 }, func() byte { return 0 }, func() int8 { return -128 }},
+			{"qh=~0/nibbles=15/x=127", func() uint32 { return ^uint32(0) }, func() byte { return 0xff }, func() int8 { return 127 }},
+			{"qh=~0/nibbles=15/x=-128", func() uint32 { return ^uint32(0) }, func() byte { return 0xff }, func() int8 { return -128 }},
+			{"qh=0/random", func() uint32 { return 0 }, randQs, randX},
+			{"qh=~0/random", func() uint32 { return ^uint32(0) }, randQs, randX},
+			{"alternating", func() uint32 { return 0xaaaa5555 }, pick(0x0f, 0xf0), func() int8 { return int8(127 - 255*r.IntN(2)) }},
+			{"random/nibble ends", randQh, pick(0x00, 0xff), randX},
+		}
+		for _, c := range cases {
+			for _, nb := range []int{1, 2, 3, 8, 31} {
+				t.Run(fmt.Sprintf("%s/nb=%d", c.name, nb), func(t *testing.T) {
+					for range 10 {
+						w, xq := q50IntRow(nb, c.qh, c.qs, c.x)
+						n := 32 * nb
+						want := float32(q50IntDot(nb, w, xq))
+						require.Equal(t, want, dotQ5_0Generic(n, w, xq), "generic against the definition")
+						q50CheckRows(t, n, w, len(w), 1, xq, 0)
+						// 13 tokens: the eight-, four- and one-token kernels.
+						y := make([]float32, 13)
+						tokensDot[gguf.Q5_0](n, w, slices.Repeat(xq, len(y)), len(xq), len(y), y, 1)
+						for k := range y {
+							require.Equal(t, want, y[k], "token %d", k)
+						}
+					}
+				})
+			}
+		}
+	})
 }
 
 // TestQ5_0Scales: large, small and subnormal f16 scales with full-range
 // quants; the result stays within 1e-5 of sum |w_i x_i| of the generic one.
 func TestQ5_0Scales(t *testing.T) {
-	q50Variant(t)
-	r := rand.New(rand.NewPCG(50, 2))
-	for _, d := range []float32{60000, 100, 1, 1e-3, 6e-5, 6e-8} {
-		for _, dx := range []float32{1000, 1, 1e-4} {
-			t.Run(fmt.Sprintf("d=%g/dx=%g", d, dx), func(t *testing.T) {
-				const nb = 9
-				w, xq := q50IntRow(nb, r.Uint32, func() byte { return byte(r.Uint32()) }, func() int8 { return int8(r.Uint32()) })
-				for b := range nb {
-					// A spread of scales around d and dx.
-					f := float32(math.Exp(r.NormFloat64() * 0.3))
-					binary.LittleEndian.PutUint16(w[b*bytesQ5_0:], F32ToF16(min(d*f, 65504)))
-					binary.LittleEndian.PutUint16(xq[b*bytesQ8_0:], F32ToF16(dx*f))
-				}
-				q50CheckRows(t, 32*nb, w, len(w), 1, xq, 1e-5)
-			})
+	q50Sets(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(50, 2))
+		for _, d := range []float32{60000, 100, 1, 1e-3, 6e-5, 6e-8} {
+			for _, dx := range []float32{1000, 1, 1e-4} {
+				t.Run(fmt.Sprintf("d=%g/dx=%g", d, dx), func(t *testing.T) {
+					const nb = 9
+					w, xq := q50IntRow(nb, r.Uint32, func() byte { return byte(r.Uint32()) }, func() int8 { return int8(r.Uint32()) })
+					for b := range nb {
+						// A spread of scales around d and dx.
+						f := float32(math.Exp(r.NormFloat64() * 0.3))
+						binary.LittleEndian.PutUint16(w[b*bytesQ5_0:], F32ToF16(min(d*f, 65504)))
+						binary.LittleEndian.PutUint16(xq[b*bytesQ8_0:], F32ToF16(dx*f))
+					}
+					q50CheckRows(t, 32*nb, w, len(w), 1, xq, 1e-5)
+				})
+			}
 		}
-	}
+	})
 }
 
 // TestQ5_0TokensMatchGeneric: the multi-token kernel for every token count
 // 1..8 (and 13), with padded activation strides and a y stride whose gaps
 // must stay untouched.
 func TestQ5_0TokensMatchGeneric(t *testing.T) {
-	q50Variant(t)
-	multi := tokensDot[gguf.Q5_0]
-	for _, nb := range []int{1, 2, 3, 7, 20, 64} {
-		for _, nTok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 13} {
-			t.Run(fmt.Sprintf("nb=%d/tok=%d", nb, nTok), func(t *testing.T) {
-				r := rand.New(rand.NewPCG(uint64(nb), uint64(100+nTok)))
-				n := 32 * nb
-				w := randomRow(r, gguf.Q5_0, n)
-				ab := ActivationBytes(gguf.Q5_0, n)
-				xStride := ab + nTok%3
-				x := make([]byte, nTok*xStride)
-				for k := range nTok {
-					copy(x[k*xStride:], q50Acts(r, n, 2))
-				}
-				const yStride = 3
-				y := make([]float32, nTok*yStride)
-				for i := range y {
-					y[i] = -12345
-				}
-				multi(n, w, x, xStride, nTok, y, yStride)
-				for k := range nTok {
-					xk := x[k*xStride : k*xStride+ab]
-					want := dotQ5_0Generic(n, w, xk)
-					_, mag := refDot(gguf.Q5_0, w, xk, n)
-					require.InDelta(t, want, y[k*yStride], 1e-5*mag+1e-30, "token %d (generic %v, avx512 %v)", k, want, y[k*yStride])
-					require.Equal(t, float32(-12345), y[k*yStride+1], "y written between outputs")
-					require.Equal(t, float32(-12345), y[k*yStride+2], "y written between outputs")
-				}
-			})
+	q50Sets(t, func(t *testing.T) {
+		multi := tokensDot[gguf.Q5_0]
+		for _, nb := range []int{1, 2, 3, 7, 20, 64} {
+			for _, nTok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 13} {
+				t.Run(fmt.Sprintf("nb=%d/tok=%d", nb, nTok), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(uint64(nb), uint64(100+nTok)))
+					n := 32 * nb
+					w := randomRow(r, gguf.Q5_0, n)
+					ab := ActivationBytes(gguf.Q5_0, n)
+					xStride := ab + nTok%3
+					x := make([]byte, nTok*xStride)
+					for k := range nTok {
+						copy(x[k*xStride:], q50Acts(r, n, 2))
+					}
+					const yStride = 3
+					y := make([]float32, nTok*yStride)
+					for i := range y {
+						y[i] = -12345
+					}
+					multi(n, w, x, xStride, nTok, y, yStride)
+					for k := range nTok {
+						xk := x[k*xStride : k*xStride+ab]
+						want := dotQ5_0Generic(n, w, xk)
+						_, mag := refDot(gguf.Q5_0, w, xk, n)
+						require.InDelta(t, want, y[k*yStride], 1e-5*mag+1e-30, "token %d (generic %v, %s %v)", k, want, Variant, y[k*yStride])
+						require.Equal(t, float32(-12345), y[k*yStride+1], "y written between outputs")
+						require.Equal(t, float32(-12345), y[k*yStride+2], "y written between outputs")
+					}
+				})
+			}
 		}
-	}
+	})
 }
 
 // TestQ5_0MatMulMatVec: MatVec and MatMul (which use the three kernels)
 // on a matrix of odd shape against the generic row dot.
 func TestQ5_0MatMulMatVec(t *testing.T) {
-	q50Variant(t)
-	r := rand.New(rand.NewPCG(50, 3))
-	const rows, cols, nTok = 37, 640, 11
-	m := &Matrix{Type: gguf.Q5_0, Rows: rows, Cols: cols}
-	for range rows {
-		m.Data = append(m.Data, randomRow(r, gguf.Q5_0, cols)...)
-	}
-	ab := ActivationBytes(gguf.Q5_0, cols)
-	var xq []byte
-	for range nTok {
-		xq = append(xq, q50Acts(r, cols, 1)...)
-	}
-	y := make([]float32, nTok*rows)
-	MatMul(m, xq, nTok, y, 0, rows)
-	yv := make([]float32, rows)
-	MatVec(m, xq[:ab], yv, 3, rows)
-	for k := range nTok {
-		for i := range rows {
-			xk := xq[k*ab : (k+1)*ab]
-			want := dotQ5_0Generic(cols, m.Row(i), xk)
-			_, mag := refDot(gguf.Q5_0, m.Row(i), xk, cols)
-			require.InDelta(t, want, y[k*rows+i], 1e-5*mag, "MatMul token %d row %d", k, i)
-			if k == 0 && i >= 3 {
-				require.InDelta(t, want, yv[i], 1e-5*mag, "MatVec row %d", i)
+	q50Sets(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(50, 3))
+		const rows, cols, nTok = 37, 640, 11
+		m := &Matrix{Type: gguf.Q5_0, Rows: rows, Cols: cols}
+		for range rows {
+			m.Data = append(m.Data, randomRow(r, gguf.Q5_0, cols)...)
+		}
+		ab := ActivationBytes(gguf.Q5_0, cols)
+		var xq []byte
+		for range nTok {
+			xq = append(xq, q50Acts(r, cols, 1)...)
+		}
+		y := make([]float32, nTok*rows)
+		MatMul(m, xq, nTok, y, 0, rows)
+		yv := make([]float32, rows)
+		MatVec(m, xq[:ab], yv, 3, rows)
+		for k := range nTok {
+			for i := range rows {
+				xk := xq[k*ab : (k+1)*ab]
+				want := dotQ5_0Generic(cols, m.Row(i), xk)
+				_, mag := refDot(gguf.Q5_0, m.Row(i), xk, cols)
+				require.InDelta(t, want, y[k*rows+i], 1e-5*mag, "MatMul token %d row %d", k, i)
+				if k == 0 && i >= 3 {
+					require.InDelta(t, want, yv[i], 1e-5*mag, "MatVec row %d", i)
+				}
 			}
 		}
-	}
-	require.Zero(t, yv[0], "MatVec wrote outside its row range")
+		require.Zero(t, yv[0], "MatVec wrote outside its row range")
+	})
 }
 
 // TestQ5_0NoAllocs: the kernels and their wrappers do not allocate.
 func TestQ5_0NoAllocs(t *testing.T) {
-	q50Variant(t)
-	r := rand.New(rand.NewPCG(50, 4))
-	const n, nrows = 640, 5
-	w := make([]byte, 0, nrows*RowBytes(gguf.Q5_0, n))
-	for range nrows {
-		w = append(w, randomRow(r, gguf.Q5_0, n)...)
-	}
-	xq := q50Acts(r, n, 1)
-	x5 := slices.Repeat(xq, 5)
-	y := make([]float32, nrows)
-	allocs := testing.AllocsPerRun(20, func() {
-		y[0] = rowDot[gguf.Q5_0](n, w, xq)
-		rowsDot[gguf.Q5_0](n, w, RowBytes(gguf.Q5_0, n), xq, y)
-		tokensDot[gguf.Q5_0](n, w, x5, len(xq), 5, y, 1)
+	q50Sets(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(50, 4))
+		const n, nrows = 640, 5
+		w := make([]byte, 0, nrows*RowBytes(gguf.Q5_0, n))
+		for range nrows {
+			w = append(w, randomRow(r, gguf.Q5_0, n)...)
+		}
+		xq := q50Acts(r, n, 1)
+		x5 := slices.Repeat(xq, 5)
+		y := make([]float32, nrows)
+		allocs := testing.AllocsPerRun(20, func() {
+			y[0] = rowDot[gguf.Q5_0](n, w, xq)
+			rowsDot[gguf.Q5_0](n, w, RowBytes(gguf.Q5_0, n), xq, y)
+			tokensDot[gguf.Q5_0](n, w, x5, len(xq), 5, y, 1)
+		})
+		require.Zero(t, allocs)
 	})
-	require.Zero(t, allocs)
 }
 
 // Benchmarks: MatVec (decode) of 8192x2048 q5_0 matrices (rows x values)

@@ -1,0 +1,191 @@
+// AVX2 kernels for Q5_0 weights against Q8_0 activations, for CPUs without
+// AVX-512. Without mask registers the fifth bits are spread to bytes by
+// hand: qh broadcast, VPSHUFB puts byte j/8 of qh in byte j, and a compare
+// with the byte's own bit (1 << j%8) gives 0xff where the bit is set. The
+// unsigned quants q = nibble | (that & 0x10) meet the signed activations in
+// VPMADDUBSW (|q*x| pairs stay below 2^15), minus VPMADDUBSW(16, x).
+
+#include "textflag.h"
+
+// VPSHUFB indexes: bytes 0-7 <- byte 0, 8-15 <- 1 (low lane), 16-23 <- 2,
+// 24-31 <- 3 (high lane; every dword holds qh).
+DATA q50shuf<>+0x00(SB)/8, $0x0000000000000000
+DATA q50shuf<>+0x08(SB)/8, $0x0101010101010101
+DATA q50shuf<>+0x10(SB)/8, $0x0202020202020202
+DATA q50shuf<>+0x18(SB)/8, $0x0303030303030303
+GLOBL q50shuf<>(SB), RODATA|NOPTR, $32
+
+// Byte j: 1 << (j % 8).
+DATA q50bits<>+0x00(SB)/8, $0x8040201008040201
+DATA q50bits<>+0x08(SB)/8, $0x8040201008040201
+DATA q50bits<>+0x10(SB)/8, $0x8040201008040201
+DATA q50bits<>+0x18(SB)/8, $0x8040201008040201
+GLOBL q50bits<>(SB), RODATA|NOPTR, $32
+
+// Constants: Y15 = 0x0f bytes, Y14 = 0x10 bytes, Y13 = shuffle indexes,
+// Y12 = bit masks, Y11 = 1 words.
+#define Q50V_CONSTS \
+	MOVL         $0x0f0f0f0f, DX \
+	MOVD         DX, X15 \
+	VPBROADCASTD X15, Y15 \
+	MOVL         $0x10101010, DX \
+	MOVD         DX, X14 \
+	VPBROADCASTD X14, Y14 \
+	VMOVDQU      q50shuf<>(SB), Y13 \
+	VMOVDQU      q50bits<>(SB), Y12 \
+	VPCMPEQW     Y11, Y11, Y11 \
+	VPSRLW       $15, Y11, Y11
+
+// Y4 = the unsigned quants q of the block at AX (clobbers Y5).
+#define Q50V_QUANTS \
+	VMOVDQU      6(AX), X4 \
+	VPSRLW       $4, X4, X5 \
+	VINSERTI128  $1, X5, Y4, Y4 \
+	VPAND        Y15, Y4, Y4 \
+	VPBROADCASTD 2(AX), Y5 \
+	VPSHUFB      Y13, Y5, Y5 \
+	VPAND        Y12, Y5, Y5 \
+	VPCMPEQB     Y12, Y5, Y5 \
+	VPAND        Y14, Y5, Y5 \
+	VPOR         Y5, Y4, Y4
+
+// Y8 = the 8 int32 lane sums of (q-16)*x for the quants Y4 and the 32
+// activation bytes at Q, as floats (clobbers Y9).
+#define Q50V_DOT(Q) \
+	VPMADDUBSW Q, Y4, Y8 \
+	VPMADDUBSW Q, Y14, Y9 \
+	VPSUBW     Y9, Y8, Y8 \
+	VPMADDWD   Y11, Y8, Y8 \
+	VCVTDQ2PS  Y8, Y8
+
+// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
+#define Q50V_HSUM(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS       T, X, X \
+	VPERMILPS    $0x4e, X, T \
+	VADDPS       T, X, X \
+	VMOVSHDUP    X, T \
+	VADDSS       T, X, X
+
+// func dotQ5_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+// One block per step, into two accumulators in turn (one FMA chain would
+// bound a row at a block per FMA latency).
+TEXT ·dotQ5_0RowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ f16+48(FP), R13
+	MOVQ w+0(FP), SI
+	MOVQ nrows+16(FP), R9
+	MOVQ y+40(FP), R11
+	Q50V_CONSTS
+	TESTQ R9, R9
+	JLE   q50vdone
+
+q50vrow:
+	MOVQ   SI, AX
+	MOVQ   x+24(FP), BX
+	MOVQ   nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	CMPQ   CX, $2
+	JLT    q50vlast
+
+q50vpair:
+	PREFETCHT0   1024(AX)
+	Q50V_QUANTS
+	Q50V_DOT(2(BX))
+	MOVWLZX      (AX), DX
+	MOVWLZX      (BX), R12
+	VBROADCASTSS (R13)(DX*4), Y2
+	VMULSS       (R13)(R12*4), X2, X2
+	VBROADCASTSS X2, Y2
+	VFMADD231PS  Y8, Y2, Y0
+	ADDQ         $22, AX
+	ADDQ         $34, BX
+	Q50V_QUANTS
+	Q50V_DOT(2(BX))
+	MOVWLZX      (AX), DX
+	MOVWLZX      (BX), R12
+	VBROADCASTSS (R13)(DX*4), Y2
+	VMULSS       (R13)(R12*4), X2, X2
+	VBROADCASTSS X2, Y2
+	VFMADD231PS  Y8, Y2, Y1
+	ADDQ         $22, AX
+	ADDQ         $34, BX
+	SUBQ         $2, CX
+	CMPQ         CX, $2
+	JGE          q50vpair
+
+q50vlast:
+	TESTQ        CX, CX
+	JZ           q50vsum
+	Q50V_QUANTS
+	Q50V_DOT(2(BX))
+	MOVWLZX      (AX), DX
+	MOVWLZX      (BX), R12
+	VBROADCASTSS (R13)(DX*4), Y2
+	VMULSS       (R13)(R12*4), X2, X2
+	VBROADCASTSS X2, Y2
+	VFMADD231PS  Y8, Y2, Y0
+
+q50vsum:
+	VADDPS Y1, Y0, Y0
+	Q50V_HSUM(Y0, X0, X1)
+	VMOVSS X0, (R11)
+	ADDQ   $4, R11
+	ADDQ   stride+8(FP), SI
+	DECQ   R9
+	JNZ    q50vrow
+
+q50vdone:
+	VZEROUPPER
+	RET
+
+// One token of the block Y4 (weight scale X10): D and Q address the
+// token's scale and quants.
+#define Q50V_TOK(D, Q, ACC) \
+	Q50V_DOT(Q) \
+	MOVWLZX      D, DX \
+	VMULSS       (R13)(DX*4), X10, X2 \
+	VBROADCASTSS X2, Y2 \
+	VFMADD231PS  Y8, Y2, ACC
+
+// func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+TEXT ·dotQ5_0Tok4AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), AX
+	MOVQ x+8(FP), BX
+	MOVQ xstride+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVQ y+32(FP), R11
+	MOVQ f16+40(FP), R13
+	LEAQ (R8)(R8*2), R9
+	Q50V_CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y3, Y3, Y3
+	VXORPS Y6, Y6, Y6
+	TESTQ  CX, CX
+	JLE    q50vt4store
+
+q50vt4blk:
+	Q50V_QUANTS
+	MOVWLZX (AX), DX
+	VMOVSS  (R13)(DX*4), X10
+	Q50V_TOK((BX), 2(BX), Y0)
+	Q50V_TOK((BX)(R8*1), 2(BX)(R8*1), Y1)
+	Q50V_TOK((BX)(R8*2), 2(BX)(R8*2), Y3)
+	Q50V_TOK((BX)(R9*1), 2(BX)(R9*1), Y6)
+	ADDQ    $22, AX
+	ADDQ    $34, BX
+	DECQ    CX
+	JNZ     q50vt4blk
+
+q50vt4store:
+	Q50V_HSUM(Y0, X0, X7)
+	Q50V_HSUM(Y1, X1, X7)
+	Q50V_HSUM(Y3, X3, X7)
+	Q50V_HSUM(Y6, X6, X7)
+	VMOVSS X0, (R11)
+	VMOVSS X1, 4(R11)
+	VMOVSS X3, 8(R11)
+	VMOVSS X6, 12(R11)
+	VZEROUPPER
+	RET
