@@ -12,10 +12,10 @@ import "unsafe"
 func dotQ5_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
 //go:noescape
-func dotQ5_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+func dotQ5_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
 
 //go:noescape
-func dotQ5_0Tok8AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+func dotQ5_0Tok8AVX512(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
 
 // rowQ5_0AVX512 is the RowDotFunc: one row through the multi-row kernel.
 func rowQ5_0AVX512(n int, w, x []byte) float32 {
@@ -32,7 +32,8 @@ func rowsQ5_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
 }
 
 // tokQ5_0AVX512 is the TokensDotFunc used by MatMul (prefill): groups of
-// eight, then four tokens share each unpacked weight block; the last
+// eight, then four tokens share each unpacked weight block, and the kernels
+// store straight into y (checkTokens has checked its length); the last
 // nTok%4 tokens go through the row kernel.
 func tokQ5_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
 	nb := n / 32
@@ -44,17 +45,13 @@ func tokQ5_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride i
 		return
 	}
 	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [8]float32
+	yp := unsafe.Pointer(unsafe.SliceData(y))
 	k := 0
 	for ; k+8 <= nTok; k += 8 {
-		dotQ5_0Tok8AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		for j, v := range out {
-			y[(k+j)*yStride] = v
-		}
+		dotQ5_0Tok8AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, (*float32)(unsafe.Add(yp, 4*k*yStride)), 4*yStride, &f16Table[0])
 	}
 	for ; k+4 <= nTok; k += 4 {
-		dotQ5_0Tok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+		dotQ5_0Tok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, (*float32)(unsafe.Add(yp, 4*k*yStride)), 4*yStride, &f16Table[0])
 	}
 	for ; k < nTok; k++ {
 		dotQ5_0RowsAVX512(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
@@ -68,7 +65,7 @@ func tokQ5_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride i
 func dotQ5_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
 //go:noescape
-func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
 
 func rowQ5_0AVX2(n int, w, x []byte) float32 {
 	var y [1]float32
@@ -93,11 +90,10 @@ func tokQ5_0AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int
 		return
 	}
 	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
+	yp := unsafe.Pointer(unsafe.SliceData(y))
 	k := 0
 	for ; k+4 <= nTok; k += 4 {
-		dotQ5_0Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+		dotQ5_0Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, (*float32)(unsafe.Add(yp, 4*k*yStride)), 4*yStride, &f16Table[0])
 	}
 	for ; k < nTok; k++ {
 		dotQ5_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])

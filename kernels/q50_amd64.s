@@ -234,16 +234,16 @@ q50done:
 	VMOVSHDUP    X, T \
 	VADDSS       T, X, X
 
-// func dotQ5_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+// func dotQ5_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
 // One weight row against four tokens xstride bytes apart: each block is
-// unpacked once for the four.
-TEXT ·dotQ5_0Tok4AVX512(SB), NOSPLIT, $0-48
+// unpacked once for the four. The results go ystride bytes apart.
+TEXT ·dotQ5_0Tok4AVX512(SB), NOSPLIT, $0-56
 	MOVQ         w+0(FP), AX
 	MOVQ         x+8(FP), BX
 	MOVQ         xstride+16(FP), R8
 	MOVQ         nb+24(FP), CX
 	MOVQ         y+32(FP), R11
-	MOVQ         f16+40(FP), R13
+	MOVQ         f16+48(FP), R13
 	LEAQ         (R8)(R8*2), R9
 	MOVL         $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Y14
@@ -281,23 +281,28 @@ q50t4store:
 	Q50_HSUM(Y1, X1, X4)
 	Q50_HSUM(Y2, X2, X4)
 	Q50_HSUM(Y3, X3, X4)
+	MOVQ   ystride+40(FP), R12
 	VMOVSS X0, (R11)
-	VMOVSS X1, 4(R11)
-	VMOVSS X2, 8(R11)
-	VMOVSS X3, 12(R11)
+	ADDQ   R12, R11
+	VMOVSS X1, (R11)
+	ADDQ   R12, R11
+	VMOVSS X2, (R11)
+	ADDQ   R12, R11
+	VMOVSS X3, (R11)
 	VZEROUPPER
 	RET
 
-// Stores the sum of the 8 lanes of YACC (XACC its low half) at OFF(R11),
-// through X4 and X5.
-#define Q50_STORET(YACC, XACC, OFF) \
+// Stores the sum of the 8 lanes of YACC (XACC its low half) at (R11),
+// through X4 and X5, and steps R11 by R12 bytes.
+#define Q50_STORET(YACC, XACC) \
 	VEXTRACTF32X4 $1, YACC, X5 \
 	VADDPS        X5, XACC, X4 \
 	VPERMILPS     $0x4e, X4, X5 \
 	VADDPS        X5, X4, X4 \
 	VMOVSHDUP     X4, X5 \
 	VADDSS        X5, X4, X4 \
-	VMOVSS        X4, OFF(R11)
+	VMOVSS        X4, (R11) \
+	ADDQ          R12, R11
 
 // One token's two blocks of activations at Q (a base operand, blocks 34
 // bytes apart) against the signed quants Z4 of two weight blocks (Z6 =
@@ -319,17 +324,17 @@ q50t4store:
 	VMULPS       Z5, Z7, Z7 \
 	VFMADD231PS  Z8, Z7, ACC
 
-// func dotQ5_0Tok8AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+// func dotQ5_0Tok8AVX512(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
 // dotQ5_0Tok4AVX512 for eight tokens, two blocks per 512-bit register:
 // each pair of blocks is unpacked once for the eight tokens; an odd last
 // block goes through Q50_TOK.
-TEXT ·dotQ5_0Tok8AVX512(SB), NOSPLIT, $0-48
+TEXT ·dotQ5_0Tok8AVX512(SB), NOSPLIT, $0-56
 	MOVQ         w+0(FP), AX
 	MOVQ         x+8(FP), BX
 	MOVQ         xstride+16(FP), R8
 	MOVQ         nb+24(FP), CX
 	MOVQ         y+32(FP), R11
-	MOVQ         f16+40(FP), R13
+	MOVQ         f16+48(FP), R13
 	LEAQ         (R8)(R8*2), R9
 	LEAQ         (BX)(R8*4), DI
 	MOVL         $0x0f0f0f0f, DX
@@ -412,13 +417,14 @@ q50t8fold:
 	Q50_TOK((DI)(R9*1), 2(DI)(R9*1), Y19)
 
 q50t8store:
-	Q50_STORET(Y0, X0, 0)
-	Q50_STORET(Y1, X1, 4)
-	Q50_STORET(Y2, X2, 8)
-	Q50_STORET(Y3, X3, 12)
-	Q50_STORET(Y16, X16, 16)
-	Q50_STORET(Y17, X17, 20)
-	Q50_STORET(Y18, X18, 24)
-	Q50_STORET(Y19, X19, 28)
+	MOVQ ystride+40(FP), R12
+	Q50_STORET(Y0, X0)
+	Q50_STORET(Y1, X1)
+	Q50_STORET(Y2, X2)
+	Q50_STORET(Y3, X3)
+	Q50_STORET(Y16, X16)
+	Q50_STORET(Y17, X17)
+	Q50_STORET(Y18, X18)
+	Q50_STORET(Y19, X19)
 	VZEROUPPER
 	RET

@@ -148,14 +148,15 @@ q50vdone:
 	VBROADCASTSS X2, Y2 \
 	VFMADD231PS  Y8, Y2, ACC
 
-// func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
-TEXT ·dotQ5_0Tok4AVX2(SB), NOSPLIT, $0-48
+// func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
+// Results go ystride bytes apart.
+TEXT ·dotQ5_0Tok4AVX2(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), AX
 	MOVQ x+8(FP), BX
 	MOVQ xstride+16(FP), R8
 	MOVQ nb+24(FP), CX
 	MOVQ y+32(FP), R11
-	MOVQ f16+40(FP), R13
+	MOVQ f16+48(FP), R13
 	LEAQ (R8)(R8*2), R9
 	Q50V_CONSTS
 	VXORPS Y0, Y0, Y0
@@ -183,9 +184,13 @@ q50vt4store:
 	Q50V_HSUM(Y1, X1, X7)
 	Q50V_HSUM(Y3, X3, X7)
 	Q50V_HSUM(Y6, X6, X7)
+	MOVQ   ystride+40(FP), R12
 	VMOVSS X0, (R11)
-	VMOVSS X1, 4(R11)
-	VMOVSS X3, 8(R11)
-	VMOVSS X6, 12(R11)
+	ADDQ   R12, R11
+	VMOVSS X1, (R11)
+	ADDQ   R12, R11
+	VMOVSS X3, (R11)
+	ADDQ   R12, R11
+	VMOVSS X6, (R11)
 	VZEROUPPER
 	RET
