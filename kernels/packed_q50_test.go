@@ -1,0 +1,389 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// q50Layouts returns the pure-Go q5_0 layout and the registered ones of the
+// kernel sets this CPU runs, each with the variant to install.
+func q50Layouts() (variants []string, layouts []*PackedLayout) {
+	return packedLayoutsOf(gguf.Q5_0, &packedQ50Base)
+}
+
+// TestPackedQ50Registered checks that the avx512 variant brings the q5_0
+// layout and that a packed group is exactly as big as the rows it replaces.
+func TestPackedQ50Registered(t *testing.T) {
+	found := registeredPacked(t, gguf.Q5_0)
+	assert.Equal(t, "q5_0.r16.v1", found.Name)
+	assert.Equal(t, 16, found.Rows)
+	assert.Equal(t, 8, found.MaxTok)
+	for _, cols := range []int{32, 96, 640, 8192} {
+		assert.Equal(t, 16*RowBytes(gguf.Q5_0, cols), found.GroupBytes(cols), "%d cols", cols)
+	}
+}
+
+// TestPackedQ50Bytes reads every scale, fifth bit and nibble back from the
+// packed bytes by the layout documented in packed_q50.go and
+// docs/FORMATS.md (written out here again) and compares them with the GGUF
+// rows.
+func TestPackedQ50Bytes(t *testing.T) {
+	for _, nb := range []int{1, 2, 3, 8} {
+		cols := 32 * nb
+		r := rand.New(rand.NewPCG(uint64(nb), 50))
+		rb := RowBytes(gguf.Q5_0, cols)
+		src := make([]byte, 16*rb)
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		dst := make([]byte, packedQ50Base.GroupBytes(cols))
+		for i := range dst {
+			dst[i] = 0x5a // every byte must be written
+		}
+		packedQ50Base.Pack(dst, src, cols)
+		for b := range nb {
+			base := 352 * b
+			for row := range 16 {
+				blk := src[row*rb+22*b : row*rb+22*(b+1)]
+				require.Equal(t, blk[0:2], dst[base+2*row:base+2*row+2], "nb %d block %d row %d d", nb, b, row)
+				qh := binary.LittleEndian.Uint32(blk[2:])
+				for v := range 32 {
+					j := v % 16 // GGUF quant byte of value v
+					h := v / 16
+					c := j / 4
+					got := dst[base+96+64*c+4*row+j%4]
+					want := blk[6+j] & 0xf
+					if h == 1 {
+						got, want = got>>4, blk[6+j]>>4
+					} else {
+						got &= 0xf
+					}
+					require.Equal(t, want, got, "nb %d block %d row %d value %d nibble", nb, b, row, v)
+					mask := binary.LittleEndian.Uint64(dst[base+32+8*(4*h+c):])
+					require.Equal(t, qh>>v&1, uint32(mask>>(4*row+j%4)&1), "nb %d block %d row %d value %d fifth bit", nb, b, row, v)
+				}
+			}
+		}
+	}
+}
+
+// q50HandRows builds 16 q5_0 rows with block scale d and 5-bit quants from
+// q (0..31; the value is q-16).
+func q50HandRows(cols int, d uint16, q func(row, i int) uint8) []byte {
+	rb := RowBytes(gguf.Q5_0, cols)
+	src := make([]byte, 16*rb)
+	for row := range 16 {
+		for b := range cols / 32 {
+			blk := src[row*rb+22*b:]
+			binary.LittleEndian.PutUint16(blk, d)
+			var qh uint32
+			for j := range 32 {
+				qh |= uint32(q(row, 32*b+j)>>4&1) << j
+			}
+			binary.LittleEndian.PutUint32(blk[2:], qh)
+			for j := range 16 {
+				blk[6+j] = q(row, 32*b+j)&0xf | q(row, 32*b+16+j)<<4
+			}
+		}
+	}
+	return src
+}
+
+// TestPackedQ50Exact checks the integer parts exactly: with d and d_a 1
+// every partial sum is an integer below 2^24, so each dot is the exact
+// integer computed here in int64. Cases cover the extreme quants (0, 15,
+// 16 and 31: fifth bits all clear or all set, nibbles 0 and 15) against
+// -128 and +127 activations (the quantizer never emits -128; the kernel
+// must still take it), random quants and bytes, alternating patterns; for
+// one block, odd and even block counts, every token count, and a stride
+// that misaligns the activations.
+func TestPackedQ50Exact(t *testing.T) {
+	variants, layouts := q50Layouts()
+	prev := Variant
+	defer func() { require.NoError(t, SetVariant(prev)) }()
+	one := F32ToF16(1)
+	type qcase struct {
+		name string
+		w    func(row, i int) uint8
+		x    func(tok, i int) int8
+	}
+	r := rand.New(rand.NewPCG(5, 1))
+	const maxCols = 32 * 35 // the most columns below
+	rnd := make([]byte, (16+8)*maxCols)
+	for i := range rnd {
+		rnd[i] = byte(r.Uint32())
+	}
+	konst := func(q uint8) func(int, int) uint8 { return func(int, int) uint8 { return q } }
+	act := func(a int8) func(int, int) int8 { return func(int, int) int8 { return a } }
+	cases := []qcase{
+		{"0x-128", konst(0), act(-128)},
+		{"0x127", konst(0), act(127)},
+		{"31x-128", konst(31), act(-128)},
+		{"31x127", konst(31), act(127)},
+		{"15x-128", konst(15), act(-128)},
+		{"16x127", konst(16), act(127)},
+		{"random", func(row, i int) uint8 { return rnd[row*maxCols+i] & 0x1f }, func(tok, i int) int8 { return int8(rnd[(16+tok)*maxCols+i]) }},
+		{"alternating", func(row, i int) uint8 { return uint8((row + i) % 2 * 31) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
+		{"by position", func(row, i int) uint8 { return uint8(i+row) % 32 }, func(tok, i int) int8 { return int8(i%32 - 16 + tok) }},
+	}
+	for li, l := range layouts {
+		require.NoError(t, SetVariant(variants[li]))
+		for _, nb := range []int{1, 2, 3, 16, 17, 35} {
+			cols := 32 * nb
+			ab := ActivationBytes(gguf.Q5_0, cols)
+			for _, c := range cases {
+				g := make([]byte, l.GroupBytes(cols))
+				l.Pack(g, q50HandRows(cols, one, c.w), cols)
+				for nTok := 1; nTok <= l.MaxTok; nTok++ {
+					xStride := ab + 3 // misaligned tokens
+					x := make([]byte, nTok*xStride)
+					for tok := range nTok {
+						for b := range nb {
+							blk := x[tok*xStride+34*b:]
+							binary.LittleEndian.PutUint16(blk, one)
+							for j := range 32 {
+								blk[2+j] = byte(c.x(tok, 32*b+j))
+							}
+						}
+					}
+					const yStride = 21
+					for _, dot := range []func(int, []byte, []byte, int, int, []float32, int){l.Dot, l.DotGeneric} {
+						y := make([]float32, nTok*yStride)
+						for i := range y {
+							y[i] = float32(math.NaN())
+						}
+						dot(cols, g, x, xStride, nTok, y, yStride)
+						for tok := range nTok {
+							for row := range 16 {
+								var want int64
+								for i := range cols {
+									want += (int64(c.w(row, i)) - 16) * int64(c.x(tok, i))
+								}
+								require.Equal(t, float32(want), y[tok*yStride+row], "%s %s: %d blocks, %d tokens: token %d row %d", l.Name, c.name, nb, nTok, tok, row)
+							}
+							for i := tok*yStride + 16; i < (tok+1)*yStride && i < len(y); i++ {
+								require.True(t, math.IsNaN(float64(y[i])), "%s: y[%d] past the group's rows written", l.Name, i)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedQ50Scales compares the packed kernels with the generic q5_0 row
+// dot on rows of many blocks (8192 columns) and of one block, with extreme
+// and unusual scales: the largest f16, subnormals, zero, negative, and
+// random ones. The pure-Go twin must give the generic row dot's bits.
+func TestPackedQ50Scales(t *testing.T) {
+	variants, layouts := q50Layouts()
+	prev := Variant
+	defer func() { require.NoError(t, SetVariant(prev)) }()
+	r := rand.New(rand.NewPCG(5, 3))
+	scales := []struct {
+		name string
+		f    func() uint16
+	}{
+		{"max", func() uint16 { return 0x7bff }},
+		{"subnormal", func() uint16 { return uint16(1 + r.IntN(0x3ff)) }},
+		{"zero", func() uint16 { return 0 }},
+		{"negative", func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) }},
+		{"random", func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) }},
+	}
+	for li, l := range layouts {
+		require.NoError(t, SetVariant(variants[li]))
+		for _, cols := range []int{32, 8192} {
+			nb := cols / 32
+			rb := RowBytes(gguf.Q5_0, cols)
+			ab := ActivationBytes(gguf.Q5_0, cols)
+			for _, ws := range scales {
+				for _, xs := range scales {
+					src := make([]byte, 16*rb)
+					for i := range src {
+						src[i] = byte(r.Uint32())
+					}
+					for row := range 16 {
+						for b := range nb {
+							binary.LittleEndian.PutUint16(src[row*rb+22*b:], ws.f())
+						}
+					}
+					nTok := l.MaxTok
+					x := make([]byte, nTok*ab)
+					for i := range x {
+						x[i] = byte(r.Uint32())
+					}
+					for tok := range nTok {
+						for b := range nb {
+							binary.LittleEndian.PutUint16(x[tok*ab+34*b:], xs.f())
+						}
+					}
+					g := make([]byte, l.GroupBytes(cols))
+					l.Pack(g, src, cols)
+					y := make([]float32, nTok*16)
+					l.Dot(cols, g, x, ab, nTok, y, 16)
+					yg := make([]float32, nTok*16)
+					l.DotGeneric(cols, g, x, ab, nTok, yg, 16)
+					for tok := range nTok {
+						xt := x[tok*ab : (tok+1)*ab]
+						for row := range 16 {
+							w := src[row*rb : (row+1)*rb]
+							want := dotQ5_0Generic(cols, w, xt)
+							require.Equal(t, math.Float32bits(want), math.Float32bits(yg[tok*16+row]), "DotGeneric %d cols, scales %s x %s: token %d row %d: got %g want %g", cols, ws.name, xs.name, tok, row, yg[tok*16+row], want)
+							var bound float64 // sum of |terms|: the float rounding scale
+							for b := range nb {
+								wb, xb := w[22*b:], xt[34*b:]
+								qh := binary.LittleEndian.Uint32(wb[2:])
+								var s float64
+								for j := range 16 {
+									lo := float64(int32(wb[6+j]&0xf) | int32(qh>>j&1)<<4 - 16)
+									hi := float64(int32(wb[6+j]>>4) | int32(qh>>(j+16)&1)<<4 - 16)
+									s += math.Abs(lo) * math.Abs(float64(int8(xb[2+j])))
+									s += math.Abs(hi) * math.Abs(float64(int8(xb[18+j])))
+								}
+								bound += math.Abs(float64(f16At(wb))*float64(f16At(xb))) * s
+							}
+							diff := math.Abs(float64(y[tok*16+row]) - float64(want))
+							require.LessOrEqual(t, diff, 1e-5*bound, "%s %d cols, scales %s x %s: token %d row %d: got %g want %g", l.Name, cols, ws.name, xs.name, tok, row, y[tok*16+row], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedQ50Bounds checks that Dot refuses operands too short for the
+// call instead of reading past them.
+func TestPackedQ50Bounds(t *testing.T) {
+	_, layouts := q50Layouts()
+	const cols = 64
+	ab := ActivationBytes(gguf.Q5_0, cols)
+	for _, l := range layouts {
+		g := make([]byte, l.GroupBytes(cols))
+		x := make([]byte, 2*ab)
+		y := make([]float32, 32)
+		assert.NotPanics(t, func() { l.Dot(cols, g, x, ab, 2, y, 16) })
+		assert.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 2, y, 16) }, "%s: short group", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, x[:2*ab-1], ab, 2, y, 16) }, "%s: short activations", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, x, ab, 2, y[:31], 16) }, "%s: short output", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, make([]byte, 9*ab), ab, 9, make([]float32, 9*16), 16) }, "%s: more than MaxTok tokens", l.Name)
+		assert.Panics(t, func() { l.Dot(cols, g, x, ab, 0, y, 16) }, "%s: no tokens", l.Name)
+		assert.Panics(t, func() { l.Dot(cols+1, g, x, ab, 1, y, 16) }, "%s: partial block", l.Name)
+		assert.Panics(t, func() { l.Pack(g, make([]byte, 16*RowBytes(gguf.Q5_0, cols)-1), cols) }, "%s: short source rows", l.Name)
+	}
+}
+
+// TestPackedQ50NoAlloc checks that Dot and Pack allocate nothing.
+func TestPackedQ50NoAlloc(t *testing.T) {
+	_, layouts := q50Layouts()
+	const cols = 256
+	ab := ActivationBytes(gguf.Q5_0, cols)
+	for _, l := range layouts {
+		g := make([]byte, l.GroupBytes(cols))
+		src := make([]byte, 16*RowBytes(gguf.Q5_0, cols))
+		x := make([]byte, l.MaxTok*ab)
+		y := make([]float32, l.MaxTok*16)
+		allocs := testing.AllocsPerRun(10, func() {
+			l.Pack(g, src, cols)
+			for k := 1; k <= l.MaxTok; k++ {
+				l.Dot(cols, g, x, ab, k, y, 16)
+			}
+		})
+		assert.Zero(t, allocs, "%s", l.Name)
+	}
+}
+
+// q50BenchMatrix returns a random rows x cols q5_0 matrix (quantized from
+// normal values), unpacked and packed with the current variant's layout
+// (nil when it has none).
+func q50BenchMatrix(rows, cols int) (m, p *Matrix) {
+	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	rb := RowBytes(gguf.Q5_0, cols)
+	m = &Matrix{Type: gguf.Q5_0, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
+	src := make([]float32, cols)
+	for i := range rows {
+		for j := range src {
+			src[j] = float32(r.NormFloat64() * 0.02)
+		}
+		QuantizeRow(gguf.Q5_0, src, m.Data[i*rb:(i+1)*rb])
+	}
+	l := Packed(gguf.Q5_0)
+	if l == nil {
+		return m, nil
+	}
+	pm := *m
+	pm.Layout = l
+	pm.Packed = make([]byte, l.PackedSize(rows, cols))
+	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
+	return m, &pm
+}
+
+func q50BenchTokens(cols, nTok int) []byte {
+	r := rand.New(rand.NewPCG(6, uint64(cols)))
+	ab := ActivationBytes(gguf.Q5_0, cols)
+	xq := make([]byte, nTok*ab)
+	src := make([]float32, cols)
+	for k := range nTok {
+		for j := range src {
+			src[j] = float32(r.NormFloat64())
+		}
+		QuantizeRow(VecDotType(gguf.Q5_0), src, xq[k*ab:(k+1)*ab])
+	}
+	return xq
+}
+
+// BenchmarkPackedQ50 compares MatMul (64 and 512 tokens) and MatVec on a
+// matrix larger than L2 and on Gemma 3 270M's q5_0 shapes (rows x cols),
+// packed against the unpacked kernels, and measures Pack.
+func BenchmarkPackedQ50(b *testing.B) {
+	if Packed(gguf.Q5_0) == nil {
+		b.Skipf("kernel set %s has no packed q5_0 layout", Variant)
+	}
+	for _, shape := range [][2]int{{2048, 8192}, {1024, 640}, {2048, 640}} {
+		rows, cols := shape[0], shape[1]
+		m, p := q50BenchMatrix(rows, cols)
+		mats := []struct {
+			name string
+			m    *Matrix
+		}{{"unpacked", m}, {"packed", p}}
+		for _, nTok := range []int{64, 512} {
+			if rows*cols > 8<<20 && nTok > 64 {
+				continue // keep the big shapes short
+			}
+			xq := q50BenchTokens(cols, nTok)
+			y := make([]float32, nTok*rows)
+			for _, mm := range mats {
+				b.Run(fmt.Sprintf("MatMul/%dx%d/tok%d/%s", rows, cols, nTok, mm.name), func(b *testing.B) {
+					for b.Loop() {
+						MatMul(mm.m, xq, nTok, y, 0, rows)
+					}
+					b.ReportMetric(2*float64(rows*cols*nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+		xq := q50BenchTokens(cols, 1)
+		y := make([]float32, rows)
+		for _, mm := range mats {
+			b.Run(fmt.Sprintf("MatVec/%dx%d/%s", rows, cols, mm.name), func(b *testing.B) {
+				b.SetBytes(int64(len(m.Data))) // weight bytes streamed
+				for b.Loop() {
+					MatVec(mm.m, xq, y, 0, rows)
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("Pack/%dx%d", rows, cols), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for b.Loop() {
+				p.Layout.PackRows(m, p.Packed, 0, rows/16)
+			}
+		})
+	}
+}
