@@ -80,6 +80,8 @@ type Session struct {
 	// ikAttn selects ik_llama.cpp's flash attention (attendHeadIk): set
 	// in the ik numerics mode with an f16 cache.
 	ikAttn bool
+	// cacheCleanup unmaps the KV cache if the session is dropped unclosed.
+	cacheCleanup runtime.Cleanup
 }
 
 // mmJob is one matrix product of an operation.
@@ -155,8 +157,11 @@ func (s *Session) alloc(f32 bool) (err error) {
 		return err
 	}
 	// The cache is mapped outside the Go heap: unmap it if the session is
-	// dropped without Close (Close unmaps it at once).
-	runtime.AddCleanup(s, (*kvCache).free, s.cache)
+	// dropped without Close (Close unmaps it at once and stops the cleanup,
+	// so a closed session costs the collector nothing later, which could
+	// otherwise run it, and allocate, in the middle of another session's
+	// decode).
+	s.cacheCleanup = runtime.AddCleanup(s, (*kvCache).free, s.cache)
 	nb := min(maxBatch, s.nCtx)
 	s.nb = nb
 	qDim, kvDim := c.nHead*c.headDim, c.nKV*c.headDim
@@ -251,6 +256,7 @@ func (s *Session) release() {
 		s.pool.Close()
 	}
 	if s.cache != nil {
+		s.cacheCleanup.Stop()
 		s.cache.free()
 	}
 	s.cache = nil
