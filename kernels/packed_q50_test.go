@@ -264,41 +264,13 @@ func TestPackedQ50Scales(t *testing.T) {
 // call instead of reading past them.
 func TestPackedQ50Bounds(t *testing.T) {
 	_, layouts := q50Layouts()
-	const cols = 64
-	ab := ActivationBytes(gguf.Q5_0, cols)
-	for _, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		x := make([]byte, 2*ab)
-		y := make([]float32, 32)
-		assert.NotPanics(t, func() { l.Dot(cols, g, x, ab, 2, y, 16) })
-		assert.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 2, y, 16) }, "%s: short group", l.Name)
-		assert.Panics(t, func() { l.Dot(cols, g, x[:2*ab-1], ab, 2, y, 16) }, "%s: short activations", l.Name)
-		assert.Panics(t, func() { l.Dot(cols, g, x, ab, 2, y[:31], 16) }, "%s: short output", l.Name)
-		assert.Panics(t, func() { l.Dot(cols, g, make([]byte, 9*ab), ab, 9, make([]float32, 9*16), 16) }, "%s: more than MaxTok tokens", l.Name)
-		assert.Panics(t, func() { l.Dot(cols, g, x, ab, 0, y, 16) }, "%s: no tokens", l.Name)
-		assert.Panics(t, func() { l.Dot(cols+1, g, x, ab, 1, y, 16) }, "%s: partial block", l.Name)
-		assert.Panics(t, func() { l.Pack(g, make([]byte, 16*RowBytes(gguf.Q5_0, cols)-1), cols) }, "%s: short source rows", l.Name)
-	}
+	checkPackedBounds(t, layouts)
 }
 
 // TestPackedQ50NoAlloc checks that Dot and Pack allocate nothing.
 func TestPackedQ50NoAlloc(t *testing.T) {
 	_, layouts := q50Layouts()
-	const cols = 256
-	ab := ActivationBytes(gguf.Q5_0, cols)
-	for _, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		src := make([]byte, 16*RowBytes(gguf.Q5_0, cols))
-		x := make([]byte, l.MaxTok*ab)
-		y := make([]float32, l.MaxTok*16)
-		allocs := testing.AllocsPerRun(10, func() {
-			l.Pack(g, src, cols)
-			for k := 1; k <= l.MaxTok; k++ {
-				l.Dot(cols, g, x, ab, k, y, 16)
-			}
-		})
-		assert.Zero(t, allocs, "%s", l.Name)
-	}
+	checkPackedNoAlloc(t, layouts)
 }
 
 // q50BenchMatrix returns a random rows x cols q5_0 matrix (quantized from

@@ -233,42 +233,18 @@ func TestPackedQ80Scales(t *testing.T) {
 	}
 }
 
-// TestPackedQ80Bounds checks that Dot refuses operands too short for the
-// call instead of reading past them.
+// TestPackedQ80Bounds checks that Dot and Pack refuse operands too short
+// for the call instead of reading past them (checkPackedBounds).
 func TestPackedQ80Bounds(t *testing.T) {
 	_, layouts := q80Layouts(t)
-	const cols = 64
-	ab := ActivationBytes(gguf.Q8_0, cols)
-	for _, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		x := make([]byte, 2*ab)
-		y := make([]float32, 32)
-		assert.NotPanics(t, func() { l.Dot(cols, g, x, ab, 2, y, 16) })
-		assert.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 2, y, 16) }, "%s: short group", l.Name)
-		assert.Panics(t, func() { l.Dot(cols, g, x[:2*ab-1], ab, 2, y, 16) }, "%s: short activations", l.Name)
-		assert.Panics(t, func() { l.Dot(cols, g, x, ab, 2, y[:31], 16) }, "%s: short output", l.Name)
-		assert.Panics(t, func() { l.Dot(cols, g, make([]byte, 9*ab), ab, 9, make([]float32, 9*16), 16) }, "%s: more than MaxTok tokens", l.Name)
-		assert.Panics(t, func() { l.Dot(cols+1, g, x, ab, 1, y, 16) }, "%s: partial block", l.Name)
-	}
+	checkPackedBounds(t, layouts)
 }
 
-// TestPackedQ80NoAlloc checks that Dot allocates nothing for any token
-// count.
+// TestPackedQ80NoAlloc checks that Dot (any token count) and Pack allocate
+// nothing.
 func TestPackedQ80NoAlloc(t *testing.T) {
 	_, layouts := q80Layouts(t)
-	const cols = 256
-	ab := ActivationBytes(gguf.Q8_0, cols)
-	for _, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		x := make([]byte, l.MaxTok*ab)
-		y := make([]float32, l.MaxTok*16)
-		allocs := testing.AllocsPerRun(10, func() {
-			for k := 1; k <= l.MaxTok; k++ {
-				l.Dot(cols, g, x, ab, k, y, 16)
-			}
-		})
-		assert.Zero(t, allocs, "%s", l.Name)
-	}
+	checkPackedNoAlloc(t, layouts)
 }
 
 // q80BenchMatrix returns a random rows x cols q8_0 matrix, unpacked and
