@@ -286,39 +286,11 @@ func TestPackedQ41NoAlloc(t *testing.T) {
 // normal values, so scales and offsets are realistic), unpacked and packed
 // with the current variant's layout (nil when it has none).
 func q41BenchMatrix(rows, cols int) (m, p *Matrix) {
-	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
-	rb := RowBytes(gguf.Q4_1, cols)
-	m = &Matrix{Type: gguf.Q4_1, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
-	src := make([]float32, cols)
-	for i := range rows {
-		for j := range src {
-			src[j] = float32(r.NormFloat64() * 0.02)
-		}
-		QuantizeRow(gguf.Q4_1, src, m.Data[i*rb:(i+1)*rb])
-	}
-	l := Packed(gguf.Q4_1)
-	if l == nil {
-		return m, nil
-	}
-	pm := *m
-	pm.Layout = l
-	pm.Packed = make([]byte, l.PackedSize(rows, cols))
-	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-	return m, &pm
+	return packedBenchMatrix(gguf.Q4_1, rows, cols)
 }
 
 func q41BenchTokens(cols, nTok int) []byte {
-	r := rand.New(rand.NewPCG(5, uint64(cols)))
-	ab := ActivationBytes(gguf.Q4_1, cols)
-	xq := make([]byte, nTok*ab)
-	src := make([]float32, cols)
-	for k := range nTok {
-		for j := range src {
-			src[j] = float32(r.NormFloat64())
-		}
-		QuantizeRow(VecDotType(gguf.Q4_1), src, xq[k*ab:(k+1)*ab])
-	}
-	return xq
+	return packedBenchTokens(gguf.Q4_1, cols, nTok, 5)
 }
 
 // BenchmarkPackedQ41 compares MatMul (64 and 512 tokens) and MatVec on a

@@ -277,39 +277,11 @@ func TestPackedQ50NoAlloc(t *testing.T) {
 // normal values), unpacked and packed with the current variant's layout
 // (nil when it has none).
 func q50BenchMatrix(rows, cols int) (m, p *Matrix) {
-	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
-	rb := RowBytes(gguf.Q5_0, cols)
-	m = &Matrix{Type: gguf.Q5_0, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
-	src := make([]float32, cols)
-	for i := range rows {
-		for j := range src {
-			src[j] = float32(r.NormFloat64() * 0.02)
-		}
-		QuantizeRow(gguf.Q5_0, src, m.Data[i*rb:(i+1)*rb])
-	}
-	l := Packed(gguf.Q5_0)
-	if l == nil {
-		return m, nil
-	}
-	pm := *m
-	pm.Layout = l
-	pm.Packed = make([]byte, l.PackedSize(rows, cols))
-	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-	return m, &pm
+	return packedBenchMatrix(gguf.Q5_0, rows, cols)
 }
 
 func q50BenchTokens(cols, nTok int) []byte {
-	r := rand.New(rand.NewPCG(6, uint64(cols)))
-	ab := ActivationBytes(gguf.Q5_0, cols)
-	xq := make([]byte, nTok*ab)
-	src := make([]float32, cols)
-	for k := range nTok {
-		for j := range src {
-			src[j] = float32(r.NormFloat64())
-		}
-		QuantizeRow(VecDotType(gguf.Q5_0), src, xq[k*ab:(k+1)*ab])
-	}
-	return xq
+	return packedBenchTokens(gguf.Q5_0, cols, nTok, 6)
 }
 
 // BenchmarkPackedQ50 compares MatMul (64 and 512 tokens) and MatVec on a
