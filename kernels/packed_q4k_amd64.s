@@ -72,6 +72,19 @@
 	VCVTDQ2PS   ACC, ACC \
 	VFMADD231PS Z28, ACC, FB
 
+// One sub-block k of the one-token kernel: its scales, the prefetch of
+// the block two ahead, its two weight halves (at w and w+128) against the
+// token's quants at q and q+16, folded into the row sums.
+#define SUB1(k, w, q) \
+	SUBSCALE(k) \
+	PFQ4K(k) \
+	VPXORD Z4, Z4, Z4 \
+	PQ4K_WHALF(w) \
+	DOT4(q, R8, Z4) \
+	PQ4K_WHALF(w+128) \
+	DOT4(q+16, R8, Z4) \
+	FOLD(Z4, Z12)
+
 // Block prologue: Z29 = d of the 16 rows.
 #define BLKD \
 	VCVTPH2PS 0(SI), Z29
