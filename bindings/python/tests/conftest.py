@@ -89,3 +89,16 @@ def ref_f32():
 def golden():
     with open(data_path("models/stories260K.golden.txt"), encoding="utf-8") as f:
         return f.read()
+
+
+def real_model_path(name: str = "SmolLM2-135M-Instruct.Q4_1.gguf"):
+    """A real model where scripts/fetch-model.sh keeps it ($MOONLM_MODELS, else
+    $XDG_CACHE_HOME/moonlm/models or ~/.cache/moonlm/models), or a skip."""
+    d = os.environ.get("MOONLM_MODELS")
+    if not d:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(cache, "moonlm", "models")
+    p = Path(d) / name
+    if not p.is_file():
+        pytest.skip(f"{name} absent from {d}: run scripts/fetch-model.sh")
+    return str(p)
