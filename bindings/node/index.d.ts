@@ -30,7 +30,11 @@ export type StatusCode =
   | 'FORKED'
   | 'LOAD';
 
-/** A failed moonlm call; `message` is the library's description. */
+/**
+ * A failed moonlm call; `message` is the library's description. A bad
+ * argument caught by the binding is an ArgumentError (a TypeError or
+ * RangeError) and also counts as `instanceof MoonlmError`.
+ */
 export declare class MoonlmError extends Error {
   readonly name: 'MoonlmError';
   /** The status name; 'LOAD' when the library itself could not be loaded. */
@@ -39,6 +43,21 @@ export declare class MoonlmError extends Error {
   readonly status: number;
 }
 
+/**
+ * A bad argument, caught before the library is called: a TypeError for a
+ * value of the wrong type or an unknown option name, a RangeError for one out
+ * of range (a fraction, NaN, beyond int32, ...). `instanceof MoonlmError` is
+ * true for it.
+ */
+export interface ArgumentError extends Error {
+  readonly name: 'TypeError' | 'RangeError';
+  readonly code: 'INVALID_ARGUMENT';
+  readonly status: 1;
+  /** The parameter, e.g. 'token', 'opts.nCtx', 'tokens[3]', 'messages[0].content'. */
+  readonly param: string;
+}
+
+/** Token ids: integers in [0, 2**31-1]. Strings, Buffers and Uint8Arrays are refused (text is never token ids). */
 export type Tokens = Int32Array | ArrayLike<number>;
 
 /** A tri-state setting: omitted, null or 'default' let the library decide (its environment, else on). */
@@ -126,6 +145,7 @@ export interface SessionStreamOptions extends GenerateOptions {
 /** An OpenAI-style chat message. */
 export interface ChatMessage {
   role: string;
+  /** Required; null renders as an empty content. */
   content: string | null;
 }
 
@@ -186,14 +206,17 @@ export declare class Session implements Disposable {
   readonly nCtx: number;
   readonly nVocab: number;
   readonly kvType: 'f16' | 'f32';
-  /** The buffer prefill/decode write into, reused on every call. */
+  /**
+   * The logits of the last prefill/decode, refilled by every call (a copy of
+   * the private buffer the library writes into; replaced if detached).
+   */
   readonly logits: Float32Array;
   readonly closed: boolean;
   /** Tokens evaluated so far. */
   readonly position: number;
-  /** Evaluates tokens; resolves to `logits` (the session's reused buffer). */
+  /** Evaluates tokens (a copy is taken at the call); resolves to `logits`. */
   prefill(tokens: Tokens): Promise<Float32Array>;
-  /** Evaluates one token; resolves to `logits` (the session's reused buffer). */
+  /** Evaluates one token; resolves to `logits`. */
   decode(token: number): Promise<Float32Array>;
   rewind(nKeep: number): void;
   /** Makes the running or next prefill/decode reject with CANCELLED. */

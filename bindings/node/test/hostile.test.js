@@ -20,8 +20,8 @@ function hostile(kind, other = '') {
     process.execPath, FIXTURE, kind, h.dataPath('models/stories260K.gguf'), other],
   { encoding: 'utf8', timeout: 30000 });
   assert.equal(r.error, undefined, `${kind}: ${r.error}`);
-  assert.equal(r.signal, null, `${kind}: killed by ${r.signal} (timeout or crash); stderr: ${r.stderr.slice(-2000)}`);
-  assert.equal(r.status, 0, `${kind}: exit ${r.status}; stderr: ${r.stderr.slice(-2000)}`);
+  assert.equal(r.signal, null, `${kind}: killed by ${r.signal} (timeout or crash); stderr: ${r.stderr.slice(0, 1500)}`);
+  assert.equal(r.status, 0, `${kind}: exit ${r.status}; stderr: ${r.stderr.slice(0, 1500)}`);
   return JSON.parse(r.stdout);
 }
 
