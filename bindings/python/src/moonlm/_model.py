@@ -10,7 +10,6 @@ from array import array
 from typing import (
     Any,
     Callable,
-    Tuple,
     Dict,
     Iterable,
     Iterator,
