@@ -63,7 +63,7 @@ def check(mode):
     assert rc == -signal.SIGINT, (rc, err)
     assert out.split("\n")[:2] == ["interrupted 0", "after 4"], out
     # Uninterrupted, the 2001-token prefill takes several seconds on two cores.
-    assert latency < 2.5, f"{latency:.2f}s from SIGINT to exit"
+    assert latency < 3.0, f"{latency:.2f}s from SIGINT to exit"
 
 
 def test_ctrl_c_cancels_a_long_prefill():

@@ -697,11 +697,16 @@ class Session:
         h = self._h("prefill")
         ptr, n, keep = A.tokens("prefill", "tokens", tokens)
         lib, out, cap = self._lib, self._logits_ptr, self.n_vocab
-        lib.check(lib.session_position(h, ctypes.byref(self._pos)), "prefill")
+        # Where a call that finished despite a Ctrl-C is rewound to. If the
+        # position cannot be read (another thread's call), prefill fails too.
+        known = lib.session_position(h, ctypes.byref(self._pos)) == L.OK
         start = self._pos.value
-        err = _interruptible(
-            lib, h, "prefill", lambda: lib.prefill(h, ptr, n, out, cap), lambda: lib.session_rewind(h, start)
-        )
+
+        def undo() -> None:
+            if known:
+                lib.session_rewind(h, start)
+
+        err = _interruptible(lib, h, "prefill", lambda: lib.prefill(h, ptr, n, out, cap), undo)
         del keep
         if err is not None:
             raise err
