@@ -43,6 +43,18 @@ function skipReason(rel) {
   return false;
 }
 
+/**
+ * A real model where scripts/fetch-model.sh keeps it ($MOONLM_MODELS, else
+ * $XDG_CACHE_HOME/moonlm/models or ~/.cache/moonlm/models): { path } or
+ * { skip: reason }.
+ */
+function realModel(name = 'SmolLM2-135M-Instruct.Q4_1.gguf') {
+  const dir = process.env.MOONLM_MODELS ||
+    path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'moonlm', 'models');
+  const p = path.join(dir, name);
+  return fs.existsSync(p) ? { path: p, skip: false } : { skip: `${name} absent from ${dir}: run scripts/fetch-model.sh` };
+}
+
 function dataPath(rel) {
   return path.join(testdataRoot(), rel);
 }
@@ -160,4 +172,4 @@ function ggufWithString(src, key, value) {
 }
 
 module.exports = {
-  ggufWith, ggufWithString, moonlm, REPO, skipReason, dataPath, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };
+  ggufWith, ggufWithString, moonlm, REPO, skipReason, dataPath, realModel, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };
