@@ -167,6 +167,21 @@ const arg = {
     for (let i = 0; i < out.length; i++) out[i] = arg.token(what, `${param}[${i}]`, v[i]);
     return out;
   },
+
+  /**
+   * OpenAI-style messages checked and made C strings: an array of objects
+   * with a string role and a content that is a string or null (null: "").
+   */
+  messages(what, messages) {
+    if (!Array.isArray(messages)) throw arg.typeError(what, 'messages', `must be an array, got ${shown(messages)}`);
+    return messages.map((m, i) => {
+      if (m == null || typeof m !== 'object') throw arg.typeError(what, `messages[${i}]`, `must be an object, got ${shown(m)}`);
+      const role = arg.string(what, `messages[${i}].role`, m.role, false);
+      if (!('content' in m)) throw arg.typeError(what, `messages[${i}].content`, 'is missing (a string, or null for none)');
+      const content = m.content === null ? '' : arg.string(what, `messages[${i}].content`, m.content, false);
+      return { role, content };
+    });
+  },
 };
 
 // The option names each call takes; anything else is refused.
@@ -208,21 +223,6 @@ function tokenizeFlags(what, opts) {
   const parse = opts.parseSpecial == null ? false : arg.bool(what, 'opts.parseSpecial', opts.parseSpecial);
   return (add ? 1 : 0) | (parse ? 2 : 0);
 }
-
-/**
- * OpenAI-style messages checked and made C strings: an array of objects
- * with a string role and a content that is a string or null (null: "").
- */
-arg.messages = (what, messages) => {
-  if (!Array.isArray(messages)) throw arg.typeError(what, 'messages', `must be an array, got ${shown(messages)}`);
-  return messages.map((m, i) => {
-    if (m == null || typeof m !== 'object') throw arg.typeError(what, `messages[${i}]`, `must be an object, got ${shown(m)}`);
-    const role = arg.string(what, `messages[${i}].role`, m.role, false);
-    if (!('content' in m)) throw arg.typeError(what, `messages[${i}].content`, 'is missing (a string, or null for none)');
-    const content = m.content === null ? '' : arg.string(what, `messages[${i}].content`, m.content, false);
-    return { role, content };
-  });
-};
 
 // ---- the library ---------------------------------------------------------
 
@@ -594,7 +594,7 @@ class Model {
       params.packed_cache_dir = arg.string('Model.open', 'opts.packedCacheDir', opts.packedCacheDir, false);
     }
     if (opts.packedCacheBytes != null) {
-      // (0: the default)
+      // 0 means the library's default
       params.packed_cache_bytes = arg.uint64('Model.open', 'opts.packedCacheBytes', opts.packedCacheBytes, (1n << 63n) - 1n);
     }
     params.numerics = numericsValue(opts.numerics);
