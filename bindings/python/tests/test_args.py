@@ -223,3 +223,11 @@ def test_good_values_still_work(model):
     assert model.generate((1, 403), max_tokens=3, temperature=0, top_k=np.int32(40)) == text
     with moonlm.Sampler(top_k=5, penalty_last_n=-1, temperature=0) as sm:
         assert sm.sample([0.0, 1.0, 0.5]) == 1
+
+
+def test_stop_strings_may_come_from_an_iterator(model):
+    want = model.generate("Once upon a time", max_tokens=20, temperature=0)
+    cut = want[len(want) // 2 :][:3]
+    assert cut and cut in want
+    got = model.generate("Once upon a time", max_tokens=20, temperature=0, stop=iter([cut]))
+    assert got == want[: want.index(cut)]

@@ -112,10 +112,11 @@ def _tokenize_flags(what: str, add_special: Any, parse_special: Any) -> int:
     return (L.TOKENIZE_ADD_SPECIAL if add else 0) | (L.TOKENIZE_PARSE_SPECIAL if parse else 0)
 
 
-def _check_loop(what: str, max_tokens: Any, stop: Any) -> None:
-    """Checks a generation loop's own options before anything is allocated."""
+def _check_loop(what: str, max_tokens: Any, stop: Any) -> List[str]:
+    """Checks a generation loop's own options before anything is allocated;
+    returns the stop strings as a list (an iterator is read once, here)."""
     A.integer(what, "max_tokens", max_tokens, 0, (1 << 63) - 1)
-    A.strings(what, "stop", stop)
+    return A.strings(what, "stop", stop)
 
 
 _WAIT_SLICE = 0.05  # seconds: the longest a Ctrl-C waits to be seen during a call
@@ -507,7 +508,7 @@ class Model:
             _tokenize_flags("generate", add_special, parse_special)
             tokens = A.token_list("generate", "prompt", prompt)
         A.boolean("generate", "stream", stream)
-        _check_loop("generate", max_tokens, stop)
+        stop = _check_loop("generate", max_tokens, stop)
         if n_ctx is not None:
             n_ctx = A.integer("generate", "n_ctx", n_ctx, 1, A.INT32_MAX)
         sampler = Sampler(
@@ -755,7 +756,7 @@ class Session:
         the last generated token is not evaluated. Needs the session's model
         to be open (for detokenization)."""
         toks = A.token_list("generate", "tokens", tokens)
-        _check_loop("generate", max_tokens, stop)
+        stop = _check_loop("generate", max_tokens, stop)
         if sampler is not None and not isinstance(sampler, Sampler):
             raise A.type_error("generate", "sampler", f"must be a moonlm.Sampler, got {type(sampler).__name__}")
         # keep the caller's sampler open: close only one made here
