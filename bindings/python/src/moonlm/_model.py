@@ -125,22 +125,26 @@ _WAIT_SLICE = 0.05  # seconds: the longest a Ctrl-C waits to be seen during a ca
 def _interruptible(
     lib: L.Library, h: int, what: str, call: Callable[[], int], undo: Callable[[], None]
 ) -> Optional[Exception]:
-    """Runs call() (a long native call on session h) so that Ctrl-C stops it.
+    """Runs call() (a long native call on session h) so that Ctrl-C stops it;
+    returns the call's error (made on the thread that called: the library's
+    message is per thread), or None.
 
     Python runs signal handlers only in the main thread, between bytecodes,
     so a KeyboardInterrupt would wait for the native call to return. On the
     main thread the call therefore runs on a worker thread while the main
     thread waits in short slices (SIGINT may land on any thread, one of the
     library's included, and then interrupts no wait: the handler runs at the
-    next slice); a KeyboardInterrupt then cancels
-    the session's call, waits for it to stop (within one layer's work) and
-    propagates; undo() reverts a call that had finished all the same. Other
-    threads call directly. Returns the call's error, made
-    on the thread that called (the library's message is per thread), or None.
+    next slice). A KeyboardInterrupt cancels the session's call, waits for
+    it to stop (within one layer's work), undo()es a call that finished all
+    the same, and propagates. Other threads call directly.
     """
-    if threading.current_thread() is not threading.main_thread():
+
+    def direct() -> Optional[Exception]:
         st = call()
         return None if st == L.OK else lib.error(st, what)
+
+    if threading.current_thread() is not threading.main_thread():
+        return direct()
     # [error, done]: done is set by the worker when the call is over; the
     # lock, held until then, is only what the main thread sleeps on.
     # (Thread.join is no use here: before Python 3.13 a KeyboardInterrupt
@@ -151,14 +155,15 @@ def _interruptible(
 
     def run() -> None:
         try:
-            st = call()
-            if st != L.OK:
-                state[0] = lib.error(st, what)
+            state[0] = direct()
         finally:
             state[1] = True
             wake.release()
 
-    threading.Thread(target=run, name=f"moonlm {what}", daemon=True).start()
+    try:
+        threading.Thread(target=run, name=f"moonlm {what}", daemon=True).start()
+    except RuntimeError:  # no new threads at interpreter shutdown
+        return direct()
     try:
         while not state[1]:
             wake.acquire(timeout=_WAIT_SLICE)
