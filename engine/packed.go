@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/internal/packcache"
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -134,24 +135,30 @@ func (m *Model) packTargets() ([]packTarget, int) {
 		ts = append(ts, packTarget{name: name, m: mt, l: l, off: off, size: size})
 		off += (size + packAlign - 1) / packAlign * packAlign
 	}
+	mats := blockMatrices(m.fam)
 	for i := range m.layers {
 		L := &m.layers[i]
 		p := "blk." + strconv.Itoa(i) + "."
-		add(p+"attn_q.weight", &L.wq)
-		add(p+"attn_k.weight", &L.wk)
-		add(p+"attn_v.weight", &L.wv)
-		add(p+"attn_output.weight", &L.wo)
-		add(p+"ffn_gate.weight", &L.gate)
-		add(p+"ffn_up.weight", &L.up)
-		add(p+"ffn_down.weight", &L.down)
-	}
-	name := "output.weight"
-	if m.f != nil {
-		if _, ok := m.f.Tensor(name); !ok {
-			name = "token_embd.weight (tied output)"
+		for _, t := range mats {
+			if L.mats[t.Role].Data != nil {
+				add(p+t.Name, &L.mats[t.Role])
+			}
 		}
 	}
-	add(name, &m.output)
+	// The model's matrices but the embeddings, which are only looked up.
+	for i := range m.fam.Model {
+		t := &m.fam.Model[i]
+		if !t.Matrix() || t.Role == arch.TokenEmbd || m.glob.mats[t.Role].Data == nil {
+			continue
+		}
+		name := t.Name
+		if m.f != nil && t.TiedTo != arch.NoRole {
+			if _, ok := m.f.Tensor(name); !ok {
+				name = m.fam.Tensor(t.TiedTo).Name + " (tied output)"
+			}
+		}
+		add(name, &m.glob.mats[t.Role])
+	}
 	return ts, off
 }
 
