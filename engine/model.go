@@ -222,7 +222,7 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 		return nil, fmt.Errorf("engine: open: %w", err)
 	}
 	if err := checkNumerics(numerics, &cfg); err != nil {
-		return nil, fmt.Errorf("engine: open: %w", err)
+		return nil, err
 	}
 	p = applyNumerics(p, numerics)
 	m = &Model{f: f, fam: fam, cfg: cfg, numerics: numerics}

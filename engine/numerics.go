@@ -169,10 +169,10 @@ func rmsNormIk(dst, x, w []float32, eps float32) {
 // engine on, naming what it cannot follow.
 func checkNumerics(n Numerics, c *config) error {
 	if n == NumericsIk && c.HeadDim%16 != 0 {
-		// attendHeadIk follows ik_llama.cpp's flash attention kernel,
-		// which takes keys 16 values at a time; other head sizes take a
-		// different path there.
-		return fmt.Errorf("%w: numerics mode ik: head size %d (ik_llama.cpp's flash attention this mode follows needs a multiple of 16)", ErrUnsupported, c.HeadDim)
+		// attendHeadIk follows ik_llama.cpp's iqk flash attention, which
+		// takes keys 16 values at a time; ik_llama.cpp computes other head
+		// sizes another way, which this mode does not follow.
+		return fmt.Errorf("%w: numerics mode ik: head size %d (it follows ik_llama.cpp's flash attention for multiples of 16 only)", ErrUnsupported, c.HeadDim)
 	}
 	return nil
 }
