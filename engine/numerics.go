@@ -77,10 +77,10 @@ func resolveNumerics(n Numerics) (Numerics, error) {
 	return n, nil
 }
 
-// applyNumerics adjusts the open parameters for mode n: the llama.cpp
+// applyNumerics adjusts the open parameters for mode n: the reference
 // modes need their layouts installed, so they pack whatever MOONLM_PACK
-// says, and skip the packed-weight cache (the layouts are plain copies,
-// cheaper to make than to read back).
+// says, and skip the packed-weight cache (their layouts read the mapping
+// in place; only weights of types they do not cover are packed).
 func applyNumerics(p ModelParams, n Numerics) ModelParams {
 	if n != NumericsFast {
 		p.Pack = PackOn
@@ -90,24 +90,26 @@ func applyNumerics(p ModelParams, n Numerics) ModelParams {
 }
 
 // layoutFor is the packed layout matrix mt takes under the model's
-// numerics mode (nil: used as mapped).
-func (m *Model) layoutFor(mt *kernels.Matrix) *kernels.PackedLayout {
+// numerics mode (nil: used as mapped). inPlace says the layout's bytes are
+// the GGUF rows unchanged (the numerics modes' one-row layouts), so the
+// matrix reads the mapping itself rather than a copy.
+func (m *Model) layoutFor(mt *kernels.Matrix) (l *kernels.PackedLayout, inPlace bool) {
 	order := kernels.GGMLRepack
 	switch m.numerics {
 	case NumericsFast:
-		return kernels.Packed(mt.Type)
+		return kernels.Packed(mt.Type), false
 	case NumericsIk:
 		if l := kernels.PackedIk(mt.Type); l != nil {
-			return l
+			return l, true
 		}
-		return kernels.Packed(mt.Type)
+		return kernels.Packed(mt.Type), false
 	case NumericsLlamaCppNoRepack:
 		order = kernels.GGMLVecDot
 	}
 	if l := kernels.PackedExact(mt.Type, mt.Rows, order); l != nil {
-		return l
+		return l, true
 	}
-	return kernels.Packed(mt.Type)
+	return kernels.Packed(mt.Type), false
 }
 
 // numericsOps are the building blocks whose arithmetic a numerics mode

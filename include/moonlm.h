@@ -183,8 +183,8 @@ typedef enum moonlm_packed_cache_mode {
  * bit, for checking against it: LLAMACPP is llama.cpp's x86 CPU backend
  * with its defaults (q4_K weights repacked), LLAMACPP_NOREPACK the same
  * without repacked layouts, IK is ik_llama.cpp (its q8_2 activations, fused
- * ops and flash attention). They run pure-Go kernels over a copy of the
- * weights: several times slower and more memory. They ignore
+ * ops and flash attention). They run pure-Go kernels that read the covered
+ * weights in place in the file mapping: several times slower. They ignore
  * MOONLM_NUMERICS, always pack (pack is ignored) and never use the
  * packed-weight cache. Weights of the types a mode does not cover keep the
  * fast kernels and are not bit-exact (the llama.cpp modes cover q8_0, q4_1,
