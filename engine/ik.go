@@ -47,8 +47,12 @@ func (s *Session) attendHeadIk(t, h, worker int) {
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	w := s.scores[worker][:ikKStep]
 	// ik passes gemma3's query scaling to flash attention as its scale
-	// rather than scaling Q (stQKV skips it in this mode).
-	scale := c.KQScale * c.QScale
+	// rather than scaling Q (numericsOps.qScaleInAttention: the ScaleQ step
+	// skips it in this mode).
+	scale := c.KQScale
+	if s.m.plan.scalesQ {
+		scale *= c.QScale
+	}
 	M := float32(math.Inf(-1))
 	var S float32
 	clear(out)

@@ -20,6 +20,9 @@ type plan struct {
 	// maxIn is the widest input of a product (the activation buffers'
 	// size per token).
 	maxIn int
+	// scalesQ: the block has a ScaleQ step (which a numerics mode may move
+	// into attention).
+	scalesQ bool
 }
 
 type phaseKind uint8
@@ -149,6 +152,7 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 			cur.ops = append(cur.ops, tokOp{kind: tkRoPE})
 		case arch.OpScaleQ:
 			cur.ops = append(cur.ops, tokOp{kind: tkScaleQ})
+			pl.scalesQ = true
 		case arch.OpResidual:
 			if pl.width[st.In] != c.Dim {
 				return nil, descriptionError(fam, "a residual of %d values", pl.width[st.In])
