@@ -18,25 +18,10 @@
 
 #include "textflag.h"
 
+#include "tok4_amd64.h"
+
 // Horizontal sum of the 8 float32 lanes of Y0 into X0 (clobbers X1).
-#define HSUM_Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VPERMILPS    $0x4e, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1 \
-	VADDSS       X1, X0, X0
-
-// Y15 = sixteen int16 ones (for VPMADDWD pair sums).
-#define ONES16_Y15 \
-	VPCMPEQW Y15, Y15, Y15 \
-	VPSRLW   $15, Y15, Y15
-
-// Y14 = 0x0f in every byte.
-#define LOWNIB_Y14 \
-	VPCMPEQW Y14, Y14, Y14 \
-	VPSRLW   $12, Y14, Y14 \
-	VPACKUSWB Y14, Y14, Y14
+#define HSUM_Y0 HSUM(Y0, X0, X1)
 
 // One block of each 32-value format against its q8 block, at byte offsets
 // wo (weights, AX) and xo (activations, BX), accumulated into ACC (and the
@@ -846,26 +831,6 @@ axpydone:
 // four activation rows (xstride bytes apart), so unpacking and weight loads
 // are shared. The arithmetic per token is that of the row kernels.
 
-// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
-#define HSUM(Y, X, T) \
-	VEXTRACTF128 $1, Y, T \
-	VADDPS       T, X, X \
-	VPERMILPS    $0x4e, X, T \
-	VADDPS       T, X, X \
-	VMOVSHDUP    X, T \
-	VADDSS       T, X, X
-
-// Store the four accumulators Y0..Y3 (hsummed) to 4 floats at R11.
-#define STORE4 \
-	HSUM(Y0, X0, X4) \
-	HSUM(Y1, X1, X4) \
-	HSUM(Y2, X2, X4) \
-	HSUM(Y3, X3, X4) \
-	VMOVSS X0, (R11) \
-	VMOVSS X1, 4(R11) \
-	VMOVSS X2, 8(R11) \
-	VMOVSS X3, 12(R11)
-
 // One token of a q8_0 block: Y4 = signed weight quants, Y6 = |Y4|,
 // Y5 = weight scale; D and Q address the token's scale and quants.
 #define TOK_SIGNED(D, Q, ACC) \
@@ -881,86 +846,11 @@ axpydone:
 
 // func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0Tok4AVX2(SB), NOSPLIT, $0-48
-	MOVQ     w+0(FP), AX
-	MOVQ     x+8(FP), BX
-	MOVQ     xstride+16(FP), R8
-	MOVQ     nb+24(FP), CX
-	MOVQ     y+32(FP), R11
-	MOVQ     f16+40(FP), R13
-	LEAQ     (R8)(R8*2), R9
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
-	VXORPS   Y0, Y0, Y0
-	VXORPS   Y1, Y1, Y1
-	VXORPS   Y2, Y2, Y2
-	VXORPS   Y3, Y3, Y3
-	TESTQ    CX, CX
-	JLE      q80t4store
-
-q80t4blk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	VMOVDQU      2(AX), Y4
-	VPABSB       Y4, Y6
-	TOK_SIGNED((BX), 2(BX), Y0)
-	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1)
-	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2)
-	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3)
-	ADDQ         $34, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q80t4blk
-
-q80t4store:
-	STORE4
-	VZEROUPPER
-	RET
+	Q80_TOK4(TOK_SIGNED)
 
 // func dotQ4_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0Tok4AVX2(SB), NOSPLIT, $0-48
-	MOVQ      w+0(FP), AX
-	MOVQ      x+8(FP), BX
-	MOVQ      xstride+16(FP), R8
-	MOVQ      nb+24(FP), CX
-	MOVQ      y+32(FP), R11
-	MOVQ      f16+40(FP), R13
-	LEAQ      (R8)(R8*2), R9
-	VPCMPEQW  Y15, Y15, Y15
-	VPSRLW    $15, Y15, Y15
-	VPCMPEQW  Y14, Y14, Y14
-	VPSRLW    $12, Y14, Y14
-	VPACKUSWB Y14, Y14, Y14 // 0x0f bytes
-	VPSRLW    $1, Y14, Y13
-	VPANDN    Y14, Y13, Y13 // 0x08 bytes
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	TESTQ     CX, CX
-	JLE       q40t4store
-
-q40t4blk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	VMOVDQU      2(AX), X4
-	VPSRLW       $4, X4, X9
-	VINSERTI128  $1, X9, Y4, Y4
-	VPAND        Y14, Y4, Y4
-	VPSUBB       Y13, Y4, Y4
-	VPABSB       Y4, Y6
-	TOK_SIGNED((BX), 2(BX), Y0)
-	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1)
-	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2)
-	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3)
-	ADDQ         $18, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q40t4blk
-
-q40t4store:
-	STORE4
-	VZEROUPPER
-	RET
+	Q40_TOK4(TOK_SIGNED)
 
 // One token of a q8_1 block against unsigned nibbles Y4 (scale Y5, min X6):
 // the min term goes to the scalar accumulator MACC.
@@ -977,62 +867,7 @@ q40t4store:
 
 // func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
-	MOVQ      w+0(FP), AX
-	MOVQ      x+8(FP), BX
-	MOVQ      xstride+16(FP), R8
-	MOVQ      nb+24(FP), CX
-	MOVQ      y+32(FP), R11
-	MOVQ      f16+40(FP), R13
-	LEAQ      (R8)(R8*2), R9
-	VPCMPEQW  Y15, Y15, Y15
-	VPSRLW    $15, Y15, Y15
-	VPCMPEQW  Y14, Y14, Y14
-	VPSRLW    $12, Y14, Y14
-	VPACKUSWB Y14, Y14, Y14
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	VXORPS    X9, X9, X9
-	VXORPS    X10, X10, X10
-	VXORPS    X11, X11, X11
-	VXORPS    X12, X12, X12
-	TESTQ     CX, CX
-	JLE       q41t4store
-
-q41t4blk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	MOVWLZX      2(AX), DX
-	VMOVSS       (R13)(DX*4), X6
-	VMOVDQU      4(AX), X4
-	VPSRLW       $4, X4, X13
-	VINSERTI128  $1, X13, Y4, Y4
-	VPAND        Y14, Y4, Y4
-	TOK_Q41((BX), 2(BX), 4(BX), Y0, X9)
-	TOK_Q41((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10)
-	TOK_Q41((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11)
-	TOK_Q41((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12)
-	ADDQ         $20, AX
-	ADDQ         $36, BX
-	DECQ         CX
-	JNZ          q41t4blk
-
-q41t4store:
-	HSUM(Y0, X0, X4)
-	HSUM(Y1, X1, X4)
-	HSUM(Y2, X2, X4)
-	HSUM(Y3, X3, X4)
-	VADDSS X9, X0, X0
-	VADDSS X10, X1, X1
-	VADDSS X11, X2, X2
-	VADDSS X12, X3, X3
-	VMOVSS X0, (R11)
-	VMOVSS X1, 4(R11)
-	VMOVSS X2, 8(R11)
-	VMOVSS X3, 12(R11)
-	VZEROUPPER
-	RET
+	Q41_TOK4(TOK_Q41)
 
 // Q4_K, one sub-block pair for one token at base B: Y4/Y5 = low/high
 // nibbles, Y6/Y7 = their scales as int16 words.

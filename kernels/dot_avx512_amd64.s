@@ -4,6 +4,7 @@
 // loop, prefetching and float accumulation scheme as the AVX2 kernels.
 
 #include "textflag.h"
+#include "tok4_amd64.h"
 
 // Z0's 16 lanes folded into Y0 (EVEX, so the upper half is not assumed
 // zero), then into X0 lane 0 (clobbers Y1).
@@ -508,28 +509,10 @@ q6kz4store:
 	RET
 
 // ---------------------------------------------------------------------------
-// Four-token prefill kernels for q8_0, q4_0 and q4_1: the AVX2 ones with
-// VPDPBUSD on 256-bit registers in place of VPMADDUBSW+VPMADDWD (one
-// multiply instruction instead of two per block and token).
-
-// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
-#define HSUM(Y, X, T) \
-	VEXTRACTF128 $1, Y, T \
-	VADDPS       T, X, X \
-	VPERMILPS    $0x4e, X, T \
-	VADDPS       T, X, X \
-	VMOVSHDUP    X, T \
-	VADDSS       T, X, X
-
-#define STORE4 \
-	HSUM(Y0, X0, X4) \
-	HSUM(Y1, X1, X4) \
-	HSUM(Y2, X2, X4) \
-	HSUM(Y3, X3, X4) \
-	VMOVSS X0, (R11) \
-	VMOVSS X1, 4(R11) \
-	VMOVSS X2, 8(R11) \
-	VMOVSS X3, 12(R11)
+// Four-token prefill kernels for q8_0, q4_0 and q4_1: the AVX2 ones (one
+// body each in tok4_amd64.h) with VPDPBUSD on 256-bit registers in place
+// of VPMADDUBSW+VPMADDWD (one multiply instruction instead of two per
+// block and token).
 
 // As TOK_SIGNED in dot_avx2_amd64.s with VPDPBUSD for VPMADDUBSW+VPMADDWD.
 // One token of a q8_0 block: Y4 = signed weight quants, Y6 = |Y4|,
@@ -547,86 +530,11 @@ q6kz4store:
 
 // func dotQ8_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0Tok4AVX512(SB), NOSPLIT, $0-48
-	MOVQ     w+0(FP), AX
-	MOVQ     x+8(FP), BX
-	MOVQ     xstride+16(FP), R8
-	MOVQ     nb+24(FP), CX
-	MOVQ     y+32(FP), R11
-	MOVQ     f16+40(FP), R13
-	LEAQ     (R8)(R8*2), R9
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
-	VXORPS   Y0, Y0, Y0
-	VXORPS   Y1, Y1, Y1
-	VXORPS   Y2, Y2, Y2
-	VXORPS   Y3, Y3, Y3
-	TESTQ    CX, CX
-	JLE      q80t4vstore
-
-q80t4vblk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	VMOVDQU      2(AX), Y4
-	VPABSB       Y4, Y6
-	TOK_SIGNEDV((BX), 2(BX), Y0)
-	TOK_SIGNEDV((BX)(R8*1), 2(BX)(R8*1), Y1)
-	TOK_SIGNEDV((BX)(R8*2), 2(BX)(R8*2), Y2)
-	TOK_SIGNEDV((BX)(R9*1), 2(BX)(R9*1), Y3)
-	ADDQ         $34, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q80t4vblk
-
-q80t4vstore:
-	STORE4
-	VZEROUPPER
-	RET
+	Q80_TOK4(TOK_SIGNEDV)
 
 // func dotQ4_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0Tok4AVX512(SB), NOSPLIT, $0-48
-	MOVQ      w+0(FP), AX
-	MOVQ      x+8(FP), BX
-	MOVQ      xstride+16(FP), R8
-	MOVQ      nb+24(FP), CX
-	MOVQ      y+32(FP), R11
-	MOVQ      f16+40(FP), R13
-	LEAQ      (R8)(R8*2), R9
-	VPCMPEQW  Y15, Y15, Y15
-	VPSRLW    $15, Y15, Y15
-	VPCMPEQW  Y14, Y14, Y14
-	VPSRLW    $12, Y14, Y14
-	VPACKUSWB Y14, Y14, Y14 // 0x0f bytes
-	VPSRLW    $1, Y14, Y13
-	VPANDN    Y14, Y13, Y13 // 0x08 bytes
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	TESTQ     CX, CX
-	JLE       q40t4vstore
-
-q40t4vblk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	VMOVDQU      2(AX), X4
-	VPSRLW       $4, X4, X9
-	VINSERTI128  $1, X9, Y4, Y4
-	VPAND        Y14, Y4, Y4
-	VPSUBB       Y13, Y4, Y4
-	VPABSB       Y4, Y6
-	TOK_SIGNEDV((BX), 2(BX), Y0)
-	TOK_SIGNEDV((BX)(R8*1), 2(BX)(R8*1), Y1)
-	TOK_SIGNEDV((BX)(R8*2), 2(BX)(R8*2), Y2)
-	TOK_SIGNEDV((BX)(R9*1), 2(BX)(R9*1), Y3)
-	ADDQ         $18, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q40t4vblk
-
-q40t4vstore:
-	STORE4
-	VZEROUPPER
-	RET
+	Q40_TOK4(TOK_SIGNEDV)
 
 // One token of a q8_1 block against unsigned nibbles Y4 (scale Y5, min X6):
 // the min term goes to the scalar accumulator MACC.
@@ -643,60 +551,4 @@ q40t4vstore:
 
 // func dotQ4_1Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_1Tok4AVX512(SB), NOSPLIT, $0-48
-	MOVQ      w+0(FP), AX
-	MOVQ      x+8(FP), BX
-	MOVQ      xstride+16(FP), R8
-	MOVQ      nb+24(FP), CX
-	MOVQ      y+32(FP), R11
-	MOVQ      f16+40(FP), R13
-	LEAQ      (R8)(R8*2), R9
-	VPCMPEQW  Y15, Y15, Y15
-	VPSRLW    $15, Y15, Y15
-	VPCMPEQW  Y14, Y14, Y14
-	VPSRLW    $12, Y14, Y14
-	VPACKUSWB Y14, Y14, Y14
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	VXORPS    X9, X9, X9
-	VXORPS    X10, X10, X10
-	VXORPS    X11, X11, X11
-	VXORPS    X12, X12, X12
-	TESTQ     CX, CX
-	JLE       q41t4vstore
-
-q41t4vblk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	MOVWLZX      2(AX), DX
-	VMOVSS       (R13)(DX*4), X6
-	VMOVDQU      4(AX), X4
-	VPSRLW       $4, X4, X13
-	VINSERTI128  $1, X13, Y4, Y4
-	VPAND        Y14, Y4, Y4
-	TOK_Q41V((BX), 2(BX), 4(BX), Y0, X9)
-	TOK_Q41V((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10)
-	TOK_Q41V((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11)
-	TOK_Q41V((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12)
-	ADDQ         $20, AX
-	ADDQ         $36, BX
-	DECQ         CX
-	JNZ          q41t4vblk
-
-q41t4vstore:
-	HSUM(Y0, X0, X4)
-	HSUM(Y1, X1, X4)
-	HSUM(Y2, X2, X4)
-	HSUM(Y3, X3, X4)
-	VADDSS X9, X0, X0
-	VADDSS X10, X1, X1
-	VADDSS X11, X2, X2
-	VADDSS X12, X3, X3
-	VMOVSS X0, (R11)
-	VMOVSS X1, 4(R11)
-	VMOVSS X2, 8(R11)
-	VMOVSS X3, 12(R11)
-	VZEROUPPER
-	RET
-
+	Q41_TOK4(TOK_Q41V)

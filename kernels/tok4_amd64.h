@@ -1,0 +1,179 @@
+// Pieces of the four-token row kernels on 256-bit registers (one weight row
+// against four tokens xstride bytes apart), shared by dot_avx2_amd64.s,
+// dot_avx512_amd64.s, q50_amd64.s and q50_avx2_amd64.s, and the q8_0,
+// q4_0 and q4_1 kernels themselves, whose AVX2 and AVX-512 forms differ
+// only in the per-token step TOK.
+//
+// Registers: AX weights, BX token 0, R8 xstride, R9 3*xstride, CX blocks
+// left, R11 y, R13 the f16 table, Y15 0x0001 words, Y14 0x0f bytes (q4_0,
+// q4_1), Y0-Y3 the tokens' accumulators.
+
+// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
+#define HSUM(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS       T, X, X \
+	VPERMILPS    $0x4e, X, T \
+	VADDPS       T, X, X \
+	VMOVSHDUP    X, T \
+	VADDSS       T, X, X
+
+// The arguments (w, x, xstride, nb, y and the f16 table at F16).
+#define TOK4_ARGS(F16) \
+	MOVQ w+0(FP), AX \
+	MOVQ x+8(FP), BX \
+	MOVQ xstride+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	MOVQ y+32(FP), R11 \
+	MOVQ F16, R13 \
+	LEAQ (R8)(R8*2), R9
+
+#define ZERO4 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
+
+// Y15 = 0x0001 words (VPMADDWD's pair sum), Y14 = 0x0f bytes.
+#define ONES16_Y15 \
+	VPCMPEQW Y15, Y15, Y15 \
+	VPSRLW   $15, Y15, Y15
+#define LOWNIB_Y14 \
+	VPCMPEQW  Y14, Y14, Y14 \
+	VPSRLW    $12, Y14, Y14 \
+	VPACKUSWB Y14, Y14, Y14
+
+// TOK(D, Q, ACC) for the four tokens: D and Q the token's scale and quants
+// (Q at 2(D)), ACC the accumulators A0..A3.
+#define TOKS4(TOK, A0, A1, A2, A3) \
+	TOK((BX), 2(BX), A0) \
+	TOK((BX)(R8*1), 2(BX)(R8*1), A1) \
+	TOK((BX)(R8*2), 2(BX)(R8*2), A2) \
+	TOK((BX)(R9*1), 2(BX)(R9*1), A3)
+
+// Y4 = the 32 nibbles of the 16 bytes at off(AX), low ones first, through
+// T; masked by Y14.
+#define NIBBLES4(off, T) \
+	VMOVDQU     off(AX), X4 \
+	VPSRLW      $4, X4, T \
+	VINSERTI128 $1, T, Y4, Y4 \
+	VPAND       Y14, Y4, Y4
+
+#define HSUM4(T) \
+	HSUM(Y0, X0, T) \
+	HSUM(Y1, X1, T) \
+	HSUM(Y2, X2, T) \
+	HSUM(Y3, X3, T)
+
+// The four results X0..X3 at (R11), 4(R11), 8(R11), 12(R11).
+#define MOVSS4 \
+	VMOVSS X0, (R11) \
+	VMOVSS X1, 4(R11) \
+	VMOVSS X2, 8(R11) \
+	VMOVSS X3, 12(R11)
+
+#define STORE4 \
+	HSUM4(X4) \
+	MOVSS4
+
+// The sums of Y0..Y3 (through T) ystride bytes apart from (R11).
+#define STORE4S(Y0, X0, Y1, X1, Y2, X2, Y3, X3, T) \
+	HSUM(Y0, X0, T) \
+	HSUM(Y1, X1, T) \
+	HSUM(Y2, X2, T) \
+	HSUM(Y3, X3, T) \
+	MOVQ   ystride+40(FP), R12 \
+	VMOVSS X0, (R11) \
+	ADDQ   R12, R11 \
+	VMOVSS X1, (R11) \
+	ADDQ   R12, R11 \
+	VMOVSS X2, (R11) \
+	ADDQ   R12, R11 \
+	VMOVSS X3, (R11)
+
+// The q8_0 four-token kernel; TOK(D, Q, ACC) is one token of a block:
+// Y4 = signed weight quants, Y6 = |Y4|, Y5 = weight scale.
+#define Q80_TOK4(TOK) \
+	TOK4_ARGS(f16+40(FP)) \
+	ONES16_Y15 \
+	ZERO4 \
+	TESTQ CX, CX \
+	JLE   store \
+blk: \
+	MOVWLZX      (AX), DX \
+	VBROADCASTSS (R13)(DX*4), Y5 \
+	VMOVDQU      2(AX), Y4 \
+	VPABSB       Y4, Y6 \
+	TOKS4(TOK, Y0, Y1, Y2, Y3) \
+	ADDQ         $34, AX \
+	ADDQ         $34, BX \
+	DECQ         CX \
+	JNZ          blk \
+store: \
+	STORE4 \
+	VZEROUPPER \
+	RET
+
+// The q4_0 four-token kernel: the q8_0 one with the weights unpacked to
+// signed nibbles (q-8, Y13 = 0x08 bytes).
+#define Q40_TOK4(TOK) \
+	TOK4_ARGS(f16+40(FP)) \
+	ONES16_Y15 \
+	LOWNIB_Y14 \
+	VPSRLW    $1, Y14, Y13 \
+	VPANDN    Y14, Y13, Y13 \
+	ZERO4 \
+	TESTQ CX, CX \
+	JLE   store \
+blk: \
+	MOVWLZX      (AX), DX \
+	VBROADCASTSS (R13)(DX*4), Y5 \
+	NIBBLES4(2, X9) \
+	VPSUBB       Y13, Y4, Y4 \
+	VPABSB       Y4, Y6 \
+	TOKS4(TOK, Y0, Y1, Y2, Y3) \
+	ADDQ         $18, AX \
+	ADDQ         $34, BX \
+	DECQ         CX \
+	JNZ          blk \
+store: \
+	STORE4 \
+	VZEROUPPER \
+	RET
+
+// The q4_1 x q8_1 four-token kernel; TOK(D, S, Q, ACC, MACC) is one token
+// of a block against the unsigned nibbles Y4 (scale Y5, min X6), the min
+// term into the scalar accumulator MACC (X9..X12).
+#define Q41_TOK4(TOK) \
+	TOK4_ARGS(f16+40(FP)) \
+	ONES16_Y15 \
+	LOWNIB_Y14 \
+	ZERO4 \
+	VXORPS    X9, X9, X9 \
+	VXORPS    X10, X10, X10 \
+	VXORPS    X11, X11, X11 \
+	VXORPS    X12, X12, X12 \
+	TESTQ     CX, CX \
+	JLE       store \
+blk: \
+	MOVWLZX      (AX), DX \
+	VBROADCASTSS (R13)(DX*4), Y5 \
+	MOVWLZX      2(AX), DX \
+	VMOVSS       (R13)(DX*4), X6 \
+	NIBBLES4(4, X13) \
+	TOK((BX), 2(BX), 4(BX), Y0, X9) \
+	TOK((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10) \
+	TOK((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11) \
+	TOK((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12) \
+	ADDQ         $20, AX \
+	ADDQ         $36, BX \
+	DECQ         CX \
+	JNZ          blk \
+store: \
+	HSUM4(X4) \
+	VADDSS X9, X0, X0 \
+	VADDSS X10, X1, X1 \
+	VADDSS X11, X2, X2 \
+	VADDSS X12, X3, X3 \
+	MOVSS4 \
+	VZEROUPPER \
+	RET
