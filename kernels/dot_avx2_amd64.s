@@ -18,7 +18,7 @@
 
 #include "textflag.h"
 
-#include "tok4_amd64.h"
+#include "dot_amd64.h"
 
 // Horizontal sum of the 8 float32 lanes of Y0 into X0 (clobbers X1).
 #define HSUM_Y0 HSUM(Y0, X0, X1)
@@ -415,32 +415,7 @@ q4kblk:
 	PREFETCHT0 2048(AX)
 	PREFETCHT0 2112(AX)
 	PREFETCHT0 2176(AX)
-	// Unpack the 6-bit scales (sc) and mins (m) into bytes:
-	// sc0-3 = u0&0x3f.., sc4-7 = (u2&0x0f..) | ((u0>>6)&0x03..)<<4,
-	// m0-3 = u1&0x3f..,  m4-7 = ((u2>>4)&0x0f..) | ((u1>>6)&0x03..)<<4.
-	MOVL 4(AX), DX
-	MOVL 8(AX), R12
-	MOVL 12(AX), R13
-	MOVL DX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	MOVL R13, R10
-	ANDL $0x0f0f0f0f, R10
-	ORL  R10, R8           // sc4-7
-	ANDL $0x3f3f3f3f, DX   // sc0-3
-	MOVL R12, R10
-	SHRL $6, R10
-	ANDL $0x03030303, R10
-	SHLL $4, R10
-	SHRL $4, R13
-	ANDL $0x0f0f0f0f, R13
-	ORL  R10, R13          // m4-7
-	ANDL $0x3f3f3f3f, R12  // m0-3
-	VMOVD        DX, X8
-	VPINSRD      $1, R8, X8, X8
-	VPINSRD      $2, R12, X8, X8
-	VPINSRD      $3, R13, X8, X8
+	Q4K_SCALES(R10)
 	VPMOVZXBW    X8, Y8           // words: sc0..7 | m0..7
 	VINSERTI128  $1, X8, Y8, Y11  // sc0..7 | sc0..7
 	VEXTRACTI128 $1, Y8, X8       // m0..7
@@ -905,84 +880,35 @@ TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
 	VCVTDQ2PS    Y15, Y15 \
 	VFNMADD231PS Y15, Y7, ACC
 
-// func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
-TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), BX
-	MOVQ   xstride+16(FP), R8
-	MOVQ   nb+24(FP), CX
-	MOVQ   y+32(FP), R11
-	LEAQ   (BX)(R8*1), SI
-	LEAQ   (BX)(R8*2), DI
-	LEAQ   (SI)(R8*2), R10
-	LOWNIB_Y14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	TESTQ  CX, CX
-	JLE    q4kt4store
-
-q4kt4blk:
-	// Scales and mins as in dotQ4_KRowsAVX2.
-	MOVL 4(AX), DX
-	MOVL 8(AX), R12
-	MOVL 12(AX), R13
-	MOVL DX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	MOVL R13, R9
-	ANDL $0x0f0f0f0f, R9
-	ORL  R9, R8
-	ANDL $0x3f3f3f3f, DX
-	MOVL R12, R9
-	SHRL $6, R9
-	ANDL $0x03030303, R9
-	SHLL $4, R9
-	SHRL $4, R13
-	ANDL $0x0f0f0f0f, R13
-	ORL  R9, R13
-	ANDL $0x3f3f3f3f, R12
-	VMOVD        DX, X8
-	VPINSRD      $1, R8, X8, X8
-	VPINSRD      $2, R12, X8, X8
-	VPINSRD      $3, R13, X8, X8
-	VPMOVZXBW    X8, Y8
-	VINSERTI128  $1, X8, Y8, Y11
-	VEXTRACTI128 $1, Y8, X8
-	VPUNPCKLWD   X8, X8, X6
-	VPUNPCKHWD   X8, X8, X7
-	VINSERTI128  $1, X7, Y6, Y10
-
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
-	VPXOR Y12, Y12, Y12
-	VPXOR Y13, Y13, Y13
-	Q4K_PAIR4(16, 4, q4kmask<>+0x00(SB), q4kmask<>+0x20(SB))
-	Q4K_PAIR4(48, 68, q4kmask<>+0x40(SB), q4kmask<>+0x60(SB))
-	Q4K_PAIR4(80, 132, q4kmask<>+0x80(SB), q4kmask<>+0xa0(SB))
-	Q4K_PAIR4(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB))
-
-	VMOVD     (AX), X4
-	VCVTPH2PS X4, X4
-	Q4K_END(BX, Y8, Y0)
-	Q4K_END(SI, Y9, Y1)
-	Q4K_END(DI, Y12, Y2)
+// One q4_K block of the four tokens: scales and mins as in
+// dotQ4_KRowsAVX2 (Y11 = scales as words in both lanes, Y10 = the mins
+// doubled), the four sub-block pairs, the epilogues.
+#define Q4K_BLOCK4 \
+	Q4K_SCALES(R9) \
+	VPMOVZXBW    X8, Y8 \
+	VINSERTI128  $1, X8, Y8, Y11 \
+	VEXTRACTI128 $1, Y8, X8 \
+	VPUNPCKLWD   X8, X8, X6 \
+	VPUNPCKHWD   X8, X8, X7 \
+	VINSERTI128  $1, X7, Y6, Y10 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y9, Y9, Y9 \
+	VPXOR Y12, Y12, Y12 \
+	VPXOR Y13, Y13, Y13 \
+	Q4K_PAIR4(16, 4, q4kmask<>+0x00(SB), q4kmask<>+0x20(SB)) \
+	Q4K_PAIR4(48, 68, q4kmask<>+0x40(SB), q4kmask<>+0x60(SB)) \
+	Q4K_PAIR4(80, 132, q4kmask<>+0x80(SB), q4kmask<>+0xa0(SB)) \
+	Q4K_PAIR4(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB)) \
+	VMOVD     (AX), X4 \
+	VCVTPH2PS X4, X4 \
+	Q4K_END(BX, Y8, Y0) \
+	Q4K_END(SI, Y9, Y1) \
+	Q4K_END(DI, Y12, Y2) \
 	Q4K_END(R10, Y13, Y3)
 
-	ADDQ $144, AX
-	ADDQ $292, BX
-	ADDQ $292, SI
-	ADDQ $292, DI
-	ADDQ $292, R10
-	DECQ CX
-	JNZ  q4kt4blk
-
-q4kt4store:
-	STORE4
-	VZEROUPPER
-	RET
+// func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
+TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
+	KTOK4(LOWNIB_Y14, ZERO4, Q4K_BLOCK4, 144, STORE4)
 
 // Q6_K, one group of 32 quants (Y7, scales Y13) for one token at B.
 #define Q6K_TOK(B, xoff, IACC) \
@@ -1031,56 +957,30 @@ q4kt4store:
 	VMULPS       Y4, Y5, Y5 \
 	VFMADD231PS  IACC, Y5, ACC
 
-// func dotQ6_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
-TEXT ·dotQ6_KTok4AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), BX
-	MOVQ   xstride+16(FP), R8
-	MOVQ   nb+24(FP), CX
-	MOVQ   y+32(FP), R11
-	LEAQ   (BX)(R8*1), SI
-	LEAQ   (BX)(R8*2), DI
-	LEAQ   (SI)(R8*2), R10
-	LOWNIB_Y14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	TESTQ  CX, CX
-	JLE    q6kt4store
-
-q6kt4blk:
-	VPXOR     Y8, Y8, Y8
-	VPXOR     Y9, Y9, Y9
-	VPXOR     Y11, Y11, Y11
-	VPXOR     Y12, Y12, Y12
-	VPMOVSXBW 192(AX), Y10
-	VPERMQ    $0x44, Y10, Y10
-	Q6K_HALF4(0, 128, 4)
-	VPMOVSXBW 192(AX), Y10
-	VPERMQ    $0xee, Y10, Y10
-	Q6K_HALF4(64, 160, 132)
-
-	VPMOVSXBW    192(AX), Y10
-	VPBROADCASTW 208(AX), X4
-	VCVTPH2PS    X4, Y4
-	Q6K_END(BX, Y8, Y0)
-	Q6K_END(SI, Y9, Y1)
-	Q6K_END(DI, Y11, Y2)
+// One q6_K block of the four tokens (Y10 = the scales of a half as words
+// in both lanes, then all 16).
+#define Q6K_BLOCK4 \
+	VPXOR     Y8, Y8, Y8 \
+	VPXOR     Y9, Y9, Y9 \
+	VPXOR     Y11, Y11, Y11 \
+	VPXOR     Y12, Y12, Y12 \
+	VPMOVSXBW 192(AX), Y10 \
+	VPERMQ    $0x44, Y10, Y10 \
+	Q6K_HALF4(0, 128, 4) \
+	VPMOVSXBW 192(AX), Y10 \
+	VPERMQ    $0xee, Y10, Y10 \
+	Q6K_HALF4(64, 160, 132) \
+	VPMOVSXBW    192(AX), Y10 \
+	VPBROADCASTW 208(AX), X4 \
+	VCVTPH2PS    X4, Y4 \
+	Q6K_END(BX, Y8, Y0) \
+	Q6K_END(SI, Y9, Y1) \
+	Q6K_END(DI, Y11, Y2) \
 	Q6K_END(R10, Y12, Y3)
 
-	ADDQ $210, AX
-	ADDQ $292, BX
-	ADDQ $292, SI
-	ADDQ $292, DI
-	ADDQ $292, R10
-	DECQ CX
-	JNZ  q6kt4blk
-
-q6kt4store:
-	STORE4
-	VZEROUPPER
-	RET
+// func dotQ6_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
+TEXT ·dotQ6_KTok4AVX2(SB), NOSPLIT, $0-40
+	KTOK4(LOWNIB_Y14, ZERO4, Q6K_BLOCK4, 210, STORE4)
 
 // func dotF16Tok4AVX2(w *byte, x *byte, xstride int, n int, y *float32)
 // Eight weights widened once, then one FMA per token; n % 8 values are

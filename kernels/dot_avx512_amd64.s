@@ -4,7 +4,7 @@
 // loop, prefetching and float accumulation scheme as the AVX2 kernels.
 
 #include "textflag.h"
-#include "tok4_amd64.h"
+#include "dot_amd64.h"
 
 // Z0's 16 lanes folded into Y0 (EVEX, so the upper half is not assumed
 // zero), then into X0 lane 0 (clobbers Y1).
@@ -333,88 +333,49 @@ GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
 	VCVTDQ2PS    Z15, Z15 \
 	VFNMADD231PS Z15, Z7, ACC
 
-// func dotQ4_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
-TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
-	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), BX
-	MOVQ         xstride+16(FP), R8
-	MOVQ         nb+24(FP), CX
-	MOVQ         y+32(FP), R11
-	LEAQ         (BX)(R8*1), SI
-	LEAQ         (BX)(R8*2), DI
-	LEAQ         (SI)(R8*2), R10
-	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Z14
-	VMOVDQU64    q4kperm<>+0x00(SB), Z20
-	VMOVDQU64    q4kperm<>+0x40(SB), Z21
-	VMOVDQU64    q4kperm<>+0x80(SB), Z22
+#define ZERO4Z \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3
+
+// Z14 = 0x0f bytes, Z20-Z23 the VPERMW indexes of the pairs' scales.
+#define Q4K_CONSTSZ \
+	MOVL         $0x0f0f0f0f, DX \
+	VPBROADCASTD DX, Z14 \
+	VMOVDQU64    q4kperm<>+0x00(SB), Z20 \
+	VMOVDQU64    q4kperm<>+0x40(SB), Z21 \
+	VMOVDQU64    q4kperm<>+0x80(SB), Z22 \
 	VMOVDQU64    q4kperm<>+0xc0(SB), Z23
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	TESTQ        CX, CX
-	JLE          q4kz4store
 
-q4kz4blk:
-	// Scales and mins as in dotQ4_KRowsAVX2.
-	MOVL 4(AX), DX
-	MOVL 8(AX), R12
-	MOVL 12(AX), R13
-	MOVL DX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	MOVL R13, R9
-	ANDL $0x0f0f0f0f, R9
-	ORL  R9, R8
-	ANDL $0x3f3f3f3f, DX
-	MOVL R12, R9
-	SHRL $6, R9
-	ANDL $0x03030303, R9
-	SHLL $4, R9
-	SHRL $4, R13
-	ANDL $0x0f0f0f0f, R13
-	ORL  R9, R13
-	ANDL $0x3f3f3f3f, R12
-	VMOVD        DX, X8
-	VPINSRD      $1, R8, X8, X8
-	VPINSRD      $2, R12, X8, X8
-	VPINSRD      $3, R13, X8, X8
-	VPMOVZXBW    X8, Y8           // words: sc0..7 | m0..7 (upper half of Z8 zero)
-	VEXTRACTI128 $1, Y8, X9
-	VPUNPCKLWD   X9, X9, X6
-	VPUNPCKHWD   X9, X9, X7
-	VINSERTI128  $1, X7, Y6, Y10  // m0,m0,...,m7,m7
-
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	Q4K_PAIRZ(16, 4, Z20)
-	Q4K_PAIRZ(48, 68, Z21)
-	Q4K_PAIRZ(80, 132, Z22)
-	Q4K_PAIRZ(112, 196, Z23)
-
-	VMOVD     (AX), X4
-	VCVTPH2PS X4, X4
-	Q4K_ENDZ(BX, Z16, Z0)
-	Q4K_ENDZ(SI, Z17, Z1)
-	Q4K_ENDZ(DI, Z18, Z2)
+// One q4_K block of the four tokens: scales and mins as in
+// dotQ4_KRowsAVX2 (Y8 = words sc0..7 | m0..7, the upper half of Z8 zero;
+// Y10 = m0,m0,...,m7,m7), the four sub-block pairs, the epilogues.
+#define Q4K_BLOCKZ \
+	Q4K_SCALES(R9) \
+	VPMOVZXBW    X8, Y8 \
+	VEXTRACTI128 $1, Y8, X9 \
+	VPUNPCKLWD   X9, X9, X6 \
+	VPUNPCKHWD   X9, X9, X7 \
+	VINSERTI128  $1, X7, Y6, Y10 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	Q4K_PAIRZ(16, 4, Z20) \
+	Q4K_PAIRZ(48, 68, Z21) \
+	Q4K_PAIRZ(80, 132, Z22) \
+	Q4K_PAIRZ(112, 196, Z23) \
+	VMOVD     (AX), X4 \
+	VCVTPH2PS X4, X4 \
+	Q4K_ENDZ(BX, Z16, Z0) \
+	Q4K_ENDZ(SI, Z17, Z1) \
+	Q4K_ENDZ(DI, Z18, Z2) \
 	Q4K_ENDZ(R10, Z19, Z3)
 
-	ADDQ $144, AX
-	ADDQ $292, BX
-	ADDQ $292, SI
-	ADDQ $292, DI
-	ADDQ $292, R10
-	DECQ CX
-	JNZ  q4kz4blk
-
-q4kz4store:
-	STORE4Z
-	VZEROUPPER
-	RET
+// func dotQ4_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
+TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
+	KTOK4(Q4K_CONSTSZ, ZERO4Z, Q4K_BLOCKZ, 144, STORE4Z)
 
 // Q6_K half: 64 bytes of ql at qloff, 32 of qh at qhoff, activations at
 // xoff; Z24..Z27 hold the VPERMW indexes of this half's scales.
@@ -454,63 +415,42 @@ q4kz4store:
 	VMULPS       Z5, Z7, Z7 \
 	VFMADD231PS  IACC, Z7, ACC
 
-// func dotQ6_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
-TEXT ·dotQ6_KTok4AVX512(SB), NOSPLIT, $0-40
-	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), BX
-	MOVQ         xstride+16(FP), R8
-	MOVQ         nb+24(FP), CX
-	MOVQ         y+32(FP), R11
-	LEAQ         (BX)(R8*1), SI
-	LEAQ         (BX)(R8*2), DI
-	LEAQ         (SI)(R8*2), R10
-	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Z14
-	MOVL         $0x30303030, DX
-	VPBROADCASTD DX, Z13
-	VMOVDQU64    q6kperm<>+0x00(SB), Z24
-	VMOVDQU64    q6kperm<>+0x40(SB), Z25
-	VMOVDQU64    q6kperm<>+0x80(SB), Z26
+// Z14 = 0x0f bytes, Z13 = 0x30 bytes, Z24-Z27 the VPERMW indexes of the
+// halves' scales.
+#define Q6K_CONSTSZ \
+	MOVL         $0x0f0f0f0f, DX \
+	VPBROADCASTD DX, Z14 \
+	MOVL         $0x30303030, DX \
+	VPBROADCASTD DX, Z13 \
+	VMOVDQU64    q6kperm<>+0x00(SB), Z24 \
+	VMOVDQU64    q6kperm<>+0x40(SB), Z25 \
+	VMOVDQU64    q6kperm<>+0x80(SB), Z26 \
 	VMOVDQU64    q6kperm<>+0xc0(SB), Z27
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	TESTQ        CX, CX
-	JLE          q6kz4store
 
-q6kz4blk:
-	VPMOVSXBW 192(AX), Y8 // the 16 scales as words (upper half of Z8 zero)
-	VPXORD    Z16, Z16, Z16
-	VPXORD    Z17, Z17, Z17
-	VPXORD    Z18, Z18, Z18
-	VPXORD    Z19, Z19, Z19
-	Q6K_HALFZ(0, 128, 4, Z24, Z25)
-	Q6K_HALFZ(64, 160, 132, Z26, Z27)
-
-	VPBROADCASTW 208(AX), Y5
-	VCVTPH2PS    Y5, Z5
-	Q6K_ENDZ(BX, Z16, Z0)
-	Q6K_ENDZ(SI, Z17, Z1)
-	Q6K_ENDZ(DI, Z18, Z2)
+// One q6_K block of the four tokens (Y8 = the 16 scales as words, the
+// upper half of Z8 zero).
+#define Q6K_BLOCKZ \
+	VPMOVSXBW 192(AX), Y8 \
+	VPXORD    Z16, Z16, Z16 \
+	VPXORD    Z17, Z17, Z17 \
+	VPXORD    Z18, Z18, Z18 \
+	VPXORD    Z19, Z19, Z19 \
+	Q6K_HALFZ(0, 128, 4, Z24, Z25) \
+	Q6K_HALFZ(64, 160, 132, Z26, Z27) \
+	VPBROADCASTW 208(AX), Y5 \
+	VCVTPH2PS    Y5, Z5 \
+	Q6K_ENDZ(BX, Z16, Z0) \
+	Q6K_ENDZ(SI, Z17, Z1) \
+	Q6K_ENDZ(DI, Z18, Z2) \
 	Q6K_ENDZ(R10, Z19, Z3)
 
-	ADDQ $210, AX
-	ADDQ $292, BX
-	ADDQ $292, SI
-	ADDQ $292, DI
-	ADDQ $292, R10
-	DECQ CX
-	JNZ  q6kz4blk
-
-q6kz4store:
-	STORE4Z
-	VZEROUPPER
-	RET
+// func dotQ6_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
+TEXT ·dotQ6_KTok4AVX512(SB), NOSPLIT, $0-40
+	KTOK4(Q6K_CONSTSZ, ZERO4Z, Q6K_BLOCKZ, 210, STORE4Z)
 
 // ---------------------------------------------------------------------------
 // Four-token prefill kernels for q8_0, q4_0 and q4_1: the AVX2 ones (one
-// body each in tok4_amd64.h) with VPDPBUSD on 256-bit registers in place
+// body each in dot_amd64.h) with VPDPBUSD on 256-bit registers in place
 // of VPMADDUBSW+VPMADDWD (one multiply instruction instead of two per
 // block and token).
 

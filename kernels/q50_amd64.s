@@ -7,7 +7,7 @@
 // whose difference is the exact integer dot of (q-16) with x.
 
 #include "textflag.h"
-#include "tok4_amd64.h"
+#include "dot_amd64.h"
 
 // Shared by the rows of a group, for the two blocks of activations at BX
 // (34 bytes apart): Z5 = their quants, Z8 = 16*sum(x) per lane (the bias

@@ -6,7 +6,7 @@
 // VPMADDUBSW (|q*x| pairs stay below 2^15), minus VPMADDUBSW(16, x).
 
 #include "textflag.h"
-#include "tok4_amd64.h"
+#include "dot_amd64.h"
 
 // VPSHUFB indexes: bytes 0-7 <- byte 0, 8-15 <- 1 (low lane), 16-23 <- 2,
 // 24-31 <- 3 (high lane; every dword holds qh).

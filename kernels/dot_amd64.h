@@ -1,8 +1,8 @@
-// Pieces of the four-token row kernels on 256-bit registers (one weight row
-// against four tokens xstride bytes apart), shared by dot_avx2_amd64.s,
-// dot_avx512_amd64.s, q50_amd64.s and q50_avx2_amd64.s, and the q8_0,
-// q4_0 and q4_1 kernels themselves, whose AVX2 and AVX-512 forms differ
-// only in the per-token step TOK.
+// Pieces of the row kernels shared by dot_avx2_amd64.s, dot_avx512_amd64.s,
+// q50_amd64.s and q50_avx2_amd64.s: the frame of the four-token kernels
+// (one weight row against four tokens xstride bytes apart), the q8_0, q4_0
+// and q4_1 four-token kernels themselves, whose AVX2 and AVX-512 forms
+// differ only in the per-token step TOK, and the q4_K scale unpacking.
 //
 // Registers: AX weights, BX token 0, R8 xstride, R9 3*xstride, CX blocks
 // left, R11 y, R13 the f16 table, Y15 0x0001 words, Y14 0x0f bytes (q4_0,
@@ -175,5 +175,65 @@ store: \
 	VADDSS X11, X2, X2 \
 	VADDSS X12, X3, X3 \
 	MOVSS4 \
+	VZEROUPPER \
+	RET
+
+// Unpack the 6-bit scales (sc) and mins (m) of the q4_K block at AX into
+// X8 = sc0-3 | sc4-7 | m0-3 | m4-7 (bytes), through DX, R8, R12, R13, T:
+// sc0-3 = u0&0x3f.., sc4-7 = (u2&0x0f..) | ((u0>>6)&0x03..)<<4,
+// m0-3 = u1&0x3f..,  m4-7 = ((u2>>4)&0x0f..) | ((u1>>6)&0x03..)<<4.
+#define Q4K_SCALES(T) \
+	MOVL 4(AX), DX \
+	MOVL 8(AX), R12 \
+	MOVL 12(AX), R13 \
+	MOVL DX, R8 \
+	SHRL $6, R8 \
+	ANDL $0x03030303, R8 \
+	SHLL $4, R8 \
+	MOVL R13, T \
+	ANDL $0x0f0f0f0f, T \
+	ORL  T, R8 \
+	ANDL $0x3f3f3f3f, DX \
+	MOVL R12, T \
+	SHRL $6, T \
+	ANDL $0x03030303, T \
+	SHLL $4, T \
+	SHRL $4, R13 \
+	ANDL $0x0f0f0f0f, R13 \
+	ORL  T, R13 \
+	ANDL $0x3f3f3f3f, R12 \
+	VMOVD        DX, X8 \
+	VPINSRD      $1, R8, X8, X8 \
+	VPINSRD      $2, R12, X8, X8 \
+	VPINSRD      $3, R13, X8, X8
+
+// The four-token q4_K and q6_K kernels (AVX2 and AVX-512): arguments w, x,
+// xstride, nb, y; tokens at BX, SI, DI, R10 (292-byte q8_K blocks);
+// CONSTS, ZERO (the accumulators Y0-Y3 or Z0-Z3), BLOCK per weight block
+// of wbytes, STORE.
+#define KTOK4(CONSTS, ZERO, BLOCK, wbytes, STORE) \
+	MOVQ w+0(FP), AX \
+	MOVQ x+8(FP), BX \
+	MOVQ xstride+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	MOVQ y+32(FP), R11 \
+	LEAQ (BX)(R8*1), SI \
+	LEAQ (BX)(R8*2), DI \
+	LEAQ (SI)(R8*2), R10 \
+	CONSTS \
+	ZERO \
+	TESTQ CX, CX \
+	JLE   store \
+blk: \
+	BLOCK \
+	ADDQ $wbytes, AX \
+	ADDQ $292, BX \
+	ADDQ $292, SI \
+	ADDQ $292, DI \
+	ADDQ $292, R10 \
+	DECQ CX \
+	JNZ  blk \
+store: \
+	STORE \
 	VZEROUPPER \
 	RET
