@@ -90,21 +90,49 @@
 	ADDQ   R12, R11 \
 	VMOVSS X3, (R11)
 
-// The q8_0 four-token kernel; TOK(D, Q, ACC) is one token of a block:
-// Y4 = signed weight quants, Y6 = |Y4|, Y5 = weight scale.
-#define Q80_TOK4(TOK) \
+// The integer dot products of the 32 unsigned bytes B with the signed
+// bytes A, as 8 int32 lanes of T: DOT is MADD (AVX2: VPMADDUBSW, then
+// VPMADDWD by Y15's ones) or VNNI (one VPDPBUSD from zero).
+#define MADD(A, B, T) \
+	VPMADDUBSW A, B, T \
+	VPMADDWD   Y15, T, T
+#define VNNI(A, B, T) \
+	VPXOR    T, T, T \
+	VPDPBUSD A, B, T
+
+// One token of a q8_0 block against the signed weight quants Y4 (Y6 =
+// |Y4|, Y5 = weight scale): the token's signs go to its quants (VPSIGNB)
+// so the product is unsigned times signed. D and Q address the token's
+// scale and quants; T is DOT's result register.
+#define TOK_SIGNED(D, Q, ACC, DOT, T) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y7 \
+	VMULPS       Y5, Y7, Y7 \
+	VMOVDQU      Q, Y8 \
+	VPSIGNB      Y4, Y8, Y8 \
+	DOT(Y8, Y6, T) \
+	VCVTDQ2PS    T, Y8 \
+	VFMADD231PS  Y8, Y7, ACC
+
+// The four-token q8_0 and q4_0 kernels: CONSTS, then per block of wbytes
+// UNPACK (Y4 = the signed weight quants) and TOK_SIGNED for each token.
+#define SIGNED_TOK4(CONSTS, UNPACK, wbytes, DOT, T) \
 	TOK4_ARGS(f16+40(FP)) \
 	ONES16_Y15 \
+	CONSTS \
 	ZERO4 \
 	TESTQ CX, CX \
 	JLE   store \
 blk: \
 	MOVWLZX      (AX), DX \
 	VBROADCASTSS (R13)(DX*4), Y5 \
-	VMOVDQU      2(AX), Y4 \
+	UNPACK \
 	VPABSB       Y4, Y6 \
-	TOKS4(TOK, Y0, Y1, Y2, Y3) \
-	ADDQ         $34, AX \
+	TOK_SIGNED((BX), 2(BX), Y0, DOT, T) \
+	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1, DOT, T) \
+	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2, DOT, T) \
+	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3, DOT, T) \
+	ADDQ         $wbytes, AX \
 	ADDQ         $34, BX \
 	DECQ         CX \
 	JNZ          blk \
@@ -113,37 +141,33 @@ store: \
 	VZEROUPPER \
 	RET
 
-// The q4_0 four-token kernel: the q8_0 one with the weights unpacked to
-// signed nibbles (q-8, Y13 = 0x08 bytes).
-#define Q40_TOK4(TOK) \
-	TOK4_ARGS(f16+40(FP)) \
-	ONES16_Y15 \
+// q8_0: the quants as they are.
+#define Q80_CONSTS
+#define Q80_UNPACK VMOVDQU 2(AX), Y4
+
+// q4_0: the nibbles minus 8 (Y13 = 0x08 bytes).
+#define Q40_CONSTS \
 	LOWNIB_Y14 \
-	VPSRLW    $1, Y14, Y13 \
-	VPANDN    Y14, Y13, Y13 \
-	ZERO4 \
-	TESTQ CX, CX \
-	JLE   store \
-blk: \
-	MOVWLZX      (AX), DX \
-	VBROADCASTSS (R13)(DX*4), Y5 \
+	VPSRLW $1, Y14, Y13 \
+	VPANDN Y14, Y13, Y13
+#define Q40_UNPACK \
 	NIBBLES4(2, X9) \
-	VPSUBB       Y13, Y4, Y4 \
-	VPABSB       Y4, Y6 \
-	TOKS4(TOK, Y0, Y1, Y2, Y3) \
-	ADDQ         $18, AX \
-	ADDQ         $34, BX \
-	DECQ         CX \
-	JNZ          blk \
-store: \
-	STORE4 \
-	VZEROUPPER \
-	RET
+	VPSUBB Y13, Y4, Y4
 
-// The q4_1 x q8_1 four-token kernel; TOK(D, S, Q, ACC, MACC) is one token
-// of a block against the unsigned nibbles Y4 (scale Y5, min X6), the min
-// term into the scalar accumulator MACC (X9..X12).
-#define Q41_TOK4(TOK) \
+// One token of a q8_1 block against the unsigned nibbles Y4 (scale Y5, min
+// X6): the min term goes to the scalar accumulator MACC.
+#define TOK_Q41(D, S, Q, ACC, MACC, DOT) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y7 \
+	VMULPS       Y5, Y7, Y7 \
+	MOVWLZX      S, DX \
+	VFMADD231SS  (R13)(DX*4), X6, MACC \
+	DOT(Q, Y4, Y8) \
+	VCVTDQ2PS    Y8, Y8 \
+	VFMADD231PS  Y8, Y7, ACC
+
+// The q4_1 x q8_1 four-token kernel (the min terms in X9..X12).
+#define Q41_TOK4(DOT) \
 	TOK4_ARGS(f16+40(FP)) \
 	ONES16_Y15 \
 	LOWNIB_Y14 \
@@ -160,10 +184,10 @@ blk: \
 	MOVWLZX      2(AX), DX \
 	VMOVSS       (R13)(DX*4), X6 \
 	NIBBLES4(4, X13) \
-	TOK((BX), 2(BX), 4(BX), Y0, X9) \
-	TOK((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10) \
-	TOK((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11) \
-	TOK((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12) \
+	TOK_Q41((BX), 2(BX), 4(BX), Y0, X9, DOT) \
+	TOK_Q41((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10, DOT) \
+	TOK_Q41((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11, DOT) \
+	TOK_Q41((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12, DOT) \
 	ADDQ         $20, AX \
 	ADDQ         $36, BX \
 	DECQ         CX \

@@ -806,43 +806,17 @@ axpydone:
 // four activation rows (xstride bytes apart), so unpacking and weight loads
 // are shared. The arithmetic per token is that of the row kernels.
 
-// One token of a q8_0 block: Y4 = signed weight quants, Y6 = |Y4|,
-// Y5 = weight scale; D and Q address the token's scale and quants.
-#define TOK_SIGNED(D, Q, ACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	VMOVDQU      Q, Y8 \
-	VPSIGNB      Y4, Y8, Y8 \
-	VPMADDUBSW   Y8, Y6, Y8 \
-	VPMADDWD     Y15, Y8, Y8 \
-	VCVTDQ2PS    Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
-
 // func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0Tok4AVX2(SB), NOSPLIT, $0-48
-	Q80_TOK4(TOK_SIGNED)
+	SIGNED_TOK4(Q80_CONSTS, Q80_UNPACK, 34, MADD, Y8)
 
 // func dotQ4_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0Tok4AVX2(SB), NOSPLIT, $0-48
-	Q40_TOK4(TOK_SIGNED)
-
-// One token of a q8_1 block against unsigned nibbles Y4 (scale Y5, min X6):
-// the min term goes to the scalar accumulator MACC.
-#define TOK_Q41(D, S, Q, ACC, MACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	MOVWLZX      S, DX \
-	VFMADD231SS  (R13)(DX*4), X6, MACC \
-	VPMADDUBSW   Q, Y4, Y8 \
-	VPMADDWD     Y15, Y8, Y8 \
-	VCVTDQ2PS    Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
+	SIGNED_TOK4(Q40_CONSTS, Q40_UNPACK, 18, MADD, Y8)
 
 // func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
-	Q41_TOK4(TOK_Q41)
+	Q41_TOK4(MADD)
 
 // Q4_K, one sub-block pair for one token at base B: Y4/Y5 = low/high
 // nibbles, Y6/Y7 = their scales as int16 words.

@@ -454,41 +454,14 @@ TEXT ·dotQ6_KTok4AVX512(SB), NOSPLIT, $0-40
 // of VPMADDUBSW+VPMADDWD (one multiply instruction instead of two per
 // block and token).
 
-// As TOK_SIGNED in dot_avx2_amd64.s with VPDPBUSD for VPMADDUBSW+VPMADDWD.
-// One token of a q8_0 block: Y4 = signed weight quants, Y6 = |Y4|,
-// Y5 = weight scale; D and Q address the token's scale and quants.
-#define TOK_SIGNEDV(D, Q, ACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	VMOVDQU      Q, Y8 \
-	VPSIGNB      Y4, Y8, Y8 \
-	VPXOR        Y12, Y12, Y12 \
-	VPDPBUSD     Y8, Y6, Y12 \
-	VCVTDQ2PS    Y12, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
-
 // func dotQ8_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0Tok4AVX512(SB), NOSPLIT, $0-48
-	Q80_TOK4(TOK_SIGNEDV)
+	SIGNED_TOK4(Q80_CONSTS, Q80_UNPACK, 34, VNNI, Y12)
 
 // func dotQ4_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0Tok4AVX512(SB), NOSPLIT, $0-48
-	Q40_TOK4(TOK_SIGNEDV)
-
-// One token of a q8_1 block against unsigned nibbles Y4 (scale Y5, min X6):
-// the min term goes to the scalar accumulator MACC.
-#define TOK_Q41V(D, S, Q, ACC, MACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	MOVWLZX      S, DX \
-	VFMADD231SS  (R13)(DX*4), X6, MACC \
-	VPXOR        Y8, Y8, Y8 \
-	VPDPBUSD     Q, Y4, Y8 \
-	VCVTDQ2PS    Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
+	SIGNED_TOK4(Q40_CONSTS, Q40_UNPACK, 18, VNNI, Y12)
 
 // func dotQ4_1Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_1Tok4AVX512(SB), NOSPLIT, $0-48
-	Q41_TOK4(TOK_Q41V)
+	Q41_TOK4(VNNI)
