@@ -9,6 +9,7 @@
 // m_row*s_a, the token's f16 d_a and s_a read through the f16 table.
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // Register use (K = tokens per call, at most 8):
 //   SI weights, CX blocks left, R13 f16 table, DX f16 index,
@@ -55,26 +56,6 @@
 	VPANDD         Z7, Z10, Z6 \
 	VGF2P8AFFINEQB $0, Z12, Z7, Z7
 
-// Weight register W against the 4 activation bytes at off of each token.
-#define DP1(off, W) \
-	VPDPBUSD.BCST off(BX), W, Z24
-
-#define DP2(off, W) \
-	DP1(off, W) \
-	VPDPBUSD.BCST off(R8), W, Z25
-
-#define DP4(off, W) \
-	DP2(off, W) \
-	VPDPBUSD.BCST off(R9), W, Z26 \
-	VPDPBUSD.BCST off(R10), W, Z27
-
-#define DP8(off, W) \
-	DP4(off, W) \
-	VPDPBUSD.BCST off(R11), W, Z28 \
-	VPDPBUSD.BCST off(R12), W, Z29 \
-	VPDPBUSD.BCST off(DI), W, Z30 \
-	VPDPBUSD.BCST off(R14), W, Z31
-
 // All 8 weight registers of a block against the tokens (DP = DP1..DP8):
 // q8_1 quants start at byte 4 of the block.
 #define CHUNKS(DP) \
@@ -96,25 +77,6 @@
 	MOVWLZX          2(P), DX \
 	VFMADD231PS.BCST (R13)(DX*4), Z9, FM
 
-#define ZERO1 \
-	VPXORD Z24, Z24, Z24
-
-#define ZERO2 \
-	ZERO1 \
-	VPXORD Z25, Z25, Z25
-
-#define ZERO4 \
-	ZERO2 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27
-
-#define ZERO8 \
-	ZERO4 \
-	VPXORD Z28, Z28, Z28 \
-	VPXORD Z29, Z29, Z29 \
-	VPXORD Z30, Z30, Z30 \
-	VPXORD Z31, Z31, Z31
-
 // Decode streams the weights from memory: prefetch the 5 cache lines of
 // the block eight blocks ahead (groups are contiguous, so near a group's
 // end this fetches the next group). MatVec from memory on this machine:
@@ -129,41 +91,18 @@
 // Common prologue: arguments, the nibble mask and GFNI matrix, zeroed
 // float sums.
 #define PROLOGUE \
-	MOVQ         w+0(FP), SI \
-	MOVQ         nb+8(FP), CX \
-	MOVQ         x+16(FP), BX \
-	MOVQ         xstride+24(FP), AX \
-	MOVQ         f16+48(FP), R13 \
+	PACKED_ARGS \
 	MOVL         $0x0f0f0f0f, DX \
 	VPBROADCASTD DX, Z10 \
 	MOVQ         $0x1020408000000000, DX \
 	VPBROADCASTQ DX, Z12 \
-	VPXORD       Z16, Z16, Z16 \
-	VPXORD       Z17, Z17, Z17 \
-	VPXORD       Z18, Z18, Z18 \
-	VPXORD       Z19, Z19, Z19 \
-	VPXORD       Z20, Z20, Z20 \
-	VPXORD       Z21, Z21, Z21 \
-	VPXORD       Z22, Z22, Z22 \
-	VPXORD       Z23, Z23, Z23
-
-// AX = y, DX = ystride in bytes.
-#define STOREY \
-	MOVQ y+32(FP), AX \
-	MOVQ ystride+40(FP), DX \
-	SHLQ $2, DX
+	ZEROF
 
 // The kernels for K = 8, 4, 2 and 1 tokens, each with the nibble split LW
 // (LOADW or LOADWGF); labels are local to each TEXT.
 #define BODY8(LW) \
 	PROLOGUE \
-	LEAQ (BX)(AX*1), R8 \
-	LEAQ (BX)(AX*2), R9 \
-	LEAQ (R8)(AX*2), R10 \
-	LEAQ (BX)(AX*4), R11 \
-	LEAQ (R8)(AX*4), R12 \
-	LEAQ (R9)(AX*4), DI \
-	LEAQ (R10)(AX*4), R14 \
+	PTRS8 \
 blk: \
 	LW \
 	ZERO8 \
@@ -208,9 +147,7 @@ blk: \
 
 #define BODY4(LW) \
 	PROLOGUE \
-	LEAQ (BX)(AX*1), R8 \
-	LEAQ (BX)(AX*2), R9 \
-	LEAQ (R8)(AX*2), R10 \
+	PTRS4 \
 blk: \
 	LW \
 	ZERO4 \
@@ -243,7 +180,7 @@ blk: \
 
 #define BODY2(LW) \
 	PROLOGUE \
-	LEAQ (BX)(AX*1), R8 \
+	PTRS2 \
 blk: \
 	LW \
 	ZERO2 \

@@ -12,6 +12,7 @@
 // sums inline (INIT1/INIT2), a few more instructions per block.
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // Register use (K = tokens per call, at most 8):
 //   SI weights, CX block pairs left, R13 f16 table, DX scale index,
@@ -126,26 +127,6 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 	VMOVDQU64 (qoff+384)(SI), Z6 \
 	VMOVDQU64 (qoff+448)(SI), Z7
 
-// Weight register W against the 4 activation bytes at off of each token.
-#define DP1(off, W) \
-	VPDPBUSD.BCST (off)(BX), W, Z24
-
-#define DP2(off, W) \
-	DP1(off, W) \
-	VPDPBUSD.BCST (off)(R8), W, Z25
-
-#define DP4(off, W) \
-	DP2(off, W) \
-	VPDPBUSD.BCST (off)(R9), W, Z26 \
-	VPDPBUSD.BCST (off)(R10), W, Z27
-
-#define DP8(off, W) \
-	DP4(off, W) \
-	VPDPBUSD.BCST (off)(R11), W, Z28 \
-	VPDPBUSD.BCST (off)(R12), W, Z29 \
-	VPDPBUSD.BCST (off)(DI), W, Z30 \
-	VPDPBUSD.BCST (off)(R14), W, Z31
-
 // All 8 weight registers of a block against the tokens (DP = DP1..DP8).
 #define CHUNKS(DP, xoff) \
 	DP(xoff+2, Z0) \
@@ -157,43 +138,10 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 	DP(xoff+26, Z6) \
 	DP(xoff+30, Z7)
 
-// The tokens. Token t: P its activations, I its integer sum (Z24+t), FA
-// its float sum (Z16+t), s its row of the sums table (64t); a is the
-// offset a macro applies to it. ALL(REST, M, a) is token 0 then the REST:
-// REST1, REST2, REST4 or REST8.
-#define ALL(REST, M, a) M(a, BX, Z24, Z16, 0); REST(M, a)
-#define REST1(M, a)
-#define REST2(M, a) M(a, R8, Z25, Z17, 64)
-#define REST4(M, a) \
-	REST2(M, a); \
-	M(a, R9, Z26, Z18, 128); \
-	M(a, R10, Z27, Z19, 192)
-#define REST8(M, a) \
-	REST4(M, a); \
-	M(a, R11, Z28, Z20, 256); \
-	M(a, R12, Z29, Z21, 320); \
-	M(a, DI, Z30, Z22, 384); \
-	M(a, R14, Z31, Z23, 448)
-
-#define T_SUMS(a, P, I, FA, s) SUMS16(P, s)
-#define T_BCAST(a, P, I, FA, s) VPBROADCASTD (a+s)(AX), I
-#define T_FIN(a, P, I, FA, s) FIN(a, P, I, FA)
-#define T_NEXT(a, P, I, FA, s) ADDQ $68, P
-#define T_STORE(a, P, I, FA, s) ADDQ DX, AX; VMOVUPS FA, (AX)
-
-// The other tokens' activation pointers (AX = xstride).
-#define PTRS1
-#define PTRS2 LEAQ (BX)(AX*1), R8
-#define PTRS4 \
-	PTRS2 \
-	LEAQ (BX)(AX*2), R9 \
-	LEAQ (R8)(AX*2), R10
-#define PTRS8 \
-	PTRS4 \
-	LEAQ (BX)(AX*4), R11 \
-	LEAQ (R8)(AX*4), R12 \
-	LEAQ (R9)(AX*4), DI \
-	LEAQ (R10)(AX*4), R14
+// Token t's row of the sums table is 64t bytes into it.
+#define T_SUMS(a, P, I, FA, t) SUMS16(P, 64*t)
+#define T_BCAST(a, P, I, FA, t) VPBROADCASTD (a+64*t)(AX), I
+#define T_FIN(a, P, I, FA, t) FIN(a, P, I, FA)
 
 // The integer sums of the block at xoff started inline, two tokens at a
 // time.
@@ -249,29 +197,12 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 
 // Common prologue: arguments, constants, zeroed float sums.
 #define PROLOGUE \
-	MOVQ         w+0(FP), SI \
-	MOVQ         nb+8(FP), CX \
-	MOVQ         x+16(FP), BX \
-	MOVQ         xstride+24(FP), AX \
-	MOVQ         f16+48(FP), R13 \
+	PACKED_ARGS \
 	MOVL         $0x80808080, DX \
 	VPBROADCASTD DX, Z9 \
 	VMOVDQU64    p80perm<>+0(SB), Z14 \
 	VMOVDQU64    p80perm<>+64(SB), Z15 \
-	VPXORD       Z16, Z16, Z16 \
-	VPXORD       Z17, Z17, Z17 \
-	VPXORD       Z18, Z18, Z18 \
-	VPXORD       Z19, Z19, Z19 \
-	VPXORD       Z20, Z20, Z20 \
-	VPXORD       Z21, Z21, Z21 \
-	VPXORD       Z22, Z22, Z22 \
-	VPXORD       Z23, Z23, Z23
-
-// y[t*ystride] = Z16+t for t < K (AX = y, DX = ystride in bytes).
-#define STOREY \
-	MOVQ y+32(FP), AX \
-	MOVQ ystride+40(FP), DX \
-	SHLQ $2, DX
+	ZEROF
 
 // One kernel: whole 16-block chunks with the sums table, then block
 // pairs and a lone block with the sums inline.
@@ -291,7 +222,7 @@ pair: \
 	BLKS(0, 64, 0, 0, REST, DP) \
 	BLKS(32, 576, 34, 4, REST, DP) \
 	ADDQ $1088, SI \
-	ALL(REST, T_NEXT, 0) \
+	ALL(REST, T_NEXT, 68) \
 	ADDQ $8, AX \
 	DECQ CX \
 	JNZ  pair \
@@ -307,7 +238,7 @@ tpair: \
 	BLK(0, 64, 0, REST, INITS, DP) \
 	BLK(32, 576, 34, REST, INITS, DP) \
 	ADDQ $1088, SI \
-	ALL(REST, T_NEXT, 0) \
+	ALL(REST, T_NEXT, 68) \
 	DECQ CX \
 	JNZ  tpair \
 lone: \
