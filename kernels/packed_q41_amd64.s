@@ -98,108 +98,51 @@
 	VPBROADCASTQ DX, Z12 \
 	ZEROF
 
-// The kernels for K = 8, 4, 2 and 1 tokens, each with the nibble split LW
-// (LOADW or LOADWGF); labels are local to each TEXT.
-#define BODY8(LW) \
-	PROLOGUE \
-	PTRS8 \
-blk: \
-	LW \
-	ZERO8 \
-	CHUNKS(DP8) \
-	FIN(BX, Z24, Z16, Z16) \
-	FIN(R8, Z25, Z17, Z17) \
-	FIN(R9, Z26, Z18, Z18) \
-	FIN(R10, Z27, Z19, Z19) \
-	FIN(R11, Z28, Z20, Z20) \
-	FIN(R12, Z29, Z21, Z21) \
-	FIN(DI, Z30, Z22, Z22) \
-	FIN(R14, Z31, Z23, Z23) \
-	ADDQ $320, SI \
-	ADDQ $36, BX \
-	ADDQ $36, R8 \
-	ADDQ $36, R9 \
-	ADDQ $36, R10 \
-	ADDQ $36, R11 \
-	ADDQ $36, R12 \
-	ADDQ $36, DI \
-	ADDQ $36, R14 \
-	DECQ CX \
-	JNZ  blk \
-	STOREY \
-	VMOVUPS Z16, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z17, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z18, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z19, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z20, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z21, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z22, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z23, (AX) \
-	VZEROUPPER \
-	RET
-
-#define BODY4(LW) \
-	PROLOGUE \
-	PTRS4 \
-blk: \
-	LW \
-	ZERO4 \
-	CHUNKS(DP4) \
+// FIN for each token: with 8 tokens the m terms go into the float sums
+// themselves; with fewer into Z20+t, added to them before the store (ADDS).
+#define T_FIN8(a, P, I, FA, t) FIN(P, I, FA, FA)
+#define FINS8 ALL(REST8, T_FIN8, 0)
+#define FINS2 \
 	FIN(BX, Z24, Z16, Z20) \
-	FIN(R8, Z25, Z17, Z21) \
+	FIN(R8, Z25, Z17, Z21)
+#define FINS4 \
+	FINS2 \
 	FIN(R9, Z26, Z18, Z22) \
-	FIN(R10, Z27, Z19, Z23) \
+	FIN(R10, Z27, Z19, Z23)
+#define ADDS8
+#define ADDS2 \
+	VADDPS  Z20, Z16, Z16 \
+	VADDPS  Z21, Z17, Z17
+#define ADDS4 \
+	ADDS2 \
+	VADDPS  Z22, Z18, Z18 \
+	VADDPS  Z23, Z19, Z19
+
+// The kernel for K = 8, 4 or 2 tokens (REST, PTRS, ZERO, DP, FINS, ADDS of
+// that K) with the nibble split LW (LOADW or LOADWGF); labels are local to
+// each TEXT.
+#define BODY(LW, REST, PTRS, ZERO, DP, FINS, ADDS) \
+	PROLOGUE \
+	PTRS \
+blk: \
+	LW \
+	ZERO \
+	CHUNKS(DP) \
+	FINS \
 	ADDQ $320, SI \
-	ADDQ $36, BX \
-	ADDQ $36, R8 \
-	ADDQ $36, R9 \
-	ADDQ $36, R10 \
+	ALL(REST, T_NEXT, 36) \
 	DECQ CX \
 	JNZ  blk \
 	STOREY \
-	VADDPS  Z20, Z16, Z16 \
-	VADDPS  Z21, Z17, Z17 \
-	VADDPS  Z22, Z18, Z18 \
-	VADDPS  Z23, Z19, Z19 \
+	ADDS \
 	VMOVUPS Z16, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z17, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z18, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z19, (AX) \
+	REST(T_STORE, 0) \
 	VZEROUPPER \
 	RET
 
-#define BODY2(LW) \
-	PROLOGUE \
-	PTRS2 \
-blk: \
-	LW \
-	ZERO2 \
-	CHUNKS(DP2) \
-	FIN(BX, Z24, Z16, Z20) \
-	FIN(R8, Z25, Z17, Z21) \
-	ADDQ $320, SI \
-	ADDQ $36, BX \
-	ADDQ $36, R8 \
-	DECQ CX \
-	JNZ  blk \
-	STOREY \
-	VADDPS  Z20, Z16, Z16 \
-	VADDPS  Z21, Z17, Z17 \
-	VMOVUPS Z16, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z17, (AX) \
-	VZEROUPPER \
-	RET
+#define BODY8(LW) BODY(LW, REST8, PTRS8, ZERO8, DP8, FINS8, ADDS8)
+#define BODY4(LW) BODY(LW, REST4, PTRS4, ZERO4, DP4, FINS4, ADDS4)
+#define BODY2(LW) BODY(LW, REST2, PTRS2, ZERO2, DP2, FINS2, ADDS2)
 
 // One token: the block's integer sum in two chains (low and high nibbles)
 // added at the end, which halves the VPDPBUSD latency a block waits on
