@@ -578,167 +578,121 @@ q6kdone:
 	VZEROUPPER
 	RET
 
+// The f16 and f32 row kernels: per row, 32 values a step into Y0..Y3 (with
+// PF, the prefetch), then 8 a step into Y0, then the tail one by one into
+// X0 after the fold; eb bytes a value. STEP32, STEP8 and STEP1 are the
+// steps' loads and multiply-adds at AX (weights) and BX (x).
+#define FROWS(PF, STEP32, STEP8, STEP1, eb) \
+	MOVQ w+0(FP), SI \
+	MOVQ nrows+16(FP), R9 \
+	MOVQ y+40(FP), R11 \
+	TESTQ R9, R9 \
+	JLE   done \
+row: \
+	MOVQ   SI, AX \
+	MOVQ   x+24(FP), BX \
+	MOVQ   nb+32(FP), CX \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	CMPQ   CX, $32 \
+	JLT    by8 \
+by32: \
+	PF \
+	STEP32 \
+	ADDQ        $(32*eb), AX \
+	ADDQ        $(32*eb), BX \
+	SUBQ        $32, CX \
+	CMPQ        CX, $32 \
+	JGE         by32 \
+by8: \
+	CMPQ CX, $8 \
+	JLT  fold \
+by8loop: \
+	STEP8 \
+	ADDQ        $(8*eb), AX \
+	ADDQ        $(8*eb), BX \
+	SUBQ        $8, CX \
+	CMPQ        CX, $8 \
+	JGE         by8loop \
+fold: \
+	VADDPS Y1, Y0, Y0 \
+	VADDPS Y3, Y2, Y2 \
+	VADDPS Y2, Y0, Y0 \
+	HSUM_Y0 \
+	TESTQ  CX, CX \
+	JLE    store \
+tail: \
+	STEP1 \
+	ADDQ        $eb, AX \
+	ADDQ        $eb, BX \
+	DECQ        CX \
+	JNZ         tail \
+store: \
+	VMOVSS X0, (R11) \
+	ADDQ   $4, R11 \
+	ADDQ   stride+8(FP), SI \
+	DECQ   R9 \
+	JNZ    row \
+done: \
+	VZEROUPPER \
+	RET
+
+#define F16PF PREFETCHT0 2048(AX)
+#define F16STEP32 \
+	VCVTPH2PS   (AX), Y4 \
+	VCVTPH2PS   (BX), Y8 \
+	VFMADD231PS Y8, Y4, Y0 \
+	VCVTPH2PS   16(AX), Y5 \
+	VCVTPH2PS   16(BX), Y9 \
+	VFMADD231PS Y9, Y5, Y1 \
+	VCVTPH2PS   32(AX), Y6 \
+	VCVTPH2PS   32(BX), Y10 \
+	VFMADD231PS Y10, Y6, Y2 \
+	VCVTPH2PS   48(AX), Y7 \
+	VCVTPH2PS   48(BX), Y11 \
+	VFMADD231PS Y11, Y7, Y3
+#define F16STEP8 \
+	VCVTPH2PS   (AX), Y4 \
+	VCVTPH2PS   (BX), Y8 \
+	VFMADD231PS Y8, Y4, Y0
+#define F16STEP1 \
+	MOVWLZX     (AX), DX \
+	VMOVD       DX, X4 \
+	VCVTPH2PS   X4, X4 \
+	MOVWLZX     (BX), DX \
+	VMOVD       DX, X8 \
+	VCVTPH2PS   X8, X8 \
+	VFMADD231SS X8, X4, X0
+
 // func dotF16RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
 // Both operands f16, widened with F16C; products and sums in float32.
 TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ nrows+16(FP), R9
-	MOVQ y+40(FP), R11
-	TESTQ R9, R9
-	JLE   f16done
+	FROWS(F16PF, F16STEP32, F16STEP8, F16STEP1, 2)
 
-f16row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	CMPQ   CX, $32
-	JLT    f16by8
-
-f16by32:
-	PREFETCHT0 2048(AX)
-	VCVTPH2PS   (AX), Y4
-	VCVTPH2PS   (BX), Y8
-	VFMADD231PS Y8, Y4, Y0
-	VCVTPH2PS   16(AX), Y5
-	VCVTPH2PS   16(BX), Y9
-	VFMADD231PS Y9, Y5, Y1
-	VCVTPH2PS   32(AX), Y6
-	VCVTPH2PS   32(BX), Y10
-	VFMADD231PS Y10, Y6, Y2
-	VCVTPH2PS   48(AX), Y7
-	VCVTPH2PS   48(BX), Y11
-	VFMADD231PS Y11, Y7, Y3
-	ADDQ        $64, AX
-	ADDQ        $64, BX
-	SUBQ        $32, CX
-	CMPQ        CX, $32
-	JGE         f16by32
-
-f16by8:
-	CMPQ CX, $8
-	JLT  f16fold
-
-f16by8loop:
-	VCVTPH2PS   (AX), Y4
-	VCVTPH2PS   (BX), Y8
-	VFMADD231PS Y8, Y4, Y0
-	ADDQ        $16, AX
-	ADDQ        $16, BX
-	SUBQ        $8, CX
-	CMPQ        CX, $8
-	JGE         f16by8loop
-
-f16fold:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM_Y0
-	TESTQ  CX, CX
-	JLE    f16store
-
-f16tail:
-	MOVWLZX     (AX), DX
-	VMOVD       DX, X4
-	VCVTPH2PS   X4, X4
-	MOVWLZX     (BX), DX
-	VMOVD       DX, X8
-	VCVTPH2PS   X8, X8
-	VFMADD231SS X8, X4, X0
-	ADDQ        $2, AX
-	ADDQ        $2, BX
-	DECQ        CX
-	JNZ         f16tail
-
-f16store:
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    f16row
-
-f16done:
-	VZEROUPPER
-	RET
+#define F32PF \
+	PREFETCHT0 2048(AX) \
+	PREFETCHT0 2112(AX)
+#define F32STEP32 \
+	VMOVUPS     (AX), Y4 \
+	VFMADD231PS (BX), Y4, Y0 \
+	VMOVUPS     32(AX), Y5 \
+	VFMADD231PS 32(BX), Y5, Y1 \
+	VMOVUPS     64(AX), Y6 \
+	VFMADD231PS 64(BX), Y6, Y2 \
+	VMOVUPS     96(AX), Y7 \
+	VFMADD231PS 96(BX), Y7, Y3
+#define F32STEP8 \
+	VMOVUPS     (AX), Y4 \
+	VFMADD231PS (BX), Y4, Y0
+#define F32STEP1 \
+	VMOVSS      (AX), X4 \
+	VFMADD231SS (BX), X4, X0
 
 // func dotF32RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
 TEXT ·dotF32RowsAVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ nrows+16(FP), R9
-	MOVQ y+40(FP), R11
-	TESTQ R9, R9
-	JLE   f32done
-
-f32row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	CMPQ   CX, $32
-	JLT    f32by8
-
-f32by32:
-	PREFETCHT0 2048(AX)
-	PREFETCHT0 2112(AX)
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (BX), Y4, Y0
-	VMOVUPS     32(AX), Y5
-	VFMADD231PS 32(BX), Y5, Y1
-	VMOVUPS     64(AX), Y6
-	VFMADD231PS 64(BX), Y6, Y2
-	VMOVUPS     96(AX), Y7
-	VFMADD231PS 96(BX), Y7, Y3
-	ADDQ        $128, AX
-	ADDQ        $128, BX
-	SUBQ        $32, CX
-	CMPQ        CX, $32
-	JGE         f32by32
-
-f32by8:
-	CMPQ CX, $8
-	JLT  f32fold
-
-f32by8loop:
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (BX), Y4, Y0
-	ADDQ        $32, AX
-	ADDQ        $32, BX
-	SUBQ        $8, CX
-	CMPQ        CX, $8
-	JGE         f32by8loop
-
-f32fold:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM_Y0
-	TESTQ  CX, CX
-	JLE    f32store
-
-f32tail:
-	VMOVSS      (AX), X4
-	VFMADD231SS (BX), X4, X0
-	ADDQ        $4, AX
-	ADDQ        $4, BX
-	DECQ        CX
-	JNZ         f32tail
-
-f32store:
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    f32row
-
-f32done:
-	VZEROUPPER
-	RET
+	FROWS(F32PF, F32STEP32, F32STEP8, F32STEP1, 4)
 
 // func axpyAVX2(y *float32, a float32, x *float32, n int)
 // y[i] += a*x[i], fused (one rounding per element).
