@@ -28,13 +28,20 @@
 // q4_1 minimum term into MACC). The row loops run two blocks per step into
 // two accumulators: one FMA chain alone (4 cycles per link) would bound a
 // row at one block per 4 cycles.
-#define Q80_BLOCK(wo, xo, ACC) \
+// Y2 = the product of the weight and activation block scales.
+#define BLKSCALE(wo, xo) \
 	MOVWLZX      wo(AX), DX \
 	MOVWLZX      xo(BX), R12 \
 	VBROADCASTSS (R13)(DX*4), Y2 \
 	VBROADCASTSS (R13)(R12*4), Y3 \
-	VMULPS       Y3, Y2, Y2 \
-	VMOVDQU      (wo+2)(AX), Y4 \
+	VMULPS       Y3, Y2, Y2
+
+// A block of signed weight quants (Y4, from UNPACK(wo)) against its q8_0
+// block: the weights' signs go to the activations (VPSIGNB) so the product
+// is unsigned times signed.
+#define SIGNED_BLOCK(wo, xo, ACC, UNPACK) \
+	BLKSCALE(wo, xo) \
+	UNPACK(wo) \
 	VMOVDQU      (xo+2)(BX), Y5 \
 	VPABSB       Y4, Y6 \
 	VPSIGNB      Y4, Y5, Y5 \
@@ -43,31 +50,19 @@
 	VCVTDQ2PS    Y6, Y6 \
 	VFMADD231PS  Y6, Y2, ACC
 
-#define Q40_BLOCK(wo, xo, ACC) \
-	MOVWLZX      wo(AX), DX \
-	MOVWLZX      xo(BX), R12 \
-	VBROADCASTSS (R13)(DX*4), Y2 \
-	VBROADCASTSS (R13)(R12*4), Y3 \
-	VMULPS       Y3, Y2, Y2 \
+#define Q80_W(wo) VMOVDQU (wo+2)(AX), Y4
+#define Q40_W(wo) \
 	VMOVDQU      (wo+2)(AX), X4 \
 	VPSRLW       $4, X4, X5 \
 	VINSERTI128  $1, X5, Y4, Y4 \
 	VPAND        Y14, Y4, Y4 \
-	VPSUBB       Y13, Y4, Y4 \
-	VMOVDQU      (xo+2)(BX), Y5 \
-	VPABSB       Y4, Y6 \
-	VPSIGNB      Y4, Y5, Y5 \
-	VPMADDUBSW   Y5, Y6, Y6 \
-	VPMADDWD     Y15, Y6, Y6 \
-	VCVTDQ2PS    Y6, Y6 \
-	VFMADD231PS  Y6, Y2, ACC
+	VPSUBB       Y13, Y4, Y4
+
+#define Q80_BLOCK(wo, xo, ACC) SIGNED_BLOCK(wo, xo, ACC, Q80_W)
+#define Q40_BLOCK(wo, xo, ACC) SIGNED_BLOCK(wo, xo, ACC, Q40_W)
 
 #define Q41_BLOCK(wo, xo, ACC, MACC) \
-	MOVWLZX      wo(AX), DX \
-	MOVWLZX      xo(BX), R12 \
-	VBROADCASTSS (R13)(DX*4), Y2 \
-	VBROADCASTSS (R13)(R12*4), Y3 \
-	VMULPS       Y3, Y2, Y2 \
+	BLKSCALE(wo, xo) \
 	MOVWLZX      (wo+2)(AX), DX \
 	MOVWLZX      (xo+2)(BX), R12 \
 	VMOVSS       (R13)(DX*4), X3 \
@@ -88,97 +83,60 @@
 	MOVQ nrows+16(FP), R9 \
 	MOVQ y+40(FP), R11
 
+// The q8_0 and q4_0 row kernels: CONSTS, then per row two blocks (of wb
+// bytes) a step, each BLOCK(wo, xo, ACC), with the prefetch PF.
+#define SIGNED_ROWS(CONSTS, BLOCK, wb, PF) \
+	ROWS_ARGS \
+	ONES16_Y15 \
+	CONSTS \
+	TESTQ R9, R9 \
+	JLE   done \
+row: \
+	MOVQ   SI, AX \
+	MOVQ   x+24(FP), BX \
+	MOVQ   nb+32(FP), CX \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	CMPQ   CX, $2 \
+	JLT    one \
+blk: \
+	PF \
+	BLOCK(0, 0, Y0) \
+	BLOCK(wb, 34, Y1) \
+	ADDQ       $(2*wb), AX \
+	ADDQ       $68, BX \
+	SUBQ       $2, CX \
+	CMPQ       CX, $2 \
+	JGE        blk \
+one: \
+	TESTQ CX, CX \
+	JZ    sum \
+	BLOCK(0, 0, Y0) \
+sum: \
+	VADDPS Y1, Y0, Y0 \
+	HSUM_Y0 \
+	VMOVSS X0, (R11) \
+	ADDQ   $4, R11 \
+	ADDQ   stride+8(FP), SI \
+	DECQ   R9 \
+	JNZ    row \
+done: \
+	VZEROUPPER \
+	RET
+
+#define Q80_PF \
+	PREFETCHT0 2048(AX) \
+	PREFETCHT0 2112(AX)
+#define Q40_PF PREFETCHT0 2048(AX)
+
 // func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-56
-	ROWS_ARGS
-	ONES16_Y15
-	TESTQ R9, R9
-	JLE   q80done
-
-q80row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	CMPQ   CX, $2
-	JLT    q80one
-
-q80blk:
-	PREFETCHT0 2048(AX)
-	PREFETCHT0 2112(AX)
-	Q80_BLOCK(0, 0, Y0)
-	Q80_BLOCK(34, 34, Y1)
-	ADDQ       $68, AX
-	ADDQ       $68, BX
-	SUBQ       $2, CX
-	CMPQ       CX, $2
-	JGE        q80blk
-
-q80one:
-	TESTQ CX, CX
-	JZ    q80sum
-	Q80_BLOCK(0, 0, Y0)
-
-q80sum:
-	VADDPS Y1, Y0, Y0
-	HSUM_Y0
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q80row
-
-q80done:
-	VZEROUPPER
-	RET
+	SIGNED_ROWS(Q80_CONSTS, Q80_BLOCK, 34, Q80_PF)
 
 // func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+// Y13 = 0x08 in every byte (0x0f &^ 0x07), subtracted from the nibbles.
 TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-56
-	ROWS_ARGS
-	ONES16_Y15
-	LOWNIB_Y14
-	VPSRLW $1, Y14, Y13
-	VPANDN Y14, Y13, Y13   // 0x08 in every byte: 0x0f &^ 0x07
-	TESTQ  R9, R9
-	JLE    q40done
-
-q40row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	CMPQ   CX, $2
-	JLT    q40one
-
-q40blk:
-	PREFETCHT0 2048(AX)
-	Q40_BLOCK(0, 0, Y0)
-	Q40_BLOCK(18, 34, Y1)
-	ADDQ       $36, AX
-	ADDQ       $68, BX
-	SUBQ       $2, CX
-	CMPQ       CX, $2
-	JGE        q40blk
-
-q40one:
-	TESTQ CX, CX
-	JZ    q40sum
-	Q40_BLOCK(0, 0, Y0)
-
-q40sum:
-	VADDPS Y1, Y0, Y0
-	HSUM_Y0
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q40row
-
-q40done:
-	VZEROUPPER
-	RET
+	SIGNED_ROWS(Q40_CONSTS, Q40_BLOCK, 18, Q40_PF)
 
 // 16-bit ones in memory, for the paired-row q4_1 loop that needs every
 // register.
