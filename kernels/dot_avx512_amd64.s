@@ -42,77 +42,83 @@
 	VBROADCASTSS (R13)(R12*4), Y3 \
 	VMULPS       Y3, Y2, Y2
 
+// The q8_0 and q4_0 row kernels: CONSTS, then per row two blocks a step
+// (PAIR, 2*wb weight bytes, with the prefetch PF) into Z0, folded to Y0,
+// and ONE for an odd last block.
+#define ROWS512(CONSTS, PAIR, ONE, wb, PF) \
+	MOVQ         f16+48(FP), R13 \
+	MOVQ         w+0(FP), SI \
+	MOVQ         nrows+16(FP), R9 \
+	MOVQ         y+40(FP), R11 \
+	CONSTS \
+	TESTQ        R9, R9 \
+	JLE          done \
+row: \
+	MOVQ   SI, AX \
+	MOVQ   x+24(FP), BX \
+	MOVQ   nb+32(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	CMPQ   CX, $2 \
+	JLT    fold \
+pair: \
+	PF \
+	PAIR \
+	ADDQ         $(2*wb), AX \
+	ADDQ         $68, BX \
+	SUBQ         $2, CX \
+	CMPQ         CX, $2 \
+	JGE          pair \
+fold: \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	VADDPS        Y1, Y0, Y0 \
+	TESTQ         CX, CX \
+	JZ            sum \
+	ONE \
+sum: \
+	HSUM(Y0, X0, X1) \
+	VMOVSS       X0, (R11) \
+	ADDQ         $4, R11 \
+	ADDQ         stride+8(FP), SI \
+	DECQ         R9 \
+	JNZ          row \
+done: \
+	VZEROUPPER \
+	RET
+
+// q8_0: the activations get the weights' signs (x * sign(w): VPSUBB from
+// zero in Z31 where the weight is negative), VPDPBUSD against |w|.
+#define Q80_CONSTSZ VPXORD Z31, Z31, Z31
+#define Q80_PAIRZ \
+	SCALES2(0, 34, 0, 34) \
+	VMOVDQU      2(AX), Y4 \
+	VINSERTI64X4 $1, 36(AX), Z4, Z4 \
+	VMOVDQU      2(BX), Y5 \
+	VINSERTI64X4 $1, 36(BX), Z5, Z5 \
+	VPABSB       Z4, Z6 \
+	VPMOVB2M     Z4, K1 \
+	VPSUBB       Z5, Z31, K1, Z5 \
+	VPXORD       Z7, Z7, Z7 \
+	VPDPBUSD     Z5, Z6, Z7 \
+	VCVTDQ2PS    Z7, Z7 \
+	VFMADD231PS  Z7, Z2, Z0
+#define Q80_ONEZ \
+	SCALES1(0, 0) \
+	VMOVDQU       2(AX), Y4 \
+	VMOVDQU       2(BX), Y5 \
+	VPABSB        Y4, Y6 \
+	VPMOVB2M      Y4, K1 \
+	VPSUBB        Y5, Y31, K1, Y5 \
+	VPXORD        Y7, Y7, Y7 \
+	VPDPBUSD      Y5, Y6, Y7 \
+	VCVTDQ2PS     Y7, Y7 \
+	VFMADD231PS   Y7, Y2, Y0
+#define Q80_PFZ \
+	PREFETCHT0 2048(AX) \
+	PREFETCHT0 2112(AX)
+
 // func dotQ8_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
-	MOVQ         f16+48(FP), R13
-	MOVQ   w+0(FP), SI
-	MOVQ   nrows+16(FP), R9
-	MOVQ   y+40(FP), R11
-	VPXORD Z31, Z31, Z31
-	TESTQ  R9, R9
-	JLE    q80done
-
-q80row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VPXORD Z0, Z0, Z0
-	CMPQ   CX, $2
-	JLT    q80fold
-
-q80pair:
-	PREFETCHT0 2048(AX)
-	PREFETCHT0 2112(AX)
-	SCALES2(0, 34, 0, 34)
-	VMOVDQU      2(AX), Y4
-	VINSERTI64X4 $1, 36(AX), Z4, Z4
-	VMOVDQU      2(BX), Y5
-	VINSERTI64X4 $1, 36(BX), Z5, Z5
-	VPABSB       Z4, Z6
-	VPMOVB2M     Z4, K1
-	VPSUBB       Z5, Z31, K1, Z5 // x * sign(w)
-	VPXORD       Z7, Z7, Z7
-	VPDPBUSD     Z5, Z6, Z7
-	VCVTDQ2PS    Z7, Z7
-	VFMADD231PS  Z7, Z2, Z0
-	ADDQ         $68, AX
-	ADDQ         $68, BX
-	SUBQ         $2, CX
-	CMPQ         CX, $2
-	JGE          q80pair
-
-q80fold:
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	TESTQ         CX, CX
-	JZ            q80sum
-	SCALES1(0, 0)
-	VMOVDQU       2(AX), Y4
-	VMOVDQU       2(BX), Y5
-	VPABSB        Y4, Y6
-	VPMOVB2M      Y4, K1
-	VPSUBB        Y5, Y31, K1, Y5
-	VPXORD        Y7, Y7, Y7
-	VPDPBUSD      Y5, Y6, Y7
-	VCVTDQ2PS     Y7, Y7
-	VFMADD231PS   Y7, Y2, Y0
-
-q80sum:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VMOVSS       X0, (R11)
-	ADDQ         $4, R11
-	ADDQ         stride+8(FP), SI
-	DECQ         R9
-	JNZ          q80row
-
-q80done:
-	VZEROUPPER
-	RET
+	ROWS512(Q80_CONSTSZ, Q80_PAIRZ, Q80_ONEZ, 34, Q80_PFZ)
 
 // Two Q4_0/Q4_1 blocks' nibbles (16 bytes at off and off+bstride) into Z4,
 // laid out like two consecutive q8 blocks: [b0 lo | b0 hi | b1 lo | b1 hi]
@@ -125,83 +131,44 @@ q80done:
 	VSHUFI64X2   $0xd8, Z4, Z4, Z4 \
 	VPANDD       Z14, Z4, Z4
 
-// func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
-// Quants q-8 with q in 0..15: dot = sum(q*x) - sum(8*x), both by VPDPBUSD.
-TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
-	MOVQ         f16+48(FP), R13
-	MOVQ         w+0(FP), SI
-	MOVQ         nrows+16(FP), R9
-	MOVQ         y+40(FP), R11
-	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Z14
-	MOVL         $0x08080808, DX
+// q4_0: quants q-8 with q in 0..15: dot = sum(q*x) - sum(8*x), both by
+// VPDPBUSD (Z14 = 0x0f bytes, Z13 = 0x08 bytes).
+#define Q40_CONSTSZ \
+	MOVL         $0x0f0f0f0f, DX \
+	VPBROADCASTD DX, Z14 \
+	MOVL         $0x08080808, DX \
 	VPBROADCASTD DX, Z13
-	TESTQ        R9, R9
-	JLE          q40done
-
-q40row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VPXORD Z0, Z0, Z0
-	CMPQ   CX, $2
-	JLT    q40fold
-
-q40pair:
-	PREFETCHT0 2048(AX)
-	SCALES2(0, 18, 0, 34)
-	NIBBLES2(2, 18)
-	VMOVDQU      2(BX), Y5
-	VINSERTI64X4 $1, 36(BX), Z5, Z5
-	VPXORD       Z7, Z7, Z7
-	VPDPBUSD     Z5, Z4, Z7
-	VPXORD       Z8, Z8, Z8
-	VPDPBUSD     Z5, Z13, Z8
-	VPSUBD       Z8, Z7, Z7
-	VCVTDQ2PS    Z7, Z7
+#define Q40_PAIRZ \
+	SCALES2(0, 18, 0, 34) \
+	NIBBLES2(2, 18) \
+	VMOVDQU      2(BX), Y5 \
+	VINSERTI64X4 $1, 36(BX), Z5, Z5 \
+	VPXORD       Z7, Z7, Z7 \
+	VPDPBUSD     Z5, Z4, Z7 \
+	VPXORD       Z8, Z8, Z8 \
+	VPDPBUSD     Z5, Z13, Z8 \
+	VPSUBD       Z8, Z7, Z7 \
+	VCVTDQ2PS    Z7, Z7 \
 	VFMADD231PS  Z7, Z2, Z0
-	ADDQ         $36, AX
-	ADDQ         $68, BX
-	SUBQ         $2, CX
-	CMPQ         CX, $2
-	JGE          q40pair
-
-q40fold:
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	TESTQ         CX, CX
-	JZ            q40sum
-	SCALES1(0, 0)
-	VMOVDQU       2(AX), X4
-	VPSRLW        $4, X4, X5
-	VINSERTI128   $1, X5, Y4, Y4
-	VPANDD        Y14, Y4, Y4
-	VMOVDQU       2(BX), Y5
-	VPXORD        Y7, Y7, Y7
-	VPDPBUSD      Y5, Y4, Y7
-	VPXORD        Y8, Y8, Y8
-	VPDPBUSD      Y5, Y13, Y8
-	VPSUBD        Y8, Y7, Y7
-	VCVTDQ2PS     Y7, Y7
+#define Q40_ONEZ \
+	SCALES1(0, 0) \
+	VMOVDQU       2(AX), X4 \
+	VPSRLW        $4, X4, X5 \
+	VINSERTI128   $1, X5, Y4, Y4 \
+	VPANDD        Y14, Y4, Y4 \
+	VMOVDQU       2(BX), Y5 \
+	VPXORD        Y7, Y7, Y7 \
+	VPDPBUSD      Y5, Y4, Y7 \
+	VPXORD        Y8, Y8, Y8 \
+	VPDPBUSD      Y5, Y13, Y8 \
+	VPSUBD        Y8, Y7, Y7 \
+	VCVTDQ2PS     Y7, Y7 \
 	VFMADD231PS   Y7, Y2, Y0
+#define Q40_PFZ PREFETCHT0 2048(AX)
 
-q40sum:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VMOVSS       X0, (R11)
-	ADDQ         $4, R11
-	ADDQ         stride+8(FP), SI
-	DECQ         R9
-	JNZ          q40row
-
-q40done:
-	VZEROUPPER
-	RET
-
+// func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
+	ROWS512(Q40_CONSTSZ, Q40_PAIRZ, Q40_ONEZ, 18, Q40_PFZ)
 
 // ---------------------------------------------------------------------------
 // Four-token prefill kernels for the K-quants on 512-bit registers: each
