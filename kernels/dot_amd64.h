@@ -231,6 +231,34 @@ store: \
 	VPINSRD      $2, R12, X8, X8 \
 	VPINSRD      $3, R13, X8, X8
 
+// The q4_K epilogue of one token at B, on 256-bit (AVX2) or 512-bit
+// registers (V6, V7, V15 = Y6, Y7, Y15 or Z6, Z7, Z15): ACC += d*dx*IACC -
+// dmin*dx*(mins . bsums), X4 = [d, dmin] of the weight block, Y10 the mins
+// as word pairs.
+#define Q4K_KEND(B, IACC, ACC, V6, V7, V15) \
+	VBROADCASTSS (B), X5 \
+	VMULPS       X4, X5, X5 \
+	VBROADCASTSS X5, V6 \
+	VMOVSHDUP    X5, X7 \
+	VBROADCASTSS X7, V7 \
+	VCVTDQ2PS    IACC, IACC \
+	VFMADD231PS  IACC, V6, ACC \
+	VPMADDWD     260(B), Y10, Y15 \
+	VCVTDQ2PS    V15, V15 \
+	VFNMADD231PS V15, V7, ACC
+
+// The q6_K epilogue of one token at B: subtract 32*sum(sc*bsum) (SC = the
+// 16 scales as words), then ACC += d*dx*IACC (D = d in every lane, T a
+// temporary; V15 = Y15 or Z15).
+#define Q6K_KEND(B, IACC, ACC, SC, V15, D, T) \
+	VPMADDWD     260(B), SC, Y15 \
+	VPSLLD       $5, Y15, Y15 \
+	VPSUBD       V15, IACC, IACC \
+	VCVTDQ2PS    IACC, IACC \
+	VBROADCASTSS (B), T \
+	VMULPS       D, T, T \
+	VFMADD231PS  IACC, T, ACC
+
 // The four-token q4_K and q6_K kernels (AVX2 and AVX-512): arguments w, x,
 // xstride, nb, y; tokens at BX, SI, DI, R10 (292-byte q8_K blocks);
 // CONSTS, ZERO (the accumulators Y0-Y3 or Z0-Z3), BLOCK per weight block

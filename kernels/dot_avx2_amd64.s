@@ -754,17 +754,7 @@ TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
 
 // Q4_K epilogue for one token at B: ACC += d*dx*IACC - dmin*dx*mins(Y10).
 // X4 = [d, dmin] of the weight block.
-#define Q4K_END(B, IACC, ACC) \
-	VBROADCASTSS (B), X5 \
-	VMULPS       X4, X5, X5 \
-	VBROADCASTSS X5, Y6 \
-	VMOVSHDUP    X5, X7 \
-	VBROADCASTSS X7, Y7 \
-	VCVTDQ2PS    IACC, IACC \
-	VFMADD231PS  IACC, Y6, ACC \
-	VPMADDWD     260(B), Y10, Y15 \
-	VCVTDQ2PS    Y15, Y15 \
-	VFNMADD231PS Y15, Y7, ACC
+#define Q4K_END(B, IACC, ACC) Q4K_KEND(B, IACC, ACC, Y6, Y7, Y15)
 
 // One q4_K block of the four tokens: scales and mins as in
 // dotQ4_KRowsAVX2 (Y11 = scales as words in both lanes, Y10 = the mins
@@ -832,16 +822,9 @@ TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
 	VPAND   q6khigh<>(SB), Y15, Y15 \
 	Q6K_GROUP4((xoff+96), q6kmask<>+0x60(SB))
 
-// Q6_K epilogue for one token at B: subtract 32*sum(sc*bsum) (Y10 = the 16
-// scales as words), then ACC += d*dx*IACC (Y4 = d in every lane).
-#define Q6K_END(B, IACC, ACC) \
-	VPMADDWD     260(B), Y10, Y15 \
-	VPSLLD       $5, Y15, Y15 \
-	VPSUBD       Y15, IACC, IACC \
-	VCVTDQ2PS    IACC, IACC \
-	VBROADCASTSS (B), Y5 \
-	VMULPS       Y4, Y5, Y5 \
-	VFMADD231PS  IACC, Y5, ACC
+// Q6_K epilogue for one token at B (Y10 = the 16 scales as words, Y4 = d
+// in every lane).
+#define Q6K_END(B, IACC, ACC) Q6K_KEND(B, IACC, ACC, Y10, Y15, Y4, Y5)
 
 // One q6_K block of the four tokens (Y10 = the scales of a half as words
 // in both lanes, then all 16).

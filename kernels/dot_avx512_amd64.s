@@ -288,17 +288,7 @@ GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
 	KTOK(R10, xoff, Z4, Z6, Z19)
 
 // Q4_K epilogue for one token at B (X4 = [d, dmin]; Y10 = mins, doubled).
-#define Q4K_ENDZ(B, IACC, ACC) \
-	VBROADCASTSS (B), X5 \
-	VMULPS       X4, X5, X5 \
-	VBROADCASTSS X5, Z6 \
-	VMOVSHDUP    X5, X7 \
-	VBROADCASTSS X7, Z7 \
-	VCVTDQ2PS    IACC, IACC \
-	VFMADD231PS  IACC, Z6, ACC \
-	VPMADDWD     260(B), Y10, Y15 \
-	VCVTDQ2PS    Z15, Z15 \
-	VFNMADD231PS Z15, Z7, ACC
+#define Q4K_ENDZ(B, IACC, ACC) Q4K_KEND(B, IACC, ACC, Z6, Z7, Z15)
 
 #define ZERO4Z \
 	VPXORD Z0, Z0, Z0 \
@@ -373,14 +363,7 @@ TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
 	KTOK(R10, (xoff+64), Z4, Z6, Z19)
 
 // Q6_K epilogue for one token at B (Y8 = the 16 scales as words, Z5 = d).
-#define Q6K_ENDZ(B, IACC, ACC) \
-	VPMADDWD     260(B), Y8, Y15 \
-	VPSLLD       $5, Y15, Y15 \
-	VPSUBD       Z15, IACC, IACC \
-	VCVTDQ2PS    IACC, IACC \
-	VBROADCASTSS (B), Z7 \
-	VMULPS       Z5, Z7, Z7 \
-	VFMADD231PS  IACC, Z7, ACC
+#define Q6K_ENDZ(B, IACC, ACC) Q6K_KEND(B, IACC, ACC, Y8, Z15, Z5, Z7)
 
 // Z14 = 0x0f bytes, Z13 = 0x30 bytes, Z24-Z27 the VPERMW indexes of the
 // halves' scales.
