@@ -251,12 +251,7 @@ GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
 #define HSUMZ(Z, Y, X, TY, TX) \
 	VEXTRACTF64X4 $1, Z, TY \
 	VADDPS        TY, Y, Y \
-	VEXTRACTF128  $1, Y, TX \
-	VADDPS        TX, X, X \
-	VPERMILPS     $0x4e, X, TX \
-	VADDPS        TX, X, X \
-	VMOVSHDUP     X, TX \
-	VADDSS        TX, X, X
+	HSUM(Y, X, TX)
 
 #define STORE4Z \
 	HSUMZ(Z0, Y0, X0, Y4, X4) \

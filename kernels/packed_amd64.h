@@ -59,6 +59,29 @@
 	VPDPBUSD.BCST (off)(DI), W, Z30 \
 	VPDPBUSD.BCST (off)(R14), W, Z31
 
+// The 8 weight registers of a 4-bit block (Z(2c) values 4c.., Z(2c+1)
+// values 16+4c..) against the tokens (DP = DP1..DP8), their q8 quants
+// starting at byte b of the activation block.
+#define NIBCHUNKS(DP, b) \
+	DP(b, Z0) \
+	DP(b+16, Z1) \
+	DP(b+4, Z2) \
+	DP(b+20, Z3) \
+	DP(b+8, Z4) \
+	DP(b+24, Z5) \
+	DP(b+12, Z6) \
+	DP(b+28, Z7)
+
+// Z11 = the dword sums of Z10's bytes against K (VPDPBUSD), added up within
+// each 128-bit lane, through Z12.
+#define LANESUMS(K) \
+	VPXORD       Z11, Z11, Z11 \
+	VPDPBUSD     Z10, K, Z11 \
+	VPSHUFD      $0x4e, Z11, Z12 \
+	VPADDD       Z12, Z11, Z11 \
+	VPSHUFD      $0xb1, Z11, Z12 \
+	VPADDD       Z12, Z11, Z11
+
 // The integer sums of K tokens = 0.
 #define ZERO1 \
 	VPXORD Z24, Z24, Z24

@@ -58,15 +58,7 @@
 
 // All 8 weight registers of a block against the tokens (DP = DP1..DP8):
 // q8_1 quants start at byte 4 of the block.
-#define CHUNKS(DP) \
-	DP(4, Z0) \
-	DP(20, Z1) \
-	DP(8, Z2) \
-	DP(24, Z3) \
-	DP(12, Z4) \
-	DP(28, Z5) \
-	DP(16, Z6) \
-	DP(32, Z7)
+#define CHUNKS(DP) NIBCHUNKS(DP, 4)
 
 // FA += float(IA) * d_rows * d_a; FM += m_rows * s_a (token block at P).
 #define FIN(P, IA, FA, FM) \

@@ -44,27 +44,14 @@
 #define BIAS2(PA, PB, off) \
 	VMOVDQU      2(PA), Y10 \
 	VINSERTI64X4 $1, 2(PB), Z10, Z10 \
-	VPXORD       Z11, Z11, Z11 \
-	VPDPBUSD     Z10, Z13, Z11 \
-	VPSHUFD      $0x4e, Z11, Z12 \
-	VPADDD       Z12, Z11, Z11 \
-	VPSHUFD      $0xb1, Z11, Z12 \
-	VPADDD       Z12, Z11, Z11 \
+	LANESUMS(Z13) \
 	VSHUFI64X2   $0xb1, Z11, Z11, Z12 \
 	VPADDD       Z12, Z11, Z11 \
 	VMOVDQU64    Z11, off(SP)
 
 // All 8 weight registers of a block against the tokens (DP = DP1..DP8):
 // q8_0 quants start at byte 2 of the block.
-#define CHUNKS(DP) \
-	DP(2, Z0) \
-	DP(18, Z1) \
-	DP(6, Z2) \
-	DP(22, Z3) \
-	DP(10, Z4) \
-	DP(26, Z5) \
-	DP(14, Z6) \
-	DP(30, Z7)
+#define CHUNKS(DP) NIBCHUNKS(DP, 2)
 
 // FA += float(IA - 16*sum(x)) * d_rows * d_a (token block at P, its bias
 // at boff(SP)).

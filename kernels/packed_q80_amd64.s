@@ -83,12 +83,7 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 // IA = -128*sum(x) of the block(s) in Z10 (one in each 256-bit half),
 // the lower half's sum broadcast to all lanes; Z11 keeps both.
 #define NEGSUM(IA) \
-	VPXORD     Z11, Z11, Z11 \
-	VPDPBUSD   Z10, Z9, Z11 \
-	VPSHUFD    $0x4e, Z11, Z12 \
-	VPADDD     Z12, Z11, Z11 \
-	VPSHUFD    $0xb1, Z11, Z12 \
-	VPADDD     Z12, Z11, Z11 \
+	LANESUMS(Z9) \
 	VSHUFI32X4 $0xb1, Z11, Z11, Z12 \
 	VPXORD     Z13, Z13, Z13 \
 	VPSUBD     Z11, Z13, Z11 \
