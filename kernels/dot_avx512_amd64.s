@@ -6,18 +6,6 @@
 #include "textflag.h"
 #include "dot_amd64.h"
 
-// Z0's 16 lanes folded into Y0 (EVEX, so the upper half is not assumed
-// zero), then into X0 lane 0 (clobbers Y1).
-#define HSUM_Z0 \
-	VEXTRACTF64X4 $1, Z0, Y1 \
-	VADDPS        Y1, Y0, Y0 \
-	VEXTRACTF128  $1, Y0, X1 \
-	VADDPS        X1, X0, X0 \
-	VPERMILPS     $0x4e, X0, X1 \
-	VADDPS        X1, X0, X0 \
-	VMOVSHDUP     X0, X1 \
-	VADDSS        X1, X0, X0
-
 // Z2 = per-lane product of the scales of two consecutive blocks (at off and
 // off+stride of AX and BX), looked up in the f16 table at R13: lanes 0-7
 // block 0, lanes 8-15 block 1.
