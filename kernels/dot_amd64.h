@@ -259,6 +259,14 @@ store: \
 	VMULPS       D, T, T \
 	VFMADD231PS  IACC, T, ACC
 
+// END(B, IACC, ACC) for the four tokens, sub-block sums I0..I3 into the
+// accumulators A0..A3.
+#define KENDS4(END, I0, I1, I2, I3, A0, A1, A2, A3) \
+	END(BX, I0, A0) \
+	END(SI, I1, A1) \
+	END(DI, I2, A2) \
+	END(R10, I3, A3)
+
 // The four-token q4_K and q6_K kernels (AVX2 and AVX-512): arguments w, x,
 // xstride, nb, y; tokens at BX, SI, DI, R10 (292-byte q8_K blocks);
 // CONSTS, ZERO (the accumulators Y0-Y3 or Z0-Z3), BLOCK per weight block

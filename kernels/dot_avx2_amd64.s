@@ -777,10 +777,7 @@ TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
 	Q4K_PAIR4(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB)) \
 	VMOVD     (AX), X4 \
 	VCVTPH2PS X4, X4 \
-	Q4K_END(BX, Y8, Y0) \
-	Q4K_END(SI, Y9, Y1) \
-	Q4K_END(DI, Y12, Y2) \
-	Q4K_END(R10, Y13, Y3)
+	KENDS4(Q4K_END, Y8, Y9, Y12, Y13, Y0, Y1, Y2, Y3)
 
 // func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
@@ -842,10 +839,7 @@ TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
 	VPMOVSXBW    192(AX), Y10 \
 	VPBROADCASTW 208(AX), X4 \
 	VCVTPH2PS    X4, Y4 \
-	Q6K_END(BX, Y8, Y0) \
-	Q6K_END(SI, Y9, Y1) \
-	Q6K_END(DI, Y11, Y2) \
-	Q6K_END(R10, Y12, Y3)
+	KENDS4(Q6K_END, Y8, Y9, Y11, Y12, Y0, Y1, Y2, Y3)
 
 // func dotQ6_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ6_KTok4AVX2(SB), NOSPLIT, $0-40

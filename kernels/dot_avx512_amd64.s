@@ -308,10 +308,7 @@ GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
 	Q4K_PAIRZ(112, 196, Z23) \
 	VMOVD     (AX), X4 \
 	VCVTPH2PS X4, X4 \
-	Q4K_ENDZ(BX, Z16, Z0) \
-	Q4K_ENDZ(SI, Z17, Z1) \
-	Q4K_ENDZ(DI, Z18, Z2) \
-	Q4K_ENDZ(R10, Z19, Z3)
+	KENDS4(Q4K_ENDZ, Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3)
 
 // func dotQ4_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
@@ -372,10 +369,7 @@ TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
 	Q6K_HALFZ(64, 160, 132, Z26, Z27) \
 	VPBROADCASTW 208(AX), Y5 \
 	VCVTPH2PS    Y5, Z5 \
-	Q6K_ENDZ(BX, Z16, Z0) \
-	Q6K_ENDZ(SI, Z17, Z1) \
-	Q6K_ENDZ(DI, Z18, Z2) \
-	Q6K_ENDZ(R10, Z19, Z3)
+	KENDS4(Q6K_ENDZ, Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3)
 
 // func dotQ6_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ6_KTok4AVX512(SB), NOSPLIT, $0-40

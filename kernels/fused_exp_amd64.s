@@ -170,6 +170,22 @@ GLOBL attnmask<>(SB), RODATA|NOPTR, $64
 	VADDSS       X8, xlo, xlo \
 	VMOVSS       xlo, off(R8)
 
+// The arguments of attnF16AVX2 and attnF32AVX2, values of 1 << shift
+// bytes: R13 = the bytes of the whole 16-value chunks (n16).
+#define ATTN_ARGS(shift) \
+	MOVQ x+0(FP), DI \
+	MOVQ n+8(FP), R10 \
+	MOVQ rows+16(FP), SI \
+	MOVQ stride+24(FP), DX \
+	SHLQ $shift, DX \
+	MOVQ y+32(FP), R8 \
+	MOVQ m+40(FP), R9 \
+	MOVQ mode+48(FP), R11 \
+	MOVQ scratch+56(FP), R12 \
+	MOVQ R10, R13 \
+	ANDQ $-16, R13 \
+	SHLQ $shift, R13
+
 // The eight lane groups Y0..Y7 (four pairs of 16 float32) = 0.
 #define ZEROY8 \
 	VXORPS Y0, Y0, Y0 \
@@ -266,18 +282,7 @@ tailgo: \
 // group; then lanes = (g0+g2)+(g1+g3) and the AVX-512 reduction tree.
 // scratch holds 64 float32.
 TEXT ·attnF16AVX2(SB), NOSPLIT, $0-64
-	MOVQ x+0(FP), DI
-	MOVQ n+8(FP), R10
-	MOVQ rows+16(FP), SI
-	MOVQ stride+24(FP), DX
-	SHLQ $1, DX
-	MOVQ y+32(FP), R8
-	MOVQ m+40(FP), R9
-	MOVQ mode+48(FP), R11
-	MOVQ scratch+56(FP), R12
-	MOVQ R10, R13
-	ANDQ $-16, R13            // R13 = n16
-	SHLQ $1, R13              // in bytes
+	ATTN_ARGS(1)
 	TESTQ R11, R11
 	JNZ  attnrows1
 
@@ -419,18 +424,7 @@ attndone:
 // func attnF32AVX2(x *float32, n int, rows *float32, stride int, y *float32, m int, mode int, scratch *float32)
 // attnF16AVX2 for float32 vectors: every product is fused into its lane.
 TEXT ·attnF32AVX2(SB), NOSPLIT, $0-64
-	MOVQ x+0(FP), DI
-	MOVQ n+8(FP), R10
-	MOVQ rows+16(FP), SI
-	MOVQ stride+24(FP), DX
-	SHLQ $2, DX
-	MOVQ y+32(FP), R8
-	MOVQ m+40(FP), R9
-	MOVQ mode+48(FP), R11
-	MOVQ scratch+56(FP), R12
-	MOVQ R10, R13
-	ANDQ $-16, R13            // R13 = n16
-	SHLQ $2, R13              // in bytes
+	ATTN_ARGS(2)
 	TESTQ R9, R9
 	JZ   a32done
 

@@ -59,6 +59,17 @@ GLOBL q50bits<>(SB), RODATA|NOPTR, $32
 	VPMADDWD   Y11, Y8, Y8 \
 	VCVTDQ2PS  Y8, Y8
 
+// One block of the row at AX against the activations at BX into ACC.
+#define Q50V_BLOCK(ACC) \
+	Q50V_QUANTS \
+	Q50V_DOT(2(BX)) \
+	MOVWLZX      (AX), DX \
+	MOVWLZX      (BX), R12 \
+	VBROADCASTSS (R13)(DX*4), Y2 \
+	VMULSS       (R13)(R12*4), X2, X2 \
+	VBROADCASTSS X2, Y2 \
+	VFMADD231PS  Y8, Y2, ACC
+
 // func dotQ5_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 // One block per step, into two accumulators in turn (one FMA chain would
 // bound a row at a block per FMA latency).
@@ -82,24 +93,10 @@ q50vrow:
 
 q50vpair:
 	PREFETCHT0   1024(AX)
-	Q50V_QUANTS
-	Q50V_DOT(2(BX))
-	MOVWLZX      (AX), DX
-	MOVWLZX      (BX), R12
-	VBROADCASTSS (R13)(DX*4), Y2
-	VMULSS       (R13)(R12*4), X2, X2
-	VBROADCASTSS X2, Y2
-	VFMADD231PS  Y8, Y2, Y0
+	Q50V_BLOCK(Y0)
 	ADDQ         $22, AX
 	ADDQ         $34, BX
-	Q50V_QUANTS
-	Q50V_DOT(2(BX))
-	MOVWLZX      (AX), DX
-	MOVWLZX      (BX), R12
-	VBROADCASTSS (R13)(DX*4), Y2
-	VMULSS       (R13)(R12*4), X2, X2
-	VBROADCASTSS X2, Y2
-	VFMADD231PS  Y8, Y2, Y1
+	Q50V_BLOCK(Y1)
 	ADDQ         $22, AX
 	ADDQ         $34, BX
 	SUBQ         $2, CX
@@ -109,14 +106,7 @@ q50vpair:
 q50vlast:
 	TESTQ        CX, CX
 	JZ           q50vsum
-	Q50V_QUANTS
-	Q50V_DOT(2(BX))
-	MOVWLZX      (AX), DX
-	MOVWLZX      (BX), R12
-	VBROADCASTSS (R13)(DX*4), Y2
-	VMULSS       (R13)(R12*4), X2, X2
-	VBROADCASTSS X2, Y2
-	VFMADD231PS  Y8, Y2, Y0
+	Q50V_BLOCK(Y0)
 
 q50vsum:
 	VADDPS Y1, Y0, Y0
