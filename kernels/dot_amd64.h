@@ -17,6 +17,15 @@
 	VMOVSHDUP    X, T \
 	VADDSS       T, X, X
 
+// The end of a row of the row kernels: its result X0 to (R11), the next
+// row (stride bytes on) while R9 rows are left, from label row.
+#define ROWNEXT(row) \
+	VMOVSS X0, (R11) \
+	ADDQ   $4, R11 \
+	ADDQ   stride+8(FP), SI \
+	DECQ   R9 \
+	JNZ    row
+
 // The arguments (w, x, xstride, nb, y and the f16 table at F16).
 #define TOK4_ARGS(F16) \
 	MOVQ w+0(FP), AX \

@@ -115,11 +115,7 @@ one: \
 sum: \
 	VADDPS Y1, Y0, Y0 \
 	HSUM_Y0 \
-	VMOVSS X0, (R11) \
-	ADDQ   $4, R11 \
-	ADDQ   stride+8(FP), SI \
-	DECQ   R9 \
-	JNZ    row \
+	ROWNEXT(row) \
 done: \
 	VZEROUPPER \
 	RET
@@ -409,11 +405,7 @@ q4kblk:
 q4ksum:
 	VSUBPS Y1, Y0, Y0
 	HSUM_Y0
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q4krow
+	ROWNEXT(q4krow)
 
 q4kdone:
 	VZEROUPPER
@@ -526,11 +518,7 @@ q6kblk:
 
 q6ksum:
 	HSUM_Y0
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q6krow
+	ROWNEXT(q6krow)
 
 q6kdone:
 	VZEROUPPER
@@ -588,11 +576,7 @@ tail: \
 	DECQ        CX \
 	JNZ         tail \
 store: \
-	VMOVSS X0, (R11) \
-	ADDQ   $4, R11 \
-	ADDQ   stride+8(FP), SI \
-	DECQ   R9 \
-	JNZ    row \
+	ROWNEXT(row) \
 done: \
 	VZEROUPPER \
 	RET

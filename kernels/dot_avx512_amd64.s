@@ -64,11 +64,7 @@ fold: \
 	ONE \
 sum: \
 	HSUM(Y0, X0, X1) \
-	VMOVSS       X0, (R11) \
-	ADDQ         $4, R11 \
-	ADDQ         stride+8(FP), SI \
-	DECQ         R9 \
-	JNZ          row \
+	ROWNEXT(row) \
 done: \
 	VZEROUPPER \
 	RET

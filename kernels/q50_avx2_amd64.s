@@ -111,11 +111,7 @@ q50vlast:
 q50vsum:
 	VADDPS Y1, Y0, Y0
 	HSUM(Y0, X0, X1)
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q50vrow
+	ROWNEXT(q50vrow)
 
 q50vdone:
 	VZEROUPPER
