@@ -9,7 +9,8 @@
 // compact log as it goes (package results and the output of failing tests
 // and packages); with -junit it reads a JUnit XML report (pytest
 // --junitxml, node --test-reporter=junit). -record also writes the summary
-// to a file, which `make test` prints again at the end. It exits 1 if any
+// to a file, which `make test` prints again at the end; -skip adds a step
+// that was skipped outside the tests (arm64 binaries without qemu). It exits 1 if any
 // test or package failed, or if the report cannot be read.
 package main
 
@@ -334,6 +335,15 @@ func main() {
 	part := flag.String("part", "Go", "name of the part, printed first on the summary line")
 	junit := flag.String("junit", "", "read this JUnit XML report instead of go test -json on stdin")
 	record := flag.String("record", "", "also write the summary to this file")
+	var extraSkips []string
+	flag.Func("skip", "`name=reason`: count one more skipped test (for steps that are not Go tests); repeatable",
+		func(v string) error {
+			if _, _, ok := strings.Cut(v, "="); !ok {
+				return errors.New("want name=reason")
+			}
+			extraSkips = append(extraSkips, v)
+			return nil
+		})
 	flag.Parse()
 
 	var r *result
@@ -349,6 +359,10 @@ func main() {
 	}
 	if r == nil {
 		r = newResult()
+	}
+	for _, v := range extraSkips {
+		name, reason, _ := strings.Cut(v, "=")
+		r.skip(name, reason)
 	}
 	s := r.summary(*part)
 	if err != nil {
