@@ -33,6 +33,7 @@ export MOONLM_BENCH_DIR ?= $(ABSBUILD)/bench
 export MOONLM_PACKED_CACHE_DIR ?= $(ABSBUILD)/packed-cache
 export PIP_CACHE_DIR   ?= $(ABSBUILD)/pip-cache
 export npm_config_cache ?= $(ABSBUILD)/npm-cache
+export npm_config_update_notifier ?= false
 
 .PHONY: all lib cli test test-go test-race test-variants test-c test-python test-node test-snippets \
 	venv node-deps models run model fuzz fuzz-all vet install clean distclean bench bench-models

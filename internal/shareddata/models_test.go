@@ -18,6 +18,7 @@ func TestFindModel(t *testing.T) {
 
 	require.Equal(t, dir, ModelDirs()[0], "MOONLM_MODELS is searched first")
 	assert.Equal(t, filepath.Join(repoRoot(), "build", "models"), ModelDirs()[1])
+	t.Chdir(t.TempDir()) // outside the repository: no build/models to find things in
 
 	const name = "test-model-that-is-never-fetched.gguf"
 	_, err := FindModel(name)
@@ -38,9 +39,9 @@ func TestFindModel(t *testing.T) {
 func TestFindModelHint(t *testing.T) {
 	t.Setenv("MOONLM_MODELS", t.TempDir())
 	t.Setenv("HOME", t.TempDir())
-	if _, err := FindModel(Gemma3); err == nil {
-		t.Skip("Gemma 3 is in the repository's build/models")
-	} else {
-		assert.True(t, strings.Contains(err.Error(), "scripts/fetch-model.sh gemma3"), err.Error())
-	}
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Chdir(t.TempDir())
+	_, err := FindModel(Gemma3)
+	require.Error(t, err)
+	assert.True(t, strings.Contains(err.Error(), "scripts/fetch-model.sh gemma3"), err.Error())
 }
