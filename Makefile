@@ -107,7 +107,7 @@ test-go: all $(TESTSUM) venv models
 	  $(TESTSUM) -part Go -record $(RESULTS)/go.txt
 
 # The race detector over the packages whose concurrency matters.
-test-race: all $(TESTSUM)
+test-race: all $(TESTSUM) models
 	@set -o pipefail; $(GOTEST) -race -run 'Concurrent|Race|Parallel|Pool' ./engine/... ./capi/... 2>&1 | \
 	  $(TESTSUM) -part Race -record $(RESULTS)/race.txt
 
