@@ -98,7 +98,10 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	if nCtx == 0 {
 		nCtx = c.nCtxTrain
 	}
-	if nCtx < 0 || p.Threads < 0 {
+	if err := checkThreads("session threads", p.Threads); err != nil {
+		return nil, fmt.Errorf("engine: new session: %w", err)
+	}
+	if nCtx < 0 {
 		return nil, fmt.Errorf("engine: new session: %w: context %d, threads %d", ErrInvalidArgument, p.NCtx, p.Threads)
 	}
 	f32 := p.KVF32

@@ -317,7 +317,7 @@ func parse(data []byte) (*File, error) {
 		return nil, &FormatError{Context: "header", Off: 0, Msg: fmt.Sprintf("file too short (%d bytes) for the magic", len(data))}
 	}
 	if string(data[:4]) != magic {
-		return nil, &FormatError{Context: "header", Off: 0, Msg: fmt.Sprintf("bad magic %q, want %q", data[:4], magic)}
+		return nil, &FormatError{Context: "header", Off: 0, Msg: fmt.Sprintf("not a GGUF file (magic %q, want %q)", data[:4], magic)}
 	}
 	p.off = 4
 	version, err := p.u32("version")

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"runtime/debug"
+
+	"github.com/moonlm/moonlm/engine/pool"
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// MaxThreads bounds ModelParams.Threads and SessionParams.Threads: a pool
+// allocates per-thread state, and a count from an uninitialised or hostile
+// value must be an ErrInvalidArgument, not an allocation that kills the
+// process.
+const MaxThreads = pool.MaxThreads
+
+// minBlockTensors is how many tensors every transformer block has at least
+// (two norms, four attention and three FFN matrices).
+const minBlockTensors = 9
+
+// checkFileLimits checks the counts and numbers a model's metadata gives
+// against what the file holds, before anything is allocated from them: a
+// block count must be backed by that many blocks of tensors, a dimension by
+// the shapes of the tensors it describes, and the numeric hyperparameters
+// must be finite and positive. Every refusal is ErrBadFile naming the key.
+func checkFileLimits(f *gguf.File, c *config) error {
+	key := func(k string) string { return c.arch + "." + k }
+	nTensors := len(f.Tensors())
+	if c.nLayer <= 0 || c.nLayer > nTensors/minBlockTensors {
+		return fmt.Errorf("%w: metadata key %s = %d, but the file holds %d tensors (a block has at least %d)",
+			ErrBadFile, key("block_count"), c.nLayer, nTensors, minBlockTensors)
+	}
+	if last := "blk." + strconv.Itoa(c.nLayer-1) + ".attn_norm.weight"; !hasTensor(f, last) {
+		return fmt.Errorf("%w: metadata key %s = %d, but tensor %s is missing", ErrBadFile, key("block_count"), c.nLayer, last)
+	}
+	dims := []struct {
+		what   string
+		want   int64
+		tensor string
+		axis   int
+	}{
+		{key("embedding_length"), int64(c.dim), "token_embd.weight", 0},
+		{key("feed_forward_length"), int64(c.ff), "blk.0.ffn_up.weight", 1},
+		{key("attention.head_count") + " x " + key("attention.key_length"), int64(c.nHead) * int64(c.headDim), "blk.0.attn_q.weight", 1},
+		{key("attention.head_count_kv") + " x " + key("attention.key_length"), int64(c.nKV) * int64(c.headDim), "blk.0.attn_k.weight", 1},
+	}
+	for _, d := range dims {
+		t, ok := f.Tensor(d.tensor)
+		if !ok {
+			continue // loadTensors names the missing tensor
+		}
+		if d.axis >= len(t.Shape) || t.Shape[d.axis] != d.want {
+			return fmt.Errorf("%w: metadata %s = %d, but tensor %s has shape %v", ErrBadFile, d.what, d.want, d.tensor, t.Shape)
+		}
+	}
+	positive := func(x float32) bool { return x > 0 && !math.IsInf(float64(x), 0) } // false for NaN
+	switch {
+	case !positive(c.eps):
+		return fmt.Errorf("%w: metadata key %s = %v; want a finite epsilon > 0", ErrBadFile, key("attention.layer_norm_rms_epsilon"), c.eps)
+	case !positive(c.ropeBase):
+		return fmt.Errorf("%w: metadata key %s = %v; want a finite base > 0", ErrBadFile, key("rope.freq_base"), c.ropeBase)
+	case !positive(c.ropeScale):
+		return fmt.Errorf("%w: metadata key %s (or %s) gives a position scale of %v; want a finite factor > 0",
+			ErrBadFile, key("rope.scaling.factor"), key("rope.scale_linear"), c.ropeScale)
+	case !positive(c.embScale), !positive(c.qScale), !positive(c.kqScale):
+		return fmt.Errorf("%w: attention scales (embedding %v, query %v, scores %v) from %s and %s are not finite",
+			ErrBadFile, c.embScale, c.qScale, c.kqScale, key("embedding_length"), key("attention.key_length"))
+	}
+	return nil
+}
+
+func hasTensor(f *gguf.File, name string) bool {
+	_, ok := f.Tensor(name)
+	return ok
+}
+
+// checkThreads refuses a thread count beyond MaxThreads (what the caller
+// names in the message).
+func checkThreads(what string, n int) error {
+	if n < 0 || n > MaxThreads {
+		return fmt.Errorf("%w: %s is %d; want 0 (all cores) to %d", ErrInvalidArgument, what, n, MaxThreads)
+	}
+	return nil
+}
+
+// parseMapped parses a file mapping with memory faults turned into errors:
+// a file truncated after it was mapped raises SIGBUS on the pages past its
+// new end, which must be ErrIO rather than the end of the process.
+func parseMapped(data []byte) (f *gguf.File, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, panicError("parsing", r)
+		}
+	}()
+	f, err = gguf.Parse(data)
+	if err != nil {
+		return nil, classifyGGUF(err)
+	}
+	return f, nil
+}

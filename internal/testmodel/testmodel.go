@@ -1,0 +1,212 @@
+// Package testmodel writes tiny, self-contained GGUF models for tests: a
+// llama model with a small SentencePiece vocabulary of its own and
+// deterministic F32 weights, so tests need no downloaded file. Hostile lists
+// variants whose metadata lies about what the file holds; a model open must
+// refuse each with a clear error, without allocating what the lie asks for.
+package testmodel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// Spec is the shape of a tiny llama model. Meta overrides or adds metadata
+// after the shape's own keys are written (a nil value removes the key).
+type Spec struct {
+	Dim, Layers, Heads, KVHeads, FF, Ctx int
+	Meta                                 map[string]any
+	// Drop names tensors left out of the file.
+	Drop map[string]bool
+}
+
+// Small is the default shape: two layers, grouped-query attention.
+var Small = Spec{Dim: 32, Layers: 2, Heads: 4, KVHeads: 2, FF: 64, Ctx: 128}
+
+// pieces end the vocabulary, after <unk>, <s>, </s> and the 256 byte
+// tokens.
+var pieces = []string{"\u2581", "\u2581a", "\u2581the", "e", "t", "a", "o", "n"}
+
+// VocabSize is the size of the vocabulary every model of this package has.
+var VocabSize = 3 + 256 + len(pieces)
+
+// Build writes the model s describes and returns the file's bytes.
+func Build(s Spec) ([]byte, error) {
+	w := gguf.NewWriter()
+	meta := map[string]any{
+		"general.architecture":                   "llama",
+		"general.name":                           "moonlm test model",
+		"llama.context_length":                   uint32(s.Ctx),
+		"llama.embedding_length":                 uint32(s.Dim),
+		"llama.block_count":                      uint32(s.Layers),
+		"llama.feed_forward_length":              uint32(s.FF),
+		"llama.attention.head_count":             uint32(s.Heads),
+		"llama.attention.head_count_kv":          uint32(s.KVHeads),
+		"llama.attention.layer_norm_rms_epsilon": float32(1e-5),
+		"llama.rope.freq_base":                   float32(10000),
+		"tokenizer.ggml.model":                   "llama",
+		"tokenizer.ggml.bos_token_id":            uint32(1),
+		"tokenizer.ggml.eos_token_id":            uint32(2),
+		"tokenizer.ggml.unknown_token_id":        uint32(0),
+	}
+	toks := []string{"<unk>", "<s>", "</s>"}
+	types := []int32{2, 3, 3}
+	for b := 0; b < 256; b++ {
+		toks = append(toks, fmt.Sprintf("<0x%02X>", b))
+		types = append(types, 6)
+	}
+	toks = append(toks, pieces...)
+	scores := make([]float32, len(toks))
+	for i := range pieces {
+		types = append(types, 1)
+		scores[3+256+i] = -float32(i)
+	}
+	meta["tokenizer.ggml.tokens"] = toks
+	meta["tokenizer.ggml.scores"] = scores
+	meta["tokenizer.ggml.token_type"] = types
+	for k, v := range s.Meta {
+		if v == nil {
+			delete(meta, k)
+			continue
+		}
+		meta[k] = v
+	}
+	for _, k := range sortedKeys(meta) {
+		if err := w.Set(k, meta[k]); err != nil {
+			return nil, fmt.Errorf("testmodel: key %s: %w", k, err)
+		}
+	}
+	seed := uint32(1)
+	f32 := func(n int, base float32) []byte {
+		b := make([]byte, 4*n)
+		for i := 0; i < n; i++ {
+			seed = seed*1664525 + 1013904223
+			x := base + (float32(seed>>8)/float32(1<<24)-0.5)*0.2
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+		return b
+	}
+	add := func(name string, shape []int64, base float32) error {
+		if s.Drop[name] {
+			return nil
+		}
+		n := 1
+		for _, d := range shape {
+			n *= int(d)
+		}
+		if err := w.AddTensor(name, gguf.F32, shape, f32(n, base)); err != nil {
+			return fmt.Errorf("testmodel: tensor %s: %w", name, err)
+		}
+		return nil
+	}
+	hd := s.Dim / s.Heads
+	qDim, kvDim := s.Heads*hd, s.KVHeads*hd
+	d, ff := int64(s.Dim), int64(s.FF)
+	steps := []struct {
+		name  string
+		shape []int64
+		base  float32
+	}{{"token_embd.weight", []int64{d, int64(VocabSize)}, 0}, {"output_norm.weight", []int64{d}, 1}}
+	for i := 0; i < s.Layers; i++ {
+		p := "blk." + strconv.Itoa(i) + "."
+		steps = append(steps, []struct {
+			name  string
+			shape []int64
+			base  float32
+		}{
+			{p + "attn_norm.weight", []int64{d}, 1},
+			{p + "attn_q.weight", []int64{d, int64(qDim)}, 0},
+			{p + "attn_k.weight", []int64{d, int64(kvDim)}, 0},
+			{p + "attn_v.weight", []int64{d, int64(kvDim)}, 0},
+			{p + "attn_output.weight", []int64{int64(qDim), d}, 0},
+			{p + "ffn_norm.weight", []int64{d}, 1},
+			{p + "ffn_gate.weight", []int64{d, ff}, 0},
+			{p + "ffn_up.weight", []int64{d, ff}, 0},
+			{p + "ffn_down.weight", []int64{ff, d}, 0},
+		}...)
+	}
+	for _, st := range steps {
+		if err := add(st.name, st.shape, st.base); err != nil {
+			return nil, err
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("testmodel: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// Case is a hostile model: its bytes and a word the refusal's message must
+// contain (the key or tensor at fault).
+type Case struct {
+	Name string
+	Data []byte
+	Want string
+}
+
+// Hostile returns models whose metadata asks for far more than the file
+// holds, or holds numbers a model cannot run with. Each must be refused
+// (BAD_FILE) with a message containing Want.
+func Hostile() ([]Case, error) {
+	with := func(kv ...any) Spec {
+		s := Small
+		s.Meta = map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			s.Meta[kv[i].(string)] = kv[i+1]
+		}
+		return s
+	}
+	nan := float32(math.NaN())
+	specs := []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"block_count_max_int32", with("llama.block_count", uint32(math.MaxInt32)), "block_count"},
+		{"block_count_1e8", with("llama.block_count", uint32(100_000_000)), "block_count"},
+		{"block_count_u64", with("llama.block_count", uint64(math.MaxUint64)), "block_count"},
+		{"block_count_per_layer_array", with("llama.block_count", []uint64{1 << 40, 1 << 40, 1 << 40}), "block_count"},
+		{"embedding_length_huge", with("llama.embedding_length", uint32(math.MaxInt32)), "rope dimensions"},
+		{"feed_forward_length_huge", with("llama.feed_forward_length", uint32(1<<30)), "feed_forward_length"},
+		{"head_count_huge", with("llama.attention.head_count", uint32(1<<30), "llama.attention.head_count_kv", uint32(1<<30)), "rope dimensions"},
+		{"head_count_beyond_dim", with("llama.attention.head_count", uint32(16), "llama.attention.head_count_kv", uint32(16), "llama.attention.key_length", uint32(8), "llama.attention.value_length", uint32(8), "llama.rope.dimension_count", uint32(8)), "head_count"},
+		{"embedding_length_lies", with("llama.embedding_length", uint32(64), "llama.attention.key_length", uint32(8), "llama.attention.value_length", uint32(8), "llama.rope.dimension_count", uint32(8)), "embedding_length"},
+		{"key_length_huge", with("llama.attention.key_length", uint32(1<<30), "llama.attention.value_length", uint32(1<<30), "llama.rope.dimension_count", uint32(16)), "head size"},
+		{"rope_dimension_huge", with("llama.rope.dimension_count", uint32(1<<30)), "rope"},
+		{"freq_base_nan", with("llama.rope.freq_base", nan), "freq_base"},
+		{"freq_base_zero", with("llama.rope.freq_base", float32(0)), "freq_base"},
+		{"freq_base_negative", with("llama.rope.freq_base", float32(-10000)), "freq_base"},
+		{"epsilon_nan", with("llama.attention.layer_norm_rms_epsilon", nan), "epsilon"},
+		{"epsilon_zero", with("llama.attention.layer_norm_rms_epsilon", float32(0)), "epsilon"},
+		{"epsilon_negative", with("llama.attention.layer_norm_rms_epsilon", float32(-1e-5)), "epsilon"},
+		{"rope_scale_negative", with("llama.rope.scaling.factor", float32(-2)), "rope.scaling.factor"},
+		{"rope_scale_inf", with("llama.rope.scaling.factor", float32(math.Inf(1))), "rope.scaling.factor"},
+	}
+	out := make([]Case, 0, len(specs))
+	for _, s := range specs {
+		b, err := Build(s.spec)
+		if err != nil {
+			return nil, fmt.Errorf("testmodel: hostile %s: %w", s.name, err)
+		}
+		out = append(out, Case{Name: s.name, Data: b, Want: s.want})
+	}
+	return out, nil
+}
