@@ -78,8 +78,8 @@ func moonlmgo_model_open(path *C.char, p *C.moonlm_model_params, out *C.uintptr_
 	if p.flags != 0 {
 		return fail(stInvalid, fn, "moonlm_model_params.flags is %#x; no flags are defined", uint32(p.flags))
 	}
-	if p.n_threads < 0 {
-		return fail(stInvalid, fn, "moonlm_model_params.n_threads is %d; want >= 0", int32(p.n_threads))
+	if p.n_threads < 0 || p.n_threads > maxThreads {
+		return fail(stInvalid, fn, "moonlm_model_params.n_threads is %d; want 0 (all cores) to %d", int32(p.n_threads), maxThreads)
 	}
 	mp := modelParams{Threads: int(p.n_threads)}
 	if st := modelParamsPacking(fn, p, &mp); st != stOK {
@@ -369,8 +369,11 @@ func moonlmgo_session_new(h C.uintptr_t, p *C.moonlm_session_params, out *C.uint
 	if p.flags != 0 {
 		return fail(stInvalid, fn, "moonlm_session_params.flags is %#x; no flags are defined", uint32(p.flags))
 	}
-	if p.n_ctx < 0 || p.n_threads < 0 {
-		return fail(stInvalid, fn, "moonlm_session_params n_ctx %d and n_threads %d must be >= 0", int32(p.n_ctx), int32(p.n_threads))
+	if p.n_ctx < 0 {
+		return fail(stInvalid, fn, "moonlm_session_params.n_ctx is %d; want >= 0", int32(p.n_ctx))
+	}
+	if p.n_threads < 0 || p.n_threads > maxThreads {
+		return fail(stInvalid, fn, "moonlm_session_params.n_threads is %d; want 0 (the model's pool) to %d", int32(p.n_threads), maxThreads)
 	}
 	if p.kv_type != C.MOONLM_KV_F16 && p.kv_type != C.MOONLM_KV_F32 {
 		return fail(stInvalid, fn, "moonlm_session_params.kv_type %d is not a moonlm_kv_type", int32(p.kv_type))
@@ -593,8 +596,8 @@ func moonlmgo_sampler_new(p *C.moonlm_sampler_params, out *C.uintptr_t) (st C.in
 		PenaltyLastN:     int(p.penalty_last_n),
 		Seed:             uint64(p.seed),
 	}
-	if sp.PenaltyLastN < -1 {
-		return fail(stInvalid, fn, "moonlm_sampler_params.penalty_last_n is %d; want >= -1", sp.PenaltyLastN)
+	if sp.PenaltyLastN < -1 || sp.PenaltyLastN > maxPenaltyLastN {
+		return fail(stInvalid, fn, "moonlm_sampler_params.penalty_last_n is %d; want -1 (all tokens) to %d", sp.PenaltyLastN, maxPenaltyLastN)
 	}
 	for _, f := range [...]struct {
 		name string
