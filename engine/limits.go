@@ -56,6 +56,9 @@ func checkFileLimits(f *gguf.File, c *config) error {
 			return fmt.Errorf("%w: metadata %s = %d, but tensor %s has shape %v", ErrBadFile, d.what, d.want, d.tensor, t.Shape)
 		}
 	}
+	if err := checkVocabLimits(f); err != nil {
+		return err
+	}
 	positive := func(x float32) bool { return x > 0 && !math.IsInf(float64(x), 0) } // false for NaN
 	switch {
 	case !positive(c.eps):
@@ -70,6 +73,39 @@ func checkFileLimits(f *gguf.File, c *config) error {
 			ErrBadFile, c.embScale, c.qScale, c.kqScale, key("embedding_length"), key("attention.key_length"))
 	}
 	return nil
+}
+
+// checkVocabLimits bounds the vocabulary before the tokenizer is built
+// from it (building costs tens of bytes per token): every token needs a row
+// of token_embd.weight, and the per-token arrays have one entry per token.
+func checkVocabLimits(f *gguf.File) error {
+	n := arrayLen(f, "tokenizer.ggml.tokens")
+	if n < 0 {
+		return nil // the tokenizer reports a missing or malformed vocabulary
+	}
+	if te, ok := f.Tensor("token_embd.weight"); ok && len(te.Shape) == 2 && int64(n) > te.Shape[1] {
+		return fmt.Errorf("%w: metadata key tokenizer.ggml.tokens has %d tokens, but token_embd.weight has %d rows",
+			ErrBadFile, n, te.Shape[1])
+	}
+	for _, k := range []string{"tokenizer.ggml.scores", "tokenizer.ggml.token_type"} {
+		if m := arrayLen(f, k); m >= 0 && m != n {
+			return fmt.Errorf("%w: metadata key %s has %d entries for %d tokens", ErrBadFile, k, m, n)
+		}
+	}
+	return nil
+}
+
+// arrayLen is the length of the array at key, or -1 if there is none.
+func arrayLen(f *gguf.File, key string) int {
+	v, ok := f.Lookup(key)
+	if !ok {
+		return -1
+	}
+	a, err := v.Array()
+	if err != nil {
+		return -1
+	}
+	return a.Len()
 }
 
 func hasTensor(f *gguf.File, name string) bool {

@@ -200,6 +200,19 @@ func Hostile() ([]Case, error) {
 		{"rope_scale_negative", with("llama.rope.scaling.factor", float32(-2)), "rope.scaling.factor"},
 		{"rope_scale_inf", with("llama.rope.scaling.factor", float32(math.Inf(1))), "rope.scaling.factor"},
 	}
+	many := make([]string, 1<<20)
+	for i := range many {
+		many[i] = strconv.Itoa(i)
+	}
+	specs = append(specs, []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"vocab_beyond_embedding", with("tokenizer.ggml.tokens", many), "tokenizer.ggml.tokens"},
+		{"scores_longer_than_vocab", with("tokenizer.ggml.scores", make([]uint8, 4<<20)), "tokenizer.ggml.scores"},
+		{"token_type_longer_than_vocab", with("tokenizer.ggml.token_type", make([]int8, 4<<20)), "tokenizer.ggml.token_type"},
+	}...)
 	out := make([]Case, 0, len(specs))
 	for _, s := range specs {
 		b, err := Build(s.spec)
