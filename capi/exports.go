@@ -401,7 +401,6 @@ func moonlmgo_session_free(h C.uintptr_t) (st C.int) {
 	if o.busy.Load() {
 		// A call is running in another thread: stop it; it holds its own
 		// reference, so the session is closed when it returns.
-		o.cancelReq.Store(true)
 		o.s.Cancel()
 	}
 	o.release()
@@ -457,16 +456,12 @@ func (o *cSession) prefill(fn string, toks []int32, logits []float32) C.int {
 	if pos+len(toks) > nCtx {
 		return fail(stContextFull, fn, "%d tokens at position %d do not fit in the context of %d", len(toks), pos, nCtx)
 	}
-	if o.cancelReq.Swap(false) {
-		return fail(stCancelled, fn, "cancelled by moonlm_session_cancel before it started")
-	}
+	// A pending moonlm_session_cancel is the engine session's to consume
+	// (one flag, one owner): the engine returns ErrCancelled at its first
+	// check, before any position is filled.
 	err := o.s.Prefill(toks, logits)
 	if err == nil {
 		return stOK
-	}
-	st := statusOf(err)
-	if st == stCancelled {
-		o.cancelReq.Store(false)
 	}
 	if o.s.Pos() != pos {
 		if rerr := o.s.Rewind(pos); rerr != nil {
@@ -573,7 +568,6 @@ func moonlmgo_session_cancel(h C.uintptr_t) (st C.int) {
 		return st
 	}
 	defer o.release()
-	o.cancelReq.Store(true)
 	o.s.Cancel()
 	return stOK
 }

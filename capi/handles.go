@@ -124,7 +124,6 @@ type cSession struct {
 	nVocab int
 
 	busy      atomic.Bool // a call is running; concurrent calls get BUSY
-	cancelReq atomic.Bool // moonlm_session_cancel was called; consumed by the call it cancels
 
 	// lastErr is the message of the last call that held busy ("" after a
 	// success), for moonlm_session_last_error: callers whose calls run on

@@ -30,7 +30,7 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	s.il = 0
 	s.stageRun(stEmbed)
 	for il := range m.layers {
-		if s.cancel.Load() {
+		if s.cancelled() {
 			return fmt.Errorf("layer %d: %w", il, ErrCancelled)
 		}
 		L := &m.layers[il]
@@ -64,7 +64,7 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	if out == nil {
 		return nil
 	}
-	if s.cancel.Load() {
+	if s.cancelled() {
 		return fmt.Errorf("output: %w", ErrCancelled)
 	}
 	s.outFirst = first
