@@ -2,6 +2,7 @@ package main
 
 /*
 #include <stdlib.h>
+#include <string.h>
 #include "moonlm.h"
 int moonlmc_call_piece(uintptr_t cb, const char *piece, size_t len, int32_t token, uintptr_t user_data);
 */
@@ -49,6 +50,19 @@ func cTokens(p *C.int32_t, n C.size_t) []int32 {
 // maxCount bounds element counts from C: a larger one is a caller's bug
 // (such as a negative value cast to size_t), reported instead of trusted.
 const maxCount = math.MaxInt32
+
+// maxTextBytes bounds the text one call takes (moonlm_tokenize, the
+// messages of moonlm_chat_apply_template together): 64 MiB is millions of
+// tokens, more than any context, and keeps the work's memory (about 15
+// bytes per byte of text) bounded.
+const maxTextBytes = 64 << 20
+
+// maxDetokenize bounds the tokens of one moonlm_detokenize call (2^24,
+// more than any context), and so the text it builds.
+const maxDetokenize = 1 << 24
+
+// maxMessages bounds the messages of one moonlm_chat_apply_template call.
+const maxMessages = 1 << 20
 
 // checkCount reports an implausibly large count.
 func checkCount(fn, what string, n C.size_t) C.int {
@@ -245,8 +259,8 @@ func moonlmgo_tokenize(h C.uintptr_t, text *C.char, n C.size_t, flags C.uint32_t
 	if text == nil && n != 0 {
 		return fail(stInvalid, fn, "text is NULL but len is %d", n)
 	}
-	if uint64(n) > math.MaxInt32*4 {
-		return fail(stInvalid, fn, "len is %d bytes: a negative or uninitialised value?", uint64(n))
+	if uint64(n) > maxTextBytes {
+		return fail(stInvalid, fn, "len is %d bytes, more than %d (64 MiB): tokenize a text this long in parts", uint64(n), maxTextBytes)
 	}
 	if out == nil && cap != 0 {
 		return fail(stInvalid, fn, "out is NULL but cap is %d", cap)
@@ -301,8 +315,8 @@ func moonlmgo_detokenize(h C.uintptr_t, toks *C.int32_t, n C.size_t, buf *C.char
 	if toks == nil && n != 0 {
 		return fail(stInvalid, fn, "tokens is NULL but n is %d", n)
 	}
-	if st := checkCount(fn, "n", n); st != stOK {
-		return st
+	if uint64(n) > maxDetokenize {
+		return fail(stInvalid, fn, "n is %d tokens, more than %d: detokenize a text this long in parts", uint64(n), maxDetokenize)
 	}
 	ids := append([]int32(nil), cTokens(toks, n)...)
 	if st := checkTokens(fn, ids, o.info.NVocab); st != stOK {
@@ -324,18 +338,27 @@ func moonlmgo_chat_apply_template(h C.uintptr_t, msgs *C.moonlm_message, n C.siz
 	if msgs == nil && n != 0 {
 		return fail(stInvalid, fn, "msgs is NULL but n is %d", n)
 	}
-	if st := checkCount(fn, "n", n); st != stOK {
-		return st
+	if uint64(n) > maxMessages {
+		return fail(stInvalid, fn, "n is %d messages, more than %d", uint64(n), maxMessages)
 	}
 	var cm []C.moonlm_message
 	if n != 0 {
 		cm = unsafe.Slice(msgs, int(n))
 	}
-	gm := make([]message, len(cm))
+	// Measure before copying: the messages together are bounded like a
+	// text to tokenize.
+	total := uint64(0)
 	for i, m := range cm {
 		if m.role == nil || m.content == nil {
 			return fail(stInvalid, fn, "msgs[%d] has a NULL role or content", i)
 		}
+		total += uint64(C.strlen(m.role)) + uint64(C.strlen(m.content))
+		if total > maxTextBytes {
+			return fail(stInvalid, fn, "the messages up to msgs[%d] hold more than %d bytes (64 MiB)", i, maxTextBytes)
+		}
+	}
+	gm := make([]message, len(cm))
+	for i, m := range cm {
 		gm[i] = message{Role: C.GoString(m.role), Content: C.GoString(m.content)}
 	}
 	if o.info.ChatTemplate == "" {

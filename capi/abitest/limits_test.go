@@ -303,6 +303,7 @@ func callExtremes(l *Lib, path string) error {
 	}
 	// Tokenize and detokenize with counts beyond the bound, a NULL buffer
 	// with cap 0, and a text of 1 MiB.
+	msgs := []Message{{cstr("user"), cstr("hi")}}
 	text := strings.Repeat("the a ", 1<<17)
 	toks := make([]int32, 4)
 	var n uintptr
@@ -310,10 +311,12 @@ func callExtremes(l *Lib, path string) error {
 	check("tokenize cap=SIZE_MAX/2", l.Tokenize(m, cstr("x"), 1, 0, &toks[0], math.MaxUint64/2, &n), InvalidArg, OK)
 	check("tokenize 768 KiB, cap 0", l.Tokenize(m, cstr(text), uintptr(len(text)), 1, nil, 0, &n), BufferTooSmall)
 	check("detokenize n=SIZE_MAX", l.Detokenize(m, &toks[0], math.MaxUint64, nil, 0, &n), InvalidArg)
+	check("detokenize n=2^24+1", l.Detokenize(m, &toks[0], 1<<24+1, nil, 0, &n), InvalidArg)
+	check("tokenize len=64 MiB+1", l.Tokenize(m, cstr("x"), 64<<20+1, 0, &toks[0], 4, &n), InvalidArg)
+	check("chat_apply_template n=2^20+1", l.ChatApply(m, &msgs[0], 1<<20+1, 1, nil, 0, &n), InvalidArg)
 	bad := []int32{-1, math.MaxInt32, math.MinInt32}
 	check("detokenize bad ids", l.Detokenize(m, &bad[0], 3, nil, 0, &n), InvalidArg)
 	// The chat template asks for 2^64 bytes and a 2^64-item range.
-	msgs := []Message{{cstr("user"), cstr("hi")}}
 	st := l.ChatApply(m, &msgs[0], 1, 1, nil, 0, &n)
 	check("chat_apply_template hostile template", st, InvalidArg, BufferTooSmall, OK)
 	check("chat_apply_template n=SIZE_MAX", l.ChatApply(m, &msgs[0], math.MaxUint64, 1, nil, 0, &n), InvalidArg)
@@ -412,4 +415,28 @@ func callExtremes(l *Lib, path string) error {
 		return errorf("%d calls broke their promise:\n%s", len(errs), strings.Join(errs, "\n"))
 	}
 	return nil
+}
+
+// A chat template that multiplies a string by 2^63-1 is a template error
+// (the model's template is then unusable and its family's format is used),
+// never MOONLM_INTERNAL: the budget check overflowed and strings.Repeat
+// panicked.
+func TestChatTemplateOverflowNotInternal(t *testing.T) {
+	l := lib(t)
+	for _, tmpl := range []string{
+		"{{ 'ab' * 9223372036854775807 }}",
+		"{{ [1, 2] * 9223372036854775807 }}",
+		"{{ range(-9223372036854775807 - 1, 9223372036854775807) | length }}",
+		"{{ 'abc'[1::9223372036854775807] }}{{ 9223372036854775807 + 1 }}",
+	} {
+		path := writeTiny(t, t.TempDir(), map[string]any{"tokenizer.chat_template": tmpl})
+		var m uintptr
+		requireStatus(t, l, OK, l.ModelOpen(path, nil, &m), "open")
+		msgs := []Message{{cstr("user"), cstr("hi")}}
+		var n uintptr
+		st := l.ChatApply(m, &msgs[0], 1, 1, nil, 0, &n)
+		assert.NotEqual(t, Internal, st, "%s: %s", tmpl, l.LastError())
+		assert.Contains(t, []int32{OK, BufferTooSmall, InvalidArg}, st, "%s: %s", tmpl, l.LastError())
+		l.ModelFree(m)
+	}
 }
