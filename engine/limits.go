@@ -28,6 +28,19 @@ const minBlockTensors = 9
 // must be finite and positive. Every refusal is ErrBadFile naming the key.
 func checkFileLimits(f *gguf.File, c *config) error {
 	key := func(k string) string { return c.arch + "." + k }
+	// Per-layer arrays give their first value unchecked: bound them all.
+	for _, v := range []struct {
+		k string
+		n int
+	}{
+		{"context_length", c.nCtxTrain}, {"embedding_length", c.dim}, {"block_count", c.nLayer},
+		{"feed_forward_length", c.ff}, {"attention.head_count", c.nHead}, {"attention.head_count_kv", c.nKV},
+		{"attention.key_length", c.headDim}, {"rope.dimension_count", c.nRot}, {"attention.sliding_window", c.swaWindow},
+	} {
+		if v.n < 0 || v.n > math.MaxInt32 {
+			return fmt.Errorf("%w: metadata key %s = %d is out of range", ErrBadFile, key(v.k), v.n)
+		}
+	}
 	nTensors := len(f.Tensors())
 	if c.nLayer <= 0 || c.nLayer > nTensors/minBlockTensors {
 		return fmt.Errorf("%w: metadata key %s = %d, but the file holds %d tensors (a block has at least %d)",

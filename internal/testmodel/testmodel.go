@@ -209,6 +209,7 @@ func Hostile() ([]Case, error) {
 		spec Spec
 		want string
 	}{
+		{"context_length_per_layer_huge", with("llama.context_length", []uint64{1 << 40, 1 << 40}), "context_length"},
 		{"vocab_beyond_embedding", with("tokenizer.ggml.tokens", many), "tokenizer.ggml.tokens"},
 		{"scores_longer_than_vocab", with("tokenizer.ggml.scores", make([]uint8, 4<<20)), "tokenizer.ggml.scores"},
 		{"token_type_longer_than_vocab", with("tokenizer.ggml.token_type", make([]int8, 4<<20)), "tokenizer.ggml.token_type"},
