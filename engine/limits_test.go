@@ -196,6 +196,37 @@ func TestOpenTruncatedWhileMapped(t *testing.T) {
 			})
 		}
 	}
+	// A quantized model cut after its vectors: open copies the norms and
+	// loses only what packing reads. Packing must turn the fault into an
+	// error or fall back to the GGUF layout; the first decode then reads
+	// the lost pages: ErrIO, not SIGBUS.
+	t.Run("matrices gone/packing", func(t *testing.T) {
+		q := testmodel.Small
+		q.Quant = gguf.Q8_0
+		qb, err := testmodel.Build(q)
+		require.NoError(t, err)
+		qf, err := gguf.Parse(qb)
+		require.NoError(t, err)
+		te, ok := qf.Tensor("token_embd.weight")
+		require.True(t, ok)
+		page := int64(os.Getpagesize())
+		cut := (te.Offset + page - 1) / page * page
+		require.Less(t, cut+page, int64(len(qb)), "the matrices span pages past the cut")
+		path := writeTestModel(t, "q8.gguf", qb)
+		testHookMapped = func(p string) { require.NoError(t, os.Truncate(p, cut)) }
+		defer func() { testHookMapped = nil }()
+		m, err := Open(path, ModelParams{Threads: 1, Pack: PackOn, PackedCache: PackedCacheParams{Mode: CacheOff}})
+		if err != nil {
+			require.ErrorIs(t, err, ErrIO)
+			return
+		}
+		defer m.Close()
+		s, err := m.NewSession(SessionParams{NCtx: 8})
+		require.NoError(t, err)
+		defer s.Close()
+		err = s.Decode(1, make([]float32, m.Info().VocabSize))
+		require.ErrorIs(t, err, ErrIO, "decode over the lost pages")
+	})
 	// OpenFile over a file gguf.Open mapped: the same.
 	path := writeTestModel(t, "small.gguf", b)
 	f, err := gguf.Open(path)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
 )
 
 // Spec is the shape of a tiny llama model. Meta overrides or adds metadata
@@ -22,6 +23,9 @@ type Spec struct {
 	Meta                                 map[string]any
 	// Drop names tensors left out of the file.
 	Drop map[string]bool
+	// Quant is the type of the weight matrices: F32 (the zero value) or
+	// a type kernels.QuantizeWeightRow makes, such as Q8_0.
+	Quant gguf.Type
 }
 
 // Small is the default shape: two layers, grouped-query attention.
@@ -98,7 +102,21 @@ func Build(s Spec) ([]byte, error) {
 		for _, d := range shape {
 			n *= int(d)
 		}
-		if err := w.AddTensor(name, gguf.F32, shape, f32(n, base)); err != nil {
+		typ, data := gguf.F32, f32(n, base)
+		if len(shape) == 2 && s.Quant != gguf.F32 {
+			cols, rows := int(shape[0]), int(shape[1])
+			rb := kernels.RowBytes(s.Quant, cols)
+			q := make([]byte, rows*rb)
+			row := make([]float32, cols)
+			for r := 0; r < rows; r++ {
+				for c := range row {
+					row[c] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*(r*cols+c):]))
+				}
+				kernels.QuantizeWeightRow(s.Quant, row, q[r*rb:(r+1)*rb])
+			}
+			typ, data = s.Quant, q
+		}
+		if err := w.AddTensor(name, typ, shape, data); err != nil {
 			return fmt.Errorf("testmodel: tensor %s: %w", name, err)
 		}
 		return nil
@@ -106,30 +124,29 @@ func Build(s Spec) ([]byte, error) {
 	hd := s.Dim / s.Heads
 	qDim, kvDim := s.Heads*hd, s.KVHeads*hd
 	d, ff := int64(s.Dim), int64(s.FF)
-	steps := []struct {
+	type step struct {
 		name  string
 		shape []int64
 		base  float32
-	}{{"token_embd.weight", []int64{d, int64(VocabSize)}, 0}, {"output_norm.weight", []int64{d}, 1}}
+	}
+	// Vectors first, then matrices: a file cut after its vectors keeps
+	// what open copies and loses what packing reads.
+	vecs := []step{{"output_norm.weight", []int64{d}, 1}}
+	mats := []step{{"token_embd.weight", []int64{d, int64(VocabSize)}, 0}}
 	for i := 0; i < s.Layers; i++ {
 		p := "blk." + strconv.Itoa(i) + "."
-		steps = append(steps, []struct {
-			name  string
-			shape []int64
-			base  float32
-		}{
-			{p + "attn_norm.weight", []int64{d}, 1},
-			{p + "attn_q.weight", []int64{d, int64(qDim)}, 0},
-			{p + "attn_k.weight", []int64{d, int64(kvDim)}, 0},
-			{p + "attn_v.weight", []int64{d, int64(kvDim)}, 0},
-			{p + "attn_output.weight", []int64{int64(qDim), d}, 0},
-			{p + "ffn_norm.weight", []int64{d}, 1},
-			{p + "ffn_gate.weight", []int64{d, ff}, 0},
-			{p + "ffn_up.weight", []int64{d, ff}, 0},
-			{p + "ffn_down.weight", []int64{ff, d}, 0},
-		}...)
+		vecs = append(vecs, step{p + "attn_norm.weight", []int64{d}, 1}, step{p + "ffn_norm.weight", []int64{d}, 1})
+		mats = append(mats,
+			step{p + "attn_q.weight", []int64{d, int64(qDim)}, 0},
+			step{p + "attn_k.weight", []int64{d, int64(kvDim)}, 0},
+			step{p + "attn_v.weight", []int64{d, int64(kvDim)}, 0},
+			step{p + "attn_output.weight", []int64{int64(qDim), d}, 0},
+			step{p + "ffn_gate.weight", []int64{d, ff}, 0},
+			step{p + "ffn_up.weight", []int64{d, ff}, 0},
+			step{p + "ffn_down.weight", []int64{ff, d}, 0},
+		)
 	}
-	for _, st := range steps {
+	for _, st := range append(vecs, mats...) {
 		if err := add(st.name, st.shape, st.base); err != nil {
 			return nil, err
 		}
