@@ -10,7 +10,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
@@ -163,25 +165,32 @@ func sortedKeys(m map[string]any) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
+	sort.Strings(keys)
 	return keys
 }
 
+// manyKeys adds n one-byte metadata keys to s.
+func manyKeys(s Spec, n int) Spec {
+	for i := 0; i < n; i++ {
+		s.Meta["x."+strconv.Itoa(i)] = uint8(1)
+	}
+	return s
+}
+
 // Case is a hostile model: its bytes and a word the refusal's message must
-// contain (the key or tensor at fault).
+// contain (the key or tensor at fault). It is refused as a bad file, or as
+// unsupported when Unsupported is set.
 type Case struct {
-	Name string
-	Data []byte
-	Want string
+	Name        string
+	Data        []byte
+	Want        string
+	Unsupported bool
 }
 
 // Hostile returns models whose metadata asks for far more than the file
 // holds, or holds numbers a model cannot run with. Each must be refused
-// (BAD_FILE) with a message containing Want.
+// (BAD_FILE, or UNSUPPORTED for more keys than a file may have) with a
+// message containing Want.
 func Hostile() ([]Case, error) {
 	with := func(kv ...any) Spec {
 		s := Small
@@ -227,6 +236,7 @@ func Hostile() ([]Case, error) {
 		want string
 	}{
 		{"context_length_per_layer_huge", with("llama.context_length", []uint64{1 << 40, 1 << 40}), "context_length"},
+		{"metadata_keys_70k", manyKeys(with(), 70_000), "metadata keys"},
 		{"vocab_beyond_embedding", with("tokenizer.ggml.tokens", many), "tokenizer.ggml.tokens"},
 		{"scores_longer_than_vocab", with("tokenizer.ggml.scores", make([]uint8, 4<<20)), "tokenizer.ggml.scores"},
 		{"token_type_longer_than_vocab", with("tokenizer.ggml.token_type", make([]int8, 4<<20)), "tokenizer.ggml.token_type"},
@@ -237,7 +247,7 @@ func Hostile() ([]Case, error) {
 		if err != nil {
 			return nil, fmt.Errorf("testmodel: hostile %s: %w", s.name, err)
 		}
-		out = append(out, Case{Name: s.name, Data: b, Want: s.want})
+		out = append(out, Case{Name: s.name, Data: b, Want: s.want, Unsupported: strings.HasPrefix(s.name, "metadata_keys")})
 	}
 	return out, nil
 }
