@@ -225,6 +225,8 @@ func classifyGGUF(err error) error {
 		return fmt.Errorf("%w: %w", ErrBadFile, err)
 	case errors.Is(err, gguf.ErrUnsupported):
 		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	case errors.Is(err, gguf.ErrMapping):
+		return fmt.Errorf("%w: %w", ErrIO, err)
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("%w: %w", ErrIO, err)
 	}

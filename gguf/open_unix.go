@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/debug"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,7 +44,7 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gguf: mmap %s: %w", path, err)
 	}
-	f, err := parse(data)
+	f, err := parseMapped(data)
 	if err != nil {
 		_ = unix.Munmap(data)
 		return nil, pathError(path, err)
@@ -65,4 +66,17 @@ func notRegular(mode os.FileMode) string {
 		return "is a socket, not a regular file"
 	}
 	return "is not a regular file"
+}
+
+// parseMapped is parse over a file mapping: a file truncated after it was
+// mapped raises SIGBUS on the pages past its end, which SetPanicOnFault
+// turns into a panic recovered here as an ErrMapping error.
+func parseMapped(data []byte) (f *File, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("gguf: %w: %v", ErrMapping, r)
+		}
+	}()
+	return parse(data)
 }
