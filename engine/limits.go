@@ -3,9 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
-	"strconv"
-
 	"runtime/debug"
+	"strconv"
 
 	"github.com/moonlm/moonlm/engine/pool"
 	"github.com/moonlm/moonlm/gguf"

@@ -1,6 +1,7 @@
 // Package testmodel writes tiny, self-contained GGUF models for tests: a
 // llama model with a small SentencePiece vocabulary of its own and
-// deterministic F32 weights, so tests need no downloaded file. Hostile lists
+// deterministic weights (F32, or quantized matrices), so tests need no
+// downloaded file. Hostile lists
 // variants whose metadata lies about what the file holds; a model open must
 // refuse each with a clear error, without allocating what the lie asks for.
 package testmodel
@@ -18,11 +19,11 @@ import (
 	"github.com/moonlm/moonlm/kernels"
 )
 
-// Spec is the shape of a tiny llama model. Meta overrides or adds metadata
-// after the shape's own keys are written (a nil value removes the key).
+// Spec is the shape of a tiny llama model.
 type Spec struct {
 	Dim, Layers, Heads, KVHeads, FF, Ctx int
-	Meta                                 map[string]any
+	// Meta overrides or adds metadata keys (a nil value removes the key).
+	Meta map[string]any
 	// Drop names tensors left out of the file.
 	Drop map[string]bool
 	// Quant is the type of the weight matrices: F32 (the zero value) or
