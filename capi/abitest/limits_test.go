@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/testmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -444,5 +445,76 @@ func TestChatTemplateOverflowNotInternal(t *testing.T) {
 		assert.NotEqual(t, Internal, st, "%s: %s", tmpl, l.LastError())
 		assert.Contains(t, []int32{OK, BufferTooSmall, InvalidArg}, st, "%s: %s", tmpl, l.LastError())
 		l.ModelFree(m)
+	}
+}
+
+// Truncating the model file while moonlm_model_open reads it (at random
+// moments during the open) gives a status, never a SIGBUS: faults are
+// recovered during open (parsing, loading norms, packing) as they are
+// afterwards. Runs in a child so a fault cannot kill the test binary.
+func TestTruncateDuringOpen(t *testing.T) {
+	_ = lib(t)
+	s := testmodel.Small
+	s.Quant = gguf.Q8_0
+	b, err := testmodel.Build(s)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.gguf")
+	require.NoError(t, os.WriteFile(src, b, 0o644))
+	t.Log(runInChild(t, "truncate-during-open", "MOONLM_ABITEST_MODEL="+src))
+}
+
+func init() {
+	children["truncate-during-open"] = func() error {
+		l, err := childLib()
+		if err != nil {
+			return err
+		}
+		src := os.Getenv("MOONLM_ABITEST_MODEL")
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		path := src + ".victim"
+		seen := map[int32]int{}
+		for i := 0; i < 200; i++ {
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				return err
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				// Spread the cut over the open's duration.
+				time.Sleep(time.Duration(i%20) * 50 * time.Microsecond)
+				_ = os.Truncate(path, int64(i%3)*4096)
+			}()
+			var p ModelParams
+			l.ModelParamsDefault(&p)
+			p.NThreads, p.Pack, p.PackedCache = 1, 1, 2 // pack on, cache off
+			var m uintptr
+			st := l.ModelOpen(path, &p, &m)
+			<-done
+			seen[st]++
+			switch st {
+			case OK:
+				// Decoding reads the lost pages now: MOONLM_IO or OK.
+				var sp SessionParams
+				l.SessionParamsDefault(&sp)
+				sp.NCtx = 8
+				var sess uintptr
+				if l.SessionNew(m, &sp, &sess) == OK {
+					if st := l.Decode(sess, 1, nil, 0); st != OK && st != IOErr {
+						return errorf("decode after a cut: status %s: %s", l.StatusString(st), l.LastError())
+					}
+					l.SessionFree(sess)
+				}
+				l.ModelFree(m)
+			case IOErr, BadFile, Unsupported:
+			default:
+				return errorf("open during a cut: status %s: %s", l.StatusString(st), l.LastError())
+			}
+		}
+		fmt.Println("statuses:", seen)
+		return nil
 	}
 }
