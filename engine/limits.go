@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -16,56 +17,68 @@ import (
 // process.
 const MaxThreads = pool.MaxThreads
 
-// minBlockTensors is how many tensors every transformer block has at least
-// (two norms, four attention and three FFN matrices).
-const minBlockTensors = 9
-
 // checkFileLimits checks the counts and numbers a model's metadata gives
 // against what the file holds, before anything is allocated from them: a
 // block count must be backed by that many blocks of tensors, a dimension by
 // the shapes of the tensors it describes, and the numeric hyperparameters
 // must be finite and positive. Every refusal is ErrBadFile naming the key.
-func checkFileLimits(f *gguf.File, c *config) error {
-	key := func(k string) string { return c.arch + "." + k }
+func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
+	key := func(k string) string { return c.Arch + "." + k }
 	// Per-layer arrays give their first value unchecked: bound them all.
 	for _, v := range []struct {
 		k string
 		n int
 	}{
-		{"context_length", c.nCtxTrain}, {"embedding_length", c.dim}, {"block_count", c.nLayer},
-		{"feed_forward_length", c.ff}, {"attention.head_count", c.nHead}, {"attention.head_count_kv", c.nKV},
-		{"attention.key_length", c.headDim}, {"rope.dimension_count", c.nRot}, {"attention.sliding_window", c.swaWindow},
+		{"context_length", c.CtxTrain}, {"embedding_length", c.Dim}, {"block_count", c.Layers},
+		{"feed_forward_length", c.FF}, {"attention.head_count", c.Heads}, {"attention.head_count_kv", c.KVHeads},
+		{"attention.key_length", c.HeadDim}, {"rope.dimension_count", c.Rot}, {"attention.sliding_window", c.SWAWindow},
 	} {
 		if v.n < 0 || v.n > math.MaxInt32 {
 			return fmt.Errorf("%w: metadata key %s = %d is out of range", ErrBadFile, key(v.k), v.n)
 		}
 	}
+	// Every block has the family's required tensors, so the file's tensor
+	// count bounds the block count.
+	required := 0
+	for _, t := range fam.Layer {
+		if !t.Optional {
+			required++
+		}
+	}
 	nTensors := len(f.Tensors())
-	if c.nLayer <= 0 || c.nLayer > nTensors/minBlockTensors {
+	if c.Layers <= 0 || c.Layers > nTensors/max(required, 1) {
 		return fmt.Errorf("%w: metadata key %s = %d, but the file holds %d tensors (a block has at least %d)",
-			ErrBadFile, key("block_count"), c.nLayer, nTensors, minBlockTensors)
+			ErrBadFile, key("block_count"), c.Layers, nTensors, required)
 	}
-	if last := "blk." + strconv.Itoa(c.nLayer-1) + ".attn_norm.weight"; !hasTensor(f, last) {
-		return fmt.Errorf("%w: metadata key %s = %d, but tensor %s is missing", ErrBadFile, key("block_count"), c.nLayer, last)
+	if len(fam.Layer) > 0 {
+		if last := "blk." + strconv.Itoa(c.Layers-1) + "." + fam.Layer[0].Name; !fam.Layer[0].Optional && !hasTensor(f, last) {
+			return fmt.Errorf("%w: metadata key %s = %d, but tensor %s is missing", ErrBadFile, key("block_count"), c.Layers, last)
+		}
 	}
+	// Each dimension against the tensor that has it (axis 0 is the row
+	// length, axis 1 the rows).
 	dims := []struct {
-		what   string
-		want   int64
-		tensor string
-		axis   int
+		what string
+		want int64
+		role arch.Role
+		axis int
 	}{
-		{key("embedding_length"), int64(c.dim), "token_embd.weight", 0},
-		{key("feed_forward_length"), int64(c.ff), "blk.0.ffn_up.weight", 1},
-		{key("attention.head_count") + " x " + key("attention.key_length"), int64(c.nHead) * int64(c.headDim), "blk.0.attn_q.weight", 1},
-		{key("attention.head_count_kv") + " x " + key("attention.key_length"), int64(c.nKV) * int64(c.headDim), "blk.0.attn_k.weight", 1},
+		{key("embedding_length"), int64(c.Dim), arch.TokenEmbd, 0},
+		{key("feed_forward_length"), int64(c.FF), arch.Up, 1},
+		{key("attention.head_count") + " x " + key("attention.key_length"), int64(c.Heads) * int64(c.HeadDim), arch.WQ, 1},
+		{key("attention.head_count_kv") + " x " + key("attention.key_length"), int64(c.KVHeads) * int64(c.HeadDim), arch.WK, 1},
 	}
 	for _, d := range dims {
-		t, ok := f.Tensor(d.tensor)
+		name, ok := tensorName(fam, d.role)
+		if !ok {
+			continue
+		}
+		t, ok := f.Tensor(name)
 		if !ok {
 			continue // loadTensors names the missing tensor
 		}
 		if d.axis >= len(t.Shape) || t.Shape[d.axis] != d.want {
-			return fmt.Errorf("%w: metadata %s = %d, but tensor %s has shape %v", ErrBadFile, d.what, d.want, d.tensor, t.Shape)
+			return fmt.Errorf("%w: metadata %s = %d, but tensor %s has shape %v", ErrBadFile, d.what, d.want, name, t.Shape)
 		}
 	}
 	if err := checkVocabLimits(f); err != nil {
@@ -73,16 +86,16 @@ func checkFileLimits(f *gguf.File, c *config) error {
 	}
 	positive := func(x float32) bool { return x > 0 && !math.IsInf(float64(x), 0) } // false for NaN
 	switch {
-	case !positive(c.eps):
-		return fmt.Errorf("%w: metadata key %s = %v; want a finite epsilon > 0", ErrBadFile, key("attention.layer_norm_rms_epsilon"), c.eps)
-	case !positive(c.ropeBase):
-		return fmt.Errorf("%w: metadata key %s = %v; want a finite base > 0", ErrBadFile, key("rope.freq_base"), c.ropeBase)
-	case !positive(c.ropeScale):
+	case !positive(c.Eps):
+		return fmt.Errorf("%w: metadata key %s = %v; want a finite epsilon > 0", ErrBadFile, key("attention.layer_norm_rms_epsilon"), c.Eps)
+	case !positive(c.RopeBase):
+		return fmt.Errorf("%w: metadata key %s = %v; want a finite base > 0", ErrBadFile, key("rope.freq_base"), c.RopeBase)
+	case !positive(c.RopeScale):
 		return fmt.Errorf("%w: metadata key %s (or %s) gives a position scale of %v; want a finite factor > 0",
-			ErrBadFile, key("rope.scaling.factor"), key("rope.scale_linear"), c.ropeScale)
-	case !positive(c.embScale), !positive(c.qScale), !positive(c.kqScale):
+			ErrBadFile, key("rope.scaling.factor"), key("rope.scale_linear"), c.RopeScale)
+	case !positive(c.EmbScale), !positive(c.QScale), !positive(c.KQScale):
 		return fmt.Errorf("%w: attention scales (embedding %v, query %v, scores %v) from %s and %s are not finite",
-			ErrBadFile, c.embScale, c.qScale, c.kqScale, key("embedding_length"), key("attention.key_length"))
+			ErrBadFile, c.EmbScale, c.QScale, c.KQScale, key("embedding_length"), key("attention.key_length"))
 	}
 	return nil
 }
@@ -118,6 +131,22 @@ func arrayLen(f *gguf.File, key string) int {
 		return -1
 	}
 	return a.Len()
+}
+
+// tensorName is the file name of role's tensor in fam (block 0's for a
+// block tensor).
+func tensorName(fam *arch.Family, r arch.Role) (string, bool) {
+	for _, t := range fam.Model {
+		if t.Role == r {
+			return t.Name, true
+		}
+	}
+	for _, t := range fam.Layer {
+		if t.Role == r {
+			return "blk.0." + t.Name, true
+		}
+	}
+	return "", false
 }
 
 func hasTensor(f *gguf.File, name string) bool {

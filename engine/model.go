@@ -278,7 +278,7 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFileLimits(f, &cfg); err != nil {
+	if err := checkFileLimits(f, fam, &cfg); err != nil {
 		return nil, err
 	}
 	numerics, err := resolveNumerics(p.Numerics)
