@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,8 @@ func writeTiny(t testing.TB, dir string, meta map[string]any) string {
 // n_threads beyond 512 is MOONLM_INVALID_ARGUMENT for models and sessions
 // (INT32_MAX made the worker pool allocate 128 GiB and abort the process).
 func TestThreadsLimit(t *testing.T) {
+	runtime.LockOSThread() // so LastError reads this goroutine's calls' messages
+	defer runtime.UnlockOSThread()
 	l := lib(t)
 	path := writeTiny(t, t.TempDir(), nil)
 	for _, n := range []int32{maxThreads + 1, 100000, math.MaxInt32, -1, math.MinInt32} {
@@ -70,6 +73,8 @@ func TestThreadsLimit(t *testing.T) {
 // penalty_last_n beyond 2^24 is MOONLM_INVALID_ARGUMENT, and the largest
 // allowed window is not allocated up front (INT32_MAX took 22 s and 8 GiB).
 func TestPenaltyLastNLimit(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	l := lib(t)
 	for _, n := range []int32{maxPenaltyLastN + 1, math.MaxInt32, -2, math.MinInt32} {
 		var p SamplerParams
@@ -113,6 +118,8 @@ func TestOpenNonRegularFile(t *testing.T) {
 			msg string
 		}, 1)
 		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			var m uintptr
 			st := l.ModelOpen(c.path, nil, &m)
 			done <- struct {
@@ -165,6 +172,7 @@ func TestHostileFilesPeakRSS(t *testing.T) {
 
 func init() {
 	children["open-hostile"] = func() error {
+		runtime.LockOSThread() // moonlm_last_error is per thread
 		l, err := childLib()
 		if err != nil {
 			return err
@@ -215,6 +223,7 @@ func TestExtremesUnderAddressSpaceLimit(t *testing.T) {
 
 func init() {
 	children["extremes"] = func() error {
+		runtime.LockOSThread() // moonlm_last_error is per thread
 		lim := unix.Rlimit{Cur: addressSpaceLimit, Max: addressSpaceLimit}
 		if err := unix.Setrlimit(unix.RLIMIT_AS, &lim); err != nil {
 			return errorf("setrlimit: %v", err)
@@ -429,6 +438,8 @@ func callExtremes(l *Lib, path string) error {
 // never MOONLM_INTERNAL: the budget check overflowed and strings.Repeat
 // panicked.
 func TestChatTemplateOverflowNotInternal(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	l := lib(t)
 	for _, tmpl := range []string{
 		"{{ 'ab' * 9223372036854775807 }}",
@@ -466,6 +477,7 @@ func TestTruncateDuringOpen(t *testing.T) {
 
 func init() {
 	children["truncate-during-open"] = func() error {
+		runtime.LockOSThread() // moonlm_last_error is per thread
 		l, err := childLib()
 		if err != nil {
 			return err
