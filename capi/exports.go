@@ -491,6 +491,9 @@ func (o *cSession) prefill(fn string, toks []int32, logits []float32) C.int {
 			return failErr(fn, fmt.Errorf("%w; restoring position %d also failed: %v", err, pos, rerr))
 		}
 	}
+	if statusOf(err) == stCancelled {
+		return fail(stCancelled, fn, "cancelled by moonlm_session_cancel (%v)", err)
+	}
 	return failErr(fn, err)
 }
 
