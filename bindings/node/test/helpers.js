@@ -44,15 +44,27 @@ function skipReason(rel) {
 }
 
 /**
- * A real model where scripts/fetch-model.sh keeps it ($MOONLM_MODELS, else
- * $XDG_CACHE_HOME/moonlm/models or ~/.cache/moonlm/models): { path } or
- * { skip: reason }.
+ * The path of a default model, by the name scripts/fetch-model.sh gives it
+ * (SmolLM2-135M-Instruct.Q4_1.gguf, gemma-3-270m-q4_k_m.gguf), searched as the
+ * Go tests search (internal/shareddata): $MOONLM_MODELS (the Makefile sets
+ * build/models), build/models of the repository, then ~/.cache/moonlm/models
+ * (only read). Returns { path } or { skip: reason }.
  */
-function realModel(name = 'SmolLM2-135M-Instruct.Q4_1.gguf') {
-  const dir = process.env.MOONLM_MODELS ||
-    path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'moonlm', 'models');
-  const p = path.join(dir, name);
-  return fs.existsSync(p) ? { path: p, skip: false } : { skip: `${name} absent from ${dir}: run scripts/fetch-model.sh` };
+function defaultModel(name) {
+  const dirs = [];
+  if (process.env.MOONLM_MODELS) dirs.push(process.env.MOONLM_MODELS);
+  dirs.push(path.join(REPO, 'build', 'models'));
+  const xdg = process.env.XDG_CACHE_HOME;
+  if (xdg && path.isAbsolute(xdg)) dirs.push(path.join(xdg, 'moonlm', 'models'));
+  dirs.push(path.join(os.homedir(), '.cache', 'moonlm', 'models'));
+  for (const d of dirs) {
+    const p = path.join(d, name);
+    try {
+      const st = fs.statSync(p);
+      if (st.isFile() && st.size > 0) return { path: p };
+    } catch { /* not here */ }
+  }
+  return { skip: `model ${name} not found in ${dirs.join(', ')}: run scripts/fetch-model.sh (or make test)` };
 }
 
 function dataPath(rel) {
@@ -172,4 +184,4 @@ function ggufWithString(src, key, value) {
 }
 
 module.exports = {
-  ggufWith, ggufWithString, moonlm, REPO, skipReason, dataPath, realModel, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };
+  ggufWith, ggufWithString, moonlm, REPO, skipReason, dataPath, defaultModel, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO, real_model_path
+from conftest import REPO, default_model
 
 # The child: a prefill of the real model that takes many seconds uninterrupted.
 CHILD = r"""
@@ -36,7 +36,7 @@ print("finished", flush=True)
 def run_and_interrupt(mode):
     env = dict(os.environ, PYTHONPATH=str(REPO / "bindings" / "python" / "src"))
     p = subprocess.Popen(
-        [sys.executable, "-c", CHILD, real_model_path(), mode],
+        [sys.executable, "-c", CHILD, default_model("SmolLM2-135M-Instruct.Q4_1.gguf"), mode],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
