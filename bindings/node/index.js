@@ -197,9 +197,10 @@ const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
 const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
 const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
 const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'addSpecial', 'parseSpecial']);
-const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx']);
+// 'template': a built-in chat format by name (checked where the template is applied).
+const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'template']);
 const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'sampler']);
-const APPLY_TEMPLATE_OPTS = new Set(['addAssistant']);
+const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template']);
 
 /** The sampler's options among a generation call's (already checked) options. */
 function samplerOptions(opts) {
