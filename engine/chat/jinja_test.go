@@ -339,3 +339,32 @@ func TestConcurrentRender(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 }
+
+// TestMappingArgumentsAndCompareKeys covers dict() and namespace() filling
+// from positional mappings then keywords, dict.update/copy, and min/max
+// comparing by attribute and, unless case_sensitive, ignoring case.
+func TestMappingArgumentsAndCompareKeys(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"{{ dict({'a': 1}, b=2) | tojson }}", `{"a": 1, "b": 2}`},
+		{"{{ dict({'a': 1}, a=3) | tojson }}", `{"a": 3}`},
+		{"{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}", "12"},
+		{"{% set d = {'a': 1} %}{% set _ = d.update({'b': 2}, {'a': 5}) %}{{ d | tojson }}", `{"a": 5, "b": 2}`},
+		{"{% set d = {'a': 1} %}{% set c = d.copy() %}{% set _ = c.update({'b': 2}) %}{{ d | tojson }}{{ c | tojson }}", `{"a": 1}{"a": 1, "b": 2}`},
+		{"{{ ['b', 'A', 'c'] | max }}{{ ['b', 'A', 'c'] | min }}", "cA"},
+		{"{{ ['b', 'A', 'C'] | max(case_sensitive=true) }}{{ ['b', 'a', 'C'] | min(true) }}", "bC"},
+		{"{{ [{'n': 'b'}, {'n': 'A'}] | min(attribute='n') }}", "{'n': 'A'}"},
+	}
+	for _, c := range cases {
+		tp, err := Parse(c.src)
+		require.NoError(t, err, c.src)
+		got, err := tp.Render(nil, false, "", "")
+		require.NoError(t, err, c.src)
+		assert.Equal(t, c.want, got, c.src)
+	}
+	for _, src := range []string{"{{ dict([1]) }}", "{{ namespace(1) }}", "{% set d = {} %}{{ d.update(1) }}"} {
+		tp, err := Parse(src)
+		require.NoError(t, err, src)
+		_, err = tp.Render(nil, false, "", "")
+		assert.Error(t, err, src)
+	}
+}
