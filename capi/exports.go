@@ -350,9 +350,9 @@ func moonlmgo_chat_apply_template(h C.uintptr_t, name *C.char, named C.int, msgs
 	if err != nil {
 		if tmpl == "" && statusOf(err) == stUnsupported {
 			// Say how to name one.
-			how := "with moonlm_chat_apply_template_named"
+			how := "pass it to moonlm_chat_apply_template_named"
 			if named != 0 {
-				how = "as name"
+				how = "pass it as name"
 			}
 			return fail(stUnsupported, fn, "%v (%s)", err, how)
 		}
