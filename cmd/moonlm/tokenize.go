@@ -51,7 +51,7 @@ func runTokenize(args []string) error {
 		case a == "--pieces" || a == "-pieces":
 			pieces = true
 		case a == "-h" || a == "--help":
-			fmt.Fprintln(os.Stderr, tokenizeUsage)
+			fmt.Fprintln(os.Stdout, tokenizeUsage)
 			return nil
 		case a == "--":
 			words = append(words, args[i+1:]...)
