@@ -348,13 +348,9 @@ func moonlmgo_chat_apply_template(h C.uintptr_t, name *C.char, named C.int, msgs
 	}
 	text, err := o.m.ApplyChatTemplate(tmpl, gm, addAssistant != 0)
 	if err != nil {
-		if tmpl == "" && statusOf(err) == stUnsupported {
-			// Say how to name one.
-			how := "pass it to moonlm_chat_apply_template_named"
-			if named != 0 {
-				how = "pass it as name"
-			}
-			return fail(stUnsupported, fn, "%v (%s)", err, how)
+		if named == 0 && statusOf(err) == stUnsupported {
+			// Say which call takes the name.
+			return fail(stUnsupported, fn, "%v (moonlm_chat_apply_template_named takes one)", err)
 		}
 		return failErr(fn, err)
 	}
