@@ -177,3 +177,20 @@ func withChatTemplate(t *testing.T, src, tmpl string) string {
 	require.NoError(t, out.Close())
 	return dst
 }
+
+// Gemma 3 270M as CI uses it is a base model without a chat template: its
+// own template is refused naming gemma first, and the named gemma format
+// renders Gemma's turns with its BOS.
+func TestChatGemma3BaseModel(t *testing.T) {
+	// Rendering needs no packed weights (and so writes no cache).
+	m, err := Open(gemma3Path(t), ModelParams{Threads: 1, Pack: PackOff})
+	require.NoError(t, err)
+	defer m.Close()
+	require.Empty(t, m.Info().ChatTemplate, "Gemma 3 270M (the base model) has no tokenizer.chat_template")
+	_, err = m.ApplyChatTemplate(familyMsgs, true)
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Contains(t, err.Error(), "gemma (likely for this model)")
+	s, err := m.ApplyChatTemplateNamed("gemma", familyMsgs, true)
+	require.NoError(t, err)
+	assert.Equal(t, "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n", s)
+}

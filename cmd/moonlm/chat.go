@@ -28,7 +28,8 @@ Reads one user message per line from stdin and streams the replies. Empty
 lines are skipped; /reset starts a new conversation; EOF or /exit ends.
 Ctrl-C stops the reply being generated. The conversation is written with
 the model's chat template; a model without one (a base model) is an error
-unless --template names a built-in format: ` + strings.Join(chat.Families(), ", ") + `.
+unless --template names a built-in format:
+` + strings.Join(chat.Families(), ", ") + `.
 -n 0 sets no limit on a reply: it runs until the model ends it or the
 context (-c) is full.`
 
@@ -48,7 +49,7 @@ func runChat(args []string) error {
 		return usageErr(chatUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	if *n < 0 {
-		return usageErr(chatUsage, "-n %d: want 0 (no limit) or more tokens", *n)
+		return usageErr(chatUsage, "-n %d: want 0 (no limit, what llama.cpp spells -1) or more tokens", *n)
 	}
 	if *template != "" {
 		if _, err := chat.Family(*template); err != nil {

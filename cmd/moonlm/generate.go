@@ -56,7 +56,7 @@ func runGenerate(args []string) error {
 		return usageErr(generateUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	if *n < 0 {
-		return usageErr(generateUsage, "-n %d: want 0 (no limit) or more tokens", *n)
+		return usageErr(generateUsage, "-n %d: want 0 (no limit, what llama.cpp spells -1) or more tokens", *n)
 	}
 	text, err := promptText(fs, *prompt, *file, os.Stdin)
 	if err != nil {
