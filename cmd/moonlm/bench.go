@@ -223,10 +223,10 @@ func runBench(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), benchUsage)
+		return usageErr(benchUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	if cfg.Path == "" {
-		return fmt.Errorf("no model: -m FILE is required\n%s", benchUsage)
+		return usageErr(benchUsage, "no model: -m FILE is required")
 	}
 	if pg != "" {
 		p, n, ok := strings.Cut(pg, ",")

@@ -63,7 +63,7 @@ func runMakeBenchModel(args []string) error {
 		return err
 	}
 	if vocab == "" || out == "" || fs.NArg() > 0 {
-		return fmt.Errorf("--vocab and -o are required\n%s", makeBenchUsage)
+		return usageErr(makeBenchUsage, "--vocab and -o are required")
 	}
 	start := time.Now()
 	n, err := makeBenchModel(out, vocab, typ, sh, seed, threads)

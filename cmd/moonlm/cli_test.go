@@ -263,3 +263,28 @@ func TestChatTemplateFlag(t *testing.T) {
 	assert.Equal(t, 1, st)
 	assert.Contains(t, stderr, "-n -1")
 }
+
+// Option errors spell options as help does, and end with the usage lines
+// (not the whole help).
+func TestOptionErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"generate", "--bogus"}, "unknown option --bogus\n"},
+		{[]string{"generate", "-bogus"}, "unknown option --bogus\n"},
+		{[]string{"generate", "-x"}, "unknown option -x\n"},
+		{[]string{"generate", "-p"}, "missing value for -p\n"},
+		{[]string{"chat", "--top-k"}, "missing value for --top-k\n"},
+		{[]string{"generate", "--temp", "warm", "-p", "x"}, `--temp: invalid value "warm": not a number` + "\n"},
+		{[]string{"bench", "--nope"}, "unknown option --nope\n"},
+		{[]string{"tokenize", "--nope"}, "unknown option --nope\n"},
+	} {
+		_, stderr, st := runCLI(t, "", c.args...)
+		assert.Equal(t, 1, st, "%v", c.args)
+		assert.Contains(t, stderr, c.msg, "%v", c.args)
+		assert.Contains(t, stderr, "\nusage: moonlm "+c.args[0], "%v", c.args)
+		assert.Contains(t, stderr, "(moonlm help "+c.args[0]+" says more)", "%v", c.args)
+		assert.NotContains(t, stderr, "options:", "%v prints the usage lines, not the whole help", c.args)
+	}
+}

@@ -130,7 +130,7 @@ func (v *float32Value) String() string {
 func (v *float32Value) Set(s string) error {
 	x, err := strconv.ParseFloat(s, 32)
 	if err != nil || math.IsNaN(x) {
-		return fmt.Errorf("not a number: %q", s)
+		return errors.New("not a number")
 	}
 	*v = float32Value(x)
 	return nil

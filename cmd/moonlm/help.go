@@ -29,14 +29,52 @@ func parseFlags(fs *flag.FlagSet, usage string, args []string) (help bool, err e
 			printHelp(os.Stdout, usage, fs)
 			return true, nil
 		}
-		return false, fmt.Errorf("%v\n%s", err, usage)
+		return false, fmt.Errorf("%s\n%s", flagError(err), usageLines(usage))
 	}
 	return false, nil
 }
 
-// usageErr is an error followed by the command's usage.
+// flagError rewrites the flag package's messages, which write every option
+// with one dash, in the spelling help uses.
+func flagError(err error) string {
+	msg := err.Error()
+	for _, pre := range []string{"flag provided but not defined: -", "flag needs an argument: -"} {
+		if name, ok := strings.CutPrefix(msg, pre); ok {
+			what := "unknown option "
+			if !strings.HasPrefix(pre, "flag provided") {
+				what = "missing value for "
+			}
+			return what + flagSpelling(name)
+		}
+	}
+	// invalid value "x" for flag -name: reason
+	if i := strings.Index(msg, " for flag -"); i >= 0 && strings.HasPrefix(msg, "invalid ") {
+		rest := msg[i+len(" for flag -"):]
+		if name, reason, ok := strings.Cut(rest, ": "); ok {
+			return flagSpelling(name) + ": " + msg[:i] + ": " + reason
+		}
+	}
+	return msg
+}
+
+// usageErr is an error followed by the command's usage lines.
 func usageErr(usage, format string, args ...any) error {
-	return fmt.Errorf("%s\n%s", fmt.Sprintf(format, args...), usage)
+	return fmt.Errorf("%s\n%s", fmt.Sprintf(format, args...), usageLines(usage))
+}
+
+// usageLines is the synopsis at the top of a usage text: its "usage:" line
+// and the indented lines continuing it, without the description.
+func usageLines(usage string) string {
+	lines := strings.Split(usage, "\n")
+	n := 1
+	for n < len(lines) && strings.HasPrefix(lines[n], " ") {
+		n++
+	}
+	more := "moonlm help"
+	if f := strings.Fields(lines[0]); len(f) > 2 && f[1] == "moonlm" {
+		more += " " + f[2]
+	}
+	return strings.Join(lines[:n], "\n") + "\n(" + more + " says more)"
 }
 
 // printHelp writes usage and then the options of fs, aliases on one line.
