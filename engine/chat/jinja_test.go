@@ -133,10 +133,6 @@ func TestApplyFallback(t *testing.T) {
 			"<|system|>\nS<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\n"},
 		{"zephyr", "{{ 'a' + 1 }}<|user|>", "zephyr",
 			"<|system|>\nS<E>\n<|user|>\nHi<E>\n<|assistant|>\n"},
-		{"empty", "", "chatml",
-			"<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
-		{"unknown markers", "{% bogus %}", "chatml",
-			"<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,6 +143,21 @@ func TestApplyFallback(t *testing.T) {
 			assert.Error(t, info.Err)
 			assert.Equal(t, c.want, got)
 		})
+	}
+	// No template, or an unusable one that names no family: nothing is
+	// guessed; the error says why.
+	for _, src := range []string{"", " \n", "{% bogus %}"} {
+		got, info, err := Apply(src, msgs, true, "<B>", "<E>")
+		require.ErrorIs(t, err, ErrUnusable, "%q", src)
+		assert.Empty(t, got)
+		assert.False(t, info.Fallback())
+		assert.Error(t, info.Err)
+		if src == "{% bogus %}" {
+			assert.Contains(t, err.Error(), "bogus")
+			assert.Contains(t, err.Error(), "names no built-in family")
+		} else {
+			assert.Contains(t, err.Error(), "empty")
+		}
 	}
 	// A template that works is used as is.
 	got, info, err := Apply("{% for m in messages %}[{{ m.content }}]{% endfor %}", msgs, true, "", "")
