@@ -151,6 +151,8 @@ describe('argument checks', { skip }, () => {
     assert.throws(what([{ role: 'user', content: 'a\0b' }]), bad(RangeError, 'messages[0].content'));
     assert.throws(what(['hi']), bad(TypeError, 'messages[0]'));
     assert.throws(() => model.chatStream([{ role: 'user' }]), bad(TypeError, 'messages[0].content'));
+    assert.throws(() => model.applyChatTemplate([], { template: 5 }), bad(TypeError, 'opts.template'));
+    assert.throws(() => model.chatStream([{ role: 'user', content: 'hi' }], { template: 'chat\0ml' }), bad(RangeError, 'opts.template'));
   });
 
   it('the same calls with good values work', async () => {

@@ -214,6 +214,10 @@ def test_messages_are_checked(model):
         apply([{"role": "user", "content": "a\0b"}])
     with wrong_type("add_assistant"):
         model.apply_chat_template([], add_assistant="yes")
+    with wrong_type("template"):
+        model.apply_chat_template([], template=5)
+    with out_of_range("template"):
+        model.chat([{"role": "user", "content": "hi"}], template="chat\0ml")
 
 
 def test_good_values_still_work(model):
