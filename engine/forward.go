@@ -221,6 +221,9 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 				}
 			}
 		case tkRoPE:
+			if L.noRope {
+				continue
+			}
 			rc := s.rope[t*c.Rot : (t+1)*c.Rot]
 			if L.sliding {
 				rc = s.ropeSWA[t*c.Rot : (t+1)*c.Rot]

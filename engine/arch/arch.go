@@ -60,6 +60,7 @@ var families = []*Family{
 	&qwen2,
 	&qwen3,
 	&gemma3,
+	&smollm3,
 }
 
 // Lookup returns the family named name.
@@ -127,6 +128,7 @@ type Params struct {
 	SWAWindow  int     // sliding window in positions; 0 = none
 	SWAPattern int     // every SWAPattern-th layer is global; the others slide
 	RopeSWA    float32 // RoPE base for sliding-window layers
+	NoRopeStep int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
 }
 
 // QDim is the width of all query heads.
@@ -138,6 +140,12 @@ func (p *Params) KVDim() int { return p.KVHeads * p.HeadDim }
 // Sliding reports whether layer il uses sliding-window attention.
 func (p *Params) Sliding(il int) bool {
 	return p.SWAWindow > 0 && p.SWAPattern > 0 && il%p.SWAPattern < p.SWAPattern-1
+}
+
+// Rotates reports whether layer il applies its RoPE step (layers without
+// it, "NoPE", attend by content alone).
+func (p *Params) Rotates(il int) bool {
+	return p.NoRopeStep <= 0 || (il+1)%p.NoRopeStep != 0
 }
 
 // Size is a tensor dimension in terms of the hyperparameters.
