@@ -47,6 +47,16 @@ var synthSpecs = []synthSpec{
 		{"rope.freq_base", float32(5e6)},
 		{"attention.layer_norm_rms_epsilon", float32(1e-6)},
 	}},
+	// Granite 3.x's multipliers as its 2B models publish them (head size
+	// 64 there too, so attention.scale 1/64 replaces 1/8).
+	{arch: "granite", layers: 6, seed: 4, keys: []synthKey{
+		{"rope.freq_base", float32(1e7)},
+		{"attention.layer_norm_rms_epsilon", float32(1e-5)},
+		{"embedding_scale", float32(12)},
+		{"attention.scale", float32(0.015625)},
+		{"residual_scale", float32(0.22)},
+		{"logit_scale", float32(8)},
+	}},
 }
 
 const (

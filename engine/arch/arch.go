@@ -61,6 +61,7 @@ var families = []*Family{
 	&qwen3,
 	&gemma3,
 	&smollm3,
+	&granite,
 }
 
 // Lookup returns the family named name.
@@ -129,6 +130,8 @@ type Params struct {
 	SWAPattern int     // every SWAPattern-th layer is global; the others slide
 	RopeSWA    float32 // RoPE base for sliding-window layers
 	NoRopeStep int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
+	ResScale   float32 // what a Residual step adds is multiplied by this, 1 = none
+	LogitScale float32 // the logits are multiplied by this, 1 = none
 }
 
 // QDim is the width of all query heads.
@@ -205,11 +208,15 @@ const (
 	QNorm
 	KNorm
 	WO
+	BO
 	PostAttnNorm
 	FFNNorm
 	Gate
 	Up
 	Down
+	BGate
+	BUp
+	BDown
 	PostFFNNorm
 	NumRoles
 )
@@ -258,7 +265,7 @@ const (
 	OpRoPE               // rotate Q and K at their positions
 	OpScaleQ             // Q *= Params.QScale
 	OpAttend             // store K and V in the cache; Att = attention(Q)
-	OpResidual           // X += In
+	OpResidual           // X += Params.ResScale * In
 	OpGLU                // G = Act(G) * U
 )
 
@@ -296,7 +303,7 @@ func ScaleQ() Step { return Step{Op: OpScaleQ, In: Q, Out: Q} }
 // Attend stores K and V and computes causal attention of Q into Att.
 func Attend() Step { return Step{Op: OpAttend, In: Q, Out: Att} }
 
-// Residual adds in to the residual stream.
+// Residual adds in, times Params.ResScale, to the residual stream.
 func Residual(in Buf) Step { return Step{Op: OpResidual, In: in, Out: X} }
 
 // GLU is G = act(G) * U, with the activation in Params.Act.
@@ -479,7 +486,7 @@ func readShared(m Meta, p *Params) error {
 	default:
 		return fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
 	}
-	p.EmbScale, p.QScale = 1, 1
+	p.EmbScale, p.QScale, p.ResScale, p.LogitScale = 1, 1, 1, 1
 	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
 	return nil
 }
