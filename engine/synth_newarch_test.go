@@ -116,7 +116,7 @@ func TestSynthNewArchAsLlamaDiffers(t *testing.T) {
 			m, err := Open(asLlama, ModelParams{Threads: 2})
 			require.NoError(t, err)
 			defer m.Close()
-			rc := loadRefs(t, synthNewPath(name + ".ref.jsonl"))[1]
+			rc := loadRefs(t, synthNewPath(name+".ref.jsonl"))[1]
 			toks, err := m.Tokenize(rc.Prompt, true, false)
 			require.NoError(t, err)
 			require.Equal(t, rc.Tokens, toks)
