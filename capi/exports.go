@@ -11,6 +11,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -326,8 +327,11 @@ func moonlmgo_detokenize(h C.uintptr_t, toks *C.int32_t, n C.size_t, buf *C.char
 }
 
 //export moonlmgo_chat_apply_template
-func moonlmgo_chat_apply_template(h C.uintptr_t, msgs *C.moonlm_message, n C.size_t, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
-	const fn = "moonlm_chat_apply_template"
+func moonlmgo_chat_apply_template(h C.uintptr_t, name *C.char, named C.int, msgs *C.moonlm_message, n C.size_t, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	fn := "moonlm_chat_apply_template"
+	if named != 0 {
+		fn = "moonlm_chat_apply_template_named"
+	}
 	defer guard(fn, &st)
 	enter(fn)
 	o, st := getModel(fn, h)
@@ -361,14 +365,27 @@ func moonlmgo_chat_apply_template(h C.uintptr_t, msgs *C.moonlm_message, n C.siz
 	for i, m := range cm {
 		gm[i] = message{Role: C.GoString(m.role), Content: C.GoString(m.content)}
 	}
-	if o.info.ChatTemplate == "" {
-		return fail(stUnsupported, fn, "the model has no chat template (tokenizer.chat_template)")
+	var tmpl string
+	if name != nil {
+		tmpl = C.GoString(name)
 	}
-	text, err := o.m.ApplyChatTemplate(gm, addAssistant != 0)
+	text, err := o.m.ApplyChatTemplate(tmpl, gm, addAssistant != 0)
 	if err != nil {
+		if named == 0 && statusOf(err) == stUnsupported {
+			// Say which call takes the name.
+			return fail(stUnsupported, fn, "%v (moonlm_chat_apply_template_named takes one)", err)
+		}
 		return failErr(fn, err)
 	}
 	return writeText(fn, text, out, cap, nOut)
+}
+
+//export moonlmgo_chat_builtin_templates
+func moonlmgo_chat_builtin_templates(buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	const fn = "moonlm_chat_builtin_templates"
+	defer guard(fn, &st)
+	enter(fn)
+	return writeText(fn, strings.Join(builtinChatTemplates(), ","), buf, cap, nOut)
 }
 
 // ---- sessions ---------------------------------------------------------------
