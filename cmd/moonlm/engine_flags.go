@@ -155,11 +155,11 @@ func parseFlags(fs *flag.FlagSet, usage string, args []string) (help bool, err e
 }
 
 // printTimings reports a generation's speed on stderr, as llama.cpp does.
-func printTimings(st engine.GenerateStats) {
+func printTimings(st engine.GenerateResult) {
 	pp := st.PromptDuration.Seconds()
 	tg := st.DecodeDuration.Seconds()
 	fmt.Fprintf(os.Stderr, "\nmoonlm: prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), stop: %s\n",
-		st.PromptTokens, pp, rate(st.PromptTokens, pp), st.Tokens, tg, rate(st.Tokens, tg), st.Reason)
+		st.PromptTokens, pp, rate(st.PromptTokens, pp), st.Tokens, tg, rate(st.Tokens, tg), st.Finish)
 }
 
 func rate(n int, secs float64) float64 {

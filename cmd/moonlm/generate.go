@@ -78,10 +78,10 @@ func runGenerate(args []string) error {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	first := true
-	var st engine.GenerateStats
-	emit := func(piece string) bool {
+	var st engine.GenerateResult
+	emit := func(piece []byte, _ int32) bool {
 		if !*ids {
-			out.WriteString(piece)
+			out.Write(piece)
 			out.Flush()
 		}
 		return true
