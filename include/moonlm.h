@@ -479,8 +479,9 @@ MOONLM_API moonlm_status moonlm_session_position(const moonlm_session *session, 
 
 /*
  * Asks the session's running or next moonlm_prefill/moonlm_decode/
- * moonlm_generate call to stop; that call returns MOONLM_CANCELLED promptly
- * (within one layer's work) with the position unchanged. The request is
+ * moonlm_generate/moonlm_generate_ex call to stop; that call returns
+ * MOONLM_CANCELLED promptly (within one layer's work) with the position
+ * unchanged (a generate call: as its result or *n_generated says). The request is
  * consumed by the call that returns MOONLM_CANCELLED: the call after it runs
  * normally. Callable from any thread (and from a moonlm_generate callback)
  * without blocking; it never returns MOONLM_BUSY.
@@ -494,8 +495,8 @@ MOONLM_API moonlm_status moonlm_session_cancel(moonlm_session *session);
  * that made the call (truncated to 4095 bytes like it). Made for callers that
  * cannot read that thread's message, such as bindings that run prefill and
  * decode on worker threads. The calls that set it are moonlm_prefill,
- * moonlm_decode, moonlm_session_rewind, moonlm_session_position and
- * moonlm_generate; a call rejected before it could use the session (an
+ * moonlm_decode, moonlm_session_rewind, moonlm_session_position,
+ * moonlm_generate and moonlm_generate_ex; a call rejected before it could use the session (an
  * invalid handle, MOONLM_BUSY) leaves it unchanged, as do
  * moonlm_session_cancel and this function (whose own failures, such as
  * MOONLM_BUFFER_TOO_SMALL, only go to moonlm_last_error()). Never
@@ -588,8 +589,10 @@ MOONLM_API moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *log
  * Receives the text of each generated token as it is produced. piece holds
  * len bytes (plus a NUL) valid only during the call; text is released only
  * at UTF-8 character boundaries, so a piece may be empty ("" with len 0)
- * while a character is incomplete. If generation ends inside a character,
- * a last call with token -1 delivers its bytes. Return 0 to continue,
+ * while a character is incomplete (or, with moonlm_generate_ex, while the
+ * text may be the start of a stop string). If generation ends with text
+ * held back, a last call with token -1 delivers it (the bytes of an
+ * unfinished character as they are). Return 0 to continue,
  * nonzero to stop.
  * The callback runs on the thread that called moonlm_generate and may call
  * moonlm functions, except on the same session or sampler (MOONLM_BUSY).
@@ -712,9 +715,9 @@ typedef struct moonlm_generate_result {
  * thread and may call moonlm functions, except on this session or sampler
  * (MOONLM_BUSY).
  *
- * The last generated token is not decoded (it is LENGTH's, STOP's or
- * CANCELLED's last token: decoding it would be wasted unless the text
- * continues) unless flags has MOONLM_GENERATE_DECODE_LAST; then every
+ * The last generated token is not decoded (after LENGTH, STOP, CANCELLED or
+ * CONTEXT; decoding it would be wasted unless the text continues) unless
+ * flags has MOONLM_GENERATE_DECODE_LAST; then every
  * generated token is decoded, and a token sampled when the context is
  * already full ends the call with CONTEXT without being counted. Afterwards
  * the session's position is the old one + result->n_prompt +
