@@ -535,3 +535,25 @@ func init() {
 		return nil
 	}
 }
+
+// An architecture without a family is MOONLM_UNSUPPORTED naming it, never
+// MOONLM_BAD_FILE: the same tiny file opens as llama and is refused as
+// mamba, with no handle.
+func TestUnsupportedArchitectureStatus(t *testing.T) {
+	l := lib(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var m uintptr
+	st := l.ModelOpen(writeTiny(t, t.TempDir(), nil), nil, &m)
+	if st == Unsupported && strings.Contains(l.LastError(), "engine is not built") {
+		t.Skip("the library has no engine yet: " + l.LastError())
+	}
+	requireStatus(t, l, OK, st, "the tiny llama model")
+	l.ModelFree(m)
+
+	m = 99
+	path := writeTiny(t, t.TempDir(), map[string]any{"general.architecture": "mamba"})
+	requireStatus(t, l, Unsupported, l.ModelOpen(path, nil, &m), "a mamba file")
+	assert.Equal(t, uintptr(0), m)
+	assert.Contains(t, l.LastError(), `"mamba"`)
+}
