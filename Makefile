@@ -49,8 +49,8 @@ test-race: all
 # The engine's reference tests again with each other kernel set forced, and
 # the pure-Go build for another architecture (which has no assembly).
 test-variants: all
-	MOONLM_KERNELS=generic $(GO) test -count=1 -run 'Reference|Golden' ./engine/
-	MOONLM_KERNELS=avx2 $(GO) test -count=1 -run 'Reference|Golden' ./engine/
+	$(GO) test -count=1 -run 'Reference|Golden' ./engine/ -args -kernels=generic
+	$(GO) test -count=1 -run 'Reference|Golden' ./engine/ -args -kernels=avx2
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./gguf/... ./kernels/... ./engine/... ./internal/...
 	@mkdir -p $(BUILD)
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/kernels.arm64.test ./kernels/

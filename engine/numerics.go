@@ -95,26 +95,29 @@ func (m *Model) layoutFor(mt *kernels.Matrix) *kernels.PackedLayout {
 	order := kernels.GGMLRepack
 	switch m.numerics {
 	case NumericsFast:
-		return kernels.Packed(mt.Type)
+		return m.kern.Packed(mt.Type)
 	case NumericsIk:
 		if l := kernels.PackedIk(mt.Type); l != nil {
 			return l
 		}
-		return kernels.Packed(mt.Type)
+		return m.kern.Packed(mt.Type)
 	case NumericsLlamaCppNoRepack:
 		order = kernels.GGMLVecDot
 	}
 	if l := kernels.PackedExact(mt.Type, mt.Rows, order); l != nil {
 		return l
 	}
-	return kernels.Packed(mt.Type)
+	return m.kern.Packed(mt.Type)
 }
 
 // decodeInGGMLOrder says whether a one-token batch sums its attention
 // products as ggml_vec_dot_f16 does (see ggmlDecodeOrder).
 func (m *Model) decodeInGGMLOrder() bool {
-	return m.numerics != NumericsFast || ggmlDecodeOrder.Load()
+	return m.numerics != NumericsFast || m.ggmlDecodeOrder
 }
 
 // Numerics returns the model's numerics mode, after MOONLM_NUMERICS.
 func (m *Model) Numerics() Numerics { return m.numerics }
+
+// Kernels returns the kernel set the model computes with.
+func (m *Model) Kernels() *kernels.Set { return m.kern }

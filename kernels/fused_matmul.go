@@ -7,21 +7,21 @@ import "github.com/moonlm/moonlm/gguf"
 // so each unpacked weight block meets four tokens and each loaded token four
 // rows); elsewhere, and for the rows and tokens left over from whole tiles,
 // it is MatMul. Results match MatMul up to float summation order.
-func MatMulTiled(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
+func (s *Set) MatMulTiled(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	if m.Type != gguf.Q4_1 || r0 >= r1 || nTok < 4 || m.Packed != nil {
-		MatMul(m, xq, nTok, y, r0, r1)
+		s.MatMul(m, xq, nTok, y, r0, r1)
 		return
 	}
-	rows, toks, ok := fusedTilesQ41(m, xq, nTok, y, r0, r1)
+	rows, toks, ok := s.fusedTilesQ41(m, xq, nTok, y, r0, r1)
 	if !ok {
-		MatMul(m, xq, nTok, y, r0, r1)
+		s.MatMul(m, xq, nTok, y, r0, r1)
 		return
 	}
 	if toks < nTok {
 		ab := ActivationBytes(m.Type, m.Cols)
-		MatMul(m, xq[toks*ab:], nTok-toks, y[toks*m.Rows:], r0, r0+rows)
+		s.MatMul(m, xq[toks*ab:], nTok-toks, y[toks*m.Rows:], r0, r0+rows)
 	}
 	if r0+rows < r1 {
-		MatMul(m, xq, nTok, y, r0+rows, r1)
+		s.MatMul(m, xq, nTok, y, r0+rows, r1)
 	}
 }

@@ -14,9 +14,9 @@ func fusedQ41Tile4x4(w *byte, wstride int, x *byte, xstride int, nb int, y *floa
 // fusedTilesQ41 computes the whole 4x4 tiles of rows [r0, r1) and tokens
 // [0, nTok) with the AVX-512 tile kernel and reports how many rows and
 // tokens it covered, or ok false when the kernel does not apply.
-func fusedTilesQ41(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (rowsDone, toksDone int, ok bool) {
+func (s *Set) fusedTilesQ41(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (rowsDone, toksDone int, ok bool) {
 	nb := m.Cols / 32
-	if Variant != "avx512" || nb == 0 || nTok < 4 || r1-r0 < 4 {
+	if !s.wide() || nb == 0 || nTok < 4 || r1-r0 < 4 {
 		return 0, 0, false
 	}
 	rb := m.RowBytes()

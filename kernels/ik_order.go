@@ -268,9 +268,9 @@ func GELUIk(dst, x []float32) {
 // layout as ggml does (one product fused), the normal layout (pairs 2i,
 // 2i+1) with both products rounded before the sum, as its vectorized loop
 // computes them (its references are reproduced exactly only so).
-func RoPEApplyIk(x []float32, headDim, nHeads int, cache []float32, neox bool) {
+func (s *Set) RoPEApplyIk(x []float32, headDim, nHeads int, cache []float32, neox bool) {
 	if neox {
-		RoPEApply(x, headDim, nHeads, cache, true)
+		s.RoPEApply(x, headDim, nHeads, cache, true)
 		return
 	}
 	nDims := len(cache)

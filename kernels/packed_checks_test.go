@@ -56,6 +56,7 @@ func checkPackedNoAlloc(t *testing.T, layouts []*PackedLayout) {
 // from N(0, 0.02²) values (realistic scales), unpacked and packed with the
 // current variant's layout (nil when it has none).
 func packedBenchMatrix(t gguf.Type, rows, cols int) (m, p *Matrix) {
+	ks := Detect()
 	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
 	rb := RowBytes(t, cols)
 	m = &Matrix{Type: t, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
@@ -66,7 +67,7 @@ func packedBenchMatrix(t gguf.Type, rows, cols int) (m, p *Matrix) {
 		}
 		QuantizeRow(t, src, m.Data[i*rb:(i+1)*rb])
 	}
-	l := Packed(t)
+	l := ks.Packed(t)
 	if l == nil {
 		return m, nil
 	}

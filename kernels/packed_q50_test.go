@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// q50Layouts returns the pure-Go q5_0 layout and the registered ones of the
-// kernel sets this CPU runs, each with the variant to install.
-func q50Layouts() (variants []string, layouts []*PackedLayout) {
-	return packedLayoutsOf(gguf.Q5_0, &packedQ50Base)
+// q50Layouts returns the pure-Go q5_0 layout and the layouts of the kernel
+// sets this CPU runs, each with its set.
+func q50Layouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
+	return packedLayoutsOf(t, gguf.Q5_0, &packedQ50Base)
 }
 
 // TestPackedQ50Registered checks that the avx512 variant brings the q5_0
@@ -105,9 +105,7 @@ func q50HandRows(cols int, d uint16, q func(row, i int) uint8) []byte {
 // one block, odd and even block counts, every token count, and a stride
 // that misaligns the activations.
 func TestPackedQ50Exact(t *testing.T) {
-	variants, layouts := q50Layouts()
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	_, layouts := q50Layouts(t)
 	one := F32ToF16(1)
 	type qcase struct {
 		name string
@@ -133,8 +131,7 @@ func TestPackedQ50Exact(t *testing.T) {
 		{"alternating", func(row, i int) uint8 { return uint8((row + i) % 2 * 31) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
 		{"by position", func(row, i int) uint8 { return uint8(i+row) % 32 }, func(tok, i int) int8 { return int8(i%32 - 16 + tok) }},
 	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
+	for _, l := range layouts {
 		for _, nb := range []int{1, 2, 3, 16, 17, 35} {
 			cols := 32 * nb
 			ab := ActivationBytes(gguf.Q5_0, cols)
@@ -184,9 +181,7 @@ func TestPackedQ50Exact(t *testing.T) {
 // and unusual scales: the largest f16, subnormals, zero, negative, and
 // random ones. The pure-Go twin must give the generic row dot's bits.
 func TestPackedQ50Scales(t *testing.T) {
-	variants, layouts := q50Layouts()
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	_, layouts := q50Layouts(t)
 	r := rand.New(rand.NewPCG(5, 3))
 	scales := []struct {
 		name string
@@ -198,8 +193,7 @@ func TestPackedQ50Scales(t *testing.T) {
 		{"negative", func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) }},
 		{"random", func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) }},
 	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
+	for _, l := range layouts {
 		for _, cols := range []int{32, 8192} {
 			nb := cols / 32
 			rb := RowBytes(gguf.Q5_0, cols)
@@ -263,13 +257,13 @@ func TestPackedQ50Scales(t *testing.T) {
 // TestPackedQ50Bounds checks that Dot refuses operands too short for the
 // call instead of reading past them.
 func TestPackedQ50Bounds(t *testing.T) {
-	_, layouts := q50Layouts()
+	_, layouts := q50Layouts(t)
 	checkPackedBounds(t, layouts)
 }
 
 // TestPackedQ50NoAlloc checks that Dot and Pack allocate nothing.
 func TestPackedQ50NoAlloc(t *testing.T) {
-	_, layouts := q50Layouts()
+	_, layouts := q50Layouts(t)
 	checkPackedNoAlloc(t, layouts)
 }
 
@@ -288,8 +282,9 @@ func q50BenchTokens(cols, nTok int) []byte {
 // matrix larger than L2 and on Gemma 3 270M's q5_0 shapes (rows x cols),
 // packed against the unpacked kernels, and measures Pack.
 func BenchmarkPackedQ50(b *testing.B) {
-	if Packed(gguf.Q5_0) == nil {
-		b.Skipf("kernel set %s has no packed q5_0 layout", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q5_0) == nil {
+		b.Skipf("kernel set %s has no packed q5_0 layout", ks.Name())
 	}
 	for _, shape := range [][2]int{{2048, 8192}, {1024, 640}, {2048, 640}} {
 		rows, cols := shape[0], shape[1]
@@ -307,7 +302,7 @@ func BenchmarkPackedQ50(b *testing.B) {
 			for _, mm := range mats {
 				b.Run(fmt.Sprintf("MatMul/%dx%d/tok%d/%s", rows, cols, nTok, mm.name), func(b *testing.B) {
 					for b.Loop() {
-						MatMul(mm.m, xq, nTok, y, 0, rows)
+						ks.MatMul(mm.m, xq, nTok, y, 0, rows)
 					}
 					b.ReportMetric(2*float64(rows*cols*nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})
@@ -319,7 +314,7 @@ func BenchmarkPackedQ50(b *testing.B) {
 			b.Run(fmt.Sprintf("MatVec/%dx%d/%s", rows, cols, mm.name), func(b *testing.B) {
 				b.SetBytes(int64(len(m.Data))) // weight bytes streamed
 				for b.Loop() {
-					MatVec(mm.m, xq, y, 0, rows)
+					ks.MatVec(mm.m, xq, y, 0, rows)
 				}
 			})
 		}

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// q6kLayouts returns the registered q6_K layouts this CPU can run, with the
-// pure-Go base layout first (it runs everywhere).
-func q6kLayouts(t testing.TB) (names []string, layouts []*PackedLayout) {
-	return packedLayoutsOf(gguf.Q6_K, &packedQ6KBase)
+// q6kLayouts returns the q6_K layouts of the kernel sets this CPU runs,
+// each with its set, the pure-Go base layout first (it runs everywhere).
+func q6kLayouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
+	return packedLayoutsOf(t, gguf.Q6_K, &packedQ6KBase)
 }
 
 func TestPackedQ6KRegistered(t *testing.T) {
@@ -305,6 +305,7 @@ func TestPackedQ6KBounds(t *testing.T) {
 // benchQ6KMatrix returns a random rows x cols q6_K matrix, its packed twin
 // (nil when the current variant has no q6_K layout) and nTok tokens.
 func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte) {
+	ks := Detect()
 	b.Helper()
 	rb := RowBytes(gguf.Q6_K, cols)
 	m = &Matrix{Type: gguf.Q6_K, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
@@ -312,7 +313,7 @@ func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 	for i := 0; i < rows; i++ {
 		simdRandomRow(r, gguf.Q6_K, m.Data[i*rb:(i+1)*rb])
 	}
-	if l := Packed(gguf.Q6_K); l != nil {
+	if l := ks.Packed(gguf.Q6_K); l != nil {
 		pm := *m
 		pm.Layout = l
 		pm.Packed = make([]byte, l.PackedSize(rows, cols))
@@ -327,8 +328,9 @@ func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 // packed forms of the two 1B-model shapes q6_K takes (attn_v/ffn_down-like
 // 2048 x 8192 and 8192 x 2048, cols x rows).
 func BenchmarkPackedQ6K(b *testing.B) {
-	if Packed(gguf.Q6_K) == nil {
-		b.Skipf("kernel variant %s has no packed q6_K layout", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q6_K) == nil {
+		b.Skipf("kernel variant %s has no packed q6_K layout", ks.Name())
 	}
 	for _, shape := range [][2]int{{2048, 8192}, {8192, 2048}} {
 		cols, rows := shape[0], shape[1]
@@ -346,7 +348,7 @@ func BenchmarkPackedQ6K(b *testing.B) {
 						for th := 0; th < threads; th++ {
 							// Thread shares aligned to the 16-row groups.
 							r0, r1 := rows*th/threads/16*16, rows*(th+1)/threads/16*16
-							wg.Go(func() { MatVec(form.m, xq, y, r0, r1) })
+							wg.Go(func() { ks.MatVec(form.m, xq, y, r0, r1) })
 						}
 						wg.Wait()
 					}
@@ -355,7 +357,7 @@ func BenchmarkPackedQ6K(b *testing.B) {
 			for _, nTok := range []int{64, 512} {
 				b.Run(fmt.Sprintf("%dx%d/MatMul%d/%s", cols, rows, nTok, form.name), func(b *testing.B) {
 					for b.Loop() {
-						MatMul(form.m, xq, nTok, y, 0, rows)
+						ks.MatMul(form.m, xq, nTok, y, 0, rows)
 					}
 					b.ReportMetric(2*float64(rows)*float64(cols)*float64(nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})

@@ -28,7 +28,7 @@ var packedQ80AVX512 = func() *PackedLayout {
 	return &l
 }()
 
-var _ = registerPacked("avx512", packedQ80AVX512)
+var _ = registerPacked("avx512", func(*Set) *PackedLayout { return packedQ80AVX512 })
 
 // dotPackedQ80AVX512 checks the bounds once and runs the 8-, 4-, 2- and
 // 1-token kernels over the binary digits of nTok.

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// q80Layouts returns the pure-Go q8_0 layout and the registered ones of the
-// kernel sets this CPU runs, each with the variant to install.
-func q80Layouts(t testing.TB) (variants []string, layouts []*PackedLayout) {
-	return packedLayoutsOf(gguf.Q8_0, &packedQ80Base)
+// q80Layouts returns the pure-Go q8_0 layout and the layouts of the kernel
+// sets this CPU runs, each with its set.
+func q80Layouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
+	return packedLayoutsOf(t, gguf.Q8_0, &packedQ80Base)
 }
 
 // TestPackedQ80Registered checks that the avx512 variant brings the q8_0
@@ -96,9 +96,7 @@ func q80HandRows(cols int, d uint16, q func(row, i int) int8) []byte {
 // an even count of blocks, every token count, and strides that misalign
 // the activations.
 func TestPackedQ80Exact(t *testing.T) {
-	variants, layouts := q80Layouts(t)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	_, layouts := q80Layouts(t)
 	one := F32ToF16(1)
 	type qcase struct {
 		name string
@@ -119,8 +117,7 @@ func TestPackedQ80Exact(t *testing.T) {
 		{"random", func(row, i int) int8 { return rnd[row*maxCols+i] }, func(tok, i int) int8 { return rnd[(16+tok)*maxCols+i] }},
 		{"alternating", func(row, i int) int8 { return int8((row+i)%2*255 - 128) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
 	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
+	for _, l := range layouts {
 		for _, nb := range []int{1, 2, 3, 16, 17, 31, 34} {
 			cols := 32 * nb
 			ab := ActivationBytes(gguf.Q8_0, cols)
@@ -169,9 +166,7 @@ func TestPackedQ80Exact(t *testing.T) {
 // dot on rows of many blocks (8192 columns) with extreme and unusual
 // scales: the largest f16, subnormals, zero, negative, and random ones.
 func TestPackedQ80Scales(t *testing.T) {
-	variants, layouts := q80Layouts(t)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	_, layouts := q80Layouts(t)
 	const cols = 8192
 	nb := cols / 32
 	rb := RowBytes(gguf.Q8_0, cols)
@@ -183,8 +178,7 @@ func TestPackedQ80Scales(t *testing.T) {
 		"negative":  func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) },
 		"random":    func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) },
 	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
+	for _, l := range layouts {
 		for wname, ws := range scales {
 			for xname, xs := range scales {
 				src := make([]byte, 16*rb)
@@ -250,11 +244,12 @@ func TestPackedQ80NoAlloc(t *testing.T) {
 // q80BenchMatrix returns a random rows x cols q8_0 matrix, unpacked and
 // packed with the current variant's layout (nil when it has none).
 func q80BenchMatrix(b *testing.B, rows, cols int) (m, p *Matrix) {
+	ks := Detect()
 	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
 	rb := RowBytes(gguf.Q8_0, cols)
 	m = &Matrix{Type: gguf.Q8_0, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
 	simdRandomRow(r, gguf.Q8_0, m.Data)
-	l := Packed(gguf.Q8_0)
+	l := ks.Packed(gguf.Q8_0)
 	if l == nil {
 		return m, nil
 	}
@@ -283,8 +278,9 @@ func q80BenchTokens(cols, nTok int) []byte {
 // and two goroutines) on 1B-shaped q8_0 matrices, packed against the
 // current unpacked kernels, and measures Pack. Run with -benchtime 20x.
 func BenchmarkPackedQ80(b *testing.B) {
-	if Packed(gguf.Q8_0) == nil {
-		b.Skipf("kernel set %s has no packed q8_0 layout", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q8_0) == nil {
+		b.Skipf("kernel set %s has no packed q8_0 layout", ks.Name())
 	}
 	for _, shape := range [][2]int{{8192, 2048}, {2048, 8192}} {
 		rows, cols := shape[0], shape[1]
@@ -300,7 +296,7 @@ func BenchmarkPackedQ80(b *testing.B) {
 				b.Run(fmt.Sprintf("MatMul/%dx%d/tok%d/%s", rows, cols, nTok, mm.name), func(b *testing.B) {
 					b.SetBytes(int64(nTok) * int64(rows) * int64(cols)) // multiply-adds
 					for b.Loop() {
-						MatMul(mm.m, xq, nTok, y, 0, rows)
+						ks.MatMul(mm.m, xq, nTok, y, 0, rows)
 					}
 				})
 			}
@@ -316,7 +312,7 @@ func BenchmarkPackedQ80(b *testing.B) {
 						for th := range threads {
 							r0 := rows * th / threads / 16 * 16
 							r1 := rows * (th + 1) / threads / 16 * 16
-							wg.Go(func() { MatVec(mm.m, xq, y, r0, r1) })
+							wg.Go(func() { ks.MatVec(mm.m, xq, y, r0, r1) })
 						}
 						wg.Wait()
 					}
@@ -349,7 +345,7 @@ func BenchmarkPackedQ80(b *testing.B) {
 						for th := range threads {
 							r0 := rows * th / threads / 16 * 16
 							r1 := rows * (th + 1) / threads / 16 * 16
-							wg.Go(func() { MatVec(mm, xq, y, r0, r1) })
+							wg.Go(func() { ks.MatVec(mm, xq, y, r0, r1) })
 						}
 						wg.Wait()
 					}
@@ -369,9 +365,10 @@ func BenchmarkPackedQ80(b *testing.B) {
 // BenchmarkPackedQ80Dot runs Dot alone on a few groups that stay in L2
 // (2048 columns), per token count: the kernel's compute rate.
 func BenchmarkPackedQ80Dot(b *testing.B) {
-	l := Packed(gguf.Q8_0)
+	ks := Detect()
+	l := ks.Packed(gguf.Q8_0)
 	if l == nil {
-		b.Skipf("kernel set %s has no packed q8_0 layout", Variant)
+		b.Skipf("kernel set %s has no packed q8_0 layout", ks.Name())
 	}
 	const cols, groups = 2048, 4
 	_, p := q80BenchMatrix(b, 16*groups, cols)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/moonlm/moonlm/kernels"
 )
 
 func init() {
@@ -107,7 +106,7 @@ func (r *inspectReport) addPacked(path string) error {
 		return fmt.Errorf("inspect --packed: %w", err)
 	}
 	defer m.Close()
-	r.PackedKernels = kernels.Variant
+	r.PackedKernels = m.Kernels().Name()
 	r.Packed = []packedTensor{}
 	for _, t := range m.PackedTensors() {
 		r.Packed = append(r.Packed, packedTensor{t.Name, t.Layout, t.Bytes})
