@@ -175,7 +175,10 @@ func benchOpenIn(cfg benchConfig, state string) (benchCacheOpen, error) {
 		return r, err
 	}
 	defer cleanup()
-	p := engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack, PackedCache: cp}
+	p, err := withEnv(engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack, PackedCache: cp})
+	if err != nil {
+		return r, fmt.Errorf("bench: %w", err)
+	}
 	if state == "warm" {
 		m, err := engine.Open(cfg.Path, p)
 		if err != nil {
@@ -303,10 +306,13 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 	if cfg.Rounds < 1 || cfg.Prompt < 0 || cfg.Gen < 0 || cfg.Threads < 1 {
 		return nil, fmt.Errorf("bench: need -r >= 1, -t >= 1, -p >= 0, -n >= 0 (have %d, %d, %d, %d)", cfg.Rounds, cfg.Threads, cfg.Prompt, cfg.Gen)
 	}
-	res := &benchResult{File: cfg.Path, Kernels: kernels.Detect().Name(), Threads: cfg.Threads,
+	params, err := withEnv(engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	res := &benchResult{File: cfg.Path, Kernels: params.Kernels.Name(), Threads: cfg.Threads,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), Rounds: cfg.Rounds}
 
-	params := engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack}
 	if len(cfg.Cache) > 0 {
 		for _, state := range cfg.Cache {
 			r, err := benchOpenIn(cfg, state)
@@ -323,6 +329,9 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 		}
 		defer cleanup()
 		params.PackedCache = cp
+		if params, err = withEnv(params); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
 		if last == "warm" {
 			m, err := engine.Open(cfg.Path, params)
 			if err != nil {

@@ -100,8 +100,12 @@ type packedTensor struct {
 // addPacked loads the model (without packing or touching the cache) to
 // list the matrices that a normal open would repack.
 func (r *inspectReport) addPacked(path string) error {
-	m, err := engine.Open(path, engine.ModelParams{Threads: 1, Pack: engine.PackOff,
+	p, err := withEnv(engine.ModelParams{Threads: 1, Pack: engine.PackOff,
 		PackedCache: engine.PackedCacheParams{Mode: engine.CacheOff}})
+	if err != nil {
+		return fmt.Errorf("inspect --packed: %w", err)
+	}
+	m, err := engine.Open(path, p)
 	if err != nil {
 		return fmt.Errorf("inspect --packed: %w", err)
 	}
