@@ -150,29 +150,9 @@ var detected = sync.OnceValue(func() *Set {
 // returns the same Set.
 func Detect() *Set { return detected() }
 
-func genericRowDot() [numTypes]RowDotFunc {
-	var t [numTypes]RowDotFunc
-	t[gguf.F32] = dotF32Row
-	t[gguf.F16] = dotF16Row
-	t[gguf.BF16] = dotBF16Row
-	t[gguf.Q4_0] = dotQ4_0Generic
-	t[gguf.Q4_1] = dotQ4_1Generic
-	t[gguf.Q5_0] = dotQ5_0Generic
-	t[gguf.Q5_1] = dotQ5_1Generic
-	t[gguf.Q8_0] = dotQ8_0Generic
-	t[gguf.Q2_K] = dotQ2KGeneric
-	t[gguf.Q3_K] = dotQ3KGeneric
-	t[gguf.Q4_K] = dotQ4KGeneric
-	t[gguf.Q5_K] = dotQ5KGeneric
-	t[gguf.Q6_K] = dotQ6KGeneric
-	t[gguf.IQ4_NL] = dotIQ4NLGeneric
-	t[gguf.IQ4_XS] = dotIQ4XSGeneric
-	return t
-}
-
 // RowDot returns the set's row dot kernel for t, or nil.
 func (s *Set) RowDot(t gguf.Type) RowDotFunc {
-	if t < 0 || int(t) >= numTypes {
+	if t >= numTypes {
 		return nil
 	}
 	return s.rowDot[t]

@@ -102,7 +102,7 @@ func checkLayout(t gguf.Type, l *PackedLayout) error {
 // Packed returns the packed layout the set offers for weights of type t,
 // or nil: weights without one are used as mapped.
 func (s *Set) Packed(t gguf.Type) *PackedLayout {
-	if int(t) >= numTypes || t < 0 {
+	if t >= numTypes {
 		return nil
 	}
 	return s.packed[t]
@@ -112,7 +112,7 @@ func (s *Set) Packed(t gguf.Type) *PackedLayout {
 // l (nil: none), for a caller that packs with a layout of its own or wants
 // a type left unpacked; s itself is unchanged.
 func (s *Set) WithPacked(t gguf.Type, l *PackedLayout) (*Set, error) {
-	if int(t) >= numTypes || t < 0 {
+	if t >= numTypes {
 		return nil, fmt.Errorf("kernels: WithPacked: type %v out of range", t)
 	}
 	if l != nil {
