@@ -44,6 +44,7 @@ type Set struct {
 	rowDot    [numTypes]RowDotFunc
 	rowsDot   [numTypes]RowsDotFunc
 	tokensDot [numTypes]TokensDotFunc
+	tiles     [numTypes]TileFunc
 	packed    [numTypes]*PackedLayout
 
 	dotF32  func(a, b []float32) float32

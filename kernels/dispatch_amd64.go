@@ -40,33 +40,34 @@ func hasAVX512() bool {
 // scales keep them on VPMADDUBSW/VPMADDWD, and decode is memory bound.
 func installAVX512(s *Set) {
 	installAVX2(s)
-	s.rowDot[gguf.Q8_0], s.rowsDot[gguf.Q8_0] = rowQ8_0AVX512, rowsQ8_0AVX512
-	s.rowDot[gguf.Q4_0], s.rowsDot[gguf.Q4_0] = rowQ4_0AVX512, rowsQ4_0AVX512
-	s.rowDot[gguf.Q5_0], s.rowsDot[gguf.Q5_0] = rowQ5_0AVX512, rowsQ5_0AVX512 // q50_amd64.go
-	s.tokensDot[gguf.Q8_0] = tokQ8_0AVX512
-	s.tokensDot[gguf.Q4_0] = tokQ4_0AVX512
+	s.setRows(gguf.Q8_0, asmQ8_0RowsAVX512)
+	s.setRows(gguf.Q4_0, asmQ4_0RowsAVX512)
+	s.setRows(gguf.Q5_0, asmQ5_0RowsAVX512) // q50_amd64.go
+	s.tokensDot[gguf.Q8_0] = tokKernel(gguf.Q8_0, asmQ8_0Tok4AVX512, asmQ8_0RowsAVX2)
+	s.tokensDot[gguf.Q4_0] = tokKernel(gguf.Q4_0, asmQ4_0Tok4AVX512, asmQ4_0RowsAVX2)
 	s.tokensDot[gguf.Q5_0] = tokQ5_0AVX512
-	s.tokensDot[gguf.Q4_1] = tokQ4_1AVX512
-	s.tokensDot[gguf.Q4_K] = tokQ4_KAVX512
-	s.tokensDot[gguf.Q6_K] = tokQ6_KAVX512
+	s.tokensDot[gguf.Q4_1] = tokKernel(gguf.Q4_1, asmQ4_1Tok4AVX512, asmQ4_1RowsAVX2)
+	s.tokensDot[gguf.Q4_K] = tokKernel(gguf.Q4_K, asmQ4_KTok4AVX512, asmQ4_KRowsAVX2)
+	s.tokensDot[gguf.Q6_K] = tokKernel(gguf.Q6_K, asmQ6_KTok4AVX512, asmQ6_KRowsAVX2)
+	s.tiles[gguf.Q4_1] = tileQ41AVX512
 }
 
 // installAVX2 installs the AVX2 kernels over the generic tables.
 func installAVX2(s *Set) {
-	s.rowDot[gguf.Q8_0], s.rowsDot[gguf.Q8_0] = rowQ8_0AVX2, rowsQ8_0AVX2
-	s.rowDot[gguf.Q4_0], s.rowsDot[gguf.Q4_0] = rowQ4_0AVX2, rowsQ4_0AVX2
-	s.rowDot[gguf.Q5_0], s.rowsDot[gguf.Q5_0] = rowQ5_0AVX2, rowsQ5_0AVX2 // q50_amd64.go
-	s.rowDot[gguf.Q4_1], s.rowsDot[gguf.Q4_1] = rowQ4_1AVX2, rowsQ4_1AVX2
-	s.rowDot[gguf.Q4_K], s.rowsDot[gguf.Q4_K] = rowQ4_KAVX2, rowsQ4_KAVX2
-	s.rowDot[gguf.Q6_K], s.rowsDot[gguf.Q6_K] = rowQ6_KAVX2, rowsQ6_KAVX2
-	s.rowDot[gguf.F16], s.rowsDot[gguf.F16] = rowF16AVX2, rowsF16AVX2
-	s.rowDot[gguf.F32], s.rowsDot[gguf.F32] = rowF32AVX2, rowsF32AVX2
+	s.setRows(gguf.Q8_0, asmQ8_0RowsAVX2)
+	s.setRows(gguf.Q4_0, asmQ4_0RowsAVX2)
+	s.setRows(gguf.Q5_0, asmQ5_0RowsAVX2) // q50_amd64.go
+	s.setRows(gguf.Q4_1, asmQ4_1RowsAVX2)
+	s.setRows(gguf.Q4_K, asmQ4_KRowsAVX2)
+	s.setRows(gguf.Q6_K, asmQ6_KRowsAVX2)
+	s.setRows(gguf.F16, asmF16RowsAVX2)
+	s.setRows(gguf.F32, asmF32RowsAVX2)
 	s.dotF32, s.axpyF32, s.dotF16 = dotF32AVX2, axpyF32AVX2, dotF16AVX2
-	s.tokensDot[gguf.Q8_0] = tokQ8_0AVX2
-	s.tokensDot[gguf.Q4_0] = tokQ4_0AVX2
+	s.tokensDot[gguf.Q8_0] = tokKernel(gguf.Q8_0, asmQ8_0Tok4AVX2, asmQ8_0RowsAVX2)
+	s.tokensDot[gguf.Q4_0] = tokKernel(gguf.Q4_0, asmQ4_0Tok4AVX2, asmQ4_0RowsAVX2)
 	s.tokensDot[gguf.Q5_0] = tokQ5_0AVX2
-	s.tokensDot[gguf.Q4_1] = tokQ4_1AVX2
-	s.tokensDot[gguf.Q4_K] = tokQ4_KAVX2
-	s.tokensDot[gguf.Q6_K] = tokQ6_KAVX2
+	s.tokensDot[gguf.Q4_1] = tokKernel(gguf.Q4_1, asmQ4_1Tok4AVX2, asmQ4_1RowsAVX2)
+	s.tokensDot[gguf.Q4_K] = tokKernel(gguf.Q4_K, asmQ4_KTok4AVX2, asmQ4_KRowsAVX2)
+	s.tokensDot[gguf.Q6_K] = tokKernel(gguf.Q6_K, asmQ6_KTok4AVX2, asmQ6_KRowsAVX2)
 	s.tokensDot[gguf.F16] = tokF16AVX2
 }
