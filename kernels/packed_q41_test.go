@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,18 +18,6 @@ import (
 // the CPU has GFNI), each with its set.
 func q41Layouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
 	return packedLayoutsOf(t, gguf.Q4_1, &packedQ41Base)
-}
-
-// TestPackedQ41Registered checks that the avx512 variant brings the q4_1
-// layout and that a packed group is exactly as big as the rows it replaces.
-func TestPackedQ41Registered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q4_1)
-	assert.Equal(t, "q4_1.r16.v1", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	assert.Equal(t, 8, found.MaxTok)
-	for _, cols := range []int{32, 96, 576, 8192} {
-		assert.Equal(t, 16*RowBytes(gguf.Q4_1, cols), found.GroupBytes(cols), "%d cols", cols)
-	}
 }
 
 // TestPackedQ41Bytes reads every scale, offset and nibble back from the
@@ -247,19 +234,6 @@ func TestPackedQ41Scales(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestPackedQ41Bounds checks that Dot refuses operands too short for the
-// call instead of reading past them.
-func TestPackedQ41Bounds(t *testing.T) {
-	_, layouts := q41Layouts(t)
-	checkPackedBounds(t, layouts)
-}
-
-// TestPackedQ41NoAlloc checks that Dot and Pack allocate nothing.
-func TestPackedQ41NoAlloc(t *testing.T) {
-	_, layouts := q41Layouts(t)
-	checkPackedNoAlloc(t, layouts)
 }
 
 // q41BenchMatrix returns a random rows x cols q4_1 matrix (quantized from

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,19 +18,6 @@ import (
 // the CPU has GFNI), each with its set.
 func q4kLayouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
 	return packedLayoutsOf(t, gguf.Q4_K, &packedQ4KBase)
-}
-
-// TestPackedQ4KRegistered checks that the avx512 variant brings the q4_K
-// layout and that a packed group stays within 3% of the GGUF rows it
-// replaces (decode streams the packed bytes).
-func TestPackedQ4KRegistered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q4_K)
-	assert.Equal(t, "q4_K.r16.v1", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	for _, cols := range []int{256, 2048, 8192} {
-		g, rows := found.GroupBytes(cols), 16*RowBytes(gguf.Q4_K, cols)
-		assert.LessOrEqual(t, float64(g), 1.03*float64(rows), "%d cols: packed %d bytes vs %d", cols, g, rows)
-	}
 }
 
 // TestPackedQ4KBytes decodes the packed bytes by the layout documented in
@@ -339,25 +325,6 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 		y := make([]float32, nTok*yStride)
 		allocs := testing.AllocsPerRun(3, func() { l.Dot(cols, g, x, xStride, l.MaxTok, y, yStride) })
 		require.Zero(t, allocs, "%s Dot allocates", l.Name)
-	}
-}
-
-// TestPackedQ4KBounds checks that the kernels refuse short buffers instead
-// of reading past them.
-func TestPackedQ4KBounds(t *testing.T) {
-	_, layouts := q4kLayouts(t)
-	const cols = 512
-	g := make([]byte, packedQ4KGroupBytes(cols))
-	x := make([]byte, 2*ActivationBytes(gguf.Q4_K, cols))
-	y := make([]float32, 32)
-	ab := ActivationBytes(gguf.Q4_K, cols)
-	for _, l := range layouts {
-		require.NotPanics(t, func() { l.Dot(cols, g, x, ab, 2, y, 16) })
-		require.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 2, y, 16) }, "short group")
-		require.Panics(t, func() { l.Dot(cols, g, x[:len(x)-1], ab, 2, y, 16) }, "short activations")
-		require.Panics(t, func() { l.Dot(cols, g, x, ab, 2, y[:31], 16) }, "short output")
-		require.Panics(t, func() { l.Dot(cols, g, x, ab, l.MaxTok+1, make([]float32, 16*(l.MaxTok+1)), 16) }, "too many tokens")
-		require.Panics(t, func() { l.Pack(g, make([]byte, 16*RowBytes(gguf.Q4_K, cols)-1), cols) }, "short rows")
 	}
 }
 

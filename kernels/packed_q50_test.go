@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,18 +15,6 @@ import (
 // sets this CPU runs, each with its set.
 func q50Layouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
 	return packedLayoutsOf(t, gguf.Q5_0, &packedQ50Base)
-}
-
-// TestPackedQ50Registered checks that the avx512 variant brings the q5_0
-// layout and that a packed group is exactly as big as the rows it replaces.
-func TestPackedQ50Registered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q5_0)
-	assert.Equal(t, "q5_0.r16.v1", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	assert.Equal(t, 8, found.MaxTok)
-	for _, cols := range []int{32, 96, 640, 8192} {
-		assert.Equal(t, 16*RowBytes(gguf.Q5_0, cols), found.GroupBytes(cols), "%d cols", cols)
-	}
 }
 
 // TestPackedQ50Bytes reads every scale, fifth bit and nibble back from the
@@ -252,19 +239,6 @@ func TestPackedQ50Scales(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestPackedQ50Bounds checks that Dot refuses operands too short for the
-// call instead of reading past them.
-func TestPackedQ50Bounds(t *testing.T) {
-	_, layouts := q50Layouts(t)
-	checkPackedBounds(t, layouts)
-}
-
-// TestPackedQ50NoAlloc checks that Dot and Pack allocate nothing.
-func TestPackedQ50NoAlloc(t *testing.T) {
-	_, layouts := q50Layouts(t)
-	checkPackedNoAlloc(t, layouts)
 }
 
 // q50BenchMatrix returns a random rows x cols q5_0 matrix (quantized from

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,17 +17,6 @@ import (
 // each with its set, the pure-Go base layout first (it runs everywhere).
 func q6kLayouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
 	return packedLayoutsOf(t, gguf.Q6_K, &packedQ6KBase)
-}
-
-func TestPackedQ6KRegistered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q6_K)
-	assert.Equal(t, "q6_K.r16.v2", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	assert.LessOrEqual(t, found.Rows*found.MaxTok, maxPackedTile)
-	for _, cols := range []int{256, 2048, 8192} {
-		// Same bytes as the GGUF rows it replaces: decode streams no more.
-		assert.Equal(t, found.Rows*RowBytes(gguf.Q6_K, cols), found.GroupBytes(cols), "cols %d", cols)
-	}
 }
 
 // q6kHandRows builds 16 q6_K rows of cols values: quant q(row, i) (0..63),
@@ -262,43 +250,6 @@ func TestPackedQ6KQuantvec(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestPackedQ6KNoAlloc checks that Dot allocates nothing for any token
-// count.
-func TestPackedQ6KNoAlloc(t *testing.T) {
-	const cols = 512
-	_, layouts := q6kLayouts(t)
-	w := make([]byte, 16*RowBytes(gguf.Q6_K, cols))
-	x := make([]byte, 8*ActivationBytes(gguf.Q6_K, cols))
-	y := make([]float32, 8*16)
-	for _, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		allocs := testing.AllocsPerRun(10, func() {
-			l.Pack(g, w, cols)
-			for n := 1; n <= l.MaxTok; n++ {
-				l.Dot(cols, g, x, ActivationBytes(gguf.Q6_K, cols), n, y, 16)
-			}
-		})
-		require.Zero(t, allocs, l.Name)
-	}
-}
-
-// TestPackedQ6KBounds checks that the SIMD Dot refuses short slices instead
-// of reading or writing past them.
-func TestPackedQ6KBounds(t *testing.T) {
-	const cols = 512
-	names, layouts := q6kLayouts(t)
-	ab := ActivationBytes(gguf.Q6_K, cols)
-	for i, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		x := make([]byte, 4*ab)
-		y := make([]float32, 4*16)
-		require.NotPanics(t, func() { l.Dot(cols, g, x, ab, 4, y, 16) }, names[i])
-		require.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 4, y, 16) }, "%s: short weights", names[i])
-		require.Panics(t, func() { l.Dot(cols, g, x[:4*ab-1], ab, 4, y, 16) }, "%s: short activations", names[i])
-		require.Panics(t, func() { l.Dot(cols, g, x, ab, 4, y[:4*16-1], 16) }, "%s: short output", names[i])
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,17 +17,6 @@ import (
 // sets this CPU runs, each with its set.
 func q80Layouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
 	return packedLayoutsOf(t, gguf.Q8_0, &packedQ80Base)
-}
-
-// TestPackedQ80Registered checks that the avx512 variant brings the q8_0
-// layout and that a packed group is exactly as big as the rows it replaces.
-func TestPackedQ80Registered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q8_0)
-	assert.Equal(t, "q8_0.r16.v1", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	for _, cols := range []int{32, 96, 2048, 8192} {
-		assert.Equal(t, 16*RowBytes(gguf.Q8_0, cols), found.GroupBytes(cols), "%d cols", cols)
-	}
 }
 
 // TestPackedQ80Bytes reads every scale and quant back from the packed bytes
@@ -225,20 +213,6 @@ func TestPackedQ80Scales(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestPackedQ80Bounds checks that Dot and Pack refuse operands too short
-// for the call instead of reading past them (checkPackedBounds).
-func TestPackedQ80Bounds(t *testing.T) {
-	_, layouts := q80Layouts(t)
-	checkPackedBounds(t, layouts)
-}
-
-// TestPackedQ80NoAlloc checks that Dot (any token count) and Pack allocate
-// nothing.
-func TestPackedQ80NoAlloc(t *testing.T) {
-	_, layouts := q80Layouts(t)
-	checkPackedNoAlloc(t, layouts)
 }
 
 // q80BenchMatrix returns a random rows x cols q8_0 matrix, unpacked and
