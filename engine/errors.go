@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
 )
 
@@ -12,13 +13,15 @@ import (
 // with errors.Is while the message still says what failed and where.
 var (
 	ErrInvalidArgument = errors.New("invalid argument")
-	ErrBadFile         = errors.New("bad model file")
-	ErrUnsupported     = errors.New("unsupported")
-	ErrContextFull     = errors.New("context full")
-	ErrCancelled       = errors.New("cancelled")
-	ErrBusy            = errors.New("session busy")
-	ErrIO              = errors.New("i/o error")
-	ErrOutOfMemory     = errors.New("out of memory")
+	// ErrBadFile and ErrUnsupported are engine/arch's, which reads a
+	// model's description before the engine loads it.
+	ErrBadFile     = arch.ErrBadFile
+	ErrUnsupported = arch.ErrUnsupported
+	ErrContextFull = errors.New("context full")
+	ErrCancelled   = errors.New("cancelled")
+	ErrBusy        = errors.New("session busy")
+	ErrIO          = errors.New("i/o error")
+	ErrOutOfMemory = errors.New("out of memory")
 	// ErrInternal is a bug: a panic recovered inside the engine.
 	ErrInternal = errors.New("internal error")
 )

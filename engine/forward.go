@@ -4,61 +4,55 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
 	"github.com/moonlm/moonlm/kernels"
 )
 
 // Per-token stages of the forward pass, run by runStage over the batch.
 const (
-	stEmbed    = iota // embedding, RoPE angles, first layer's attention norm
-	stQKV             // biases, Q/K norms, RoPE, KV cache store
-	stAttnOut         // quantize the attention output for the O projection
-	stResidAtt        // post-attention norm, residual, FFN norm
-	stFFNAct          // gate activation times up
-	stResidFFN        // post-FFN norm, residual, next layer's attention norm
-	stFinal           // output norm
+	stEmbed = iota // embedding, RoPE angles, the first layer's first phase
+	stLayer        // token phase s.phase of layer s.il (and with s.chain, phase 0 of the next)
+	stFinal        // output norm
 )
 
 // forward runs one chunk of tokens at positions s.pos.. through the model.
 // out, when not nil, receives the logits of tokens[first:], one row each.
 func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	m := s.m
+	pl := m.plan
 	s.batch = tokens
 	s.nTok = len(tokens)
 	s.p0 = s.pos
 	s.il = 0
 	s.stageRun(stEmbed)
+	last := len(pl.phases) - 1
 	for il := range m.layers {
 		if s.cancel.Load() {
 			return fmt.Errorf("layer %d: %w", il, ErrCancelled)
 		}
 		L := &m.layers[il]
 		s.il = il
-		// xn (normed, quantized) -> q, k, v
-		s.setJobs(mmJob{&L.wq, s.act(&L.wq), s.q}, mmJob{&L.wk, s.act(&L.wk), s.k}, mmJob{&L.wv, s.act(&L.wv), s.v})
-		if err := s.pool.Run(s.fnMat); err != nil {
-			return err
+		for pi := 1; pi < last; pi++ {
+			ph := &pl.phases[pi]
+			var err error
+			switch ph.kind {
+			case phMatMul:
+				s.setJobs(L, ph.proj)
+				err = s.pool.Run(s.fnMat)
+			case phAttend:
+				err = s.pool.Run(s.fnAttn)
+			case phTokens:
+				s.phase, s.chain = pi, false
+				s.stageRun(stLayer)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		s.stageRun(stQKV)
-		if err := s.pool.Run(s.fnAttn); err != nil {
-			return err
-		}
-		s.stageRun(stAttnOut)
-		s.setJobs(mmJob{&L.wo, s.act(&L.wo), s.o})
-		if err := s.pool.Run(s.fnMat); err != nil {
-			return err
-		}
-		s.stageRun(stResidAtt)
-		s.setJobs(mmJob{&L.gate, s.act(&L.gate), s.g}, mmJob{&L.up, s.act(&L.up), s.u})
-		if err := s.pool.Run(s.fnMat); err != nil {
-			return err
-		}
-		s.stageRun(stFFNAct)
-		s.setJobs(mmJob{&L.down, s.act(&L.down), s.o})
-		if err := s.pool.Run(s.fnMat); err != nil {
-			return err
-		}
-		s.stageRun(stResidFFN)
+		// This layer's last phase and the next one's first in one dispatch.
+		s.phase, s.chain = last, il+1 < len(m.layers)
+		s.stageRun(stLayer)
 	}
 	if out == nil {
 		return nil
@@ -69,15 +63,22 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	s.outFirst = first
 	s.stageRun(stFinal)
 	// The final stage normed and quantized token first+r into row r.
-	s.setJobs(mmJob{&m.output, s.act(&m.output), out})
+	s.jobs[0] = mmJob{m.output, s.act(m.output), out}
+	s.nJobs = 1
 	s.nTok -= first
 	return s.pool.Run(s.fnMat)
 }
 
 func (s *Session) act(mt *kernels.Matrix) []byte { return s.acts[kernels.ActType(mt)] }
 
-func (s *Session) setJobs(jobs ...mmJob) {
-	s.nJobs = copy(s.jobs[:], jobs)
+// setJobs makes the products of proj with layer L's matrices the current
+// jobs.
+func (s *Session) setJobs(L *layer, proj []arch.Proj) {
+	for j, p := range proj {
+		mt := &L.mats[p.W]
+		s.jobs[j] = mmJob{mt, s.act(mt), s.bufs[p.Out]}
+	}
+	s.nJobs = len(proj)
 }
 
 // stageRun runs a per-token stage: inline for one token (dispatching would
@@ -122,132 +123,61 @@ func (s *Session) runMatrices(i, n int) {
 	}
 }
 
-// quantize converts row (n values) into row dst of every activation buffer
-// the given weight matrices read.
-func (s *Session) quantize(row []float32, dst, n int, mats ...*kernels.Matrix) {
-	for k, mt := range mats {
+// quantize converts row into row dst of every activation buffer that the
+// products proj of layer L read (each format once).
+func (s *Session) quantize(row []float32, dst int, L *layer, proj []arch.Proj) {
+	for k, p := range proj {
+		mt := &L.mats[p.W]
 		at := kernels.ActType(mt)
 		dup := false
-		for _, prev := range mats[:k] {
-			if kernels.ActType(prev) == at {
+		for _, prev := range proj[:k] {
+			if kernels.ActType(&L.mats[prev.W]) == at {
 				dup = true
 				break
 			}
 		}
-		if dup {
-			continue
+		if !dup {
+			s.quantizeFor(row, dst, mt)
 		}
-		rb := kernels.ActBytes(mt, n)
-		s.kern.QuantizeAct(at, row, s.acts[at][dst*rb:(dst+1)*rb])
 	}
+}
+
+// quantizeFor converts row into row dst of the activation buffer mt reads.
+func (s *Session) quantizeFor(row []float32, dst int, mt *kernels.Matrix) {
+	rb := kernels.ActBytes(mt, len(row))
+	s.kern.QuantizeAct(kernels.ActType(mt), row, s.acts[kernels.ActType(mt)][dst*rb:(dst+1)*rb])
+}
+
+// tok is token t's row of buffer b.
+func (s *Session) tok(b arch.Buf, t int) []float32 {
+	w := s.m.plan.width[b]
+	return s.bufs[b][t*w : (t+1)*w]
 }
 
 // stageToken runs the current stage for token t of the batch.
 func (s *Session) stageToken(t, worker int) {
 	c := s.c
 	m := s.m
-	dim := c.dim
-	qDim, kvDim := c.nHead*c.headDim, c.nKV*c.headDim
-	L := &m.layers[s.il]
-	x := s.x[t*dim : (t+1)*dim]
-	xn := s.xn[t*dim : (t+1)*dim]
 	switch s.stage {
 	case stEmbed:
+		x := s.tok(arch.X, t)
 		id := s.batch[t]
 		kernels.DequantizeRow(m.embd.Type, m.embd.Row(int(id)), x)
-		if c.embScale != 1 {
-			s.kern.Scale(x, c.embScale)
+		if c.EmbScale != 1 {
+			s.kern.Scale(x, c.EmbScale)
 		}
 		pos := s.p0 + t
-		kernels.RoPECache(kernels.RoPEParams{NDims: c.nRot, FreqBase: c.ropeBase, FreqScale: c.ropeScale, FreqFactors: m.ropeFreqs},
-			pos, s.rope[t*c.nRot:(t+1)*c.nRot])
+		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: m.ropeFreqs},
+			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
-			kernels.RoPECache(kernels.RoPEParams{NDims: c.nRot, FreqBase: c.ropeSWA, FreqScale: 1},
-				pos, s.ropeSWA[t*c.nRot:(t+1)*c.nRot])
+			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: 1},
+				pos, s.ropeSWA[t*c.Rot:(t+1)*c.Rot])
 		}
-		s.rmsNorm(xn, x, L.attnNorm)
-		s.quantize(xn, t, dim, &L.wq, &L.wk, &L.wv)
-	case stQKV:
-		q := s.q[t*qDim : (t+1)*qDim]
-		k := s.k[t*kvDim : (t+1)*kvDim]
-		v := s.v[t*kvDim : (t+1)*kvDim]
-		if L.bq != nil {
-			kernels.Add(q, q, L.bq)
-			kernels.Add(k, k, L.bk)
-			kernels.Add(v, v, L.bv)
-		}
-		if L.qNorm != nil {
-			hd := c.headDim
-			for h := 0; h < c.nHead; h++ {
-				s.rmsNorm(q[h*hd:(h+1)*hd], q[h*hd:(h+1)*hd], L.qNorm)
-			}
-			for h := 0; h < c.nKV; h++ {
-				s.rmsNorm(k[h*hd:(h+1)*hd], k[h*hd:(h+1)*hd], L.kNorm)
-			}
-		}
-		rc := s.rope[t*c.nRot : (t+1)*c.nRot]
-		if L.sliding {
-			rc = s.ropeSWA[t*c.nRot : (t+1)*c.nRot]
-		}
-		if s.m.numerics == NumericsIk {
-			s.kern.RoPEApplyIk(q, c.headDim, c.nHead, rc, c.neox)
-			s.kern.RoPEApplyIk(k, c.headDim, c.nKV, rc, c.neox)
-		} else {
-			s.kern.RoPEApply(q, c.headDim, c.nHead, rc, c.neox)
-			s.kern.RoPEApply(k, c.headDim, c.nKV, rc, c.neox)
-		}
-		if c.qScale != 1 && !s.ikAttn {
-			s.kern.Scale(q, c.qScale)
-		}
-		pos := s.p0 + t
-		kc := s.cache
-		if kc.f32 {
-			copy(kc.k32[s.il][pos*kvDim:(pos+1)*kvDim], k)
-			V := kc.v32[s.il]
-			for i, x := range v {
-				V[kc.vAt(i)+pos] = x
-			}
-		} else {
-			s.kern.FastF16Encode(kc.k16[s.il][pos*kvDim:(pos+1)*kvDim], k)
-			V := kc.v16[s.il]
-			for i, x := range v {
-				V[kc.vAt(i)+pos] = kernels.F32ToF16(x)
-			}
-		}
-	case stAttnOut:
-		s.quantize(s.att[t*qDim:(t+1)*qDim], t, qDim, &L.wo)
-	case stResidAtt:
-		o := s.o[t*dim : (t+1)*dim]
-		if L.postAttnNorm != nil {
-			s.rmsNorm(o, o, L.postAttnNorm)
-		}
-		kernels.Add(x, x, o)
-		s.rmsNorm(xn, x, L.ffnNorm)
-		s.quantize(xn, t, dim, &L.gate, &L.up)
-	case stFFNAct:
-		g := s.g[t*c.ff : (t+1)*c.ff]
-		u := s.u[t*c.ff : (t+1)*c.ff]
-		if c.act == actGELU {
-			if s.m.numerics == NumericsIk {
-				kernels.GELUIk(g, g)
-			} else {
-				kernels.GELU(g, g)
-			}
-			kernels.Mul(g, g, u)
-		} else {
-			s.kern.FastSwiGLU(g, g, u)
-		}
-		s.quantize(g, t, c.ff, &L.down)
-	case stResidFFN:
-		o := s.o[t*dim : (t+1)*dim]
-		if L.postFFNNorm != nil {
-			s.rmsNorm(o, o, L.postFFNNorm)
-		}
-		kernels.Add(x, x, o)
-		if s.il+1 < len(m.layers) {
-			N := &m.layers[s.il+1]
-			s.rmsNorm(xn, x, N.attnNorm)
-			s.quantize(xn, t, dim, &N.wq, &N.wk, &N.wv)
+		s.tokenOps(m.plan.phases[0].ops, 0, t)
+	case stLayer:
+		s.tokenOps(m.plan.phases[s.phase].ops, s.il, t)
+		if s.chain {
+			s.tokenOps(m.plan.phases[0].ops, s.il+1, t)
 		}
 	case stFinal:
 		// Token t's logits are output row t - outFirst; earlier tokens
@@ -255,19 +185,89 @@ func (s *Session) stageToken(t, worker int) {
 		if t < s.outFirst {
 			return
 		}
-		s.rmsNorm(xn, x, m.outputNorm)
-		s.quantize(xn, t-s.outFirst, dim, &m.output)
+		xn := s.tok(arch.XN, t)
+		s.ops.rmsNorm(xn, s.tok(arch.X, t), m.outputNorm, c.Eps)
+		s.quantizeFor(xn, t-s.outFirst, m.output)
 	}
 }
 
-// rmsNorm is RMSNorm with the session's epsilon, weighted as the model's
-// numerics mode asks.
-func (s *Session) rmsNorm(dst, x, w []float32) {
-	if w != nil && s.m.numerics == NumericsIk {
-		kernels.RMSNormIk(dst, x, w, s.c.eps)
-		return
+// tokenOps runs the per-token operations ops of layer il for token t.
+func (s *Session) tokenOps(ops []tokOp, il, t int) {
+	c := s.c
+	L := &s.m.layers[il]
+	for i := range ops {
+		op := &ops[i]
+		switch op.kind {
+		case tkNorm:
+			if w := L.vecs[op.w]; w != nil {
+				s.ops.rmsNorm(s.tok(op.out, t), s.tok(op.in, t), w, c.Eps)
+			}
+		case tkHeadNorm:
+			w := L.vecs[op.w]
+			if w == nil {
+				continue
+			}
+			x := s.tok(op.in, t)
+			hd := c.HeadDim
+			for h := 0; h+hd <= len(x); h += hd {
+				s.ops.rmsNorm(x[h:h+hd], x[h:h+hd], w, c.Eps)
+			}
+		case tkBias:
+			for _, p := range op.proj {
+				if b := L.vecs[p.Bias]; b != nil {
+					y := s.tok(p.Out, t)
+					kernels.Add(y, y, b)
+				}
+			}
+		case tkRoPE:
+			rc := s.rope[t*c.Rot : (t+1)*c.Rot]
+			if L.sliding {
+				rc = s.ropeSWA[t*c.Rot : (t+1)*c.Rot]
+			}
+			s.ops.rope(s.tok(arch.Q, t), c.HeadDim, c.Heads, rc, c.Neox)
+			s.ops.rope(s.tok(arch.K, t), c.HeadDim, c.KVHeads, rc, c.Neox)
+		case tkScaleQ:
+			if c.QScale != 1 && !s.ops.qScaleInAttention {
+				s.kern.Scale(s.tok(arch.Q, t), c.QScale)
+			}
+		case tkStoreKV:
+			s.storeKV(il, t)
+		case tkResidual:
+			x := s.tok(arch.X, t)
+			kernels.Add(x, x, s.tok(op.in, t))
+		case tkGLU:
+			g, u := s.tok(arch.G, t), s.tok(arch.U, t)
+			if c.Act == arch.GELU {
+				s.ops.gelu(g, g)
+				kernels.Mul(g, g, u)
+			} else {
+				s.kern.FastSwiGLU(g, g, u)
+			}
+		case tkQuantize:
+			s.quantize(s.tok(op.in, t), t, L, op.proj)
+		}
 	}
-	kernels.RMSNorm(dst, x, w, s.c.eps)
+}
+
+// storeKV writes token t's keys and values into layer il's cache.
+func (s *Session) storeKV(il, t int) {
+	k, v := s.tok(arch.K, t), s.tok(arch.V, t)
+	kvDim := len(k)
+	pos := s.p0 + t
+	kc := s.cache
+	if kc.f32 {
+		copy(kc.k32[il][pos*kvDim:(pos+1)*kvDim], k)
+		V := kc.v32[il]
+		for i, x := range v {
+			V[kc.vAt(i)+pos] = x
+		}
+	} else {
+		s.kern.FastF16Encode(kc.k16[il][pos*kvDim:(pos+1)*kvDim], k)
+		V := kc.v16[il]
+		for i, x := range v {
+			V[kc.vAt(i)+pos] = kernels.F32ToF16(x)
+		}
+	}
 }
 
 // runAttention is the pool task of causal attention: thread i takes every
@@ -277,25 +277,22 @@ func (s *Session) runAttention(i, n int) {
 	// Causal rows grow with the token, so a contiguous split would give the
 	// last thread most of the work: deal (token, head) pairs round-robin.
 	if s.groupAttention() {
-		for w := i; w < s.nTok*c.nKV; w += n {
-			s.attendGroup(w/c.nKV, w%c.nKV, i)
+		for w := i; w < s.nTok*c.KVHeads; w += n {
+			s.attendGroup(w/c.KVHeads, w%c.KVHeads, i)
 		}
 		return
 	}
-	for w := i; w < s.nTok*c.nHead; w += n {
-		if s.ikAttn {
-			s.attendHeadIk(w/c.nHead, w%c.nHead, i)
-		} else {
-			s.attendHead(w/c.nHead, w%c.nHead, i)
-		}
+	for w := i; w < s.nTok*c.Heads; w += n {
+		s.ops.attendHead(s, w/c.Heads, w%c.Heads, i)
 	}
 }
 
 // groupAttention says whether this batch's attention goes by KV head
-// (attendGroup): with an f16 cache in the tinyBLAS order, which is every
-// batch but a one-token one in ggml's decode order, outside the ik mode.
+// (attendGroup): where the numerics allow it (an f16 cache summed in the
+// tinyBLAS order), for every batch but a one-token one in ggml's decode
+// order.
 func (s *Session) groupAttention() bool {
-	return !s.ikAttn && !s.cache.f32 && s.c.headDim%16 == 0 && !(s.nTok == 1 && s.m.decodeInGGMLOrder())
+	return s.ops.groupAttention && !(s.nTok == 1 && s.ops.ggmlDecode)
 }
 
 // attendGroup computes the query heads of KV head g for token t: for each
@@ -305,9 +302,9 @@ func (s *Session) groupAttention() bool {
 // row is converted once for all of them.
 func (s *Session) attendGroup(t, g, worker int) {
 	c := s.c
-	hd := c.headDim
-	G := c.nHead / c.nKV
-	qDim, kvDim := c.nHead*hd, c.nKV*hd
+	hd := c.HeadDim
+	G := c.Heads / c.KVHeads
+	qDim, kvDim := c.Heads*hd, c.KVHeads*hd
 	h0 := g * G
 	_, pos, first, _, _ := s.headView(t, h0)
 	kc := s.cache
@@ -322,7 +319,7 @@ func (s *Session) attendGroup(t, g, worker int) {
 	s.kern.AttnDotF16RowsMulti(q, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
 	for j := 0; j < G; j++ {
 		row := sc[j*n : (j+1)*n]
-		s.kern.Scale(row[first-base:], c.kqScale)
+		s.kern.Scale(row[first-base:], c.KQScale)
 		for i := range row[:first-base] {
 			row[i] = float32(math.Inf(-1))
 		}
@@ -337,11 +334,11 @@ func (s *Session) attendGroup(t, g, worker int) {
 // start, else 0), its query and its output.
 func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 	c := s.c
-	hd, qDim := c.headDim, c.nHead*c.headDim
-	g = h / (c.nHead / c.nKV)
+	hd, qDim := c.HeadDim, c.Heads*c.HeadDim
+	g = h / (c.Heads / c.KVHeads)
 	pos = s.p0 + t
 	if s.m.layers[s.il].sliding {
-		first = max(0, pos-c.swaWindow+1)
+		first = max(0, pos-c.SWAWindow+1)
 	}
 	return g, pos, first, s.q[t*qDim+h*hd : t*qDim+(h+1)*hd], s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
 }
@@ -355,22 +352,22 @@ func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 // hold positions in order, as they do without a sliding window).
 func (s *Session) attendHead(t, h, worker int) {
 	c := s.c
-	hd := c.headDim
-	kvDim := c.nKV * hd
+	hd := c.HeadDim
+	kvDim := c.KVHeads * hd
 	g, pos, first, q, out := s.headView(t, h)
 	kc := s.cache
 	base := first &^ 15
 	n := pos - base + 1
 	sc := s.scores[worker][:n]
 	live := sc[first-base:]
-	single := s.nTok == 1 && s.m.decodeInGGMLOrder()
+	single := s.nTok == 1 && s.ops.ggmlDecode
 	if kc.f32 {
 		// ggml's f32 products: q is not contiguous in a batch, so the
 		// scores always take ggml_vec_dot_f32; the output takes tinyBLAS
 		// for a batch and ggml_vec_dot_f32 for one token.
 		K, V := kc.k32[s.il], kc.v32[s.il]
 		s.kern.AttnDotF32RowsSingle(q, K[first*kvDim+g*hd:], kvDim, live, false)
-		s.kern.Scale(live, c.kqScale)
+		s.kern.Scale(live, c.KQScale)
 		for i := range sc[:first-base] {
 			sc[i] = float32(math.Inf(-1))
 		}
@@ -395,7 +392,7 @@ func (s *Session) attendHead(t, h, worker int) {
 	} else {
 		s.kern.AttnDotF16RowsSingle(q16, K[first*kvDim+g*hd:], kvDim, live, false)
 	}
-	s.kern.Scale(live, c.kqScale)
+	s.kern.Scale(live, c.KQScale)
 	for i := range sc[:first-base] {
 		sc[i] = float32(math.Inf(-1))
 	}

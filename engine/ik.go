@@ -40,15 +40,19 @@ func ikDotF16(q []float32, k []uint16) float32 {
 // multiply-add per key in key order; the output is the sum times 1/S.
 func (s *Session) attendHeadIk(t, h, worker int) {
 	c := s.c
-	hd := c.headDim
-	kvDim := c.nKV * hd
+	hd := c.HeadDim
+	kvDim := c.KVHeads * hd
 	g, pos, first, q, out := s.headView(t, h)
 	kc := s.cache
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	w := s.scores[worker][:ikKStep]
 	// ik passes gemma3's query scaling to flash attention as its scale
-	// rather than scaling Q (stQKV skips it in this mode).
-	scale := c.kqScale * c.qScale
+	// rather than scaling Q (numericsOps.qScaleInAttention: the ScaleQ step
+	// skips it in this mode).
+	scale := c.KQScale
+	if s.m.plan.scalesQ {
+		scale *= c.QScale
+	}
 	M := float32(math.Inf(-1))
 	var S float32
 	clear(out)

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/chat"
 	"github.com/moonlm/moonlm/engine/pool"
 	"github.com/moonlm/moonlm/engine/tokenizer"
@@ -64,26 +65,31 @@ type Info struct {
 	Threads       int  // worker pool size
 }
 
-// layer holds one transformer block's weights. Matrices alias the mapping;
-// the small vectors (norms, biases) are copied to float32.
+// weights holds tensors by their architecture role. Matrices alias the
+// mapping; the small vectors (norms, biases) are copied to float32. An
+// absent optional tensor is a zero Matrix or a nil vector.
+type weights struct {
+	mats [arch.NumRoles]kernels.Matrix
+	vecs [arch.NumRoles][]float32
+}
+
+// layer holds one transformer block's weights.
 type layer struct {
-	attnNorm, ffnNorm         []float32
-	qNorm, kNorm              []float32 // qwen3, gemma3
-	postAttnNorm, postFFNNorm []float32 // gemma3
-	bq, bk, bv                []float32 // qwen2
-	wq, wk, wv, wo            kernels.Matrix
-	gate, up, down            kernels.Matrix
-	sliding                   bool
+	weights
+	sliding bool
 }
 
 // Model is a loaded model. Its weights are views into the file mapping.
 type Model struct {
 	f          *gguf.File
 	ownsFile   bool
+	fam        *arch.Family
 	cfg        config
+	plan       *plan // the block as phases, compiled from fam.Block
 	tok        *tokenizer.Tokenizer
-	embd       kernels.Matrix // token_embd: vocab rows of dim
-	output     kernels.Matrix // output head (token_embd when tied)
+	glob       weights         // the tensors outside the blocks
+	embd       *kernels.Matrix // token_embd: vocab rows of dim
+	output     *kernels.Matrix // output head (a copy of token_embd's when tied)
 	outputNorm []float32
 	ropeFreqs  []float32 // llama3 per-pair frequency divisors, or nil
 	layers     []layer
@@ -220,7 +226,7 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 			err = panicError("loading model", r)
 		}
 	}()
-	cfg, err := readConfig(f)
+	fam, cfg, err := readConfig(f)
 	if err != nil {
 		return nil, err
 	}
@@ -228,12 +234,18 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	if err != nil {
 		return nil, fmt.Errorf("engine: open: %w", err)
 	}
+	if err := checkNumerics(numerics, &cfg); err != nil {
+		return nil, err
+	}
 	p = applyNumerics(p, numerics)
 	kern := p.Kernels
 	if kern == nil {
 		kern = kernels.Detect()
 	}
-	m = &Model{f: f, cfg: cfg, numerics: numerics, kern: kern}
+	m = &Model{f: f, fam: fam, cfg: cfg, numerics: numerics, kern: kern}
+	if m.plan, err = compilePlan(fam, &m.cfg); err != nil {
+		return nil, err
+	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		if errors.Is(err, tokenizer.ErrUnsupported) {
@@ -252,9 +264,9 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	m.stats.TensorsMs = msSince(t0)
 	m.pack(p, id)
 	m.info = Info{
-		Arch: cfg.arch, Name: cfg.name, VocabSize: m.output.Rows,
-		ContextLength: cfg.nCtxTrain, EmbeddingSize: cfg.dim, Layers: cfg.nLayer,
-		Heads: cfg.nHead, KVHeads: cfg.nKV, HeadDim: cfg.headDim, FFNSize: cfg.ff,
+		Arch: cfg.Arch, Name: cfg.Name, VocabSize: m.output.Rows,
+		ContextLength: cfg.CtxTrain, EmbeddingSize: cfg.Dim, Layers: cfg.Layers,
+		Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, FFNSize: cfg.FF,
 		ChatTemplate: m.template,
 		BOS:          tok.BOS(), EOS: tok.EOS(), EOT: tok.EOT(), AddBOS: tok.AddBOS(),
 		Threads: m.pool.Threads(),
@@ -263,31 +275,52 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 }
 
 // tensorLoader fetches and checks tensors by name.
-type tensorLoader struct{ f *gguf.File }
-
-func (l tensorLoader) get(name string, required bool) (*gguf.Tensor, error) {
-	t, ok := l.f.Tensor(name)
-	if !ok {
-		if required {
-			return nil, fmt.Errorf("%w: missing tensor %s", ErrBadFile, name)
-		}
-		return nil, nil
-	}
-	return t, nil
+type tensorLoader struct {
+	f     *gguf.File
+	c     *config
+	vocab int // token_embd's rows once loaded, else -1
 }
 
-// matrix returns tensor name as a rows x cols weight matrix.
-func (l tensorLoader) matrix(name string, cols, rows int) (kernels.Matrix, error) {
-	t, err := l.get(name, true)
-	if err != nil {
-		return kernels.Matrix{}, err
+// load reads tensor t (named prefix+t.Name) into w, checking its shape:
+// an absent tensor is left zero when optional, replaced by the tensor it
+// is tied to when it has one, and an error naming it otherwise.
+func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights) error {
+	name := prefix + t.Name
+	tt, ok := l.f.Tensor(name)
+	if !ok {
+		switch {
+		case t.TiedTo != arch.NoRole:
+			w.mats[t.Role], w.vecs[t.Role] = w.mats[t.TiedTo], w.vecs[t.TiedTo]
+			return nil
+		case t.Optional:
+			return nil
+		}
+		return fmt.Errorf("%w: missing tensor %s", ErrBadFile, name)
 	}
-	return asMatrix(t, cols, rows)
+	cols := l.c.Of(t.Cols, l.vocab)
+	if !t.Matrix() {
+		v, err := asVector(tt, cols)
+		w.vecs[t.Role] = v
+		return err
+	}
+	mt, err := asMatrix(tt, cols, l.c.Of(t.Rows, l.vocab))
+	if err != nil {
+		return err
+	}
+	w.mats[t.Role] = mt
+	if t.Role == arch.TokenEmbd {
+		l.vocab = mt.Rows
+	}
+	return nil
 }
 
 func asMatrix(t *gguf.Tensor, cols, rows int) (kernels.Matrix, error) {
 	if len(t.Shape) != 2 || t.Shape[0] != int64(cols) || (rows >= 0 && t.Shape[1] != int64(rows)) {
-		return kernels.Matrix{}, fmt.Errorf("%w: tensor %s has shape %v, want [%d %d]", ErrBadFile, t.Name, t.Shape, cols, rows)
+		want := fmt.Sprintf("[%d %d]", cols, rows)
+		if rows < 0 {
+			want = fmt.Sprintf("[%d any]", cols)
+		}
+		return kernels.Matrix{}, fmt.Errorf("%w: %s: shape %v, want %s", ErrBadFile, t.Name, t.Shape, want)
 	}
 	if !kernels.Supported(t.Type) {
 		return kernels.Matrix{}, fmt.Errorf("%w: tensor %s has type %s", ErrUnsupported, t.Name, t.Type)
@@ -302,14 +335,10 @@ func asMatrix(t *gguf.Tensor, cols, rows int) (kernels.Matrix, error) {
 	return m, nil
 }
 
-// vector returns tensor name (n values) converted to float32.
-func (l tensorLoader) vector(name string, n int, required bool) ([]float32, error) {
-	t, err := l.get(name, required)
-	if err != nil || t == nil {
-		return nil, err
-	}
+// asVector returns tensor t (n values) converted to float32.
+func asVector(t *gguf.Tensor, n int) ([]float32, error) {
 	if t.NumElements() != int64(n) || (len(t.Shape) > 1 && t.Shape[0] != int64(n)) {
-		return nil, fmt.Errorf("%w: tensor %s has shape %v, want [%d]", ErrBadFile, t.Name, t.Shape, n)
+		return nil, fmt.Errorf("%w: %s: shape %v, want [%d]", ErrBadFile, t.Name, t.Shape, n)
 	}
 	if !kernels.Supported(t.Type) || n%t.Type.BlockSize() != 0 {
 		return nil, fmt.Errorf("%w: tensor %s has type %s", ErrUnsupported, t.Name, t.Type)
@@ -323,92 +352,30 @@ func (l tensorLoader) vector(name string, n int, required bool) ([]float32, erro
 	return out, nil
 }
 
+// loadTensors loads and checks every tensor the architecture declares.
 func (m *Model) loadTensors() error {
 	c := &m.cfg
-	l := tensorLoader{m.f}
-	var err error
-	te, err := l.get("token_embd.weight", true)
-	if err != nil {
-		return err
+	l := &tensorLoader{f: m.f, c: c, vocab: -1}
+	for i := range m.fam.Model {
+		if err := l.load(&m.fam.Model[i], "", &m.glob); err != nil {
+			return err
+		}
 	}
-	if m.embd, err = asMatrix(te, c.dim, -1); err != nil {
-		return err
+	m.embd, m.output = &m.glob.mats[arch.TokenEmbd], &m.glob.mats[arch.Output]
+	m.outputNorm, m.ropeFreqs = m.glob.vecs[arch.OutputNorm], m.glob.vecs[arch.RopeFreqs]
+	if m.embd.Data == nil || m.output.Data == nil || m.outputNorm == nil {
+		return descriptionError(m.fam, "token_embd, output and output_norm are required")
 	}
 	if m.embd.Rows < m.tok.VocabSize() {
 		return fmt.Errorf("%w: token_embd.weight has %d rows for a vocabulary of %d", ErrBadFile, m.embd.Rows, m.tok.VocabSize())
 	}
-	if out, _ := l.get("output.weight", false); out != nil {
-		if m.output, err = asMatrix(out, c.dim, m.embd.Rows); err != nil {
-			return err
-		}
-	} else {
-		m.output = m.embd // tied head
-	}
-	if m.outputNorm, err = l.vector("output_norm.weight", c.dim, true); err != nil {
-		return err
-	}
-	if c.arch == "llama" {
-		if m.ropeFreqs, err = l.vector("rope_freqs.weight", c.nRot/2, false); err != nil {
-			return err
-		}
-	}
-	qDim, kvDim := c.nHead*c.headDim, c.nKV*c.headDim
-	m.layers = make([]layer, c.nLayer)
+	m.layers = make([]layer, c.Layers)
 	for i := range m.layers {
 		L := &m.layers[i]
 		p := "blk." + strconv.Itoa(i) + "."
-		L.sliding = c.sliding(i)
-		if L.attnNorm, err = l.vector(p+"attn_norm.weight", c.dim, true); err != nil {
-			return err
-		}
-		if L.ffnNorm, err = l.vector(p+"ffn_norm.weight", c.dim, true); err != nil {
-			return err
-		}
-		if L.wq, err = l.matrix(p+"attn_q.weight", c.dim, qDim); err != nil {
-			return err
-		}
-		if L.wk, err = l.matrix(p+"attn_k.weight", c.dim, kvDim); err != nil {
-			return err
-		}
-		if L.wv, err = l.matrix(p+"attn_v.weight", c.dim, kvDim); err != nil {
-			return err
-		}
-		if L.wo, err = l.matrix(p+"attn_output.weight", qDim, c.dim); err != nil {
-			return err
-		}
-		if L.gate, err = l.matrix(p+"ffn_gate.weight", c.dim, c.ff); err != nil {
-			return err
-		}
-		if L.up, err = l.matrix(p+"ffn_up.weight", c.dim, c.ff); err != nil {
-			return err
-		}
-		if L.down, err = l.matrix(p+"ffn_down.weight", c.ff, c.dim); err != nil {
-			return err
-		}
-		if c.qkvBias {
-			if L.bq, err = l.vector(p+"attn_q.bias", qDim, true); err != nil {
-				return err
-			}
-			if L.bk, err = l.vector(p+"attn_k.bias", kvDim, true); err != nil {
-				return err
-			}
-			if L.bv, err = l.vector(p+"attn_v.bias", kvDim, true); err != nil {
-				return err
-			}
-		}
-		if c.qkNorm {
-			if L.qNorm, err = l.vector(p+"attn_q_norm.weight", c.headDim, true); err != nil {
-				return err
-			}
-			if L.kNorm, err = l.vector(p+"attn_k_norm.weight", c.headDim, true); err != nil {
-				return err
-			}
-		}
-		if c.postNorms {
-			if L.postAttnNorm, err = l.vector(p+"post_attention_norm.weight", c.dim, true); err != nil {
-				return err
-			}
-			if L.postFFNNorm, err = l.vector(p+"post_ffw_norm.weight", c.dim, true); err != nil {
+		L.sliding = c.Sliding(i)
+		for j := range m.fam.Layer {
+			if err := l.load(&m.fam.Layer[j], p, &L.weights); err != nil {
 				return err
 			}
 		}
@@ -516,9 +483,8 @@ func (m *Model) ApplyChatTemplate(msgs []chat.Message, addAssistant bool) (strin
 // for the Gemma architectures, "llama3" for a Llama 3 vocabulary (it has
 // <|start_header_id|>), else "chatml".
 func (m *Model) ChatFamily() string {
-	switch m.cfg.arch {
-	case "gemma", "gemma2", "gemma3":
-		return "gemma"
+	if f := m.fam.ChatFormat; f != "" {
+		return f
 	}
 	if m.tok.ID("<|start_header_id|>") >= 0 {
 		return "llama3"

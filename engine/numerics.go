@@ -77,10 +77,10 @@ func resolveNumerics(n Numerics) (Numerics, error) {
 	return n, nil
 }
 
-// applyNumerics adjusts the open parameters for mode n: the llama.cpp
+// applyNumerics adjusts the open parameters for mode n: the reference
 // modes need their layouts installed, so they pack whatever MOONLM_PACK
-// says, and skip the packed-weight cache (the layouts are plain copies,
-// cheaper to make than to read back).
+// says, and skip the packed-weight cache (their layouts read the mapping
+// in place; only weights of types they do not cover are packed).
 func applyNumerics(p ModelParams, n Numerics) ModelParams {
 	if n != NumericsFast {
 		p.Pack = PackOn
@@ -90,30 +90,94 @@ func applyNumerics(p ModelParams, n Numerics) ModelParams {
 }
 
 // layoutFor is the packed layout matrix mt takes under the model's
-// numerics mode (nil: used as mapped).
-func (m *Model) layoutFor(mt *kernels.Matrix) *kernels.PackedLayout {
+// numerics mode (nil: used as mapped). inPlace says the layout's bytes are
+// the GGUF rows unchanged (the numerics modes' one-row layouts), so the
+// matrix reads the mapping itself rather than a copy.
+func (m *Model) layoutFor(mt *kernels.Matrix) (l *kernels.PackedLayout, inPlace bool) {
 	order := kernels.GGMLRepack
 	switch m.numerics {
 	case NumericsFast:
-		return m.kern.Packed(mt.Type)
+		return m.kern.Packed(mt.Type), false
 	case NumericsIk:
 		if l := kernels.PackedIk(mt.Type); l != nil {
-			return l
+			return l, true
 		}
-		return m.kern.Packed(mt.Type)
+		return m.kern.Packed(mt.Type), false
 	case NumericsLlamaCppNoRepack:
 		order = kernels.GGMLVecDot
 	}
 	if l := kernels.PackedExact(mt.Type, mt.Rows, order); l != nil {
-		return l
+		return l, true
 	}
-	return m.kern.Packed(mt.Type)
+	return m.kern.Packed(mt.Type), false
 }
 
-// decodeInGGMLOrder says whether a one-token batch sums its attention
-// products as ggml_vec_dot_f16 does (see ggmlDecodeOrder).
-func (m *Model) decodeInGGMLOrder() bool {
-	return m.numerics != NumericsFast || m.ggmlDecodeOrder
+// numericsOps are the building blocks whose arithmetic a numerics mode
+// changes, chosen once when a session is made, so that the block's steps
+// call through them instead of asking which mode runs.
+type numericsOps struct {
+	rmsNorm func(dst, x, w []float32, eps float32)
+	rope    func(x []float32, headDim, nHeads int, cache []float32, neox bool)
+	gelu    func(dst, x []float32)
+	// attendHead computes one head of one token's attention.
+	attendHead func(s *Session, t, h, worker int)
+	// qScaleInAttention: the ScaleQ step's scale is applied by attendHead
+	// to the scores rather than to Q (ik's flash attention takes it as its
+	// scale).
+	qScaleInAttention bool
+	// groupAttention allows attendGroup (all heads of a KV head at once),
+	// which computes what attendHead does in the tinyBLAS order.
+	groupAttention bool
+	// ggmlDecode sums a one-token batch's attention products in
+	// ggml_vec_dot_f16's order (see Model.ggmlDecodeOrder).
+	ggmlDecode bool
+}
+
+// opsFor returns the operations of model m's numerics mode for a session
+// with an f32 (else f16) KV cache, on m's kernel set.
+func opsFor(m *Model, f32 bool) numericsOps {
+	n, c := m.numerics, &m.cfg
+	o := numericsOps{
+		rmsNorm:        kernels.RMSNorm,
+		rope:           m.kern.RoPEApply,
+		gelu:           kernels.GELU,
+		attendHead:     (*Session).attendHead,
+		groupAttention: !f32 && c.HeadDim%16 == 0,
+		ggmlDecode:     n != NumericsFast || m.ggmlDecodeOrder,
+	}
+	if n == NumericsIk {
+		o.rmsNorm = rmsNormIk
+		o.rope = m.kern.RoPEApplyIk
+		o.gelu = kernels.GELUIk
+		o.groupAttention = false
+		if !f32 {
+			o.attendHead = (*Session).attendHeadIk
+			o.qScaleInAttention = true
+		}
+	}
+	return o
+}
+
+// rmsNormIk is ik_llama.cpp's RMS norm, (scale*weight)*x, or the plain one
+// without a weight.
+func rmsNormIk(dst, x, w []float32, eps float32) {
+	if w == nil {
+		kernels.RMSNorm(dst, x, w, eps)
+		return
+	}
+	kernels.RMSNormIk(dst, x, w, eps)
+}
+
+// checkNumerics refuses a model that mode n cannot follow its reference
+// engine on, naming what it cannot follow.
+func checkNumerics(n Numerics, c *config) error {
+	if n == NumericsIk && c.HeadDim%16 != 0 {
+		// attendHeadIk follows ik_llama.cpp's iqk flash attention, which
+		// takes keys 16 values at a time; ik_llama.cpp computes other head
+		// sizes another way, which this mode does not follow.
+		return fmt.Errorf("%w: numerics mode ik: head size %d (it follows ik_llama.cpp's flash attention for multiples of 16 only)", ErrUnsupported, c.HeadDim)
+	}
+	return nil
 }
 
 // Numerics returns the model's numerics mode, after MOONLM_NUMERICS.

@@ -2,7 +2,13 @@ package engine
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
+	"unsafe"
+
+	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
 
 	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/stretchr/testify/assert"
@@ -77,4 +83,51 @@ func TestNumericsOpen(t *testing.T) {
 	t.Setenv("MOONLM_NUMERICS", "bogus")
 	_, err := Open(path, ModelParams{})
 	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
+}
+
+// TestReferenceLayoutsKeepGGUFBytes: the layouts the reference modes read
+// in place (layoutFor's inPlace) pack rows to the same bytes, so reading
+// the mapping instead of a packed copy computes the same.
+func TestReferenceLayoutsKeepGGUFBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []Numerics{NumericsLlamaCpp, NumericsLlamaCppNoRepack, NumericsIk} {
+		m := &Model{numerics: n}
+		for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_1, gguf.Q5_0, gguf.Q4_K, gguf.Q6_K, gguf.F32} {
+			const rows, cols = 16, 512
+			src := make([]byte, rows*kernels.RowBytes(typ, cols))
+			for i := range src {
+				src[i] = byte(r.Uint32())
+			}
+			mt := &kernels.Matrix{Type: typ, Rows: rows, Cols: cols, Data: src}
+			l, inPlace := m.layoutFor(mt)
+			if !inPlace {
+				continue
+			}
+			require.Equal(t, len(src), l.PackedSize(rows, cols), "%v %v", n, typ)
+			dst := make([]byte, len(src))
+			l.PackRows(mt, dst, 0, rows/l.Rows)
+			assert.Equal(t, src, dst, "%v: %s packs %v rows to other bytes", n, l.Name, typ)
+		}
+	}
+}
+
+// TestReferenceModesReadWeightsInPlace: in the reference modes the covered
+// matrices read the file mapping itself: no packed copy is made.
+func TestReferenceModesReadWeightsInPlace(t *testing.T) {
+	path := shareddata.Path(t, "synth/synth-llama-Q4_K_M.gguf")
+	for _, n := range []Numerics{NumericsLlamaCpp, NumericsLlamaCppNoRepack, NumericsIk} {
+		m, err := Open(path, ModelParams{Threads: 1, Numerics: n})
+		require.NoError(t, err)
+		st := m.OpenStats()
+		assert.Zero(t, st.PackedBytes, "%v: q4_K and q6_K are covered, nothing is copied", n)
+		assert.Equal(t, len(m.PackedTensors()), st.PackedMatrices)
+		for il := range m.layers {
+			for _, r := range []arch.Role{arch.WQ, arch.WO, arch.Down} {
+				mt := &m.layers[il].mats[r]
+				require.NotNil(t, mt.Layout, "%v: layer %d role %d", n, il, r)
+				assert.Equal(t, unsafe.SliceData(mt.Data), unsafe.SliceData(mt.Packed), "%v: layer %d role %d reads a copy", n, il, r)
+			}
+		}
+		require.NoError(t, m.Close())
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
 
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/internal/packcache"
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -75,8 +76,9 @@ type OpenStats struct {
 	PackMs    float64 // packing the weights or mapping them from the cache
 	// PackSource is one of the PackSource constants.
 	PackSource string
-	// PackedBytes is the size of the packed weights; PackedMatrices how
-	// many matrices have them.
+	// PackedBytes is the size of the packed copies (a layout that reads the
+	// mapping in place takes none); PackedMatrices how many matrices have
+	// a packed layout.
 	PackedBytes    int64
 	PackedMatrices int
 }
@@ -95,6 +97,9 @@ type packTarget struct {
 	m         *kernels.Matrix
 	l         *kernels.PackedLayout
 	off, size int
+	// inPlace: the layout's bytes are the GGUF rows, so the matrix's
+	// packed form is its own mapped data and takes no room in the block.
+	inPlace bool
 }
 
 // packState holds a model's packed weights: an anonymous mapping outside
@@ -126,32 +131,42 @@ func (m *Model) packTargets() ([]packTarget, int) {
 	var ts []packTarget
 	off := 0
 	add := func(name string, mt *kernels.Matrix) {
-		l := m.layoutFor(mt)
+		l, inPlace := m.layoutFor(mt)
 		if l == nil || mt.Rows < l.Rows {
 			return
 		}
 		size := l.PackedSize(mt.Rows, mt.Cols)
+		if inPlace {
+			ts = append(ts, packTarget{name: name, m: mt, l: l, size: size, inPlace: true})
+			return
+		}
 		ts = append(ts, packTarget{name: name, m: mt, l: l, off: off, size: size})
 		off += (size + packAlign - 1) / packAlign * packAlign
 	}
+	mats := blockMatrices(m.fam)
 	for i := range m.layers {
 		L := &m.layers[i]
 		p := "blk." + strconv.Itoa(i) + "."
-		add(p+"attn_q.weight", &L.wq)
-		add(p+"attn_k.weight", &L.wk)
-		add(p+"attn_v.weight", &L.wv)
-		add(p+"attn_output.weight", &L.wo)
-		add(p+"ffn_gate.weight", &L.gate)
-		add(p+"ffn_up.weight", &L.up)
-		add(p+"ffn_down.weight", &L.down)
-	}
-	name := "output.weight"
-	if m.f != nil {
-		if _, ok := m.f.Tensor(name); !ok {
-			name = "token_embd.weight (tied output)"
+		for _, t := range mats {
+			if L.mats[t.Role].Data != nil {
+				add(p+t.Name, &L.mats[t.Role])
+			}
 		}
 	}
-	add(name, &m.output)
+	// The model's matrices but the embeddings, which are only looked up.
+	for i := range m.fam.Model {
+		t := &m.fam.Model[i]
+		if !t.Matrix() || t.Role == arch.TokenEmbd || m.glob.mats[t.Role].Data == nil {
+			continue
+		}
+		name := t.Name
+		if m.f != nil && t.TiedTo != arch.NoRole {
+			if _, ok := m.f.Tensor(name); !ok {
+				name = m.fam.Tensor(t.TiedTo).Name + " (tied output)"
+			}
+		}
+		add(name, &m.glob.mats[t.Role])
+	}
 	return ts, off
 }
 
@@ -211,6 +226,9 @@ func (m *Model) pack(p ModelParams, id *fileIdentity) {
 		return
 	}
 	cfg := cacheConfig(p.PackedCache)
+	if total == 0 {
+		cfg.Disabled = true // nothing is copied, so nothing to cache
+	}
 	ps := &packState{targets: ts, total: total, logf: cfg.Logf}
 	if ps.logf == nil {
 		ps.logf = debugLog
@@ -337,6 +355,10 @@ func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) 
 // every target into it on the model's pool, dropping the residency of each
 // original once it is packed.
 func (ps *packState) packInMemory(m *Model) error {
+	if ps.total == 0 { // every target reads the mapping in place
+		ps.install(nil)
+		return nil
+	}
 	mem, err := mapPacked(ps.total)
 	if err != nil {
 		return fmt.Errorf("%w: mapping %d bytes for packed weights: %w", ErrOutOfMemory, ps.total, err)
@@ -368,6 +390,9 @@ const packChunkBytes = 8 << 20
 func (ps *packState) packAll(m *Model, block []byte) error {
 	for i := range ps.targets {
 		t := &ps.targets[i]
+		if t.inPlace {
+			continue
+		}
 		dst := block[t.off : t.off+t.size]
 		groups := t.m.Rows / t.l.Rows
 		gBytes := t.l.Rows * t.m.RowBytes()
@@ -391,7 +416,11 @@ func (ps *packState) packAll(m *Model, block []byte) error {
 // install points every target matrix at its packed form inside block.
 func (ps *packState) install(block []byte) {
 	for _, t := range ps.targets {
-		t.m.Packed = block[t.off : t.off+t.size : t.off+t.size]
+		if t.inPlace {
+			t.m.Packed = t.m.Data[:t.size:t.size]
+		} else {
+			t.m.Packed = block[t.off : t.off+t.size : t.off+t.size]
+		}
 		t.m.Layout = t.l
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
@@ -51,36 +52,35 @@ type Session struct {
 	workers int
 
 	// scratch, sized for maxBatch tokens
-	nb       int // batch capacity
-	x, xn, o []float32
-	q, k, v  []float32
-	att      []float32
-	g, u     []float32
-	acts     map[gguf.Type][]byte // activations in each vec-dot type used
-	actTypes []gguf.Type          // keys of acts, fixed order
-	rope     []float32            // nb x nRot cos/sin, global layers
-	ropeSWA  []float32            // nb x nRot cos/sin, sliding layers
-	scores   [][]float32          // per thread, cache capacity
-	q16      [][]uint16           // per thread, head dim
-	w16      [][]uint16           // per thread, cache capacity: f16 softmax weights
-	tokens   []int32              // Decode's one-token batch
-	batch    []int32              // the tokens of the current forward pass
+	nb       int                     // batch capacity
+	bufs     [arch.NumBufs][]float32 // nb x plan.width per buffer
+	q, att   []float32               // bufs[Q] and bufs[Att], for attention
+	acts     map[gguf.Type][]byte    // activations in each vec-dot type used
+	actTypes []gguf.Type             // keys of acts, fixed order
+	rope     []float32               // nb x nRot cos/sin, global layers
+	ropeSWA  []float32               // nb x nRot cos/sin, sliding layers
+	scores   [][]float32             // per thread, cache capacity
+	q16      [][]uint16              // per thread, head dim
+	w16      [][]uint16              // per thread, cache capacity: f16 softmax weights
+	tokens   []int32                 // Decode's one-token batch
+	batch    []int32                 // the tokens of the current forward pass
 
 	// the current operation's parameters, read by the pool tasks
 	nTok     int // tokens in the batch
 	p0       int // position of the first
 	il       int // layer
 	stage    int
-	outFirst int // first token of the batch whose logits are wanted
-	jobs     [3]mmJob
+	phase    int  // stLayer: the token phase of the plan
+	chain    bool // stLayer: also run phase 0 of layer il+1
+	outFirst int  // first token of the batch whose logits are wanted
+	jobs     [maxProj]mmJob
 	nJobs    int
 	fnMat    pool.Task
 	fnAttn   pool.Task
 	fnStage  pool.Task
 
-	// ikAttn selects ik_llama.cpp's flash attention (attendHeadIk): set
-	// in the ik numerics mode with an f16 cache.
-	ikAttn bool
+	// ops are the numerics mode's building blocks.
+	ops numericsOps
 	// cacheCleanup unmaps the KV cache if the session is dropped unclosed.
 	cacheCleanup runtime.Cleanup
 }
@@ -97,7 +97,7 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	c := &m.cfg
 	nCtx := p.NCtx
 	if nCtx == 0 {
-		nCtx = c.nCtxTrain
+		nCtx = c.CtxTrain
 	}
 	if nCtx < 0 || p.Threads < 0 {
 		return nil, fmt.Errorf("engine: new session: %w: context %d, threads %d", ErrInvalidArgument, p.NCtx, p.Threads)
@@ -109,7 +109,7 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	if f32 {
 		elem = 4
 	}
-	if full := int64(nCtx) * int64(c.nKV*c.headDim) * int64(c.nLayer) * 2 * elem; nCtx > 1<<26 || full > 1<<40 {
+	if full := int64(nCtx) * int64(c.KVHeads*c.HeadDim) * int64(c.Layers) * 2 * elem; nCtx > 1<<26 || full > 1<<40 {
 		return nil, fmt.Errorf("engine: new session: %w: a context of %d needs a %d-byte KV cache", ErrOutOfMemory, nCtx, full)
 	}
 	switch p.KVType {
@@ -125,7 +125,7 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	m.sessions++
 	m.mu.Unlock()
 
-	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool, ikAttn: m.numerics == NumericsIk && !f32}
+	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool, ops: opsFor(m, f32)}
 	if p.Threads != 0 && p.Threads != m.pool.Threads() {
 		s.pool, s.ownPool = pool.New(p.Threads), true
 	}
@@ -141,7 +141,7 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 // least one of ik's 128-key blocks (attendHeadIk), and one head's f16
 // weights (attendHead).
 func (s *Session) attnScratch() ([]float32, []uint16) {
-	n := s.cache.cap * (s.c.nHead / s.c.nKV)
+	n := s.cache.cap * (s.c.Heads / s.c.KVHeads)
 	return make([]float32, max(n, ikKStep)), make([]uint16, s.cache.cap)
 }
 
@@ -153,7 +153,7 @@ func (s *Session) alloc(f32 bool) (err error) {
 	}()
 	c := s.c
 	m := s.m
-	s.cache, err = newKVCache(c.nLayer, c.nKV*c.headDim, s.nCtx, f32)
+	s.cache, err = newKVCache(c.Layers, c.KVHeads*c.HeadDim, s.nCtx, f32)
 	if err != nil {
 		return err
 	}
@@ -165,36 +165,33 @@ func (s *Session) alloc(f32 bool) (err error) {
 	s.cacheCleanup = runtime.AddCleanup(s, (*kvCache).free, s.cache)
 	nb := min(maxBatch, s.nCtx)
 	s.nb = nb
-	qDim, kvDim := c.nHead*c.headDim, c.nKV*c.headDim
-	s.x = make([]float32, nb*c.dim)
-	s.xn = make([]float32, nb*c.dim)
-	s.o = make([]float32, nb*c.dim)
-	s.q = make([]float32, nb*qDim)
-	s.k = make([]float32, nb*kvDim)
-	s.v = make([]float32, nb*kvDim)
-	s.att = make([]float32, nb*qDim)
-	s.g = make([]float32, nb*c.ff)
-	s.u = make([]float32, nb*c.ff)
-	s.rope = make([]float32, nb*c.nRot)
-	if c.swaWindow > 0 {
-		s.ropeSWA = make([]float32, nb*c.nRot)
+	pl := m.plan
+	for b, w := range pl.width {
+		if w > 0 {
+			s.bufs[b] = make([]float32, nb*w)
+		}
+	}
+	s.q, s.att = s.bufs[arch.Q], s.bufs[arch.Att]
+	s.rope = make([]float32, nb*c.Rot)
+	if c.SWAWindow > 0 {
+		s.ropeSWA = make([]float32, nb*c.Rot)
 	}
 	s.tokens = make([]int32, nb)
 	// One activation buffer per vec-dot type, big enough for the widest input.
 	s.acts = map[gguf.Type][]byte{}
-	maxCols := max(c.dim, qDim, c.ff)
+	maxCols := max(c.Dim, pl.maxIn)
 	add := func(mt *kernels.Matrix) {
 		t := kernels.ActType(mt)
-		if _, ok := s.acts[t]; !ok {
+		if _, ok := s.acts[t]; !ok && mt.Data != nil {
 			s.acts[t] = make([]byte, nb*kernels.ActBytes(mt, maxCols))
 			s.actTypes = append(s.actTypes, t)
 		}
 	}
-	add(&m.output)
+	add(m.output)
+	mats := blockMatrices(m.fam)
 	for i := range m.layers {
-		L := &m.layers[i]
-		for _, mt := range []*kernels.Matrix{&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down} {
-			add(mt)
+		for _, t := range mats {
+			add(&m.layers[i].mats[t.Role])
 		}
 	}
 	s.workers = s.pool.Threads()
@@ -203,7 +200,7 @@ func (s *Session) alloc(f32 bool) (err error) {
 	s.w16 = make([][]uint16, s.workers)
 	for i := range s.scores {
 		s.scores[i], s.w16[i] = s.attnScratch()
-		s.q16[i] = make([]uint16, c.headDim)
+		s.q16[i] = make([]uint16, c.HeadDim)
 	}
 	s.fnMat = s.runMatrices
 	s.fnAttn = s.runAttention

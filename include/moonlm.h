@@ -164,6 +164,10 @@ typedef enum moonlm_packed_cache_mode {
 } moonlm_packed_cache_mode;
 
 /*
+ * A verification feature, not a speed or quality setting: applications
+ * leave it at DEFAULT; the other modes exist to check moonlm against a
+ * reference engine.
+ *
  * The arithmetic a model computes with (moonlm_model_params.numerics). Every
  * mode computes the same model; they differ only in the order of float
  * additions and in how activations are rounded, so the logits differ in
@@ -179,12 +183,14 @@ typedef enum moonlm_packed_cache_mode {
  * bit, for checking against it: LLAMACPP is llama.cpp's x86 CPU backend
  * with its defaults (q4_K weights repacked), LLAMACPP_NOREPACK the same
  * without repacked layouts, IK is ik_llama.cpp (its q8_2 activations, fused
- * ops and flash attention). They run pure-Go kernels over a copy of the
- * weights: several times slower and more memory. They ignore
+ * ops and flash attention). They run pure-Go kernels that read the covered
+ * weights in place in the file mapping: several times slower. They ignore
  * MOONLM_NUMERICS, always pack (pack is ignored) and never use the
  * packed-weight cache. Weights of the types a mode does not cover keep the
  * fast kernels and are not bit-exact (the llama.cpp modes cover q8_0, q4_1,
- * q5_0, q4_K and q6_K; IK covers q8_0, q4_K and q6_K).
+ * q5_0, q4_K and q6_K; IK covers q8_0, q4_K and q6_K). A model whose
+ * shape a mode cannot follow is refused at open with MOONLM_UNSUPPORTED
+ * naming it (IK: a head size that is not a multiple of 16).
  */
 typedef enum moonlm_numerics {
     MOONLM_NUMERICS_DEFAULT = 0,

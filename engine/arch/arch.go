@@ -1,0 +1,477 @@
+// Package arch describes the model architectures the engine runs. A family
+// (one file each: llama.go, qwen2.go, ...) declares three things and
+// nothing else about it lives elsewhere:
+//
+//   - its hyperparameters, read from GGUF metadata on top of the keys every
+//     family shares (ReadParams), with its own facts (scales, windows,
+//     model sizes) set in its Hparams function;
+//   - its tensors: name, shape in terms of the hyperparameters, whether it
+//     is optional, and which tensor stands in when it is absent (a tied
+//     output head);
+//   - its transformer block as a short sequence of Steps over the engine's
+//     shared building blocks (norms, projections with optional biases,
+//     RoPE, attention, activations, residuals).
+//
+// The engine derives from that one description the tensors it loads and
+// checks, the matrices it packs and the session's scratch buffers. Adding
+// an architecture is a file here, a line in the families table and tests.
+package arch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// Sentinel errors of reading a description from a file; the engine's
+// ErrBadFile and ErrUnsupported are these values.
+var (
+	ErrBadFile     = errors.New("bad model file")
+	ErrUnsupported = errors.New("unsupported")
+)
+
+// Family is one architecture, as named by general.architecture.
+type Family struct {
+	// Name is the general.architecture value.
+	Name string
+	// Hparams reads the family's own keys and sets its facts on p, whose
+	// shared keys are already read; nil when there are none.
+	Hparams func(m Meta, p *Params) error
+	// Model lists the tensors outside the blocks, in load order.
+	Model []Tensor
+	// Layer lists each block's tensors (names after "blk.N."), in load
+	// (and packing) order.
+	Layer []Tensor
+	// Block is one transformer block's computation.
+	Block []Step
+	// ChatFormat is the built-in chat format (an engine/chat family name)
+	// for a model without a usable template; "" guesses from the
+	// vocabulary.
+	ChatFormat string
+}
+
+// families is the registry: one line per architecture.
+var families = []*Family{
+	&llama,
+	&qwen2,
+	&qwen3,
+	&gemma3,
+}
+
+// Lookup returns the family named name.
+func Lookup(name string) (*Family, bool) {
+	for _, f := range families {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the supported architectures, sorted.
+func Names() []string {
+	var s []string
+	for _, f := range families {
+		s = append(s, f.Name)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// Tensor returns the declaration of role r, from Model or Layer, or nil.
+func (f *Family) Tensor(r Role) *Tensor {
+	for _, ts := range [][]Tensor{f.Model, f.Layer} {
+		for i := range ts {
+			if ts[i].Role == r {
+				return &ts[i]
+			}
+		}
+	}
+	return nil
+}
+
+// Activation is the FFN gate's activation.
+type Activation int
+
+const (
+	SiLU Activation = iota // SwiGLU
+	GELU                   // GeGLU with the tanh GELU
+)
+
+// Params are a model's hyperparameters, with llama.cpp's defaults for
+// missing optional keys.
+type Params struct {
+	Arch       string
+	Name       string
+	CtxTrain   int
+	Dim        int
+	Layers     int
+	Heads      int
+	KVHeads    int
+	HeadDim    int // key length (n_embd_head_k)
+	HeadDimV   int // value length (n_embd_head_v)
+	FF         int
+	Rot        int // RoPE dimensions per head
+	Eps        float32
+	RopeBase   float32
+	RopeScale  float32 // linear position scale (1/factor), 1 = none
+	Neox       bool    // NeoX RoPE layout (pairs i, i+n/2)
+	Act        Activation
+	EmbScale   float32 // embeddings multiplied by this, 1 = none
+	QScale     float32 // Q multiplied by this before attention (a ScaleQ step), 1 = none
+	KQScale    float32 // attention scores multiplied by this in softmax
+	SWAWindow  int     // sliding window in positions; 0 = none
+	SWAPattern int     // every SWAPattern-th layer is global; the others slide
+	RopeSWA    float32 // RoPE base for sliding-window layers
+}
+
+// QDim is the width of all query heads.
+func (p *Params) QDim() int { return p.Heads * p.HeadDim }
+
+// KVDim is the width of all key (or value) heads.
+func (p *Params) KVDim() int { return p.KVHeads * p.HeadDim }
+
+// Sliding reports whether layer il uses sliding-window attention.
+func (p *Params) Sliding(il int) bool {
+	return p.SWAWindow > 0 && p.SWAPattern > 0 && il%p.SWAPattern < p.SWAPattern-1
+}
+
+// Size is a tensor dimension in terms of the hyperparameters.
+type Size int
+
+const (
+	None    Size = iota // no such dimension (a vector's rows)
+	Any                 // any length (token_embd's rows: the vocabulary)
+	Vocab               // the rows of token_embd
+	Dim                 // embedding length
+	QDim                // Heads * HeadDim
+	KVDim               // KVHeads * HeadDim
+	HeadDim             // one head
+	FF                  // feed-forward length
+	RotHalf             // Rot / 2 (per-pair RoPE factors)
+)
+
+// Of returns the value of s; vocab is the rows of token_embd.
+func (p *Params) Of(s Size, vocab int) int {
+	switch s {
+	case Vocab:
+		return vocab
+	case Dim:
+		return p.Dim
+	case QDim:
+		return p.QDim()
+	case KVDim:
+		return p.KVDim()
+	case HeadDim:
+		return p.HeadDim
+	case FF:
+		return p.FF
+	case RotHalf:
+		return p.Rot / 2
+	}
+	return -1
+}
+
+// Role is the slot a tensor fills, named by what the block does with it.
+type Role int
+
+const (
+	NoRole Role = iota
+	// Model-level tensors.
+	TokenEmbd
+	Output
+	OutputNorm
+	RopeFreqs // llama3's per-pair frequency divisors
+	// Block tensors.
+	AttnNorm
+	WQ
+	WK
+	WV
+	BQ
+	BK
+	BV
+	QNorm
+	KNorm
+	WO
+	PostAttnNorm
+	FFNNorm
+	Gate
+	Up
+	Down
+	PostFFNNorm
+	NumRoles
+)
+
+// Tensor declares one tensor.
+type Tensor struct {
+	Role Role
+	Name string // "token_embd.weight"; in a block, the part after "blk.N."
+	// Cols and Rows are the GGUF shape (ne0, ne1); Rows is None for a
+	// vector of Cols values.
+	Cols, Rows Size
+	// Optional tensors may be absent; a step using one skips it.
+	Optional bool
+	// TiedTo is the role whose tensor stands in when this one is absent
+	// (the output head reusing token_embd).
+	TiedTo Role
+}
+
+// Matrix reports whether t is a weight matrix (multiplied by activations)
+// rather than a vector (norm weights, biases, factors).
+func (t *Tensor) Matrix() bool { return t.Rows != None }
+
+// Buf is a per-token activation buffer of the session.
+type Buf int
+
+const (
+	X   Buf = iota // the residual stream (Dim)
+	XN             // a normed copy of X (Dim)
+	Q              // queries (QDim)
+	K              // keys (KVDim)
+	V              // values (KVDim)
+	Att            // attention output (QDim)
+	O              // a projection back to Dim
+	G              // FFN gate (FF)
+	U              // FFN up (FF)
+	NumBufs
+)
+
+// Op is a building block.
+type Op int
+
+const (
+	OpNorm     Op = iota // Out = RMSNorm(In) * W
+	OpHeadNorm           // In = per-head RMSNorm(In) * W (W of HeadDim)
+	OpProject            // each Proj: Out = W . In, plus Bias when present
+	OpRoPE               // rotate Q and K at their positions
+	OpScaleQ             // Q *= Params.QScale
+	OpAttend             // store K and V in the cache; Att = attention(Q)
+	OpResidual           // X += In
+	OpGLU                // G = Act(G) * U
+)
+
+// Proj is one matrix product of a Project step.
+type Proj struct {
+	W    Role
+	Bias Role // NoRole: none
+	Out  Buf
+}
+
+// Step is one operation of a block.
+type Step struct {
+	Op      Op
+	In, Out Buf
+	W       Role
+	Proj    []Proj
+}
+
+// Norm is Out = RMSNorm(In) * w; with In == Out it norms in place.
+func Norm(w Role, in, out Buf) Step { return Step{Op: OpNorm, W: w, In: in, Out: out} }
+
+// HeadNorm norms every head of b with w.
+func HeadNorm(b Buf, w Role) Step { return Step{Op: OpHeadNorm, W: w, In: b, Out: b} }
+
+// Project multiplies in by each projection's matrix (the products run
+// together, split over the threads).
+func Project(in Buf, p ...Proj) Step { return Step{Op: OpProject, In: in, Proj: p} }
+
+// RoPE rotates Q and K.
+func RoPE() Step { return Step{Op: OpRoPE, In: Q, Out: K} }
+
+// ScaleQ scales the queries by Params.QScale.
+func ScaleQ() Step { return Step{Op: OpScaleQ, In: Q, Out: Q} }
+
+// Attend stores K and V and computes causal attention of Q into Att.
+func Attend() Step { return Step{Op: OpAttend, In: Q, Out: Att} }
+
+// Residual adds in to the residual stream.
+func Residual(in Buf) Step { return Step{Op: OpResidual, In: in, Out: X} }
+
+// GLU is G = act(G) * U, with the activation in Params.Act.
+func GLU() Step { return Step{Op: OpGLU, In: G, Out: G} }
+
+// Meta reads one architecture's typed metadata keys ("ARCH.key").
+type Meta struct {
+	F    *gguf.File
+	Arch string
+}
+
+func (m Meta) lookup(key string) (gguf.Value, bool) {
+	return m.F.Lookup(m.Arch + "." + key)
+}
+
+// Uint reads an unsigned key (or a per-layer array whose values are all
+// equal), def when it is absent and not required.
+func (m Meta) Uint(key string, def int, required bool) (int, error) {
+	v, ok := m.lookup(key)
+	if !ok {
+		if required {
+			return 0, fmt.Errorf("%w: missing metadata key %s.%s", ErrBadFile, m.Arch, key)
+		}
+		return def, nil
+	}
+	if a, err := v.Array(); err == nil {
+		// Per-layer arrays: llama.cpp accepts them; we need one value for all layers.
+		if a.Len() == 0 {
+			return 0, fmt.Errorf("%w: metadata key %s.%s is an empty array", ErrBadFile, m.Arch, key)
+		}
+		first, err := a.Uint64(0)
+		if err != nil {
+			return 0, fmt.Errorf("%w: metadata key %s.%s: %v", ErrBadFile, m.Arch, key, err)
+		}
+		for i := 1; i < a.Len(); i++ {
+			x, err := a.Uint64(i)
+			if err != nil || x != first {
+				return 0, fmt.Errorf("%w: metadata key %s.%s varies per layer", ErrUnsupported, m.Arch, key)
+			}
+		}
+		if first > math.MaxInt32 {
+			return 0, fmt.Errorf("%w: metadata key %s.%s = %d is out of range", ErrBadFile, m.Arch, key, first)
+		}
+		return int(first), nil
+	}
+	x, err := v.Uint64()
+	if err != nil {
+		return 0, fmt.Errorf("%w: metadata key %s.%s: %v", ErrBadFile, m.Arch, key, err)
+	}
+	if x > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: metadata key %s.%s = %d is out of range", ErrBadFile, m.Arch, key, x)
+	}
+	return int(x), nil
+}
+
+// Float reads a float key, def when it is absent.
+func (m Meta) Float(key string, def float32) (float32, error) {
+	v, ok := m.lookup(key)
+	if !ok {
+		return def, nil
+	}
+	x, err := v.Float64()
+	if err != nil {
+		return 0, fmt.Errorf("%w: metadata key %s.%s: %v", ErrBadFile, m.Arch, key, err)
+	}
+	return float32(x), nil
+}
+
+// String reads a string key, def when it is absent or not a string.
+func (m Meta) String(key, def string) string {
+	v, ok := m.lookup(key)
+	if !ok {
+		return def
+	}
+	s, err := v.String()
+	if err != nil {
+		return def
+	}
+	return s
+}
+
+func generalString(f *gguf.File, key string) string {
+	v, ok := f.Lookup(key)
+	if !ok {
+		return ""
+	}
+	s, _ := v.String()
+	return s
+}
+
+// Read finds f's family and reads its hyperparameters. An architecture
+// without a family is ErrUnsupported naming it.
+func Read(f *gguf.File) (*Family, Params, error) {
+	var p Params
+	p.Arch = generalString(f, "general.architecture")
+	p.Name = generalString(f, "general.name")
+	if p.Arch == "" {
+		return nil, p, fmt.Errorf("%w: no general.architecture key", ErrBadFile)
+	}
+	fam, ok := Lookup(p.Arch)
+	if !ok {
+		return nil, p, fmt.Errorf("%w: architecture %q (supported: %s)", ErrUnsupported, p.Arch, strings.Join(Names(), ", "))
+	}
+	m := Meta{f, p.Arch}
+	if err := readShared(m, &p); err != nil {
+		return nil, p, err
+	}
+	if fam.Hparams != nil {
+		if err := fam.Hparams(m, &p); err != nil {
+			return nil, p, err
+		}
+	}
+	return fam, p, nil
+}
+
+// readShared reads the keys every family has.
+func readShared(m Meta, p *Params) error {
+	var err error
+	if p.CtxTrain, err = m.Uint("context_length", 0, true); err != nil {
+		return err
+	}
+	if p.Dim, err = m.Uint("embedding_length", 0, true); err != nil {
+		return err
+	}
+	if p.Layers, err = m.Uint("block_count", 0, true); err != nil {
+		return err
+	}
+	if p.FF, err = m.Uint("feed_forward_length", 0, true); err != nil {
+		return err
+	}
+	if p.Heads, err = m.Uint("attention.head_count", 0, true); err != nil {
+		return err
+	}
+	if p.KVHeads, err = m.Uint("attention.head_count_kv", p.Heads, false); err != nil {
+		return err
+	}
+	if p.Dim <= 0 || p.Layers <= 0 || p.FF <= 0 || p.Heads <= 0 || p.KVHeads <= 0 || p.CtxTrain <= 0 {
+		return fmt.Errorf("%w: non-positive dimension (embedding %d, layers %d, ffn %d, heads %d, kv heads %d, context %d)",
+			ErrBadFile, p.Dim, p.Layers, p.FF, p.Heads, p.KVHeads, p.CtxTrain)
+	}
+	if p.Heads%p.KVHeads != 0 {
+		return fmt.Errorf("%w: %d heads is not a multiple of %d kv heads", ErrBadFile, p.Heads, p.KVHeads)
+	}
+	if p.HeadDim, err = m.Uint("attention.key_length", p.Dim/p.Heads, false); err != nil {
+		return err
+	}
+	if p.HeadDimV, err = m.Uint("attention.value_length", p.Dim/p.Heads, false); err != nil {
+		return err
+	}
+	if p.HeadDimV != p.HeadDim {
+		return fmt.Errorf("%w: key length %d differs from value length %d", ErrUnsupported, p.HeadDim, p.HeadDimV)
+	}
+	if p.Rot, err = m.Uint("rope.dimension_count", p.HeadDim, false); err != nil {
+		return err
+	}
+	if p.HeadDim <= 0 || p.Rot <= 0 || p.Rot > p.HeadDim || p.Rot%2 != 0 {
+		return fmt.Errorf("%w: rope dimensions %d for head size %d", ErrBadFile, p.Rot, p.HeadDim)
+	}
+	if p.Eps, err = m.Float("attention.layer_norm_rms_epsilon", 1e-5); err != nil {
+		return err
+	}
+	if p.RopeBase, err = m.Float("rope.freq_base", 10000); err != nil {
+		return err
+	}
+	p.RopeScale = 1
+	switch st := m.String("rope.scaling.type", "linear"); st {
+	case "linear", "none":
+		factor, err := m.Float("rope.scaling.factor", 0)
+		if err != nil {
+			return err
+		}
+		if factor == 0 {
+			if factor, err = m.Float("rope.scale_linear", 0); err != nil {
+				return err
+			}
+		}
+		if factor != 0 && st == "linear" {
+			p.RopeScale = 1 / factor
+		}
+	default:
+		return fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
+	}
+	p.EmbScale, p.QScale = 1, 1
+	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
+	return nil
+}

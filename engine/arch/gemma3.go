@@ -1,0 +1,73 @@
+package arch
+
+import "math"
+
+// gemma3 is Gemma 3 (text): GeGLU, embeddings scaled by sqrt(dim), per-head
+// Q/K norms, norms after attention and after the FFN, and five
+// sliding-window layers for every global one, with their own RoPE base.
+var gemma3 = Family{
+	Name:       "gemma3",
+	ChatFormat: "gemma",
+	Hparams: func(m Meta, p *Params) error {
+		p.Neox, p.Act = true, GELU
+		p.EmbScale = float32(math.Sqrt(float64(p.Dim)))
+		// As llama.cpp: Q scaled by 1/sqrt(key_length), except for the
+		// 27B model, whose query_pre_attn_scalar is dim/heads; scores
+		// then take a scale of 1.
+		if gemma3Sizes[p.Layers] == "27B" {
+			p.QScale = float32(1 / math.Sqrt(float64(p.Dim/p.Heads)))
+		} else {
+			p.QScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
+		}
+		p.KQScale = 1
+		var err error
+		if p.SWAWindow, err = m.Uint("attention.sliding_window", 0, true); err != nil {
+			return err
+		}
+		p.SWAPattern = 6
+		p.RopeSWA = 10000
+		return nil
+	},
+	Model: []Tensor{
+		{Role: TokenEmbd, Name: "token_embd.weight", Cols: Dim, Rows: Any},
+		{Role: Output, Name: "output.weight", Cols: Dim, Rows: Vocab, Optional: true, TiedTo: TokenEmbd},
+		{Role: OutputNorm, Name: "output_norm.weight", Cols: Dim},
+	},
+	Layer: []Tensor{
+		{Role: AttnNorm, Name: "attn_norm.weight", Cols: Dim},
+		{Role: WQ, Name: "attn_q.weight", Cols: Dim, Rows: QDim},
+		{Role: WK, Name: "attn_k.weight", Cols: Dim, Rows: KVDim},
+		{Role: WV, Name: "attn_v.weight", Cols: Dim, Rows: KVDim},
+		{Role: QNorm, Name: "attn_q_norm.weight", Cols: HeadDim},
+		{Role: KNorm, Name: "attn_k_norm.weight", Cols: HeadDim},
+		{Role: WO, Name: "attn_output.weight", Cols: QDim, Rows: Dim},
+		{Role: PostAttnNorm, Name: "post_attention_norm.weight", Cols: Dim},
+		{Role: Gate, Name: "ffn_gate.weight", Cols: Dim, Rows: FF},
+		{Role: Up, Name: "ffn_up.weight", Cols: Dim, Rows: FF},
+		{Role: Down, Name: "ffn_down.weight", Cols: FF, Rows: Dim},
+		{Role: FFNNorm, Name: "ffn_norm.weight", Cols: Dim},
+		{Role: PostFFNNorm, Name: "post_ffw_norm.weight", Cols: Dim},
+	},
+	Block: []Step{
+		Norm(AttnNorm, X, XN),
+		Project(XN, Proj{W: WQ, Out: Q}, Proj{W: WK, Out: K}, Proj{W: WV, Out: V}),
+		HeadNorm(Q, QNorm),
+		HeadNorm(K, KNorm),
+		RoPE(),
+		ScaleQ(),
+		Attend(),
+		Project(Att, Proj{W: WO, Out: O}),
+		Norm(PostAttnNorm, O, O),
+		Residual(O),
+		Norm(FFNNorm, X, XN),
+		Project(XN, Proj{W: Gate, Out: G}, Proj{W: Up, Out: U}),
+		GLU(),
+		Project(G, Proj{W: Down, Out: O}),
+		Norm(PostFFNNorm, O, O),
+		Residual(O),
+	},
+}
+
+// gemma3Sizes names the published models by layer count, as llama.cpp
+// does to pick the 27B's query scale.
+var gemma3Sizes = map[int]string{18: "270M", 26: "1B", 34: "4B", 48: "12B", 62: "27B"}

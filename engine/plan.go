@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"github.com/moonlm/moonlm/engine/arch"
+)
+
+// A plan is a family's block compiled for the forward pass: its steps
+// grouped into phases, each either per-token work (split over the pool by
+// tokens, or inline for one token), a set of matrix products (split by
+// rows) or attention (split by token and head). A product's input is
+// quantized at the end of the token phase before it and its biases are
+// added at the start of the one after, so every phase boundary is one pool
+// dispatch, as a hand-written block would have it.
+type plan struct {
+	// phases[0] and phases[len-1] are token phases: the forward pass runs
+	// the last of one layer and the first of the next in one dispatch.
+	phases []phase
+	// width is the per-token length of each buffer (0: unused).
+	width [arch.NumBufs]int
+	// maxIn is the widest input of a product (the activation buffers'
+	// size per token).
+	maxIn int
+	// scalesQ: the block has a ScaleQ step (which a numerics mode may move
+	// into attention).
+	scalesQ bool
+}
+
+type phaseKind uint8
+
+const (
+	phTokens phaseKind = iota
+	phMatMul
+	phAttend
+)
+
+// phase is one dispatch of the block.
+type phase struct {
+	kind phaseKind
+	ops  []tokOp     // phTokens
+	proj []arch.Proj // phMatMul
+}
+
+// tokKind is a per-token operation: the steps' building blocks plus the
+// quantization, bias and cache store the compiler inserts.
+type tokKind uint8
+
+const (
+	tkNorm tokKind = iota
+	tkHeadNorm
+	tkBias
+	tkRoPE
+	tkScaleQ
+	tkStoreKV
+	tkResidual
+	tkGLU
+	tkQuantize
+)
+
+// tokOp is one per-token operation of a token phase.
+type tokOp struct {
+	kind    tokKind
+	in, out arch.Buf
+	w       arch.Role
+	proj    []arch.Proj // tkBias, tkQuantize
+}
+
+// maxProj is the most products one Project step may hold.
+const maxProj = 4
+
+// compilePlan groups fam's block into phases and sizes its buffers from the
+// shapes of the tensors it multiplies. A description it cannot run is an
+// ErrInternal error (the families' tests compile each one).
+func compilePlan(fam *arch.Family, c *config) (*plan, error) {
+	pl := &plan{}
+	pl.width[arch.X] = c.Dim
+	pl.width[arch.XN] = c.Dim
+	pl.width[arch.Att] = c.QDim()
+	decl := func(r arch.Role) *arch.Tensor {
+		for i := range fam.Layer {
+			if fam.Layer[i].Role == r {
+				return &fam.Layer[i]
+			}
+		}
+		return nil
+	}
+	// Products first: their outputs give the other buffers' widths.
+	for _, st := range fam.Block {
+		if st.Op != arch.OpProject {
+			continue
+		}
+		if len(st.Proj) == 0 || len(st.Proj) > maxProj {
+			return nil, descriptionError(fam, "a Project step with %d products", len(st.Proj))
+		}
+		for _, p := range st.Proj {
+			t := decl(p.W)
+			if t == nil || !t.Matrix() {
+				return nil, descriptionError(fam, "product by role %d, which is not a block matrix", p.W)
+			}
+			if p.Bias != arch.NoRole {
+				if b := decl(p.Bias); b == nil || b.Matrix() || b.Cols != t.Rows {
+					return nil, descriptionError(fam, "bias %d of %s does not match its rows", p.Bias, t.Name)
+				}
+			}
+			rows := c.Of(t.Rows, -1)
+			if w := pl.width[p.Out]; w != 0 && w != rows {
+				return nil, descriptionError(fam, "%s writes %d values into a buffer of %d", t.Name, rows, w)
+			}
+			pl.width[p.Out] = rows
+		}
+	}
+	if pl.width[arch.Q] != c.QDim() || pl.width[arch.K] != c.KVDim() || pl.width[arch.V] != c.KVDim() {
+		return nil, descriptionError(fam, "Q, K, V are not written with %d, %d, %d values", c.QDim(), c.KVDim(), c.KVDim())
+	}
+	cur := phase{kind: phTokens}
+	flush := func() {
+		pl.phases = append(pl.phases, cur)
+		cur = phase{kind: phTokens}
+	}
+	for _, st := range fam.Block {
+		if pl.width[st.In] == 0 || (st.Op != arch.OpProject && pl.width[st.Out] == 0) {
+			return nil, descriptionError(fam, "step %d reads or writes a buffer nothing writes", st.Op)
+		}
+		switch st.Op {
+		case arch.OpProject:
+			for _, p := range st.Proj {
+				if cols := c.Of(decl(p.W).Cols, -1); cols != pl.width[st.In] {
+					return nil, descriptionError(fam, "%s has %d columns for an input of %d", decl(p.W).Name, cols, pl.width[st.In])
+				}
+			}
+			pl.maxIn = max(pl.maxIn, pl.width[st.In])
+			cur.ops = append(cur.ops, tokOp{kind: tkQuantize, in: st.In, proj: st.Proj})
+			flush()
+			pl.phases = append(pl.phases, phase{kind: phMatMul, proj: st.Proj})
+			for _, p := range st.Proj {
+				if p.Bias != arch.NoRole {
+					cur.ops = append(cur.ops, tokOp{kind: tkBias, proj: st.Proj})
+					break
+				}
+			}
+		case arch.OpAttend:
+			cur.ops = append(cur.ops, tokOp{kind: tkStoreKV})
+			flush()
+			pl.phases = append(pl.phases, phase{kind: phAttend})
+		case arch.OpNorm:
+			if pl.width[st.In] != pl.width[st.Out] {
+				return nil, descriptionError(fam, "a norm from %d to %d values", pl.width[st.In], pl.width[st.Out])
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkNorm, in: st.In, out: st.Out, w: st.W})
+		case arch.OpHeadNorm:
+			cur.ops = append(cur.ops, tokOp{kind: tkHeadNorm, in: st.In, w: st.W})
+		case arch.OpRoPE:
+			cur.ops = append(cur.ops, tokOp{kind: tkRoPE})
+		case arch.OpScaleQ:
+			cur.ops = append(cur.ops, tokOp{kind: tkScaleQ})
+			pl.scalesQ = true
+		case arch.OpResidual:
+			if pl.width[st.In] != c.Dim {
+				return nil, descriptionError(fam, "a residual of %d values", pl.width[st.In])
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkResidual, in: st.In})
+		case arch.OpGLU:
+			if pl.width[arch.G] != pl.width[arch.U] {
+				return nil, descriptionError(fam, "a GLU of %d gate and %d up values", pl.width[arch.G], pl.width[arch.U])
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkGLU})
+		default:
+			return nil, descriptionError(fam, "unknown step %d", st.Op)
+		}
+	}
+	flush()
+	if pl.phases[0].kind != phTokens || len(pl.phases) < 3 {
+		return nil, descriptionError(fam, "a block of %d phases", len(pl.phases))
+	}
+	attends := 0
+	for _, ph := range pl.phases {
+		if ph.kind == phAttend {
+			attends++
+		}
+	}
+	if attends != 1 {
+		return nil, descriptionError(fam, "%d attention steps (the KV cache holds one per layer)", attends)
+	}
+	return pl, nil
+}
+
+// blockMatrices lists the block matrices of fam, in declaration
+// order (the packing order).
+func blockMatrices(fam *arch.Family) []*arch.Tensor {
+	var ts []*arch.Tensor
+	for i := range fam.Layer {
+		if fam.Layer[i].Matrix() {
+			ts = append(ts, &fam.Layer[i])
+		}
+	}
+	return ts
+}
