@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -25,12 +26,13 @@ func packedSets(t testing.TB) []*Set {
 }
 
 // packedCases lists every packed layout of the kernel sets packedSets
-// returns, each with its set, skipping when there are none.
+// returns, each once with the first set that has it, skipping when there
+// are none.
 func packedCases(t *testing.T) (sets []*Set, layouts []*PackedLayout) {
 	t.Helper()
 	for _, ks := range packedSets(t) {
 		for _, l := range ks.packed {
-			if l != nil {
+			if l != nil && !slices.Contains(layouts, l) {
 				sets = append(sets, ks)
 				layouts = append(layouts, l)
 			}
@@ -217,12 +219,12 @@ func checkPackedLayout(t *testing.T, ks *Set, l *PackedLayout) {
 }
 
 // packedLayoutsOf returns base (the pure-Go form of a layout, which runs on
-// every machine) with the generic set, and the layout of type typ of every
-// set packedSets returns that has one, with that set.
+// every machine) with the generic set, and each distinct layout of type
+// typ of the sets packedSets returns, with the first set that has it.
 func packedLayoutsOf(t testing.TB, typ gguf.Type, base *PackedLayout) (sets []*Set, layouts []*PackedLayout) {
 	sets, layouts = []*Set{genericSet}, []*PackedLayout{base}
 	for _, ks := range packedSets(t) {
-		if l := ks.Packed(typ); l != nil {
+		if l := ks.Packed(typ); l != nil && !slices.Contains(layouts, l) {
 			sets, layouts = append(sets, ks), append(layouts, l)
 		}
 	}
