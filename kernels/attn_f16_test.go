@@ -10,7 +10,7 @@ import (
 )
 
 // TestDotF16Rows checks DotF16Rows against DotF16 row by row, exactly, on
-// every variant, for strides wider than the row and row lengths around the
+// every kernel set, for strides wider than the row and row lengths around the
 // SIMD widths.
 func TestDotF16Rows(t *testing.T) {
 	ks := Detect()
@@ -43,7 +43,7 @@ func TestDotF16Rows(t *testing.T) {
 
 // TestFastF16Encode compares FastF16Encode with F32ToF16 bit for bit on
 // random values over the whole f16 range and beyond (subnormals, overflow to
-// infinity, halfway cases) on every variant.
+// infinity, halfway cases) with every kernel set.
 func TestFastF16Encode(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	src := make([]float32, 1<<16+3)

@@ -203,7 +203,7 @@ func F16Decode(dst []float32, src []uint16) {
 
 // DotF16 returns the dot product of two f16 vectors (len(a) values), as
 // ggml_vec_dot_f16 computes it: each product is exact in float32, the sum
-// is accumulated in float64 (the SIMD variants use float32 lanes).
+// is accumulated in float64 (the SIMD sets use float32 lanes).
 func (s *Set) DotF16(a, b []uint16) float32 {
 	return s.dotF16(a, b)
 }

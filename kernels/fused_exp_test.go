@@ -34,7 +34,7 @@ func TestFastExp(t *testing.T) {
 }
 
 // TestFastSoftmaxSwiGLU compares FastSoftmax and FastSwiGLU with Softmax and
-// SwiGLU on every variant, for lengths with and without a scalar tail.
+// SwiGLU with every kernel set, for lengths with and without a scalar tail.
 func TestFastSoftmaxSwiGLU(t *testing.T) {
 	ks := Detect()
 	r := rand.New(rand.NewPCG(3, 4))

@@ -10,7 +10,7 @@ import (
 )
 
 // TestFastQuantizeRow compares FastQuantizeRow with QuantizeRow byte for
-// byte for the Q8_0 and Q8_1 activation types on every variant: random
+// byte for the Q8_0 and Q8_1 activation types with every kernel set: random
 // rows at several scales, an all-zero block, and halfway cases (a block
 // whose largest magnitude is 127 makes the scale 1, so k+0.5 values round
 // to even).

@@ -21,15 +21,21 @@ func packedBenchMatrix(t gguf.Type, rows, cols int) (m, p *Matrix) {
 		}
 		QuantizeRow(t, src, m.Data[i*rb:(i+1)*rb])
 	}
-	l := ks.Packed(t)
+	return m, packedCopy(ks, m)
+}
+
+// packedCopy returns m packed with ks's layout for its type, nil when the
+// set has none.
+func packedCopy(ks *Set, m *Matrix) *Matrix {
+	l := ks.Packed(m.Type)
 	if l == nil {
-		return m, nil
+		return nil
 	}
 	pm := *m
 	pm.Layout = l
-	pm.Packed = make([]byte, l.PackedSize(rows, cols))
-	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-	return m, &pm
+	pm.Packed = make([]byte, l.PackedSize(m.Rows, m.Cols))
+	l.PackRows(m, pm.Packed, 0, m.Rows/l.Rows)
+	return &pm
 }
 
 // packedBenchTokens returns nTok random activation rows for weights of

@@ -32,7 +32,7 @@ const (
 )
 
 // packedQ41Base is the q4_1 layout with the pure-Go kernel as its Dot; the
-// SIMD variants copy it and set their own Dot.
+// SIMD sets copy it and set their own Dot.
 var packedQ41Base = PackedLayout{
 	Name:       "q4_1.r16.v1",
 	Type:       gguf.Q4_1,

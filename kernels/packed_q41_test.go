@@ -161,7 +161,7 @@ func TestPackedQ41Exact(t *testing.T) {
 
 // q41BenchMatrix returns a random rows x cols q4_1 matrix (quantized from
 // normal values, so scales and offsets are realistic), unpacked and packed
-// with the current variant's layout (nil when it has none).
+// with the detected set's layout (nil when it has none).
 func q41BenchMatrix(rows, cols int) (m, p *Matrix) {
 	return packedBenchMatrix(gguf.Q4_1, rows, cols)
 }

@@ -39,7 +39,7 @@ const (
 )
 
 // packedQ4KBase is the q4_K layout with the pure-Go kernel as its Dot; the
-// SIMD variants copy it and set their own Dot.
+// SIMD sets copy it and set their own Dot.
 var packedQ4KBase = PackedLayout{
 	Name:       "q4_K.r16.v1",
 	Type:       gguf.Q4_K,

@@ -345,15 +345,7 @@ func benchQ4KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 		}
 		QuantizeRow(gguf.Q8_K, act, xq[k*ab:(k+1)*ab])
 	}
-	l := ks.Packed(gguf.Q4_K)
-	if l == nil {
-		return m, nil, xq
-	}
-	pm := *m
-	pm.Packed = make([]byte, l.PackedSize(rows, cols))
-	pm.Layout = l
-	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-	return m, &pm, xq
+	return m, packedCopy(ks, m), xq
 }
 
 // BenchmarkPackedQ4K compares MatVec (1 and 2 goroutines) and MatMulTiled

@@ -164,7 +164,7 @@ func TestPackedQ50Exact(t *testing.T) {
 }
 
 // q50BenchMatrix returns a random rows x cols q5_0 matrix (quantized from
-// normal values), unpacked and packed with the current variant's layout
+// normal values), unpacked and packed with the detected set's layout
 // (nil when it has none).
 func q50BenchMatrix(rows, cols int) (m, p *Matrix) {
 	return packedBenchMatrix(gguf.Q5_0, rows, cols)

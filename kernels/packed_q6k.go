@@ -39,7 +39,7 @@ const (
 )
 
 // packedQ6KBase is the q6_K layout with the pure-Go kernel as its Dot; the
-// SIMD variants copy it and set their own Dot.
+// SIMD sets copy it and set their own Dot.
 var packedQ6KBase = PackedLayout{
 	Name: "q6_K.r16.v2",
 	Type: gguf.Q6_K,

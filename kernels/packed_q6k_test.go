@@ -254,7 +254,7 @@ func TestPackedQ6KQuantvec(t *testing.T) {
 }
 
 // benchQ6KMatrix returns a random rows x cols q6_K matrix, its packed twin
-// (nil when the current variant has no q6_K layout) and nTok tokens.
+// (nil when the detected set has no q6_K layout) and nTok tokens.
 func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte) {
 	ks := Detect()
 	b.Helper()
@@ -264,14 +264,7 @@ func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 	for i := 0; i < rows; i++ {
 		simdRandomRow(r, gguf.Q6_K, m.Data[i*rb:(i+1)*rb])
 	}
-	if l := ks.Packed(gguf.Q6_K); l != nil {
-		pm := *m
-		pm.Layout = l
-		pm.Packed = make([]byte, l.PackedSize(rows, cols))
-		l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-		p = &pm
-	}
-	return m, p, benchActivations(gguf.Q6_K, cols, nTok)
+	return m, packedCopy(ks, m), benchActivations(gguf.Q6_K, cols, nTok)
 }
 
 // BenchmarkPackedQ6K compares MatVec (1 and 2 goroutines, bytes/s of
@@ -281,7 +274,7 @@ func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 func BenchmarkPackedQ6K(b *testing.B) {
 	ks := Detect()
 	if ks.Packed(gguf.Q6_K) == nil {
-		b.Skipf("kernel variant %s has no packed q6_K layout", ks.Name())
+		b.Skipf("kernel set %s has no packed q6_K layout", ks.Name())
 	}
 	for _, shape := range [][2]int{{2048, 8192}, {8192, 2048}} {
 		cols, rows := shape[0], shape[1]

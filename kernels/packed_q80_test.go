@@ -151,36 +151,18 @@ func TestPackedQ80Exact(t *testing.T) {
 }
 
 // q80BenchMatrix returns a random rows x cols q8_0 matrix, unpacked and
-// packed with the current variant's layout (nil when it has none).
+// packed with the detected set's layout (nil when it has none).
 func q80BenchMatrix(b *testing.B, rows, cols int) (m, p *Matrix) {
 	ks := Detect()
 	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
 	rb := RowBytes(gguf.Q8_0, cols)
 	m = &Matrix{Type: gguf.Q8_0, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
 	simdRandomRow(r, gguf.Q8_0, m.Data)
-	l := ks.Packed(gguf.Q8_0)
-	if l == nil {
-		return m, nil
-	}
-	pm := *m
-	pm.Layout = l
-	pm.Packed = make([]byte, l.PackedSize(rows, cols))
-	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-	return m, &pm
+	return m, packedCopy(ks, m)
 }
 
 func q80BenchTokens(cols, nTok int) []byte {
-	r := rand.New(rand.NewPCG(5, uint64(cols)))
-	ab := ActivationBytes(gguf.Q8_0, cols)
-	xq := make([]byte, nTok*ab)
-	src := make([]float32, cols)
-	for k := range nTok {
-		for j := range src {
-			src[j] = float32(r.NormFloat64())
-		}
-		QuantizeRow(gguf.Q8_0, src, xq[k*ab:(k+1)*ab])
-	}
-	return xq
+	return packedBenchTokens(gguf.Q8_0, cols, nTok, 5)
 }
 
 // BenchmarkPackedQ80 compares MatMul (64 and 512 tokens) and MatVec (one
