@@ -20,7 +20,7 @@ func (s *Set) DotF16Rows(x, rows []uint16, stride int, y []float32) {
 	if stride < n || (len(y)-1)*stride+n > len(rows) {
 		panic(fmt.Sprintf("kernels: DotF16Rows: %d rows of %d values (stride %d) do not fit %d values", len(y), n, stride, len(rows)))
 	}
-	if f := s.rowsDot[gguf.F16]; f != nil && n > 0 {
+	if f := s.types[gguf.F16].rows; f != nil && n > 0 {
 		w := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(rows))), 2*((len(y)-1)*stride+n))
 		xb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 2*n)
 		f(n, w, 2*stride, xb, y)

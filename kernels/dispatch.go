@@ -41,15 +41,23 @@ type Set struct {
 	// gfni selects the GFNI forms of the packed q4_1 and q4_K kernels.
 	gfni bool
 
-	rowDot    [numTypes]RowDotFunc
-	rowsDot   [numTypes]RowsDotFunc
-	tokensDot [numTypes]TokensDotFunc
-	tiles     [numTypes]TileFunc
-	packed    [numTypes]*PackedLayout
+	// types holds the set's kernels for each weight type.
+	types [numTypes]typeKernels
 
 	dotF32  func(a, b []float32) float32
 	axpyF32 func(y []float32, a float32, x []float32)
 	dotF16  func(a, b []uint16) float32
+}
+
+// typeKernels are a set's kernels for one weight type; nil entries fall
+// back to the next simpler form (tokens and rows to row, tile to MatMul)
+// or mean none (row: unsupported, packed: used as mapped).
+type typeKernels struct {
+	row    RowDotFunc
+	rows   RowsDotFunc
+	tokens TokensDotFunc
+	tile   TileFunc
+	packed *PackedLayout
 }
 
 // setDef describes one kernel set an architecture file offers.
@@ -124,14 +132,17 @@ func newSet(name string, gfni bool) (*Set, error) {
 // packed layouts registered for d's name.
 func build(d setDef, gfni bool) *Set {
 	s := &Set{name: d.name, isa: d.isa, gfni: gfni && d.isa >= isaAVX512,
-		rowDot: genericRowDot(), dotF32: dotF32Generic, axpyF32: axpyGeneric, dotF16: dotF16Generic}
+		dotF32: dotF32Generic, axpyF32: axpyGeneric, dotF16: dotF16Generic}
+	for t := range formats {
+		s.types[t].row = formats[t].dot
+	}
 	d.install(s)
 	for _, f := range packedRegistry[d.name] {
 		if l := f(s); l != nil {
 			if err := checkLayout(l.Type, l); err != nil {
 				panic(err)
 			}
-			s.packed[l.Type] = l
+			s.types[l.Type].packed = l
 		}
 	}
 	return s
@@ -156,5 +167,5 @@ func (s *Set) RowDot(t gguf.Type) RowDotFunc {
 	if t >= numTypes {
 		return nil
 	}
-	return s.rowDot[t]
+	return s.types[t].row
 }

@@ -43,13 +43,13 @@ func installAVX512(s *Set) {
 	s.setRows(gguf.Q8_0, asmQ8_0RowsAVX512)
 	s.setRows(gguf.Q4_0, asmQ4_0RowsAVX512)
 	s.setRows(gguf.Q5_0, asmQ5_0RowsAVX512) // q50_amd64.go
-	s.tokensDot[gguf.Q8_0] = tokKernel(gguf.Q8_0, asmQ8_0Tok4AVX512, asmQ8_0RowsAVX2)
-	s.tokensDot[gguf.Q4_0] = tokKernel(gguf.Q4_0, asmQ4_0Tok4AVX512, asmQ4_0RowsAVX2)
-	s.tokensDot[gguf.Q5_0] = tokQ5_0AVX512
-	s.tokensDot[gguf.Q4_1] = tokKernel(gguf.Q4_1, asmQ4_1Tok4AVX512, asmQ4_1RowsAVX2)
-	s.tokensDot[gguf.Q4_K] = tokKernel(gguf.Q4_K, asmQ4_KTok4AVX512, asmQ4_KRowsAVX2)
-	s.tokensDot[gguf.Q6_K] = tokKernel(gguf.Q6_K, asmQ6_KTok4AVX512, asmQ6_KRowsAVX2)
-	s.tiles[gguf.Q4_1] = tileQ41AVX512
+	s.types[gguf.Q8_0].tokens = tokKernel(gguf.Q8_0, asmQ8_0Tok4AVX512, asmQ8_0RowsAVX2)
+	s.types[gguf.Q4_0].tokens = tokKernel(gguf.Q4_0, asmQ4_0Tok4AVX512, asmQ4_0RowsAVX2)
+	s.types[gguf.Q5_0].tokens = tokQ5_0AVX512
+	s.types[gguf.Q4_1].tokens = tokKernel(gguf.Q4_1, asmQ4_1Tok4AVX512, asmQ4_1RowsAVX2)
+	s.types[gguf.Q4_K].tokens = tokKernel(gguf.Q4_K, asmQ4_KTok4AVX512, asmQ4_KRowsAVX2)
+	s.types[gguf.Q6_K].tokens = tokKernel(gguf.Q6_K, asmQ6_KTok4AVX512, asmQ6_KRowsAVX2)
+	s.types[gguf.Q4_1].tile = tileQ41AVX512
 }
 
 // installAVX2 installs the AVX2 kernels over the generic tables.
@@ -63,11 +63,11 @@ func installAVX2(s *Set) {
 	s.setRows(gguf.F16, asmF16RowsAVX2)
 	s.setRows(gguf.F32, asmF32RowsAVX2)
 	s.dotF32, s.axpyF32, s.dotF16 = dotF32AVX2, axpyF32AVX2, dotF16AVX2
-	s.tokensDot[gguf.Q8_0] = tokKernel(gguf.Q8_0, asmQ8_0Tok4AVX2, asmQ8_0RowsAVX2)
-	s.tokensDot[gguf.Q4_0] = tokKernel(gguf.Q4_0, asmQ4_0Tok4AVX2, asmQ4_0RowsAVX2)
-	s.tokensDot[gguf.Q5_0] = tokQ5_0AVX2
-	s.tokensDot[gguf.Q4_1] = tokKernel(gguf.Q4_1, asmQ4_1Tok4AVX2, asmQ4_1RowsAVX2)
-	s.tokensDot[gguf.Q4_K] = tokKernel(gguf.Q4_K, asmQ4_KTok4AVX2, asmQ4_KRowsAVX2)
-	s.tokensDot[gguf.Q6_K] = tokKernel(gguf.Q6_K, asmQ6_KTok4AVX2, asmQ6_KRowsAVX2)
-	s.tokensDot[gguf.F16] = tokF16AVX2
+	s.types[gguf.Q8_0].tokens = tokKernel(gguf.Q8_0, asmQ8_0Tok4AVX2, asmQ8_0RowsAVX2)
+	s.types[gguf.Q4_0].tokens = tokKernel(gguf.Q4_0, asmQ4_0Tok4AVX2, asmQ4_0RowsAVX2)
+	s.types[gguf.Q5_0].tokens = tokQ5_0AVX2
+	s.types[gguf.Q4_1].tokens = tokKernel(gguf.Q4_1, asmQ4_1Tok4AVX2, asmQ4_1RowsAVX2)
+	s.types[gguf.Q4_K].tokens = tokKernel(gguf.Q4_K, asmQ4_KTok4AVX2, asmQ4_KRowsAVX2)
+	s.types[gguf.Q6_K].tokens = tokKernel(gguf.Q6_K, asmQ6_KTok4AVX2, asmQ6_KRowsAVX2)
+	s.types[gguf.F16].tokens = tokF16AVX2
 }

@@ -166,15 +166,6 @@ func PackedIk(t gguf.Type) *PackedLayout {
 	return nil
 }
 
-// genericRowDot returns the table of the pure-Go row dots.
-func genericRowDot() [numTypes]RowDotFunc {
-	var t [numTypes]RowDotFunc
-	for i := range formats {
-		t[i] = formats[i].dot
-	}
-	return t
-}
-
 func dequantF32(src []byte, dst []float32) {
 	src = src[:4*len(dst)]
 	for i := range dst {

@@ -14,7 +14,7 @@ type TileFunc func(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (row
 func (s *Set) MatMulTiled(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	var tile TileFunc
 	if m.Type < numTypes {
-		tile = s.tiles[m.Type]
+		tile = s.types[m.Type].tile
 	}
 	if tile == nil || r0 >= r1 || nTok < 4 || m.Packed != nil {
 		s.MatMul(m, xq, nTok, y, r0, r1)

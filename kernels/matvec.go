@@ -55,7 +55,7 @@ func (s *Set) MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
 	f := s.dotFor(t, "MatVec")
 	rb := m.RowBytes()
 	n := m.Cols
-	if g := s.rowsDot[t]; g != nil {
+	if g := s.types[t].rows; g != nil {
 		g(n, m.Data[r0*rb:r1*rb], rb, xq, y[r0:r1])
 		return
 	}
@@ -69,7 +69,7 @@ func (s *Set) MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
 // type without one (the engine checks Supported when it loads a model).
 func (s *Set) dotFor(t gguf.Type, who string) RowDotFunc {
 	if int(t) < numTypes {
-		if f := s.rowDot[t]; f != nil {
+		if f := s.types[t].row; f != nil {
 			return f
 		}
 	}
@@ -106,7 +106,7 @@ func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	_ = y[(nTok-1)*m.Rows+r1-1]
 	tile := matMulTileBytes / max(ab, 1)
 	tile = max(1, min(tile, nTok))
-	multi := s.tokensDot[t]
+	multi := s.types[t].tokens
 	for t0 := 0; t0 < nTok; t0 += tile {
 		t1 := min(t0+tile, nTok)
 		for r := r0; r < r1; r++ {

@@ -105,7 +105,7 @@ func (s *Set) Packed(t gguf.Type) *PackedLayout {
 	if t >= numTypes {
 		return nil
 	}
-	return s.packed[t]
+	return s.types[t].packed
 }
 
 // WithPacked returns a copy of s whose packed layout for weight type t is
@@ -121,7 +121,7 @@ func (s *Set) WithPacked(t gguf.Type, l *PackedLayout) (*Set, error) {
 		}
 	}
 	c := *s
-	c.packed[t] = l
+	c.types[t].packed = l
 	return &c, nil
 }
 

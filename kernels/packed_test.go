@@ -31,8 +31,8 @@ func packedSets(t testing.TB) []*Set {
 func packedCases(t *testing.T) (sets []*Set, layouts []*PackedLayout) {
 	t.Helper()
 	for _, ks := range packedSets(t) {
-		for _, l := range ks.packed {
-			if l != nil && !slices.Contains(layouts, l) {
+		for _, tk := range ks.types {
+			if l := tk.packed; l != nil && !slices.Contains(layouts, l) {
 				sets = append(sets, ks)
 				layouts = append(layouts, l)
 			}

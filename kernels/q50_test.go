@@ -34,8 +34,8 @@ func q50Sets(t *testing.T, f func(t *testing.T, ks *Set)) {
 	for _, v := range sets {
 		t.Run(v, func(t *testing.T) {
 			ks := mustSet(t, v)
-			require.NotNil(t, ks.rowsDot[gguf.Q5_0], "%s has no multi-row q5_0 kernel", v)
-			require.NotNil(t, ks.tokensDot[gguf.Q5_0], "%s has no multi-token q5_0 kernel", v)
+			require.NotNil(t, ks.types[gguf.Q5_0].rows, "%s has no multi-row q5_0 kernel", v)
+			require.NotNil(t, ks.types[gguf.Q5_0].tokens, "%s has no multi-token q5_0 kernel", v)
 			f(t, ks)
 		})
 	}
@@ -60,12 +60,12 @@ func q50CheckRows(t *testing.T, ks *Set, n int, w []byte, stride, nrows int, xq 
 	rb := RowBytes(gguf.Q5_0, n)
 	y := make([]float32, nrows+1)
 	y[nrows] = -12345
-	ks.rowsDot[gguf.Q5_0](n, w, stride, xq, y[:nrows])
+	ks.types[gguf.Q5_0].rows(n, w, stride, xq, y[:nrows])
 	require.Equal(t, float32(-12345), y[nrows], "multi-row kernel wrote past its rows")
 	for i := range nrows {
 		row := w[i*stride : i*stride+rb]
 		want := dotQ5_0Generic(n, row, xq)
-		got := ks.rowDot[gguf.Q5_0](n, row, xq)
+		got := ks.types[gguf.Q5_0].row(n, row, xq)
 		require.Equal(t, math.Float32bits(got), math.Float32bits(y[i]), "row %d: single-row %v, multi-row %v", i, got, y[i])
 		if tol == 0 {
 			require.Equal(t, want, got, "row %d", i)
@@ -187,7 +187,7 @@ func TestQ5_0ExactIntegers(t *testing.T) {
 						q50CheckRows(t, ks, n, w, len(w), 1, xq, 0)
 						// 13 tokens: the eight-, four- and one-token kernels.
 						y := make([]float32, 13)
-						ks.tokensDot[gguf.Q5_0](n, w, slices.Repeat(xq, len(y)), len(xq), len(y), y, 1)
+						ks.types[gguf.Q5_0].tokens(n, w, slices.Repeat(xq, len(y)), len(xq), len(y), y, 1)
 						for k := range y {
 							require.Equal(t, want, y[k], "token %d", k)
 						}
@@ -226,7 +226,7 @@ func TestQ5_0Scales(t *testing.T) {
 // must stay untouched.
 func TestQ5_0TokensMatchGeneric(t *testing.T) {
 	q50Sets(t, func(t *testing.T, ks *Set) {
-		multi := ks.tokensDot[gguf.Q5_0]
+		multi := ks.types[gguf.Q5_0].tokens
 		for _, nb := range []int{1, 2, 3, 7, 20, 64} {
 			for _, nTok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 13} {
 				t.Run(fmt.Sprintf("nb=%d/tok=%d", nb, nTok), func(t *testing.T) {
@@ -306,9 +306,9 @@ func TestQ5_0NoAllocs(t *testing.T) {
 		x5 := slices.Repeat(xq, 5)
 		y := make([]float32, nrows)
 		allocs := testing.AllocsPerRun(20, func() {
-			y[0] = ks.rowDot[gguf.Q5_0](n, w, xq)
-			ks.rowsDot[gguf.Q5_0](n, w, RowBytes(gguf.Q5_0, n), xq, y)
-			ks.tokensDot[gguf.Q5_0](n, w, x5, len(xq), 5, y, 1)
+			y[0] = ks.types[gguf.Q5_0].row(n, w, xq)
+			ks.types[gguf.Q5_0].rows(n, w, RowBytes(gguf.Q5_0, n), xq, y)
+			ks.types[gguf.Q5_0].tokens(n, w, x5, len(xq), 5, y, 1)
 		})
 		require.Zero(t, allocs)
 	})

@@ -171,5 +171,5 @@ func tokKernel(t gguf.Type, tok4, row asmKernel) TokensDotFunc {
 
 // setRows installs multi-row kernel k (and its one-row form) for t in s.
 func (s *Set) setRows(t gguf.Type, k asmKernel) {
-	s.rowDot[t], s.rowsDot[t] = rowKernels(t, k)
+	s.types[t].row, s.types[t].rows = rowKernels(t, k)
 }

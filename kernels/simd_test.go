@@ -167,7 +167,7 @@ func checkVariantRows(t *testing.T, ks *Set, typ gguf.Type, n int, w []byte, str
 	rb := n / typ.BlockSize() * typ.BlockBytes()
 	gen := genericSet.RowDot(typ)
 	one := ks.RowDot(typ)
-	many := ks.rowsDot[typ]
+	many := ks.types[typ].rows
 	require.NotNil(t, many, "no multi-row kernel for %v in %s", typ, ks.Name())
 	y := make([]float32, nrows)
 	many(n, w, stride, xq, y)
@@ -405,7 +405,7 @@ func TestSIMDQuantvecRows(t *testing.T) {
 				xq := make([]byte, simdActBytes(VecDotType(typ), q.cols))
 				QuantizeRow(VecDotType(typ), x, xq)
 				y := make([]float32, q.rows)
-				ks.rowsDot[typ](q.cols, wq.Data, len(wq.Data)/q.rows, xq, y)
+				ks.types[typ].rows(q.cols, wq.Data, len(wq.Data)/q.rows, xq, y)
 				for r := range q.rows {
 					require.InEpsilon(t, want[r], y[r], 1e-4, "row %d", r)
 				}
@@ -453,7 +453,7 @@ func TestSIMDTokensMatchGeneric(t *testing.T) {
 	for _, v := range simdVariants(t) {
 		ks := mustSet(t, v)
 		for _, typ := range simdTypes {
-			multi := ks.tokensDot[typ]
+			multi := ks.types[typ].tokens
 			if multi == nil {
 				continue
 			}
@@ -530,7 +530,7 @@ func TestSIMDNoAllocs(t *testing.T) {
 			}
 			w, stride, xq := simdRows(r, typ, n, 5, 0)
 			y := make([]float32, 5)
-			one, many, multi := ks.RowDot(typ), ks.rowsDot[typ], ks.tokensDot[typ]
+			one, many, multi := ks.RowDot(typ), ks.types[typ].rows, ks.types[typ].tokens
 			x5 := bytes.Repeat(xq, 5)
 			allocs := testing.AllocsPerRun(20, func() {
 				y[0] = one(n, w, xq)
