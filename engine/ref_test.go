@@ -275,13 +275,13 @@ func synthPrompts(t *testing.T) []string {
 // TestSynthReference checks the four architectures against ik_llama.cpp
 // with the default (fast) kernels.
 //
-// The f32 models meet the issue's 0.02 tolerance at every position, which
+// The f32 models meet the parity tolerance of 0.02 at every position, which
 // checks each architecture's wiring. The quantized ones are held to 0.5,
 // with near-ties widened to match: ik quantizes activations its own way
 // (bf16 block scales) and these random-weight models amplify such
 // arithmetic noise to 0.05-0.35 in log-probability; a wrong dequantization
 // or tensor wiring is still far outside it. TestSynthReferenceIk holds every
-// file to the issue's rules in the ik numerics mode, where the quantized
+// file to the parity rules in the ik numerics mode, where the quantized
 // ones are exact.
 func TestSynthReference(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
@@ -301,7 +301,7 @@ func TestSynthReference(t *testing.T) {
 // TestSynthReferenceIk runs the synthetic models in the ik numerics mode
 // (NumericsIk: ik_llama.cpp's activation quantization, product order, fused
 // RMS norm, GELU, RoPE and flash attention) against the shared references,
-// which ik_llama.cpp made, with issue 4's rules: prompt tokens identical,
+// which ik_llama.cpp made, with the parity rules: prompt tokens identical,
 // log-probabilities of the reference's top 10 within 0.02, top-1 where the
 // top-2 gap exceeds 0.01, the greedy continuation up to the first near-tie.
 // Beyond the rules it asserts what the mode achieves: the quantized files

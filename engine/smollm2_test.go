@@ -123,7 +123,7 @@ func gemma3Path(t testing.TB) string {
 // F32-cache runs differ by a median 0.23 (SmolLM2) and 0.29 (Gemma 3) in
 // log-probability over the prompt positions, up to 0.67 and 0.96, and
 // llama.cpp with and without its repacked Q4_K layout (same cache) differs on
-// Gemma 3 by a median 0.17-0.19, up to 0.96. So the 0.02 cannot be
+// Gemma 3 by a median 0.17-0.19, up to 0.96. So a 0.02 tolerance cannot be
 // met without bit-identical arithmetic, and the test asks instead that:
 //   - the prompt tokens are identical;
 //   - the first position agrees within 0.2 (llama.cpp's own F16/F32 spread
@@ -274,7 +274,7 @@ func refSpread(a, b refDist) float64 {
 	return worst
 }
 
-// TestGemma3CapitalOfFrance is the acceptance test for Gemma 3 270M
+// TestGemma3CapitalOfFrance is the acceptance test for Gemma 3 270M
 // (the base model, so a plain question/answer prompt rather than a chat):
 // llama.cpp answers " Paris" greedily. The file has no chat template, so the
 // model's chat format must be Gemma's.

@@ -53,7 +53,7 @@ import (
 // (TestSynthQ8LlamaCppExact), and so does every position of the four
 // Q4_K_M files against llama.cpp with and without repacking
 // (TestSynthQ4KLlamaCppExact, TestSynthQ4KLlamaCppNoRepack);
-// TestSynthQuantizedLlamaCppMode checks issue 4's own rules in that mode.
+// TestSynthQuantizedLlamaCppMode checks the parity rules in that mode.
 //
 // In the default fast mode, with our own kernels, the test asks for what the arithmetic allows, which
 // still catches any wiring, dequantization, RoPE or norm error (those move
@@ -169,8 +169,8 @@ func TestSynthQ4KLlamaCppExact(t *testing.T) {
 }
 
 // TestSynthQuantizedLlamaCppMode holds the eight quantized synthetic models,
-// in the llama.cpp numerics mode chosen through MOONLM_NUMERICS, to issue
-// 4's rules against llama.cpp's default references (F16 cache): the
+// in the llama.cpp numerics mode chosen through MOONLM_NUMERICS, to the
+// parity rules against llama.cpp's default references (F16 cache): the
 // log-probabilities of the reference's top 10 within 0.02 at every prompt
 // and greedy position, the same top-1 wherever the reference's top-2 gap
 // exceeds 0.01, and the greedy continuation identical up to the first

@@ -135,7 +135,7 @@ func TestErrorClasses(t *testing.T) {
 }
 
 // TestOpenQwen3VocabAllocs holds opening a 150k-token vocabulary to a
-// handful of allocations (the budget is 100), and reading a token
+// handful of allocations (at most 100), and reading a token
 // to none.
 func TestOpenQwen3VocabAllocs(t *testing.T) {
 	path := shareddata.Path(t, "vocab/ggml-vocab-qwen3.gguf")

@@ -105,331 +105,115 @@ GLOBL amidx<>(SB), RODATA|NOPTR, $64
 	VFMADD231PS Z18, zx, a2 \
 	VFMADD231PS Z19, zx, a3
 
+// The queries after the first: their pointer (the one before it plus
+// xstride), chunk register, accumulators and lane group of the result.
+// The first query (DI, Z20, Z0-Z3, lanes 0-3) is written out in KERNEL.
+#define MORE1(M)
+#define MORE2(M) M(R15, DI, Z21, Z4, Z5, Z6, Z7, $1)
+#define MORE3(M) MORE2(M); M(R12, R15, Z22, Z8, Z9, Z10, Z11, $2)
+#define MORE4(M) MORE3(M); M(R13, R12, Z23, Z12, Z13, Z14, Z15, $3)
+
+#define Q_PTR(xq, prev, zx, a0, a1, a2, a3, lane) LEAQ (prev)(R9*1), xq
+#define Q_FMAX(xq, prev, zx, a0, a1, a2, a3, lane) FMAX(xq, a0, a1, a2, a3)
+
+#define Q_TAIL(xq, prev, zx, a0, a1, a2, a3, lane) \
+	VMOVUPS.Z (xq)(AX*2), K1, zx \
+	FMA4(zx, a0, a1, a2, a3)
+
+// Lane group 'lane' of Z0 (query g's 4 rows) to the next y row.
+#define Q_STORE(xq, prev, zx, a0, a1, a2, a3, lane) \
+	ADDQ R9, AX \
+	VEXTRACTF32X4 lane, Z0, X24 \
+	VMOVUPS X24, (AX)
+
+#define KERNEL(MORE) \
+	MOVQ x+0(FP), DI \
+	MOVQ xstride+8(FP), R9 \
+	SHLQ $2, R9 \
+	MORE(Q_PTR) \
+	MOVQ n+16(FP), R10 \
+	MOVQ R10, CX \
+	ANDQ $15, CX \
+	MOVL $1, R14 \
+	SHLL CX, R14 \
+	DECL R14 \
+	KMOVW R14, K1 \
+	ANDQ $-16, R10 \
+	SHLQ $1, R10 \
+	MOVQ rows+24(FP), SI \
+	MOVQ stride+32(FP), DX \
+	SHLQ $1, DX \
+	MOVQ m+40(FP), R11 \
+	MOVQ y+48(FP), R8 \
+	MOVQ ystride+56(FP), R9 \
+	SHLQ $2, R9 \
+	VMOVDQU32 amidx<>(SB), Z26 \
+group: \
+	TESTQ R11, R11 \
+	JZ    done \
+	LEAQ (SI)(DX*1), BX \
+	LEAQ (BX)(DX*1), CX \
+	LEAQ (CX)(DX*1), R14 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15 \
+	XORQ AX, AX \
+chunk: \
+	CMPQ AX, R10 \
+	JGE  tail \
+	ROWS \
+	FMAX(DI, Z0, Z1, Z2, Z3) \
+	MORE(Q_FMAX) \
+	ADDQ $32, AX \
+	JMP  chunk \
+tail: \
+	KORTESTW K1, K1 \
+	JZ       reduce \
+	ROWSM \
+	VMOVUPS.Z (DI)(AX*2), K1, Z20 \
+	FMA4(Z20, Z0, Z1, Z2, Z3) \
+	MORE(Q_TAIL) \
+reduce: \
+	TRANS16 \
+	MOVQ R8, AX \
+	VMOVUPS X0, (AX) \
+	MORE(Q_STORE) \
+	ADDQ $16, R8 \
+	LEAQ (R14)(DX*1), SI \
+	SUBQ $4, R11 \
+	JMP  group \
+done: \
+	VZEROUPPER \
+	RET
+
 // func attnMulti1AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti1AVX512(SB), NOSPLIT, $0-64
-	MOVQ x+0(FP), DI
-	MOVQ xstride+8(FP), R9
-	SHLQ $2, R9
-	MOVQ n+16(FP), R10
-	MOVQ R10, CX
-	ANDQ $15, CX
-	MOVL $1, R14
-	SHLL CX, R14
-	DECL R14
-	KMOVW R14, K1
-	ANDQ $-16, R10
-	SHLQ $1, R10
-	MOVQ rows+24(FP), SI
-	MOVQ stride+32(FP), DX
-	SHLQ $1, DX
-	MOVQ m+40(FP), R11
-	MOVQ y+48(FP), R8
-	MOVQ ystride+56(FP), R9
-	SHLQ $2, R9
-	VMOVDQU32 amidx<>(SB), Z26
-
-am1group:
-	TESTQ R11, R11
-	JZ    am1done
-	LEAQ (SI)(DX*1), BX
-	LEAQ (BX)(DX*1), CX
-	LEAQ (CX)(DX*1), R14
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	XORQ AX, AX
-am1chunk:
-	CMPQ AX, R10
-	JGE  am1tail
-	ROWS
-	FMAX(DI, Z0, Z1, Z2, Z3)
-	ADDQ $32, AX
-	JMP  am1chunk
-am1tail:
-	KORTESTW K1, K1
-	JZ       am1reduce
-	ROWSM
-	VMOVUPS.Z (DI)(AX*2), K1, Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-am1reduce:
-	TRANS16
-	MOVQ R8, AX
-	VMOVUPS X0, (AX)
-	ADDQ $16, R8
-	LEAQ (R14)(DX*1), SI
-	SUBQ $4, R11
-	JMP  am1group
-am1done:
-	VZEROUPPER
-	RET
+	KERNEL(MORE1)
 
 // func attnMulti2AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti2AVX512(SB), NOSPLIT, $0-64
-	MOVQ x+0(FP), DI
-	MOVQ xstride+8(FP), R9
-	SHLQ $2, R9
-	LEAQ (DI)(R9*1), R15
-	MOVQ n+16(FP), R10
-	MOVQ R10, CX
-	ANDQ $15, CX
-	MOVL $1, R14
-	SHLL CX, R14
-	DECL R14
-	KMOVW R14, K1
-	ANDQ $-16, R10
-	SHLQ $1, R10
-	MOVQ rows+24(FP), SI
-	MOVQ stride+32(FP), DX
-	SHLQ $1, DX
-	MOVQ m+40(FP), R11
-	MOVQ y+48(FP), R8
-	MOVQ ystride+56(FP), R9
-	SHLQ $2, R9
-	VMOVDQU32 amidx<>(SB), Z26
-
-am2group:
-	TESTQ R11, R11
-	JZ    am2done
-	LEAQ (SI)(DX*1), BX
-	LEAQ (BX)(DX*1), CX
-	LEAQ (CX)(DX*1), R14
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	XORQ AX, AX
-am2chunk:
-	CMPQ AX, R10
-	JGE  am2tail
-	ROWS
-	FMAX(DI, Z0, Z1, Z2, Z3)
-	FMAX(R15, Z4, Z5, Z6, Z7)
-	ADDQ $32, AX
-	JMP  am2chunk
-am2tail:
-	KORTESTW K1, K1
-	JZ       am2reduce
-	ROWSM
-	VMOVUPS.Z (DI)(AX*2), K1, Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VMOVUPS.Z (R15)(AX*2), K1, Z21
-	FMA4(Z21, Z4, Z5, Z6, Z7)
-am2reduce:
-	TRANS16
-	MOVQ R8, AX
-	VMOVUPS X0, (AX)
-	ADDQ R9, AX
-	VEXTRACTF32X4 $1, Z0, X24
-	VMOVUPS X24, (AX)
-	ADDQ $16, R8
-	LEAQ (R14)(DX*1), SI
-	SUBQ $4, R11
-	JMP  am2group
-am2done:
-	VZEROUPPER
-	RET
+	KERNEL(MORE2)
 
 // func attnMulti3AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti3AVX512(SB), NOSPLIT, $0-64
-	MOVQ x+0(FP), DI
-	MOVQ xstride+8(FP), R9
-	SHLQ $2, R9
-	LEAQ (DI)(R9*1), R15
-	LEAQ (R15)(R9*1), R12
-	MOVQ n+16(FP), R10
-	MOVQ R10, CX
-	ANDQ $15, CX
-	MOVL $1, R14
-	SHLL CX, R14
-	DECL R14
-	KMOVW R14, K1
-	ANDQ $-16, R10
-	SHLQ $1, R10
-	MOVQ rows+24(FP), SI
-	MOVQ stride+32(FP), DX
-	SHLQ $1, DX
-	MOVQ m+40(FP), R11
-	MOVQ y+48(FP), R8
-	MOVQ ystride+56(FP), R9
-	SHLQ $2, R9
-	VMOVDQU32 amidx<>(SB), Z26
-
-am3group:
-	TESTQ R11, R11
-	JZ    am3done
-	LEAQ (SI)(DX*1), BX
-	LEAQ (BX)(DX*1), CX
-	LEAQ (CX)(DX*1), R14
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	XORQ AX, AX
-am3chunk:
-	CMPQ AX, R10
-	JGE  am3tail
-	ROWS
-	FMAX(DI, Z0, Z1, Z2, Z3)
-	FMAX(R15, Z4, Z5, Z6, Z7)
-	FMAX(R12, Z8, Z9, Z10, Z11)
-	ADDQ $32, AX
-	JMP  am3chunk
-am3tail:
-	KORTESTW K1, K1
-	JZ       am3reduce
-	ROWSM
-	VMOVUPS.Z (DI)(AX*2), K1, Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VMOVUPS.Z (R15)(AX*2), K1, Z21
-	FMA4(Z21, Z4, Z5, Z6, Z7)
-	VMOVUPS.Z (R12)(AX*2), K1, Z22
-	FMA4(Z22, Z8, Z9, Z10, Z11)
-am3reduce:
-	TRANS16
-	MOVQ R8, AX
-	VMOVUPS X0, (AX)
-	ADDQ R9, AX
-	VEXTRACTF32X4 $1, Z0, X24
-	VMOVUPS X24, (AX)
-	ADDQ R9, AX
-	VEXTRACTF32X4 $2, Z0, X24
-	VMOVUPS X24, (AX)
-	ADDQ $16, R8
-	LEAQ (R14)(DX*1), SI
-	SUBQ $4, R11
-	JMP  am3group
-am3done:
-	VZEROUPPER
-	RET
+	KERNEL(MORE3)
 
 // func attnMulti4AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti4AVX512(SB), NOSPLIT, $0-64
-	MOVQ x+0(FP), DI
-	MOVQ xstride+8(FP), R9
-	SHLQ $2, R9
-	LEAQ (DI)(R9*1), R15
-	LEAQ (R15)(R9*1), R12
-	LEAQ (R12)(R9*1), R13
-	MOVQ n+16(FP), R10
-	MOVQ R10, CX
-	ANDQ $15, CX
-	MOVL $1, R14
-	SHLL CX, R14
-	DECL R14
-	KMOVW R14, K1
-	ANDQ $-16, R10
-	SHLQ $1, R10
-	MOVQ rows+24(FP), SI
-	MOVQ stride+32(FP), DX
-	SHLQ $1, DX
-	MOVQ m+40(FP), R11
-	MOVQ y+48(FP), R8
-	MOVQ ystride+56(FP), R9
-	SHLQ $2, R9
-	VMOVDQU32 amidx<>(SB), Z26
-
-am4group:
-	TESTQ R11, R11
-	JZ    am4done
-	LEAQ (SI)(DX*1), BX
-	LEAQ (BX)(DX*1), CX
-	LEAQ (CX)(DX*1), R14
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	XORQ AX, AX
-am4chunk:
-	CMPQ AX, R10
-	JGE  am4tail
-	ROWS
-	FMAX(DI, Z0, Z1, Z2, Z3)
-	FMAX(R15, Z4, Z5, Z6, Z7)
-	FMAX(R12, Z8, Z9, Z10, Z11)
-	FMAX(R13, Z12, Z13, Z14, Z15)
-	ADDQ $32, AX
-	JMP  am4chunk
-am4tail:
-	KORTESTW K1, K1
-	JZ       am4reduce
-	ROWSM
-	VMOVUPS.Z (DI)(AX*2), K1, Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-	VMOVUPS.Z (R15)(AX*2), K1, Z21
-	FMA4(Z21, Z4, Z5, Z6, Z7)
-	VMOVUPS.Z (R12)(AX*2), K1, Z22
-	FMA4(Z22, Z8, Z9, Z10, Z11)
-	VMOVUPS.Z (R13)(AX*2), K1, Z23
-	FMA4(Z23, Z12, Z13, Z14, Z15)
-am4reduce:
-	TRANS16
-	MOVQ R8, AX
-	VMOVUPS X0, (AX)
-	ADDQ R9, AX
-	VEXTRACTF32X4 $1, Z0, X24
-	VMOVUPS X24, (AX)
-	ADDQ R9, AX
-	VEXTRACTF32X4 $2, Z0, X24
-	VMOVUPS X24, (AX)
-	ADDQ R9, AX
-	VEXTRACTF32X4 $3, Z0, X24
-	VMOVUPS X24, (AX)
-	ADDQ $16, R8
-	LEAQ (R14)(DX*1), SI
-	SUBQ $4, R11
-	JMP  am4group
-am4done:
-	VZEROUPPER
-	RET
+	KERNEL(MORE4)
 
 // func roundF16AVX512(dst, src *float32, n int)
 // dst[i] = src[i] rounded to f16 (to nearest even) and widened back, for

@@ -18,38 +18,30 @@
 
 #include "textflag.h"
 
+#include "dot_amd64.h"
+
 // Horizontal sum of the 8 float32 lanes of Y0 into X0 (clobbers X1).
-#define HSUM_Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VPERMILPS    $0x4e, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1 \
-	VADDSS       X1, X0, X0
-
-// Y15 = sixteen int16 ones (for VPMADDWD pair sums).
-#define ONES16_Y15 \
-	VPCMPEQW Y15, Y15, Y15 \
-	VPSRLW   $15, Y15, Y15
-
-// Y14 = 0x0f in every byte.
-#define LOWNIB_Y14 \
-	VPCMPEQW Y14, Y14, Y14 \
-	VPSRLW   $12, Y14, Y14 \
-	VPACKUSWB Y14, Y14, Y14
+#define HSUM_Y0 HSUM(Y0, X0, X1)
 
 // One block of each 32-value format against its q8 block, at byte offsets
 // wo (weights, AX) and xo (activations, BX), accumulated into ACC (and the
 // q4_1 minimum term into MACC). The row loops run two blocks per step into
 // two accumulators: one FMA chain alone (4 cycles per link) would bound a
 // row at one block per 4 cycles.
-#define Q80_BLOCK(wo, xo, ACC) \
+// Y2 = the product of the weight and activation block scales.
+#define BLKSCALE(wo, xo) \
 	MOVWLZX      wo(AX), DX \
 	MOVWLZX      xo(BX), R12 \
 	VBROADCASTSS (R13)(DX*4), Y2 \
 	VBROADCASTSS (R13)(R12*4), Y3 \
-	VMULPS       Y3, Y2, Y2 \
-	VMOVDQU      (wo+2)(AX), Y4 \
+	VMULPS       Y3, Y2, Y2
+
+// A block of signed weight quants (Y4, from UNPACK(wo)) against its q8_0
+// block: the weights' signs go to the activations (VPSIGNB) so the product
+// is unsigned times signed.
+#define SIGNED_BLOCK(wo, xo, ACC, UNPACK) \
+	BLKSCALE(wo, xo) \
+	UNPACK(wo) \
 	VMOVDQU      (xo+2)(BX), Y5 \
 	VPABSB       Y4, Y6 \
 	VPSIGNB      Y4, Y5, Y5 \
@@ -58,31 +50,19 @@
 	VCVTDQ2PS    Y6, Y6 \
 	VFMADD231PS  Y6, Y2, ACC
 
-#define Q40_BLOCK(wo, xo, ACC) \
-	MOVWLZX      wo(AX), DX \
-	MOVWLZX      xo(BX), R12 \
-	VBROADCASTSS (R13)(DX*4), Y2 \
-	VBROADCASTSS (R13)(R12*4), Y3 \
-	VMULPS       Y3, Y2, Y2 \
+#define Q80_W(wo) VMOVDQU (wo+2)(AX), Y4
+#define Q40_W(wo) \
 	VMOVDQU      (wo+2)(AX), X4 \
 	VPSRLW       $4, X4, X5 \
 	VINSERTI128  $1, X5, Y4, Y4 \
 	VPAND        Y14, Y4, Y4 \
-	VPSUBB       Y13, Y4, Y4 \
-	VMOVDQU      (xo+2)(BX), Y5 \
-	VPABSB       Y4, Y6 \
-	VPSIGNB      Y4, Y5, Y5 \
-	VPMADDUBSW   Y5, Y6, Y6 \
-	VPMADDWD     Y15, Y6, Y6 \
-	VCVTDQ2PS    Y6, Y6 \
-	VFMADD231PS  Y6, Y2, ACC
+	VPSUBB       Y13, Y4, Y4
+
+#define Q80_BLOCK(wo, xo, ACC) SIGNED_BLOCK(wo, xo, ACC, Q80_W)
+#define Q40_BLOCK(wo, xo, ACC) SIGNED_BLOCK(wo, xo, ACC, Q40_W)
 
 #define Q41_BLOCK(wo, xo, ACC, MACC) \
-	MOVWLZX      wo(AX), DX \
-	MOVWLZX      xo(BX), R12 \
-	VBROADCASTSS (R13)(DX*4), Y2 \
-	VBROADCASTSS (R13)(R12*4), Y3 \
-	VMULPS       Y3, Y2, Y2 \
+	BLKSCALE(wo, xo) \
 	MOVWLZX      (wo+2)(AX), DX \
 	MOVWLZX      (xo+2)(BX), R12 \
 	VMOVSS       (R13)(DX*4), X3 \
@@ -103,97 +83,56 @@
 	MOVQ nrows+16(FP), R9 \
 	MOVQ y+40(FP), R11
 
+// The q8_0 and q4_0 row kernels: CONSTS, then per row two blocks (of wb
+// bytes) a step, each BLOCK(wo, xo, ACC), with the prefetch PF.
+#define SIGNED_ROWS(CONSTS, BLOCK, wb, PF) \
+	ROWS_ARGS \
+	ONES16_Y15 \
+	CONSTS \
+	TESTQ R9, R9 \
+	JLE   done \
+row: \
+	MOVQ   SI, AX \
+	MOVQ   x+24(FP), BX \
+	MOVQ   nb+32(FP), CX \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	CMPQ   CX, $2 \
+	JLT    one \
+blk: \
+	PF \
+	BLOCK(0, 0, Y0) \
+	BLOCK(wb, 34, Y1) \
+	ADDQ       $(2*wb), AX \
+	ADDQ       $68, BX \
+	SUBQ       $2, CX \
+	CMPQ       CX, $2 \
+	JGE        blk \
+one: \
+	TESTQ CX, CX \
+	JZ    sum \
+	BLOCK(0, 0, Y0) \
+sum: \
+	VADDPS Y1, Y0, Y0 \
+	HSUM_Y0 \
+	ROWNEXT(row) \
+done: \
+	VZEROUPPER \
+	RET
+
+#define Q80_PF \
+	PREFETCHT0 2048(AX) \
+	PREFETCHT0 2112(AX)
+#define Q40_PF PREFETCHT0 2048(AX)
+
 // func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-56
-	ROWS_ARGS
-	ONES16_Y15
-	TESTQ R9, R9
-	JLE   q80done
-
-q80row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	CMPQ   CX, $2
-	JLT    q80one
-
-q80blk:
-	PREFETCHT0 2048(AX)
-	PREFETCHT0 2112(AX)
-	Q80_BLOCK(0, 0, Y0)
-	Q80_BLOCK(34, 34, Y1)
-	ADDQ       $68, AX
-	ADDQ       $68, BX
-	SUBQ       $2, CX
-	CMPQ       CX, $2
-	JGE        q80blk
-
-q80one:
-	TESTQ CX, CX
-	JZ    q80sum
-	Q80_BLOCK(0, 0, Y0)
-
-q80sum:
-	VADDPS Y1, Y0, Y0
-	HSUM_Y0
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q80row
-
-q80done:
-	VZEROUPPER
-	RET
+	SIGNED_ROWS(Q80_CONSTS, Q80_BLOCK, 34, Q80_PF)
 
 // func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+// Y13 = 0x08 in every byte (0x0f &^ 0x07), subtracted from the nibbles.
 TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-56
-	ROWS_ARGS
-	ONES16_Y15
-	LOWNIB_Y14
-	VPSRLW $1, Y14, Y13
-	VPANDN Y14, Y13, Y13   // 0x08 in every byte: 0x0f &^ 0x07
-	TESTQ  R9, R9
-	JLE    q40done
-
-q40row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	CMPQ   CX, $2
-	JLT    q40one
-
-q40blk:
-	PREFETCHT0 2048(AX)
-	Q40_BLOCK(0, 0, Y0)
-	Q40_BLOCK(18, 34, Y1)
-	ADDQ       $36, AX
-	ADDQ       $68, BX
-	SUBQ       $2, CX
-	CMPQ       CX, $2
-	JGE        q40blk
-
-q40one:
-	TESTQ CX, CX
-	JZ    q40sum
-	Q40_BLOCK(0, 0, Y0)
-
-q40sum:
-	VADDPS Y1, Y0, Y0
-	HSUM_Y0
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q40row
-
-q40done:
-	VZEROUPPER
-	RET
+	SIGNED_ROWS(Q40_CONSTS, Q40_BLOCK, 18, Q40_PF)
 
 // 16-bit ones in memory, for the paired-row q4_1 loop that needs every
 // register.
@@ -430,32 +369,7 @@ q4kblk:
 	PREFETCHT0 2048(AX)
 	PREFETCHT0 2112(AX)
 	PREFETCHT0 2176(AX)
-	// Unpack the 6-bit scales (sc) and mins (m) into bytes:
-	// sc0-3 = u0&0x3f.., sc4-7 = (u2&0x0f..) | ((u0>>6)&0x03..)<<4,
-	// m0-3 = u1&0x3f..,  m4-7 = ((u2>>4)&0x0f..) | ((u1>>6)&0x03..)<<4.
-	MOVL 4(AX), DX
-	MOVL 8(AX), R12
-	MOVL 12(AX), R13
-	MOVL DX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	MOVL R13, R10
-	ANDL $0x0f0f0f0f, R10
-	ORL  R10, R8           // sc4-7
-	ANDL $0x3f3f3f3f, DX   // sc0-3
-	MOVL R12, R10
-	SHRL $6, R10
-	ANDL $0x03030303, R10
-	SHLL $4, R10
-	SHRL $4, R13
-	ANDL $0x0f0f0f0f, R13
-	ORL  R10, R13          // m4-7
-	ANDL $0x3f3f3f3f, R12  // m0-3
-	VMOVD        DX, X8
-	VPINSRD      $1, R8, X8, X8
-	VPINSRD      $2, R12, X8, X8
-	VPINSRD      $3, R13, X8, X8
+	Q4K_SCALES(R10)
 	VPMOVZXBW    X8, Y8           // words: sc0..7 | m0..7
 	VINSERTI128  $1, X8, Y8, Y11  // sc0..7 | sc0..7
 	VEXTRACTI128 $1, Y8, X8       // m0..7
@@ -491,11 +405,7 @@ q4kblk:
 q4ksum:
 	VSUBPS Y1, Y0, Y0
 	HSUM_Y0
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q4krow
+	ROWNEXT(q4krow)
 
 q4kdone:
 	VZEROUPPER
@@ -608,177 +518,123 @@ q6kblk:
 
 q6ksum:
 	HSUM_Y0
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q6krow
+	ROWNEXT(q6krow)
 
 q6kdone:
 	VZEROUPPER
 	RET
 
+// The f16 and f32 row kernels: per row, 32 values a step into Y0..Y3 (with
+// PF, the prefetch), then 8 a step into Y0, then the tail one by one into
+// X0 after the fold; eb bytes a value. STEP32, STEP8 and STEP1 are the
+// steps' loads and multiply-adds at AX (weights) and BX (x).
+#define FROWS(PF, STEP32, STEP8, STEP1, eb) \
+	MOVQ w+0(FP), SI \
+	MOVQ nrows+16(FP), R9 \
+	MOVQ y+40(FP), R11 \
+	TESTQ R9, R9 \
+	JLE   done \
+row: \
+	MOVQ   SI, AX \
+	MOVQ   x+24(FP), BX \
+	MOVQ   nb+32(FP), CX \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	CMPQ   CX, $32 \
+	JLT    by8 \
+by32: \
+	PF \
+	STEP32 \
+	ADDQ        $(32*eb), AX \
+	ADDQ        $(32*eb), BX \
+	SUBQ        $32, CX \
+	CMPQ        CX, $32 \
+	JGE         by32 \
+by8: \
+	CMPQ CX, $8 \
+	JLT  fold \
+by8loop: \
+	STEP8 \
+	ADDQ        $(8*eb), AX \
+	ADDQ        $(8*eb), BX \
+	SUBQ        $8, CX \
+	CMPQ        CX, $8 \
+	JGE         by8loop \
+fold: \
+	VADDPS Y1, Y0, Y0 \
+	VADDPS Y3, Y2, Y2 \
+	VADDPS Y2, Y0, Y0 \
+	HSUM_Y0 \
+	TESTQ  CX, CX \
+	JLE    store \
+tail: \
+	STEP1 \
+	ADDQ        $eb, AX \
+	ADDQ        $eb, BX \
+	DECQ        CX \
+	JNZ         tail \
+store: \
+	ROWNEXT(row) \
+done: \
+	VZEROUPPER \
+	RET
+
+#define F16PF PREFETCHT0 2048(AX)
+#define F16STEP32 \
+	VCVTPH2PS   (AX), Y4 \
+	VCVTPH2PS   (BX), Y8 \
+	VFMADD231PS Y8, Y4, Y0 \
+	VCVTPH2PS   16(AX), Y5 \
+	VCVTPH2PS   16(BX), Y9 \
+	VFMADD231PS Y9, Y5, Y1 \
+	VCVTPH2PS   32(AX), Y6 \
+	VCVTPH2PS   32(BX), Y10 \
+	VFMADD231PS Y10, Y6, Y2 \
+	VCVTPH2PS   48(AX), Y7 \
+	VCVTPH2PS   48(BX), Y11 \
+	VFMADD231PS Y11, Y7, Y3
+#define F16STEP8 \
+	VCVTPH2PS   (AX), Y4 \
+	VCVTPH2PS   (BX), Y8 \
+	VFMADD231PS Y8, Y4, Y0
+#define F16STEP1 \
+	MOVWLZX     (AX), DX \
+	VMOVD       DX, X4 \
+	VCVTPH2PS   X4, X4 \
+	MOVWLZX     (BX), DX \
+	VMOVD       DX, X8 \
+	VCVTPH2PS   X8, X8 \
+	VFMADD231SS X8, X4, X0
+
 // func dotF16RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
 // Both operands f16, widened with F16C; products and sums in float32.
 TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ nrows+16(FP), R9
-	MOVQ y+40(FP), R11
-	TESTQ R9, R9
-	JLE   f16done
+	FROWS(F16PF, F16STEP32, F16STEP8, F16STEP1, 2)
 
-f16row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	CMPQ   CX, $32
-	JLT    f16by8
-
-f16by32:
-	PREFETCHT0 2048(AX)
-	VCVTPH2PS   (AX), Y4
-	VCVTPH2PS   (BX), Y8
-	VFMADD231PS Y8, Y4, Y0
-	VCVTPH2PS   16(AX), Y5
-	VCVTPH2PS   16(BX), Y9
-	VFMADD231PS Y9, Y5, Y1
-	VCVTPH2PS   32(AX), Y6
-	VCVTPH2PS   32(BX), Y10
-	VFMADD231PS Y10, Y6, Y2
-	VCVTPH2PS   48(AX), Y7
-	VCVTPH2PS   48(BX), Y11
-	VFMADD231PS Y11, Y7, Y3
-	ADDQ        $64, AX
-	ADDQ        $64, BX
-	SUBQ        $32, CX
-	CMPQ        CX, $32
-	JGE         f16by32
-
-f16by8:
-	CMPQ CX, $8
-	JLT  f16fold
-
-f16by8loop:
-	VCVTPH2PS   (AX), Y4
-	VCVTPH2PS   (BX), Y8
-	VFMADD231PS Y8, Y4, Y0
-	ADDQ        $16, AX
-	ADDQ        $16, BX
-	SUBQ        $8, CX
-	CMPQ        CX, $8
-	JGE         f16by8loop
-
-f16fold:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM_Y0
-	TESTQ  CX, CX
-	JLE    f16store
-
-f16tail:
-	MOVWLZX     (AX), DX
-	VMOVD       DX, X4
-	VCVTPH2PS   X4, X4
-	MOVWLZX     (BX), DX
-	VMOVD       DX, X8
-	VCVTPH2PS   X8, X8
-	VFMADD231SS X8, X4, X0
-	ADDQ        $2, AX
-	ADDQ        $2, BX
-	DECQ        CX
-	JNZ         f16tail
-
-f16store:
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    f16row
-
-f16done:
-	VZEROUPPER
-	RET
+#define F32PF \
+	PREFETCHT0 2048(AX) \
+	PREFETCHT0 2112(AX)
+#define F32STEP32 \
+	VMOVUPS     (AX), Y4 \
+	VFMADD231PS (BX), Y4, Y0 \
+	VMOVUPS     32(AX), Y5 \
+	VFMADD231PS 32(BX), Y5, Y1 \
+	VMOVUPS     64(AX), Y6 \
+	VFMADD231PS 64(BX), Y6, Y2 \
+	VMOVUPS     96(AX), Y7 \
+	VFMADD231PS 96(BX), Y7, Y3
+#define F32STEP8 \
+	VMOVUPS     (AX), Y4 \
+	VFMADD231PS (BX), Y4, Y0
+#define F32STEP1 \
+	VMOVSS      (AX), X4 \
+	VFMADD231SS (BX), X4, X0
 
 // func dotF32RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32)
 TEXT ·dotF32RowsAVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ nrows+16(FP), R9
-	MOVQ y+40(FP), R11
-	TESTQ R9, R9
-	JLE   f32done
-
-f32row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	CMPQ   CX, $32
-	JLT    f32by8
-
-f32by32:
-	PREFETCHT0 2048(AX)
-	PREFETCHT0 2112(AX)
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (BX), Y4, Y0
-	VMOVUPS     32(AX), Y5
-	VFMADD231PS 32(BX), Y5, Y1
-	VMOVUPS     64(AX), Y6
-	VFMADD231PS 64(BX), Y6, Y2
-	VMOVUPS     96(AX), Y7
-	VFMADD231PS 96(BX), Y7, Y3
-	ADDQ        $128, AX
-	ADDQ        $128, BX
-	SUBQ        $32, CX
-	CMPQ        CX, $32
-	JGE         f32by32
-
-f32by8:
-	CMPQ CX, $8
-	JLT  f32fold
-
-f32by8loop:
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (BX), Y4, Y0
-	ADDQ        $32, AX
-	ADDQ        $32, BX
-	SUBQ        $8, CX
-	CMPQ        CX, $8
-	JGE         f32by8loop
-
-f32fold:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM_Y0
-	TESTQ  CX, CX
-	JLE    f32store
-
-f32tail:
-	VMOVSS      (AX), X4
-	VFMADD231SS (BX), X4, X0
-	ADDQ        $4, AX
-	ADDQ        $4, BX
-	DECQ        CX
-	JNZ         f32tail
-
-f32store:
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    f32row
-
-f32done:
-	VZEROUPPER
-	RET
+	FROWS(F32PF, F32STEP32, F32STEP8, F32STEP1, 4)
 
 // func axpyAVX2(y *float32, a float32, x *float32, n int)
 // y[i] += a*x[i], fused (one rounding per element).
@@ -846,193 +702,17 @@ axpydone:
 // four activation rows (xstride bytes apart), so unpacking and weight loads
 // are shared. The arithmetic per token is that of the row kernels.
 
-// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
-#define HSUM(Y, X, T) \
-	VEXTRACTF128 $1, Y, T \
-	VADDPS       T, X, X \
-	VPERMILPS    $0x4e, X, T \
-	VADDPS       T, X, X \
-	VMOVSHDUP    X, T \
-	VADDSS       T, X, X
-
-// Store the four accumulators Y0..Y3 (hsummed) to 4 floats at R11.
-#define STORE4 \
-	HSUM(Y0, X0, X4) \
-	HSUM(Y1, X1, X4) \
-	HSUM(Y2, X2, X4) \
-	HSUM(Y3, X3, X4) \
-	VMOVSS X0, (R11) \
-	VMOVSS X1, 4(R11) \
-	VMOVSS X2, 8(R11) \
-	VMOVSS X3, 12(R11)
-
-// One token of a q8_0 block: Y4 = signed weight quants, Y6 = |Y4|,
-// Y5 = weight scale; D and Q address the token's scale and quants.
-#define TOK_SIGNED(D, Q, ACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	VMOVDQU      Q, Y8 \
-	VPSIGNB      Y4, Y8, Y8 \
-	VPMADDUBSW   Y8, Y6, Y8 \
-	VPMADDWD     Y15, Y8, Y8 \
-	VCVTDQ2PS    Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
-
 // func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0Tok4AVX2(SB), NOSPLIT, $0-48
-	MOVQ     w+0(FP), AX
-	MOVQ     x+8(FP), BX
-	MOVQ     xstride+16(FP), R8
-	MOVQ     nb+24(FP), CX
-	MOVQ     y+32(FP), R11
-	MOVQ     f16+40(FP), R13
-	LEAQ     (R8)(R8*2), R9
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
-	VXORPS   Y0, Y0, Y0
-	VXORPS   Y1, Y1, Y1
-	VXORPS   Y2, Y2, Y2
-	VXORPS   Y3, Y3, Y3
-	TESTQ    CX, CX
-	JLE      q80t4store
-
-q80t4blk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	VMOVDQU      2(AX), Y4
-	VPABSB       Y4, Y6
-	TOK_SIGNED((BX), 2(BX), Y0)
-	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1)
-	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2)
-	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3)
-	ADDQ         $34, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q80t4blk
-
-q80t4store:
-	STORE4
-	VZEROUPPER
-	RET
+	SIGNED_TOK4(Q80_CONSTS, Q80_UNPACK, 34, MADD, Y8)
 
 // func dotQ4_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0Tok4AVX2(SB), NOSPLIT, $0-48
-	MOVQ      w+0(FP), AX
-	MOVQ      x+8(FP), BX
-	MOVQ      xstride+16(FP), R8
-	MOVQ      nb+24(FP), CX
-	MOVQ      y+32(FP), R11
-	MOVQ      f16+40(FP), R13
-	LEAQ      (R8)(R8*2), R9
-	VPCMPEQW  Y15, Y15, Y15
-	VPSRLW    $15, Y15, Y15
-	VPCMPEQW  Y14, Y14, Y14
-	VPSRLW    $12, Y14, Y14
-	VPACKUSWB Y14, Y14, Y14 // 0x0f bytes
-	VPSRLW    $1, Y14, Y13
-	VPANDN    Y14, Y13, Y13 // 0x08 bytes
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	TESTQ     CX, CX
-	JLE       q40t4store
-
-q40t4blk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	VMOVDQU      2(AX), X4
-	VPSRLW       $4, X4, X9
-	VINSERTI128  $1, X9, Y4, Y4
-	VPAND        Y14, Y4, Y4
-	VPSUBB       Y13, Y4, Y4
-	VPABSB       Y4, Y6
-	TOK_SIGNED((BX), 2(BX), Y0)
-	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1)
-	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2)
-	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3)
-	ADDQ         $18, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q40t4blk
-
-q40t4store:
-	STORE4
-	VZEROUPPER
-	RET
-
-// One token of a q8_1 block against unsigned nibbles Y4 (scale Y5, min X6):
-// the min term goes to the scalar accumulator MACC.
-#define TOK_Q41(D, S, Q, ACC, MACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	MOVWLZX      S, DX \
-	VFMADD231SS  (R13)(DX*4), X6, MACC \
-	VPMADDUBSW   Q, Y4, Y8 \
-	VPMADDWD     Y15, Y8, Y8 \
-	VCVTDQ2PS    Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
+	SIGNED_TOK4(Q40_CONSTS, Q40_UNPACK, 18, MADD, Y8)
 
 // func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
-	MOVQ      w+0(FP), AX
-	MOVQ      x+8(FP), BX
-	MOVQ      xstride+16(FP), R8
-	MOVQ      nb+24(FP), CX
-	MOVQ      y+32(FP), R11
-	MOVQ      f16+40(FP), R13
-	LEAQ      (R8)(R8*2), R9
-	VPCMPEQW  Y15, Y15, Y15
-	VPSRLW    $15, Y15, Y15
-	VPCMPEQW  Y14, Y14, Y14
-	VPSRLW    $12, Y14, Y14
-	VPACKUSWB Y14, Y14, Y14
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	VXORPS    X9, X9, X9
-	VXORPS    X10, X10, X10
-	VXORPS    X11, X11, X11
-	VXORPS    X12, X12, X12
-	TESTQ     CX, CX
-	JLE       q41t4store
-
-q41t4blk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	MOVWLZX      2(AX), DX
-	VMOVSS       (R13)(DX*4), X6
-	VMOVDQU      4(AX), X4
-	VPSRLW       $4, X4, X13
-	VINSERTI128  $1, X13, Y4, Y4
-	VPAND        Y14, Y4, Y4
-	TOK_Q41((BX), 2(BX), 4(BX), Y0, X9)
-	TOK_Q41((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10)
-	TOK_Q41((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11)
-	TOK_Q41((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12)
-	ADDQ         $20, AX
-	ADDQ         $36, BX
-	DECQ         CX
-	JNZ          q41t4blk
-
-q41t4store:
-	HSUM(Y0, X0, X4)
-	HSUM(Y1, X1, X4)
-	HSUM(Y2, X2, X4)
-	HSUM(Y3, X3, X4)
-	VADDSS X9, X0, X0
-	VADDSS X10, X1, X1
-	VADDSS X11, X2, X2
-	VADDSS X12, X3, X3
-	VMOVSS X0, (R11)
-	VMOVSS X1, 4(R11)
-	VMOVSS X2, 8(R11)
-	VMOVSS X3, 12(R11)
-	VZEROUPPER
-	RET
+	Q41_TOK4(MADD)
 
 // Q4_K, one sub-block pair for one token at base B: Y4/Y5 = low/high
 // nibbles, Y6/Y7 = their scales as int16 words.
@@ -1058,96 +738,34 @@ q41t4store:
 
 // Q4_K epilogue for one token at B: ACC += d*dx*IACC - dmin*dx*mins(Y10).
 // X4 = [d, dmin] of the weight block.
-#define Q4K_END(B, IACC, ACC) \
-	VBROADCASTSS (B), X5 \
-	VMULPS       X4, X5, X5 \
-	VBROADCASTSS X5, Y6 \
-	VMOVSHDUP    X5, X7 \
-	VBROADCASTSS X7, Y7 \
-	VCVTDQ2PS    IACC, IACC \
-	VFMADD231PS  IACC, Y6, ACC \
-	VPMADDWD     260(B), Y10, Y15 \
-	VCVTDQ2PS    Y15, Y15 \
-	VFNMADD231PS Y15, Y7, ACC
+#define Q4K_END(B, IACC, ACC) Q4K_KEND(B, IACC, ACC, Y6, Y7, Y15)
+
+// One q4_K block of the four tokens: scales and mins as in
+// dotQ4_KRowsAVX2 (Y11 = scales as words in both lanes, Y10 = the mins
+// doubled), the four sub-block pairs, the epilogues.
+#define Q4K_BLOCK4 \
+	Q4K_SCALES(R9) \
+	VPMOVZXBW    X8, Y8 \
+	VINSERTI128  $1, X8, Y8, Y11 \
+	VEXTRACTI128 $1, Y8, X8 \
+	VPUNPCKLWD   X8, X8, X6 \
+	VPUNPCKHWD   X8, X8, X7 \
+	VINSERTI128  $1, X7, Y6, Y10 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y9, Y9, Y9 \
+	VPXOR Y12, Y12, Y12 \
+	VPXOR Y13, Y13, Y13 \
+	Q4K_PAIR4(16, 4, q4kmask<>+0x00(SB), q4kmask<>+0x20(SB)) \
+	Q4K_PAIR4(48, 68, q4kmask<>+0x40(SB), q4kmask<>+0x60(SB)) \
+	Q4K_PAIR4(80, 132, q4kmask<>+0x80(SB), q4kmask<>+0xa0(SB)) \
+	Q4K_PAIR4(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB)) \
+	VMOVD     (AX), X4 \
+	VCVTPH2PS X4, X4 \
+	KENDS4(Q4K_END, Y8, Y9, Y12, Y13, Y0, Y1, Y2, Y3)
 
 // func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), BX
-	MOVQ   xstride+16(FP), R8
-	MOVQ   nb+24(FP), CX
-	MOVQ   y+32(FP), R11
-	LEAQ   (BX)(R8*1), SI
-	LEAQ   (BX)(R8*2), DI
-	LEAQ   (SI)(R8*2), R10
-	LOWNIB_Y14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	TESTQ  CX, CX
-	JLE    q4kt4store
-
-q4kt4blk:
-	// Scales and mins as in dotQ4_KRowsAVX2.
-	MOVL 4(AX), DX
-	MOVL 8(AX), R12
-	MOVL 12(AX), R13
-	MOVL DX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	MOVL R13, R9
-	ANDL $0x0f0f0f0f, R9
-	ORL  R9, R8
-	ANDL $0x3f3f3f3f, DX
-	MOVL R12, R9
-	SHRL $6, R9
-	ANDL $0x03030303, R9
-	SHLL $4, R9
-	SHRL $4, R13
-	ANDL $0x0f0f0f0f, R13
-	ORL  R9, R13
-	ANDL $0x3f3f3f3f, R12
-	VMOVD        DX, X8
-	VPINSRD      $1, R8, X8, X8
-	VPINSRD      $2, R12, X8, X8
-	VPINSRD      $3, R13, X8, X8
-	VPMOVZXBW    X8, Y8
-	VINSERTI128  $1, X8, Y8, Y11
-	VEXTRACTI128 $1, Y8, X8
-	VPUNPCKLWD   X8, X8, X6
-	VPUNPCKHWD   X8, X8, X7
-	VINSERTI128  $1, X7, Y6, Y10
-
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
-	VPXOR Y12, Y12, Y12
-	VPXOR Y13, Y13, Y13
-	Q4K_PAIR4(16, 4, q4kmask<>+0x00(SB), q4kmask<>+0x20(SB))
-	Q4K_PAIR4(48, 68, q4kmask<>+0x40(SB), q4kmask<>+0x60(SB))
-	Q4K_PAIR4(80, 132, q4kmask<>+0x80(SB), q4kmask<>+0xa0(SB))
-	Q4K_PAIR4(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB))
-
-	VMOVD     (AX), X4
-	VCVTPH2PS X4, X4
-	Q4K_END(BX, Y8, Y0)
-	Q4K_END(SI, Y9, Y1)
-	Q4K_END(DI, Y12, Y2)
-	Q4K_END(R10, Y13, Y3)
-
-	ADDQ $144, AX
-	ADDQ $292, BX
-	ADDQ $292, SI
-	ADDQ $292, DI
-	ADDQ $292, R10
-	DECQ CX
-	JNZ  q4kt4blk
-
-q4kt4store:
-	STORE4
-	VZEROUPPER
-	RET
+	KTOK4(LOWNIB_Y14, ZERO4, Q4K_BLOCK4, 144, STORE4)
 
 // Q6_K, one group of 32 quants (Y7, scales Y13) for one token at B.
 #define Q6K_TOK(B, xoff, IACC) \
@@ -1185,67 +803,31 @@ q4kt4store:
 	VPAND   q6khigh<>(SB), Y15, Y15 \
 	Q6K_GROUP4((xoff+96), q6kmask<>+0x60(SB))
 
-// Q6_K epilogue for one token at B: subtract 32*sum(sc*bsum) (Y10 = the 16
-// scales as words), then ACC += d*dx*IACC (Y4 = d in every lane).
-#define Q6K_END(B, IACC, ACC) \
-	VPMADDWD     260(B), Y10, Y15 \
-	VPSLLD       $5, Y15, Y15 \
-	VPSUBD       Y15, IACC, IACC \
-	VCVTDQ2PS    IACC, IACC \
-	VBROADCASTSS (B), Y5 \
-	VMULPS       Y4, Y5, Y5 \
-	VFMADD231PS  IACC, Y5, ACC
+// Q6_K epilogue for one token at B (Y10 = the 16 scales as words, Y4 = d
+// in every lane).
+#define Q6K_END(B, IACC, ACC) Q6K_KEND(B, IACC, ACC, Y10, Y15, Y4, Y5)
+
+// One q6_K block of the four tokens (Y10 = the scales of a half as words
+// in both lanes, then all 16).
+#define Q6K_BLOCK4 \
+	VPXOR     Y8, Y8, Y8 \
+	VPXOR     Y9, Y9, Y9 \
+	VPXOR     Y11, Y11, Y11 \
+	VPXOR     Y12, Y12, Y12 \
+	VPMOVSXBW 192(AX), Y10 \
+	VPERMQ    $0x44, Y10, Y10 \
+	Q6K_HALF4(0, 128, 4) \
+	VPMOVSXBW 192(AX), Y10 \
+	VPERMQ    $0xee, Y10, Y10 \
+	Q6K_HALF4(64, 160, 132) \
+	VPMOVSXBW    192(AX), Y10 \
+	VPBROADCASTW 208(AX), X4 \
+	VCVTPH2PS    X4, Y4 \
+	KENDS4(Q6K_END, Y8, Y9, Y11, Y12, Y0, Y1, Y2, Y3)
 
 // func dotQ6_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ6_KTok4AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), BX
-	MOVQ   xstride+16(FP), R8
-	MOVQ   nb+24(FP), CX
-	MOVQ   y+32(FP), R11
-	LEAQ   (BX)(R8*1), SI
-	LEAQ   (BX)(R8*2), DI
-	LEAQ   (SI)(R8*2), R10
-	LOWNIB_Y14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	TESTQ  CX, CX
-	JLE    q6kt4store
-
-q6kt4blk:
-	VPXOR     Y8, Y8, Y8
-	VPXOR     Y9, Y9, Y9
-	VPXOR     Y11, Y11, Y11
-	VPXOR     Y12, Y12, Y12
-	VPMOVSXBW 192(AX), Y10
-	VPERMQ    $0x44, Y10, Y10
-	Q6K_HALF4(0, 128, 4)
-	VPMOVSXBW 192(AX), Y10
-	VPERMQ    $0xee, Y10, Y10
-	Q6K_HALF4(64, 160, 132)
-
-	VPMOVSXBW    192(AX), Y10
-	VPBROADCASTW 208(AX), X4
-	VCVTPH2PS    X4, Y4
-	Q6K_END(BX, Y8, Y0)
-	Q6K_END(SI, Y9, Y1)
-	Q6K_END(DI, Y11, Y2)
-	Q6K_END(R10, Y12, Y3)
-
-	ADDQ $210, AX
-	ADDQ $292, BX
-	ADDQ $292, SI
-	ADDQ $292, DI
-	ADDQ $292, R10
-	DECQ CX
-	JNZ  q6kt4blk
-
-q6kt4store:
-	STORE4
-	VZEROUPPER
-	RET
+	KTOK4(LOWNIB_Y14, ZERO4, Q6K_BLOCK4, 210, STORE4)
 
 // func dotF16Tok4AVX2(w *byte, x *byte, xstride int, n int, y *float32)
 // Eight weights widened once, then one FMA per token; n % 8 values are

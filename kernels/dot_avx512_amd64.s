@@ -4,18 +4,7 @@
 // loop, prefetching and float accumulation scheme as the AVX2 kernels.
 
 #include "textflag.h"
-
-// Z0's 16 lanes folded into Y0 (EVEX, so the upper half is not assumed
-// zero), then into X0 lane 0 (clobbers Y1).
-#define HSUM_Z0 \
-	VEXTRACTF64X4 $1, Z0, Y1 \
-	VADDPS        Y1, Y0, Y0 \
-	VEXTRACTF128  $1, Y0, X1 \
-	VADDPS        X1, X0, X0 \
-	VPERMILPS     $0x4e, X0, X1 \
-	VADDPS        X1, X0, X0 \
-	VMOVSHDUP     X0, X1 \
-	VADDSS        X1, X0, X0
+#include "dot_amd64.h"
 
 // Z2 = per-lane product of the scales of two consecutive blocks (at off and
 // off+stride of AX and BX), looked up in the f16 table at R13: lanes 0-7
@@ -41,77 +30,79 @@
 	VBROADCASTSS (R13)(R12*4), Y3 \
 	VMULPS       Y3, Y2, Y2
 
+// The q8_0 and q4_0 row kernels: CONSTS, then per row two blocks a step
+// (PAIR, 2*wb weight bytes, with the prefetch PF) into Z0, folded to Y0,
+// and ONE for an odd last block.
+#define ROWS512(CONSTS, PAIR, ONE, wb, PF) \
+	MOVQ         f16+48(FP), R13 \
+	MOVQ         w+0(FP), SI \
+	MOVQ         nrows+16(FP), R9 \
+	MOVQ         y+40(FP), R11 \
+	CONSTS \
+	TESTQ        R9, R9 \
+	JLE          done \
+row: \
+	MOVQ   SI, AX \
+	MOVQ   x+24(FP), BX \
+	MOVQ   nb+32(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	CMPQ   CX, $2 \
+	JLT    fold \
+pair: \
+	PF \
+	PAIR \
+	ADDQ         $(2*wb), AX \
+	ADDQ         $68, BX \
+	SUBQ         $2, CX \
+	CMPQ         CX, $2 \
+	JGE          pair \
+fold: \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	VADDPS        Y1, Y0, Y0 \
+	TESTQ         CX, CX \
+	JZ            sum \
+	ONE \
+sum: \
+	HSUM(Y0, X0, X1) \
+	ROWNEXT(row) \
+done: \
+	VZEROUPPER \
+	RET
+
+// q8_0: the activations get the weights' signs (x * sign(w): VPSUBB from
+// zero in Z31 where the weight is negative), VPDPBUSD against |w|.
+#define Q80_CONSTSZ VPXORD Z31, Z31, Z31
+#define Q80_PAIRZ \
+	SCALES2(0, 34, 0, 34) \
+	VMOVDQU      2(AX), Y4 \
+	VINSERTI64X4 $1, 36(AX), Z4, Z4 \
+	VMOVDQU      2(BX), Y5 \
+	VINSERTI64X4 $1, 36(BX), Z5, Z5 \
+	VPABSB       Z4, Z6 \
+	VPMOVB2M     Z4, K1 \
+	VPSUBB       Z5, Z31, K1, Z5 \
+	VPXORD       Z7, Z7, Z7 \
+	VPDPBUSD     Z5, Z6, Z7 \
+	VCVTDQ2PS    Z7, Z7 \
+	VFMADD231PS  Z7, Z2, Z0
+#define Q80_ONEZ \
+	SCALES1(0, 0) \
+	VMOVDQU       2(AX), Y4 \
+	VMOVDQU       2(BX), Y5 \
+	VPABSB        Y4, Y6 \
+	VPMOVB2M      Y4, K1 \
+	VPSUBB        Y5, Y31, K1, Y5 \
+	VPXORD        Y7, Y7, Y7 \
+	VPDPBUSD      Y5, Y6, Y7 \
+	VCVTDQ2PS     Y7, Y7 \
+	VFMADD231PS   Y7, Y2, Y0
+#define Q80_PFZ \
+	PREFETCHT0 2048(AX) \
+	PREFETCHT0 2112(AX)
+
 // func dotQ8_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
-	MOVQ         f16+48(FP), R13
-	MOVQ   w+0(FP), SI
-	MOVQ   nrows+16(FP), R9
-	MOVQ   y+40(FP), R11
-	VPXORD Z31, Z31, Z31
-	TESTQ  R9, R9
-	JLE    q80done
-
-q80row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VPXORD Z0, Z0, Z0
-	CMPQ   CX, $2
-	JLT    q80fold
-
-q80pair:
-	PREFETCHT0 2048(AX)
-	PREFETCHT0 2112(AX)
-	SCALES2(0, 34, 0, 34)
-	VMOVDQU      2(AX), Y4
-	VINSERTI64X4 $1, 36(AX), Z4, Z4
-	VMOVDQU      2(BX), Y5
-	VINSERTI64X4 $1, 36(BX), Z5, Z5
-	VPABSB       Z4, Z6
-	VPMOVB2M     Z4, K1
-	VPSUBB       Z5, Z31, K1, Z5 // x * sign(w)
-	VPXORD       Z7, Z7, Z7
-	VPDPBUSD     Z5, Z6, Z7
-	VCVTDQ2PS    Z7, Z7
-	VFMADD231PS  Z7, Z2, Z0
-	ADDQ         $68, AX
-	ADDQ         $68, BX
-	SUBQ         $2, CX
-	CMPQ         CX, $2
-	JGE          q80pair
-
-q80fold:
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	TESTQ         CX, CX
-	JZ            q80sum
-	SCALES1(0, 0)
-	VMOVDQU       2(AX), Y4
-	VMOVDQU       2(BX), Y5
-	VPABSB        Y4, Y6
-	VPMOVB2M      Y4, K1
-	VPSUBB        Y5, Y31, K1, Y5
-	VPXORD        Y7, Y7, Y7
-	VPDPBUSD      Y5, Y6, Y7
-	VCVTDQ2PS     Y7, Y7
-	VFMADD231PS   Y7, Y2, Y0
-
-q80sum:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VMOVSS       X0, (R11)
-	ADDQ         $4, R11
-	ADDQ         stride+8(FP), SI
-	DECQ         R9
-	JNZ          q80row
-
-q80done:
-	VZEROUPPER
-	RET
+	ROWS512(Q80_CONSTSZ, Q80_PAIRZ, Q80_ONEZ, 34, Q80_PFZ)
 
 // Two Q4_0/Q4_1 blocks' nibbles (16 bytes at off and off+bstride) into Z4,
 // laid out like two consecutive q8 blocks: [b0 lo | b0 hi | b1 lo | b1 hi]
@@ -124,83 +115,44 @@ q80done:
 	VSHUFI64X2   $0xd8, Z4, Z4, Z4 \
 	VPANDD       Z14, Z4, Z4
 
-// func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
-// Quants q-8 with q in 0..15: dot = sum(q*x) - sum(8*x), both by VPDPBUSD.
-TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
-	MOVQ         f16+48(FP), R13
-	MOVQ         w+0(FP), SI
-	MOVQ         nrows+16(FP), R9
-	MOVQ         y+40(FP), R11
-	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Z14
-	MOVL         $0x08080808, DX
+// q4_0: quants q-8 with q in 0..15: dot = sum(q*x) - sum(8*x), both by
+// VPDPBUSD (Z14 = 0x0f bytes, Z13 = 0x08 bytes).
+#define Q40_CONSTSZ \
+	MOVL         $0x0f0f0f0f, DX \
+	VPBROADCASTD DX, Z14 \
+	MOVL         $0x08080808, DX \
 	VPBROADCASTD DX, Z13
-	TESTQ        R9, R9
-	JLE          q40done
-
-q40row:
-	MOVQ   SI, AX
-	MOVQ   x+24(FP), BX
-	MOVQ   nb+32(FP), CX
-	VPXORD Z0, Z0, Z0
-	CMPQ   CX, $2
-	JLT    q40fold
-
-q40pair:
-	PREFETCHT0 2048(AX)
-	SCALES2(0, 18, 0, 34)
-	NIBBLES2(2, 18)
-	VMOVDQU      2(BX), Y5
-	VINSERTI64X4 $1, 36(BX), Z5, Z5
-	VPXORD       Z7, Z7, Z7
-	VPDPBUSD     Z5, Z4, Z7
-	VPXORD       Z8, Z8, Z8
-	VPDPBUSD     Z5, Z13, Z8
-	VPSUBD       Z8, Z7, Z7
-	VCVTDQ2PS    Z7, Z7
+#define Q40_PAIRZ \
+	SCALES2(0, 18, 0, 34) \
+	NIBBLES2(2, 18) \
+	VMOVDQU      2(BX), Y5 \
+	VINSERTI64X4 $1, 36(BX), Z5, Z5 \
+	VPXORD       Z7, Z7, Z7 \
+	VPDPBUSD     Z5, Z4, Z7 \
+	VPXORD       Z8, Z8, Z8 \
+	VPDPBUSD     Z5, Z13, Z8 \
+	VPSUBD       Z8, Z7, Z7 \
+	VCVTDQ2PS    Z7, Z7 \
 	VFMADD231PS  Z7, Z2, Z0
-	ADDQ         $36, AX
-	ADDQ         $68, BX
-	SUBQ         $2, CX
-	CMPQ         CX, $2
-	JGE          q40pair
-
-q40fold:
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	TESTQ         CX, CX
-	JZ            q40sum
-	SCALES1(0, 0)
-	VMOVDQU       2(AX), X4
-	VPSRLW        $4, X4, X5
-	VINSERTI128   $1, X5, Y4, Y4
-	VPANDD        Y14, Y4, Y4
-	VMOVDQU       2(BX), Y5
-	VPXORD        Y7, Y7, Y7
-	VPDPBUSD      Y5, Y4, Y7
-	VPXORD        Y8, Y8, Y8
-	VPDPBUSD      Y5, Y13, Y8
-	VPSUBD        Y8, Y7, Y7
-	VCVTDQ2PS     Y7, Y7
+#define Q40_ONEZ \
+	SCALES1(0, 0) \
+	VMOVDQU       2(AX), X4 \
+	VPSRLW        $4, X4, X5 \
+	VINSERTI128   $1, X5, Y4, Y4 \
+	VPANDD        Y14, Y4, Y4 \
+	VMOVDQU       2(BX), Y5 \
+	VPXORD        Y7, Y7, Y7 \
+	VPDPBUSD      Y5, Y4, Y7 \
+	VPXORD        Y8, Y8, Y8 \
+	VPDPBUSD      Y5, Y13, Y8 \
+	VPSUBD        Y8, Y7, Y7 \
+	VCVTDQ2PS     Y7, Y7 \
 	VFMADD231PS   Y7, Y2, Y0
+#define Q40_PFZ PREFETCHT0 2048(AX)
 
-q40sum:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VMOVSS       X0, (R11)
-	ADDQ         $4, R11
-	ADDQ         stride+8(FP), SI
-	DECQ         R9
-	JNZ          q40row
-
-q40done:
-	VZEROUPPER
-	RET
-
+// func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
+	ROWS512(Q40_CONSTSZ, Q40_PAIRZ, Q40_ONEZ, 18, Q40_PFZ)
 
 // ---------------------------------------------------------------------------
 // Four-token prefill kernels for the K-quants on 512-bit registers: each
@@ -283,12 +235,7 @@ GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
 #define HSUMZ(Z, Y, X, TY, TX) \
 	VEXTRACTF64X4 $1, Z, TY \
 	VADDPS        TY, Y, Y \
-	VEXTRACTF128  $1, Y, TX \
-	VADDPS        TX, X, X \
-	VPERMILPS     $0x4e, X, TX \
-	VADDPS        TX, X, X \
-	VMOVSHDUP     X, TX \
-	VADDSS        TX, X, X
+	HSUM(Y, X, TX)
 
 #define STORE4Z \
 	HSUMZ(Z0, Y0, X0, Y4, X4) \
@@ -320,100 +267,48 @@ GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
 	KTOK(R10, xoff, Z4, Z6, Z19)
 
 // Q4_K epilogue for one token at B (X4 = [d, dmin]; Y10 = mins, doubled).
-#define Q4K_ENDZ(B, IACC, ACC) \
-	VBROADCASTSS (B), X5 \
-	VMULPS       X4, X5, X5 \
-	VBROADCASTSS X5, Z6 \
-	VMOVSHDUP    X5, X7 \
-	VBROADCASTSS X7, Z7 \
-	VCVTDQ2PS    IACC, IACC \
-	VFMADD231PS  IACC, Z6, ACC \
-	VPMADDWD     260(B), Y10, Y15 \
-	VCVTDQ2PS    Z15, Z15 \
-	VFNMADD231PS Z15, Z7, ACC
+#define Q4K_ENDZ(B, IACC, ACC) Q4K_KEND(B, IACC, ACC, Z6, Z7, Z15)
+
+#define ZERO4Z \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3
+
+// Z14 = 0x0f bytes, Z20-Z23 the VPERMW indexes of the pairs' scales.
+#define Q4K_CONSTSZ \
+	MOVL         $0x0f0f0f0f, DX \
+	VPBROADCASTD DX, Z14 \
+	VMOVDQU64    q4kperm<>+0x00(SB), Z20 \
+	VMOVDQU64    q4kperm<>+0x40(SB), Z21 \
+	VMOVDQU64    q4kperm<>+0x80(SB), Z22 \
+	VMOVDQU64    q4kperm<>+0xc0(SB), Z23
+
+// One q4_K block of the four tokens: scales and mins as in
+// dotQ4_KRowsAVX2 (Y8 = words sc0..7 | m0..7, the upper half of Z8 zero;
+// Y10 = m0,m0,...,m7,m7), the four sub-block pairs, the epilogues.
+#define Q4K_BLOCKZ \
+	Q4K_SCALES(R9) \
+	VPMOVZXBW    X8, Y8 \
+	VEXTRACTI128 $1, Y8, X9 \
+	VPUNPCKLWD   X9, X9, X6 \
+	VPUNPCKHWD   X9, X9, X7 \
+	VINSERTI128  $1, X7, Y6, Y10 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	Q4K_PAIRZ(16, 4, Z20) \
+	Q4K_PAIRZ(48, 68, Z21) \
+	Q4K_PAIRZ(80, 132, Z22) \
+	Q4K_PAIRZ(112, 196, Z23) \
+	VMOVD     (AX), X4 \
+	VCVTPH2PS X4, X4 \
+	KENDS4(Q4K_ENDZ, Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3)
 
 // func dotQ4_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
-	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), BX
-	MOVQ         xstride+16(FP), R8
-	MOVQ         nb+24(FP), CX
-	MOVQ         y+32(FP), R11
-	LEAQ         (BX)(R8*1), SI
-	LEAQ         (BX)(R8*2), DI
-	LEAQ         (SI)(R8*2), R10
-	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Z14
-	VMOVDQU64    q4kperm<>+0x00(SB), Z20
-	VMOVDQU64    q4kperm<>+0x40(SB), Z21
-	VMOVDQU64    q4kperm<>+0x80(SB), Z22
-	VMOVDQU64    q4kperm<>+0xc0(SB), Z23
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	TESTQ        CX, CX
-	JLE          q4kz4store
-
-q4kz4blk:
-	// Scales and mins as in dotQ4_KRowsAVX2.
-	MOVL 4(AX), DX
-	MOVL 8(AX), R12
-	MOVL 12(AX), R13
-	MOVL DX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	MOVL R13, R9
-	ANDL $0x0f0f0f0f, R9
-	ORL  R9, R8
-	ANDL $0x3f3f3f3f, DX
-	MOVL R12, R9
-	SHRL $6, R9
-	ANDL $0x03030303, R9
-	SHLL $4, R9
-	SHRL $4, R13
-	ANDL $0x0f0f0f0f, R13
-	ORL  R9, R13
-	ANDL $0x3f3f3f3f, R12
-	VMOVD        DX, X8
-	VPINSRD      $1, R8, X8, X8
-	VPINSRD      $2, R12, X8, X8
-	VPINSRD      $3, R13, X8, X8
-	VPMOVZXBW    X8, Y8           // words: sc0..7 | m0..7 (upper half of Z8 zero)
-	VEXTRACTI128 $1, Y8, X9
-	VPUNPCKLWD   X9, X9, X6
-	VPUNPCKHWD   X9, X9, X7
-	VINSERTI128  $1, X7, Y6, Y10  // m0,m0,...,m7,m7
-
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	Q4K_PAIRZ(16, 4, Z20)
-	Q4K_PAIRZ(48, 68, Z21)
-	Q4K_PAIRZ(80, 132, Z22)
-	Q4K_PAIRZ(112, 196, Z23)
-
-	VMOVD     (AX), X4
-	VCVTPH2PS X4, X4
-	Q4K_ENDZ(BX, Z16, Z0)
-	Q4K_ENDZ(SI, Z17, Z1)
-	Q4K_ENDZ(DI, Z18, Z2)
-	Q4K_ENDZ(R10, Z19, Z3)
-
-	ADDQ $144, AX
-	ADDQ $292, BX
-	ADDQ $292, SI
-	ADDQ $292, DI
-	ADDQ $292, R10
-	DECQ CX
-	JNZ  q4kz4blk
-
-q4kz4store:
-	STORE4Z
-	VZEROUPPER
-	RET
+	KTOK4(Q4K_CONSTSZ, ZERO4Z, Q4K_BLOCKZ, 144, STORE4Z)
 
 // Q6_K half: 64 bytes of ql at qloff, 32 of qh at qhoff, activations at
 // xoff; Z24..Z27 hold the VPERMW indexes of this half's scales.
@@ -444,259 +339,52 @@ q4kz4store:
 	KTOK(R10, (xoff+64), Z4, Z6, Z19)
 
 // Q6_K epilogue for one token at B (Y8 = the 16 scales as words, Z5 = d).
-#define Q6K_ENDZ(B, IACC, ACC) \
-	VPMADDWD     260(B), Y8, Y15 \
-	VPSLLD       $5, Y15, Y15 \
-	VPSUBD       Z15, IACC, IACC \
-	VCVTDQ2PS    IACC, IACC \
-	VBROADCASTSS (B), Z7 \
-	VMULPS       Z5, Z7, Z7 \
-	VFMADD231PS  IACC, Z7, ACC
+#define Q6K_ENDZ(B, IACC, ACC) Q6K_KEND(B, IACC, ACC, Y8, Z15, Z5, Z7)
+
+// Z14 = 0x0f bytes, Z13 = 0x30 bytes, Z24-Z27 the VPERMW indexes of the
+// halves' scales.
+#define Q6K_CONSTSZ \
+	MOVL         $0x0f0f0f0f, DX \
+	VPBROADCASTD DX, Z14 \
+	MOVL         $0x30303030, DX \
+	VPBROADCASTD DX, Z13 \
+	VMOVDQU64    q6kperm<>+0x00(SB), Z24 \
+	VMOVDQU64    q6kperm<>+0x40(SB), Z25 \
+	VMOVDQU64    q6kperm<>+0x80(SB), Z26 \
+	VMOVDQU64    q6kperm<>+0xc0(SB), Z27
+
+// One q6_K block of the four tokens (Y8 = the 16 scales as words, the
+// upper half of Z8 zero).
+#define Q6K_BLOCKZ \
+	VPMOVSXBW 192(AX), Y8 \
+	VPXORD    Z16, Z16, Z16 \
+	VPXORD    Z17, Z17, Z17 \
+	VPXORD    Z18, Z18, Z18 \
+	VPXORD    Z19, Z19, Z19 \
+	Q6K_HALFZ(0, 128, 4, Z24, Z25) \
+	Q6K_HALFZ(64, 160, 132, Z26, Z27) \
+	VPBROADCASTW 208(AX), Y5 \
+	VCVTPH2PS    Y5, Z5 \
+	KENDS4(Q6K_ENDZ, Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3)
 
 // func dotQ6_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ6_KTok4AVX512(SB), NOSPLIT, $0-40
-	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), BX
-	MOVQ         xstride+16(FP), R8
-	MOVQ         nb+24(FP), CX
-	MOVQ         y+32(FP), R11
-	LEAQ         (BX)(R8*1), SI
-	LEAQ         (BX)(R8*2), DI
-	LEAQ         (SI)(R8*2), R10
-	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Z14
-	MOVL         $0x30303030, DX
-	VPBROADCASTD DX, Z13
-	VMOVDQU64    q6kperm<>+0x00(SB), Z24
-	VMOVDQU64    q6kperm<>+0x40(SB), Z25
-	VMOVDQU64    q6kperm<>+0x80(SB), Z26
-	VMOVDQU64    q6kperm<>+0xc0(SB), Z27
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	TESTQ        CX, CX
-	JLE          q6kz4store
-
-q6kz4blk:
-	VPMOVSXBW 192(AX), Y8 // the 16 scales as words (upper half of Z8 zero)
-	VPXORD    Z16, Z16, Z16
-	VPXORD    Z17, Z17, Z17
-	VPXORD    Z18, Z18, Z18
-	VPXORD    Z19, Z19, Z19
-	Q6K_HALFZ(0, 128, 4, Z24, Z25)
-	Q6K_HALFZ(64, 160, 132, Z26, Z27)
-
-	VPBROADCASTW 208(AX), Y5
-	VCVTPH2PS    Y5, Z5
-	Q6K_ENDZ(BX, Z16, Z0)
-	Q6K_ENDZ(SI, Z17, Z1)
-	Q6K_ENDZ(DI, Z18, Z2)
-	Q6K_ENDZ(R10, Z19, Z3)
-
-	ADDQ $210, AX
-	ADDQ $292, BX
-	ADDQ $292, SI
-	ADDQ $292, DI
-	ADDQ $292, R10
-	DECQ CX
-	JNZ  q6kz4blk
-
-q6kz4store:
-	STORE4Z
-	VZEROUPPER
-	RET
+	KTOK4(Q6K_CONSTSZ, ZERO4Z, Q6K_BLOCKZ, 210, STORE4Z)
 
 // ---------------------------------------------------------------------------
-// Four-token prefill kernels for q8_0, q4_0 and q4_1: the AVX2 ones with
-// VPDPBUSD on 256-bit registers in place of VPMADDUBSW+VPMADDWD (one
-// multiply instruction instead of two per block and token).
-
-// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
-#define HSUM(Y, X, T) \
-	VEXTRACTF128 $1, Y, T \
-	VADDPS       T, X, X \
-	VPERMILPS    $0x4e, X, T \
-	VADDPS       T, X, X \
-	VMOVSHDUP    X, T \
-	VADDSS       T, X, X
-
-#define STORE4 \
-	HSUM(Y0, X0, X4) \
-	HSUM(Y1, X1, X4) \
-	HSUM(Y2, X2, X4) \
-	HSUM(Y3, X3, X4) \
-	VMOVSS X0, (R11) \
-	VMOVSS X1, 4(R11) \
-	VMOVSS X2, 8(R11) \
-	VMOVSS X3, 12(R11)
-
-// As TOK_SIGNED in dot_avx2_amd64.s with VPDPBUSD for VPMADDUBSW+VPMADDWD.
-// One token of a q8_0 block: Y4 = signed weight quants, Y6 = |Y4|,
-// Y5 = weight scale; D and Q address the token's scale and quants.
-#define TOK_SIGNEDV(D, Q, ACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	VMOVDQU      Q, Y8 \
-	VPSIGNB      Y4, Y8, Y8 \
-	VPXOR        Y12, Y12, Y12 \
-	VPDPBUSD     Y8, Y6, Y12 \
-	VCVTDQ2PS    Y12, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
+// Four-token prefill kernels for q8_0, q4_0 and q4_1: the AVX2 ones (one
+// body each in dot_amd64.h) with VPDPBUSD on 256-bit registers in place
+// of VPMADDUBSW+VPMADDWD (one multiply instruction instead of two per
+// block and token).
 
 // func dotQ8_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0Tok4AVX512(SB), NOSPLIT, $0-48
-	MOVQ     w+0(FP), AX
-	MOVQ     x+8(FP), BX
-	MOVQ     xstride+16(FP), R8
-	MOVQ     nb+24(FP), CX
-	MOVQ     y+32(FP), R11
-	MOVQ     f16+40(FP), R13
-	LEAQ     (R8)(R8*2), R9
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
-	VXORPS   Y0, Y0, Y0
-	VXORPS   Y1, Y1, Y1
-	VXORPS   Y2, Y2, Y2
-	VXORPS   Y3, Y3, Y3
-	TESTQ    CX, CX
-	JLE      q80t4vstore
-
-q80t4vblk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	VMOVDQU      2(AX), Y4
-	VPABSB       Y4, Y6
-	TOK_SIGNEDV((BX), 2(BX), Y0)
-	TOK_SIGNEDV((BX)(R8*1), 2(BX)(R8*1), Y1)
-	TOK_SIGNEDV((BX)(R8*2), 2(BX)(R8*2), Y2)
-	TOK_SIGNEDV((BX)(R9*1), 2(BX)(R9*1), Y3)
-	ADDQ         $34, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q80t4vblk
-
-q80t4vstore:
-	STORE4
-	VZEROUPPER
-	RET
+	SIGNED_TOK4(Q80_CONSTS, Q80_UNPACK, 34, VNNI, Y12)
 
 // func dotQ4_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0Tok4AVX512(SB), NOSPLIT, $0-48
-	MOVQ      w+0(FP), AX
-	MOVQ      x+8(FP), BX
-	MOVQ      xstride+16(FP), R8
-	MOVQ      nb+24(FP), CX
-	MOVQ      y+32(FP), R11
-	MOVQ      f16+40(FP), R13
-	LEAQ      (R8)(R8*2), R9
-	VPCMPEQW  Y15, Y15, Y15
-	VPSRLW    $15, Y15, Y15
-	VPCMPEQW  Y14, Y14, Y14
-	VPSRLW    $12, Y14, Y14
-	VPACKUSWB Y14, Y14, Y14 // 0x0f bytes
-	VPSRLW    $1, Y14, Y13
-	VPANDN    Y14, Y13, Y13 // 0x08 bytes
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	TESTQ     CX, CX
-	JLE       q40t4vstore
-
-q40t4vblk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	VMOVDQU      2(AX), X4
-	VPSRLW       $4, X4, X9
-	VINSERTI128  $1, X9, Y4, Y4
-	VPAND        Y14, Y4, Y4
-	VPSUBB       Y13, Y4, Y4
-	VPABSB       Y4, Y6
-	TOK_SIGNEDV((BX), 2(BX), Y0)
-	TOK_SIGNEDV((BX)(R8*1), 2(BX)(R8*1), Y1)
-	TOK_SIGNEDV((BX)(R8*2), 2(BX)(R8*2), Y2)
-	TOK_SIGNEDV((BX)(R9*1), 2(BX)(R9*1), Y3)
-	ADDQ         $18, AX
-	ADDQ         $34, BX
-	DECQ         CX
-	JNZ          q40t4vblk
-
-q40t4vstore:
-	STORE4
-	VZEROUPPER
-	RET
-
-// One token of a q8_1 block against unsigned nibbles Y4 (scale Y5, min X6):
-// the min term goes to the scalar accumulator MACC.
-#define TOK_Q41V(D, S, Q, ACC, MACC) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	MOVWLZX      S, DX \
-	VFMADD231SS  (R13)(DX*4), X6, MACC \
-	VPXOR        Y8, Y8, Y8 \
-	VPDPBUSD     Q, Y4, Y8 \
-	VCVTDQ2PS    Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
+	SIGNED_TOK4(Q40_CONSTS, Q40_UNPACK, 18, VNNI, Y12)
 
 // func dotQ4_1Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_1Tok4AVX512(SB), NOSPLIT, $0-48
-	MOVQ      w+0(FP), AX
-	MOVQ      x+8(FP), BX
-	MOVQ      xstride+16(FP), R8
-	MOVQ      nb+24(FP), CX
-	MOVQ      y+32(FP), R11
-	MOVQ      f16+40(FP), R13
-	LEAQ      (R8)(R8*2), R9
-	VPCMPEQW  Y15, Y15, Y15
-	VPSRLW    $15, Y15, Y15
-	VPCMPEQW  Y14, Y14, Y14
-	VPSRLW    $12, Y14, Y14
-	VPACKUSWB Y14, Y14, Y14
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	VXORPS    X9, X9, X9
-	VXORPS    X10, X10, X10
-	VXORPS    X11, X11, X11
-	VXORPS    X12, X12, X12
-	TESTQ     CX, CX
-	JLE       q41t4vstore
-
-q41t4vblk:
-	MOVWLZX      (AX), DX
-	VBROADCASTSS (R13)(DX*4), Y5
-	MOVWLZX      2(AX), DX
-	VMOVSS       (R13)(DX*4), X6
-	VMOVDQU      4(AX), X4
-	VPSRLW       $4, X4, X13
-	VINSERTI128  $1, X13, Y4, Y4
-	VPAND        Y14, Y4, Y4
-	TOK_Q41V((BX), 2(BX), 4(BX), Y0, X9)
-	TOK_Q41V((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10)
-	TOK_Q41V((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11)
-	TOK_Q41V((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12)
-	ADDQ         $20, AX
-	ADDQ         $36, BX
-	DECQ         CX
-	JNZ          q41t4vblk
-
-q41t4vstore:
-	HSUM(Y0, X0, X4)
-	HSUM(Y1, X1, X4)
-	HSUM(Y2, X2, X4)
-	HSUM(Y3, X3, X4)
-	VADDSS X9, X0, X0
-	VADDSS X10, X1, X1
-	VADDSS X11, X2, X2
-	VADDSS X12, X3, X3
-	VMOVSS X0, (R11)
-	VMOVSS X1, 4(R11)
-	VMOVSS X2, 8(R11)
-	VMOVSS X3, 12(R11)
-	VZEROUPPER
-	RET
-
+	Q41_TOK4(VNNI)

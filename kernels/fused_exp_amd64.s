@@ -170,6 +170,110 @@ GLOBL attnmask<>(SB), RODATA|NOPTR, $64
 	VADDSS       X8, xlo, xlo \
 	VMOVSS       xlo, off(R8)
 
+// The arguments of attnF16AVX2 and attnF32AVX2, values of 1 << shift
+// bytes: R13 = the bytes of the whole 16-value chunks (n16).
+#define ATTN_ARGS(shift) \
+	MOVQ x+0(FP), DI \
+	MOVQ n+8(FP), R10 \
+	MOVQ rows+16(FP), SI \
+	MOVQ stride+24(FP), DX \
+	SHLQ $shift, DX \
+	MOVQ y+32(FP), R8 \
+	MOVQ m+40(FP), R9 \
+	MOVQ mode+48(FP), R11 \
+	MOVQ scratch+56(FP), R12 \
+	MOVQ R10, R13 \
+	ANDQ $-16, R13 \
+	SHLQ $shift, R13
+
+// The eight lane groups Y0..Y7 (four pairs of 16 float32) = 0.
+#define ZEROY8 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7
+
+// The whole chunks of one row (R13 = their bytes, cb bytes a chunk),
+// CHUNK(off, lo, hi) each: in mode 1 (from m1) chunk j to group j%4, 64
+// values a step and then up to three more; in mode 0 (from m0) every
+// chunk to group 0. Both go on at tail.
+#define ROWCHUNKS(CHUNK, cb) \
+m1: \
+	LEAQ  (4*cb)(AX), BX \
+	CMPQ  BX, R13 \
+	JGT   m1rest \
+	CHUNK(0, Y0, Y1) \
+	CHUNK(cb, Y2, Y3) \
+	CHUNK(2*cb, Y4, Y5) \
+	CHUNK(3*cb, Y6, Y7) \
+	MOVQ  BX, AX \
+	JMP   m1 \
+m1rest: \
+	CMPQ  AX, R13 \
+	JGE   tail \
+	CHUNK(0, Y0, Y1) \
+	ADDQ  $cb, AX \
+	CMPQ  AX, R13 \
+	JGE   tail \
+	CHUNK(0, Y2, Y3) \
+	ADDQ  $cb, AX \
+	CMPQ  AX, R13 \
+	JGE   tail \
+	CHUNK(0, Y4, Y5) \
+	ADDQ  $cb, AX \
+	JMP   tail \
+m0: \
+	CMPQ  AX, R13 \
+	JGE   tail \
+	CHUNK(0, Y0, Y1) \
+	ADDQ  $cb, AX \
+	JMP   m0
+
+// Spill the groups to the scratch at R12 (for the tail, added lane by
+// lane) and point BX at the group the tail goes to: mode 1 ?
+// ((n16/16)%4)*64 : 0 bytes in, n16/16 being R13 >> shift.
+#define SPILLTAIL(shift) \
+	VMOVUPS Y0, 0(R12) \
+	VMOVUPS Y1, 32(R12) \
+	VMOVUPS Y2, 64(R12) \
+	VMOVUPS Y3, 96(R12) \
+	VMOVUPS Y4, 128(R12) \
+	VMOVUPS Y5, 160(R12) \
+	VMOVUPS Y6, 192(R12) \
+	VMOVUPS Y7, 224(R12) \
+	XORQ  BX, BX \
+	TESTQ R11, R11 \
+	JZ    tailgo \
+	MOVQ  R13, BX \
+	SHRQ  $shift, BX \
+	ANDQ  $3, BX \
+	SHLQ  $6, BX \
+tailgo: \
+	ADDQ R12, BX
+
+#define RELOAD8 \
+	VMOVUPS 0(R12), Y0 \
+	VMOVUPS 32(R12), Y1 \
+	VMOVUPS 64(R12), Y2 \
+	VMOVUPS 96(R12), Y3 \
+	VMOVUPS 128(R12), Y4 \
+	VMOVUPS 160(R12), Y5 \
+	VMOVUPS 192(R12), Y6 \
+	VMOVUPS 224(R12), Y7
+
+// Lanes 0-7 of the row in Y0 and 8-15 in Y1: (g0+g2)+(g1+g3).
+#define COMBINE4 \
+	VADDPS Y4, Y0, Y0 \
+	VADDPS Y6, Y2, Y2 \
+	VADDPS Y2, Y0, Y0 \
+	VADDPS Y5, Y1, Y1 \
+	VADDPS Y7, Y3, Y3 \
+	VADDPS Y3, Y1, Y1
+
 // func attnF16AVX2(x *uint16, n int, rows *uint16, stride int, y *float32, m int, mode int, scratch *float32)
 // y[r] = dot(x, rows[r*stride:][:n]) for r < m in ggml's order: four
 // groups of 16 float32 lanes, 16-value chunk c going to group 0 (mode 0,
@@ -178,18 +282,7 @@ GLOBL attnmask<>(SB), RODATA|NOPTR, $64
 // group; then lanes = (g0+g2)+(g1+g3) and the AVX-512 reduction tree.
 // scratch holds 64 float32.
 TEXT ·attnF16AVX2(SB), NOSPLIT, $0-64
-	MOVQ x+0(FP), DI
-	MOVQ n+8(FP), R10
-	MOVQ rows+16(FP), SI
-	MOVQ stride+24(FP), DX
-	SHLQ $1, DX
-	MOVQ y+32(FP), R8
-	MOVQ m+40(FP), R9
-	MOVQ mode+48(FP), R11
-	MOVQ scratch+56(FP), R12
-	MOVQ R10, R13
-	ANDQ $-16, R13            // R13 = n16
-	SHLQ $1, R13              // in bytes
+	ATTN_ARGS(1)
 	TESTQ R11, R11
 	JNZ  attnrows1
 
@@ -199,14 +292,7 @@ attn4:                           // mode 0, four rows at a time
 	LEAQ (SI)(DX*1), BX
 	LEAQ (BX)(DX*1), CX
 	LEAQ (CX)(DX*1), R15
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZEROY8
 	XORQ   AX, AX
 
 attn4loop:
@@ -277,78 +363,20 @@ attnrows1:
 	JZ   attndone
 
 attnrow:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZEROY8
 	XORQ   AX, AX
 	TESTQ  R11, R11
-	JZ     attnm0
+	JZ     m0
+	ROWCHUNKS(F16CHUNK, 32)
 
-attnm1:                          // 64 values a step, chunk j to group j
-	LEAQ  128(AX), BX
-	CMPQ  BX, R13
-	JGT   attnm1rest
-	F16CHUNK(0, Y0, Y1)
-	F16CHUNK(32, Y2, Y3)
-	F16CHUNK(64, Y4, Y5)
-	F16CHUNK(96, Y6, Y7)
-	MOVQ  BX, AX
-	JMP   attnm1
-
-attnm1rest:                      // up to three more whole chunks
-	CMPQ  AX, R13
-	JGE   attntail
-	F16CHUNK(0, Y0, Y1)
-	ADDQ  $32, AX
-	CMPQ  AX, R13
-	JGE   attntail
-	F16CHUNK(0, Y2, Y3)
-	ADDQ  $32, AX
-	CMPQ  AX, R13
-	JGE   attntail
-	F16CHUNK(0, Y4, Y5)
-	ADDQ  $32, AX
-	JMP   attntail
-
-attnm0:                          // every chunk to group 0
-	CMPQ  AX, R13
-	JGE   attntail
-	F16CHUNK(0, Y0, Y1)
-	ADDQ  $32, AX
-	JMP   attnm0
-
-attntail:
+tail:
 	MOVQ  R13, CX
 	SHRQ  $1, CX
 	NEGQ  CX
 	ADDQ  R10, CX             // CX = n - n16 (R13 is n16 in bytes)
 	TESTQ CX, CX
 	JZ    attncombine
-	// Spill the groups, add the tail lane by lane, reload.
-	VMOVUPS Y0, 0(R12)
-	VMOVUPS Y1, 32(R12)
-	VMOVUPS Y2, 64(R12)
-	VMOVUPS Y3, 96(R12)
-	VMOVUPS Y4, 128(R12)
-	VMOVUPS Y5, 160(R12)
-	VMOVUPS Y6, 192(R12)
-	VMOVUPS Y7, 224(R12)
-	// BX = group offset in bytes: mode 1 ? ((n16/16)%4)*64 : 0
-	XORQ  BX, BX
-	TESTQ R11, R11
-	JZ    attntailgo
-	MOVQ  R13, BX
-	SHRQ  $5, BX
-	ANDQ  $3, BX
-	SHLQ  $6, BX
-
-attntailgo:
-	ADDQ R12, BX
+	SPILLTAIL(5)
 
 attntailloop:
 	MOVWLZX   (DI)(AX*1), R14
@@ -364,22 +392,10 @@ attntailloop:
 	ADDQ      $2, AX
 	DECQ      CX
 	JNZ       attntailloop
-	VMOVUPS   0(R12), Y0
-	VMOVUPS   32(R12), Y1
-	VMOVUPS   64(R12), Y2
-	VMOVUPS   96(R12), Y3
-	VMOVUPS   128(R12), Y4
-	VMOVUPS   160(R12), Y5
-	VMOVUPS   192(R12), Y6
-	VMOVUPS   224(R12), Y7
+	RELOAD8
 
 attncombine:
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y2, Y0, Y0      // lanes 0-7: (g0+g2)+(g1+g3)
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y3, Y1, Y1      // lanes 8-15
+	COMBINE4
 	VADDPS       Y1, Y0, Y0      // a[i] = v[i] + v[i+8]
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0      // b[i] = a[i] + a[i+4]
@@ -408,93 +424,25 @@ attndone:
 // func attnF32AVX2(x *float32, n int, rows *float32, stride int, y *float32, m int, mode int, scratch *float32)
 // attnF16AVX2 for float32 vectors: every product is fused into its lane.
 TEXT ·attnF32AVX2(SB), NOSPLIT, $0-64
-	MOVQ x+0(FP), DI
-	MOVQ n+8(FP), R10
-	MOVQ rows+16(FP), SI
-	MOVQ stride+24(FP), DX
-	SHLQ $2, DX
-	MOVQ y+32(FP), R8
-	MOVQ m+40(FP), R9
-	MOVQ mode+48(FP), R11
-	MOVQ scratch+56(FP), R12
-	MOVQ R10, R13
-	ANDQ $-16, R13            // R13 = n16
-	SHLQ $2, R13              // in bytes
+	ATTN_ARGS(2)
 	TESTQ R9, R9
 	JZ   a32done
 
 a32row:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZEROY8
 	XORQ   AX, AX
 	TESTQ  R11, R11
-	JZ     a32m0
+	JZ     m0
+	ROWCHUNKS(F32CHUNK, 64)
 
-a32m1:                           // 64 values a step, chunk j to group j
-	LEAQ  256(AX), BX
-	CMPQ  BX, R13
-	JGT   a32m1rest
-	F32CHUNK(0, Y0, Y1)
-	F32CHUNK(64, Y2, Y3)
-	F32CHUNK(128, Y4, Y5)
-	F32CHUNK(192, Y6, Y7)
-	MOVQ  BX, AX
-	JMP   a32m1
-
-a32m1rest:                       // up to three more whole chunks
-	CMPQ  AX, R13
-	JGE   a32tail
-	F32CHUNK(0, Y0, Y1)
-	ADDQ  $64, AX
-	CMPQ  AX, R13
-	JGE   a32tail
-	F32CHUNK(0, Y2, Y3)
-	ADDQ  $64, AX
-	CMPQ  AX, R13
-	JGE   a32tail
-	F32CHUNK(0, Y4, Y5)
-	ADDQ  $64, AX
-	JMP   a32tail
-
-a32m0:                           // every chunk to group 0
-	CMPQ  AX, R13
-	JGE   a32tail
-	F32CHUNK(0, Y0, Y1)
-	ADDQ  $64, AX
-	JMP   a32m0
-
-a32tail:
+tail:
 	MOVQ  R13, CX
 	SHRQ  $2, CX
 	NEGQ  CX
 	ADDQ  R10, CX             // CX = n - n16
 	TESTQ CX, CX
 	JZ    a32combine
-	VMOVUPS Y0, 0(R12)
-	VMOVUPS Y1, 32(R12)
-	VMOVUPS Y2, 64(R12)
-	VMOVUPS Y3, 96(R12)
-	VMOVUPS Y4, 128(R12)
-	VMOVUPS Y5, 160(R12)
-	VMOVUPS Y6, 192(R12)
-	VMOVUPS Y7, 224(R12)
-	// BX = group offset in bytes: mode 1 ? ((n16/16)%4)*64 : 0
-	XORQ  BX, BX
-	TESTQ R11, R11
-	JZ    a32tailgo
-	MOVQ  R13, BX
-	SHRQ  $6, BX
-	ANDQ  $3, BX
-	SHLQ  $6, BX
-
-a32tailgo:
-	ADDQ R12, BX
+	SPILLTAIL(6)
 
 a32tailloop:
 	VMOVSS      (DI)(AX*1), X8
@@ -506,22 +454,10 @@ a32tailloop:
 	ADDQ        $4, AX
 	DECQ        CX
 	JNZ         a32tailloop
-	VMOVUPS     0(R12), Y0
-	VMOVUPS     32(R12), Y1
-	VMOVUPS     64(R12), Y2
-	VMOVUPS     96(R12), Y3
-	VMOVUPS     128(R12), Y4
-	VMOVUPS     160(R12), Y5
-	VMOVUPS     192(R12), Y6
-	VMOVUPS     224(R12), Y7
+	RELOAD8
 
 a32combine:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y6, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y7, Y3, Y3
-	VADDPS Y3, Y1, Y1
+	COMBINE4
 	F16TREE(Y0, Y1, X0, X1, 0)
 	ADDQ   $4, R8
 	ADDQ   DX, SI

@@ -9,6 +9,7 @@
 // m_row*s_a, the token's f16 d_a and s_a read through the f16 table.
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // Register use (K = tokens per call, at most 8):
 //   SI weights, CX blocks left, R13 f16 table, DX f16 index,
@@ -55,37 +56,9 @@
 	VPANDD         Z7, Z10, Z6 \
 	VGF2P8AFFINEQB $0, Z12, Z7, Z7
 
-// Weight register W against the 4 activation bytes at off of each token.
-#define DP1(off, W) \
-	VPDPBUSD.BCST off(BX), W, Z24
-
-#define DP2(off, W) \
-	DP1(off, W) \
-	VPDPBUSD.BCST off(R8), W, Z25
-
-#define DP4(off, W) \
-	DP2(off, W) \
-	VPDPBUSD.BCST off(R9), W, Z26 \
-	VPDPBUSD.BCST off(R10), W, Z27
-
-#define DP8(off, W) \
-	DP4(off, W) \
-	VPDPBUSD.BCST off(R11), W, Z28 \
-	VPDPBUSD.BCST off(R12), W, Z29 \
-	VPDPBUSD.BCST off(DI), W, Z30 \
-	VPDPBUSD.BCST off(R14), W, Z31
-
 // All 8 weight registers of a block against the tokens (DP = DP1..DP8):
 // q8_1 quants start at byte 4 of the block.
-#define CHUNKS(DP) \
-	DP(4, Z0) \
-	DP(20, Z1) \
-	DP(8, Z2) \
-	DP(24, Z3) \
-	DP(12, Z4) \
-	DP(28, Z5) \
-	DP(16, Z6) \
-	DP(32, Z7)
+#define CHUNKS(DP) NIBCHUNKS(DP, 4)
 
 // FA += float(IA) * d_rows * d_a; FM += m_rows * s_a (token block at P).
 #define FIN(P, IA, FA, FM) \
@@ -95,25 +68,6 @@
 	VFMADD231PS      IA, Z11, FA \
 	MOVWLZX          2(P), DX \
 	VFMADD231PS.BCST (R13)(DX*4), Z9, FM
-
-#define ZERO1 \
-	VPXORD Z24, Z24, Z24
-
-#define ZERO2 \
-	ZERO1 \
-	VPXORD Z25, Z25, Z25
-
-#define ZERO4 \
-	ZERO2 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27
-
-#define ZERO8 \
-	ZERO4 \
-	VPXORD Z28, Z28, Z28 \
-	VPXORD Z29, Z29, Z29 \
-	VPXORD Z30, Z30, Z30 \
-	VPXORD Z31, Z31, Z31
 
 // Decode streams the weights from memory: prefetch the 5 cache lines of
 // the block eight blocks ahead (groups are contiguous, so near a group's
@@ -129,140 +83,58 @@
 // Common prologue: arguments, the nibble mask and GFNI matrix, zeroed
 // float sums.
 #define PROLOGUE \
-	MOVQ         w+0(FP), SI \
-	MOVQ         nb+8(FP), CX \
-	MOVQ         x+16(FP), BX \
-	MOVQ         xstride+24(FP), AX \
-	MOVQ         f16+48(FP), R13 \
+	PACKED_ARGS \
 	MOVL         $0x0f0f0f0f, DX \
 	VPBROADCASTD DX, Z10 \
 	MOVQ         $0x1020408000000000, DX \
 	VPBROADCASTQ DX, Z12 \
-	VPXORD       Z16, Z16, Z16 \
-	VPXORD       Z17, Z17, Z17 \
-	VPXORD       Z18, Z18, Z18 \
-	VPXORD       Z19, Z19, Z19 \
-	VPXORD       Z20, Z20, Z20 \
-	VPXORD       Z21, Z21, Z21 \
-	VPXORD       Z22, Z22, Z22 \
-	VPXORD       Z23, Z23, Z23
+	ZEROF
 
-// AX = y, DX = ystride in bytes.
-#define STOREY \
-	MOVQ y+32(FP), AX \
-	MOVQ ystride+40(FP), DX \
-	SHLQ $2, DX
-
-// The kernels for K = 8, 4, 2 and 1 tokens, each with the nibble split LW
-// (LOADW or LOADWGF); labels are local to each TEXT.
-#define BODY8(LW) \
-	PROLOGUE \
-	LEAQ (BX)(AX*1), R8 \
-	LEAQ (BX)(AX*2), R9 \
-	LEAQ (R8)(AX*2), R10 \
-	LEAQ (BX)(AX*4), R11 \
-	LEAQ (R8)(AX*4), R12 \
-	LEAQ (R9)(AX*4), DI \
-	LEAQ (R10)(AX*4), R14 \
-blk: \
-	LW \
-	ZERO8 \
-	CHUNKS(DP8) \
-	FIN(BX, Z24, Z16, Z16) \
-	FIN(R8, Z25, Z17, Z17) \
-	FIN(R9, Z26, Z18, Z18) \
-	FIN(R10, Z27, Z19, Z19) \
-	FIN(R11, Z28, Z20, Z20) \
-	FIN(R12, Z29, Z21, Z21) \
-	FIN(DI, Z30, Z22, Z22) \
-	FIN(R14, Z31, Z23, Z23) \
-	ADDQ $320, SI \
-	ADDQ $36, BX \
-	ADDQ $36, R8 \
-	ADDQ $36, R9 \
-	ADDQ $36, R10 \
-	ADDQ $36, R11 \
-	ADDQ $36, R12 \
-	ADDQ $36, DI \
-	ADDQ $36, R14 \
-	DECQ CX \
-	JNZ  blk \
-	STOREY \
-	VMOVUPS Z16, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z17, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z18, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z19, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z20, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z21, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z22, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z23, (AX) \
-	VZEROUPPER \
-	RET
-
-#define BODY4(LW) \
-	PROLOGUE \
-	LEAQ (BX)(AX*1), R8 \
-	LEAQ (BX)(AX*2), R9 \
-	LEAQ (R8)(AX*2), R10 \
-blk: \
-	LW \
-	ZERO4 \
-	CHUNKS(DP4) \
+// FIN for each token: with 8 tokens the m terms go into the float sums
+// themselves; with fewer into Z20+t, added to them before the store (ADDS).
+#define T_FIN8(a, P, I, FA, t) FIN(P, I, FA, FA)
+#define FINS8 ALL(REST8, T_FIN8, 0)
+#define FINS2 \
 	FIN(BX, Z24, Z16, Z20) \
-	FIN(R8, Z25, Z17, Z21) \
+	FIN(R8, Z25, Z17, Z21)
+#define FINS4 \
+	FINS2 \
 	FIN(R9, Z26, Z18, Z22) \
-	FIN(R10, Z27, Z19, Z23) \
+	FIN(R10, Z27, Z19, Z23)
+#define ADDS8
+#define ADDS2 \
+	VADDPS  Z20, Z16, Z16 \
+	VADDPS  Z21, Z17, Z17
+#define ADDS4 \
+	ADDS2 \
+	VADDPS  Z22, Z18, Z18 \
+	VADDPS  Z23, Z19, Z19
+
+// The kernel for K = 8, 4 or 2 tokens (REST, PTRS, ZERO, DP, FINS, ADDS of
+// that K) with the nibble split LW (LOADW or LOADWGF); labels are local to
+// each TEXT.
+#define BODY(LW, REST, PTRS, ZERO, DP, FINS, ADDS) \
+	PROLOGUE \
+	PTRS \
+blk: \
+	LW \
+	ZERO \
+	CHUNKS(DP) \
+	FINS \
 	ADDQ $320, SI \
-	ADDQ $36, BX \
-	ADDQ $36, R8 \
-	ADDQ $36, R9 \
-	ADDQ $36, R10 \
+	ALL(REST, T_NEXT, 36) \
 	DECQ CX \
 	JNZ  blk \
 	STOREY \
-	VADDPS  Z20, Z16, Z16 \
-	VADDPS  Z21, Z17, Z17 \
-	VADDPS  Z22, Z18, Z18 \
-	VADDPS  Z23, Z19, Z19 \
+	ADDS \
 	VMOVUPS Z16, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z17, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z18, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z19, (AX) \
+	REST(T_STORE, 0) \
 	VZEROUPPER \
 	RET
 
-#define BODY2(LW) \
-	PROLOGUE \
-	LEAQ (BX)(AX*1), R8 \
-blk: \
-	LW \
-	ZERO2 \
-	CHUNKS(DP2) \
-	FIN(BX, Z24, Z16, Z20) \
-	FIN(R8, Z25, Z17, Z21) \
-	ADDQ $320, SI \
-	ADDQ $36, BX \
-	ADDQ $36, R8 \
-	DECQ CX \
-	JNZ  blk \
-	STOREY \
-	VADDPS  Z20, Z16, Z16 \
-	VADDPS  Z21, Z17, Z17 \
-	VMOVUPS Z16, (AX) \
-	ADDQ    DX, AX \
-	VMOVUPS Z17, (AX) \
-	VZEROUPPER \
-	RET
+#define BODY8(LW) BODY(LW, REST8, PTRS8, ZERO8, DP8, FINS8, ADDS8)
+#define BODY4(LW) BODY(LW, REST4, PTRS4, ZERO4, DP4, FINS4, ADDS4)
+#define BODY2(LW) BODY(LW, REST2, PTRS2, ZERO2, DP2, FINS2, ADDS2)
 
 // One token: the block's integer sum in two chains (low and high nibbles)
 // added at the end, which halves the VPDPBUSD latency a block waits on

@@ -15,7 +15,8 @@
 // dmin.
 //
 // Each kernel exists for 8, 4 and 1 tokens, and in two forms: AVX512 (F,
-// BW, VL, VNNI) and GFNI (the same plus GFNI for the nibble shift).
+// BW, VL, VNNI) and GFNI (the same plus GFNI for the nibble shift), all
+// from the one body KERNEL.
 
 #include "textflag.h"
 
@@ -72,18 +73,21 @@
 	VCVTDQ2PS   ACC, ACC \
 	VFMADD231PS Z28, ACC, FB
 
-// One sub-block k of the one-token kernel: its scales, the prefetch of
-// the block two ahead, its two weight halves (at w and w+128) against the
-// token's quants at q and q+16, folded into the row sums.
-#define SUB1(k, w, q) \
+// One sub-block k of a kernel over the tokens ALL(REST, ...): its
+// scales, PF(k) (the prefetch of the block two ahead in the one-token
+// kernel, nothing in the others), its two weight halves (at w and w+128)
+// against each token's quants at q and q+16, folded into the row sums.
+#define SUBN(k, w, q, REST, PF, WHALF) \
 	SUBSCALE(k) \
-	PFQ4K(k) \
-	VPXORD Z4, Z4, Z4 \
-	PQ4K_WHALF(w) \
-	DOT4(q, R8, Z4) \
-	PQ4K_WHALF(w+128) \
-	DOT4(q+16, R8, Z4) \
-	FOLD(Z4, Z12)
+	PF(k) \
+	ALL(REST, T_ZEROI, 0) \
+	WHALF(w) \
+	ALL(REST, T_DOT, q) \
+	WHALF(w+128) \
+	ALL(REST, T_DOT, q+16) \
+	ALL(REST, T_FOLD, 0)
+
+#define NOPF(k)
 
 // Block prologue: Z29 = d of the 16 rows.
 #define BLKD \
@@ -116,26 +120,108 @@
 	VFMADD231PS.BCST 0(P), FB, FACC \
 	VPXORD           FB, FB, FB
 
-// Plain AVX-512 VNNI form.
-#define PQ4K_DOT8 ·packedQ4KDot8AVX512
-#define PQ4K_DOT4 ·packedQ4KDot4AVX512
-#define PQ4K_DOT1 ·packedQ4KDot1AVX512
-#define PQ4K_WHALF(off) WHALF(off)
-#define PQ4K_SETUP
-#include "packed_q4k_amd64.h"
-#undef PQ4K_DOT8
-#undef PQ4K_DOT4
-#undef PQ4K_DOT1
-#undef PQ4K_WHALF
-#undef PQ4K_SETUP
+// The tokens. Token t: P its q8_K pointer (PREV the one before it), I its
+// sub-block dot (Z4+t), FB its block sum (Z12+t), FA its total (Z20+t),
+// tmp its pair-sum slot 32t(SP); a is the offset a macro applies to it.
+// ALL(REST, M, a) is token 0 then the REST: REST1, REST4 or REST8.
+#define ALL(REST, M, a) M(a, R8, R8, Z4, Z12, Z20, 0); REST(M, a)
+#define REST1(M, a)
+#define REST4(M, a) \
+	M(a, R9, R8, Z5, Z13, Z21, 32); \
+	M(a, R10, R9, Z6, Z14, Z22, 64); \
+	M(a, R11, R10, Z7, Z15, Z23, 96)
+#define REST8(M, a) \
+	REST4(M, a); \
+	M(a, R12, R11, Z8, Z16, Z24, 128); \
+	M(a, R13, R12, Z9, Z17, Z25, 160); \
+	M(a, AX, R13, Z10, Z18, Z26, 192); \
+	M(a, BX, AX, Z11, Z19, Z27, 224)
 
-// GFNI form: Z30 holds the affine matrix that moves a byte's high nibble
+#define T_PTR(a, P, PREV, I, FB, FA, tmp) LEAQ (PREV)(DX*1), P
+#define T_ZERO(a, P, PREV, I, FB, FA, tmp) VPXORD FB, FB, FB; VPXORD FA, FA, FA
+#define T_ZEROI(a, P, PREV, I, FB, FA, tmp) VPXORD I, I, I
+#define T_DOT(a, P, PREV, I, FB, FA, tmp) DOT4(a, P, I)
+#define T_FOLD(a, P, PREV, I, FB, FA, tmp) FOLD(I, FB)
+#define T_BLKEND(a, P, PREV, I, FB, FA, tmp) BLKEND(P, FB, FA, tmp)
+#define T_NEXT(a, P, PREV, I, FB, FA, tmp) ADDQ $Q8K_BLOCK, P
+#define T_STORE(a, P, PREV, I, FB, FA, tmp) LEAQ (DI)(DX*4), DI; VMOVUPS FA, (DI)
+
+// Arguments of the several-token kernels (w, nb, x, xstride, y, ystride)
+// and of the one-token kernel (w, nb, x, y).
+#define ARGSN(REST) \
+	MOVQ w+0(FP), SI \
+	MOVQ nb+8(FP), CX \
+	MOVQ x+16(FP), R8 \
+	MOVQ xstride+24(FP), DX \
+	REST(T_PTR, 0) \
+	MOVQ y+32(FP), DI \
+	MOVQ ystride+40(FP), DX
+#define ARGS8 ARGSN(REST8)
+#define ARGS4 ARGSN(REST4)
+#define ARGS1 \
+	MOVQ w+0(FP), SI \
+	MOVQ nb+8(FP), CX \
+	MOVQ x+16(FP), R8 \
+	MOVQ y+24(FP), DI
+
+// The constants of the nibble split beyond Z31: none for WHALF; for
+// WHALFGF, Z30 holds the affine matrix that moves a byte's high nibble
 // down.
-#define PQ4K_DOT8 ·packedQ4KDot8GFNI
-#define PQ4K_DOT4 ·packedQ4KDot4GFNI
-#define PQ4K_DOT1 ·packedQ4KDot1GFNI
-#define PQ4K_WHALF(off) WHALFGF(off)
-#define PQ4K_SETUP \
+#define NOSETUP
+#define GFSETUP \
 	MOVQ         $0x1020408000000000, AX \
 	VPBROADCASTQ AX, Z30
-#include "packed_q4k_amd64.h"
+
+// One kernel: the tokens ALL(REST, ...) against nb > 0 blocks of the
+// packed group at w; y[t*ystride+r] = dot(row r, token t) for r < 16.
+#define KERNEL(ARGS, REST, PF, WHALF, SETUP) \
+	MOVL         $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z31 \
+	SETUP \
+	ARGS \
+	ALL(REST, T_ZERO, 0) \
+block: \
+	BLKD \
+	SUBN(0, 320, 4, REST, PF, WHALF) \
+	SUBN(1, 576, 36, REST, PF, WHALF) \
+	SUBN(2, 832, 68, REST, PF, WHALF) \
+	SUBN(3, 1088, 100, REST, PF, WHALF) \
+	SUBN(4, 1344, 132, REST, PF, WHALF) \
+	SUBN(5, 1600, 164, REST, PF, WHALF) \
+	SUBN(6, 1856, 196, REST, PF, WHALF) \
+	SUBN(7, 2112, 228, REST, PF, WHALF) \
+	BLKMINS \
+	ALL(REST, T_BLKEND, 0) \
+	ADDQ $PQ4K_BLOCK, SI \
+	ALL(REST, T_NEXT, 0) \
+	DECQ CX \
+	JNZ  block \
+	VMOVUPS Z20, (DI) \
+	REST(T_STORE, 0) \
+	VZEROUPPER \
+	RET
+
+// func packedQ4KDot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+// Tokens xstride bytes apart, t < 8; ystride in floats.
+TEXT ·packedQ4KDot8AVX512(SB), NOSPLIT, $256-48
+	KERNEL(ARGS8, REST8, NOPF, WHALF, NOSETUP)
+
+// func packedQ4KDot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+TEXT ·packedQ4KDot4AVX512(SB), NOSPLIT, $128-48
+	KERNEL(ARGS4, REST4, NOPF, WHALF, NOSETUP)
+
+// func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
+TEXT ·packedQ4KDot1AVX512(SB), NOSPLIT, $32-32
+	KERNEL(ARGS1, REST1, PFQ4K, WHALF, NOSETUP)
+
+// func packedQ4KDot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+TEXT ·packedQ4KDot8GFNI(SB), NOSPLIT, $256-48
+	KERNEL(ARGS8, REST8, NOPF, WHALFGF, GFSETUP)
+
+// func packedQ4KDot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+TEXT ·packedQ4KDot4GFNI(SB), NOSPLIT, $128-48
+	KERNEL(ARGS4, REST4, NOPF, WHALFGF, GFSETUP)
+
+// func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
+TEXT ·packedQ4KDot1GFNI(SB), NOSPLIT, $32-32
+	KERNEL(ARGS1, REST1, PFQ4K, WHALFGF, GFSETUP)

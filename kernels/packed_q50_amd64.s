@@ -11,6 +11,7 @@
 // the row sums then get float(isum)*(d_row*d_a).
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // Register use (K = tokens per call, at most 8):
 //   SI weights, CX blocks left, R13 f16 table, DX f16 index,
@@ -43,47 +44,14 @@
 #define BIAS2(PA, PB, off) \
 	VMOVDQU      2(PA), Y10 \
 	VINSERTI64X4 $1, 2(PB), Z10, Z10 \
-	VPXORD       Z11, Z11, Z11 \
-	VPDPBUSD     Z10, Z13, Z11 \
-	VPSHUFD      $0x4e, Z11, Z12 \
-	VPADDD       Z12, Z11, Z11 \
-	VPSHUFD      $0xb1, Z11, Z12 \
-	VPADDD       Z12, Z11, Z11 \
+	LANESUMS(Z13) \
 	VSHUFI64X2   $0xb1, Z11, Z11, Z12 \
 	VPADDD       Z12, Z11, Z11 \
 	VMOVDQU64    Z11, off(SP)
 
-// Weight register W against the 4 activation bytes at off of each token.
-#define DP1(off, W) \
-	VPDPBUSD.BCST off(BX), W, Z24
-
-#define DP2(off, W) \
-	DP1(off, W) \
-	VPDPBUSD.BCST off(R8), W, Z25
-
-#define DP4(off, W) \
-	DP2(off, W) \
-	VPDPBUSD.BCST off(R9), W, Z26 \
-	VPDPBUSD.BCST off(R10), W, Z27
-
-#define DP8(off, W) \
-	DP4(off, W) \
-	VPDPBUSD.BCST off(R11), W, Z28 \
-	VPDPBUSD.BCST off(R12), W, Z29 \
-	VPDPBUSD.BCST off(DI), W, Z30 \
-	VPDPBUSD.BCST off(R14), W, Z31
-
 // All 8 weight registers of a block against the tokens (DP = DP1..DP8):
 // q8_0 quants start at byte 2 of the block.
-#define CHUNKS(DP) \
-	DP(2, Z0) \
-	DP(18, Z1) \
-	DP(6, Z2) \
-	DP(22, Z3) \
-	DP(10, Z4) \
-	DP(26, Z5) \
-	DP(14, Z6) \
-	DP(30, Z7)
+#define CHUNKS(DP) NIBCHUNKS(DP, 2)
 
 // FA += float(IA - 16*sum(x)) * d_rows * d_a (token block at P, its bias
 // at boff(SP)).
@@ -93,25 +61,6 @@
 	VPSUBD.BCST   boff(SP), IA, IA \
 	VCVTDQ2PS     IA, IA \
 	VFMADD231PS   IA, Z11, FA
-
-#define ZERO1 \
-	VPXORD Z24, Z24, Z24
-
-#define ZERO2 \
-	ZERO1 \
-	VPXORD Z25, Z25, Z25
-
-#define ZERO4 \
-	ZERO2 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27
-
-#define ZERO8 \
-	ZERO4 \
-	VPXORD Z28, Z28, Z28 \
-	VPXORD Z29, Z29, Z29 \
-	VPXORD Z30, Z30, Z30 \
-	VPXORD Z31, Z31, Z31
 
 // Decode streams the weights from memory: prefetch the 352-byte block
 // eight blocks ahead (groups are contiguous, so near a group's end this
@@ -126,145 +75,57 @@
 
 // Common prologue: arguments, constants, zeroed float sums.
 #define PROLOGUE \
-	MOVQ         w+0(FP), SI \
-	MOVQ         nb+8(FP), CX \
-	MOVQ         x+16(FP), BX \
-	MOVQ         xstride+24(FP), AX \
-	MOVQ         f16+48(FP), R13 \
+	PACKED_ARGS \
 	MOVL         $0x0f0f0f0f, DX \
 	VPBROADCASTD DX, Z14 \
 	MOVL         $0x10101010, DX \
 	VPBROADCASTD DX, Z13 \
-	VPXORD       Z16, Z16, Z16 \
-	VPXORD       Z17, Z17, Z17 \
-	VPXORD       Z18, Z18, Z18 \
-	VPXORD       Z19, Z19, Z19 \
-	VPXORD       Z20, Z20, Z20 \
-	VPXORD       Z21, Z21, Z21 \
-	VPXORD       Z22, Z22, Z22 \
-	VPXORD       Z23, Z23, Z23
+	ZEROF
 
-// AX = y, DX = ystride in bytes.
-#define STOREY \
-	MOVQ y+32(FP), AX \
-	MOVQ ystride+40(FP), DX \
-	SHLQ $2, DX
+// The biases of the tokens, two at a time: token t's at 32t(SP).
+#define BIASES2 BIAS2(BX, R8, 0)
+#define BIASES4 \
+	BIASES2 \
+	BIAS2(R9, R10, 64)
+#define BIASES8 \
+	BIASES4 \
+	BIAS2(R11, R12, 128) \
+	BIAS2(DI, R14, 192)
+
+#define T_FIN(a, P, I, FA, t) FIN(P, I, FA, 32*t)
+
+// The kernel for K = 8, 4 or 2 tokens (REST, PTRS, BIASES, ZERO, DP of
+// that K).
+#define KERNEL(REST, PTRS, BIASES, ZERO, DP) \
+	PROLOGUE \
+	PTRS \
+blk: \
+	LOADW \
+	BIASES \
+	ZERO \
+	CHUNKS(DP) \
+	ALL(REST, T_FIN, 0) \
+	ADDQ $352, SI \
+	ALL(REST, T_NEXT, 34) \
+	DECQ CX \
+	JNZ  blk \
+	STOREY \
+	VMOVUPS Z16, (AX) \
+	REST(T_STORE, 0) \
+	VZEROUPPER \
+	RET
 
 // func packedQ50Dot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ50Dot8AVX512(SB), NOSPLIT, $256-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
-	LEAQ (BX)(AX*2), R9
-	LEAQ (R8)(AX*2), R10
-	LEAQ (BX)(AX*4), R11
-	LEAQ (R8)(AX*4), R12
-	LEAQ (R9)(AX*4), DI
-	LEAQ (R10)(AX*4), R14
-
-q50p8blk:
-	LOADW
-	BIAS2(BX, R8, 0)
-	BIAS2(R9, R10, 64)
-	BIAS2(R11, R12, 128)
-	BIAS2(DI, R14, 192)
-	ZERO8
-	CHUNKS(DP8)
-	FIN(BX, Z24, Z16, 0)
-	FIN(R8, Z25, Z17, 32)
-	FIN(R9, Z26, Z18, 64)
-	FIN(R10, Z27, Z19, 96)
-	FIN(R11, Z28, Z20, 128)
-	FIN(R12, Z29, Z21, 160)
-	FIN(DI, Z30, Z22, 192)
-	FIN(R14, Z31, Z23, 224)
-	ADDQ $352, SI
-	ADDQ $34, BX
-	ADDQ $34, R8
-	ADDQ $34, R9
-	ADDQ $34, R10
-	ADDQ $34, R11
-	ADDQ $34, R12
-	ADDQ $34, DI
-	ADDQ $34, R14
-	DECQ CX
-	JNZ  q50p8blk
-	STOREY
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z18, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z19, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z20, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z21, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z22, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z23, (AX)
-	VZEROUPPER
-	RET
+	KERNEL(REST8, PTRS8, BIASES8, ZERO8, DP8)
 
 // func packedQ50Dot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ50Dot4AVX512(SB), NOSPLIT, $128-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
-	LEAQ (BX)(AX*2), R9
-	LEAQ (R8)(AX*2), R10
-
-q50p4blk:
-	LOADW
-	BIAS2(BX, R8, 0)
-	BIAS2(R9, R10, 64)
-	ZERO4
-	CHUNKS(DP4)
-	FIN(BX, Z24, Z16, 0)
-	FIN(R8, Z25, Z17, 32)
-	FIN(R9, Z26, Z18, 64)
-	FIN(R10, Z27, Z19, 96)
-	ADDQ $352, SI
-	ADDQ $34, BX
-	ADDQ $34, R8
-	ADDQ $34, R9
-	ADDQ $34, R10
-	DECQ CX
-	JNZ  q50p4blk
-	STOREY
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z18, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z19, (AX)
-	VZEROUPPER
-	RET
+	KERNEL(REST4, PTRS4, BIASES4, ZERO4, DP4)
 
 // func packedQ50Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ50Dot2AVX512(SB), NOSPLIT, $64-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
-
-q50p2blk:
-	LOADW
-	BIAS2(BX, R8, 0)
-	ZERO2
-	CHUNKS(DP2)
-	FIN(BX, Z24, Z16, 0)
-	FIN(R8, Z25, Z17, 32)
-	ADDQ $352, SI
-	ADDQ $34, BX
-	ADDQ $34, R8
-	DECQ CX
-	JNZ  q50p2blk
-	STOREY
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	VZEROUPPER
-	RET
+	KERNEL(REST2, PTRS2, BIASES2, ZERO2, DP2)
 
 // func packedQ50Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 // One token: the block's integer sum in two chains (low and high quants)

@@ -12,6 +12,7 @@
 // sums inline (INIT1/INIT2), a few more instructions per block.
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // Register use (K = tokens per call, at most 8):
 //   SI weights, CX block pairs left, R13 f16 table, DX scale index,
@@ -79,38 +80,28 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 	VPSUBD    Z0, Z11, Z11 \
 	VMOVDQU32 Z11, (soff)(SP)
 
-// IA, IB = -128*sum(x) of the block at xoff of the tokens at PA and PB,
-// broadcast to all lanes.
-#define INIT2(xoff, PA, PB, IA, IB) \
-	VMOVDQU      (xoff+2)(PA), Y10 \
-	VINSERTI64X4 $1, (xoff+2)(PB), Z10, Z10 \
-	VPXORD       Z11, Z11, Z11 \
-	VPDPBUSD     Z10, Z9, Z11 \
-	VPSHUFD      $0x4e, Z11, Z12 \
-	VPADDD       Z12, Z11, Z11 \
-	VPSHUFD      $0xb1, Z11, Z12 \
-	VPADDD       Z12, Z11, Z11 \
-	VSHUFI32X4   $0xb1, Z11, Z11, Z12 \
-	VPXORD       Z13, Z13, Z13 \
-	VPSUBD       Z11, Z13, Z11 \
-	VPSUBD       Z12, Z11, Z11 \
-	VSHUFI32X4   $0x00, Z11, Z11, IA \
-	VSHUFI32X4   $0xaa, Z11, Z11, IB
-
-// INIT2 for one token (the upper half of Z10 is zero).
-#define INIT1(xoff, PA, IA) \
-	VMOVDQU    (xoff+2)(PA), Y10 \
-	VPXORD     Z11, Z11, Z11 \
-	VPDPBUSD   Z10, Z9, Z11 \
-	VPSHUFD    $0x4e, Z11, Z12 \
-	VPADDD     Z12, Z11, Z11 \
-	VPSHUFD    $0xb1, Z11, Z12 \
-	VPADDD     Z12, Z11, Z11 \
+// IA = -128*sum(x) of the block(s) in Z10 (one in each 256-bit half),
+// the lower half's sum broadcast to all lanes; Z11 keeps both.
+#define NEGSUM(IA) \
+	LANESUMS(Z9) \
 	VSHUFI32X4 $0xb1, Z11, Z11, Z12 \
 	VPXORD     Z13, Z13, Z13 \
 	VPSUBD     Z11, Z13, Z11 \
 	VPSUBD     Z12, Z11, Z11 \
 	VSHUFI32X4 $0x00, Z11, Z11, IA
+
+// IA, IB = -128*sum(x) of the block at xoff of the tokens at PA and PB,
+// broadcast to all lanes.
+#define INIT2(xoff, PA, PB, IA, IB) \
+	VMOVDQU      (xoff+2)(PA), Y10 \
+	VINSERTI64X4 $1, (xoff+2)(PB), Z10, Z10 \
+	NEGSUM(IA) \
+	VSHUFI32X4   $0xaa, Z11, Z11, IB
+
+// INIT2 for one token (the upper half of Z10 is zero).
+#define INIT1(xoff, PA, IA) \
+	VMOVDQU (xoff+2)(PA), Y10 \
+	NEGSUM(IA)
 
 // FA += float(IA) * d_rows * d_token (token at P, block at xoff).
 #define FIN(xoff, P, IA, FA) \
@@ -131,26 +122,6 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 	VMOVDQU64 (qoff+384)(SI), Z6 \
 	VMOVDQU64 (qoff+448)(SI), Z7
 
-// Weight register W against the 4 activation bytes at off of each token.
-#define DP1(off, W) \
-	VPDPBUSD.BCST (off)(BX), W, Z24
-
-#define DP2(off, W) \
-	DP1(off, W) \
-	VPDPBUSD.BCST (off)(R8), W, Z25
-
-#define DP4(off, W) \
-	DP2(off, W) \
-	VPDPBUSD.BCST (off)(R9), W, Z26 \
-	VPDPBUSD.BCST (off)(R10), W, Z27
-
-#define DP8(off, W) \
-	DP4(off, W) \
-	VPDPBUSD.BCST (off)(R11), W, Z28 \
-	VPDPBUSD.BCST (off)(R12), W, Z29 \
-	VPDPBUSD.BCST (off)(DI), W, Z30 \
-	VPDPBUSD.BCST (off)(R14), W, Z31
-
 // All 8 weight registers of a block against the tokens (DP = DP1..DP8).
 #define CHUNKS(DP, xoff) \
 	DP(xoff+2, Z0) \
@@ -162,92 +133,37 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 	DP(xoff+26, Z6) \
 	DP(xoff+30, Z7)
 
-// One block of K tokens: LOADW, integer sums started by INIT (BLKK) or
-// from the sums table (BLKKS), the 8 weight registers, FIN per token.
-#define BLK1(doff, qoff, xoff) \
-	LOADW(doff, qoff) \
-	INIT1(xoff, BX, Z24) \
-	CHUNKS(DP1, xoff) \
-	FIN(xoff, BX, Z24, Z16)
+// Token t's row of the sums table is 64t bytes into it.
+#define T_SUMS(a, P, I, FA, t) SUMS16(P, 64*t)
+#define T_BCAST(a, P, I, FA, t) VPBROADCASTD (a+64*t)(AX), I
+#define T_FIN(a, P, I, FA, t) FIN(a, P, I, FA)
 
-#define BLK1S(doff, qoff, xoff, soff) \
-	LOADW(doff, qoff) \
-	VPBROADCASTD (soff+0)(AX), Z24 \
-	CHUNKS(DP1, xoff) \
-	FIN(xoff, BX, Z24, Z16)
-
-#define BLK2(doff, qoff, xoff) \
-	LOADW(doff, qoff) \
-	INIT2(xoff, BX, R8, Z24, Z25) \
-	CHUNKS(DP2, xoff) \
-	FIN(xoff, BX, Z24, Z16) \
-	FIN(xoff, R8, Z25, Z17)
-
-#define BLK2S(doff, qoff, xoff, soff) \
-	LOADW(doff, qoff) \
-	VPBROADCASTD (soff+0)(AX), Z24 \
-	VPBROADCASTD (soff+64)(AX), Z25 \
-	CHUNKS(DP2, xoff) \
-	FIN(xoff, BX, Z24, Z16) \
-	FIN(xoff, R8, Z25, Z17)
-
-#define BLK4(doff, qoff, xoff) \
-	LOADW(doff, qoff) \
-	INIT2(xoff, BX, R8, Z24, Z25) \
-	INIT2(xoff, R9, R10, Z26, Z27) \
-	CHUNKS(DP4, xoff) \
-	FIN(xoff, BX, Z24, Z16) \
-	FIN(xoff, R8, Z25, Z17) \
-	FIN(xoff, R9, Z26, Z18) \
-	FIN(xoff, R10, Z27, Z19)
-
-#define BLK4S(doff, qoff, xoff, soff) \
-	LOADW(doff, qoff) \
-	VPBROADCASTD (soff+0)(AX), Z24 \
-	VPBROADCASTD (soff+64)(AX), Z25 \
-	VPBROADCASTD (soff+128)(AX), Z26 \
-	VPBROADCASTD (soff+192)(AX), Z27 \
-	CHUNKS(DP4, xoff) \
-	FIN(xoff, BX, Z24, Z16) \
-	FIN(xoff, R8, Z25, Z17) \
-	FIN(xoff, R9, Z26, Z18) \
-	FIN(xoff, R10, Z27, Z19)
-
-#define BLK8(doff, qoff, xoff) \
-	LOADW(doff, qoff) \
-	INIT2(xoff, BX, R8, Z24, Z25) \
-	INIT2(xoff, R9, R10, Z26, Z27) \
+// The integer sums of the block at xoff started inline, two tokens at a
+// time.
+#define INITS1(xoff) INIT1(xoff, BX, Z24)
+#define INITS2(xoff) INIT2(xoff, BX, R8, Z24, Z25)
+#define INITS4(xoff) \
+	INITS2(xoff) \
+	INIT2(xoff, R9, R10, Z26, Z27)
+#define INITS8(xoff) \
+	INITS4(xoff) \
 	INIT2(xoff, R11, R12, Z28, Z29) \
-	INIT2(xoff, DI, R14, Z30, Z31) \
-	CHUNKS(DP8, xoff) \
-	FIN(xoff, BX, Z24, Z16) \
-	FIN(xoff, R8, Z25, Z17) \
-	FIN(xoff, R9, Z26, Z18) \
-	FIN(xoff, R10, Z27, Z19) \
-	FIN(xoff, R11, Z28, Z20) \
-	FIN(xoff, R12, Z29, Z21) \
-	FIN(xoff, DI, Z30, Z22) \
-	FIN(xoff, R14, Z31, Z23)
+	INIT2(xoff, DI, R14, Z30, Z31)
 
-#define BLK8S(doff, qoff, xoff, soff) \
+// One block of the tokens: LOADW, integer sums started by INITS (BLK) or
+// from the sums table at soff(AX) (BLKS), the 8 weight registers (DP =
+// DP1..DP8), FIN per token.
+#define BLK(doff, qoff, xoff, REST, INITS, DP) \
 	LOADW(doff, qoff) \
-	VPBROADCASTD (soff+0)(AX), Z24 \
-	VPBROADCASTD (soff+64)(AX), Z25 \
-	VPBROADCASTD (soff+128)(AX), Z26 \
-	VPBROADCASTD (soff+192)(AX), Z27 \
-	VPBROADCASTD (soff+256)(AX), Z28 \
-	VPBROADCASTD (soff+320)(AX), Z29 \
-	VPBROADCASTD (soff+384)(AX), Z30 \
-	VPBROADCASTD (soff+448)(AX), Z31 \
-	CHUNKS(DP8, xoff) \
-	FIN(xoff, BX, Z24, Z16) \
-	FIN(xoff, R8, Z25, Z17) \
-	FIN(xoff, R9, Z26, Z18) \
-	FIN(xoff, R10, Z27, Z19) \
-	FIN(xoff, R11, Z28, Z20) \
-	FIN(xoff, R12, Z29, Z21) \
-	FIN(xoff, DI, Z30, Z22) \
-	FIN(xoff, R14, Z31, Z23)
+	INITS(xoff) \
+	CHUNKS(DP, xoff) \
+	ALL(REST, T_FIN, xoff)
+
+#define BLKS(doff, qoff, xoff, soff, REST, DP) \
+	LOADW(doff, qoff) \
+	ALL(REST, T_BCAST, soff) \
+	CHUNKS(DP, xoff) \
+	ALL(REST, T_FIN, xoff)
 
 // Decode (one token) streams the weights from memory: prefetch the 17
 // cache lines of the block pair four pairs ahead (+5-7% from memory on
@@ -272,292 +188,77 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 	PREFETCHT0 (5312)(SI) \
 	PREFETCHT0 (5376)(SI)
 
+#define NOPF
+
 // Common prologue: arguments, constants, zeroed float sums.
 #define PROLOGUE \
-	MOVQ         w+0(FP), SI \
-	MOVQ         nb+8(FP), CX \
-	MOVQ         x+16(FP), BX \
-	MOVQ         xstride+24(FP), AX \
-	MOVQ         f16+48(FP), R13 \
+	PACKED_ARGS \
 	MOVL         $0x80808080, DX \
 	VPBROADCASTD DX, Z9 \
 	VMOVDQU64    p80perm<>+0(SB), Z14 \
 	VMOVDQU64    p80perm<>+64(SB), Z15 \
-	VPXORD       Z16, Z16, Z16 \
-	VPXORD       Z17, Z17, Z17 \
-	VPXORD       Z18, Z18, Z18 \
-	VPXORD       Z19, Z19, Z19 \
-	VPXORD       Z20, Z20, Z20 \
-	VPXORD       Z21, Z21, Z21 \
-	VPXORD       Z22, Z22, Z22 \
-	VPXORD       Z23, Z23, Z23
+	ZEROF
 
-// y[t*ystride] = Z16+t for t < K (AX = y, DX = ystride in bytes).
-#define STOREY \
-	MOVQ y+32(FP), AX \
-	MOVQ ystride+40(FP), DX \
-	SHLQ $2, DX
+// One kernel: whole 16-block chunks with the sums table, then block
+// pairs and a lone block with the sums inline.
+#define KERNEL(REST, PTRS, INITS, DP, PF) \
+	PROLOGUE \
+	PTRS \
+	MOVQ CX, DX \
+	SHRQ $4, DX \
+	MOVQ DX, 512(SP) \
+	JZ   tail \
+chunk: \
+	ALL(REST, T_SUMS, 0) \
+	MOVQ SP, AX \
+	MOVQ $8, CX \
+pair: \
+	PF \
+	BLKS(0, 64, 0, 0, REST, DP) \
+	BLKS(32, 576, 34, 4, REST, DP) \
+	ADDQ $1088, SI \
+	ALL(REST, T_NEXT, 68) \
+	ADDQ $8, AX \
+	DECQ CX \
+	JNZ  pair \
+	DECQ 512(SP) \
+	JNZ  chunk \
+tail: \
+	MOVQ nb+8(FP), CX \
+	ANDQ $15, CX \
+	SHRQ $1, CX \
+	JZ   lone \
+tpair: \
+	PF \
+	BLK(0, 64, 0, REST, INITS, DP) \
+	BLK(32, 576, 34, REST, INITS, DP) \
+	ADDQ $1088, SI \
+	ALL(REST, T_NEXT, 68) \
+	DECQ CX \
+	JNZ  tpair \
+lone: \
+	TESTQ $1, nb+8(FP) \
+	JZ    store \
+	BLK(0, 32, 0, REST, INITS, DP) \
+store: \
+	STOREY \
+	VMOVUPS Z16, (AX) \
+	REST(T_STORE, 0) \
+	VZEROUPPER \
+	RET
 
 // func packedQ80Dot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ80Dot8AVX512(SB), 0, $520-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
-	LEAQ (BX)(AX*2), R9
-	LEAQ (R8)(AX*2), R10
-	LEAQ (BX)(AX*4), R11
-	LEAQ (R8)(AX*4), R12
-	LEAQ (R9)(AX*4), DI
-	LEAQ (R10)(AX*4), R14
-	MOVQ CX, DX
-	SHRQ $4, DX
-	MOVQ DX, 512(SP)
-	JZ   p80k8tail
-
-p80k8chunk:
-	SUMS16(BX, 0)
-	SUMS16(R8, 64)
-	SUMS16(R9, 128)
-	SUMS16(R10, 192)
-	SUMS16(R11, 256)
-	SUMS16(R12, 320)
-	SUMS16(DI, 384)
-	SUMS16(R14, 448)
-	MOVQ SP, AX
-	MOVQ $8, CX
-
-p80k8pair:
-	BLK8S(0, 64, 0, 0)
-	BLK8S(32, 576, 34, 4)
-	ADDQ $1088, SI
-	ADDQ $68, BX
-	ADDQ $68, R8
-	ADDQ $68, R9
-	ADDQ $68, R10
-	ADDQ $68, R11
-	ADDQ $68, R12
-	ADDQ $68, DI
-	ADDQ $68, R14
-	ADDQ $8, AX
-	DECQ CX
-	JNZ  p80k8pair
-	DECQ 512(SP)
-	JNZ  p80k8chunk
-
-p80k8tail:
-	MOVQ nb+8(FP), CX
-	ANDQ $15, CX
-	SHRQ $1, CX
-	JZ   p80k8lone
-
-p80k8tpair:
-	BLK8(0, 64, 0)
-	BLK8(32, 576, 34)
-	ADDQ $1088, SI
-	ADDQ $68, BX
-	ADDQ $68, R8
-	ADDQ $68, R9
-	ADDQ $68, R10
-	ADDQ $68, R11
-	ADDQ $68, R12
-	ADDQ $68, DI
-	ADDQ $68, R14
-	DECQ CX
-	JNZ  p80k8tpair
-
-p80k8lone:
-	TESTQ $1, nb+8(FP)
-	JZ    p80k8store
-	BLK8(0, 32, 0)
-
-p80k8store:
-	STOREY
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z18, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z19, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z20, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z21, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z22, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z23, (AX)
-	VZEROUPPER
-	RET
+	KERNEL(REST8, PTRS8, INITS8, DP8, NOPF)
 
 // func packedQ80Dot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ80Dot4AVX512(SB), 0, $520-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
-	LEAQ (BX)(AX*2), R9
-	LEAQ (R8)(AX*2), R10
-	MOVQ CX, DX
-	SHRQ $4, DX
-	MOVQ DX, 512(SP)
-	JZ   p80k4tail
-
-p80k4chunk:
-	SUMS16(BX, 0)
-	SUMS16(R8, 64)
-	SUMS16(R9, 128)
-	SUMS16(R10, 192)
-	MOVQ SP, AX
-	MOVQ $8, CX
-
-p80k4pair:
-	BLK4S(0, 64, 0, 0)
-	BLK4S(32, 576, 34, 4)
-	ADDQ $1088, SI
-	ADDQ $68, BX
-	ADDQ $68, R8
-	ADDQ $68, R9
-	ADDQ $68, R10
-	ADDQ $8, AX
-	DECQ CX
-	JNZ  p80k4pair
-	DECQ 512(SP)
-	JNZ  p80k4chunk
-
-p80k4tail:
-	MOVQ nb+8(FP), CX
-	ANDQ $15, CX
-	SHRQ $1, CX
-	JZ   p80k4lone
-
-p80k4tpair:
-	BLK4(0, 64, 0)
-	BLK4(32, 576, 34)
-	ADDQ $1088, SI
-	ADDQ $68, BX
-	ADDQ $68, R8
-	ADDQ $68, R9
-	ADDQ $68, R10
-	DECQ CX
-	JNZ  p80k4tpair
-
-p80k4lone:
-	TESTQ $1, nb+8(FP)
-	JZ    p80k4store
-	BLK4(0, 32, 0)
-
-p80k4store:
-	STOREY
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z18, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z19, (AX)
-	VZEROUPPER
-	RET
+	KERNEL(REST4, PTRS4, INITS4, DP4, NOPF)
 
 // func packedQ80Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ80Dot2AVX512(SB), 0, $520-56
-	PROLOGUE
-	LEAQ (BX)(AX*1), R8
-	MOVQ CX, DX
-	SHRQ $4, DX
-	MOVQ DX, 512(SP)
-	JZ   p80k2tail
-
-p80k2chunk:
-	SUMS16(BX, 0)
-	SUMS16(R8, 64)
-	MOVQ SP, AX
-	MOVQ $8, CX
-
-p80k2pair:
-	BLK2S(0, 64, 0, 0)
-	BLK2S(32, 576, 34, 4)
-	ADDQ $1088, SI
-	ADDQ $68, BX
-	ADDQ $68, R8
-	ADDQ $8, AX
-	DECQ CX
-	JNZ  p80k2pair
-	DECQ 512(SP)
-	JNZ  p80k2chunk
-
-p80k2tail:
-	MOVQ nb+8(FP), CX
-	ANDQ $15, CX
-	SHRQ $1, CX
-	JZ   p80k2lone
-
-p80k2tpair:
-	BLK2(0, 64, 0)
-	BLK2(32, 576, 34)
-	ADDQ $1088, SI
-	ADDQ $68, BX
-	ADDQ $68, R8
-	DECQ CX
-	JNZ  p80k2tpair
-
-p80k2lone:
-	TESTQ $1, nb+8(FP)
-	JZ    p80k2store
-	BLK2(0, 32, 0)
-
-p80k2store:
-	STOREY
-	VMOVUPS Z16, (AX)
-	ADDQ    DX, AX
-	VMOVUPS Z17, (AX)
-	VZEROUPPER
-	RET
+	KERNEL(REST2, PTRS2, INITS2, DP2, NOPF)
 
 // func packedQ80Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ80Dot1AVX512(SB), 0, $520-56
-	PROLOGUE
-	MOVQ CX, DX
-	SHRQ $4, DX
-	MOVQ DX, 512(SP)
-	JZ   p80k1tail
-
-p80k1chunk:
-	SUMS16(BX, 0)
-	MOVQ SP, AX
-	MOVQ $8, CX
-
-p80k1pair:
-	PF1088
-	BLK1S(0, 64, 0, 0)
-	BLK1S(32, 576, 34, 4)
-	ADDQ $1088, SI
-	ADDQ $68, BX
-	ADDQ $8, AX
-	DECQ CX
-	JNZ  p80k1pair
-	DECQ 512(SP)
-	JNZ  p80k1chunk
-
-p80k1tail:
-	MOVQ nb+8(FP), CX
-	ANDQ $15, CX
-	SHRQ $1, CX
-	JZ   p80k1lone
-
-p80k1tpair:
-	PF1088
-	BLK1(0, 64, 0)
-	BLK1(32, 576, 34)
-	ADDQ $1088, SI
-	ADDQ $68, BX
-	DECQ CX
-	JNZ  p80k1tpair
-
-p80k1lone:
-	TESTQ $1, nb+8(FP)
-	JZ    p80k1store
-	BLK1(0, 32, 0)
-
-p80k1store:
-	STOREY
-	VMOVUPS Z16, (AX)
-	VZEROUPPER
-	RET
+	KERNEL(REST1, PTRS1, INITS1, DP1, PF1088)

@@ -7,6 +7,7 @@
 // whose difference is the exact integer dot of (q-16) with x.
 
 #include "textflag.h"
+#include "dot_amd64.h"
 
 // Shared by the rows of a group, for the two blocks of activations at BX
 // (34 bytes apart): Z5 = their quants, Z8 = 16*sum(x) per lane (the bias
@@ -225,26 +226,11 @@ q50done:
 	MOVWLZX          D, DX \
 	VFMADD231PS.BCST (R13)(DX*4), Y8, ACC
 
-// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
-#define Q50_HSUM(Y, X, T) \
-	VEXTRACTF128 $1, Y, T \
-	VADDPS       T, X, X \
-	VPERMILPS    $0x4e, X, T \
-	VADDPS       T, X, X \
-	VMOVSHDUP    X, T \
-	VADDSS       T, X, X
-
 // func dotQ5_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
 // One weight row against four tokens xstride bytes apart: each block is
 // unpacked once for the four. The results go ystride bytes apart.
 TEXT ·dotQ5_0Tok4AVX512(SB), NOSPLIT, $0-56
-	MOVQ         w+0(FP), AX
-	MOVQ         x+8(FP), BX
-	MOVQ         xstride+16(FP), R8
-	MOVQ         nb+24(FP), CX
-	MOVQ         y+32(FP), R11
-	MOVQ         f16+48(FP), R13
-	LEAQ         (R8)(R8*2), R9
+	TOK4_ARGS(f16+48(FP))
 	MOVL         $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Y14
 	MOVL         $0x10101010, DX
@@ -253,10 +239,7 @@ TEXT ·dotQ5_0Tok4AVX512(SB), NOSPLIT, $0-56
 	VPBROADCASTD DX, Y12
 	MOVL         $8192, DX // 128*16 for each of a lane's four quants
 	VPBROADCASTD DX, Y11
-	VXORPS       Y0, Y0, Y0
-	VXORPS       Y1, Y1, Y1
-	VXORPS       Y2, Y2, Y2
-	VXORPS       Y3, Y3, Y3
+	ZERO4
 	TESTQ        CX, CX
 	JLE          q50t4store
 
@@ -267,28 +250,14 @@ q50t4blk:
 	VPSUBB       Y13, Y4, Y4
 	MOVWLZX      (AX), DX
 	VBROADCASTSS (R13)(DX*4), Y5
-	Q50_TOK((BX), 2(BX), Y0)
-	Q50_TOK((BX)(R8*1), 2(BX)(R8*1), Y1)
-	Q50_TOK((BX)(R8*2), 2(BX)(R8*2), Y2)
-	Q50_TOK((BX)(R9*1), 2(BX)(R9*1), Y3)
+	TOKS4(Q50_TOK, Y0, Y1, Y2, Y3)
 	ADDQ         $22, AX
 	ADDQ         $34, BX
 	DECQ         CX
 	JNZ          q50t4blk
 
 q50t4store:
-	Q50_HSUM(Y0, X0, X4)
-	Q50_HSUM(Y1, X1, X4)
-	Q50_HSUM(Y2, X2, X4)
-	Q50_HSUM(Y3, X3, X4)
-	MOVQ   ystride+40(FP), R12
-	VMOVSS X0, (R11)
-	ADDQ   R12, R11
-	VMOVSS X1, (R11)
-	ADDQ   R12, R11
-	VMOVSS X2, (R11)
-	ADDQ   R12, R11
-	VMOVSS X3, (R11)
+	STORE4S(Y0, X0, Y1, X1, Y2, X2, Y3, X3, X4)
 	VZEROUPPER
 	RET
 
@@ -407,10 +376,7 @@ q50t8fold:
 	VPSUBB       Y13, Y4, Y4
 	MOVWLZX      (AX), DX
 	VBROADCASTSS (R13)(DX*4), Y5
-	Q50_TOK((BX), 2(BX), Y0)
-	Q50_TOK((BX)(R8*1), 2(BX)(R8*1), Y1)
-	Q50_TOK((BX)(R8*2), 2(BX)(R8*2), Y2)
-	Q50_TOK((BX)(R9*1), 2(BX)(R9*1), Y3)
+	TOKS4(Q50_TOK, Y0, Y1, Y2, Y3)
 	Q50_TOK((DI), 2(DI), Y16)
 	Q50_TOK((DI)(R8*1), 2(DI)(R8*1), Y17)
 	Q50_TOK((DI)(R8*2), 2(DI)(R8*2), Y18)

@@ -6,6 +6,7 @@
 // VPMADDUBSW (|q*x| pairs stay below 2^15), minus VPMADDUBSW(16, x).
 
 #include "textflag.h"
+#include "dot_amd64.h"
 
 // VPSHUFB indexes: bytes 0-7 <- byte 0, 8-15 <- 1 (low lane), 16-23 <- 2,
 // 24-31 <- 3 (high lane; every dword holds qh).
@@ -58,14 +59,16 @@ GLOBL q50bits<>(SB), RODATA|NOPTR, $32
 	VPMADDWD   Y11, Y8, Y8 \
 	VCVTDQ2PS  Y8, Y8
 
-// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
-#define Q50V_HSUM(Y, X, T) \
-	VEXTRACTF128 $1, Y, T \
-	VADDPS       T, X, X \
-	VPERMILPS    $0x4e, X, T \
-	VADDPS       T, X, X \
-	VMOVSHDUP    X, T \
-	VADDSS       T, X, X
+// One block of the row at AX against the activations at BX into ACC.
+#define Q50V_BLOCK(ACC) \
+	Q50V_QUANTS \
+	Q50V_DOT(2(BX)) \
+	MOVWLZX      (AX), DX \
+	MOVWLZX      (BX), R12 \
+	VBROADCASTSS (R13)(DX*4), Y2 \
+	VMULSS       (R13)(R12*4), X2, X2 \
+	VBROADCASTSS X2, Y2 \
+	VFMADD231PS  Y8, Y2, ACC
 
 // func dotQ5_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 // One block per step, into two accumulators in turn (one FMA chain would
@@ -90,24 +93,10 @@ q50vrow:
 
 q50vpair:
 	PREFETCHT0   1024(AX)
-	Q50V_QUANTS
-	Q50V_DOT(2(BX))
-	MOVWLZX      (AX), DX
-	MOVWLZX      (BX), R12
-	VBROADCASTSS (R13)(DX*4), Y2
-	VMULSS       (R13)(R12*4), X2, X2
-	VBROADCASTSS X2, Y2
-	VFMADD231PS  Y8, Y2, Y0
+	Q50V_BLOCK(Y0)
 	ADDQ         $22, AX
 	ADDQ         $34, BX
-	Q50V_QUANTS
-	Q50V_DOT(2(BX))
-	MOVWLZX      (AX), DX
-	MOVWLZX      (BX), R12
-	VBROADCASTSS (R13)(DX*4), Y2
-	VMULSS       (R13)(R12*4), X2, X2
-	VBROADCASTSS X2, Y2
-	VFMADD231PS  Y8, Y2, Y1
+	Q50V_BLOCK(Y1)
 	ADDQ         $22, AX
 	ADDQ         $34, BX
 	SUBQ         $2, CX
@@ -117,23 +106,12 @@ q50vpair:
 q50vlast:
 	TESTQ        CX, CX
 	JZ           q50vsum
-	Q50V_QUANTS
-	Q50V_DOT(2(BX))
-	MOVWLZX      (AX), DX
-	MOVWLZX      (BX), R12
-	VBROADCASTSS (R13)(DX*4), Y2
-	VMULSS       (R13)(R12*4), X2, X2
-	VBROADCASTSS X2, Y2
-	VFMADD231PS  Y8, Y2, Y0
+	Q50V_BLOCK(Y0)
 
 q50vsum:
 	VADDPS Y1, Y0, Y0
-	Q50V_HSUM(Y0, X0, X1)
-	VMOVSS X0, (R11)
-	ADDQ   $4, R11
-	ADDQ   stride+8(FP), SI
-	DECQ   R9
-	JNZ    q50vrow
+	HSUM(Y0, X0, X1)
+	ROWNEXT(q50vrow)
 
 q50vdone:
 	VZEROUPPER
@@ -151,13 +129,7 @@ q50vdone:
 // func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
 // Results go ystride bytes apart.
 TEXT ·dotQ5_0Tok4AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), AX
-	MOVQ x+8(FP), BX
-	MOVQ xstride+16(FP), R8
-	MOVQ nb+24(FP), CX
-	MOVQ y+32(FP), R11
-	MOVQ f16+48(FP), R13
-	LEAQ (R8)(R8*2), R9
+	TOK4_ARGS(f16+48(FP))
 	Q50V_CONSTS
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -170,27 +142,13 @@ q50vt4blk:
 	Q50V_QUANTS
 	MOVWLZX (AX), DX
 	VMOVSS  (R13)(DX*4), X10
-	Q50V_TOK((BX), 2(BX), Y0)
-	Q50V_TOK((BX)(R8*1), 2(BX)(R8*1), Y1)
-	Q50V_TOK((BX)(R8*2), 2(BX)(R8*2), Y3)
-	Q50V_TOK((BX)(R9*1), 2(BX)(R9*1), Y6)
+	TOKS4(Q50V_TOK, Y0, Y1, Y3, Y6)
 	ADDQ    $22, AX
 	ADDQ    $34, BX
 	DECQ    CX
 	JNZ     q50vt4blk
 
 q50vt4store:
-	Q50V_HSUM(Y0, X0, X7)
-	Q50V_HSUM(Y1, X1, X7)
-	Q50V_HSUM(Y3, X3, X7)
-	Q50V_HSUM(Y6, X6, X7)
-	MOVQ   ystride+40(FP), R12
-	VMOVSS X0, (R11)
-	ADDQ   R12, R11
-	VMOVSS X1, (R11)
-	ADDQ   R12, R11
-	VMOVSS X3, (R11)
-	ADDQ   R12, R11
-	VMOVSS X6, (R11)
+	STORE4S(Y0, X0, Y1, X1, Y3, X3, Y6, X6, X7)
 	VZEROUPPER
 	RET

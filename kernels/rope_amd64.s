@@ -15,16 +15,21 @@ DATA ropesign<>+0x18(SB)/4, $0x80000000
 DATA ropesign<>+0x1c(SB)/4, $0x00000000
 GLOBL ropesign<>(SB), RODATA|NOPTR, $32
 
+// The arguments: DI x, R8 the head stride in bytes, R9 the heads, SI the
+// cache, R10 = nDims << shift.
+#define ROPE_ARGS(shift) \
+	MOVQ    x+0(FP), DI \
+	MOVQ    headDim+8(FP), R8 \
+	SHLQ    $2, R8 \
+	MOVQ    nHeads+16(FP), R9 \
+	MOVQ    cache+24(FP), SI \
+	MOVQ    nDims+32(FP), R10 \
+	SHLQ    $shift, R10
+
 // func ropeNormAVX2(x *float32, headDim, nHeads int, cache *float32, nDims int)
 // Pairs (2i, 2i+1) of the first nDims (a multiple of 8) values of each head.
 TEXT ·ropeNormAVX2(SB), NOSPLIT, $0-40
-	MOVQ    x+0(FP), DI
-	MOVQ    headDim+8(FP), R8
-	SHLQ    $2, R8
-	MOVQ    nHeads+16(FP), R9
-	MOVQ    cache+24(FP), SI
-	MOVQ    nDims+32(FP), R10
-	SHLQ    $2, R10
+	ROPE_ARGS(2)
 	VMOVUPS ropesign<>(SB), Y7
 	TESTQ   R9, R9
 	JZ      ropenormdone
@@ -56,13 +61,7 @@ ropenormdone:
 // func ropeNeoxAVX2(x *float32, headDim, nHeads int, cache *float32, nDims int)
 // Pairs (i, i+nDims/2) of each head; nDims/2 a multiple of 4.
 TEXT ·ropeNeoxAVX2(SB), NOSPLIT, $0-40
-	MOVQ    x+0(FP), DI
-	MOVQ    headDim+8(FP), R8
-	SHLQ    $2, R8
-	MOVQ    nHeads+16(FP), R9
-	MOVQ    cache+24(FP), SI
-	MOVQ    nDims+32(FP), R10
-	SHLQ    $1, R10                 // half, in bytes
+	ROPE_ARGS(1)                    // R10 = half, in bytes
 	VMOVUPS ropesign<>(SB), X7
 	VSHUFPS $0x00, X7, X7, X7       // all four lanes negative zero
 	TESTQ   R9, R9

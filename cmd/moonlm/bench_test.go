@@ -34,8 +34,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestBenchStories260KJSON runs the bench logic on the real stories260K with
-// tiny phases and checks that every field the issue asks for is present in
-// the JSON and plausible.
+// tiny phases and checks that every field of the report is present in the
+// JSON and plausible.
 func TestBenchStories260KJSON(t *testing.T) {
 	path := shareddata.Path(t, "models/stories260K.gguf")
 	st, err := os.Stat(path)
@@ -116,7 +116,7 @@ func TestBenchMedian(t *testing.T) {
 }
 
 // maxLibraryBytes is the deployment-size budget of the stripped shared
-// library (issue 8: llama.cpp's CPU libraries together are about 3.1 MB).
+// library (llama.cpp's CPU libraries together are about 3.1 MB).
 const maxLibraryBytes = 4_000_000
 
 // TestLibrarySize fails if the stripped libmoonlm.so exceeds 4 MB (10^6 bytes). It

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -342,4 +343,172 @@ func (d *jsonDecoder) hex4(i int) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// jsonOpts are json.dumps's options as Hugging Face's tojson passes them.
+type jsonOpts struct {
+	indent          string
+	hasIndent       bool
+	itemSep, keySep string
+	sortKeys        bool
+	ascii           bool
+}
+
+// writeJSON writes v as Python's json.dumps does with the options o: the
+// package's JSON writer, behind the tojson filter.
+func writeJSON(b *sbuf, v value, o *jsonOpts, level int) error {
+	if level > maxDepth {
+		return errorf("%w: value nested too deeply for tojson", ErrBudget)
+	}
+	if err := checkLen(b.Len()); err != nil {
+		return err
+	}
+	newline := func(l int) {
+		if o.hasIndent {
+			b.WriteByte('\n')
+			for i := 0; i < l; i++ {
+				b.WriteString(o.indent)
+			}
+		}
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			b.WriteString("NaN")
+		case math.IsInf(x, 1):
+			b.WriteString("Infinity")
+		case math.IsInf(x, -1):
+			b.WriteString("-Infinity")
+		default:
+			b.WriteString(formatFloat(x))
+		}
+	case string:
+		writeJSONString(b, x, o.ascii)
+	case *list:
+		if len(x.Items) == 0 {
+			b.WriteString("[]")
+			return nil
+		}
+		b.WriteByte('[')
+		for i, it := range x.Items {
+			if i > 0 {
+				b.WriteString(o.itemSep)
+			}
+			newline(level + 1)
+			if err := writeJSON(b, it, o, level+1); err != nil {
+				return err
+			}
+		}
+		newline(level)
+		b.WriteByte(']')
+	case *dict:
+		if x.Len() == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		order := make([]int, x.Len())
+		for i := range order {
+			order[i] = i
+		}
+		if o.sortKeys {
+			idx := make([]value, len(order))
+			for i := range idx {
+				idx[i] = int64(i)
+			}
+			if err := sortValues(idx, func(v value) value { return x.keys[v.(int64)] }, false, true); err != nil {
+				return err
+			}
+			for i := range idx {
+				order[i] = int(idx[i].(int64))
+			}
+		}
+		b.WriteByte('{')
+		for n, i := range order {
+			if n > 0 {
+				b.WriteString(o.itemSep)
+			}
+			newline(level + 1)
+			var ks string
+			switch kk := x.keys[i].(type) {
+			case string:
+				ks = kk
+			case nil:
+				ks = "null"
+			case bool:
+				ks = "false"
+				if kk {
+					ks = "true"
+				}
+			default:
+				ks = toStr(kk)
+			}
+			writeJSONString(b, ks, o.ascii)
+			b.WriteString(o.keySep)
+			if err := writeJSON(b, x.vals[i], o, level+1); err != nil {
+				return err
+			}
+		}
+		newline(level)
+		b.WriteByte('}')
+	default:
+		return errorf("object of type %s is not JSON serializable", typeName(v))
+	}
+	return nil
+}
+
+// writeJSONString quotes s as Python's json does; with ascii, non-ASCII
+// characters become \uXXXX escapes (surrogate pairs above U+FFFF).
+func writeJSONString(b *sbuf, s string, ascii bool) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			switch {
+			case r < 0x20 || (ascii && r >= 0x7f && r <= 0xffff):
+				writeU4(b, r)
+			case ascii && r > 0xffff:
+				r1, r2 := utf16.EncodeRune(r)
+				writeU4(b, r1)
+				writeU4(b, r2)
+			default:
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
+
+// writeU4 writes the JSON escape \uXXXX (lower-case hex) of r <= 0xffff.
+func writeU4(b *sbuf, r rune) {
+	const hex = "0123456789abcdef"
+	b.WriteString(`\u`)
+	b.WriteByte(hex[r>>12&15])
+	b.WriteByte(hex[r>>8&15])
+	b.WriteByte(hex[r>>4&15])
+	b.WriteByte(hex[r&15])
 }

@@ -1,6 +1,6 @@
 // Package packcache keeps repacked weight layouts in a persistent on-disk
 // cache, so that a second open of a model maps the packed bytes instead of
-// rebuilding them (issue 9).
+// rebuilding them.
 //
 // Each entry is one file directly in Config.Dir, named from a hash of its
 // key (so a changed model or layout gives a different name; the full key is

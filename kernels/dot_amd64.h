@@ -1,0 +1,308 @@
+// Pieces of the row kernels shared by dot_avx2_amd64.s, dot_avx512_amd64.s,
+// q50_amd64.s and q50_avx2_amd64.s: the frame of the four-token kernels
+// (one weight row against four tokens xstride bytes apart), the q8_0, q4_0
+// and q4_1 four-token kernels themselves, whose AVX2 and AVX-512 forms
+// differ only in the per-token step TOK, and the q4_K scale unpacking.
+//
+// Registers: AX weights, BX token 0, R8 xstride, R9 3*xstride, CX blocks
+// left, R11 y, R13 the f16 table, Y15 0x0001 words, Y14 0x0f bytes (q4_0,
+// q4_1), Y0-Y3 the tokens' accumulators.
+
+// Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
+#define HSUM(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS       T, X, X \
+	VPERMILPS    $0x4e, X, T \
+	VADDPS       T, X, X \
+	VMOVSHDUP    X, T \
+	VADDSS       T, X, X
+
+// The end of a row of the row kernels: its result X0 to (R11), the next
+// row (stride bytes on) while R9 rows are left, from label row.
+#define ROWNEXT(row) \
+	VMOVSS X0, (R11) \
+	ADDQ   $4, R11 \
+	ADDQ   stride+8(FP), SI \
+	DECQ   R9 \
+	JNZ    row
+
+// The arguments (w, x, xstride, nb, y and the f16 table at F16).
+#define TOK4_ARGS(F16) \
+	MOVQ w+0(FP), AX \
+	MOVQ x+8(FP), BX \
+	MOVQ xstride+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	MOVQ y+32(FP), R11 \
+	MOVQ F16, R13 \
+	LEAQ (R8)(R8*2), R9
+
+#define ZERO4 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
+
+// Y15 = 0x0001 words (VPMADDWD's pair sum), Y14 = 0x0f bytes.
+#define ONES16_Y15 \
+	VPCMPEQW Y15, Y15, Y15 \
+	VPSRLW   $15, Y15, Y15
+#define LOWNIB_Y14 \
+	VPCMPEQW  Y14, Y14, Y14 \
+	VPSRLW    $12, Y14, Y14 \
+	VPACKUSWB Y14, Y14, Y14
+
+// TOK(D, Q, ACC) for the four tokens: D and Q the token's scale and quants
+// (Q at 2(D)), ACC the accumulators A0..A3.
+#define TOKS4(TOK, A0, A1, A2, A3) \
+	TOK((BX), 2(BX), A0) \
+	TOK((BX)(R8*1), 2(BX)(R8*1), A1) \
+	TOK((BX)(R8*2), 2(BX)(R8*2), A2) \
+	TOK((BX)(R9*1), 2(BX)(R9*1), A3)
+
+// Y4 = the 32 nibbles of the 16 bytes at off(AX), low ones first, through
+// T; masked by Y14.
+#define NIBBLES4(off, T) \
+	VMOVDQU     off(AX), X4 \
+	VPSRLW      $4, X4, T \
+	VINSERTI128 $1, T, Y4, Y4 \
+	VPAND       Y14, Y4, Y4
+
+#define HSUM4(T) \
+	HSUM(Y0, X0, T) \
+	HSUM(Y1, X1, T) \
+	HSUM(Y2, X2, T) \
+	HSUM(Y3, X3, T)
+
+// The four results X0..X3 at (R11), 4(R11), 8(R11), 12(R11).
+#define MOVSS4 \
+	VMOVSS X0, (R11) \
+	VMOVSS X1, 4(R11) \
+	VMOVSS X2, 8(R11) \
+	VMOVSS X3, 12(R11)
+
+#define STORE4 \
+	HSUM4(X4) \
+	MOVSS4
+
+// The sums of Y0..Y3 (through T) ystride bytes apart from (R11).
+#define STORE4S(Y0, X0, Y1, X1, Y2, X2, Y3, X3, T) \
+	HSUM(Y0, X0, T) \
+	HSUM(Y1, X1, T) \
+	HSUM(Y2, X2, T) \
+	HSUM(Y3, X3, T) \
+	MOVQ   ystride+40(FP), R12 \
+	VMOVSS X0, (R11) \
+	ADDQ   R12, R11 \
+	VMOVSS X1, (R11) \
+	ADDQ   R12, R11 \
+	VMOVSS X2, (R11) \
+	ADDQ   R12, R11 \
+	VMOVSS X3, (R11)
+
+// The integer dot products of the 32 unsigned bytes B with the signed
+// bytes A, as 8 int32 lanes of T: DOT is MADD (AVX2: VPMADDUBSW, then
+// VPMADDWD by Y15's ones) or VNNI (one VPDPBUSD from zero).
+#define MADD(A, B, T) \
+	VPMADDUBSW A, B, T \
+	VPMADDWD   Y15, T, T
+#define VNNI(A, B, T) \
+	VPXOR    T, T, T \
+	VPDPBUSD A, B, T
+
+// One token of a q8_0 block against the signed weight quants Y4 (Y6 =
+// |Y4|, Y5 = weight scale): the token's signs go to its quants (VPSIGNB)
+// so the product is unsigned times signed. D and Q address the token's
+// scale and quants; T is DOT's result register.
+#define TOK_SIGNED(D, Q, ACC, DOT, T) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y7 \
+	VMULPS       Y5, Y7, Y7 \
+	VMOVDQU      Q, Y8 \
+	VPSIGNB      Y4, Y8, Y8 \
+	DOT(Y8, Y6, T) \
+	VCVTDQ2PS    T, Y8 \
+	VFMADD231PS  Y8, Y7, ACC
+
+// The four-token q8_0 and q4_0 kernels: CONSTS, then per block of wbytes
+// UNPACK (Y4 = the signed weight quants) and TOK_SIGNED for each token.
+#define SIGNED_TOK4(CONSTS, UNPACK, wbytes, DOT, T) \
+	TOK4_ARGS(f16+40(FP)) \
+	ONES16_Y15 \
+	CONSTS \
+	ZERO4 \
+	TESTQ CX, CX \
+	JLE   store \
+blk: \
+	MOVWLZX      (AX), DX \
+	VBROADCASTSS (R13)(DX*4), Y5 \
+	UNPACK \
+	VPABSB       Y4, Y6 \
+	TOK_SIGNED((BX), 2(BX), Y0, DOT, T) \
+	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1, DOT, T) \
+	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2, DOT, T) \
+	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3, DOT, T) \
+	ADDQ         $wbytes, AX \
+	ADDQ         $34, BX \
+	DECQ         CX \
+	JNZ          blk \
+store: \
+	STORE4 \
+	VZEROUPPER \
+	RET
+
+// q8_0: the quants as they are.
+#define Q80_CONSTS
+#define Q80_UNPACK VMOVDQU 2(AX), Y4
+
+// q4_0: the nibbles minus 8 (Y13 = 0x08 bytes).
+#define Q40_CONSTS \
+	LOWNIB_Y14 \
+	VPSRLW $1, Y14, Y13 \
+	VPANDN Y14, Y13, Y13
+#define Q40_UNPACK \
+	NIBBLES4(2, X9) \
+	VPSUBB Y13, Y4, Y4
+
+// One token of a q8_1 block against the unsigned nibbles Y4 (scale Y5, min
+// X6): the min term goes to the scalar accumulator MACC.
+#define TOK_Q41(D, S, Q, ACC, MACC, DOT) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y7 \
+	VMULPS       Y5, Y7, Y7 \
+	MOVWLZX      S, DX \
+	VFMADD231SS  (R13)(DX*4), X6, MACC \
+	DOT(Q, Y4, Y8) \
+	VCVTDQ2PS    Y8, Y8 \
+	VFMADD231PS  Y8, Y7, ACC
+
+// The q4_1 x q8_1 four-token kernel (the min terms in X9..X12).
+#define Q41_TOK4(DOT) \
+	TOK4_ARGS(f16+40(FP)) \
+	ONES16_Y15 \
+	LOWNIB_Y14 \
+	ZERO4 \
+	VXORPS    X9, X9, X9 \
+	VXORPS    X10, X10, X10 \
+	VXORPS    X11, X11, X11 \
+	VXORPS    X12, X12, X12 \
+	TESTQ     CX, CX \
+	JLE       store \
+blk: \
+	MOVWLZX      (AX), DX \
+	VBROADCASTSS (R13)(DX*4), Y5 \
+	MOVWLZX      2(AX), DX \
+	VMOVSS       (R13)(DX*4), X6 \
+	NIBBLES4(4, X13) \
+	TOK_Q41((BX), 2(BX), 4(BX), Y0, X9, DOT) \
+	TOK_Q41((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10, DOT) \
+	TOK_Q41((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11, DOT) \
+	TOK_Q41((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12, DOT) \
+	ADDQ         $20, AX \
+	ADDQ         $36, BX \
+	DECQ         CX \
+	JNZ          blk \
+store: \
+	HSUM4(X4) \
+	VADDSS X9, X0, X0 \
+	VADDSS X10, X1, X1 \
+	VADDSS X11, X2, X2 \
+	VADDSS X12, X3, X3 \
+	MOVSS4 \
+	VZEROUPPER \
+	RET
+
+// Unpack the 6-bit scales (sc) and mins (m) of the q4_K block at AX into
+// X8 = sc0-3 | sc4-7 | m0-3 | m4-7 (bytes), through DX, R8, R12, R13, T:
+// sc0-3 = u0&0x3f.., sc4-7 = (u2&0x0f..) | ((u0>>6)&0x03..)<<4,
+// m0-3 = u1&0x3f..,  m4-7 = ((u2>>4)&0x0f..) | ((u1>>6)&0x03..)<<4.
+#define Q4K_SCALES(T) \
+	MOVL 4(AX), DX \
+	MOVL 8(AX), R12 \
+	MOVL 12(AX), R13 \
+	MOVL DX, R8 \
+	SHRL $6, R8 \
+	ANDL $0x03030303, R8 \
+	SHLL $4, R8 \
+	MOVL R13, T \
+	ANDL $0x0f0f0f0f, T \
+	ORL  T, R8 \
+	ANDL $0x3f3f3f3f, DX \
+	MOVL R12, T \
+	SHRL $6, T \
+	ANDL $0x03030303, T \
+	SHLL $4, T \
+	SHRL $4, R13 \
+	ANDL $0x0f0f0f0f, R13 \
+	ORL  T, R13 \
+	ANDL $0x3f3f3f3f, R12 \
+	VMOVD        DX, X8 \
+	VPINSRD      $1, R8, X8, X8 \
+	VPINSRD      $2, R12, X8, X8 \
+	VPINSRD      $3, R13, X8, X8
+
+// The q4_K epilogue of one token at B, on 256-bit (AVX2) or 512-bit
+// registers (V6, V7, V15 = Y6, Y7, Y15 or Z6, Z7, Z15): ACC += d*dx*IACC -
+// dmin*dx*(mins . bsums), X4 = [d, dmin] of the weight block, Y10 the mins
+// as word pairs.
+#define Q4K_KEND(B, IACC, ACC, V6, V7, V15) \
+	VBROADCASTSS (B), X5 \
+	VMULPS       X4, X5, X5 \
+	VBROADCASTSS X5, V6 \
+	VMOVSHDUP    X5, X7 \
+	VBROADCASTSS X7, V7 \
+	VCVTDQ2PS    IACC, IACC \
+	VFMADD231PS  IACC, V6, ACC \
+	VPMADDWD     260(B), Y10, Y15 \
+	VCVTDQ2PS    V15, V15 \
+	VFNMADD231PS V15, V7, ACC
+
+// The q6_K epilogue of one token at B: subtract 32*sum(sc*bsum) (SC = the
+// 16 scales as words), then ACC += d*dx*IACC (D = d in every lane, T a
+// temporary; V15 = Y15 or Z15).
+#define Q6K_KEND(B, IACC, ACC, SC, V15, D, T) \
+	VPMADDWD     260(B), SC, Y15 \
+	VPSLLD       $5, Y15, Y15 \
+	VPSUBD       V15, IACC, IACC \
+	VCVTDQ2PS    IACC, IACC \
+	VBROADCASTSS (B), T \
+	VMULPS       D, T, T \
+	VFMADD231PS  IACC, T, ACC
+
+// END(B, IACC, ACC) for the four tokens, sub-block sums I0..I3 into the
+// accumulators A0..A3.
+#define KENDS4(END, I0, I1, I2, I3, A0, A1, A2, A3) \
+	END(BX, I0, A0) \
+	END(SI, I1, A1) \
+	END(DI, I2, A2) \
+	END(R10, I3, A3)
+
+// The four-token q4_K and q6_K kernels (AVX2 and AVX-512): arguments w, x,
+// xstride, nb, y; tokens at BX, SI, DI, R10 (292-byte q8_K blocks);
+// CONSTS, ZERO (the accumulators Y0-Y3 or Z0-Z3), BLOCK per weight block
+// of wbytes, STORE.
+#define KTOK4(CONSTS, ZERO, BLOCK, wbytes, STORE) \
+	MOVQ w+0(FP), AX \
+	MOVQ x+8(FP), BX \
+	MOVQ xstride+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	MOVQ y+32(FP), R11 \
+	LEAQ (BX)(R8*1), SI \
+	LEAQ (BX)(R8*2), DI \
+	LEAQ (SI)(R8*2), R10 \
+	CONSTS \
+	ZERO \
+	TESTQ CX, CX \
+	JLE   store \
+blk: \
+	BLOCK \
+	ADDQ $wbytes, AX \
+	ADDQ $292, BX \
+	ADDQ $292, SI \
+	ADDQ $292, DI \
+	ADDQ $292, R10 \
+	DECQ CX \
+	JNZ  blk \
+store: \
+	STORE \
+	VZEROUPPER \
+	RET
