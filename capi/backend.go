@@ -98,7 +98,9 @@ type backendModel interface {
 	// the result must not be modified.
 	Piece(tok int32) []byte
 	Detokenize(ids []int32) string
-	ApplyChatTemplate(msgs []message, addAssistant bool) (string, error)
+	// ApplyChatTemplate renders msgs in the built-in format name, or with
+	// the model's own template when name is "".
+	ApplyChatTemplate(name string, msgs []message, addAssistant bool) (string, error)
 	NewSession(p sessionParams) (backendSession, error)
 }
 

@@ -12,6 +12,12 @@ import (
 
 // The adapter from package engine to the backend interfaces.
 
+// maxThreads bounds n_threads (model and session parameters).
+const maxThreads = engine.MaxThreads
+
+// maxPenaltyLastN bounds moonlm_sampler_params.penalty_last_n.
+const maxPenaltyLastN = sample.MaxPenaltyLastN
+
 func init() {
 	errorClasses = append(errorClasses,
 		errorClass{engine.ErrInvalidArgument, stInvalid},
@@ -134,13 +140,16 @@ func (e engineModel) Piece(tok int32) []byte { return e.m.TokenPiece(tok) }
 
 func (e engineModel) Detokenize(ids []int32) string { return e.m.Detokenize(ids) }
 
-func (e engineModel) ApplyChatTemplate(msgs []message, addAssistant bool) (string, error) {
+func (e engineModel) ApplyChatTemplate(name string, msgs []message, addAssistant bool) (string, error) {
 	cm := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
 		cm[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
-	return e.m.ApplyChatTemplate(cm, addAssistant)
+	return e.m.ApplyChatTemplateNamed(name, cm, addAssistant)
 }
+
+// builtinChatTemplates lists the names ApplyChatTemplate accepts, sorted.
+func builtinChatTemplates() []string { return chat.Families() }
 
 func (e engineModel) NewSession(p sessionParams) (backendSession, error) {
 	s, err := e.m.NewSession(engine.SessionParams{NCtx: p.NCtx, Threads: p.Threads, KVF32: p.KVF32})

@@ -388,8 +388,21 @@ moonlm_status moonlm_detokenize(const moonlm_model *model, const int32_t *tokens
 moonlm_status moonlm_chat_apply_template(const moonlm_model *model, const moonlm_message *msgs, size_t n,
                                          int add_assistant, char *out, size_t cap, size_t *n_out) {
     MOONLM__ENTER("moonlm_chat_apply_template");
-    return (moonlm_status)moonlmgo_chat_apply_template((uintptr_t)model, (moonlm_message *)msgs, n,
+    return (moonlm_status)moonlmgo_chat_apply_template((uintptr_t)model, NULL, 0, (moonlm_message *)msgs, n,
                                                        add_assistant, out, cap, n_out);
+}
+
+moonlm_status moonlm_chat_apply_template_named(const moonlm_model *model, const char *name,
+                                               const moonlm_message *msgs, size_t n, int add_assistant,
+                                               char *out, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_chat_apply_template_named");
+    return (moonlm_status)moonlmgo_chat_apply_template((uintptr_t)model, (char *)name, 1, (moonlm_message *)msgs,
+                                                       n, add_assistant, out, cap, n_out);
+}
+
+moonlm_status moonlm_chat_builtin_templates(char *buf, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_chat_builtin_templates");
+    return (moonlm_status)moonlmgo_chat_builtin_templates(buf, cap, n_out);
 }
 
 /* ---- sessions ----------------------------------------------------------- */

@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,11 +129,14 @@ func Open(path string, p ModelParams) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
+	if testHookMapped != nil {
+		testHookMapped(path)
+	}
 	t1 := time.Now()
-	f, err := gguf.Parse(data)
+	f, err := parseMapped(data)
 	if err != nil {
 		_ = unix.Munmap(data)
-		return nil, fmt.Errorf("engine: open %s: %w", path, classifyGGUF(err))
+		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
 	t2 := time.Now()
 	id.header = data[:min(f.DataOffset, int64(len(data)))]
@@ -159,23 +163,37 @@ type fileIdentity struct {
 
 // mapModel maps path read-only (as gguf.Open does; done here so mapping and
 // parsing are timed apart) and returns the file's identity from the same
-// descriptor.
+// descriptor. Only regular files are opened: opening a FIFO for reading
+// blocks until a writer comes, and a device or directory cannot be mapped.
+// Errors do not repeat the path (Open's message names it once).
 func mapModel(path string) ([]byte, *fileIdentity, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
 	}
-	fd, err := os.Open(abs)
+	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, nil, classifyGGUF(err)
+		return nil, nil, classifyGGUF(unwrapPath(err))
+	}
+	if err := regularFile(st); err != nil {
+		return nil, nil, err
+	}
+	// O_NONBLOCK: if the path was swapped for a FIFO since the stat, the
+	// open returns at once and the fstat below refuses it.
+	fd, err := os.OpenFile(abs, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, classifyGGUF(unwrapPath(err))
 	}
 	defer fd.Close()
-	st, err := fd.Stat()
+	st, err = fd.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrIO, unwrapPath(err))
+	}
+	if err := regularFile(st); err != nil {
+		return nil, nil, err
 	}
 	if st.Size() < 4 {
-		return nil, nil, fmt.Errorf("%w: file too short (%d bytes) for a GGUF header", ErrBadFile, st.Size())
+		return nil, nil, fmt.Errorf("%w: not a GGUF file: too short (%d bytes) for a GGUF header", ErrBadFile, st.Size())
 	}
 	if st.Size() > math.MaxInt {
 		return nil, nil, fmt.Errorf("%w: size %d too large to map", ErrUnsupported, st.Size())
@@ -187,6 +205,38 @@ func mapModel(path string) ([]byte, *fileIdentity, error) {
 	return data, &fileIdentity{path: abs, size: st.Size(), modTime: st.ModTime().UnixNano()}, nil
 }
 
+// regularFile refuses what is not a regular file, saying what it is.
+func regularFile(st os.FileInfo) error {
+	mode := st.Mode()
+	switch {
+	case mode.IsRegular():
+		return nil
+	case mode.IsDir():
+		return fmt.Errorf("%w: is a directory", ErrIO)
+	case mode&os.ModeNamedPipe != 0:
+		return fmt.Errorf("%w: is a FIFO (named pipe), not a regular file", ErrIO)
+	case mode&os.ModeSocket != 0:
+		return fmt.Errorf("%w: is a socket, not a regular file", ErrIO)
+	case mode&os.ModeDevice != 0:
+		return fmt.Errorf("%w: is a device, not a regular file", ErrIO)
+	}
+	return fmt.Errorf("%w: not a regular file (mode %v)", ErrIO, mode)
+}
+
+// unwrapPath drops an *os.PathError's operation and path, keeping its
+// cause (the caller's message names the path once).
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// testHookMapped, when set by a test, runs between mapping a model file
+// and parsing it (to change the file under the mapping).
+var testHookMapped func(path string)
+
 // classifyGGUF maps a gguf error onto the engine's sentinels, keeping it.
 func classifyGGUF(err error) error {
 	switch {
@@ -194,7 +244,13 @@ func classifyGGUF(err error) error {
 		return fmt.Errorf("%w: %w", ErrBadFile, err)
 	case errors.Is(err, gguf.ErrUnsupported):
 		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	case errors.Is(err, gguf.ErrMapping):
+		return fmt.Errorf("%w: %w", ErrIO, err)
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("%w: %w", ErrIO, err)
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
 		return fmt.Errorf("%w: %w", ErrIO, err)
 	}
 	var pe *os.PathError
@@ -216,18 +272,26 @@ func OpenFile(f *gguf.File, p ModelParams) (m *Model, err error) {
 // otherwise).
 func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err error) {
 	t0 := time.Now()
-	if p.Threads < 0 {
-		return nil, fmt.Errorf("%w: %d threads", ErrInvalidArgument, p.Threads)
+	if err := checkThreads("model threads", p.Threads); err != nil {
+		return nil, err
 	}
 	// Reading norms and metadata touches the mapping: a truncated file must
-	// be an error, not a crash.
+	// be an error, not a crash (SetPanicOnFault turns the SIGBUS into a
+	// panic recovered here).
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = panicError("loading model", r)
+			if m != nil && m.pool != nil {
+				m.pool.Close()
+			}
+			m, err = nil, panicError("loading model", r)
 		}
 	}()
 	fam, cfg, err := readConfig(f)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFileLimits(f, fam, &cfg); err != nil {
 		return nil, err
 	}
 	numerics, err := resolveNumerics(p.Numerics)
@@ -444,12 +508,25 @@ func (m *Model) TokenPiece(id int32) []byte { return m.tok.Piece(id) }
 // IsEOG reports whether id ends generation (EOS, EOT, <|im_end|> ...).
 func (m *Model) IsEOG(id int32) bool { return m.tok.IsEOG(id) }
 
-// ApplyChatTemplate renders msgs with the model's chat template; addAssistant
-// appends the assistant turn's opening. When the model has no template, or
-// one that cannot be rendered and whose family its text does not reveal, the
-// built-in format of the model's family is used (see ChatFamily); a
-// template that fails but names its family falls back to that family.
+// ApplyChatTemplate renders msgs with the model's own chat template;
+// addAssistant appends the assistant turn's opening. It is
+// ApplyChatTemplateNamed with no name.
 func (m *Model) ApplyChatTemplate(msgs []chat.Message, addAssistant bool) (string, error) {
+	return m.ApplyChatTemplateNamed("", msgs, addAssistant)
+}
+
+// ApplyChatTemplateNamed renders msgs in the built-in format name (one of
+// chat.Families; an unknown name is ErrInvalidArgument listing them), or
+// with the model's own template when name is "".
+//
+// A model without a template is ErrUnsupported, its message naming the
+// built-in formats: nothing is guessed, because a base model has no chat
+// format and a guessed one silently gives rambling replies. A template
+// using Jinja features the interpreter lacks is rendered in the built-in
+// format of the family its marker strings name (<|im_start|> is chatml, and
+// so on); one that names no family is ErrUnsupported too. An error the
+// template raises itself (raise_exception) is ErrInvalidArgument.
+func (m *Model) ApplyChatTemplateNamed(name string, msgs []chat.Message, addAssistant bool) (string, error) {
 	bos, eos := "", ""
 	if id := m.tok.BOS(); id >= 0 {
 		bos = m.tok.Token(id)
@@ -457,28 +534,49 @@ func (m *Model) ApplyChatTemplate(msgs []chat.Message, addAssistant bool) (strin
 	if id := m.tok.EOS(); id >= 0 {
 		eos = m.tok.Token(id)
 	}
-	if strings.TrimSpace(m.template) != "" {
-		s, info, err := chat.Apply(m.template, msgs, addAssistant, bos, eos)
+	if name != "" {
+		f, err := chat.Family(name)
 		if err != nil {
 			return "", fmt.Errorf("engine: chat template: %w: %w", ErrInvalidArgument, err)
 		}
-		if !info.Fallback() || chat.DetectFamily(m.template) != "" {
-			return s, nil
+		s, err := f.Render(msgs, addAssistant, bos, eos)
+		if err != nil {
+			return "", fmt.Errorf("engine: chat format %s: %w: %w", name, ErrInvalidArgument, err)
 		}
+		return s, nil
 	}
-	f, err := chat.Family(m.ChatFamily())
-	if err != nil {
-		return "", fmt.Errorf("engine: chat template: %w", err)
+	if strings.TrimSpace(m.template) == "" {
+		return "", fmt.Errorf("engine: %w: the model has no chat template (tokenizer.chat_template); name a built-in template to use instead: %s",
+			ErrUnsupported, m.builtinTemplateHint())
 	}
-	s, err := f.Render(msgs, addAssistant, bos, eos)
+	s, _, err := chat.Apply(m.template, msgs, addAssistant, bos, eos)
+	if errors.Is(err, chat.ErrUnusable) {
+		return "", fmt.Errorf("engine: %w: the model's chat template cannot be used (%w); name a built-in template to use instead: %s",
+			ErrUnsupported, err, m.builtinTemplateHint())
+	}
 	if err != nil {
-		return "", fmt.Errorf("engine: chat format %s: %w: %w", m.ChatFamily(), ErrInvalidArgument, err)
+		return "", fmt.Errorf("engine: chat template: %w: %w", ErrInvalidArgument, err)
 	}
 	return s, nil
 }
 
-// ChatFamily is the built-in chat format (a chat.Family name) used when the
-// model's own template is missing or unusable. As llama.cpp guesses it, it
+// builtinTemplateHint lists the built-in formats, the model's likely one
+// first: "gemma (likely for this model), chatml, llama2, ...".
+func (m *Model) builtinTemplateHint() string {
+	guess := m.ChatFamily()
+	var b strings.Builder
+	b.WriteString(guess + " (likely for this model)")
+	for _, n := range chat.Families() {
+		if n != guess {
+			b.WriteString(", " + n)
+		}
+	}
+	return b.String()
+}
+
+// ChatFamily is the built-in chat format (a chat.Family name) most likely
+// to suit the model, which errors about a missing or unusable template
+// suggest first. As llama.cpp guesses it, it
 // follows the architecture and vocabulary rather than always ChatML: "gemma"
 // for the Gemma architectures, "llama3" for a Llama 3 vocabulary (it has
 // <|start_header_id|>), else "chatml".

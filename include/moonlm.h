@@ -388,13 +388,39 @@ typedef struct moonlm_message {
  * text, with the (buf, cap, n_out) protocol. If add_assistant is nonzero the
  * text ends with the prompt for the assistant's reply. Tokenize the result
  * with MOONLM_TOKENIZE_PARSE_SPECIAL (and without ADD_SPECIAL if the template
- * already writes BOS). MOONLM_UNSUPPORTED if the model has no template. A
- * template using Jinja features moonlm lacks is rendered in the built-in
- * format of the model's family (ChatML if unknown) instead.
+ * already writes BOS). A model without a template (a base model) is
+ * MOONLM_UNSUPPORTED, with a message naming the built-in templates: nothing
+ * is guessed; use moonlm_chat_apply_template_named to choose one. A template
+ * using Jinja features moonlm lacks is rendered in the built-in format of
+ * the family its marker strings name (<|im_start|> is "chatml", and so on),
+ * and is MOONLM_UNSUPPORTED, with the reason, if they name none. An error
+ * the template raises itself (raise_exception) is MOONLM_INVALID_ARGUMENT.
  */
 MOONLM_API moonlm_status moonlm_chat_apply_template(const moonlm_model *model, const moonlm_message *msgs,
                                                     size_t n, int add_assistant, char *out, size_t cap,
                                                     size_t *n_out);
+
+/*
+ * moonlm_chat_apply_template with a choice of template: name NULL or "" is
+ * the model's own (exactly moonlm_chat_apply_template), otherwise one of the
+ * built-in formats listed by moonlm_chat_builtin_templates ("chatml",
+ * "gemma", "llama2", "llama3", "mistral", "phi3", "zephyr"), each writing
+ * what its family's reference template writes. An unknown name is
+ * MOONLM_INVALID_ARGUMENT, with a message listing the names. A compatible
+ * addition (MOONLM_ABI_VERSION unchanged): look it up with dlsym() if you
+ * must run with older libraries.
+ */
+MOONLM_API moonlm_status moonlm_chat_apply_template_named(const moonlm_model *model, const char *name,
+                                                          const moonlm_message *msgs, size_t n,
+                                                          int add_assistant, char *out, size_t cap,
+                                                          size_t *n_out);
+
+/*
+ * The names moonlm_chat_apply_template_named accepts, comma-separated and
+ * sorted ("chatml,gemma,..."), NUL-terminated, with the (buf, cap, n_out)
+ * protocol. A compatible addition, like moonlm_chat_apply_template_named.
+ */
+MOONLM_API moonlm_status moonlm_chat_builtin_templates(char *buf, size_t cap, size_t *n_out);
 
 /* ------------------------------------------------------------------------ */
 /* Sessions                                                                  */

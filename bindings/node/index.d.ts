@@ -129,6 +129,21 @@ export interface ChatMessage {
   content: string | null;
 }
 
+/** A built-in chat format's name, as builtinChatTemplates() lists them. */
+export type BuiltinChatTemplate = 'chatml' | 'gemma' | 'llama2' | 'llama3' | 'mistral' | 'phi3' | 'zephyr';
+
+export interface ChatTemplateOptions {
+  /** End with the opening of the assistant's reply (default true). */
+  addAssistant?: boolean;
+  /** A built-in format to use instead of the model's template (required for a model without one). */
+  template?: BuiltinChatTemplate | null;
+}
+
+export interface ChatOptions extends GenerateOptions {
+  /** A built-in format to use instead of the model's template (required for a model without one). */
+  template?: BuiltinChatTemplate | null;
+}
+
 /** Model.openStats(): how a model was opened (times in milliseconds). */
 export interface OpenStats {
   /** Where the packed weights came from; 'none': no matrix has a packed layout on this CPU. */
@@ -172,12 +187,17 @@ export declare class Model implements Disposable {
   detokenize(tokens: Tokens): string;
   /** Raw bytes of one token (may be part of a UTF-8 character). */
   tokenToPiece(token: number): Buffer;
-  applyChatTemplate(messages: ChatMessage[], opts?: { addAssistant?: boolean }): string;
+  /**
+   * Renders messages with the model's chat template, or with `template` (a
+   * name from builtinChatTemplates()) in that built-in format. A model
+   * without a template rejects with UNSUPPORTED unless `template` is given.
+   */
+  applyChatTemplate(messages: ChatMessage[], opts?: ChatTemplateOptions): string;
   session(opts?: SessionOptions): Session;
   generate(prompt: string | Tokens, opts?: GenerateOptions): Promise<string>;
   stream(prompt: string | Tokens, opts?: GenerateOptions): AsyncGenerator<string, void, undefined>;
-  chat(messages: ChatMessage[], opts?: GenerateOptions): Promise<string>;
-  chatStream(messages: ChatMessage[], opts?: GenerateOptions): AsyncGenerator<string, void, undefined>;
+  chat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
+  chatStream(messages: ChatMessage[], opts?: ChatOptions): AsyncGenerator<string, void, undefined>;
 }
 
 export declare class Session implements Disposable {
@@ -229,6 +249,8 @@ export declare class StopFilter {
 
 export declare function libraryPath(): string;
 export declare function libraryVersion(): string;
+/** The built-in chat formats `template` accepts, sorted. */
+export declare function builtinChatTemplates(): BuiltinChatTemplate[];
 
 declare const moonlm: {
   Model: typeof Model;
@@ -238,6 +260,7 @@ declare const moonlm: {
   Status: typeof Status;
   libraryPath: typeof libraryPath;
   libraryVersion: typeof libraryVersion;
+  builtinChatTemplates: typeof builtinChatTemplates;
   IncrementalDetokenizer: typeof IncrementalDetokenizer;
   StopFilter: typeof StopFilter;
 };

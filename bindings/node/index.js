@@ -154,6 +154,14 @@ function lib() {
   } catch {
     c.model_open_stats = null;
   }
+  try {
+    c.chat_apply_template_named = f('moonlm_chat_apply_template_named', 'int',
+      [t.model, 'const char *', P(t.message), 'size_t', 'int', 'uint8_t *', 'size_t', sizeOut]);
+    c.chat_builtin_templates = f('moonlm_chat_builtin_templates', 'int', ['uint8_t *', 'size_t', sizeOut]);
+  } catch {
+    c.chat_apply_template_named = null;
+    c.chat_builtin_templates = null;
+  }
   const abi = c.abi_version();
   if (abi !== ABI_VERSION) {
     throw new MoonlmError(0, `moonlm: ${file} has ABI version ${abi}, this package needs ${ABI_VERSION}`);
@@ -553,11 +561,21 @@ class Model {
 
   /**
    * Renders OpenAI-style messages ({role, content}) with the model's chat
-   * template. MoonlmError UNSUPPORTED if the model has none.
+   * template, or with opts.template ('chatml', or another name from
+   * builtinChatTemplates()) in that built-in format. A model without a
+   * template (a base model) is MoonlmError UNSUPPORTED naming the built-in
+   * formats: nothing is guessed. An unknown name is INVALID_ARGUMENT.
    */
   applyChatTemplate(messages, opts = {}) {
     const h = this._handle('applyChatTemplate');
     if (!Array.isArray(messages)) throw invalid('applyChatTemplate: messages must be an array');
+    const template = opts.template ?? null;
+    if (template !== null && typeof template !== 'string') {
+      throw invalid(`applyChatTemplate: template must be a string, got ${typeof template}`);
+    }
+    if (template !== null && template.includes('\0')) {
+      throw invalid('applyChatTemplate: template contains a NUL character');
+    }
     const msgs = messages.map((m, i) => {
       if (!m || typeof m.role !== 'string' || (m.content != null && typeof m.content !== 'string')) {
         throw invalid(`applyChatTemplate: message ${i} needs a string role and content`);
@@ -565,12 +583,25 @@ class Model {
       return { role: m.role, content: m.content ?? '' };
     });
     const add = opts.addAssistant === false ? 0 : 1;
-    return this._tb.call(lib().c.chat_apply_template, 'applyChatTemplate', h, msgs, msgs.length, add)
-      .toString('utf8');
+    const { c } = lib();
+    try {
+      if (c.chat_apply_template_named) {
+        return this._tb.call(c.chat_apply_template_named, 'applyChatTemplate', h, template || null, msgs, msgs.length, add)
+          .toString('utf8');
+      }
+      if (template) {
+        throw new MoonlmError(Status.UNSUPPORTED,
+          `applyChatTemplate: ${lib().file} predates built-in templates (template); rebuild the library`);
+      }
+      return this._tb.call(c.chat_apply_template, 'applyChatTemplate', h, msgs, msgs.length, add).toString('utf8');
+    } catch (e) {
+      if (template || !(e instanceof MoonlmError) || e.status !== Status.UNSUPPORTED) throw e;
+      throw new MoonlmError(Status.UNSUPPORTED, `${e.message}; pass { template: 'NAME' } to use a built-in format`);
+    }
   }
 
-  _chatTokens(messages) {
-    const text = this.applyChatTemplate(messages, { addAssistant: true });
+  _chatTokens(messages, template) {
+    const text = this.applyChatTemplate(messages, { addAssistant: true, template });
     let toks = this.tokenize(text, { addSpecial: true, parseSpecial: true });
     const bos = this.bosTokenId;
     if (bos !== null && toks.length >= 2 && toks[0] === bos && toks[1] === bos) toks = toks.subarray(1);
@@ -611,12 +642,16 @@ class Model {
     return text;
   }
 
-  /** Streams the assistant's reply to OpenAI-style messages (model's chat template). */
+  /**
+   * Streams the assistant's reply to OpenAI-style messages, written with the
+   * model's chat template or opts.template (see applyChatTemplate); other
+   * opts as for generate().
+   */
   chatStream(messages, opts = {}) {
-    return this._stream(this._chatTokens(messages), opts);
+    return this._stream(this._chatTokens(messages, opts.template), opts);
   }
 
-  /** The assistant's reply to OpenAI-style messages, as one string. */
+  /** The assistant's reply to OpenAI-style messages, as one string (opts as for chatStream). */
   async chat(messages, opts = {}) {
     let text = '';
     for await (const piece of this.chatStream(messages, opts)) text += piece;
@@ -911,6 +946,15 @@ function libraryPath() { return lib().file; }
 /** The loaded library's version ("MAJOR.MINOR.PATCH"). */
 function libraryVersion() { return lib().c.version(); }
 
+/** The built-in chat formats applyChatTemplate/chat accept as template ('chatml', 'gemma', ...), sorted. */
+function builtinChatTemplates() {
+  const { c, file } = lib();
+  if (!c.chat_builtin_templates) {
+    throw new MoonlmError(Status.UNSUPPORTED, `builtinChatTemplates: ${file} predates built-in templates; rebuild the library`);
+  }
+  return new TextBuffer(64).call(c.chat_builtin_templates, 'builtinChatTemplates').toString('utf8').split(',');
+}
+
 module.exports = {
   Model,
   Session,
@@ -919,6 +963,7 @@ module.exports = {
   Status,
   libraryPath,
   libraryVersion,
+  builtinChatTemplates,
   // exported for tests and for custom loops
   IncrementalDetokenizer,
   StopFilter,

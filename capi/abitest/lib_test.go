@@ -117,18 +117,21 @@ type Lib struct {
 	ModelChatTemplate  func(m uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
 	ModelIsEOG         func(m uintptr, tok int32) int32
 
-	Tokenize    func(m uintptr, text *byte, n uintptr, flags uint32, out *int32, cap uintptr, nOut *uintptr) int32
-	TokenPiece  func(m uintptr, tok int32, buf *byte, cap uintptr, nOut *uintptr) int32
-	Detokenize  func(m uintptr, toks *int32, n uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
-	ChatApply   func(m uintptr, msgs *Message, n uintptr, addAssistant int32, buf *byte, cap uintptr, nOut *uintptr) int32
-	SessionNew  func(m uintptr, p *SessionParams, out *uintptr) int32
-	SessionFree func(s uintptr) int32
-	Prefill     func(s uintptr, toks *int32, n uintptr, logits *float32, cap uintptr) int32
-	Decode      func(s uintptr, tok int32, logits *float32, cap uintptr) int32
-	Rewind      func(s uintptr, nKeep uintptr) int32
-	Position    func(s uintptr, pos *uintptr) int32
-	Cancel      func(s uintptr) int32
-	SessionErr  func(s uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
+	Tokenize   func(m uintptr, text *byte, n uintptr, flags uint32, out *int32, cap uintptr, nOut *uintptr) int32
+	TokenPiece func(m uintptr, tok int32, buf *byte, cap uintptr, nOut *uintptr) int32
+	Detokenize func(m uintptr, toks *int32, n uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
+	ChatApply  func(m uintptr, msgs *Message, n uintptr, addAssistant int32, buf *byte, cap uintptr, nOut *uintptr) int32
+	// ChatApplyNamed takes name as a C string (nil is NULL).
+	ChatApplyNamed func(m uintptr, name *byte, msgs *Message, n uintptr, addAssistant int32, buf *byte, cap uintptr, nOut *uintptr) int32
+	ChatBuiltins   func(buf *byte, cap uintptr, nOut *uintptr) int32
+	SessionNew     func(m uintptr, p *SessionParams, out *uintptr) int32
+	SessionFree    func(s uintptr) int32
+	Prefill        func(s uintptr, toks *int32, n uintptr, logits *float32, cap uintptr) int32
+	Decode         func(s uintptr, tok int32, logits *float32, cap uintptr) int32
+	Rewind         func(s uintptr, nKeep uintptr) int32
+	Position       func(s uintptr, pos *uintptr) int32
+	Cancel         func(s uintptr) int32
+	SessionErr     func(s uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
 
 	SessionParamsDefault func(p *SessionParams)
 	SamplerParamsDefault func(p *SamplerParams)
@@ -179,6 +182,8 @@ func lib(t testing.TB) *Lib {
 		reg(&l.TokenPiece, "moonlm_token_to_piece")
 		reg(&l.Detokenize, "moonlm_detokenize")
 		reg(&l.ChatApply, "moonlm_chat_apply_template")
+		reg(&l.ChatApplyNamed, "moonlm_chat_apply_template_named")
+		reg(&l.ChatBuiltins, "moonlm_chat_builtin_templates")
 		reg(&l.SessionParamsDefault, "moonlm_session_params_default")
 		reg(&l.SessionNew, "moonlm_session_new")
 		reg(&l.SessionFree, "moonlm_session_free")

@@ -31,7 +31,12 @@ const arrayHead = 6
 func runInspect(args []string) error {
 	var path string
 	asJSON, packed := false, false
-	const usage = "usage: moonlm inspect FILE [--json] [--packed]"
+	const usage = `usage: moonlm inspect FILE [--json] [--packed]
+Prints a GGUF file's header, metadata and tensor table.
+
+options:
+  --json    print one JSON object
+  --packed  also list the weight matrices that opening the model repacks with this CPU's kernels`
 	for _, a := range args {
 		switch a {
 		case "--json", "-json":
@@ -39,11 +44,11 @@ func runInspect(args []string) error {
 		case "--packed", "-packed":
 			packed = true
 		case "-h", "--help":
-			fmt.Fprintln(os.Stderr, usage+"\n\n--packed lists the weight matrices that opening the model repacks with this CPU's kernels.")
+			fmt.Fprintln(os.Stdout, usage)
 			return nil
 		default:
 			if strings.HasPrefix(a, "-") || path != "" {
-				return fmt.Errorf("%s (unexpected %q)", usage, a)
+				return fmt.Errorf("unexpected %q\n%s", a, usage)
 			}
 			path = a
 		}

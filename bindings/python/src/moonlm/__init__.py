@@ -11,6 +11,8 @@ in a child started with fork every call raises ForkedError; use the
 "spawn" (or "forkserver") multiprocessing start method.
 """
 
+from typing import List
+
 from ._errors import (
     BadFileError,
     BufferTooSmallError,
@@ -36,6 +38,18 @@ def library_version() -> str:
 
     v: bytes = lib().version()
     return v.decode()
+
+
+def builtin_chat_templates() -> List[str]:
+    """The built-in chat formats Model.chat(..., template=NAME) and
+    apply_chat_template accept ("chatml", "gemma", "llama3", ...), sorted."""
+    from ._lib import lib
+    from ._model import _TextBuffer
+
+    lb = lib()
+    if lb.chat_builtin_templates is None:
+        raise UnsupportedError(4, f"builtin_chat_templates: {lb.path} predates built-in templates; rebuild the library")
+    return _TextBuffer().call(lb, lb.chat_builtin_templates, "builtin_chat_templates").decode().split(",")
 
 
 def library_path() -> str:
@@ -64,4 +78,5 @@ __all__ = [
     "ForkedError",
     "library_version",
     "library_path",
+    "builtin_chat_templates",
 ]

@@ -375,11 +375,25 @@ class Model:
         return self._textbuf().call(self._lib, self._lib.token_to_piece, "token_to_piece", h, token)
 
     def apply_chat_template(
-        self, messages: Sequence[Mapping[str, Any]], add_assistant: bool = True
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        add_assistant: bool = True,
+        template: Optional[str] = None,
     ) -> str:
         """Renders OpenAI-style messages ({"role": ..., "content": ...}) with the
-        model's chat template. UnsupportedError if the model has none."""
+        model's chat template, or with template="chatml" (or another name from
+        moonlm.builtin_chat_templates()) in that built-in format instead.
+
+        A model without a template (a base model) raises UnsupportedError
+        naming the built-in formats: nothing is guessed. An unknown template
+        name raises InvalidArgumentError listing them."""
         h = self._h("apply_chat_template")
+        if template is not None and not isinstance(template, str):
+            raise InvalidArgumentError(
+                1, f"apply_chat_template: template must be a str or None, got {type(template).__name__}"
+            )
+        if template is not None and "\0" in template:
+            raise InvalidArgumentError(1, "apply_chat_template: template contains a NUL character")
         msgs = (L.Message * len(messages))()
         keep = []
         for i, m in enumerate(messages):
@@ -398,21 +412,32 @@ class Model:
             r, c = role.encode("utf-8"), content.encode("utf-8")
             keep += [r, c]
             msgs[i].role, msgs[i].content = r, c
-        data = self._textbuf().call(
-            self._lib,
-            self._lib.chat_apply_template,
-            "apply_chat_template",
-            h,
-            msgs,
-            len(messages),
-            1 if add_assistant else 0,
-        )
+        lib = self._lib
+        add = 1 if add_assistant else 0
+        try:
+            if lib.chat_apply_template_named is not None:
+                name = template.encode("utf-8") if template else None
+                data = self._textbuf().call(
+                    lib, lib.chat_apply_template_named, "apply_chat_template", h, name, msgs, len(messages), add
+                )
+            elif template:
+                raise UnsupportedError(
+                    4, f"apply_chat_template: {lib.path} predates built-in templates (template=); rebuild the library"
+                )
+            else:
+                data = self._textbuf().call(
+                    lib, lib.chat_apply_template, "apply_chat_template", h, msgs, len(messages), add
+                )
+        except UnsupportedError as e:
+            if template:
+                raise
+            raise UnsupportedError(e.status, f'{e.message}; pass template="NAME" to use a built-in format') from None
         return data.decode("utf-8", "replace")
 
-    def _chat_tokens(self, messages: Sequence[Mapping[str, Any]]) -> List[int]:
+    def _chat_tokens(self, messages: Sequence[Mapping[str, Any]], template: Optional[str] = None) -> List[int]:
         """The prompt tokens of a conversation: the rendered template with
         special tokens parsed, and BOS added unless the template wrote it."""
-        text = self.apply_chat_template(messages, add_assistant=True)
+        text = self.apply_chat_template(messages, add_assistant=True, template=template)
         toks = self.tokenize(text, add_special=True, parse_special=True)
         bos = self.bos_token_id
         if bos is not None and len(toks) >= 2 and toks[0] == bos and toks[1] == bos:
@@ -491,13 +516,17 @@ class Model:
         max_tokens: int = 256,
         *,
         stream: bool = False,
+        template: Optional[str] = None,
         **kwargs: Any,
     ) -> Union[str, Iterator[str]]:
         """Generates the assistant's reply to OpenAI-style messages
         ([{"role": "user", "content": "Hi"}]) using the model's chat
-        template; options as for generate(). Returns the reply text (or an
-        iterator of pieces with stream=True)."""
-        tokens = self._chat_tokens(messages)
+        template, or the built-in format template names (see
+        apply_chat_template: a model without a template raises
+        UnsupportedError unless template is given); options as for
+        generate(). Returns the reply text (or an iterator of pieces with
+        stream=True)."""
+        tokens = self._chat_tokens(messages, template)
         return self.generate(tokens, max_tokens, stream=stream, **kwargs)
 
     def _generate_iter(
