@@ -170,6 +170,32 @@ func (e engineSession) Prefill(tokens []int32, logits []float32) error {
 	return e.s.Prefill(tokens, logits)
 }
 
+// finishReasons numbers the engine's finish reasons as moonlm_finish_reason.
+var finishReasons = [...]finishReason{
+	engine.FinishNone:      finishNone,
+	engine.FinishStop:      finishStop,
+	engine.FinishLength:    finishLength,
+	engine.FinishEOG:       finishEOG,
+	engine.FinishContext:   finishContext,
+	engine.FinishCancelled: finishCancelled,
+}
+
+func (e engineSession) Generate(prompt []int32, smp backendSampler, p generateParams, onPiece func([]byte, int32) bool) (generateResult, error) {
+	res, err := e.s.Generate(prompt, engine.GenerateParams{
+		MaxTokens: p.MaxTokens, TokenSampler: smp, Stop: p.Stop, DecodeLast: p.DecodeLast,
+	}, onPiece)
+	out := generateResult{PromptTokens: res.PromptTokens, Generated: res.Tokens, Evalled: res.Tokens, LastToken: res.LastToken}
+	if res.Tokens > 0 && !res.LastTokenCached {
+		out.Evalled--
+	}
+	if int(res.Finish) < len(finishReasons) {
+		out.Finish = finishReasons[res.Finish]
+	} else if err == nil {
+		err = fmt.Errorf("%w: the engine reports finish reason %v, which moonlm_finish_reason lacks", engine.ErrInternal, res.Finish)
+	}
+	return out, err
+}
+
 func (e engineSession) Rewind(nKeep int) error { return e.s.Rewind(nKeep) }
 func (e engineSession) Pos() int               { return e.s.Pos() }
 func (e engineSession) NCtx() int              { return e.s.NCtx() }

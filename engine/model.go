@@ -78,6 +78,7 @@ type weights struct {
 type layer struct {
 	weights
 	sliding bool
+	noRope  bool // the block's RoPE step is skipped (Params.Rotates)
 }
 
 // Model is a loaded model. Its weights are views into the file mapping.
@@ -438,6 +439,7 @@ func (m *Model) loadTensors() error {
 		L := &m.layers[i]
 		p := "blk." + strconv.Itoa(i) + "."
 		L.sliding = c.Sliding(i)
+		L.noRope = !c.Rotates(i)
 		for j := range m.fam.Layer {
 			if err := l.load(&m.fam.Layer[j], p, &L.weights); err != nil {
 				return err

@@ -93,6 +93,38 @@ type SamplerParams struct {
 	Seed             uint64
 }
 
+// GenerateParams mirrors moonlm_generate_params.
+type GenerateParams struct {
+	Size      uintptr
+	MaxTokens int32
+	Flags     uint32
+	Stop      unsafe.Pointer // const char *const *
+	StopLen   *uintptr
+	NStop     uintptr
+	Callback  uintptr
+	UserData  uintptr
+}
+
+// GenerateResult mirrors moonlm_generate_result.
+type GenerateResult struct {
+	Size         uintptr
+	FinishReason int32
+	LastToken    int32
+	NPrompt      uintptr
+	NGenerated   uintptr
+	NEvaluated   uintptr
+}
+
+// moonlm_finish_reason values.
+const (
+	FinishNone int32 = iota
+	FinishStop
+	FinishLength
+	FinishEOG
+	FinishContext
+	FinishCancelled
+)
+
 type Message struct {
 	Role, Content *byte
 }
@@ -141,6 +173,9 @@ type Lib struct {
 	SamplerReset         func(s uintptr) int32
 	Sample               func(s uintptr, logits *float32, n uintptr, tok *int32) int32
 	Generate             func(s, smp uintptr, prompt *int32, n, max uintptr, cb uintptr, ud uintptr, nGen *uintptr) int32
+	GenerateParamsInit   func(p *GenerateParams, size uintptr)
+	GenerateEx           func(s, smp uintptr, prompt *int32, n uintptr, p *GenerateParams, r *GenerateResult) int32
+	FinishReasonString   func(r int32) string
 }
 
 var (
@@ -200,6 +235,9 @@ func lib(t testing.TB) *Lib {
 		reg(&l.SamplerReset, "moonlm_sampler_reset")
 		reg(&l.Sample, "moonlm_sample")
 		reg(&l.Generate, "moonlm_generate")
+		reg(&l.GenerateParamsInit, "moonlm_generate_params_init")
+		reg(&l.GenerateEx, "moonlm_generate_ex")
+		reg(&l.FinishReasonString, "moonlm_finish_reason_string")
 		theLib = l
 	})
 	if theLib == nil {

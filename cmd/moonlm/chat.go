@@ -119,7 +119,7 @@ func runChat(args []string) error {
 			return err
 		}
 		printTimings(st, err)
-		if err == nil && st.Reason == engine.StopContext {
+		if err == nil && st.Finish == engine.FinishContext {
 			fmt.Fprintln(os.Stderr, "moonlm: the context is full; /reset to start over")
 		}
 		_ = reply
@@ -141,16 +141,16 @@ type chatState struct {
 
 // turn adds a user message, generates the reply (streamed to emit) and adds
 // it to the conversation.
-func (c *chatState) turn(user string, emit func(string) bool) (string, engine.GenerateStats, error) {
+func (c *chatState) turn(user string, emit func(string) bool) (string, engine.GenerateResult, error) {
 	msgs := append(c.msgs, chat.Message{Role: "user", Content: user})
 	text, err := c.m.ApplyChatTemplateNamed(c.template, msgs, true)
 	if err != nil {
-		return "", engine.GenerateStats{}, err
+		return "", engine.GenerateResult{}, err
 	}
 	// The template writes BOS itself where the model wants it.
 	toks, err := c.m.Tokenize(text, false, true)
 	if err != nil {
-		return "", engine.GenerateStats{}, err
+		return "", engine.GenerateResult{}, err
 	}
 	if len(c.cached) == 0 && c.m.Info().AddBOS && (len(toks) == 0 || toks[0] != c.m.Info().BOS) {
 		toks = append([]int32{c.m.Info().BOS}, toks...)
@@ -160,13 +160,13 @@ func (c *chatState) turn(user string, emit func(string) bool) (string, engine.Ge
 		keep++
 	}
 	if err := c.s.Rewind(keep); err != nil {
-		return "", engine.GenerateStats{}, err
+		return "", engine.GenerateResult{}, err
 	}
 	c.cached = append(c.cached[:keep], toks[keep:]...)
 	var sb strings.Builder
-	st, err := c.s.Generate(toks[keep:], engine.GenerateParams{MaxTokens: c.maxTokens, Sampler: c.sampler}, func(p string) bool {
-		sb.WriteString(p)
-		return emit(p)
+	st, err := c.s.Generate(toks[keep:], engine.GenerateParams{MaxTokens: c.maxTokens, Sampler: c.sampler}, func(p []byte, _ int32) bool {
+		sb.Write(p)
+		return len(p) == 0 || emit(string(p))
 	})
 	// Keep the cache bookkeeping exact whatever happened.
 	if st.PromptTokens == 0 {

@@ -171,7 +171,7 @@ func TestGeneratePromptSources(t *testing.T) {
 	require.True(t, strings.HasPrefix(want, storyPrompt), "the prompt is echoed first: %q", want)
 	cont := strings.TrimPrefix(want, storyPrompt)
 	require.NotEmpty(t, strings.TrimSpace(cont))
-	assert.Contains(t, stderr, "stop: max_tokens")
+	assert.Contains(t, stderr, "stop: length")
 
 	got, stderr, st := run(storyPrompt+"\n", "-p", "-")
 	require.Equal(t, 0, st, stderr)
@@ -232,12 +232,12 @@ func TestTimingLine(t *testing.T) {
 	require.ErrorIs(t, err, engine.ErrContextFull)
 	assert.Equal(t, "", timingLine(st, err))
 
-	done := engine.GenerateStats{PromptTokens: 5, Tokens: 3, Reason: engine.StopMaxTokens}
+	done := engine.GenerateResult{PromptTokens: 5, Tokens: 3, Finish: engine.FinishLength}
 	assert.Contains(t, timingLine(done, nil), "prompt 5 tokens")
-	assert.Contains(t, timingLine(done, nil), "stop: max_tokens\n")
+	assert.Contains(t, timingLine(done, nil), "stop: length\n")
 	assert.Contains(t, timingLine(done, engine.ErrCancelled), "stop: cancelled\n")
 	assert.Contains(t, timingLine(done, engine.ErrInternal), "stop: error\n")
-	assert.Contains(t, timingLine(engine.GenerateStats{PromptTokens: 5}, nil), "stop: eog\n")
+	assert.Contains(t, timingLine(engine.GenerateResult{PromptTokens: 5, Finish: engine.FinishEOG}, nil), "stop: eog\n")
 }
 
 // chat on a model without a template refuses before reading input, naming

@@ -143,7 +143,7 @@ func float32Var(fs *flag.FlagSet, p *float32, name string, def float32, usage st
 
 // printTimings reports a generation's speed on stderr, as llama.cpp does;
 // see timingLine.
-func printTimings(st engine.GenerateStats, err error) {
+func printTimings(st engine.GenerateResult, err error) {
 	if line := timingLine(st, err); line != "" {
 		fmt.Fprint(os.Stderr, line)
 	}
@@ -153,11 +153,11 @@ func printTimings(st engine.GenerateStats, err error) {
 // err: nothing when the call failed before its prompt was evaluated (the
 // error says it all, and st's stop reason means nothing), else the speeds
 // and why it stopped ("cancelled" or "error" when err says so).
-func timingLine(st engine.GenerateStats, err error) string {
+func timingLine(st engine.GenerateResult, err error) string {
 	if err != nil && st.PromptTokens == 0 {
 		return ""
 	}
-	reason := st.Reason.String()
+	reason := st.Finish.String()
 	switch {
 	case errors.Is(err, engine.ErrCancelled):
 		reason = "cancelled"

@@ -104,9 +104,9 @@ func runGenerate(args []string) error {
 		out.WriteString(text)
 		out.Flush()
 	}
-	emit := func(piece string) bool {
+	emit := func(piece []byte, _ int32) bool {
 		if !*ids {
-			out.WriteString(piece)
+			out.Write(piece)
 			out.Flush()
 		}
 		return true
