@@ -70,7 +70,7 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 		return err
 	}
 	if c := s.c; c.LogitScale != 1 {
-		kernels.Scale(out[:s.nTok*m.output.Rows], c.LogitScale)
+		s.kern.Scale(out[:s.nTok*m.output.Rows], c.LogitScale)
 	}
 	return nil
 }
@@ -244,7 +244,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		case tkResidual:
 			x, in := s.tok(arch.X, t), s.tok(op.in, t)
 			if c.ResScale != 1 {
-				kernels.Scale(in, c.ResScale)
+				s.kern.Scale(in, c.ResScale)
 			}
 			kernels.Add(x, x, in)
 		case tkGLU:
