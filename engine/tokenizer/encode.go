@@ -15,7 +15,7 @@ type fragment struct {
 	start, end int
 }
 
-// symbol is a piece being merged by SPM or BPE: a byte span of the
+// symbol is a piece being merged by BPE: a byte span of the
 // word, linked to its live neighbours.
 type symbol struct {
 	prev, next int32
@@ -26,9 +26,8 @@ type symbol struct {
 }
 
 // bigram is a candidate merge of a symbol with the one after it. key orders
-// the queue, lowest first: the priority (BPE rank, or SPM score made to sort
-// descending) in the high 32 bits, the left symbol's index in the low ones,
-// so ties go to the leftmost pair.
+// the queue, lowest first: the BPE rank in the high 32 bits, the left
+// symbol's index in the low ones, so ties go to the leftmost pair.
 type bigram struct {
 	key  uint64
 	size int32 // left.n + right.n when queued; a mismatch means stale
@@ -296,9 +295,6 @@ func pop(h []bigram) (bigram, []bigram) {
 
 func (b *bigram) less(o *bigram) bool { return b.key < o.key }
 
-// encodeSPM is llama.cpp's SentencePiece BPE: start from characters, merge
-// the adjacent pair forming the highest-scoring token until none is left,
-// and spell what is not a token with byte tokens.
 // keepScratch is the most elements a pooled scratch buffer keeps: one long
 // text's buffers are dropped after it, not held for the tokenizer's life.
 const keepScratch = 1 << 16
@@ -328,15 +324,20 @@ func (sc *scratch) trim() {
 	if cap(sc.heap) > 4*keepScratch {
 		sc.heap = nil
 	}
+	if cap(sc.spans) > 4*keepScratch {
+		sc.spans = nil
+	}
+	if cap(sc.keys) > 4*keepScratch {
+		sc.keys = nil
+	}
 	if cap(sc.word) > keepScratch {
 		sc.word = nil
 	}
 }
 
 // spmPiece is the length from which SentencePiece text is merged in pieces:
-// the merge keeps a symbol per character and a heap of candidate pairs (some
-// 50 bytes per character), which for megabytes of text is both the memory
-// and, through the heap's depth, most of the time.
+// the merge keeps some 4 bytes per byte and a queue of 8 bytes per
+// character, and on megabytes of text the queue's depth is most of the time.
 const spmPiece = 1 << 16
 
 const spmSpace = "\u2581"
@@ -398,61 +399,116 @@ func spmCutSafe(toks *strs) bool {
 	return true
 }
 
+// encodeSPM is llama.cpp's SentencePiece BPE: start from characters, merge
+// the adjacent pair forming the highest-scoring token until none is left,
+// and spell what is not a token with byte tokens.
+//
+// The state is kept small, since a text without safe cuts is merged whole:
+// spans holds each symbol's length at its first byte and, negated, at its
+// last (for one-byte symbols the two are the same cell), which gives both
+// neighbours without links, 4 bytes per byte. The queue holds bare keys,
+// score then left offset, 8 bytes each; a key is acted on iff the pair now
+// at its offset makes a token of the same score, so its entry needs no
+// size or id: where a stale key matches, the live pair's own key is equal
+// and queued too, so the merges and their order are those of llama.cpp.
+// The queue is capped near the symbol count and stale keys are dropped
+// when it fills (live keys are at most one per symbol).
 func (t *Tokenizer) encodeSPM(dst []int32, text []byte, sc *scratch) []int32 {
-	syms := sc.syms[:0]
-	for off := 0; off < len(text); {
-		n := min(utf8Len(text[off]), len(text)-off)
-		i := int32(len(syms))
-		syms = append(syms, symbol{prev: i - 1, next: i + 1, start: int32(off), n: int32(n)})
-		off += n
-	}
-	if len(syms) == 0 {
+	n := len(text)
+	if n == 0 {
 		return dst
 	}
-	syms[len(syms)-1].next = -1
-
-	h := sc.heap[:0]
-	try := func(l, r int32) {
-		if l < 0 || r < 0 {
-			return
+	spans := slices.Grow(sc.spans[:0], n)[:n]
+	chars := 0
+	for off := 0; off < n; {
+		c := min(utf8Len(text[off]), n-off)
+		spans[off] = int32(c)
+		for k := off + 1; k < off+c; k++ {
+			spans[k] = 0
 		}
-		s := syms[l].start
-		e := syms[r].start + syms[r].n
-		id := t.ids.getBytes(text[s:e])
+		if c > 1 {
+			spans[off+c-1] = -int32(c)
+		}
+		off += c
+		chars++
+	}
+	// key is the queue key of merging the symbols starting at l and r.
+	key := func(l, r int) (uint64, bool) {
+		id := t.ids.getBytes(text[l : r+int(spans[r])])
 		if id < 0 {
+			return 0, false
+		}
+		return scoreKey(t.scores[id])<<32 | uint64(l), true
+	}
+	// live reports whether k is the key of the pair now at its offset.
+	live := func(k uint64) bool {
+		l := int(uint32(k))
+		nl := spans[l]
+		if nl <= 0 || l+int(nl) >= n {
+			return false
+		}
+		cur, ok := key(l, l+int(nl))
+		return ok && cur == k
+	}
+	h := sc.keys[:0]
+	if limit := chars + chars/8 + 16; cap(h) < limit {
+		h = make([]uint64, 0, limit)
+	}
+	add := func(l, r int) {
+		k, ok := key(l, r)
+		if !ok {
 			return
 		}
-		h = push(h, bigram{key: scoreKey(t.scores[id])<<32 | uint64(l), size: e - s, id: id})
+		if len(h) == cap(h) {
+			// Full: drop the stale keys.
+			kept := h[:0]
+			for _, x := range h {
+				if live(x) {
+					kept = append(kept, x)
+				}
+			}
+			h = kept
+			heapify(h)
+		}
+		h = pushKey(h, k)
 	}
-	for i := int32(1); i < int32(len(syms)); i++ {
-		try(i-1, i)
+	for l := 0; l < n; {
+		r := l + int(spans[l])
+		if r >= n {
+			break
+		}
+		if k, ok := key(l, r); ok {
+			h = append(h, k)
+		}
+		l = r
 	}
+	heapify(h)
 	for len(h) > 0 {
-		var b bigram
-		b, h = pop(h)
-		// The pair is still as queued iff the sizes add up: symbols only
-		// grow, and the left one's next changes only by absorbing it.
-		left := b.left()
-		ls := &syms[left]
-		if ls.n == 0 || ls.next < 0 {
+		k := h[0]
+		h = popKey(h)
+		if !live(k) {
 			continue
 		}
-		rs := &syms[ls.next]
-		if ls.n+rs.n != b.size {
-			continue
+		l := int(uint32(k))
+		nl := spans[l]
+		r := l + int(nl)
+		m := nl + spans[r]
+		spans[r] = 0
+		spans[l] = m
+		spans[l+int(m)-1] = -m
+		if l > 0 {
+			p := l - 1
+			if v := spans[p]; v < 0 {
+				p = l + int(v)
+			}
+			add(p, l)
 		}
-		ls.n += rs.n
-		rs.n = 0
-		ls.next = rs.next
-		if rs.next >= 0 {
-			syms[rs.next].prev = left
+		if e := l + int(m); e < n {
+			add(l, e)
 		}
-		try(ls.prev, left)
-		try(left, ls.next)
 	}
-	for i := int32(0); i != -1; i = syms[i].next {
-		s := &syms[i]
-		piece := text[s.start : s.start+s.n]
+	for i := 0; i < n; i += int(spans[i]) {
+		piece := text[i : i+int(spans[i])]
 		if id := t.ids.getBytes(piece); id >= 0 {
 			dst = append(dst, id)
 			continue
@@ -467,8 +523,57 @@ func (t *Tokenizer) encodeSPM(dst []int32, text []byte, sc *scratch) []int32 {
 			}
 		}
 	}
-	sc.syms, sc.heap = syms, h
+	sc.spans, sc.keys = spans, h
 	return dst
+}
+
+// heapify orders h as a binary heap of keys, lowest first.
+func heapify(h []uint64) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
+}
+
+func siftDown(h []uint64, i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r] < h[l] {
+			m = r
+		}
+		if h[m] >= h[i] {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// pushKey adds k to the heap h.
+func pushKey(h []uint64, k uint64) []uint64 {
+	h = append(h, k)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[i] >= h[p] {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+// popKey removes the lowest key from the heap h.
+func popKey(h []uint64) []uint64 {
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	siftDown(h, 0)
+	return h
 }
 
 // encodeBPE pre-tokenizes text and runs byte-level BPE on each word.

@@ -146,6 +146,8 @@ type scratch struct {
 	segs2  []int32
 	syms   []symbol
 	heap   []bigram
+	spans  []int32  // SPM: symbol lengths at each symbol's first and last byte
+	keys   []uint64 // SPM: queue of candidate merges
 	word   []byte
 	pairs  *[1 << 16 / 64]uint64 // byte pairs present in the text
 }
