@@ -152,3 +152,32 @@ func (t *Tokenizer) encodeSPMReference(dst []int32, text []byte, sc *scratch) []
 	sc.syms, sc.heap = syms, h
 	return dst
 }
+
+// On a vocabulary where many merges tie in score, and where a pair's score
+// repeats after its symbols change, the compact merge, which tells stale
+// queue entries only by score, still makes the reference's merges.
+func TestSPMCompactMergeTiedScores(t *testing.T) {
+	toks := []string{"<unk>", "<s>", "</s>", "a", "b", "\u2581"}
+	for _, s := range []string{"aa", "ab", "ba", "bb", "aaa", "aab", "aba", "abb", "baa", "bab", "bba", "bbb", "aaaa", "abab", "baba", "aabb", "\u2581a", "\u2581b", "\u2581ab"} {
+		toks = append(toks, s)
+	}
+	rng := rand.New(rand.NewSource(2))
+	for round := 0; round < 20; round++ {
+		scores := make([]float32, len(toks))
+		for i := range scores {
+			scores[i] = float32(rng.Intn(3)) // few distinct scores: many ties
+		}
+		tok, err := New(&Vocab{Model: "llama", Tokens: toks, Scores: scores})
+		require.NoError(t, err)
+		sc := &scratch{}
+		for i := 0; i < 200; i++ {
+			var b strings.Builder
+			for n := rng.Intn(200); n > 0; n-- {
+				b.WriteByte("aab "[rng.Intn(4)])
+			}
+			buf := []byte(strings.ReplaceAll(b.String(), " ", spmSpace))
+			want := tok.encodeSPMReference(nil, buf, &scratch{})
+			require.Equal(t, want, tok.encodeSPM(nil, buf, sc), "round %d: %q", round, b.String())
+		}
+	}
+}
