@@ -63,8 +63,8 @@ func resolveNumerics(n Numerics) (Numerics, error) {
 }
 
 // applyNumerics adjusts the open parameters for mode n: the reference
-// modes need their layouts installed, so they pack whatever MOONLM_PACK
-// says, and skip the packed-weight cache (their layouts read the mapping
+// modes need their layouts installed, so they pack whatever p.Pack says,
+// and skip the packed-weight cache (their layouts read the mapping
 // in place; only weights of types they do not cover are packed).
 func applyNumerics(p ModelParams, n Numerics) ModelParams {
 	if n != NumericsFast {
@@ -165,7 +165,7 @@ func checkNumerics(n Numerics, c *config) error {
 	return nil
 }
 
-// Numerics returns the model's numerics mode, after MOONLM_NUMERICS.
+// Numerics returns the model's numerics mode.
 func (m *Model) Numerics() Numerics { return m.numerics }
 
 // Kernels returns the kernel set the model computes with.

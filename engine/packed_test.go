@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/packcache"
 	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
@@ -684,4 +685,25 @@ func TestPackedRealLayouts(t *testing.T) {
 			require.Equal(t, logits, clogits, "cached vs in-memory packing")
 		})
 	}
+}
+
+// TestCacheConfig: the cache's configuration comes from the parameters
+// alone: a folder turns it on unless CacheOff, the budget defaults, and
+// only DebugCache logs its fallbacks.
+func TestCacheConfig(t *testing.T) {
+	t.Setenv("MOONLM_PACKED_CACHE_DIR", t.TempDir())
+	t.Setenv("MOONLM_DEBUG", "all")
+	c := cacheConfig(PackedCacheParams{}, 0)
+	assert.True(t, c.Disabled, "no folder: no cache")
+	assert.Empty(t, c.Dir)
+	assert.Equal(t, int64(packcache.DefaultMaxBytes), c.MaxBytes)
+	assert.Nil(t, c.Logf)
+	c = cacheConfig(PackedCacheParams{Dir: "d", MaxBytes: 7}, DebugPack)
+	assert.False(t, c.Disabled)
+	assert.Equal(t, "d", c.Dir)
+	assert.Equal(t, int64(7), c.MaxBytes)
+	assert.Nil(t, c.Logf, "DebugPack logs packing, not the cache")
+	c = cacheConfig(PackedCacheParams{Mode: CacheOff, Dir: "d"}, DebugCache)
+	assert.True(t, c.Disabled)
+	assert.NotNil(t, c.Logf)
 }
