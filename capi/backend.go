@@ -36,19 +36,19 @@ type message struct {
 }
 
 // modelParams is moonlm_model_params after validation. The toggles are
-// tri-state: toggleDefault leaves the choice to the engine (its environment
-// variables, else on).
+// tri-state: toggleDefault leaves the choice to the environment variables
+// (read by internal/settings at open), else on.
 type modelParams struct {
 	Threads     int
 	Pack        toggle
 	PackedCache toggle
-	CacheDir    string // "" = the engine's default folder
-	CacheBytes  int64  // 0 = the engine's default budget
+	CacheDir    string // "" = the environment's folder, else the default one
+	CacheBytes  int64  // 0 = the environment's budget, else the default one
 	Numerics    numerics
 }
 
 // numerics is numbered as moonlm_numerics; numericsDefault leaves the
-// choice to the engine (MOONLM_NUMERICS, else the fast kernels).
+// choice to the environment (MOONLM_NUMERICS, else the fast kernels).
 type numerics int
 
 const (

@@ -38,11 +38,19 @@ type ModelParams struct {
 	// faster layouts at open; the zero value is PackDefault.
 	Pack PackMode
 	// PackedCache configures the on-disk cache of packed weights; its zero
-	// value takes every setting from the environment.
+	// value is no cache.
 	PackedCache PackedCacheParams
 	// Numerics selects fast kernels or llama.cpp's exact summation order
-	// (see Numerics); the zero value follows MOONLM_NUMERICS.
+	// (see Numerics); the zero value is NumericsFast.
 	Numerics Numerics
+	// Debug chooses the debug topics logged to standard error; none by
+	// default.
+	Debug DebugTopics
+	// WorkerPanic, when not empty, makes the first task on each of the
+	// model's worker pools panic on a worker goroutine with this value: a
+	// test hook for the path that turns a worker's panic into an error (the
+	// C library sets it for MOONLM_DEBUG_PANIC=worker).
+	WorkerPanic string
 	// Kernels is the kernel set the model computes with and packs for;
 	// nil means kernels.Detect(), the best set of this CPU.
 	Kernels *kernels.Set
@@ -99,8 +107,10 @@ type Model struct {
 	info       Info
 	template   string
 
-	numerics Numerics     // resolved at open
-	kern     *kernels.Set // the kernel set, chosen at open
+	numerics Numerics                         // resolved at open
+	logf     func(format string, args ...any) // debug log of packing fallbacks (ModelParams.Debug)
+	poolOpts []pool.Option                    // options of every worker pool (ModelParams.WorkerPanic)
+	kern     *kernels.Set                     // the kernel set, chosen at open
 	// ggmlDecodeOrder makes a one-token batch of the fast mode sum its f16
 	// attention products in ggml_vec_dot_f16's order, as llama.cpp's
 	// decode does, instead of the tinyBLAS order llama.cpp uses for bigger
@@ -325,7 +335,11 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	if v, ok := f.Lookup("tokenizer.chat_template"); ok {
 		m.template, _ = v.String()
 	}
-	m.pool = pool.New(p.Threads)
+	m.logf = debugLog(p.Debug)
+	if p.WorkerPanic != "" {
+		m.poolOpts = []pool.Option{pool.PanicOnce(p.WorkerPanic)}
+	}
+	m.pool = pool.New(p.Threads, m.poolOpts...)
 	m.stats.TensorsMs = msSince(t0)
 	m.pack(p, id)
 	m.info = Info{

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -16,9 +14,9 @@ import (
 type Numerics int
 
 const (
-	// NumericsFast uses the fastest kernels of the CPU, unless the
-	// environment variable MOONLM_NUMERICS asks for a llama.cpp mode
-	// ("llamacpp" or "llamacpp-norepack"); it is the zero value.
+	// NumericsFast uses the fastest kernels of the CPU; it is the zero
+	// value (the C library and the command-line tool fill it from
+	// MOONLM_NUMERICS).
 	NumericsFast Numerics = iota
 	// NumericsLlamaCpp reproduces the arithmetic of llama.cpp's x86 CPU
 	// backend with its defaults (q4_K matrices repacked to q4_K_8x8):
@@ -56,21 +54,8 @@ func (n Numerics) String() string {
 	return fmt.Sprintf("Numerics(%d)", int(n))
 }
 
-// resolveNumerics applies MOONLM_NUMERICS to the zero value and checks n.
+// resolveNumerics checks n.
 func resolveNumerics(n Numerics) (Numerics, error) {
-	if n == NumericsFast {
-		switch env := strings.TrimSpace(os.Getenv("MOONLM_NUMERICS")); strings.ToLower(env) {
-		case "", "fast":
-		case "llamacpp", "llama.cpp":
-			n = NumericsLlamaCpp
-		case "llamacpp-norepack", "llama.cpp-norepack":
-			n = NumericsLlamaCppNoRepack
-		case "ik", "ik_llama.cpp":
-			n = NumericsIk
-		default:
-			return n, fmt.Errorf("%w: MOONLM_NUMERICS=%q (want fast, llamacpp, llamacpp-norepack or ik)", ErrInvalidArgument, env)
-		}
-	}
 	if n < NumericsFast || n > NumericsIk {
 		return n, fmt.Errorf("%w: numerics mode %d", ErrInvalidArgument, int(n))
 	}
@@ -78,8 +63,8 @@ func resolveNumerics(n Numerics) (Numerics, error) {
 }
 
 // applyNumerics adjusts the open parameters for mode n: the reference
-// modes need their layouts installed, so they pack whatever MOONLM_PACK
-// says, and skip the packed-weight cache (their layouts read the mapping
+// modes need their layouts installed, so they pack whatever p.Pack says,
+// and skip the packed-weight cache (their layouts read the mapping
 // in place; only weights of types they do not cover are packed).
 func applyNumerics(p ModelParams, n Numerics) ModelParams {
 	if n != NumericsFast {
@@ -180,7 +165,7 @@ func checkNumerics(n Numerics, c *config) error {
 	return nil
 }
 
-// Numerics returns the model's numerics mode, after MOONLM_NUMERICS.
+// Numerics returns the model's numerics mode.
 func (m *Model) Numerics() Numerics { return m.numerics }
 
 // Kernels returns the kernel set the model computes with.

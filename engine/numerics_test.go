@@ -15,36 +15,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestResolveNumerics: every mode is taken as given (the zero value is the
+// fast mode whatever MOONLM_NUMERICS says: the engine reads no
+// environment), and an unknown mode is an invalid argument.
 func TestResolveNumerics(t *testing.T) {
-	for _, tc := range []struct {
-		env  string
-		in   Numerics
-		want Numerics
-	}{
-		{"", NumericsFast, NumericsFast},
-		{"fast", NumericsFast, NumericsFast},
-		{"llamacpp", NumericsFast, NumericsLlamaCpp},
-		{"LlamaCpp", NumericsFast, NumericsLlamaCpp},
-		{"llamacpp-norepack", NumericsFast, NumericsLlamaCppNoRepack},
-		{"ik", NumericsFast, NumericsIk},
-		{"ik_llama.cpp", NumericsFast, NumericsIk},
-		{"llamacpp", NumericsIk, NumericsIk},
-		// An explicit llama.cpp mode is not overridden by the environment.
-		{"fast", NumericsLlamaCpp, NumericsLlamaCpp},
-		{"llamacpp", NumericsLlamaCppNoRepack, NumericsLlamaCppNoRepack},
-	} {
-		t.Setenv("MOONLM_NUMERICS", tc.env)
-		got, err := resolveNumerics(tc.in)
-		require.NoError(t, err, "env %q", tc.env)
-		assert.Equal(t, tc.want, got, "env %q, %v", tc.env, tc.in)
+	t.Setenv("MOONLM_NUMERICS", "ik")
+	for _, n := range []Numerics{NumericsFast, NumericsLlamaCpp, NumericsLlamaCppNoRepack, NumericsIk} {
+		got, err := resolveNumerics(n)
+		require.NoError(t, err, "%v", n)
+		assert.Equal(t, n, got)
 	}
-	t.Setenv("MOONLM_NUMERICS", "exact")
-	_, err := resolveNumerics(NumericsFast)
-	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
-	assert.ErrorContains(t, err, "MOONLM_NUMERICS")
-	t.Setenv("MOONLM_NUMERICS", "")
-	_, err = resolveNumerics(Numerics(7))
-	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
+	for _, n := range []Numerics{-1, Numerics(7)} {
+		_, err := resolveNumerics(n)
+		assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
+	}
 	assert.Equal(t, "llamacpp-norepack", NumericsLlamaCppNoRepack.String())
 	assert.Equal(t, "ik", NumericsIk.String())
 }
@@ -53,13 +37,11 @@ func TestResolveNumerics(t *testing.T) {
 // its q8_2-reading layouts): ggml-order
 // layouts for the q4_K and q6_K matrices of a Q4_K_M model (q4_K_8x8 where
 // llama.cpp repacks, vec_dot/tiled elsewhere or without repacking), packed
-// even when MOONLM_PACK=0 asks otherwise, and a clear error for a bad
-// MOONLM_NUMERICS.
+// even when PackOff asks otherwise, and a clear error for an unknown mode.
 func TestNumericsOpen(t *testing.T) {
 	path := shareddata.Path(t, "synth/synth-llama-Q4_K_M.gguf")
-	t.Setenv("MOONLM_PACK", "0")
 	layouts := func(n Numerics) map[string]string {
-		m, err := Open(path, ModelParams{Threads: 1, Numerics: n})
+		m, err := Open(path, ModelParams{Threads: 1, Numerics: n, Pack: PackOff})
 		require.NoError(t, err)
 		defer m.Close()
 		assert.Equal(t, n, m.Numerics())
@@ -80,8 +62,7 @@ func TestNumericsOpen(t *testing.T) {
 	l = layouts(NumericsIk)
 	assert.Equal(t, "q4_K.ik-q8_2.v1", l["blk.0.attn_q.weight"])
 	assert.Equal(t, "q6_K.ik-q8_2.v1", l["token_embd.weight (tied output)"])
-	t.Setenv("MOONLM_NUMERICS", "bogus")
-	_, err := Open(path, ModelParams{})
+	_, err := Open(path, ModelParams{Numerics: Numerics(9)})
 	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
 }
 

@@ -26,10 +26,10 @@ import (
 type PackMode int
 
 const (
-	// PackDefault packs every matrix whose type has a packed layout, unless
-	// the environment sets MOONLM_PACK=0.
+	// PackDefault is PackOn; it is the zero value, which the C library and
+	// the command-line tool fill from MOONLM_PACK.
 	PackDefault PackMode = iota
-	// PackOn packs wherever a layout exists, whatever the environment says.
+	// PackOn packs every matrix whose type has a packed layout.
 	PackOn
 	// PackOff keeps every matrix in its GGUF layout.
 	PackOff
@@ -39,24 +39,38 @@ const (
 type CacheMode int
 
 const (
-	// CacheDefault follows the environment: on unless MOONLM_PACKED_CACHE=0.
+	// CacheDefault is CacheOn; it is the zero value, which the C library
+	// and the command-line tool fill from MOONLM_PACKED_CACHE.
 	CacheDefault CacheMode = iota
-	// CacheOn uses the cache whatever the environment says.
+	// CacheOn uses the cache in PackedCacheParams.Dir (none when Dir is "").
 	CacheOn
 	// CacheOff never reads or writes the cache (packing happens in memory
 	// at every open).
 	CacheOff
 )
 
-// PackedCacheParams configure the packed-weight cache. Zero values take the
-// environment's settings (MOONLM_PACKED_CACHE, MOONLM_PACKED_CACHE_DIR,
-// MOONLM_PACKED_CACHE_BYTES), and without those the defaults: on, in
-// $XDG_CACHE_HOME/moonlm/packed or ~/.cache/moonlm/packed, 8 GiB.
+// PackedCacheParams configure the packed-weight cache. The engine reads no
+// environment: the zero value is no cache (no folder), and the C library
+// and the command-line tool fill the fields from MOONLM_PACKED_CACHE,
+// MOONLM_PACKED_CACHE_DIR and MOONLM_PACKED_CACHE_BYTES (internal/settings),
+// whose defaults are on, in $XDG_CACHE_HOME/moonlm/packed or
+// ~/.cache/moonlm/packed, 8 GiB.
 type PackedCacheParams struct {
 	Mode     CacheMode
-	Dir      string // the cache's own folder; "" = from the environment
-	MaxBytes int64  // eviction budget in bytes; <= 0 = from the environment
+	Dir      string // the cache's own folder; "" = no cache
+	MaxBytes int64  // eviction budget in bytes; <= 0 = packcache.DefaultMaxBytes
 }
+
+// DebugTopics choose what Open logs to standard error (ModelParams.Debug).
+type DebugTopics uint8
+
+const (
+	// DebugPack logs packing fallbacks (a matrix or a model left unpacked).
+	DebugPack DebugTopics = 1 << iota
+	// DebugCache logs the packed-weight cache's fallbacks and evictions,
+	// and the packing fallbacks too.
+	DebugCache
+)
 
 // Where the packed weights of an open model came from (OpenStats.PackSource).
 const (
@@ -188,22 +202,13 @@ func (m *Model) PackedTensors() []PackedTensor {
 	return out
 }
 
-// packEnabled resolves the pack mode against MOONLM_PACK.
-func packEnabled(p PackMode) bool {
-	switch p {
-	case PackOn:
-		return true
-	case PackOff:
-		return false
+// debugLog is the log of packing fallbacks for topics d (Model.logf):
+// standard error when d names DebugPack or DebugCache, else silent.
+func debugLog(d DebugTopics) func(format string, args ...any) {
+	if d&(DebugPack|DebugCache) == 0 {
+		return func(string, ...any) {}
 	}
-	return os.Getenv("MOONLM_PACK") != "0"
-}
-
-// debugLog reports packing fallbacks when MOONLM_DEBUG names "pack",
-// "cache" or "all".
-func debugLog(format string, args ...any) {
-	d := os.Getenv("MOONLM_DEBUG")
-	if packcache.DebugWants(d, "pack") || packcache.DebugWants(d, "cache") {
+	return func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "moonlm: "+format+"\n", args...)
 	}
 }
@@ -216,7 +221,7 @@ func debugLog(format string, args ...any) {
 func (m *Model) pack(p ModelParams, id *fileIdentity) {
 	t0 := time.Now()
 	defer func() { m.stats.PackMs = msSince(t0) }()
-	if !packEnabled(p.Pack) {
+	if p.Pack == PackOff {
 		m.stats.PackSource = PackSourceOff
 		return
 	}
@@ -225,13 +230,13 @@ func (m *Model) pack(p ModelParams, id *fileIdentity) {
 		m.stats.PackSource = PackSourceNone
 		return
 	}
-	cfg := cacheConfig(p.PackedCache)
+	cfg := cacheConfig(p.PackedCache, p.Debug)
 	if total == 0 {
 		cfg.Disabled = true // nothing is copied, so nothing to cache
 	}
 	ps := &packState{targets: ts, total: total, logf: cfg.Logf}
 	if ps.logf == nil {
-		ps.logf = debugLog
+		ps.logf = m.logf
 	}
 	var key packcache.Key
 	if !cfg.Disabled && id == nil {
@@ -280,20 +285,22 @@ func (m *Model) pack(p ModelParams, id *fileIdentity) {
 	}
 }
 
-// cacheConfig is the environment's cache configuration with p's overrides.
-func cacheConfig(p PackedCacheParams) packcache.Config {
-	c := packcache.FromEnv()
-	switch p.Mode {
-	case CacheOn:
-		c.Disabled = c.Dir == "" && p.Dir == ""
-	case CacheOff:
-		c.Disabled = true
+// cacheConfig is the packed-weight cache's configuration from p alone: on
+// (CacheDefault or CacheOn) only with a folder, with debug logging when d
+// names DebugCache.
+func cacheConfig(p PackedCacheParams, d DebugTopics) packcache.Config {
+	c := packcache.Config{
+		Disabled: p.Mode == CacheOff || p.Dir == "",
+		Dir:      p.Dir,
+		MaxBytes: p.MaxBytes,
 	}
-	if p.Dir != "" {
-		c.Dir = p.Dir
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = packcache.DefaultMaxBytes
 	}
-	if p.MaxBytes > 0 {
-		c.MaxBytes = p.MaxBytes
+	if d&DebugCache != 0 {
+		c.Logf = func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "moonlm: packcache: "+format+"\n", args...)
+		}
 	}
 	return c
 }
@@ -407,7 +414,7 @@ func (ps *packState) packAll(m *Model, block []byte) error {
 			if err != nil {
 				return fmt.Errorf("packing %s: %w", t.name, err)
 			}
-			dropped = dropResidency(src, dropped, g1*gBytes)
+			dropped = dropResidency(src, dropped, g1*gBytes, ps.logf)
 		}
 	}
 	return nil
@@ -468,7 +475,7 @@ func (ps *packState) release() error {
 // remainder rows and a fallback to unpacked matrices rely on. It returns
 // where the next call should start: the end of the pages it dropped, so
 // that consecutive chunks drop every page between them.
-func dropResidency(b []byte, from, to int) int {
+func dropResidency(b []byte, from, to int, logf func(format string, args ...any)) int {
 	if to <= from {
 		return from
 	}
@@ -480,7 +487,7 @@ func dropResidency(b []byte, from, to int) int {
 		return from
 	}
 	if err := unix.Madvise(b[lo-base:hi-base], unix.MADV_DONTNEED); err != nil {
-		debugLog("madvise(DONTNEED) of %d packed-original bytes: %v", hi-lo, err)
+		logf("madvise(DONTNEED) of %d packed-original bytes: %v", hi-lo, err)
 	}
 	return int(hi - base)
 }

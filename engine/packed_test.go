@@ -17,28 +17,13 @@ import (
 	"time"
 
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/packcache"
 	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
-
-// TestMain keeps the package's tests out of the user's packed-weight cache:
-// unless MOONLM_PACKED_CACHE_DIR names one, the cache lives in a temporary
-// folder removed at the end.
-func TestMain(m *testing.M) {
-	if os.Getenv("MOONLM_PACKED_CACHE_DIR") == "" {
-		dir, err := os.MkdirTemp("", "moonlm-engine-test-cache-")
-		if err == nil {
-			os.Setenv("MOONLM_PACKED_CACHE_DIR", dir)
-			code := m.Run()
-			os.RemoveAll(dir)
-			os.Exit(code)
-		}
-	}
-	os.Exit(m.Run())
-}
 
 // synthShape is the shape of a synthetic llama model for packing tests.
 type synthShape struct {
@@ -261,9 +246,12 @@ func TestPackedMatchesUnpacked(t *testing.T) {
 			assert.Positive(t, fl.dots.Load(), "the packed layout computed")
 			requireSameLogits(t, "packed vs unpacked", offToks, toks, offLogits, logits)
 
-			// MOONLM_PACK=0 turns the default off, not PackOn.
+			// The default packs whatever MOONLM_PACK says (the engine reads
+			// no environment); PackOff does not.
 			t.Setenv("MOONLM_PACK", "0")
 			_, _, st = runLogits(t, path, ModelParams{Kernels: ks, Threads: 1, PackedCache: noCache})
+			assert.Equal(t, PackSourcePacked, st.PackSource)
+			_, _, st = runLogits(t, path, ModelParams{Kernels: ks, Threads: 1, Pack: PackOff, PackedCache: noCache})
 			assert.Equal(t, PackSourceOff, st.PackSource)
 		})
 	}
@@ -552,22 +540,31 @@ func TestPackedCacheUnwritable(t *testing.T) {
 	require.Empty(t, cacheEntries(t, ro))
 }
 
-// TestPackedCacheDisabledByEnv: MOONLM_PACKED_CACHE=0 writes nothing with
-// the default cache mode; CacheOn overrides it.
-func TestPackedCacheDisabledByEnv(t *testing.T) {
+// TestPackedCacheParamsOnly: the cache follows its parameters alone. The
+// default mode uses the folder it is given and no folder means no cache,
+// whatever MOONLM_PACKED_CACHE and MOONLM_PACKED_CACHE_DIR say; CacheOff
+// writes nothing.
+func TestPackedCacheParamsOnly(t *testing.T) {
 	_, ks := withFakeLayout(t)
+	envDir := filepath.Join(t.TempDir(), "env-cache")
 	dir := filepath.Join(t.TempDir(), "cache")
 	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	t.Setenv("MOONLM_PACKED_CACHE_DIR", dir)
-	t.Setenv("MOONLM_PACKED_CACHE", "0")
-	_, st := packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1})
-	assert.Equal(t, PackSourcePacked, st.PackSource)
-	_, err := os.Stat(dir)
-	assert.True(t, os.IsNotExist(err), "no cache folder created: %v", err)
-
+	t.Setenv("MOONLM_PACKED_CACHE_DIR", envDir)
 	t.Setenv("MOONLM_PACKED_CACHE", "1")
-	_, st = packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1})
-	assert.Equal(t, PackSourceCacheWrite, st.PackSource, "the environment's folder is used by default")
+	_, st := packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1})
+	assert.Equal(t, PackSourcePacked, st.PackSource, "no folder: no cache")
+	_, st = packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1, PackedCache: PackedCacheParams{Mode: CacheOn}})
+	assert.Equal(t, PackSourcePacked, st.PackSource, "CacheOn without a folder: no cache")
+	_, err := os.Stat(envDir)
+	assert.True(t, os.IsNotExist(err), "the environment's folder is not used: %v", err)
+
+	t.Setenv("MOONLM_PACKED_CACHE", "0")
+	_, st = packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1, PackedCache: PackedCacheParams{Mode: CacheOff, Dir: dir}})
+	assert.Equal(t, PackSourcePacked, st.PackSource)
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "CacheOff creates no cache folder: %v", err)
+	_, st = packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1, PackedCache: PackedCacheParams{Dir: dir}})
+	assert.Equal(t, PackSourceCacheWrite, st.PackSource, "the default mode uses the folder given")
 	assert.Len(t, cacheEntries(t, dir), 1)
 }
 
@@ -688,4 +685,25 @@ func TestPackedRealLayouts(t *testing.T) {
 			require.Equal(t, logits, clogits, "cached vs in-memory packing")
 		})
 	}
+}
+
+// TestCacheConfig: the cache's configuration comes from the parameters
+// alone: a folder turns it on unless CacheOff, the budget defaults, and
+// only DebugCache logs its fallbacks.
+func TestCacheConfig(t *testing.T) {
+	t.Setenv("MOONLM_PACKED_CACHE_DIR", t.TempDir())
+	t.Setenv("MOONLM_DEBUG", "all")
+	c := cacheConfig(PackedCacheParams{}, 0)
+	assert.True(t, c.Disabled, "no folder: no cache")
+	assert.Empty(t, c.Dir)
+	assert.Equal(t, int64(packcache.DefaultMaxBytes), c.MaxBytes)
+	assert.Nil(t, c.Logf)
+	c = cacheConfig(PackedCacheParams{Dir: "d", MaxBytes: 7}, DebugPack)
+	assert.False(t, c.Disabled)
+	assert.Equal(t, "d", c.Dir)
+	assert.Equal(t, int64(7), c.MaxBytes)
+	assert.Nil(t, c.Logf, "DebugPack logs packing, not the cache")
+	c = cacheConfig(PackedCacheParams{Mode: CacheOff, Dir: "d"}, DebugCache)
+	assert.True(t, c.Disabled)
+	assert.NotNil(t, c.Logf)
 }

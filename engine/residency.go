@@ -21,5 +21,5 @@ func (m *Model) dropLookupPages() {
 	if m.output.Packed == nil && len(m.output.Data) > 0 && unsafe.SliceData(m.output.Data) == unsafe.SliceData(e) {
 		return // the tied head reads the whole table every token
 	}
-	dropResidency(e, 0, len(e))
+	dropResidency(e, 0, len(e), m.logf)
 }

@@ -60,7 +60,7 @@ func TestDropResidency(t *testing.T) {
 	}
 	before := presentPages(t, b)
 	require.GreaterOrEqual(t, before, 256, "the reads made pages resident")
-	dropResidency(b, 1, len(b)) // an unaligned start: the partial first page stays
+	dropResidency(b, 1, len(b), t.Logf) // an unaligned start: the partial first page stays
 	after := presentPages(t, b)
 	t.Logf("resident pages: %d after 512 scattered reads, %d after dropResidency", before, after)
 	require.LessOrEqual(t, after, 1)

@@ -134,7 +134,7 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 
 	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool, ops: opsFor(m, f32)}
 	if p.Threads != 0 && p.Threads != m.pool.Threads() {
-		s.pool, s.ownPool = pool.New(p.Threads), true
+		s.pool, s.ownPool = pool.New(p.Threads, m.poolOpts...), true
 	}
 	if err := s.alloc(f32); err != nil {
 		s.release()

@@ -169,14 +169,13 @@ func TestSynthQ4KLlamaCppExact(t *testing.T) {
 }
 
 // TestSynthQuantizedLlamaCppMode holds the eight quantized synthetic models,
-// in the llama.cpp numerics mode chosen through MOONLM_NUMERICS, to the
+// in the llama.cpp numerics mode, to the
 // parity rules against llama.cpp's default references (F16 cache): the
 // log-probabilities of the reference's top 10 within 0.02 at every prompt
 // and greedy position, the same top-1 wherever the reference's top-2 gap
 // exceeds 0.01, and the greedy continuation identical up to the first
 // near-tie.
 func TestSynthQuantizedLlamaCppMode(t *testing.T) {
-	t.Setenv("MOONLM_NUMERICS", "llamacpp")
 	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
 		for _, q := range []string{"Q8_0", "Q4_K_M"} {
 			name := "synth-" + arch + "-" + q
@@ -184,7 +183,7 @@ func TestSynthQuantizedLlamaCppMode(t *testing.T) {
 				var diffs []float64
 				runRefFiles(t, refOptions{
 					model: shareddata.Path(t, "synth/"+name+".gguf"), refs: "testdata/synth/" + name + ".llamacpp.ref.jsonl",
-					tol: 0.02, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs,
+					tol: 0.02, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
 					prepModel: func(m *Model) { require.Equal(t, NumericsLlamaCpp, m.Numerics()) },
 				})
 				require.NotEmpty(t, diffs)

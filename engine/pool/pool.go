@@ -14,7 +14,6 @@ package pool
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -78,17 +77,26 @@ type Pool struct {
 	closeMu  sync.Mutex
 	panicked atomic.Bool
 	// debugPanic makes the next task's share 1 (normally run by worker
-	// goroutine 1) panic once (MOONLM_DEBUG_PANIC=worker), so tests of the
-	// C ABI can check that a panic in a worker's share reaches the caller
-	// as an error.
-	debugPanic atomic.Bool
+	// goroutine 1) panic once with debugPanicValue (PanicOnce), so tests of
+	// the C ABI can check that a panic in a worker's share reaches the
+	// caller as an error.
+	debugPanic      atomic.Bool
+	debugPanicValue string
 }
 
-// debugPanicEnv is the MOONLM_DEBUG_PANIC value that arms debugPanic.
-const debugPanicEnv = "worker"
+// Option configures a pool made by New.
+type Option func(*Pool)
 
-// errDebugPanic is the value a debugPanic task panics with.
-const errDebugPanic = "MOONLM_DEBUG_PANIC=worker requested a panic on a pool worker"
+// PanicOnce makes the pool's first task panic with value in share 1 (run
+// by worker goroutine 1 unless the caller takes it): a test hook for the
+// path that turns a worker's panic into an error. A one-thread pool has no
+// share 1 and never panics.
+func PanicOnce(value string) Option {
+	return func(p *Pool) {
+		p.debugPanicValue = value
+		p.debugPanic.Store(true)
+	}
+}
 
 // MaxThreads is the most threads a pool runs. Callers refuse larger
 // counts (each thread costs a goroutine and its state); New caps n at it so
@@ -97,13 +105,15 @@ const MaxThreads = 512
 
 // New starts a pool of n threads; n <= 0 means runtime.NumCPU(), and n is
 // capped at MaxThreads.
-func New(n int) *Pool {
+func New(n int, opts ...Option) *Pool {
 	if n <= 0 {
 		n = runtime.NumCPU()
 	}
 	n = min(n, MaxThreads)
 	p := &Pool{n: n, workers: make([]worker, n), done: make(chan struct{}, 1)}
-	p.debugPanic.Store(os.Getenv("MOONLM_DEBUG_PANIC") == debugPanicEnv)
+	for _, o := range opts {
+		o(p)
+	}
 	for i := 1; i < n; i++ {
 		p.workers[i].wake = make(chan struct{}, 1)
 		p.wg.Add(1)
@@ -200,7 +210,8 @@ func (p *Pool) claim(i int, gen uint64) bool {
 func (p *Pool) runShare(i int) {
 	t := p.task
 	if i == 1 && p.debugPanic.Load() && p.debugPanic.Swap(false) {
-		t = func(int, int) { panic(errDebugPanic) }
+		v := p.debugPanicValue
+		t = func(int, int) { panic(v) }
 	}
 	if err := p.call(t, i); err != nil {
 		var pe *PanicError

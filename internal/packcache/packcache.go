@@ -104,59 +104,6 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// FromEnv builds a Config from the environment:
-// MOONLM_PACKED_CACHE=0 (or false, off, no) disables the cache;
-// MOONLM_PACKED_CACHE_DIR sets Dir (used as given); else Dir is
-// $XDG_CACHE_HOME/moonlm/packed (if that is an absolute path) or
-// ~/.cache/moonlm/packed; MOONLM_PACKED_CACHE_BYTES sets MaxBytes (an
-// integer, optionally with a K, M, G or T suffix, powers of 1024);
-// MOONLM_DEBUG listing "cache" or "all" (comma- or space-separated) logs to
-// stderr. Unusable values are logged (when logging) and ignored.
-func FromEnv() Config {
-	c := Config{MaxBytes: DefaultMaxBytes}
-	if DebugWants(os.Getenv("MOONLM_DEBUG"), "cache") {
-		c.Logf = func(format string, args ...any) {
-			fmt.Fprintf(os.Stderr, "moonlm: packcache: "+format+"\n", args...)
-		}
-	}
-	switch strings.ToLower(strings.TrimSpace(os.Getenv("MOONLM_PACKED_CACHE"))) {
-	case "0", "false", "off", "no":
-		c.Disabled = true
-	}
-	if d := os.Getenv("MOONLM_PACKED_CACHE_DIR"); d != "" {
-		c.Dir = d
-	} else if x := os.Getenv("XDG_CACHE_HOME"); x != "" && filepath.IsAbs(x) {
-		c.Dir = filepath.Join(x, "moonlm", "packed")
-	} else if home, err := os.UserHomeDir(); err == nil && home != "" {
-		c.Dir = filepath.Join(home, ".cache", "moonlm", "packed")
-	} else {
-		c.logf("no cache folder (set MOONLM_PACKED_CACHE_DIR): cache disabled")
-		c.Disabled = true
-	}
-	if s := os.Getenv("MOONLM_PACKED_CACHE_BYTES"); s != "" {
-		n, err := ParseBytes(s)
-		if err != nil {
-			c.logf("MOONLM_PACKED_CACHE_BYTES: %v; using %d", err, c.MaxBytes)
-		} else {
-			c.MaxBytes = n
-		}
-	}
-	return c
-}
-
-// DebugWants reports whether a MOONLM_DEBUG value lists topic or "all";
-// the engine's own debug topics use it too, so one syntax holds for all.
-func DebugWants(v, topic string) bool {
-	for _, f := range strings.FieldsFunc(strings.ToLower(v), func(r rune) bool {
-		return r == ',' || r == ' ' || r == ';' || r == ':' || r == '\t'
-	}) {
-		if f == topic || f == "all" {
-			return true
-		}
-	}
-	return false
-}
-
 // ParseBytes parses a positive byte count: an integer, optionally followed
 // by K, M, G or T (powers of 1024, with an optional "iB" or "B").
 func ParseBytes(s string) (int64, error) {

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -922,74 +921,6 @@ func TestNoDirConfigured(t *testing.T) {
 	requireMiss(t, c, testKey(1), 1)
 	_, err := c.Get(testKey(1), -1)
 	require.Error(t, err, "a negative size is a caller error")
-}
-
-func TestFromEnv(t *testing.T) {
-	clear := func(t *testing.T) {
-		for _, v := range []string{"MOONLM_PACKED_CACHE", "MOONLM_PACKED_CACHE_DIR", "MOONLM_PACKED_CACHE_BYTES", "MOONLM_DEBUG", "XDG_CACHE_HOME"} {
-			t.Setenv(v, "")
-		}
-		t.Setenv("HOME", "/home/someone")
-	}
-	t.Run("defaults", func(t *testing.T) {
-		clear(t)
-		c := FromEnv()
-		assert.False(t, c.Disabled)
-		assert.Equal(t, filepath.Join("/home/someone", ".cache", "moonlm", "packed"), c.Dir)
-		assert.Equal(t, int64(DefaultMaxBytes), c.MaxBytes)
-		assert.Nil(t, c.Logf)
-	})
-	t.Run("XDG_CACHE_HOME", func(t *testing.T) {
-		clear(t)
-		t.Setenv("XDG_CACHE_HOME", "/var/cache/u")
-		assert.Equal(t, filepath.Join("/var/cache/u", "moonlm", "packed"), FromEnv().Dir)
-		t.Setenv("XDG_CACHE_HOME", "relative/cache") // the XDG spec says ignore it
-		assert.Equal(t, filepath.Join("/home/someone", ".cache", "moonlm", "packed"), FromEnv().Dir)
-	})
-	t.Run("MOONLM_PACKED_CACHE_DIR", func(t *testing.T) {
-		clear(t)
-		t.Setenv("XDG_CACHE_HOME", "/var/cache/u")
-		t.Setenv("MOONLM_PACKED_CACHE_DIR", "some/dir")
-		assert.Equal(t, "some/dir", FromEnv().Dir, "used as given")
-	})
-	t.Run("MOONLM_PACKED_CACHE", func(t *testing.T) {
-		for v, disabled := range map[string]bool{"0": true, "off": true, "false": true, "NO": true, "1": false, "": false, "on": false} {
-			clear(t)
-			t.Setenv("MOONLM_PACKED_CACHE", v)
-			assert.Equal(t, disabled, FromEnv().Disabled, "MOONLM_PACKED_CACHE=%q", v)
-		}
-	})
-	t.Run("MOONLM_PACKED_CACHE_BYTES", func(t *testing.T) {
-		for v, want := range map[string]int64{"123": 123, "4G": 4 << 30, "512MiB": 512 << 20, "16k": 16 << 10, "1T": 1 << 40, "abc": DefaultMaxBytes, "-5": DefaultMaxBytes, "0": DefaultMaxBytes} {
-			clear(t)
-			t.Setenv("MOONLM_PACKED_CACHE_BYTES", v)
-			assert.Equal(t, want, FromEnv().MaxBytes, "MOONLM_PACKED_CACHE_BYTES=%q", v)
-		}
-	})
-	t.Run("MOONLM_DEBUG", func(t *testing.T) {
-		for v, on := range map[string]bool{"cache": true, "all": true, "engine,cache": true, "kernels cache": true, "engine": false, "": false, "cacheless": false} {
-			clear(t)
-			t.Setenv("MOONLM_DEBUG", v)
-			assert.Equal(t, on, FromEnv().Logf != nil, "MOONLM_DEBUG=%q", v)
-		}
-	})
-	t.Run("debug log goes to stderr", func(t *testing.T) {
-		clear(t)
-		t.Setenv("MOONLM_DEBUG", "cache")
-		t.Setenv("MOONLM_PACKED_CACHE_DIR", t.TempDir())
-		r, w, err := os.Pipe()
-		require.NoError(t, err)
-		saved := os.Stderr
-		os.Stderr = w
-		c := FromEnv()
-		requireMiss(t, c, testKey(1), 10)
-		os.Stderr = saved
-		require.NoError(t, w.Close())
-		out, err := io.ReadAll(r)
-		require.NoError(t, err)
-		assert.Contains(t, string(out), "moonlm: packcache: miss")
-		assert.Contains(t, string(out), "no entry")
-	})
 }
 
 func TestParseBytes(t *testing.T) {

@@ -182,8 +182,9 @@ func (s Settings) Debugs(topic string) bool {
 
 // Apply fills the fields of p that the caller left at their defaults from
 // the settings, so the engine gets every choice as a parameter: the kernel
-// set, packing, the packed-weight cache (mode, folder, budget) and the
-// numerics mode. Fields the caller set win. It fails, changing nothing,
+// set, packing, the packed-weight cache (mode, folder, budget), the
+// numerics mode, the debug topics and the worker-panic test hook
+// (MOONLM_DEBUG_PANIC=worker). Fields the caller set win. It fails, changing nothing,
 // when a variable it would use is malformed (or MOONLM_DEBUG is).
 func (s Settings) Apply(p *engine.ModelParams) error {
 	use := []string{"MOONLM_DEBUG"}
@@ -235,5 +236,24 @@ func (s Settings) Apply(p *engine.ModelParams) error {
 	if p.Numerics == engine.NumericsFast {
 		p.Numerics = s.Numerics
 	}
+	if p.Debug == 0 {
+		if s.Debugs("pack") {
+			p.Debug |= engine.DebugPack
+		}
+		if s.Debugs("cache") {
+			p.Debug |= engine.DebugCache
+		}
+	}
+	if p.WorkerPanic == "" && s.DebugPanic == WorkerPanic {
+		p.WorkerPanic = workerPanicValue
+	}
 	return nil
 }
+
+// WorkerPanic is the MOONLM_DEBUG_PANIC value that makes a pool worker
+// panic in the model's first task (engine.ModelParams.WorkerPanic).
+const WorkerPanic = "worker"
+
+// workerPanicValue is what the worker panics with; it names the variable so
+// that the error the caller gets says where the panic came from.
+const workerPanicValue = "MOONLM_DEBUG_PANIC=worker requested a panic on a pool worker"

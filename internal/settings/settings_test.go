@@ -133,9 +133,14 @@ func TestApply(t *testing.T) {
 	assert.Equal(t, "/c", p.PackedCache.Dir)
 	assert.Equal(t, int64(packcache.DefaultMaxBytes), p.PackedCache.MaxBytes)
 	assert.Equal(t, engine.NumericsFast, p.Numerics)
+	assert.Zero(t, p.Debug)
+	assert.Empty(t, p.WorkerPanic)
 
 	p = engine.ModelParams{}
-	require.NoError(t, Settings{Kernels: generic, Pack: Off, PackedCache: Off, CacheDir: "/c", CacheBytes: 5, Numerics: engine.NumericsIk}.Apply(&p))
+	require.NoError(t, Settings{Kernels: generic, Pack: Off, PackedCache: Off, CacheDir: "/c", CacheBytes: 5, Numerics: engine.NumericsIk,
+		Debug: []string{"cache"}, DebugPanic: "worker"}.Apply(&p))
+	assert.Equal(t, engine.DebugCache, p.Debug)
+	assert.Contains(t, p.WorkerPanic, "MOONLM_DEBUG_PANIC=worker", "the panic names its variable")
 	assert.Same(t, generic, p.Kernels)
 	assert.Equal(t, engine.PackOff, p.Pack)
 	assert.Equal(t, engine.CacheOff, p.PackedCache.Mode)
@@ -156,6 +161,15 @@ func TestApply(t *testing.T) {
 	assert.Equal(t, "/mine", p.PackedCache.Dir)
 	assert.Equal(t, int64(9), p.PackedCache.MaxBytes)
 	assert.Equal(t, engine.NumericsLlamaCpp, p.Numerics)
+
+	p = engine.ModelParams{}
+	require.NoError(t, Settings{Debug: []string{"all"}, DebugPanic: "moonlm_decode"}.Apply(&p))
+	assert.Equal(t, engine.DebugPack|engine.DebugCache, p.Debug)
+	assert.Empty(t, p.WorkerPanic, "a C entry point's panic is not the worker's")
+	p = engine.ModelParams{Debug: engine.DebugPack, WorkerPanic: "mine"}
+	require.NoError(t, Settings{Debug: []string{"cache"}, DebugPanic: "worker"}.Apply(&p))
+	assert.Equal(t, engine.DebugPack, p.Debug)
+	assert.Equal(t, "mine", p.WorkerPanic)
 }
 
 // TestReadIsTheEnvironment: Read sees the process environment.
