@@ -118,3 +118,32 @@ describe('builtinChatTemplates', { skip: h.skipReason() }, () => {
     assert.deepEqual(declared, names);
   });
 });
+
+describe('chat template limits', { skip }, () => {
+  // Integer extremes in a file's template give a template status (the
+  // interpreter's budget or overflow check), never INTERNAL or a crash.
+  for (const tmpl of [
+    "{{ 'ab' * 9223372036854775807 }}",
+    '{{ [1, 2] * 9223372036854775807 }}',
+    '{{ range(-9223372036854775807 - 1, 9223372036854775807) | length }}',
+    '{{ 9223372036854775807 + 1 }}',
+  ]) {
+    it(`refuses ${tmpl} with a status`, async () => {
+      const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'moonlm-chat-'));
+      try {
+        const src = fs.readFileSync(h.dataPath('models/stories260K.gguf'));
+        const file = path.join(tmp, 'overflow.gguf');
+        fs.writeFileSync(file, h.ggufWithString(src, 'tokenizer.chat_template', tmpl));
+        const m = await Model.open(file, { threads: 1 });
+        try {
+          assert.throws(() => m.applyChatTemplate([{ role: 'user', content: 'hi' }]),
+            (e) => e instanceof MoonlmError && e.code !== 'INTERNAL');
+        } finally {
+          m.close();
+        }
+      } finally {
+        fs.rmSync(tmp, { recursive: true, force: true });
+      }
+    });
+  }
+});

@@ -126,3 +126,23 @@ def test_bad_template_names(model):
         model.apply_chat_template(MESSAGES, template="chat\0ml")
     with pytest.raises(moonlm.InvalidArgumentError):
         model.apply_chat_template(MESSAGES, template=3)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ 'ab' * 9223372036854775807 }}",
+        "{{ [1, 2] * 9223372036854775807 }}",
+        "{{ range(-9223372036854775807 - 1, 9223372036854775807) | length }}",
+        "{{ 9223372036854775807 + 1 }}",
+    ],
+)
+def test_template_overflow_is_the_binding_error_not_internal(stories_path, tmp_path, template):
+    # Integer extremes in a file's template give a template status (the
+    # interpreter's budget or overflow check), never InternalError or a crash.
+    path = tmp_path / "overflow.gguf"
+    copy_with_template(stories_path, path, template)
+    with moonlm.Model(path, n_threads=1) as m:
+        with pytest.raises(moonlm.MoonlmError) as e:
+            m.apply_chat_template([{"role": "user", "content": "hi"}])
+        assert not isinstance(e.value, moonlm.InternalError), e.value
