@@ -37,12 +37,11 @@ const (
 // PackedExact returns the ggml-order layout for a rows-row matrix of weight
 // type t under order o, or nil when there is none for t (q8_0, q4_1, q5_0,
 // q4_K and q6_K have one). The layouts take one row per group, so every row of a matrix
-// is served by them, and up to 128 tokens per Dot call (matMulPacked hands
-// them chunks that start at multiples of 128 tokens), which is what they
-// know of the batch: llama.cpp multiplies a batch of 8 tokens or more with
-// its tiled K-quant kernel and a smaller one with vec_dot, so the layouts
-// are exact for batches of up to 128 tokens, and for larger ones except in
-// a last chunk of 1-7 tokens.
+// is served by them, and up to 512 tokens per Dot call (ggmlMaxTok), which
+// is what they know of the batch: llama.cpp multiplies a batch of 8 tokens
+// or more with its tiled K-quant kernel and a smaller one with vec_dot, so
+// the layouts are exact for batches of up to 512 tokens, llama.cpp's
+// default micro-batch.
 func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
 	switch t {
 	case gguf.Q8_0:
@@ -63,10 +62,11 @@ func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
 }
 
 // ggmlMaxTok is the token count of one Dot call of the ggml-order
-// layouts. llama.cpp picks its q4_K/q6_K kernel by the size of the whole
-// batch, which a Dot call sees only up to this many tokens; the tile of
-// matMulPacked (Rows * MaxTok <= 128) bounds it.
-const ggmlMaxTok = 128
+// layouts: llama.cpp picks its q4_K/q6_K kernel by the size of the whole
+// micro-batch (512 tokens by default), so a Dot call must see all of it.
+// One-row layouts never take matMulPacked's partial-group tile, so its
+// Rows*MaxTok bound does not apply to them.
+const ggmlMaxTok = 512
 
 // ggmlLayout makes a one-row, copy-packed layout of type t.
 func ggmlLayout(name string, t gguf.Type, dot func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)) PackedLayout {
