@@ -1,5 +1,6 @@
 # moonlm build. `make` builds the library and the CLI; `make test` runs every
-# test the project has; `make run` builds, fetches the default model and
+# test the project has (it sets up what they need: a Python venv, the npm
+# packages, the models); `make run` builds, fetches the default model and
 # generates text from it.
 
 GO        ?= go
@@ -12,11 +13,30 @@ PREFIX    ?= /usr/local
 VERSION   := 0.1.0
 GOFILES   := $(shell find . -name '*.go' -not -path './bindings/*' 2>/dev/null) go.mod
 LDFLAGS   := -s -w -extldflags=-Wl,-soname,libmoonlm.so.0,--version-script=$(abspath capi/moonlm.map)
+SHELL     := /bin/bash
 
+# Everything `make` downloads, builds or caches stays under build/, never in
+# the user's home: the models (make run, make model, the tests), the
+# packed-weight cache, the benchmark models, pip's and npm's caches, the
+# Python virtual environment the tests use. Each can be pointed elsewhere
+# from the environment.
+ABSBUILD  := $(abspath $(BUILD))
+RESULTS   := $(ABSBUILD)/test-results
+VENV      := $(ABSBUILD)/venv
+PYTHON    := $(VENV)/bin/python
+TESTSUM   := $(BUILD)/testsum
+GOTEST    := $(GO) test -json -count=1 -timeout 20m
 export MOONLM_TESTDATA ?= $(TESTDATA)
 export MOONLM_LIBRARY  ?= $(abspath $(LIB))
+export MOONLM_MODELS   ?= $(ABSBUILD)/models
+export MOONLM_BENCH_DIR ?= $(ABSBUILD)/bench
+export MOONLM_PACKED_CACHE_DIR ?= $(ABSBUILD)/packed-cache
+export PIP_CACHE_DIR   ?= $(ABSBUILD)/pip-cache
+export npm_config_cache ?= $(ABSBUILD)/npm-cache
+export npm_config_update_notifier ?= false
 
-.PHONY: all lib cli test test-go test-race test-variants test-c test-python test-node run model fuzz fuzz-all vet install clean bench bench-models
+.PHONY: all lib cli test test-go test-race test-variants test-c test-python test-node test-snippets \
+	venv node-deps models run model fuzz fuzz-all vet install clean distclean bench bench-models
 
 all: lib cli
 
@@ -33,51 +53,125 @@ $(CLI): $(GOFILES)
 	@mkdir -p $(BUILD)
 	$(GO) build -trimpath -o $(CLI) ./cmd/moonlm
 
+$(TESTSUM): internal/testsum/main.go
+	@mkdir -p $(BUILD)
+	$(GO) build -o $@ ./internal/testsum
+
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
-test: all vet test-go test-race test-variants test-c test-python test-node
+# The Python virtual environment the tests use, with
+# bindings/python/requirements-test.txt installed; made again only when that
+# file changes (its copy in the venv is the stamp).
+venv:
+	@if ! cmp -s bindings/python/requirements-test.txt $(VENV)/requirements-test.txt || ! $(PYTHON) -c '' 2>/dev/null; then \
+	  echo "== Python virtual environment $(VENV) (bindings/python/requirements-test.txt)"; \
+	  rm -rf $(VENV) && \
+	  { python3 -m venv $(VENV) || { echo "python3 -m venv failed: install the venv module (Debian: apt-get install python3-venv)"; exit 1; }; } && \
+	  $(PYTHON) -m pip install --quiet --disable-pip-version-check -r bindings/python/requirements-test.txt && \
+	  cp bindings/python/requirements-test.txt $(VENV)/requirements-test.txt; \
+	fi
 
-test-go: all
-	$(GO) test -count=1 ./...
+# bindings/node/node_modules from the lock file, again when it changes.
+node-deps:
+	@if [ -f bindings/node/package.json ] && ! cat bindings/node/package.json bindings/node/package-lock.json | cmp -s - bindings/node/node_modules/.moonlm-stamp; then \
+	  echo "== npm ci in bindings/node"; \
+	  (cd bindings/node && npm ci --no-audit --no-fund --loglevel=error) && \
+	  cat bindings/node/package.json bindings/node/package-lock.json > bindings/node/node_modules/.moonlm-stamp; \
+	fi
+
+# The default models the tests of real models use (in $(MOONLM_MODELS)).
+models: venv
+	@PYTHON=$(PYTHON) scripts/fetch-model.sh smollm2 >/dev/null
+	@PYTHON=$(PYTHON) scripts/fetch-model.sh gemma3 >/dev/null
+
+# `make test` runs every part, even after one fails, prints each part's
+# summary again at the end, and fails if any part failed.
+TEST_PARTS := go race variants c python node snippets
+
+test: all vet $(TESTSUM) venv node-deps models
+	@rm -rf $(RESULTS); mkdir -p $(RESULTS); fail=0; start=$$(date +%s); \
+	for p in $(TEST_PARTS); do \
+	  echo; echo "== make test-$$p"; \
+	  $(MAKE) --no-print-directory test-$$p || { fail=1; [ -s $(RESULTS)/$$p.txt ] || echo "$$p: FAILED before its tests ran (see the log above)" > $(RESULTS)/$$p.txt; }; \
+	done; \
+	echo; echo "== make test: summary ($$(( ($$(date +%s) - start) / 60 )) min $$(( ($$(date +%s) - start) % 60 )) s)"; \
+	for p in $(TEST_PARTS); do cat $(RESULTS)/$$p.txt; done; \
+	if [ $$fail = 0 ]; then echo "make test: all parts passed"; else echo "make test: FAILED"; fi; \
+	exit $$fail
+
+# Go's python3 cross-checks (gguf against gguf-py) use the venv's Python.
+test-go: all $(TESTSUM) venv models
+	@set -o pipefail; PATH=$(VENV)/bin:$$PATH $(GOTEST) $$($(GO) list ./... | grep -v /internal/docsnippets) 2>&1 | \
+	  $(TESTSUM) -part Go -record $(RESULTS)/go.txt
 
 # The race detector over the packages whose concurrency matters.
-test-race: all
-	$(GO) test -count=1 -race -run 'Concurrent|Race|Parallel|Pool' ./engine/... ./capi/...
+test-race: all $(TESTSUM) models
+	@set -o pipefail; $(GOTEST) -race -run 'Concurrent|Race|Parallel|Pool' ./engine/... ./capi/... 2>&1 | \
+	  $(TESTSUM) -part Race -record $(RESULTS)/race.txt
 
 # The engine's reference tests again with each other kernel set forced, and
-# the pure-Go build for another architecture (which has no assembly).
-test-variants: all
-	MOONLM_KERNELS=generic $(GO) test -count=1 -run 'Reference|Golden' ./engine/
-	MOONLM_KERNELS=avx2 $(GO) test -count=1 -run 'Reference|Golden' ./engine/
-	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./gguf/... ./kernels/... ./engine/... ./internal/...
-	@mkdir -p $(BUILD)
-	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/kernels.arm64.test ./kernels/
-	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/gguf.arm64.test ./gguf/
-	@# Run the arm64 (pure-Go) tests under qemu user emulation where it is
-	@# installed; the test that re-executes itself needs binfmt, so it is skipped.
-	@if command -v qemu-aarch64 >/dev/null; then \
-	  (cd kernels && qemu-aarch64 ../$(BUILD)/kernels.arm64.test -test.skip TestSIMDEnvSelectsVariant) && \
-	  (cd gguf && qemu-aarch64 ../$(BUILD)/gguf.arm64.test -test.short); \
-	else echo "arm64 tests built, not run: qemu-aarch64 is not installed (apt-get install qemu-user)"; fi
+# the pure-Go build for another architecture (which has no assembly), run
+# under qemu user emulation where it is installed (the test that re-executes
+# itself needs binfmt, so it is skipped there).
+test-variants: all $(TESTSUM) models
+	@mkdir -p $(BUILD); set -o pipefail; skip=(); \
+	if ! command -v qemu-aarch64 >/dev/null; then skip=(-skip "arm64 kernels and gguf tests=built, not run: qemu-aarch64 is not installed (apt-get install qemu-user)"); fi; \
+	{ st=0; \
+	  for k in generic avx2; do \
+	    MOONLM_KERNELS=$$k $(GOTEST) -run 'Reference|Golden' ./engine/ | sed -u "s|\"Package\":\"\([^\"]*\)\"|\"Package\":\"\1 [$$k]\"|" || st=1; \
+	  done; \
+	  GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./gguf/... ./kernels/... ./engine/... ./internal/... || st=1; \
+	  GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/kernels.arm64.test ./kernels/ || st=1; \
+	  GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(BUILD)/gguf.arm64.test ./gguf/ || st=1; \
+	  if command -v qemu-aarch64 >/dev/null; then \
+	    (cd kernels && $(GO) tool test2json -p arm64/kernels qemu-aarch64 ../$(BUILD)/kernels.arm64.test -test.v=test2json -test.skip TestSIMDEnvSelectsVariant) || st=1; \
+	    (cd gguf && $(GO) tool test2json -p arm64/gguf qemu-aarch64 ../$(BUILD)/gguf.arm64.test -test.v=test2json -test.short) || st=1; \
+	  fi; exit $$st; } 2>&1 | $(TESTSUM) -part Variants -record $(RESULTS)/variants.txt "$${skip[@]}"
 
+# The C examples; their Makefile prints one line per program it checked.
 test-c: all
-	@if ls examples/c/*.c >/dev/null 2>&1; then $(MAKE) -C examples/c test LIBDIR=$(abspath $(BUILD)); else echo "no C examples"; fi
+	@mkdir -p $(RESULTS); set -o pipefail; \
+	if ! ls examples/c/*.c >/dev/null 2>&1; then printf 'C:        ok     0 passed, 0 failed, 0 skipped (no C examples)\n' | tee $(RESULTS)/c.txt; exit 0; fi; \
+	$(MAKE) --no-print-directory -C examples/c test LIBDIR=$(ABSBUILD) 2>&1 | tee $(RESULTS)/c.log; st=$$?; \
+	n=$$(grep -c '^examples/c: [a-z]*: \|^examples/c: [a-z]* ran' $(RESULTS)/c.log); \
+	if [ $$st != 0 ]; then printf 'C:        FAILED %d passed, 1 failed, 0 skipped (see the log above)\n' $$n; \
+	elif grep -q 'SKIP' $(RESULTS)/c.log; then printf 'C:        ok     0 passed, 0 failed, 1 skipped\n    skipped: %s\n' "$$(grep -m1 SKIP $(RESULTS)/c.log | sed 's/.*SKIP *//')"; \
+	else printf 'C:        ok     %d passed, 0 failed, 0 skipped\n' $$n; fi | tee $(RESULTS)/c.txt; \
+	exit $$st
 
-test-python: all
-	@if [ -d bindings/python/tests ]; then cd bindings/python && python3 -m pytest -q tests; else echo "no python tests"; fi
+test-python: all $(TESTSUM) venv
+	@mkdir -p $(RESULTS); \
+	if [ ! -d bindings/python/tests ]; then printf 'Python:   ok     0 passed, 0 failed, 0 skipped (no tests)\n' | tee $(RESULTS)/python.txt; exit 0; fi; \
+	(cd bindings/python && $(PYTHON) -m pytest -q -rs -p no:cacheprovider --junitxml=$(RESULTS)/python.xml tests); st=$$?; \
+	$(TESTSUM) -part Python -junit $(RESULTS)/python.xml -record $(RESULTS)/python.txt || st=1; \
+	exit $$st
 
-test-node: all
-	@if [ -f bindings/node/package.json ]; then cd bindings/node && npm test; else echo "no node tests"; fi
+test-node: all $(TESTSUM) node-deps
+	@mkdir -p $(RESULTS); \
+	if [ ! -f bindings/node/package.json ]; then printf 'Node:     ok     0 passed, 0 failed, 0 skipped (no tests)\n' | tee $(RESULTS)/node.txt; exit 0; fi; \
+	(cd bindings/node && node --test --test-reporter=dot --test-reporter-destination=stdout \
+	  --test-reporter=junit --test-reporter-destination=$(RESULTS)/node.xml test/*.test.js); st=$$?; \
+	$(TESTSUM) -part Node -junit $(RESULTS)/node.xml -record $(RESULTS)/node.txt || st=1; \
+	exit $$st
 
+# Every C, Python and JavaScript block of README.md and the bindings'
+# READMEs, run as documented (internal/docsnippets says how).
+test-snippets: all $(TESTSUM) models
+	@set -o pipefail; MOONLM_SNIPPETS=1 $(GOTEST) ./internal/docsnippets 2>&1 | \
+	  $(TESTSUM) -part README -record $(RESULTS)/snippets.txt
+
+# The default model, into $(MOONLM_MODELS) (build/models); prints its path.
 model:
 	@scripts/fetch-model.sh
 
+# Greedy by default, so the first run is reproducible; TEMP=0.8 samples.
 run: all
-	@m=$$(scripts/fetch-model.sh) && $(CLI) generate -m "$$m" -p "$${PROMPT:-The three primary colors are}" -n $${N:-64}
+	@m=$$(scripts/fetch-model.sh) && echo "model: $$m" >&2 && \
+	  $(CLI) generate -m "$$m" -p "$${PROMPT:-The three primary colors are}" -n $${N:-64} --temp $${TEMP:-0}
 
-# Synthetic 1B benchmark models (random weights) in ~/.cache/moonlm/bench, once.
+# Synthetic 1B benchmark models (random weights) in $(MOONLM_BENCH_DIR), once.
 bench-models: cli
 	@scripts/bench-models.sh $(CLI)
 
@@ -97,6 +191,7 @@ fuzz-all: fuzz
 	$(GO) test ./engine/chat -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/chat -run '^$$' -fuzz FuzzJSON -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/sample -run '^$$' -fuzz FuzzSample -fuzztime $(FUZZTIME)
+	$(GO) test ./engine -run '^$$' -fuzz FuzzOpenMetadata -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/packcache -run '^$$' -fuzz FuzzGet -fuzztime $(FUZZTIME)
 
 install: all
@@ -106,5 +201,10 @@ install: all
 	install -m 0644 include/moonlm.h $(DESTDIR)$(PREFIX)/include/moonlm.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' moonlm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/moonlm.pc
 
+# `make clean` keeps the fetched models (build/models); `make distclean`
+# removes them too.
 clean:
+	find $(BUILD) -mindepth 1 -maxdepth 1 ! -name models -exec rm -rf {} + 2>/dev/null || true
+
+distclean:
 	rm -rf $(BUILD)

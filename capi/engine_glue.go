@@ -11,6 +11,12 @@ import (
 
 // The adapter from package engine to the backend interfaces.
 
+// maxThreads bounds n_threads (model and session parameters).
+const maxThreads = engine.MaxThreads
+
+// maxPenaltyLastN bounds moonlm_sampler_params.penalty_last_n.
+const maxPenaltyLastN = sample.MaxPenaltyLastN
+
 func init() {
 	errorClasses = append(errorClasses,
 		errorClass{engine.ErrInvalidArgument, stInvalid},

@@ -2,6 +2,7 @@ package main
 
 /*
 #include <stdlib.h>
+#include <string.h>
 #include "moonlm.h"
 int moonlmc_call_piece(uintptr_t cb, const char *piece, size_t len, int32_t token, uintptr_t user_data);
 */
@@ -50,6 +51,19 @@ func cTokens(p *C.int32_t, n C.size_t) []int32 {
 // (such as a negative value cast to size_t), reported instead of trusted.
 const maxCount = math.MaxInt32
 
+// maxTextBytes bounds the text one call takes (moonlm_tokenize, the
+// messages of moonlm_chat_apply_template together): 64 MiB is millions of
+// tokens, more than any context, and keeps the work's memory (about 15
+// bytes per byte of text) bounded.
+const maxTextBytes = 64 << 20
+
+// maxDetokenize bounds the tokens of one moonlm_detokenize call (2^24,
+// more than any context), and so the text it builds.
+const maxDetokenize = 1 << 24
+
+// maxMessages bounds the messages of one moonlm_chat_apply_template call.
+const maxMessages = 1 << 20
+
 // checkCount reports an implausibly large count.
 func checkCount(fn, what string, n C.size_t) C.int {
 	if uint64(n) > maxCount {
@@ -78,8 +92,8 @@ func moonlmgo_model_open(path *C.char, p *C.moonlm_model_params, out *C.uintptr_
 	if p.flags != 0 {
 		return fail(stInvalid, fn, "moonlm_model_params.flags is %#x; no flags are defined", uint32(p.flags))
 	}
-	if p.n_threads < 0 {
-		return fail(stInvalid, fn, "moonlm_model_params.n_threads is %d; want >= 0", int32(p.n_threads))
+	if p.n_threads < 0 || p.n_threads > maxThreads {
+		return fail(stInvalid, fn, "moonlm_model_params.n_threads is %d; want 0 (all cores) to %d", int32(p.n_threads), maxThreads)
 	}
 	mp := modelParams{Threads: int(p.n_threads)}
 	if st := modelParamsPacking(fn, p, &mp); st != stOK {
@@ -245,8 +259,8 @@ func moonlmgo_tokenize(h C.uintptr_t, text *C.char, n C.size_t, flags C.uint32_t
 	if text == nil && n != 0 {
 		return fail(stInvalid, fn, "text is NULL but len is %d", n)
 	}
-	if uint64(n) > math.MaxInt32*4 {
-		return fail(stInvalid, fn, "len is %d bytes: a negative or uninitialised value?", uint64(n))
+	if uint64(n) > maxTextBytes {
+		return fail(stInvalid, fn, "len is %d bytes, more than %d (64 MiB): tokenize a text this long in parts", uint64(n), maxTextBytes)
 	}
 	if out == nil && cap != 0 {
 		return fail(stInvalid, fn, "out is NULL but cap is %d", cap)
@@ -301,8 +315,8 @@ func moonlmgo_detokenize(h C.uintptr_t, toks *C.int32_t, n C.size_t, buf *C.char
 	if toks == nil && n != 0 {
 		return fail(stInvalid, fn, "tokens is NULL but n is %d", n)
 	}
-	if st := checkCount(fn, "n", n); st != stOK {
-		return st
+	if uint64(n) > maxDetokenize {
+		return fail(stInvalid, fn, "n is %d tokens, more than %d: detokenize a text this long in parts", uint64(n), maxDetokenize)
 	}
 	ids := append([]int32(nil), cTokens(toks, n)...)
 	if st := checkTokens(fn, ids, o.info.NVocab); st != stOK {
@@ -324,18 +338,27 @@ func moonlmgo_chat_apply_template(h C.uintptr_t, msgs *C.moonlm_message, n C.siz
 	if msgs == nil && n != 0 {
 		return fail(stInvalid, fn, "msgs is NULL but n is %d", n)
 	}
-	if st := checkCount(fn, "n", n); st != stOK {
-		return st
+	if uint64(n) > maxMessages {
+		return fail(stInvalid, fn, "n is %d messages, more than %d", uint64(n), maxMessages)
 	}
 	var cm []C.moonlm_message
 	if n != 0 {
 		cm = unsafe.Slice(msgs, int(n))
 	}
-	gm := make([]message, len(cm))
+	// Measure before copying: the messages together are bounded like a
+	// text to tokenize.
+	total := uint64(0)
 	for i, m := range cm {
 		if m.role == nil || m.content == nil {
 			return fail(stInvalid, fn, "msgs[%d] has a NULL role or content", i)
 		}
+		total += uint64(C.strlen(m.role)) + uint64(C.strlen(m.content))
+		if total > maxTextBytes {
+			return fail(stInvalid, fn, "the messages up to msgs[%d] hold more than %d bytes (64 MiB)", i, maxTextBytes)
+		}
+	}
+	gm := make([]message, len(cm))
+	for i, m := range cm {
 		gm[i] = message{Role: C.GoString(m.role), Content: C.GoString(m.content)}
 	}
 	if o.info.ChatTemplate == "" {
@@ -369,8 +392,11 @@ func moonlmgo_session_new(h C.uintptr_t, p *C.moonlm_session_params, out *C.uint
 	if p.flags != 0 {
 		return fail(stInvalid, fn, "moonlm_session_params.flags is %#x; no flags are defined", uint32(p.flags))
 	}
-	if p.n_ctx < 0 || p.n_threads < 0 {
-		return fail(stInvalid, fn, "moonlm_session_params n_ctx %d and n_threads %d must be >= 0", int32(p.n_ctx), int32(p.n_threads))
+	if p.n_ctx < 0 {
+		return fail(stInvalid, fn, "moonlm_session_params.n_ctx is %d; want >= 0", int32(p.n_ctx))
+	}
+	if p.n_threads < 0 || p.n_threads > maxThreads {
+		return fail(stInvalid, fn, "moonlm_session_params.n_threads is %d; want 0 (the model's pool) to %d", int32(p.n_threads), maxThreads)
 	}
 	if p.kv_type != C.MOONLM_KV_F16 && p.kv_type != C.MOONLM_KV_F32 {
 		return fail(stInvalid, fn, "moonlm_session_params.kv_type %d is not a moonlm_kv_type", int32(p.kv_type))
@@ -398,7 +424,6 @@ func moonlmgo_session_free(h C.uintptr_t) (st C.int) {
 	if o.busy.Load() {
 		// A call is running in another thread: stop it; it holds its own
 		// reference, so the session is closed when it returns.
-		o.cancelReq.Store(true)
 		o.s.Cancel()
 	}
 	o.release()
@@ -454,21 +479,20 @@ func (o *cSession) prefill(fn string, toks []int32, logits []float32) C.int {
 	if pos+len(toks) > nCtx {
 		return fail(stContextFull, fn, "%d tokens at position %d do not fit in the context of %d", len(toks), pos, nCtx)
 	}
-	if o.cancelReq.Swap(false) {
-		return fail(stCancelled, fn, "cancelled by moonlm_session_cancel before it started")
-	}
+	// A pending moonlm_session_cancel is the engine session's to consume
+	// (one flag, one owner): the engine returns ErrCancelled at its first
+	// check, before any position is filled.
 	err := o.s.Prefill(toks, logits)
 	if err == nil {
 		return stOK
-	}
-	st := statusOf(err)
-	if st == stCancelled {
-		o.cancelReq.Store(false)
 	}
 	if o.s.Pos() != pos {
 		if rerr := o.s.Rewind(pos); rerr != nil {
 			return failErr(fn, fmt.Errorf("%w; restoring position %d also failed: %v", err, pos, rerr))
 		}
+	}
+	if statusOf(err) == stCancelled {
+		return fail(stCancelled, fn, "cancelled by moonlm_session_cancel (%v)", err)
 	}
 	return failErr(fn, err)
 }
@@ -570,7 +594,6 @@ func moonlmgo_session_cancel(h C.uintptr_t) (st C.int) {
 		return st
 	}
 	defer o.release()
-	o.cancelReq.Store(true)
 	o.s.Cancel()
 	return stOK
 }
@@ -593,8 +616,8 @@ func moonlmgo_sampler_new(p *C.moonlm_sampler_params, out *C.uintptr_t) (st C.in
 		PenaltyLastN:     int(p.penalty_last_n),
 		Seed:             uint64(p.seed),
 	}
-	if sp.PenaltyLastN < -1 {
-		return fail(stInvalid, fn, "moonlm_sampler_params.penalty_last_n is %d; want >= -1", sp.PenaltyLastN)
+	if sp.PenaltyLastN < -1 || sp.PenaltyLastN > maxPenaltyLastN {
+		return fail(stInvalid, fn, "moonlm_sampler_params.penalty_last_n is %d; want -1 (all tokens) to %d", sp.PenaltyLastN, maxPenaltyLastN)
 	}
 	for _, f := range [...]struct {
 		name string

@@ -123,8 +123,7 @@ type cSession struct {
 	model  *cModel // holds a model reference until the session is closed
 	nVocab int
 
-	busy      atomic.Bool // a call is running; concurrent calls get BUSY
-	cancelReq atomic.Bool // moonlm_session_cancel was called; consumed by the call it cancels
+	busy atomic.Bool // a call is running; concurrent calls get BUSY
 
 	// lastErr is the message of the last call that held busy ("" after a
 	// success), for moonlm_session_last_error: callers whose calls run on

@@ -29,7 +29,7 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	s.stageRun(stEmbed)
 	last := len(pl.phases) - 1
 	for il := range m.layers {
-		if s.cancel.Load() {
+		if s.cancelled() {
 			return fmt.Errorf("layer %d: %w", il, ErrCancelled)
 		}
 		L := &m.layers[il]
@@ -58,7 +58,7 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	if out == nil {
 		return nil
 	}
-	if s.cancel.Load() {
+	if s.cancelled() {
 		return fmt.Errorf("output: %w", ErrCancelled)
 	}
 	s.outFirst = first

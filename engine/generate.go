@@ -99,7 +99,7 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, emit func(piece str
 
 	stop := sample.NewStopMatcher(p.Stop)
 	for {
-		if s.cancel.Load() {
+		if s.cancelled() {
 			return st, fmt.Errorf("engine: generate: %w", ErrCancelled)
 		}
 		tok := smp.Sample(logits)

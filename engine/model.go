@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,11 +116,14 @@ func Open(path string, p ModelParams) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
+	if testHookMapped != nil {
+		testHookMapped(path)
+	}
 	t1 := time.Now()
-	f, err := gguf.Parse(data)
+	f, err := parseMapped(data)
 	if err != nil {
 		_ = unix.Munmap(data)
-		return nil, fmt.Errorf("engine: open %s: %w", path, classifyGGUF(err))
+		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
 	t2 := time.Now()
 	id.header = data[:min(f.DataOffset, int64(len(data)))]
@@ -146,23 +150,37 @@ type fileIdentity struct {
 
 // mapModel maps path read-only (as gguf.Open does; done here so mapping and
 // parsing are timed apart) and returns the file's identity from the same
-// descriptor.
+// descriptor. Only regular files are opened: opening a FIFO for reading
+// blocks until a writer comes, and a device or directory cannot be mapped.
+// Errors do not repeat the path (Open's message names it once).
 func mapModel(path string) ([]byte, *fileIdentity, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
 	}
-	fd, err := os.Open(abs)
+	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, nil, classifyGGUF(err)
+		return nil, nil, classifyGGUF(unwrapPath(err))
+	}
+	if err := regularFile(st); err != nil {
+		return nil, nil, err
+	}
+	// O_NONBLOCK: if the path was swapped for a FIFO since the stat, the
+	// open returns at once and the fstat below refuses it.
+	fd, err := os.OpenFile(abs, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, classifyGGUF(unwrapPath(err))
 	}
 	defer fd.Close()
-	st, err := fd.Stat()
+	st, err = fd.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrIO, unwrapPath(err))
+	}
+	if err := regularFile(st); err != nil {
+		return nil, nil, err
 	}
 	if st.Size() < 4 {
-		return nil, nil, fmt.Errorf("%w: file too short (%d bytes) for a GGUF header", ErrBadFile, st.Size())
+		return nil, nil, fmt.Errorf("%w: not a GGUF file: too short (%d bytes) for a GGUF header", ErrBadFile, st.Size())
 	}
 	if st.Size() > math.MaxInt {
 		return nil, nil, fmt.Errorf("%w: size %d too large to map", ErrUnsupported, st.Size())
@@ -174,6 +192,38 @@ func mapModel(path string) ([]byte, *fileIdentity, error) {
 	return data, &fileIdentity{path: abs, size: st.Size(), modTime: st.ModTime().UnixNano()}, nil
 }
 
+// regularFile refuses what is not a regular file, saying what it is.
+func regularFile(st os.FileInfo) error {
+	mode := st.Mode()
+	switch {
+	case mode.IsRegular():
+		return nil
+	case mode.IsDir():
+		return fmt.Errorf("%w: is a directory", ErrIO)
+	case mode&os.ModeNamedPipe != 0:
+		return fmt.Errorf("%w: is a FIFO (named pipe), not a regular file", ErrIO)
+	case mode&os.ModeSocket != 0:
+		return fmt.Errorf("%w: is a socket, not a regular file", ErrIO)
+	case mode&os.ModeDevice != 0:
+		return fmt.Errorf("%w: is a device, not a regular file", ErrIO)
+	}
+	return fmt.Errorf("%w: not a regular file (mode %v)", ErrIO, mode)
+}
+
+// unwrapPath drops an *os.PathError's operation and path, keeping its
+// cause (the caller's message names the path once).
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// testHookMapped, when set by a test, runs between mapping a model file
+// and parsing it (to change the file under the mapping).
+var testHookMapped func(path string)
+
 // classifyGGUF maps a gguf error onto the engine's sentinels, keeping it.
 func classifyGGUF(err error) error {
 	switch {
@@ -181,7 +231,13 @@ func classifyGGUF(err error) error {
 		return fmt.Errorf("%w: %w", ErrBadFile, err)
 	case errors.Is(err, gguf.ErrUnsupported):
 		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	case errors.Is(err, gguf.ErrMapping):
+		return fmt.Errorf("%w: %w", ErrIO, err)
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("%w: %w", ErrIO, err)
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
 		return fmt.Errorf("%w: %w", ErrIO, err)
 	}
 	var pe *os.PathError
@@ -203,18 +259,26 @@ func OpenFile(f *gguf.File, p ModelParams) (m *Model, err error) {
 // otherwise).
 func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err error) {
 	t0 := time.Now()
-	if p.Threads < 0 {
-		return nil, fmt.Errorf("%w: %d threads", ErrInvalidArgument, p.Threads)
+	if err := checkThreads("model threads", p.Threads); err != nil {
+		return nil, err
 	}
 	// Reading norms and metadata touches the mapping: a truncated file must
-	// be an error, not a crash.
+	// be an error, not a crash (SetPanicOnFault turns the SIGBUS into a
+	// panic recovered here).
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = panicError("loading model", r)
+			if m != nil && m.pool != nil {
+				m.pool.Close()
+			}
+			m, err = nil, panicError("loading model", r)
 		}
 	}()
 	fam, cfg, err := readConfig(f)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFileLimits(f, fam, &cfg); err != nil {
 		return nil, err
 	}
 	numerics, err := resolveNumerics(p.Numerics)

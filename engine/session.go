@@ -99,7 +99,10 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	if nCtx == 0 {
 		nCtx = c.CtxTrain
 	}
-	if nCtx < 0 || p.Threads < 0 {
+	if err := checkThreads("session threads", p.Threads); err != nil {
+		return nil, fmt.Errorf("engine: new session: %w", err)
+	}
+	if nCtx < 0 {
 		return nil, fmt.Errorf("engine: new session: %w: context %d, threads %d", ErrInvalidArgument, p.NCtx, p.Threads)
 	}
 	f32 := p.KVF32
@@ -218,9 +221,16 @@ func (s *Session) Pos() int { return s.pos }
 func (s *Session) Model() *Model { return s.m }
 
 // Cancel makes the running Prefill, Decode or Generate return ErrCancelled
-// at its next layer boundary. It is safe from any goroutine; a Cancel that
-// arrives while nothing runs has no effect on later calls.
+// at its next layer boundary, or, if none is running (or the running one is
+// past its last check), the next one. The request is one flag owned by the
+// session: the call that returns ErrCancelled consumes it, and later calls
+// run normally. It is safe from any goroutine.
 func (s *Session) Cancel() { s.cancel.Store(true) }
+
+// cancelled consumes a pending Cancel: true means the caller must return
+// ErrCancelled. Checking and clearing in one step means no Cancel is lost
+// between them (a request that arrives after it waits for the next check).
+func (s *Session) cancelled() bool { return s.cancel.CompareAndSwap(true, false) }
 
 // enter marks the session busy for one call.
 func (s *Session) enter(what string) error {
@@ -230,7 +240,6 @@ func (s *Session) enter(what string) error {
 	if !s.busy.CompareAndSwap(false, true) {
 		return fmt.Errorf("engine: %s: %w: another call is running on this session", what, ErrBusy)
 	}
-	s.cancel.Store(false)
 	return nil
 }
 

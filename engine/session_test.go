@@ -226,28 +226,44 @@ func TestCancelFromAnotherGoroutine(t *testing.T) {
 	logits := make([]float32, m.Info().VocabSize)
 	done := make(chan error, 1)
 	go func() { done <- s.Prefill(prompt, logits) }()
-	// Cancel until the call is seen running (a Cancel before it starts is
-	// cleared by design).
+	// One Cancel, sent once the call runs, stops it.
+	for start := time.Now(); !s.busy.Load(); time.Sleep(50 * time.Microsecond) {
+		require.Less(t, time.Since(start), 10*time.Second, "prefill did not start")
+	}
+	s.Cancel()
 	var err2 error
-	deadline := time.After(30 * time.Second)
-loop:
-	for {
-		select {
-		case err2 = <-done:
-			break loop
-		case <-deadline:
-			t.Fatal("prefill did not return after Cancel")
-		default:
-			if s.busy.Load() {
-				s.Cancel()
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+	select {
+	case err2 = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("prefill did not return after Cancel")
 	}
 	require.ErrorIs(t, err2, ErrCancelled)
 	assert.Equal(t, 0, s.Pos(), "a cancelled prefill leaves the position unchanged")
 	// The session is usable afterwards.
 	require.NoError(t, s.Prefill(prompt[:5], logits))
+}
+
+// A Cancel is one request the session owns: it stops the running call or,
+// when none runs, the next one, and the call that returns ErrCancelled
+// consumes it (two Cancels make one request). Before, a Cancel landing
+// just before a call started was cleared by the call's start and lost.
+func TestCancelIsOneRequest(t *testing.T) {
+	m := openStories(t, 1)
+	s, err := m.NewSession(SessionParams{NCtx: 64})
+	require.NoError(t, err)
+	defer s.Close()
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{1, 5}, logits))
+	s.Cancel()
+	s.Cancel()
+	require.ErrorIs(t, s.Decode(7, logits), ErrCancelled, "a Cancel before the call cancels it")
+	assert.Equal(t, 2, s.Pos(), "the cancelled call left no trace")
+	require.NoError(t, s.Decode(7, logits), "the request was consumed")
+	s.Cancel()
+	require.ErrorIs(t, s.Prefill([]int32{3, 4}, logits), ErrCancelled)
+	assert.Equal(t, 3, s.Pos())
+	require.NoError(t, s.Prefill([]int32{3, 4}, logits))
+	assert.Equal(t, 5, s.Pos())
 }
 
 func TestBusySession(t *testing.T) {

@@ -2,43 +2,22 @@ package engine
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// smolLM2Path finds the default model (SmolLM2-135M-Instruct Q4_1) as
-// scripts/fetch-model.sh caches it, or skips the test.
+// smolLM2Path finds the default model (SmolLM2-135M-Instruct Q4_1) where
+// scripts/fetch-model.sh puts it, or skips the test.
 func smolLM2Path(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("MOONLM_SMOLLM2"); p != "" {
-		return p
-	}
-	var dirs []string
-	if d := os.Getenv("MOONLM_MODELS"); d != "" {
-		dirs = append(dirs, d)
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		dirs = append(dirs, filepath.Join(d, "moonlm", "models"))
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(h, ".cache", "moonlm", "models"))
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, "SmolLM2-135M-Instruct.Q4_1.gguf")
-		if st, err := os.Stat(p); err == nil && st.Size() > 0 {
-			return p
-		}
-	}
-	t.Skip("SmolLM2-135M-Instruct Q4_1 not found: run scripts/fetch-model.sh or set MOONLM_SMOLLM2")
-	return ""
+	return shareddata.Model(t, shareddata.SmolLM2)
 }
 
 func TestSmolLM2ChatCapitalOfFrance(t *testing.T) {
@@ -101,18 +80,11 @@ func greedyUntilEOG(t *testing.T, s *Session, prompt []int32, n int) string {
 	return m.Detokenize(ids)
 }
 
-// gemma3Path finds Gemma 3 270M Q4_K_M as scripts/fetch-model.sh gemma3
-// caches it, or skips the test.
+// gemma3Path finds Gemma 3 270M Q4_K_M where scripts/fetch-model.sh gemma3
+// puts it, or skips the test.
 func gemma3Path(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("MOONLM_GEMMA3"); p != "" {
-		return p
-	}
-	p := filepath.Join(filepath.Dir(smolLM2Path(t)), "gemma-3-270m-q4_k_m.gguf")
-	if st, err := os.Stat(p); err != nil || st.Size() == 0 {
-		t.Skip("Gemma 3 270M Q4_K_M not found: run scripts/fetch-model.sh gemma3 or set MOONLM_GEMMA3")
-	}
-	return p
+	return shareddata.Model(t, shareddata.Gemma3)
 }
 
 // TestRealModelsReference compares the real default models with llama.cpp

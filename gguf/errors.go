@@ -15,6 +15,9 @@ var (
 	// package does not handle (a newer version, big-endian, an unknown
 	// tensor type).
 	ErrUnsupported = errors.New("unsupported GGUF")
+	// ErrMapping means reading a mapped file faulted: it was truncated or
+	// replaced while mapped (an I/O error, not a property of its content).
+	ErrMapping = errors.New("gguf: the mapped file could not be read (truncated while open?)")
 	// ErrClosed is returned by value accessors after File.Close.
 	ErrClosed = errors.New("gguf: file closed")
 )

@@ -61,7 +61,7 @@ func hostileCases() []hostileCase {
 	return []hostileCase{
 		{"empty", nil, false, []string{"too short"}},
 		{"magic only", []byte("GGUF"), false, []string{"header", "version", "offset 4"}},
-		{"bad magic", new(crafter).raw("GGML").u32(3).u64(0).u64(0).b, false, []string{"bad magic", "offset 0"}},
+		{"bad magic", new(crafter).raw("GGML").u32(3).u64(0).u64(0).b, false, []string{"not a GGUF file (magic", "offset 0"}},
 		{"version 1", header(1, 0, 0).b, true, []string{"version 1"}},
 		{"version 4", header(4, 0, 0).b, true, []string{"version 4"}},
 		{"big-endian", new(crafter).raw("GGUF").u32(3 << 24).zeros(16).b, true, []string{"big-endian"}},

@@ -25,6 +25,10 @@ const (
 	DefaultAlignment = 32
 	// MaxDims is the most dimensions a tensor can have (GGML_MAX_DIMS).
 	MaxDims = 4
+	// MaxKeys and MaxTensors bound a file's metadata keys and tensors; a
+	// file with more is ErrUnsupported.
+	MaxKeys    = 1 << 16
+	MaxTensors = 1 << 16
 	// KeyAlignment is the metadata key that sets the data alignment.
 	KeyAlignment = "general.alignment"
 
@@ -317,7 +321,7 @@ func parse(data []byte) (*File, error) {
 		return nil, &FormatError{Context: "header", Off: 0, Msg: fmt.Sprintf("file too short (%d bytes) for the magic", len(data))}
 	}
 	if string(data[:4]) != magic {
-		return nil, &FormatError{Context: "header", Off: 0, Msg: fmt.Sprintf("bad magic %q, want %q", data[:4], magic)}
+		return nil, &FormatError{Context: "header", Off: 0, Msg: fmt.Sprintf("not a GGUF file (magic %q, want %q)", data[:4], magic)}
 	}
 	p.off = 4
 	version, err := p.u32("version")
@@ -349,6 +353,16 @@ func parse(data []byte) (*File, error) {
 		return nil, &FormatError{Context: "header", Off: 8, Msg: fmt.Sprintf("tensor count %d cannot fit in the %d bytes left", nTensors, p.remaining())}
 	}
 
+	// The index of each key or tensor costs some 100 to 200 bytes, several
+	// times its smallest encoding: bound the counts so that what a file
+	// can make this package allocate stays a few MiB (real models have
+	// tens of keys and at most some thousands of tensors).
+	if nKV > MaxKeys {
+		return nil, &FormatError{Context: "header", Off: 16, Msg: fmt.Sprintf("%d metadata keys, more than %d", nKV, MaxKeys), Unsupported: true}
+	}
+	if nTensors > MaxTensors {
+		return nil, &FormatError{Context: "header", Off: 8, Msg: fmt.Sprintf("%d tensors, more than %d", nTensors, MaxTensors), Unsupported: true}
+	}
 	f := &File{Version: version, Alignment: DefaultAlignment, data: data}
 	if err := f.parseMetadata(p, int(nKV)); err != nil {
 		return nil, err

@@ -2,17 +2,25 @@
 # Writes the synthetic benchmark models (random weights, Llama-3.2-1B shape,
 # Llama 3 tokenizer) into a cache folder, once, and prints their paths.
 #   scripts/bench-models.sh [MOONLM_CLI]
-# The folder is $MOONLM_BENCH_DIR, else $XDG_CACHE_HOME/moonlm/bench or
-# ~/.cache/moonlm/bench. The tokenizer comes from the shared test data
+# The folder is $MOONLM_BENCH_DIR, by default build/bench of this checkout; a
+# model already in the folder older versions used,
+# ${XDG_CACHE_HOME:-~/.cache}/moonlm/bench, is used from there (read only).
+# The tokenizer comes from the shared test data
 # ($MOONLM_TESTDATA/vocab/ggml-vocab-llama3.gguf).
 set -euo pipefail
 cli=${1:-build/moonlm}
-dir=${MOONLM_BENCH_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/moonlm/bench}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+dir=${MOONLM_BENCH_DIR:-$repo/build/bench}
+old=${XDG_CACHE_HOME:-$HOME/.cache}/moonlm/bench
 vocab=${MOONLM_TESTDATA:-../shared/testdata}/vocab/ggml-vocab-llama3.gguf
 mkdir -p "$dir"
 for t in q8_0 q4_k_m; do
   name=$(echo "$t" | tr a-z A-Z)
   out=$dir/bench-llama-1b.$name.gguf
+  if [ ! -s "$out" ] && [ -s "$old/bench-llama-1b.$name.gguf" ]; then
+    echo "$old/bench-llama-1b.$name.gguf"
+    continue
+  fi
   if [ ! -s "$out" ]; then
     if [ ! -f "$vocab" ]; then
       echo "bench-models.sh: $vocab not found (set MOONLM_TESTDATA)" >&2

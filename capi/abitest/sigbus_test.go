@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 func init() {
 	children["truncate"] = func() error {
+		runtime.LockOSThread() // moonlm_last_error is per thread
 		l, err := childLib()
 		if err != nil {
 			return err

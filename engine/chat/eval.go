@@ -662,17 +662,17 @@ func arith(op string, a, b value) (value, error) {
 		if isFloat {
 			return af + bf, nil
 		}
-		return ai + bi, nil
+		return addInt(ai, bi)
 	case "-":
 		if isFloat {
 			return af - bf, nil
 		}
-		return ai - bi, nil
+		return subInt(ai, bi)
 	case "*":
 		if isFloat {
 			return af * bf, nil
 		}
-		return ai * bi, nil
+		return mulInt(ai, bi)
 	case "/":
 		if bf == 0 {
 			return nil, errorf("division by zero")
@@ -708,15 +708,7 @@ func arith(op string, a, b value) (value, error) {
 		return m, nil
 	case "**":
 		if !isFloat && bi >= 0 {
-			res := int64(1)
-			base := ai
-			for e := bi; e > 0; e >>= 1 {
-				if e&1 == 1 {
-					res *= base
-				}
-				base *= base
-			}
-			return res, nil
+			return powInt(ai, bi)
 		}
 		return math.Pow(af, bf), nil
 	}
@@ -762,14 +754,22 @@ func repeat(s value, n int64) (value, error) {
 	if n < 0 {
 		n = 0
 	}
+	// The bounds divide rather than multiply: len*n overflows int64 for
+	// n near 2^63.
 	switch x := s.(type) {
 	case string:
-		if n > 0 && int64(len(x))*n > MaxOutput {
+		if len(x) == 0 || n == 0 {
+			return "", nil
+		}
+		if n > MaxOutput/int64(len(x)) {
 			return nil, errorf("%w: string larger than %d bytes", ErrBudget, MaxOutput)
 		}
 		return strings.Repeat(x, int(n)), nil
 	case *list:
-		if n > 0 && int64(len(x.Items))*n > maxItems {
+		if len(x.Items) == 0 || n == 0 {
+			return &list{Items: []value{}, Tuple: x.Tuple}, nil
+		}
+		if n > maxItems/int64(len(x.Items)) {
 			return nil, errorf("%w: list longer than %d", ErrBudget, maxItems)
 		}
 		items := make([]value, 0, len(x.Items)*int(n))
@@ -779,6 +779,58 @@ func repeat(s value, n int64) (value, error) {
 		return &list{Items: items, Tuple: x.Tuple}, nil
 	}
 	return nil, errorf("cannot repeat %s", typeName(s))
+}
+
+// Integer arithmetic is int64: a result Python would make a big integer
+// is an error here instead of a silently wrapped number.
+var errOverflow = errors.New("integer overflow")
+
+func addInt(a, b int64) (value, error) {
+	c := a + b
+	if (c > a) != (b > 0) {
+		return nil, errorf("%w: %d + %d", errOverflow, a, b)
+	}
+	return c, nil
+}
+
+func subInt(a, b int64) (value, error) {
+	c := a - b
+	if (c < a) != (b > 0) {
+		return nil, errorf("%w: %d - %d", errOverflow, a, b)
+	}
+	return c, nil
+}
+
+func mulInt(a, b int64) (value, error) {
+	if a == 0 || b == 0 {
+		return int64(0), nil
+	}
+	c := a * b
+	if c/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
+		return nil, errorf("%w: %d * %d", errOverflow, a, b)
+	}
+	return c, nil
+}
+
+func powInt(base, e int64) (value, error) {
+	res := int64(1)
+	for ; e > 0; e >>= 1 {
+		if e&1 == 1 {
+			r, err := mulInt(res, base)
+			if err != nil {
+				return nil, err
+			}
+			res = r.(int64)
+		}
+		if e > 1 {
+			b, err := mulInt(base, base)
+			if err != nil {
+				return nil, err
+			}
+			base = b.(int64)
+		}
+	}
+	return res, nil
 }
 
 func (r *renderer) evalArgs(args []expr, kwName []string, kwVal []expr) ([]value, *dict, error) {
@@ -1016,9 +1068,18 @@ func slice(obj, start, stop, step value) (value, error) {
 			return nil, err
 		}
 	}
-	var idx []int
-	for i := lo; (st > 0 && i < hi) || (st < 0 && i > hi); i += st {
-		idx = append(idx, int(i))
+	// Count the indices first, in unsigned arithmetic: lo + k*st can
+	// overflow int64 for a step near 2^63 (lo and hi are within [-1, n]).
+	var count uint64
+	switch {
+	case st > 0 && hi > lo:
+		count = (uint64(hi-lo)-1)/uint64(st) + 1
+	case st < 0 && lo > hi:
+		count = (uint64(lo-hi)-1)/(-uint64(st)) + 1
+	}
+	idx := make([]int, count)
+	for k := range idx {
+		idx[k] = int(lo + int64(k)*st)
 	}
 	if runes != nil || items == nil && isStr(obj) {
 		out := make([]rune, len(idx))

@@ -83,21 +83,9 @@ func TestShippedGGUFTemplates(t *testing.T) {
 
 // TestSmolLM2ShippedTemplate checks that the template inside the SmolLM2
 // model is the one the reference cases (tmpl_smollm2_*) were rendered from.
-// The model is optional: scripts/fetch-model.sh caches it.
+// The model is optional: scripts/fetch-model.sh fetches it.
 func TestSmolLM2ShippedTemplate(t *testing.T) {
-	path := os.Getenv("MOONLM_SMOLLM2")
-	if path == "" {
-		dir := os.Getenv("MOONLM_MODELS")
-		if dir == "" {
-			if c, err := os.UserCacheDir(); err == nil {
-				dir = filepath.Join(c, "moonlm", "models")
-			}
-		}
-		path = filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("SmolLM2-135M-Instruct Q4_1 not found: run scripts/fetch-model.sh or set MOONLM_SMOLLM2")
-	}
+	path := shareddata.Model(t, shareddata.SmolLM2)
 	src := ggufTemplate(t, path)
 	n := 0
 	for _, c := range loadJinjaCases(t) {

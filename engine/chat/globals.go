@@ -60,11 +60,13 @@ func gRange(_ *renderer, args []value, _ *dict) (value, error) {
 	if step == 0 {
 		return nil, errorf("range step must not be zero")
 	}
-	var count int64
+	// Unsigned arithmetic: stop-start and -step overflow int64 at the
+	// extremes (range(-2**63, 2**63-1) made a negative length).
+	var count uint64
 	if step > 0 && stop > start {
-		count = (stop - start + step - 1) / step
+		count = (uint64(stop-start)-1)/uint64(step) + 1
 	} else if step < 0 && stop < start {
-		count = (start - stop - step - 1) / -step
+		count = (uint64(start-stop)-1)/(-uint64(step)) + 1
 	}
 	if count > maxItems {
 		return nil, errorf("%w: range of %d items", ErrBudget, count)

@@ -90,11 +90,18 @@ const debugPanicEnv = "worker"
 // errDebugPanic is the value a debugPanic task panics with.
 const errDebugPanic = "MOONLM_DEBUG_PANIC=worker requested a panic on a pool worker"
 
-// New starts a pool of n threads; n <= 0 means runtime.NumCPU().
+// MaxThreads is the most threads a pool runs. Callers refuse larger
+// counts (each thread costs a goroutine and its state); New caps n at it so
+// that no count can make it allocate without bound.
+const MaxThreads = 512
+
+// New starts a pool of n threads; n <= 0 means runtime.NumCPU(), and n is
+// capped at MaxThreads.
 func New(n int) *Pool {
 	if n <= 0 {
 		n = runtime.NumCPU()
 	}
+	n = min(n, MaxThreads)
 	p := &Pool{n: n, workers: make([]worker, n), done: make(chan struct{}, 1)}
 	p.debugPanic.Store(os.Getenv("MOONLM_DEBUG_PANIC") == debugPanicEnv)
 	for i := 1; i < n; i++ {

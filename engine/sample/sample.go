@@ -15,6 +15,14 @@ import (
 // ErrInvalidParams is wrapped by New's errors.
 var ErrInvalidParams = errors.New("invalid sampler parameters")
 
+// MaxPenaltyLastN bounds Params.PenaltyLastN: more tokens than any context
+// holds (2^24), so no window that can matter is refused. The window's
+// storage grows with the tokens accepted, never to more than this many.
+const MaxPenaltyLastN = 1 << 24
+
+// eagerWindow is the largest penalty window allocated in full by New.
+const eagerWindow = 4096
+
 // Params configures a Sampler. The zero value is greedy decoding without
 // penalties.
 type Params struct {
@@ -37,7 +45,8 @@ type Params struct {
 	PresencePenalty, FrequencyPenalty float32
 	// PenaltyLastN is the window of recent accepted tokens the penalties
 	// look at: 0 disables the penalties (as llama.cpp), -1 means every
-	// token accepted since the last Reset.
+	// token accepted since the last Reset, up to MaxPenaltyLastN. Larger
+	// windows are refused.
 	PenaltyLastN int
 	// LogitBias is added to the logits of the given token ids; -Inf bans a
 	// token. Ids beyond the vocabulary are ignored.
@@ -53,8 +62,9 @@ type Sampler struct {
 	biasVals []float32
 	rng      rng
 
-	// penalty history: a ring of the last PenaltyLastN tokens, or every
-	// token when PenaltyLastN is -1.
+	// penalty history: a ring of the last window tokens, grown as tokens
+	// are accepted (a window of 2^24 costs nothing until it fills).
+	window  int
 	hist    []int32
 	histPos int
 	histLen int
@@ -91,8 +101,8 @@ func New(p Params) (*Sampler, error) {
 		return bad("repeat penalty %v must be finite and >= 0", p.RepeatPenalty)
 	case !finite(p.PresencePenalty) || !finite(p.FrequencyPenalty):
 		return bad("presence and frequency penalties must be finite")
-	case p.PenaltyLastN < -1:
-		return bad("penalty window %d must be >= -1", p.PenaltyLastN)
+	case p.PenaltyLastN < -1 || p.PenaltyLastN > MaxPenaltyLastN:
+		return bad("penalty window %d must be -1 (all tokens) to %d", p.PenaltyLastN, MaxPenaltyLastN)
 	}
 	s := &Sampler{p: p}
 	if s.p.RepeatPenalty == 0 {
@@ -114,9 +124,17 @@ func New(p Params) (*Sampler, error) {
 		s.biasIDs = append(s.biasIDs, id)
 		s.biasVals = append(s.biasVals, p.LogitBias[id])
 	}
-	if p.PenaltyLastN > 0 {
-		s.hist = make([]int32, p.PenaltyLastN)
-		s.seen = make([]int32, 0, p.PenaltyLastN)
+	switch {
+	case p.PenaltyLastN > 0:
+		s.window = p.PenaltyLastN
+	case p.PenaltyLastN < 0:
+		s.window = MaxPenaltyLastN
+	}
+	// Windows up to a few thousand tokens (llama.cpp's default is 64) are
+	// allocated now, so accepting tokens does not allocate; larger ones
+	// grow as they fill.
+	if s.window > 0 {
+		s.hist = make([]int32, 0, min(s.window, eagerWindow))
 	}
 	s.rng.seed(p.Seed)
 	return s, nil
@@ -129,26 +147,27 @@ func (s *Sampler) penaltiesOn() bool {
 	return s.p.PenaltyLastN != 0 && (s.p.RepeatPenalty != 1 || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0)
 }
 
-// Accept records a token (prompt tokens too) for the penalties.
+// Accept records a token (prompt tokens too) for the penalties. Until the
+// window is full the history grows (amortized, like append); then it is a
+// ring.
 func (s *Sampler) Accept(tok int32) {
-	switch {
-	case s.p.PenaltyLastN > 0:
-		s.hist[s.histPos] = tok
-		s.histPos = (s.histPos + 1) % len(s.hist)
-		s.histLen = min(s.histLen+1, len(s.hist))
-	case s.p.PenaltyLastN < 0:
+	if s.window == 0 {
+		return
+	}
+	if len(s.hist) < s.window {
 		s.hist = append(s.hist, tok)
 		s.histLen = len(s.hist)
+		return
 	}
+	s.hist[s.histPos] = tok
+	s.histPos = (s.histPos + 1) % len(s.hist)
 }
 
 // Reset forgets the accepted tokens and restarts the generator from the
 // seed, so the sampler then behaves as a new one.
 func (s *Sampler) Reset() {
 	s.histPos, s.histLen = 0, 0
-	if s.p.PenaltyLastN < 0 {
-		s.hist = s.hist[:0]
-	}
+	s.hist = s.hist[:0]
 	s.rng.seed(s.p.Seed)
 }
 

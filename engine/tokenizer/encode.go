@@ -1,8 +1,10 @@
 package tokenizer
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -63,9 +65,17 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpec
 	if sc == nil {
 		sc = &scratch{}
 	}
-	defer t.pool.Put(sc)
+	defer func() {
+		sc.trim()
+		t.pool.Put(sc)
+	}()
 
 	sc.frags, sc.frags2 = t.partition(text, parseSpecial, sc, sc.frags, sc.frags2)
+	if len(text) > keepScratch {
+		// A long text's tokens: grown once to a usual tokens-per-byte
+		// ratio rather than reallocated as they come.
+		dst = slices.Grow(dst, len(text)/3)
+	}
 
 	var err error
 	switch t.kind {
@@ -83,6 +93,10 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpec
 				continue
 			}
 			buf := sc.buf[:0]
+			if n := f.end - f.start; n > keepScratch {
+				// Sized once: "▁" is three bytes where a space was one.
+				buf = slices.Grow(buf, n+2*strings.Count(text[f.start:f.end], " ")+len(spmSpace))
+			}
 			if t.addSpacePrefix && prevSpecial {
 				buf = append(buf, "\u2581"...)
 			}
@@ -94,7 +108,7 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpec
 				}
 			}
 			sc.buf = buf
-			dst = t.encodeSPM(dst, buf, sc)
+			dst = t.encodeSPMPieces(dst, buf, sc)
 			prevSpecial = false
 		}
 		if addSpecial && t.addEOS {
@@ -285,6 +299,105 @@ func (b *bigram) less(o *bigram) bool { return b.key < o.key }
 // encodeSPM is llama.cpp's SentencePiece BPE: start from characters, merge
 // the adjacent pair forming the highest-scoring token until none is left,
 // and spell what is not a token with byte tokens.
+// keepScratch is the most elements a pooled scratch buffer keeps: one long
+// text's buffers are dropped after it, not held for the tokenizer's life.
+const keepScratch = 1 << 16
+
+func (sc *scratch) trim() {
+	if cap(sc.frags) > keepScratch {
+		sc.frags = nil
+	}
+	if cap(sc.frags2) > keepScratch {
+		sc.frags2 = nil
+	}
+	if cap(sc.buf) > 4*keepScratch {
+		sc.buf = nil
+	}
+	if cap(sc.cpts) > keepScratch {
+		sc.cpts = nil
+	}
+	if cap(sc.segs) > keepScratch {
+		sc.segs = nil
+	}
+	if cap(sc.segs2) > keepScratch {
+		sc.segs2 = nil
+	}
+	if cap(sc.syms) > 4*keepScratch {
+		sc.syms = nil
+	}
+	if cap(sc.heap) > 4*keepScratch {
+		sc.heap = nil
+	}
+	if cap(sc.word) > keepScratch {
+		sc.word = nil
+	}
+}
+
+// spmPiece is the length from which SentencePiece text is merged in pieces:
+// the merge keeps a symbol per character and a heap of candidate pairs (some
+// 50 bytes per character), which for megabytes of text is both the memory
+// and, through the heap's depth, most of the time.
+const spmPiece = 1 << 16
+
+const spmSpace = "\u2581"
+
+// encodeSPMPieces is encodeSPM over text cut into pieces of about
+// spmPiece bytes, where that gives the same tokens: each cut is before a
+// "▁" that follows another character, and when no token contains such a
+// pair (spmCutSafe) no merge can cross it, so merging each piece alone
+// makes the same merges, in the same order within each piece.
+func (t *Tokenizer) encodeSPMPieces(dst []int32, text []byte, sc *scratch) []int32 {
+	if !t.spmCutSafe {
+		return t.encodeSPM(dst, text, sc)
+	}
+	for len(text) > 2*spmPiece {
+		cut := spmCut(text, spmPiece)
+		if cut < 0 {
+			break
+		}
+		dst = t.encodeSPM(dst, text[:cut], sc)
+		text = text[cut:]
+	}
+	return t.encodeSPM(dst, text, sc)
+}
+
+// spmCut is the first offset >= from where text continues with "▁" after a
+// character other than "▁", or -1.
+func spmCut(text []byte, from int) int {
+	for i := from; i < len(text); {
+		j := bytes.Index(text[i:], []byte(spmSpace))
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i >= len(spmSpace) && string(text[i-len(spmSpace):i]) != spmSpace {
+			return i
+		}
+		i += len(spmSpace)
+	}
+	return -1
+}
+
+// spmCutSafe reports whether every "▁" inside a token follows another "▁"
+// (or starts the token), so that no token spans a cut made before a "▁"
+// that follows another character.
+func spmCutSafe(toks *strs) bool {
+	for i := 0; i < toks.len(); i++ {
+		s := toks.at(i)
+		for j := strings.Index(s, spmSpace); j >= 0; {
+			if j > 0 && (j < len(spmSpace) || s[j-len(spmSpace):j] != spmSpace) {
+				return false
+			}
+			k := strings.Index(s[j+len(spmSpace):], spmSpace)
+			if k < 0 {
+				break
+			}
+			j += len(spmSpace) + k
+		}
+	}
+	return true
+}
+
 func (t *Tokenizer) encodeSPM(dst []int32, text []byte, sc *scratch) []int32 {
 	syms := sc.syms[:0]
 	for off := 0; off < len(text); {

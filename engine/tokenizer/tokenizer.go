@@ -122,6 +122,10 @@ type Tokenizer struct {
 	eog          map[int32]bool
 	ignoreMerges bool
 	cleanSpaces  bool
+	// spmCutSafe: no token holds "▁" after anything but another "▁", so
+	// SentencePiece text can be merged in pieces cut before a "▁" that
+	// follows another character (see encodeSPMPieces).
+	spmCutSafe bool
 
 	addBOS, addEOS, addSpacePrefix bool
 
@@ -296,6 +300,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 	switch t.kind {
 	case SPM:
 		t.nl = t.byteTok['\n']
+		t.spmCutSafe = spmCutSafe(&t.text)
 	case WPM:
 		t.nl = t.pad
 	default:

@@ -1,8 +1,10 @@
 package tokenizer
 
 import (
+	"slices"
 	"sort"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Code point classes as llama.cpp's pre-tokenizers see them: one general
@@ -109,6 +111,11 @@ func decodeCpt(s string, i int) (rune, int) {
 
 // appendCpts appends the code points of s, decoded as decodeCpt does.
 func appendCpts(dst []rune, s string) []rune {
+	// Grown once to size: appending rune by rune reallocated megabytes of
+	// text some twenty times over (about 24 bytes allocated per byte).
+	if need := len(dst) + utf8.RuneCountInString(s); need > cap(dst) {
+		dst = slices.Grow(dst, need-len(dst))
+	}
 	for i := 0; i < len(s); {
 		r, n := decodeCpt(s, i)
 		dst = append(dst, r)

@@ -1,7 +1,9 @@
-// Package shareddata locates the shared test data (real models, tokenizer
-// vectors, llama.cpp references) that tests read in place. The folder is
-// $MOONLM_TESTDATA, or ../shared/testdata beside the repository; tests skip
-// with a clear message where it is absent, so the suite still runs without it.
+// Package shareddata locates the data tests read in place: the shared test
+// data (small models, tokenizer vectors, llama.cpp references), in
+// $MOONLM_TESTDATA or ../shared/testdata beside the repository, and the
+// default real models that scripts/fetch-model.sh fetches (see ModelDirs).
+// Tests skip with a clear message where either is absent, so the suite still
+// runs without them.
 package shareddata
 
 import (
@@ -18,17 +20,27 @@ func Root() string {
 		}
 		return ""
 	}
+	root := repoRoot()
+	if root == "" {
+		return ""
+	}
+	d := filepath.Join(root, "..", "shared", "testdata")
+	if st, err := os.Stat(d); err == nil && st.IsDir() {
+		return d
+	}
+	return ""
+}
+
+// repoRoot returns the folder holding go.mod above the working directory
+// (a test's package folder), or "".
+func repoRoot() string {
 	dir, err := os.Getwd()
 	if err != nil {
 		return ""
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(dir, "..", "shared", "testdata")
-			if st, err := os.Stat(d); err == nil && st.IsDir() {
-				return d
-			}
-			return ""
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {

@@ -43,6 +43,30 @@ function skipReason(rel) {
   return false;
 }
 
+/**
+ * The path of a default model, by the name scripts/fetch-model.sh gives it
+ * (SmolLM2-135M-Instruct.Q4_1.gguf, gemma-3-270m-q4_k_m.gguf), searched as the
+ * Go tests search (internal/shareddata): $MOONLM_MODELS (the Makefile sets
+ * build/models), build/models of the repository, then ~/.cache/moonlm/models
+ * (only read). Returns { path } or { skip: reason }.
+ */
+function defaultModel(name) {
+  const dirs = [];
+  if (process.env.MOONLM_MODELS) dirs.push(process.env.MOONLM_MODELS);
+  dirs.push(path.join(REPO, 'build', 'models'));
+  const xdg = process.env.XDG_CACHE_HOME;
+  if (xdg && path.isAbsolute(xdg)) dirs.push(path.join(xdg, 'moonlm', 'models'));
+  dirs.push(path.join(os.homedir(), '.cache', 'moonlm', 'models'));
+  for (const d of dirs) {
+    const p = path.join(d, name);
+    try {
+      const st = fs.statSync(p);
+      if (st.isFile() && st.size > 0) return { path: p };
+    } catch { /* not here */ }
+  }
+  return { skip: `model ${name} not found in ${dirs.join(', ')}: run scripts/fetch-model.sh (or make test)` };
+}
+
 function dataPath(rel) {
   return path.join(testdataRoot(), rel);
 }
@@ -140,4 +164,4 @@ function ggufWithString(src, key, value) {
 }
 
 module.exports = {
-  ggufWithString, moonlm, REPO, skipReason, dataPath, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };
+  ggufWithString, moonlm, REPO, skipReason, dataPath, defaultModel, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };

@@ -45,6 +45,27 @@ def data_path(rel: str) -> str:
     return str(p)
 
 
+def default_model(name: str) -> str:
+    """The path of a default model, by the name scripts/fetch-model.sh gives
+    it (SmolLM2-135M-Instruct.Q4_1.gguf, gemma-3-270m-q4_k_m.gguf), searched
+    as the Go tests search (internal/shareddata): $MOONLM_MODELS (the Makefile
+    sets build/models), build/models of the repository, then
+    ~/.cache/moonlm/models (only read). Skips the test when it is absent."""
+    dirs = []
+    if os.environ.get("MOONLM_MODELS"):
+        dirs.append(Path(os.environ["MOONLM_MODELS"]))
+    dirs.append(REPO / "build" / "models")
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        dirs.append(Path(xdg) / "moonlm" / "models")
+    dirs.append(Path.home() / ".cache" / "moonlm" / "models")
+    for d in dirs:
+        p = d / name
+        if p.is_file() and p.stat().st_size > 0:
+            return str(p)
+    pytest.skip(f"model {name} not found in {', '.join(map(str, dirs))}: run scripts/fetch-model.sh (or make test)")
+
+
 @pytest.fixture(scope="session")
 def lib():
     import moonlm
