@@ -86,6 +86,32 @@ type samplerParams struct {
 	Seed             uint64
 }
 
+// generateParams is a generation's options after validation.
+type generateParams struct {
+	MaxTokens  int // 0: no limit
+	Stop       []string
+	DecodeLast bool
+}
+
+// finishReason is numbered as moonlm_finish_reason.
+type finishReason int
+
+const (
+	finishNone finishReason = iota
+	finishStop
+	finishLength
+	finishEOG
+	finishContext
+	finishCancelled
+)
+
+// generateResult is what moonlm_generate_result reports.
+type generateResult struct {
+	Finish                           finishReason
+	PromptTokens, Generated, Evalled int
+	LastToken                        int32
+}
+
 type backendModel interface {
 	Close() error
 	Info() modelInfo
@@ -98,7 +124,9 @@ type backendModel interface {
 	// the result must not be modified.
 	Piece(tok int32) []byte
 	Detokenize(ids []int32) string
-	ApplyChatTemplate(msgs []message, addAssistant bool) (string, error)
+	// ApplyChatTemplate renders msgs in the built-in format name, or with
+	// the model's own template when name is "".
+	ApplyChatTemplate(name string, msgs []message, addAssistant bool) (string, error)
 	NewSession(p sessionParams) (backendSession, error)
 }
 
@@ -106,6 +134,10 @@ type backendSession interface {
 	// Prefill evaluates tokens; logits (nil or n_vocab long) receives the
 	// last position's logits.
 	Prefill(tokens []int32, logits []float32) error
+	// Generate runs the engine's generation loop with smp, calling
+	// onPiece (text valid during the call only) per token; the result is
+	// filled also on error.
+	Generate(prompt []int32, smp backendSampler, p generateParams, onPiece func(text []byte, tok int32) bool) (generateResult, error)
 	Rewind(nKeep int) error
 	Pos() int
 	NCtx() int

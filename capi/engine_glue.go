@@ -133,13 +133,16 @@ func (e engineModel) Piece(tok int32) []byte { return e.m.TokenPiece(tok) }
 
 func (e engineModel) Detokenize(ids []int32) string { return e.m.Detokenize(ids) }
 
-func (e engineModel) ApplyChatTemplate(msgs []message, addAssistant bool) (string, error) {
+func (e engineModel) ApplyChatTemplate(name string, msgs []message, addAssistant bool) (string, error) {
 	cm := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
 		cm[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
-	return e.m.ApplyChatTemplate(cm, addAssistant)
+	return e.m.ApplyChatTemplateNamed(name, cm, addAssistant)
 }
+
+// builtinChatTemplates lists the names ApplyChatTemplate accepts, sorted.
+func builtinChatTemplates() []string { return chat.Families() }
 
 func (e engineModel) NewSession(p sessionParams) (backendSession, error) {
 	s, err := e.m.NewSession(engine.SessionParams{NCtx: p.NCtx, Threads: p.Threads, KVF32: p.KVF32})
@@ -158,6 +161,32 @@ func (e engineSession) Prefill(tokens []int32, logits []float32) error {
 		return e.s.Decode(tokens[0], logits)
 	}
 	return e.s.Prefill(tokens, logits)
+}
+
+// finishReasons numbers the engine's finish reasons as moonlm_finish_reason.
+var finishReasons = [...]finishReason{
+	engine.FinishNone:      finishNone,
+	engine.FinishStop:      finishStop,
+	engine.FinishLength:    finishLength,
+	engine.FinishEOG:       finishEOG,
+	engine.FinishContext:   finishContext,
+	engine.FinishCancelled: finishCancelled,
+}
+
+func (e engineSession) Generate(prompt []int32, smp backendSampler, p generateParams, onPiece func([]byte, int32) bool) (generateResult, error) {
+	res, err := e.s.Generate(prompt, engine.GenerateParams{
+		MaxTokens: p.MaxTokens, TokenSampler: smp, Stop: p.Stop, DecodeLast: p.DecodeLast,
+	}, onPiece)
+	out := generateResult{PromptTokens: res.PromptTokens, Generated: res.Tokens, Evalled: res.Tokens, LastToken: res.LastToken}
+	if res.Tokens > 0 && !res.LastTokenCached {
+		out.Evalled--
+	}
+	if int(res.Finish) < len(finishReasons) {
+		out.Finish = finishReasons[res.Finish]
+	} else if err == nil {
+		err = fmt.Errorf("%w: the engine reports finish reason %v, which moonlm_finish_reason lacks", engine.ErrInternal, res.Finish)
+	}
+	return out, err
 }
 
 func (e engineSession) Rewind(nKeep int) error { return e.s.Rewind(nKeep) }

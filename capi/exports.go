@@ -11,7 +11,7 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"unicode/utf8"
+	"strings"
 	"unsafe"
 )
 
@@ -326,8 +326,11 @@ func moonlmgo_detokenize(h C.uintptr_t, toks *C.int32_t, n C.size_t, buf *C.char
 }
 
 //export moonlmgo_chat_apply_template
-func moonlmgo_chat_apply_template(h C.uintptr_t, msgs *C.moonlm_message, n C.size_t, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
-	const fn = "moonlm_chat_apply_template"
+func moonlmgo_chat_apply_template(h C.uintptr_t, name *C.char, named C.int, msgs *C.moonlm_message, n C.size_t, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	fn := "moonlm_chat_apply_template"
+	if named != 0 {
+		fn = "moonlm_chat_apply_template_named"
+	}
 	defer guard(fn, &st)
 	enter(fn)
 	o, st := getModel(fn, h)
@@ -361,14 +364,27 @@ func moonlmgo_chat_apply_template(h C.uintptr_t, msgs *C.moonlm_message, n C.siz
 	for i, m := range cm {
 		gm[i] = message{Role: C.GoString(m.role), Content: C.GoString(m.content)}
 	}
-	if o.info.ChatTemplate == "" {
-		return fail(stUnsupported, fn, "the model has no chat template (tokenizer.chat_template)")
+	var tmpl string
+	if name != nil {
+		tmpl = C.GoString(name)
 	}
-	text, err := o.m.ApplyChatTemplate(gm, addAssistant != 0)
+	text, err := o.m.ApplyChatTemplate(tmpl, gm, addAssistant != 0)
 	if err != nil {
+		if named == 0 && statusOf(err) == stUnsupported {
+			// Say which call takes the name.
+			return fail(stUnsupported, fn, "%v (moonlm_chat_apply_template_named takes one)", err)
+		}
 		return failErr(fn, err)
 	}
 	return writeText(fn, text, out, cap, nOut)
+}
+
+//export moonlmgo_chat_builtin_templates
+func moonlmgo_chat_builtin_templates(buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+	const fn = "moonlm_chat_builtin_templates"
+	defer guard(fn, &st)
+	enter(fn)
+	return writeText(fn, strings.Join(builtinChatTemplates(), ","), buf, cap, nOut)
 }
 
 // ---- sessions ---------------------------------------------------------------
@@ -720,6 +736,63 @@ func moonlmgo_sample(h C.uintptr_t, logits *C.float, n C.size_t, tok *C.int32_t)
 
 // ---- generate ---------------------------------------------------------------
 
+// Bounds of moonlm_generate_params' stop strings (MOONLM_MAX_STOP_STRINGS,
+// MOONLM_MAX_STOP_BYTES).
+const (
+	maxStopStrings = C.MOONLM_MAX_STOP_STRINGS
+	maxStopBytes   = C.MOONLM_MAX_STOP_BYTES
+)
+
+// genRequest is one generation's validated request.
+type genRequest struct {
+	maxTokens int // -1: no limit, 0: prefill only
+	p         generateParams
+	cb, ud    C.uintptr_t
+}
+
+// generate runs req on the session with smp (both locked by the caller).
+func (o *cSession) generate(fn string, smp *cSampler, prompt *C.int32_t, n C.size_t, req genRequest) (generateResult, C.int) {
+	res := generateResult{LastToken: -1}
+	if n == 0 || prompt == nil {
+		return res, fail(stInvalid, fn, "the prompt is empty (prompt %p, n_prompt %d); at least one token is needed", prompt, n)
+	}
+	if st := checkCount(fn, "n_prompt", n); st != stOK {
+		return res, st
+	}
+	// Copy: the tokens are the caller's memory.
+	o.toks = append(o.toks[:0], cTokens(prompt, n)...)
+	if req.maxTokens == 0 {
+		if st := o.prefill(fn, o.toks, nil); st != stOK {
+			return res, st
+		}
+		for _, t := range o.toks {
+			smp.s.Accept(t)
+		}
+		res.PromptTokens, res.Finish = len(o.toks), finishLength
+		return res, stOK
+	}
+	if st := checkTokens(fn, o.toks, o.nVocab); st != stOK {
+		return res, st
+	}
+	if pos, nCtx := o.s.Pos(), o.s.NCtx(); pos+len(o.toks) > nCtx {
+		return res, fail(stContextFull, fn, "%d prompt tokens at position %d do not fit in the context of %d", len(o.toks), pos, nCtx)
+	}
+	var onPiece func([]byte, int32) bool
+	if req.cb != 0 {
+		onPiece = func(text []byte, tok int32) bool {
+			return o.emit(req.cb, req.ud, tok, text) == 0
+		}
+	}
+	res, err := o.s.Generate(o.toks, smp.s, req.p, onPiece)
+	if err != nil {
+		if statusOf(err) == stCancelled {
+			return res, fail(stCancelled, fn, "cancelled by moonlm_session_cancel (%v)", err)
+		}
+		return res, failErr(fn, err)
+	}
+	return res, stOK
+}
+
 //export moonlmgo_generate
 func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTokens C.size_t, cb, ud C.uintptr_t, nGen *C.size_t) (st C.int) {
 	const fn = "moonlm_generate"
@@ -735,94 +808,115 @@ func moonlmgo_generate(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, maxTo
 		return st
 	}
 	defer smp.unlock()
-	if n == 0 || prompt == nil {
-		return fail(stInvalid, fn, "the prompt is empty (prompt %p, n_prompt %d); at least one token is needed", prompt, n)
+	// The documented behaviour of moonlm_generate: every token passed to the
+	// callback is decoded, and a full context is MOONLM_CONTEXT_FULL.
+	req := genRequest{maxTokens: -1, p: generateParams{DecodeLast: true}, cb: cb, ud: ud}
+	if uint64(maxTokens) <= maxCount {
+		req.maxTokens = int(maxTokens)
+		req.p.MaxTokens = int(maxTokens)
 	}
-	if st := checkCount(fn, "n_prompt", n); st != stOK {
-		return st
+	res, st := o.generate(fn, smp, prompt, n, req)
+	if nGen != nil {
+		*nGen = C.size_t(res.Evalled)
 	}
-	if o.logits == nil {
-		o.logits = make([]float32, o.nVocab)
+	if st == stOK && res.Finish == finishContext {
+		return fail(stContextFull, fn, "the context of %d tokens is full after %d generated tokens", o.s.NCtx(), res.Generated)
 	}
-	o.toks = append(o.toks[:0], cTokens(prompt, n)...)
-	if st := o.prefill(fn, o.toks, o.logits); st != stOK {
-		return st
-	}
-	for _, t := range o.toks {
-		smp.s.Accept(t)
-	}
-	o.pending = o.pending[:0]
-	model := o.model
-	for i := 0; uint64(i) < uint64(maxTokens); i++ {
-		tok := smp.s.Sample(o.logits)
-		if model.m.IsEOG(tok) {
-			break
-		}
-		if o.s.Pos() >= o.s.NCtx() {
-			return fail(stContextFull, fn, "the context of %d tokens is full after %d generated tokens", o.s.NCtx(), i)
-		}
-		smp.s.Accept(tok)
-		stop := false
-		if cb != 0 {
-			stop = o.emit(cb, ud, tok, model.m.Piece(tok)) != 0
-		}
-		o.toks = append(o.toks[:0], tok)
-		if st := o.prefill(fn, o.toks, o.logits); st != stOK {
-			return st
-		}
-		if nGen != nil {
-			*nGen = C.size_t(i + 1)
-		}
-		if stop {
-			return stOK
-		}
-	}
-	if cb != 0 && len(o.pending) > 0 {
-		// The model stopped inside a character: deliver its bytes anyway.
-		o.emit(cb, ud, -1, nil)
-	}
-	return stOK
+	return st
 }
 
-// completeUTF8Prefix is the length of b without a trailing incomplete
-// UTF-8 sequence (a lead byte lacking some of its continuation bytes).
-// Invalid bytes count as complete: holding them back would not help.
-func completeUTF8Prefix(b []byte) int {
-	for back := 1; back <= utf8.UTFMax-1 && back <= len(b); back++ {
-		c := b[len(b)-back]
-		if utf8.RuneStart(c) {
-			if c >= utf8.RuneSelf && !utf8.FullRune(b[len(b)-back:]) {
-				return len(b) - back
-			}
-			break
-		}
+//export moonlmgo_generate_ex
+func moonlmgo_generate_ex(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, p *C.moonlm_generate_params, r *C.moonlm_generate_result) (st C.int) {
+	const fn = "moonlm_generate_ex"
+	defer guard(fn, &st)
+	o, st := lockSession(fn, sh)
+	if o == nil {
+		return st
 	}
-	return len(b)
+	defer o.finish(fn, &st)
+	enter(fn) // after finish is armed: a debug panic exercises it
+	smp, st := lockSampler(fn, smh)
+	if smp == nil {
+		return st
+	}
+	defer smp.unlock()
+	req, st := generateRequest(fn, p)
+	if st != stOK {
+		return st
+	}
+	res, st := o.generate(fn, smp, prompt, n, req)
+	r.finish_reason = C.int32_t(res.Finish)
+	r.last_token = C.int32_t(res.LastToken)
+	r.n_prompt = C.size_t(res.PromptTokens)
+	r.n_generated = C.size_t(res.Generated)
+	r.n_evaluated = C.size_t(res.Evalled)
+	return st
 }
 
-// emit passes the complete UTF-8 characters of the pending text plus piece
-// to the callback, keeping an incomplete trailing character for later;
-// tok < 0 flushes everything (the end of generation).
-func (o *cSession) emit(cb, ud C.uintptr_t, tok int32, piece []byte) C.int {
-	o.pending = append(o.pending, piece...)
-	cut := len(o.pending)
-	if tok >= 0 {
-		cut = completeUTF8Prefix(o.pending)
+// generateRequest validates moonlm_generate_params (moonlm.c has checked
+// its size and copied it over the defaults).
+func generateRequest(fn string, p *C.moonlm_generate_params) (genRequest, C.int) {
+	req := genRequest{maxTokens: int(p.max_tokens), cb: C.uintptr_t(uintptr(unsafe.Pointer(p.callback))), ud: C.uintptr_t(uintptr(p.user_data))}
+	if p.max_tokens < -1 {
+		return req, fail(stInvalid, fn, "moonlm_generate_params.max_tokens is %d; want -1 (no limit), 0 (prefill only) or more", int32(p.max_tokens))
 	}
-	if cut+1 > o.pieceCap {
+	if req.maxTokens > 0 {
+		req.p.MaxTokens = req.maxTokens
+	}
+	if unknown := uint32(p.flags) &^ C.MOONLM_GENERATE_DECODE_LAST; unknown != 0 {
+		return req, fail(stInvalid, fn, "moonlm_generate_params.flags has unknown bits %#x", unknown)
+	}
+	req.p.DecodeLast = p.flags&C.MOONLM_GENERATE_DECODE_LAST != 0
+	if p.n_stop == 0 {
+		return req, stOK
+	}
+	if uint64(p.n_stop) > maxStopStrings {
+		return req, fail(stInvalid, fn, "moonlm_generate_params.n_stop is %d; at most %d stop strings", uint64(p.n_stop), maxStopStrings)
+	}
+	if p.stop == nil {
+		return req, fail(stInvalid, fn, "moonlm_generate_params.stop is NULL but n_stop is %d", uint64(p.n_stop))
+	}
+	ptrs := unsafe.Slice(p.stop, int(p.n_stop))
+	var lens []C.size_t
+	if p.stop_len != nil {
+		lens = unsafe.Slice(p.stop_len, int(p.n_stop))
+	}
+	total := uint64(0)
+	req.p.Stop = make([]string, len(ptrs))
+	for i, sp := range ptrs {
+		if sp == nil {
+			return req, fail(stInvalid, fn, "moonlm_generate_params.stop[%d] is NULL", i)
+		}
+		var n uint64
+		if lens != nil {
+			n = uint64(lens[i])
+		} else {
+			n = uint64(C.strnlen(sp, maxStopBytes+1))
+		}
+		total += min(n, maxStopBytes+1)
+		if total > maxStopBytes {
+			return req, fail(stInvalid, fn, "the stop strings up to stop[%d] hold more than %d bytes", i, maxStopBytes)
+		}
+		req.p.Stop[i] = C.GoStringN(sp, C.int(n))
+	}
+	return req, stOK
+}
+
+// emit passes text released by the engine to the callback as a
+// NUL-terminated C string in a buffer the session reuses.
+func (o *cSession) emit(cb, ud C.uintptr_t, tok int32, text []byte) C.int {
+	if len(text)+1 > o.pieceCap {
 		if o.piece != nil {
 			C.free(o.piece)
 		}
-		o.pieceCap = max(2*cut+1, 64)
+		o.pieceCap = max(2*len(text)+1, 64)
 		o.piece = C.malloc(C.size_t(o.pieceCap))
 		if o.piece == nil {
 			panic("out of memory for a generated piece")
 		}
 	}
 	dst := unsafe.Slice((*byte)(o.piece), o.pieceCap)
-	copy(dst, o.pending[:cut])
-	dst[cut] = 0
-	rest := copy(o.pending, o.pending[cut:])
-	o.pending = o.pending[:rest]
-	return C.moonlmc_call_piece(C.uintptr_t(cb), (*C.char)(o.piece), C.size_t(cut), C.int32_t(tok), C.uintptr_t(ud))
+	copy(dst, text)
+	dst[len(text)] = 0
+	return C.moonlmc_call_piece(cb, (*C.char)(o.piece), C.size_t(len(text)), C.int32_t(tok), ud)
 }

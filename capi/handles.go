@@ -132,8 +132,6 @@ type cSession struct {
 
 	// Scratch owned by the call holding busy.
 	toks     []int32
-	logits   []float32
-	pending  []byte
 	piece    unsafe.Pointer // C buffer passed to generate callbacks
 	pieceCap int
 }

@@ -260,6 +260,33 @@ void moonlm_sampler_params_init(moonlm_sampler_params *params, size_t size) {
     moonlm__fill_struct(params, size, &d, sizeof d);
 }
 
+static void moonlm__generate_params_defaults(moonlm_generate_params *params) {
+    memset(params, 0, sizeof *params);
+    params->size = sizeof *params;
+    params->max_tokens = -1;
+}
+
+void moonlm_generate_params_init(moonlm_generate_params *params, size_t size) {
+    if (params == NULL || size < sizeof(size_t)) {
+        return;
+    }
+    moonlm_generate_params d;
+    moonlm__generate_params_defaults(&d);
+    moonlm__fill_struct(params, size, &d, sizeof d);
+}
+
+const char *moonlm_finish_reason_string(moonlm_finish_reason reason) {
+    switch (reason) {
+    case MOONLM_FINISH_NONE: return "none";
+    case MOONLM_FINISH_STOP: return "stop";
+    case MOONLM_FINISH_LENGTH: return "length";
+    case MOONLM_FINISH_EOG: return "eog";
+    case MOONLM_FINISH_CONTEXT: return "context";
+    case MOONLM_FINISH_CANCELLED: return "cancelled";
+    }
+    return "unknown";
+}
+
 /* ---- models ------------------------------------------------------------- */
 
 moonlm_status moonlm_model_open(const char *path, const moonlm_model_params *params, moonlm_model **out) {
@@ -388,8 +415,21 @@ moonlm_status moonlm_detokenize(const moonlm_model *model, const int32_t *tokens
 moonlm_status moonlm_chat_apply_template(const moonlm_model *model, const moonlm_message *msgs, size_t n,
                                          int add_assistant, char *out, size_t cap, size_t *n_out) {
     MOONLM__ENTER("moonlm_chat_apply_template");
-    return (moonlm_status)moonlmgo_chat_apply_template((uintptr_t)model, (moonlm_message *)msgs, n,
+    return (moonlm_status)moonlmgo_chat_apply_template((uintptr_t)model, NULL, 0, (moonlm_message *)msgs, n,
                                                        add_assistant, out, cap, n_out);
+}
+
+moonlm_status moonlm_chat_apply_template_named(const moonlm_model *model, const char *name,
+                                               const moonlm_message *msgs, size_t n, int add_assistant,
+                                               char *out, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_chat_apply_template_named");
+    return (moonlm_status)moonlmgo_chat_apply_template((uintptr_t)model, (char *)name, 1, (moonlm_message *)msgs,
+                                                       n, add_assistant, out, cap, n_out);
+}
+
+moonlm_status moonlm_chat_builtin_templates(char *buf, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_chat_builtin_templates");
+    return (moonlm_status)moonlmgo_chat_builtin_templates(buf, cap, n_out);
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -523,4 +563,39 @@ moonlm_status moonlm_generate(moonlm_session *session, moonlm_sampler *sampler, 
     MOONLM__ENTER("moonlm_generate");
     return (moonlm_status)moonlmgo_generate((uintptr_t)session, (uintptr_t)sampler, (int32_t *)prompt, n_prompt,
                                             max_tokens, (uintptr_t)callback, (uintptr_t)user_data, n_generated);
+}
+
+moonlm_status moonlm_generate_ex(moonlm_session *session, moonlm_sampler *sampler, const int32_t *prompt,
+                                 size_t n_prompt, const moonlm_generate_params *params,
+                                 moonlm_generate_result *result) {
+    MOONLM__ENTER("moonlm_generate_ex");
+    if (result != NULL && result->size < sizeof(moonlm_generate_result)) {
+        moonlm__errorf("moonlm_generate_ex: result->size is %zu, want at least %zu (set it to "
+                       "sizeof(moonlm_generate_result))",
+                       result->size, sizeof(moonlm_generate_result));
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    moonlm_generate_result r;
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    r.finish_reason = MOONLM_FINISH_NONE;
+    r.last_token = -1;
+    moonlm_generate_params p;
+    moonlm__generate_params_defaults(&p);
+    moonlm_status st = MOONLM_OK;
+    if (params != NULL) {
+        st = moonlm__read_struct("moonlm_generate_ex", "moonlm_generate_params", params,
+                                 sizeof(moonlm_generate_params), sizeof(moonlm_generate_params), &p);
+    }
+    if (st == MOONLM_OK) {
+        st = (moonlm_status)moonlmgo_generate_ex((uintptr_t)session, (uintptr_t)sampler, (int32_t *)prompt,
+                                                 n_prompt, &p, &r);
+    }
+    if (result != NULL) {
+        /* Only the members this library knows; a newer caller's others stay as given. */
+        size_t keep = result->size;
+        memcpy(result, &r, sizeof r);
+        result->size = keep;
+    }
+    return st;
 }

@@ -137,16 +137,19 @@ func TestShapeErrorNamesTensor(t *testing.T) {
 // ErrUnsupported naming it, never ErrBadFile.
 func TestUnsupportedArchitectureNamesIt(t *testing.T) {
 	src := shareddata.Path(t, "models/stories260K.gguf")
-	path := copyGGUF(t, src, func(k string, v any) any {
-		if k == "general.architecture" {
-			return "phi3"
-		}
-		return v
-	}, nil)
-	_, err := Open(path, ModelParams{Threads: 1})
-	require.ErrorIs(t, err, ErrUnsupported)
-	assert.NotErrorIs(t, err, ErrBadFile)
-	assert.Contains(t, err.Error(), `"phi3"`)
+	// A transformer with a close family and a state-space model with none.
+	for _, name := range []string{"phi3", "mamba"} {
+		path := copyGGUF(t, src, func(k string, v any) any {
+			if k == "general.architecture" {
+				return name
+			}
+			return v
+		}, nil)
+		_, err := Open(path, ModelParams{Threads: 1})
+		require.ErrorIs(t, err, ErrUnsupported, name)
+		assert.NotErrorIs(t, err, ErrBadFile, name)
+		assert.Contains(t, err.Error(), `"`+name+`"`)
+	}
 }
 
 // TestLlamaOptionalBiases: llama's Q/K/V biases are optional; present,

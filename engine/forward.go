@@ -67,7 +67,13 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	s.jobs[0] = mmJob{m.output, s.act(m.output), out}
 	s.nJobs = 1
 	s.nTok -= first
-	return s.pool.Run(s.fnMat)
+	if err := s.pool.Run(s.fnMat); err != nil {
+		return err
+	}
+	if c := s.c; c.LogitScale != 1 {
+		kernels.Scale(out[:s.nTok*m.output.Rows], c.LogitScale)
+	}
+	return nil
 }
 
 func (s *Session) act(mt *kernels.Matrix) []byte { return s.acts[kernels.ActType(mt)] }
@@ -221,6 +227,9 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 				}
 			}
 		case tkRoPE:
+			if L.noRope {
+				continue
+			}
 			rc := s.rope[t*c.Rot : (t+1)*c.Rot]
 			if L.sliding {
 				rc = s.ropeSWA[t*c.Rot : (t+1)*c.Rot]
@@ -234,8 +243,11 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		case tkStoreKV:
 			s.storeKV(il, t)
 		case tkResidual:
-			x := s.tok(arch.X, t)
-			kernels.Add(x, x, s.tok(op.in, t))
+			x, in := s.tok(arch.X, t), s.tok(op.in, t)
+			if c.ResScale != 1 {
+				kernels.Scale(in, c.ResScale)
+			}
+			kernels.Add(x, x, in)
 		case tkGLU:
 			g, u := s.tok(arch.G, t), s.tok(arch.U, t)
 			if c.Act == arch.GELU {

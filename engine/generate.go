@@ -3,146 +3,236 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/moonlm/moonlm/engine/sample"
+	"github.com/moonlm/moonlm/engine/tokenizer"
 )
+
+// TokenSampler chooses tokens; *sample.Sampler is one. Generate passes it
+// every prompt and generated token through Accept, so a caller's sampler
+// keeps its penalty history across calls.
+type TokenSampler interface {
+	Sample(logits []float32) int32
+	Accept(tok int32)
+}
 
 // GenerateParams configure Generate.
 type GenerateParams struct {
 	// MaxTokens caps the generated tokens; 0 means until an end-of-generation
 	// token, a stop string or the end of the context.
 	MaxTokens int
-	// Sampler configures token choice; the zero value is greedy.
+	// Sampler configures token choice when TokenSampler is nil; the zero
+	// value is greedy.
 	Sampler sample.Params
-	// Stop strings end generation; the text before one is emitted, the stop
-	// string itself is not.
+	// TokenSampler, if not nil, chooses the tokens instead of a new sampler
+	// made from Sampler.
+	TokenSampler TokenSampler
+	// Stop strings end generation; the text before one is released, the
+	// stop string itself and anything after it are not.
 	Stop []string
+	// DecodeLast also evaluates the last generated token, so that every
+	// generated token is in the KV cache afterwards (at a cost of one
+	// decode). Then a token sampled when the context is already full is
+	// dropped (not counted, not passed to the callback).
+	DecodeLast bool
 }
 
-// StopReason says why Generate stopped.
-type StopReason int
+// FinishReason says why Generate stopped.
+type FinishReason int
 
 const (
-	StopEOG       StopReason = iota // the model produced an end-of-generation token
-	StopMaxTokens                   // MaxTokens reached
-	StopString                      // a stop string appeared
-	StopContext                     // the context is full
-	StopCallback                    // emit returned false
+	FinishNone      FinishReason = iota // not finished: the call failed
+	FinishStop                          // a stop string appeared
+	FinishLength                        // MaxTokens reached
+	FinishEOG                           // the model produced an end-of-generation token
+	FinishContext                       // the context is full
+	FinishCancelled                     // Cancel, or the callback returned false
 )
 
-func (r StopReason) String() string {
+func (r FinishReason) String() string {
 	switch r {
-	case StopEOG:
+	case FinishNone:
+		return "none"
+	case FinishStop:
+		return "stop"
+	case FinishLength:
+		return "length"
+	case FinishEOG:
 		return "eog"
-	case StopMaxTokens:
-		return "max_tokens"
-	case StopString:
-		return "stop_string"
-	case StopContext:
-		return "context_full"
-	case StopCallback:
-		return "callback"
+	case FinishContext:
+		return "context"
+	case FinishCancelled:
+		return "cancelled"
 	}
-	return fmt.Sprintf("StopReason(%d)", int(r))
+	return fmt.Sprintf("FinishReason(%d)", int(r))
 }
 
-// GenerateStats describe a Generate call.
-type GenerateStats struct {
-	PromptTokens    int           // tokens prefilled
-	Tokens          int           // tokens generated (the end-of-generation token excluded)
+// GenerateResult describes a Generate call, also one that failed.
+type GenerateResult struct {
+	Finish          FinishReason
+	PromptTokens    int           // prompt tokens evaluated (0 if the prefill failed)
+	Tokens          int           // tokens generated (an end-of-generation token excluded)
+	Generated       []int32       // the generated token ids
+	LastToken       int32         // the last generated token; -1 if none
+	LastTokenCached bool          // whether LastToken is in the KV cache
 	PromptDuration  time.Duration // prefill time
 	DecodeDuration  time.Duration // time sampling and decoding generated tokens
-	Reason          StopReason
-	Generated       []int32 // the generated token ids
-	LastToken       int32   // the last generated token, not yet in the KV cache; -1 if none
-	LastTokenCached bool    // whether LastToken was decoded into the cache
+}
+
+// PieceFunc receives generated text. It is called once per generated token
+// with that token and the text released by it: empty while the text may be
+// the start of a stop string or ends inside a UTF-8 character. At the end
+// of generation (FinishLength, FinishEOG, FinishContext, or a stop string
+// completed by the held-back text) a last call with token -1 releases what
+// was held back, if anything; bytes of a character the model never finished
+// are released as they are. text is valid only during the call. Returning
+// false ends generation with FinishCancelled.
+type PieceFunc func(text []byte, token int32) bool
+
+// genScratch is Generate's per-session state, kept so that generating
+// allocates nothing per token.
+type genScratch struct {
+	logits []float32
+	tokens []int32
+	dec    *tokenizer.StreamDecoder
+	text   []byte
+	stop   stopFilter
 }
 
 // Generate prefills prompt after the session's current position, then
-// samples tokens and streams their text to emit (which returns false to
-// stop) until an end-of-generation token, MaxTokens, a stop string or the
-// end of the context. Every generated token except the last is in the KV
-// cache afterwards (the last one too when it was decoded, see
-// GenerateStats.LastTokenCached), so a conversation can continue from
-// Pos(). Cancel makes it return ErrCancelled.
-func (s *Session) Generate(prompt []int32, p GenerateParams, emit func(piece string) bool) (st GenerateStats, err error) {
-	st.LastToken = -1
+// samples tokens and streams their text to onPiece (which may be nil) until
+// an end-of-generation token, MaxTokens, a stop string, the end of the
+// context, the callback's request or Cancel. The text is decoded as a
+// continuation of the prompt (a SentencePiece piece keeps its leading
+// space). Every generated token except the last is in the KV cache
+// afterwards (the last one too with DecodeLast; see
+// GenerateResult.LastTokenCached), so a conversation can continue from
+// Pos(). A prompt that does not fit is ErrContextFull; Cancel makes it
+// return ErrCancelled with the result so far (FinishCancelled). The result
+// is filled as far as the call got, also on error.
+func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) (res GenerateResult, err error) {
+	res.LastToken = -1
 	if err := s.enter("generate"); err != nil {
-		return st, err
+		return res, err
 	}
 	defer s.leave()
 	if p.MaxTokens < 0 {
-		return st, fmt.Errorf("engine: generate: %w: max tokens %d", ErrInvalidArgument, p.MaxTokens)
+		return res, fmt.Errorf("engine: generate: %w: max tokens %d", ErrInvalidArgument, p.MaxTokens)
 	}
-	smp, err := sample.New(p.Sampler)
-	if err != nil {
-		return st, fmt.Errorf("engine: generate: %w: %w", ErrInvalidArgument, err)
+	if len(prompt) == 0 {
+		return res, fmt.Errorf("engine: generate: %w: empty prompt (the next token needs logits)", ErrInvalidArgument)
 	}
-	vocab := s.m.output.Rows
-	logits := make([]float32, vocab)
-	t0 := time.Now()
-	if len(prompt) > 0 {
-		if err := s.eval("generate: prefill", prompt, logits, len(prompt)-1); err != nil {
-			return st, err
+	smp := p.TokenSampler
+	if smp == nil {
+		ns, err := sample.New(p.Sampler)
+		if err != nil {
+			return res, fmt.Errorf("engine: generate: %w: %w", ErrInvalidArgument, err)
 		}
-		for _, t := range prompt {
-			smp.Accept(t)
-		}
-	} else {
-		return st, fmt.Errorf("engine: generate: %w: empty prompt (the next token needs logits)", ErrInvalidArgument)
+		smp = ns
 	}
-	st.PromptTokens = len(prompt)
-	st.PromptDuration = time.Since(t0)
-	t1 := time.Now()
-	defer func() { st.DecodeDuration = time.Since(t1) }()
+	g := &s.gen
+	if vocab := s.m.output.Rows; len(g.logits) < vocab {
+		g.logits = make([]float32, vocab)
+	}
+	if g.dec == nil {
+		g.dec = tokenizer.NewContinuationDecoder(s.m.tok)
+	}
+	g.dec.ResetContinuation()
+	g.stop.reset(p.Stop)
+	g.tokens = g.tokens[:0]
 
-	stop := sample.NewStopMatcher(p.Stop)
+	t0 := time.Now()
+	if err := s.eval("generate: prefill", prompt, g.logits, len(prompt)-1); err != nil {
+		if errors.Is(err, ErrCancelled) {
+			res.Finish = FinishCancelled
+		}
+		return res, err
+	}
+	for _, t := range prompt {
+		smp.Accept(t)
+	}
+	res.PromptTokens = len(prompt)
+	res.PromptDuration = time.Since(t0)
+	t1 := time.Now()
+	defer func() {
+		res.DecodeDuration = time.Since(t1)
+		res.Tokens = len(g.tokens)
+		res.Generated = slices.Clone(g.tokens)
+	}()
+	res.Finish, err = s.generateLoop(p, smp, onPiece, &res)
+	return res, err
+}
+
+// generateLoop samples, streams and decodes until a finish reason.
+func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece PieceFunc, res *GenerateResult) (FinishReason, error) {
+	g := &s.gen
 	for {
 		if s.cancelled() {
-			return st, fmt.Errorf("engine: generate: %w", ErrCancelled)
+			return FinishCancelled, fmt.Errorf("engine: generate: %w", ErrCancelled)
 		}
-		tok := smp.Sample(logits)
-		if tok < 0 {
-			return st, fmt.Errorf("engine: generate: %w: sampler returned no token", ErrInternal)
+		tok := smp.Sample(g.logits[:s.m.output.Rows])
+		if tok < 0 || int(tok) >= s.m.output.Rows {
+			return FinishNone, fmt.Errorf("engine: generate: %w: sampler returned token %d", ErrInternal, tok)
 		}
 		if s.m.tok.IsEOG(tok) {
-			st.Reason = StopEOG
-			break
+			return s.finishText(FinishEOG, onPiece), nil
+		}
+		if p.DecodeLast && s.pos >= s.nCtx {
+			return s.finishText(FinishContext, onPiece), nil
 		}
 		smp.Accept(tok)
-		st.Tokens++
-		st.Generated = append(st.Generated, tok)
-		st.LastToken, st.LastTokenCached = tok, false
-		text, stopped := stop.Push(string(s.m.tok.Piece(tok)))
-		if text != "" && emit != nil && !emit(text) {
-			st.Reason = StopCallback
-			return st, nil
+		g.tokens = append(g.tokens, tok)
+		res.LastToken, res.LastTokenCached = tok, false
+		g.text = g.dec.AppendAdd(g.text[:0], tok)
+		text, stopped := g.stop.push(g.text)
+		end := FinishNone
+		switch {
+		case onPiece != nil && !onPiece(text, tok) && !stopped:
+			end = FinishCancelled
+		case stopped:
+			end = FinishStop
+		case p.MaxTokens > 0 && len(g.tokens) >= p.MaxTokens:
+			end = FinishLength
+		case !p.DecodeLast && s.pos >= s.nCtx:
+			end = FinishContext
 		}
-		if stopped {
-			st.Reason = StopString
-			return st, nil
-		}
-		if p.MaxTokens > 0 && st.Tokens >= p.MaxTokens {
-			st.Reason = StopMaxTokens
-			break
-		}
-		if s.pos >= s.nCtx {
-			st.Reason = StopContext
-			break
+		if end != FinishNone && !p.DecodeLast {
+			if end == FinishCancelled || end == FinishStop {
+				return end, nil
+			}
+			return s.finishText(end, onPiece), nil
 		}
 		s.tokens[0] = tok
-		if err := s.eval("generate: decode", s.tokens[:1], logits, 0); err != nil {
-			if errors.Is(err, ErrContextFull) {
-				st.Reason = StopContext
-				break
+		if err := s.eval("generate: decode", s.tokens[:1], g.logits, 0); err != nil {
+			if errors.Is(err, ErrCancelled) {
+				return FinishCancelled, err
 			}
-			return st, err
+			return FinishNone, err
 		}
-		st.LastTokenCached = true
+		res.LastTokenCached = true
+		switch end {
+		case FinishNone:
+		case FinishCancelled, FinishStop:
+			return end, nil
+		default:
+			return s.finishText(end, onPiece), nil
+		}
 	}
-	if rest := stop.Flush(); rest != "" && emit != nil {
-		emit(rest)
+}
+
+// finishText releases the held-back text at the end of generation; if it
+// completes a stop string the reason becomes FinishStop.
+func (s *Session) finishText(reason FinishReason, onPiece PieceFunc) FinishReason {
+	g := &s.gen
+	g.text = g.dec.AppendFlush(g.text[:0])
+	text, stopped := g.stop.finish(g.text)
+	if stopped {
+		reason = FinishStop
 	}
-	return st, nil
+	if len(text) > 0 && onPiece != nil {
+		onPiece(text, -1)
+	}
+	return reason
 }

@@ -75,6 +75,7 @@ type weights struct {
 type layer struct {
 	weights
 	sliding bool
+	noRope  bool // the block's RoPE step is skipped (Params.Rotates)
 }
 
 // Model is a loaded model. Its weights are views into the file mapping.
@@ -421,6 +422,7 @@ func (m *Model) loadTensors() error {
 		L := &m.layers[i]
 		p := "blk." + strconv.Itoa(i) + "."
 		L.sliding = c.Sliding(i)
+		L.noRope = !c.Rotates(i)
 		for j := range m.fam.Layer {
 			if err := l.load(&m.fam.Layer[j], p, &L.weights); err != nil {
 				return err
@@ -491,12 +493,25 @@ func (m *Model) TokenPiece(id int32) []byte { return m.tok.Piece(id) }
 // IsEOG reports whether id ends generation (EOS, EOT, <|im_end|> ...).
 func (m *Model) IsEOG(id int32) bool { return m.tok.IsEOG(id) }
 
-// ApplyChatTemplate renders msgs with the model's chat template; addAssistant
-// appends the assistant turn's opening. When the model has no template, or
-// one that cannot be rendered and whose family its text does not reveal, the
-// built-in format of the model's family is used (see ChatFamily); a
-// template that fails but names its family falls back to that family.
+// ApplyChatTemplate renders msgs with the model's own chat template;
+// addAssistant appends the assistant turn's opening. It is
+// ApplyChatTemplateNamed with no name.
 func (m *Model) ApplyChatTemplate(msgs []chat.Message, addAssistant bool) (string, error) {
+	return m.ApplyChatTemplateNamed("", msgs, addAssistant)
+}
+
+// ApplyChatTemplateNamed renders msgs in the built-in format name (one of
+// chat.Families; an unknown name is ErrInvalidArgument listing them), or
+// with the model's own template when name is "".
+//
+// A model without a template is ErrUnsupported, its message naming the
+// built-in formats: nothing is guessed, because a base model has no chat
+// format and a guessed one silently gives rambling replies. A template
+// using Jinja features the interpreter lacks is rendered in the built-in
+// format of the family its marker strings name (<|im_start|> is chatml, and
+// so on); one that names no family is ErrUnsupported too. An error the
+// template raises itself (raise_exception) is ErrInvalidArgument.
+func (m *Model) ApplyChatTemplateNamed(name string, msgs []chat.Message, addAssistant bool) (string, error) {
 	bos, eos := "", ""
 	if id := m.tok.BOS(); id >= 0 {
 		bos = m.tok.Token(id)
@@ -504,28 +519,49 @@ func (m *Model) ApplyChatTemplate(msgs []chat.Message, addAssistant bool) (strin
 	if id := m.tok.EOS(); id >= 0 {
 		eos = m.tok.Token(id)
 	}
-	if strings.TrimSpace(m.template) != "" {
-		s, info, err := chat.Apply(m.template, msgs, addAssistant, bos, eos)
+	if name != "" {
+		f, err := chat.Family(name)
 		if err != nil {
 			return "", fmt.Errorf("engine: chat template: %w: %w", ErrInvalidArgument, err)
 		}
-		if !info.Fallback() || chat.DetectFamily(m.template) != "" {
-			return s, nil
+		s, err := f.Render(msgs, addAssistant, bos, eos)
+		if err != nil {
+			return "", fmt.Errorf("engine: chat format %s: %w: %w", name, ErrInvalidArgument, err)
 		}
+		return s, nil
 	}
-	f, err := chat.Family(m.ChatFamily())
-	if err != nil {
-		return "", fmt.Errorf("engine: chat template: %w", err)
+	if strings.TrimSpace(m.template) == "" {
+		return "", fmt.Errorf("engine: %w: the model has no chat template (tokenizer.chat_template); name a built-in template to use instead: %s",
+			ErrUnsupported, m.builtinTemplateHint())
 	}
-	s, err := f.Render(msgs, addAssistant, bos, eos)
+	s, _, err := chat.Apply(m.template, msgs, addAssistant, bos, eos)
+	if errors.Is(err, chat.ErrUnusable) {
+		return "", fmt.Errorf("engine: %w: the model's chat template cannot be used (%w); name a built-in template to use instead: %s",
+			ErrUnsupported, err, m.builtinTemplateHint())
+	}
 	if err != nil {
-		return "", fmt.Errorf("engine: chat format %s: %w: %w", m.ChatFamily(), ErrInvalidArgument, err)
+		return "", fmt.Errorf("engine: chat template: %w: %w", ErrInvalidArgument, err)
 	}
 	return s, nil
 }
 
-// ChatFamily is the built-in chat format (a chat.Family name) used when the
-// model's own template is missing or unusable. As llama.cpp guesses it, it
+// builtinTemplateHint lists the built-in formats, the model's likely one
+// first: "gemma (likely for this model), chatml, llama2, ...".
+func (m *Model) builtinTemplateHint() string {
+	guess := m.ChatFamily()
+	var b strings.Builder
+	b.WriteString(guess + " (likely for this model)")
+	for _, n := range chat.Families() {
+		if n != guess {
+			b.WriteString(", " + n)
+		}
+	}
+	return b.String()
+}
+
+// ChatFamily is the built-in chat format (a chat.Family name) most likely
+// to suit the model, which errors about a missing or unusable template
+// suggest first. As llama.cpp guesses it, it
 // follows the architecture and vocabulary rather than always ChatML: "gemma"
 // for the Gemma architectures, "llama3" for a Llama 3 vocabulary (it has
 // <|start_header_id|>), else "chatml".

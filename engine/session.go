@@ -79,6 +79,10 @@ type Session struct {
 	fnAttn   pool.Task
 	fnStage  pool.Task
 
+	// gen is Generate's scratch, reused so that generating allocates
+	// nothing per token.
+	gen genScratch
+
 	// ops are the numerics mode's building blocks.
 	ops numericsOps
 	// cacheCleanup unmaps the KV cache if the session is dropped unclosed.

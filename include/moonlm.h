@@ -388,13 +388,39 @@ typedef struct moonlm_message {
  * text, with the (buf, cap, n_out) protocol. If add_assistant is nonzero the
  * text ends with the prompt for the assistant's reply. Tokenize the result
  * with MOONLM_TOKENIZE_PARSE_SPECIAL (and without ADD_SPECIAL if the template
- * already writes BOS). MOONLM_UNSUPPORTED if the model has no template. A
- * template using Jinja features moonlm lacks is rendered in the built-in
- * format of the model's family (ChatML if unknown) instead.
+ * already writes BOS). A model without a template (a base model) is
+ * MOONLM_UNSUPPORTED, with a message naming the built-in templates: nothing
+ * is guessed; use moonlm_chat_apply_template_named to choose one. A template
+ * using Jinja features moonlm lacks is rendered in the built-in format of
+ * the family its marker strings name (<|im_start|> is "chatml", and so on),
+ * and is MOONLM_UNSUPPORTED, with the reason, if they name none. An error
+ * the template raises itself (raise_exception) is MOONLM_INVALID_ARGUMENT.
  */
 MOONLM_API moonlm_status moonlm_chat_apply_template(const moonlm_model *model, const moonlm_message *msgs,
                                                     size_t n, int add_assistant, char *out, size_t cap,
                                                     size_t *n_out);
+
+/*
+ * moonlm_chat_apply_template with a choice of template: name NULL or "" is
+ * the model's own (exactly moonlm_chat_apply_template), otherwise one of the
+ * built-in formats listed by moonlm_chat_builtin_templates ("chatml",
+ * "gemma", "llama2", "llama3", "mistral", "phi3", "zephyr"), each writing
+ * what its family's reference template writes. An unknown name is
+ * MOONLM_INVALID_ARGUMENT, with a message listing the names. A compatible
+ * addition (MOONLM_ABI_VERSION unchanged): look it up with dlsym() if you
+ * must run with older libraries.
+ */
+MOONLM_API moonlm_status moonlm_chat_apply_template_named(const moonlm_model *model, const char *name,
+                                                          const moonlm_message *msgs, size_t n,
+                                                          int add_assistant, char *out, size_t cap,
+                                                          size_t *n_out);
+
+/*
+ * The names moonlm_chat_apply_template_named accepts, comma-separated and
+ * sorted ("chatml,gemma,..."), NUL-terminated, with the (buf, cap, n_out)
+ * protocol. A compatible addition, like moonlm_chat_apply_template_named.
+ */
+MOONLM_API moonlm_status moonlm_chat_builtin_templates(char *buf, size_t cap, size_t *n_out);
 
 /* ------------------------------------------------------------------------ */
 /* Sessions                                                                  */
@@ -479,8 +505,9 @@ MOONLM_API moonlm_status moonlm_session_position(const moonlm_session *session, 
 
 /*
  * Asks the session's running or next moonlm_prefill/moonlm_decode/
- * moonlm_generate call to stop; that call returns MOONLM_CANCELLED promptly
- * (within one layer's work) with the position unchanged. The request is
+ * moonlm_generate/moonlm_generate_ex call to stop; that call returns
+ * MOONLM_CANCELLED promptly (within one layer's work) with the position
+ * unchanged (a generate call: as its result or *n_generated says). The request is
  * consumed by the call that returns MOONLM_CANCELLED: the call after it runs
  * normally. Callable from any thread (and from a moonlm_generate callback)
  * without blocking; it never returns MOONLM_BUSY.
@@ -494,8 +521,8 @@ MOONLM_API moonlm_status moonlm_session_cancel(moonlm_session *session);
  * that made the call (truncated to 4095 bytes like it). Made for callers that
  * cannot read that thread's message, such as bindings that run prefill and
  * decode on worker threads. The calls that set it are moonlm_prefill,
- * moonlm_decode, moonlm_session_rewind, moonlm_session_position and
- * moonlm_generate; a call rejected before it could use the session (an
+ * moonlm_decode, moonlm_session_rewind, moonlm_session_position,
+ * moonlm_generate and moonlm_generate_ex; a call rejected before it could use the session (an
  * invalid handle, MOONLM_BUSY) leaves it unchanged, as do
  * moonlm_session_cancel and this function (whose own failures, such as
  * MOONLM_BUFFER_TOO_SMALL, only go to moonlm_last_error()). Never
@@ -588,8 +615,10 @@ MOONLM_API moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *log
  * Receives the text of each generated token as it is produced. piece holds
  * len bytes (plus a NUL) valid only during the call; text is released only
  * at UTF-8 character boundaries, so a piece may be empty ("" with len 0)
- * while a character is incomplete. If generation ends inside a character,
- * a last call with token -1 delivers its bytes. Return 0 to continue,
+ * while a character is incomplete (or, with moonlm_generate_ex, while the
+ * text may be the start of a stop string). If generation ends with text
+ * held back, a last call with token -1 delivers it (the bytes of an
+ * unfinished character as they are). Return 0 to continue,
  * nonzero to stop.
  * The callback runs on the thread that called moonlm_generate and may call
  * moonlm functions, except on the same session or sampler (MOONLM_BUSY).
@@ -615,6 +644,123 @@ MOONLM_API moonlm_status moonlm_generate(moonlm_session *session, moonlm_sampler
                                          const int32_t *prompt, size_t n_prompt, size_t max_tokens,
                                          moonlm_piece_callback callback, void *user_data,
                                          size_t *n_generated);
+
+/* ------------------------------------------------------------------------ */
+/* Generation with options and a result                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Why moonlm_generate_ex stopped (moonlm_generate_result.finish_reason). */
+typedef enum moonlm_finish_reason {
+    MOONLM_FINISH_NONE = 0,     /* not finished: the call failed (see its status) */
+    MOONLM_FINISH_STOP = 1,     /* a stop string appeared */
+    MOONLM_FINISH_LENGTH = 2,   /* max_tokens tokens were generated */
+    MOONLM_FINISH_EOG = 3,      /* the model produced an end-of-generation token */
+    MOONLM_FINISH_CONTEXT = 4,  /* the context is full */
+    MOONLM_FINISH_CANCELLED = 5 /* the callback returned nonzero, or moonlm_session_cancel() */
+} moonlm_finish_reason;
+
+/*
+ * The name of a finish reason: "none", "stop", "length", "eog", "context" or
+ * "cancelled" (static; "unknown" for other values). Never NULL.
+ */
+MOONLM_API const char *moonlm_finish_reason_string(moonlm_finish_reason reason);
+
+/* moonlm_generate_params.flags. */
+/* Also evaluate the last generated token, so that every generated token is in the session. */
+#define MOONLM_GENERATE_DECODE_LAST 1u
+
+/* At most this many stop strings, of at most this many bytes together. */
+#define MOONLM_MAX_STOP_STRINGS 1024
+#define MOONLM_MAX_STOP_BYTES (1u << 20)
+
+typedef struct moonlm_generate_params {
+    size_t size;        /* sizeof(moonlm_generate_params) */
+    int32_t max_tokens; /* default -1: no limit (until eog, a stop string or the context's end);
+                           0: prefill the prompt only; else at most this many tokens */
+    uint32_t flags;     /* MOONLM_GENERATE_* bits; default 0; unknown bits are refused */
+    /*
+     * Stop strings: n_stop pointers to UTF-8 (or any) bytes, read during the
+     * call only. stop_len[i] is the length of stop[i] in bytes; stop_len NULL
+     * means every stop[i] is NUL-terminated. Empty strings are ignored.
+     */
+    const char *const *stop;
+    const size_t *stop_len;
+    size_t n_stop;
+    moonlm_piece_callback callback; /* may be NULL */
+    void *user_data;                /* passed to callback */
+} moonlm_generate_params;
+
+/*
+ * Fills the size bytes at params (the caller's sizeof(moonlm_generate_params))
+ * with the defaults, and params->size with size, as moonlm_model_params_init.
+ */
+MOONLM_API void moonlm_generate_params_init(moonlm_generate_params *params, size_t size);
+#define moonlm_generate_params_default(params) moonlm_generate_params_init((params), sizeof *(params))
+
+/*
+ * What moonlm_generate_ex did; the caller sets size = sizeof(moonlm_generate_result).
+ * The library writes the members it knows that fit in size (a newer
+ * caller's others are left as given); a size smaller than this first
+ * version is refused.
+ */
+typedef struct moonlm_generate_result {
+    size_t size;
+    int32_t finish_reason; /* a moonlm_finish_reason */
+    int32_t last_token;    /* the last generated token, -1 if none */
+    size_t n_prompt;       /* prompt tokens evaluated (0 if the prefill failed) */
+    size_t n_generated;    /* tokens generated (passed to the callback); an eog token is not counted */
+    size_t n_evaluated;    /* of those, how many are in the session: n_generated, or one less
+                              when the last one was not evaluated */
+} moonlm_generate_result;
+
+/*
+ * The generation loop, with options. Prefills n_prompt >= 1 tokens (passing
+ * them to moonlm_sampler_accept), then repeatedly samples a token and, unless
+ * it ends generation, accepts it, passes its text to params->callback and
+ * decodes it, until a finish reason:
+ *
+ *  - EOG: an end-of-generation token (neither counted, nor passed to the
+ *    callback, nor decoded);
+ *  - STOP: the text contains a stop string; the text before it is passed on,
+ *    the stop string and anything after it never are;
+ *  - LENGTH: max_tokens tokens were generated;
+ *  - CONTEXT: the session is full (the status is MOONLM_OK: this is the end
+ *    of the text, not an error);
+ *  - CANCELLED: the callback returned nonzero (status MOONLM_OK), or
+ *    moonlm_session_cancel() was called (status MOONLM_CANCELLED).
+ *
+ * The callback is called once per generated token with that token and the
+ * text it releases. Text is held back while it may be the start of a stop
+ * string or ends inside a UTF-8 character (then piece is "" with len 0),
+ * and is released as soon as later text decides; a stop string split across
+ * tokens is caught. At the end (EOG, LENGTH, CONTEXT) a last call with token
+ * -1 releases what was held back, if anything (the bytes of a character the
+ * model never finished as they are; held-back text that completes a stop
+ * string ends the call with STOP instead). No call follows CANCELLED or a
+ * stop string found by a token's call. The callback runs on the calling
+ * thread and may call moonlm functions, except on this session or sampler
+ * (MOONLM_BUSY).
+ *
+ * The last generated token is not decoded (after LENGTH, STOP, CANCELLED or
+ * CONTEXT; decoding it would be wasted unless the text continues) unless
+ * flags has MOONLM_GENERATE_DECODE_LAST; then every
+ * generated token is decoded, and a token sampled when the context is
+ * already full ends the call with CONTEXT without being counted. Afterwards
+ * the session's position is the old one + result->n_prompt +
+ * result->n_evaluated; to continue the text, pass the tokens not evaluated
+ * (result->last_token when n_evaluated < n_generated) first.
+ *
+ * params may be NULL for the defaults; result may be NULL. *result is
+ * written on every return after its size was checked, also on failure.
+ * A prompt that does not fit in the session is MOONLM_CONTEXT_FULL before
+ * any work. Bad params (size, unknown flags, max_tokens below -1, NULL
+ * stop strings, more than MOONLM_MAX_STOP_STRINGS or MOONLM_MAX_STOP_BYTES)
+ * are MOONLM_INVALID_ARGUMENT before any work.
+ */
+MOONLM_API moonlm_status moonlm_generate_ex(moonlm_session *session, moonlm_sampler *sampler,
+                                            const int32_t *prompt, size_t n_prompt,
+                                            const moonlm_generate_params *params,
+                                            moonlm_generate_result *result);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,11 @@ export type StatusCode =
   | 'FORKED'
   | 'LOAD';
 
-/** A failed moonlm call; `message` is the library's description. */
+/**
+ * A failed moonlm call; `message` is the library's description. A bad
+ * argument caught by the binding is an ArgumentError (a TypeError or
+ * RangeError) and also counts as `instanceof MoonlmError`.
+ */
 export declare class MoonlmError extends Error {
   readonly name: 'MoonlmError';
   /** The status name; 'LOAD' when the library itself could not be loaded. */
@@ -39,6 +43,21 @@ export declare class MoonlmError extends Error {
   readonly status: number;
 }
 
+/**
+ * A bad argument, caught before the library is called: a TypeError for a
+ * value of the wrong type or an unknown option name, a RangeError for one out
+ * of range (a fraction, NaN, beyond int32, ...). `instanceof MoonlmError` is
+ * true for it.
+ */
+export interface ArgumentError extends Error {
+  readonly name: 'TypeError' | 'RangeError';
+  readonly code: 'INVALID_ARGUMENT';
+  readonly status: 1;
+  /** The parameter, e.g. 'token', 'opts.nCtx', 'tokens[3]', 'messages[0].content'. */
+  readonly param: string;
+}
+
+/** Token ids: integers in [0, 2**31-1]. Strings, Buffers and Uint8Arrays are refused (text is never token ids). */
 export type Tokens = Int32Array | ArrayLike<number>;
 
 /** A tri-state setting: omitted, null or 'default' let the library decide (its environment, else on). */
@@ -126,7 +145,23 @@ export interface SessionStreamOptions extends GenerateOptions {
 /** An OpenAI-style chat message. */
 export interface ChatMessage {
   role: string;
+  /** Required; null renders as an empty content. */
   content: string | null;
+}
+
+/** A built-in chat format's name, as builtinChatTemplates() lists them. */
+export type BuiltinChatTemplate = 'chatml' | 'gemma' | 'llama2' | 'llama3' | 'mistral' | 'phi3' | 'zephyr';
+
+export interface ChatTemplateOptions {
+  /** End with the opening of the assistant's reply (default true). */
+  addAssistant?: boolean;
+  /** A built-in format to use instead of the model's template (required for a model without one). */
+  template?: BuiltinChatTemplate | null;
+}
+
+export interface ChatOptions extends GenerateOptions {
+  /** A built-in format to use instead of the model's template (required for a model without one). */
+  template?: BuiltinChatTemplate | null;
 }
 
 /** Model.openStats(): how a model was opened (times in milliseconds). */
@@ -172,12 +207,17 @@ export declare class Model implements Disposable {
   detokenize(tokens: Tokens): string;
   /** Raw bytes of one token (may be part of a UTF-8 character). */
   tokenToPiece(token: number): Buffer;
-  applyChatTemplate(messages: ChatMessage[], opts?: { addAssistant?: boolean }): string;
+  /**
+   * Renders messages with the model's chat template, or with `template` (a
+   * name from builtinChatTemplates()) in that built-in format. A model
+   * without a template rejects with UNSUPPORTED unless `template` is given.
+   */
+  applyChatTemplate(messages: ChatMessage[], opts?: ChatTemplateOptions): string;
   session(opts?: SessionOptions): Session;
   generate(prompt: string | Tokens, opts?: GenerateOptions): Promise<string>;
   stream(prompt: string | Tokens, opts?: GenerateOptions): AsyncGenerator<string, void, undefined>;
-  chat(messages: ChatMessage[], opts?: GenerateOptions): Promise<string>;
-  chatStream(messages: ChatMessage[], opts?: GenerateOptions): AsyncGenerator<string, void, undefined>;
+  chat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
+  chatStream(messages: ChatMessage[], opts?: ChatOptions): AsyncGenerator<string, void, undefined>;
 }
 
 export declare class Session implements Disposable {
@@ -186,14 +226,17 @@ export declare class Session implements Disposable {
   readonly nCtx: number;
   readonly nVocab: number;
   readonly kvType: 'f16' | 'f32';
-  /** The buffer prefill/decode write into, reused on every call. */
+  /**
+   * The logits of the last prefill/decode, refilled by every call (a copy of
+   * the private buffer the library writes into; replaced if detached).
+   */
   readonly logits: Float32Array;
   readonly closed: boolean;
   /** Tokens evaluated so far. */
   readonly position: number;
-  /** Evaluates tokens; resolves to `logits` (the session's reused buffer). */
+  /** Evaluates tokens (a copy is taken at the call); resolves to `logits`. */
   prefill(tokens: Tokens): Promise<Float32Array>;
-  /** Evaluates one token; resolves to `logits` (the session's reused buffer). */
+  /** Evaluates one token; resolves to `logits`. */
   decode(token: number): Promise<Float32Array>;
   rewind(nKeep: number): void;
   /** Makes the running or next prefill/decode reject with CANCELLED. */
@@ -229,6 +272,8 @@ export declare class StopFilter {
 
 export declare function libraryPath(): string;
 export declare function libraryVersion(): string;
+/** The built-in chat formats `template` accepts, sorted. */
+export declare function builtinChatTemplates(): BuiltinChatTemplate[];
 
 declare const moonlm: {
   Model: typeof Model;
@@ -238,6 +283,7 @@ declare const moonlm: {
   Status: typeof Status;
   libraryPath: typeof libraryPath;
   libraryVersion: typeof libraryVersion;
+  builtinChatTemplates: typeof builtinChatTemplates;
   IncrementalDetokenizer: typeof IncrementalDetokenizer;
   StopFilter: typeof StopFilter;
 };

@@ -42,10 +42,187 @@ class MoonlmError extends Error {
     this.status = status;
     this.code = STATUS_NAMES[status] || (status === 0 ? 'LOAD' : `STATUS_${status}`);
   }
+
+  // A bad argument is a TypeError or RangeError (see argError) and still a
+  // MoonlmError, so `catch (e) { if (e instanceof MoonlmError) ... }` sees it.
+  static [Symbol.hasInstance](x) {
+    if (Function.prototype[Symbol.hasInstance].call(this, x)) return true;
+    return this === MoonlmError && x != null && x[kArgError] === true;
+  }
 }
 
 function invalid(message) {
   return new MoonlmError(Status.INVALID_ARGUMENT, message);
+}
+
+// ---- argument checks -------------------------------------------------------
+// Every value handed to the library is checked here first: koffi would
+// otherwise coerce it without a word ("abc" -> 0, 5.9 -> 5, 2**32+300 -> 300).
+// A value of the wrong type is a TypeError, a value out of range a
+// RangeError; both carry code 'INVALID_ARGUMENT' and name the parameter.
+
+const kArgError = Symbol('moonlm.argError');
+const INT32_MAX = 2 ** 31 - 1;
+const INT32_MIN = -(2 ** 31);
+const FLOAT32_MAX = 3.4028234663852886e38;
+const UINT64_MAX = (1n << 64n) - 1n;
+
+function argError(Ctor, what, param, message) {
+  const e = new Ctor(`${what}: ${param} ${message}`);
+  e.code = 'INVALID_ARGUMENT';
+  e.status = Status.INVALID_ARGUMENT;
+  e.param = param;
+  Object.defineProperty(e, kArgError, { value: true });
+  return e;
+}
+
+/** A short description of a bad value for a message. */
+function shown(v) {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  if (typeof v === 'bigint') return `${v}n`;
+  if (typeof v === 'number' || typeof v === 'boolean' || v == null) return String(v);
+  if (Array.isArray(v)) return 'an array';
+  return v.constructor && v.constructor.name ? `a ${v.constructor.name}` : typeof v;
+}
+
+const arg = {
+  typeError: (what, param, message) => argError(TypeError, what, param, message),
+  rangeError: (what, param, message) => argError(RangeError, what, param, message),
+
+  /** v as an integer in [min, max]: other types TypeError, fractions/NaN/out of range RangeError. */
+  int(what, param, v, min, max) {
+    if (typeof v !== 'number') throw arg.typeError(what, param, `must be an integer, got ${shown(v)}`);
+    if (!Number.isInteger(v) || v < min || v > max) {
+      throw arg.rangeError(what, param, `must be an integer in [${min}, ${max}], got ${shown(v)}`);
+    }
+    return v;
+  },
+
+  /** A token id: an integer in [0, 2**31-1] (the library checks the vocabulary). */
+  token(what, param, v) { return arg.int(what, param, v, 0, INT32_MAX); },
+
+  /** A finite number that fits a C float. */
+  float(what, param, v) {
+    if (typeof v !== 'number') throw arg.typeError(what, param, `must be a number, got ${shown(v)}`);
+    if (!Number.isFinite(v) || Math.abs(v) > FLOAT32_MAX) {
+      throw arg.rangeError(what, param, `must be a finite number, got ${shown(v)}`);
+    }
+    return v;
+  },
+
+  bool(what, param, v) {
+    if (typeof v !== 'boolean') throw arg.typeError(what, param, `must be a boolean, got ${shown(v)}`);
+    return v;
+  },
+
+  /** A string; nul: false refuses NUL, which a C string would cut at. */
+  string(what, param, v, nul = true) {
+    if (typeof v !== 'string') throw arg.typeError(what, param, `must be a string, got ${shown(v)}`);
+    if (!nul && v.includes('\0')) throw arg.rangeError(what, param, 'must not contain NUL characters');
+    return v;
+  },
+
+  /** An unsigned 64-bit integer below max (a safe-integer number or a bigint) as a bigint. */
+  uint64(what, param, v, max = UINT64_MAX) {
+    if (typeof v !== 'bigint' && typeof v !== 'number') {
+      throw arg.typeError(what, param, `must be an integer or a bigint, got ${shown(v)}`);
+    }
+    if ((typeof v === 'number' && !Number.isSafeInteger(v)) || v < 0 || BigInt(v) > max) {
+      throw arg.rangeError(what, param, `must be an integer in [0, ${max}], got ${shown(v)}`);
+    }
+    return BigInt(v);
+  },
+
+  /**
+   * The options object of a call: omitted/null gives {}; anything but a
+   * plain object, or a name not in allowed (a Set), is a TypeError.
+   */
+  options(what, opts, allowed) {
+    if (opts == null) return {};
+    if (typeof opts !== 'object' || Array.isArray(opts)) {
+      throw arg.typeError(what, 'opts', `must be an object, got ${shown(opts)}`);
+    }
+    for (const k of Object.keys(opts)) {
+      if (!allowed.has(k)) {
+        throw arg.typeError(what, `opts.${k}`, `is not an option (known: ${[...allowed].join(', ')})`);
+      }
+    }
+    return opts;
+  },
+
+  /**
+   * Token ids as an Int32Array. An Int32Array is used as given unless copy
+   * (then, as for any other array-like of integers, the result is a fresh
+   * array the binding alone holds). Strings and byte arrays are refused:
+   * text is never taken for token ids.
+   */
+  tokens(what, param, v, copy = false) {
+    if (v instanceof Int32Array) return copy ? v.slice() : v;
+    if (v == null || typeof v !== 'object' || typeof v.length !== 'number' ||
+        v instanceof Uint8Array || v instanceof Uint8ClampedArray || v instanceof Int8Array ||
+        v instanceof ArrayBuffer) {
+      throw arg.typeError(what, param, `must be an Int32Array or an array of integer token ids, got ${shown(v)}`);
+    }
+    const out = new Int32Array(v.length);
+    for (let i = 0; i < out.length; i++) out[i] = arg.token(what, `${param}[${i}]`, v[i]);
+    return out;
+  },
+
+  /**
+   * OpenAI-style messages checked and made C strings: an array of objects
+   * with a string role and a content that is a string or null (null: "").
+   */
+  messages(what, messages) {
+    if (!Array.isArray(messages)) throw arg.typeError(what, 'messages', `must be an array, got ${shown(messages)}`);
+    return messages.map((m, i) => {
+      if (m == null || typeof m !== 'object') throw arg.typeError(what, `messages[${i}]`, `must be an object, got ${shown(m)}`);
+      const role = arg.string(what, `messages[${i}].role`, m.role, false);
+      if (!('content' in m)) throw arg.typeError(what, `messages[${i}].content`, 'is missing (a string, or null for none)');
+      const content = m.content === null ? '' : arg.string(what, `messages[${i}].content`, m.content, false);
+      return { role, content };
+    });
+  },
+};
+
+// The option names each call takes; anything else is refused.
+const SAMPLER_FIELDS = {
+  temperature: ['temperature', 'float'], topK: ['top_k', 'int'], topP: ['top_p', 'float'],
+  minP: ['min_p', 'float'], repeatPenalty: ['repeat_penalty', 'float'],
+  presencePenalty: ['presence_penalty', 'float'], frequencyPenalty: ['frequency_penalty', 'float'],
+  penaltyLastN: ['penalty_last_n', 'int'],
+};
+const SAMPLER_OPT_NAMES = new Set([...Object.keys(SAMPLER_FIELDS), 'seed']);
+const OPEN_OPTS = new Set(['threads', 'pack', 'packedCache', 'packedCacheDir', 'packedCacheBytes', 'numerics']);
+const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
+const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
+const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
+const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'addSpecial', 'parseSpecial']);
+// 'template': a built-in chat format by name (checked where the template is applied).
+const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'template']);
+const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'sampler']);
+const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template']);
+
+/** The sampler's options among a generation call's (already checked) options. */
+function samplerOptions(opts) {
+  const out = {};
+  for (const k of SAMPLER_OPT_NAMES) if (opts[k] != null) out[k] = opts[k];
+  return out;
+}
+
+/** The generation loop's own options, checked. */
+function loopArgs(what, opts) {
+  const maxTokens = opts.maxTokens == null ? 256 : arg.int(what, 'opts.maxTokens', opts.maxTokens, 0, Number.MAX_SAFE_INTEGER);
+  if (opts.signal != null && !(opts.signal instanceof AbortSignal)) {
+    throw arg.typeError(what, 'opts.signal', `must be an AbortSignal, got ${shown(opts.signal)}`);
+  }
+  return { maxTokens, stop: new StopFilter(opts.stop, what), signal: opts.signal ?? null };
+}
+
+/** moonlm_tokenize's flags from opts.addSpecial (default true) and opts.parseSpecial (default false). */
+function tokenizeFlags(what, opts) {
+  const add = opts.addSpecial == null ? true : arg.bool(what, 'opts.addSpecial', opts.addSpecial);
+  const parse = opts.parseSpecial == null ? false : arg.bool(what, 'opts.parseSpecial', opts.parseSpecial);
+  return (add ? 1 : 0) | (parse ? 2 : 0);
 }
 
 // ---- the library ---------------------------------------------------------
@@ -154,6 +331,14 @@ function lib() {
   } catch {
     c.model_open_stats = null;
   }
+  try {
+    c.chat_apply_template_named = f('moonlm_chat_apply_template_named', 'int',
+      [t.model, 'const char *', P(t.message), 'size_t', 'int', 'uint8_t *', 'size_t', sizeOut]);
+    c.chat_builtin_templates = f('moonlm_chat_builtin_templates', 'int', ['uint8_t *', 'size_t', sizeOut]);
+  } catch {
+    c.chat_apply_template_named = null;
+    c.chat_builtin_templates = null;
+  }
   const abi = c.abi_version();
   if (abi !== ABI_VERSION) {
     throw new MoonlmError(0, `moonlm: ${file} has ABI version ${abi}, this package needs ${ABI_VERSION}`);
@@ -234,14 +419,6 @@ class TextBuffer {
   }
 }
 
-function toInt32Array(tokens, what) {
-  if (tokens instanceof Int32Array) return tokens;
-  if (!tokens || typeof tokens.length !== 'number') {
-    throw invalid(`${what}: tokens must be an Int32Array or an array of integers`);
-  }
-  return Int32Array.from(tokens);
-}
-
 // ---- streaming text helpers (pure JS) ------------------------------------
 
 /** Bytes at the end of b that begin a UTF-8 character still missing bytes. */
@@ -303,11 +480,13 @@ class IncrementalDetokenizer {
  * holding back text that could still become one.
  */
 class StopFilter {
-  constructor(stop) {
-    let stops = stop == null ? [] : typeof stop === 'string' ? [stop] : Array.from(stop);
-    for (const s of stops) {
-      if (typeof s !== 'string') throw new TypeError(`stop strings must be strings, got ${typeof s}`);
-    }
+  constructor(stop, what = 'StopFilter') {
+    let stops;
+    if (stop == null) stops = [];
+    else if (typeof stop === 'string') stops = [stop];
+    else if (typeof stop === 'object' && typeof stop[Symbol.iterator] === 'function') stops = Array.from(stop);
+    else throw arg.typeError(what, 'stop', `must be a string or an array of strings, got ${shown(stop)}`);
+    stops.forEach((s, i) => arg.string(what, `stop[${i}]`, s));
     this.stops = stops.filter((s) => s.length > 0);
     this.held = '';
     this.done = false;
@@ -359,7 +538,8 @@ function switchValue(name, v) {
   if (v == null || v === 'default') return 0;
   if (v === true || v === 'on') return 1;
   if (v === false || v === 'off') return 2;
-  throw invalid(`Model.open: ${name} must be true, false, 'default', 'on' or 'off', got ${String(v)}`);
+  const err = typeof v === 'string' ? arg.rangeError : arg.typeError;
+  throw err('Model.open', `opts.${name}`, `must be true, false, 'default', 'on' or 'off', got ${shown(v)}`);
 }
 
 // moonlm_numerics by option name: omitted, null or 'default' leave the choice
@@ -370,7 +550,8 @@ const NUMERICS = { default: 0, llamacpp: 1, 'llamacpp-norepack': 2, ik: 3 };
 function numericsValue(v) {
   if (v == null) return 0;
   if (typeof v === 'string' && Object.hasOwn(NUMERICS, v)) return NUMERICS[v];
-  throw invalid(`Model.open: numerics must be 'default', 'llamacpp', 'llamacpp-norepack' or 'ik', got ${String(v)}`);
+  const err = typeof v === 'string' ? arg.rangeError : arg.typeError;
+  throw err('Model.open', 'opts.numerics', `must be 'default', 'llamacpp', 'llamacpp-norepack' or 'ik', got ${shown(v)}`);
 }
 
 /**
@@ -406,35 +587,24 @@ class Model {
    * fast kernels) or a reference implementation's bit for bit, several
    * times slower: 'llamacpp', 'llamacpp-norepack' or 'ik' (ik_llama.cpp).
    */
-  static async open(file, opts = {}) {
+  static async open(file, opts) {
     const { c, t } = lib();
-    if (typeof file !== 'string') throw invalid('Model.open: path must be a string');
+    arg.string('Model.open', 'path', file, false);
+    opts = arg.options('Model.open', opts, OPEN_OPTS);
     const params = {};
     c.model_params_init(params, koffi.sizeof(t.modelParams));
     // The members this binding knows: a library older than it then refuses
     // a nonzero option it lacks (numerics) instead of ignoring it.
     params.size = koffi.sizeof(t.modelParams);
-    if (opts.threads != null) {
-      if (!Number.isInteger(opts.threads) || opts.threads < 0) {
-        throw invalid(`Model.open: threads must be an integer >= 0, got ${opts.threads}`);
-      }
-      params.n_threads = opts.threads;
-    }
+    if (opts.threads != null) params.n_threads = arg.int('Model.open', 'opts.threads', opts.threads, 0, INT32_MAX);
     params.pack = switchValue('pack', opts.pack);
     params.packed_cache = switchValue('packedCache', opts.packedCache);
     if (opts.packedCacheDir != null) {
-      if (typeof opts.packedCacheDir !== 'string' || opts.packedCacheDir.includes('\0')) {
-        throw invalid(`Model.open: packedCacheDir must be a string without NUL, got ${String(opts.packedCacheDir)}`);
-      }
-      params.packed_cache_dir = opts.packedCacheDir;
+      params.packed_cache_dir = arg.string('Model.open', 'opts.packedCacheDir', opts.packedCacheDir, false);
     }
     if (opts.packedCacheBytes != null) {
-      const b = opts.packedCacheBytes;
-      const ok = (typeof b === 'bigint' || Number.isSafeInteger(b)) && b >= 0 && BigInt(b) < (1n << 63n);
-      if (!ok) {
-        throw invalid(`Model.open: packedCacheBytes must be an integer in [0, 2**63) (0: the default), got ${String(b)}`);
-      }
-      params.packed_cache_bytes = BigInt(b);
+      // 0 means the library's default
+      params.packed_cache_bytes = arg.uint64('Model.open', 'opts.packedCacheBytes', opts.packedCacheBytes, (1n << 63n) - 1n);
     }
     params.numerics = numericsValue(opts.numerics);
     const out = [null];
@@ -509,19 +679,20 @@ class Model {
 
   /** Whether token ends generation (EOS, EOT and the like). */
   isEog(token) {
-    return lib().c.model_is_eog(this._handle('isEog'), token) !== 0;
+    return lib().c.model_is_eog(this._handle('isEog'), arg.token('isEog', 'token', token)) !== 0;
   }
 
   /**
    * Token ids of text. opts.addSpecial (default true) adds BOS/EOS as the
    * model asks; opts.parseSpecial turns special-token text into ids.
    */
-  tokenize(text, opts = {}) {
+  tokenize(text, opts) {
     const { c } = lib();
     const h = this._handle('tokenize');
-    if (typeof text !== 'string') throw invalid('tokenize: text must be a string');
+    arg.string('tokenize', 'text', text);
+    opts = arg.options('tokenize', opts, TOKENIZE_OPTS);
     const data = Buffer.from(text, 'utf8');
-    const flags = (opts.addSpecial === false ? 0 : 1) | (opts.parseSpecial ? 2 : 0);
+    const flags = tokenizeFlags('tokenize', opts);
     const nOut = [0];
     let cap = data.length + 8;
     for (let i = 0; i < 3; i++) {
@@ -536,7 +707,7 @@ class Model {
 
   /** The text of tokens; special tokens such as BOS render as nothing. */
   detokenize(tokens) {
-    return this._detokenizeBytes(toInt32Array(tokens, 'detokenize')).toString('utf8');
+    return this._detokenizeBytes(arg.tokens('detokenize', 'tokens', tokens)).toString('utf8');
   }
 
   // The bytes live in a reused buffer: valid until the next call.
@@ -548,29 +719,42 @@ class Model {
   /** The raw bytes of one token inside a text (may be part of a UTF-8 character). */
   tokenToPiece(token) {
     const h = this._handle('tokenToPiece');
+    arg.token('tokenToPiece', 'token', token);
     return Buffer.from(this._tb.call(lib().c.token_to_piece, 'tokenToPiece', h, token));
   }
 
   /**
    * Renders OpenAI-style messages ({role, content}) with the model's chat
-   * template. MoonlmError UNSUPPORTED if the model has none.
+   * template, or with opts.template ('chatml', or another name from
+   * builtinChatTemplates()) in that built-in format. A model without a
+   * template (a base model) is MoonlmError UNSUPPORTED naming the built-in
+   * formats: nothing is guessed. An unknown name is INVALID_ARGUMENT.
    */
-  applyChatTemplate(messages, opts = {}) {
+  applyChatTemplate(messages, opts) {
     const h = this._handle('applyChatTemplate');
-    if (!Array.isArray(messages)) throw invalid('applyChatTemplate: messages must be an array');
-    const msgs = messages.map((m, i) => {
-      if (!m || typeof m.role !== 'string' || (m.content != null && typeof m.content !== 'string')) {
-        throw invalid(`applyChatTemplate: message ${i} needs a string role and content`);
+    const msgs = arg.messages('applyChatTemplate', messages);
+    opts = arg.options('applyChatTemplate', opts, APPLY_TEMPLATE_OPTS);
+    const add = opts.addAssistant == null || arg.bool('applyChatTemplate', 'opts.addAssistant', opts.addAssistant) ? 1 : 0;
+    const template = opts.template == null ? null : arg.string('applyChatTemplate', 'opts.template', opts.template, false);
+    const { c } = lib();
+    try {
+      if (c.chat_apply_template_named) {
+        return this._tb.call(c.chat_apply_template_named, 'applyChatTemplate', h, template || null, msgs, msgs.length, add)
+          .toString('utf8');
       }
-      return { role: m.role, content: m.content ?? '' };
-    });
-    const add = opts.addAssistant === false ? 0 : 1;
-    return this._tb.call(lib().c.chat_apply_template, 'applyChatTemplate', h, msgs, msgs.length, add)
-      .toString('utf8');
+      if (template) {
+        throw new MoonlmError(Status.UNSUPPORTED,
+          `applyChatTemplate: ${lib().file} predates built-in templates (template); rebuild the library`);
+      }
+      return this._tb.call(c.chat_apply_template, 'applyChatTemplate', h, msgs, msgs.length, add).toString('utf8');
+    } catch (e) {
+      if (template || !(e instanceof MoonlmError) || e.status !== Status.UNSUPPORTED) throw e;
+      throw new MoonlmError(Status.UNSUPPORTED, `${e.message}; pass { template: 'NAME' } to use a built-in format`);
+    }
   }
 
-  _chatTokens(messages) {
-    const text = this.applyChatTemplate(messages, { addAssistant: true });
+  _chatTokens(messages, template) {
+    const text = this.applyChatTemplate(messages, { addAssistant: true, template });
     let toks = this.tokenize(text, { addSpecial: true, parseSpecial: true });
     const bos = this.bosTokenId;
     if (bos !== null && toks.length >= 2 && toks[0] === bos && toks[1] === bos) toks = toks.subarray(1);
@@ -578,15 +762,16 @@ class Model {
   }
 
   /** A new session. opts: nCtx (default contextLength), threads, kvType ('f16' default, or 'f32'). */
-  session(opts = {}) {
+  session(opts) {
     return new Session(this, opts);
   }
 
   _promptTokens(prompt, opts) {
     if (typeof prompt === 'string') {
-      return this.tokenize(prompt, { addSpecial: opts.addSpecial !== false, parseSpecial: !!opts.parseSpecial });
+      const flags = tokenizeFlags('generate', opts);
+      return this.tokenize(prompt, { addSpecial: (flags & 1) !== 0, parseSpecial: (flags & 2) !== 0 });
     }
-    return toInt32Array(prompt, 'generate');
+    return arg.tokens('generate', 'prompt', prompt);
   }
 
   /**
@@ -594,8 +779,9 @@ class Model {
    * as text pieces: `for await (const piece of model.stream(p, opts))`.
    * Breaking out of the loop early frees everything. See generate() for opts.
    */
-  stream(prompt, opts = {}) {
-    return this._stream(this._promptTokens(prompt, opts), opts);
+  stream(prompt, opts) {
+    opts = arg.options('generate', opts, GENERATE_OPTS);
+    return this._stream(this._promptTokens(prompt, opts), opts, 'generate');
   }
 
   /**
@@ -605,33 +791,36 @@ class Model {
    * temperature 0 is greedy), stop (strings, not included in the text),
    * signal (an AbortSignal: rejects with MoonlmError CANCELLED), nCtx.
    */
-  async generate(prompt, opts = {}) {
+  async generate(prompt, opts) {
     let text = '';
     for await (const piece of this.stream(prompt, opts)) text += piece;
     return text;
   }
 
-  /** Streams the assistant's reply to OpenAI-style messages (model's chat template). */
-  chatStream(messages, opts = {}) {
-    return this._stream(this._chatTokens(messages), opts);
+  /**
+   * Streams the assistant's reply to OpenAI-style messages, written with the
+   * model's chat template or opts.template (see applyChatTemplate); other
+   * opts as for generate().
+   */
+  chatStream(messages, opts) {
+    opts = arg.options('chat', opts, CHAT_OPTS);
+    return this._stream(this._chatTokens(messages, opts.template), opts, 'chat');
   }
 
-  /** The assistant's reply to OpenAI-style messages, as one string. */
-  async chat(messages, opts = {}) {
+  /** The assistant's reply to OpenAI-style messages, as one string (opts as for chatStream). */
+  async chat(messages, opts) {
     let text = '';
     for await (const piece of this.chatStream(messages, opts)) text += piece;
     return text;
   }
 
-  _stream(tokens, opts) {
-    const maxTokens = opts.maxTokens ?? 256;
-    if (!Number.isInteger(maxTokens) || maxTokens < 0) {
-      throw invalid(`generate: maxTokens must be an integer >= 0, got ${maxTokens}`);
-    }
-    if (tokens.length === 0) throw invalid('generate: the prompt has no tokens');
-    const nCtx = opts.nCtx ?? Math.min(tokens.length + Math.max(maxTokens, 1), this.contextLength);
-    const stop = new StopFilter(opts.stop); // validate before any allocation
-    const sampler = new Sampler(opts);
+  // opts: checked against the caller's option names already.
+  _stream(tokens, opts, what) {
+    const { maxTokens, stop, signal } = loopArgs(what, opts); // all checked before any allocation
+    if (tokens.length === 0) throw arg.rangeError(what, 'prompt', 'has no tokens');
+    const nCtx = opts.nCtx != null ? arg.int(what, 'opts.nCtx', opts.nCtx, 1, INT32_MAX)
+      : Math.min(tokens.length + Math.max(maxTokens, 1), this.contextLength);
+    const sampler = new Sampler(samplerOptions(opts), what);
     let session;
     try {
       session = new Session(this, { nCtx });
@@ -639,7 +828,7 @@ class Model {
       sampler.close();
       throw e;
     }
-    return generateLoop(this, session, tokens, maxTokens, sampler, stop, opts.signal, true);
+    return generateLoop(this, session, tokens, maxTokens, sampler, stop, signal, true);
   }
 }
 Model._token = Symbol('Model');
@@ -699,23 +888,29 @@ async function* generateLoop(model, session, tokens, maxTokens, sampler, stop, s
 /**
  * A sequence being evaluated: its KV cache and position. prefill() and
  * decode() resolve to the logits of the last position as a Float32Array
- * that the session owns and overwrites on every call (no copy per token):
- * copy it (`logits.slice()`) to keep it. One call at a time per session
- * (a concurrent one rejects with BUSY); cancel() works any time.
+ * that the session overwrites on every call (`logits`): copy it
+ * (`logits.slice()`) to keep it. The library itself writes into a private
+ * buffer that user code never sees, copied out when the call is over, so
+ * nothing done to `logits` during a call (transferring its ArrayBuffer, say)
+ * can make the library write into freed memory; a detached `logits` is
+ * replaced by a new array. One call at a time per session (a concurrent one
+ * rejects with BUSY); cancel() works any time.
  */
 class Session {
-  constructor(model, opts = {}) {
+  constructor(model, opts) {
     const { c, t } = lib();
+    if (!(model instanceof Model)) throw arg.typeError('session', 'model', `must be a Model, got ${shown(model)}`);
     const h = model._handle('session');
+    opts = arg.options('session', opts, SESSION_OPTS);
     const params = {};
     c.session_params_init(params, koffi.sizeof(t.sessionParams));
-    if (opts.nCtx != null) {
-      if (!Number.isInteger(opts.nCtx) || opts.nCtx <= 0) throw invalid(`session: nCtx must be an integer > 0, got ${opts.nCtx}`);
-      params.n_ctx = opts.nCtx;
-    }
-    if (opts.threads != null) params.n_threads = opts.threads;
+    if (opts.nCtx != null) params.n_ctx = arg.int('session', 'opts.nCtx', opts.nCtx, 1, INT32_MAX);
+    if (opts.threads != null) params.n_threads = arg.int('session', 'opts.threads', opts.threads, 0, INT32_MAX);
     const kv = opts.kvType ?? 'f16';
-    if (!(kv in KV_TYPES)) throw invalid(`session: kvType must be 'f16' or 'f32', got ${kv}`);
+    if (!Object.hasOwn(KV_TYPES, kv)) {
+      const err = typeof kv === 'string' ? arg.rangeError : arg.typeError;
+      throw err('session', 'opts.kvType', `must be 'f16' or 'f32', got ${shown(kv)}`);
+    }
     params.kv_type = KV_TYPES[kv];
     const out = [null];
     check(c.session_new(h, params, out), 'session');
@@ -726,8 +921,8 @@ class Session {
     this.nCtx = params.n_ctx > 0 ? params.n_ctx : model.contextLength;
     this.kvType = kv;
     this.nVocab = model.vocabSize;
-    /** The buffer prefill()/decode() write the logits into. */
-    this.logits = new Float32Array(this.nVocab);
+    this._out = new Float32Array(this.nVocab); // the library writes here; never handed out
+    this._logits = new Float32Array(this.nVocab); // the public copy
     this._busy = false;
     this._pos = [0];
     this._tb = null; // for moonlm_session_last_error, made at the first failure
@@ -751,17 +946,26 @@ class Session {
     return this._h;
   }
 
+  /** The logits of the last prefill()/decode() (overwritten by the next). */
+  get logits() { return this._logits; }
+
+  // Runs fn.async(h, ...args, out, n) on a worker thread. out is the private
+  // buffer; the local reference keeps it alive until the call is over even
+  // if the session itself is dropped meanwhile.
   async _run(what, fn, args, retry) {
     const h = this._handle(what);
+    const out = this._out;
     this._busy = true;
     let st;
     try {
-      st = await callAsync(fn, h, ...args, this.logits, this.logits.length);
+      st = await callAsync(fn, h, ...args, out, out.length);
     } finally {
       this._busy = false;
     }
     if (st !== Status.OK) throw this._asyncError(st, what, retry);
-    return this.logits;
+    if (this._logits.length !== out.length) this._logits = new Float32Array(out.length); // detached by user code
+    this._logits.set(out);
+    return this._logits;
   }
 
   /**
@@ -785,24 +989,26 @@ class Session {
   }
 
   /** Evaluates tokens at the current position; resolves to the last logits. */
-  prefill(tokens) {
-    const toks = toInt32Array(tokens, 'prefill');
+  async prefill(tokens) {
+    // A copy the binding alone holds: the worker thread reads it during the call.
+    const toks = arg.tokens('prefill', 'tokens', tokens, true);
     const { c } = lib();
     return this._run('prefill', c.prefill, [toks, toks.length],
-      (h) => c.prefill(h, toks, toks.length, this.logits, this.logits.length));
+      (h) => c.prefill(h, toks, toks.length, this._out, this._out.length));
   }
 
   /** Evaluates one token; resolves to the next-token logits. */
-  decode(token) {
+  async decode(token) {
+    arg.token('decode', 'token', token);
     const { c } = lib();
     return this._run('decode', c.decode, [token],
-      (h) => c.decode(h, token, this.logits, this.logits.length));
+      (h) => c.decode(h, token, this._out, this._out.length));
   }
 
   /** Keeps the first nKeep positions and forgets the rest. */
   rewind(nKeep) {
     const h = this._handle('rewind');
-    if (!Number.isInteger(nKeep) || nKeep < 0) throw invalid(`rewind: nKeep must be an integer >= 0, got ${nKeep}`);
+    arg.int('rewind', 'nKeep', nKeep, 0, Number.MAX_SAFE_INTEGER);
     check(lib().c.session_rewind(h, nKeep), 'rewind');
   }
 
@@ -825,22 +1031,25 @@ class Session {
    * the session's model to be open (for detokenization).
    * opts as for Model.generate; opts.sampler uses (and keeps open) a Sampler.
    */
-  stream(tokens, opts = {}) {
-    const toks = toInt32Array(tokens, 'stream');
-    const own = !opts.sampler;
-    const sampler = own ? new Sampler(opts) : opts.sampler;
+  stream(tokens, opts) {
+    opts = arg.options('stream', opts, SESSION_STREAM_OPTS);
+    const toks = arg.tokens('stream', 'tokens', tokens);
+    const { maxTokens, stop, signal } = loopArgs('stream', opts);
+    const own = opts.sampler == null;
+    if (!own) {
+      if (!(opts.sampler instanceof Sampler)) {
+        throw arg.typeError('stream', 'opts.sampler', `must be a Sampler, got ${shown(opts.sampler)}`);
+      }
+      const extra = Object.keys(samplerOptions(opts));
+      if (extra.length) throw arg.typeError('stream', `opts.${extra[0]}`, 'cannot be combined with opts.sampler');
+    }
+    const sampler = own ? new Sampler(samplerOptions(opts), 'stream') : opts.sampler;
     const borrowed = own ? sampler : { sample: (l) => sampler.sample(l), accept: (t) => sampler.accept(t), close() {} };
-    return generateLoop(this.model, this, toks, opts.maxTokens ?? 256, borrowed, new StopFilter(opts.stop), opts.signal, false);
+    return generateLoop(this.model, this, toks, maxTokens, borrowed, stop, signal, false);
   }
 }
 
 // ---- Sampler -------------------------------------------------------------------
-
-const SAMPLER_OPTS = {
-  temperature: 'temperature', topK: 'top_k', topP: 'top_p', minP: 'min_p',
-  repeatPenalty: 'repeat_penalty', presencePenalty: 'presence_penalty',
-  frequencyPenalty: 'frequency_penalty', penaltyLastN: 'penalty_last_n',
-};
 
 /**
  * Chooses tokens from logits: penalties, topK, topP, minP, temperature, then
@@ -848,21 +1057,19 @@ const SAMPLER_OPTS = {
  * library's defaults (temperature 0.8, topK 40, topP 0.95, minP 0.05).
  */
 class Sampler {
-  constructor(opts = {}) {
+  // what: the public call the options came through, for messages.
+  constructor(opts, what = 'Sampler') {
     const { c, t } = lib();
+    opts = arg.options(what, opts, SAMPLER_OPT_NAMES);
     const p = {};
     c.sampler_params_init(p, koffi.sizeof(t.samplerParams));
-    for (const [js, cname] of Object.entries(SAMPLER_OPTS)) {
-      if (opts[js] != null) {
-        if (typeof opts[js] !== 'number' || Number.isNaN(opts[js])) throw invalid(`sampler: ${js} must be a number`);
-        p[cname] = opts[js];
-      }
+    for (const [js, [cname, kind]] of Object.entries(SAMPLER_FIELDS)) {
+      const v = opts[js];
+      if (v == null) continue;
+      p[cname] = kind === 'int' ? arg.int(what, `opts.${js}`, v, INT32_MIN, INT32_MAX) : arg.float(what, `opts.${js}`, v);
     }
-    if (opts.seed != null) {
-      const s = BigInt(opts.seed);
-      if (s < 0n || s >= 0xffffffffffffffffn) throw invalid(`sampler: seed must be in [0, 2^64-1), got ${opts.seed}`);
-      p.seed = s;
-    }
+    // MOONLM_SEED_RANDOM (2**64-1) is what omitting the seed means.
+    if (opts.seed != null) p.seed = arg.uint64(what, 'opts.seed', opts.seed, UINT64_MAX - 1n);
     this.params = p;
     const out = [null];
     check(c.sampler_new(p, out), 'sampler');
@@ -889,14 +1096,26 @@ class Sampler {
   /** A token chosen from logits (a Float32Array of nVocab); not accepted. */
   sample(logits) {
     const h = this._handle('sample');
-    if (!(logits instanceof Float32Array)) logits = Float32Array.from(logits);
+    if (!(logits instanceof Float32Array)) {
+      if (logits == null || typeof logits !== 'object' || typeof logits.length !== 'number') {
+        throw arg.typeError('sample', 'logits', `must be a Float32Array or an array of numbers, got ${shown(logits)}`);
+      }
+      const a = new Float32Array(logits.length);
+      for (let i = 0; i < a.length; i++) {
+        const v = logits[i];
+        if (typeof v !== 'number') throw arg.typeError('sample', `logits[${i}]`, `must be a number, got ${shown(v)}`);
+        a[i] = v;
+      }
+      logits = a;
+    }
     check(lib().c.sample(h, logits, logits.length, this._tok), 'sample');
     return this._tok[0];
   }
 
   /** Records token in the history the penalties look at. */
   accept(token) {
-    check(lib().c.sampler_accept(this._handle('accept'), token), 'sampler accept');
+    const h = this._handle('accept');
+    check(lib().c.sampler_accept(h, arg.token('accept', 'token', token)), 'sampler accept');
   }
 
   /** Forgets the accepted history (keeps the random state). */
@@ -911,6 +1130,15 @@ function libraryPath() { return lib().file; }
 /** The loaded library's version ("MAJOR.MINOR.PATCH"). */
 function libraryVersion() { return lib().c.version(); }
 
+/** The built-in chat formats applyChatTemplate/chat accept as template ('chatml', 'gemma', ...), sorted. */
+function builtinChatTemplates() {
+  const { c, file } = lib();
+  if (!c.chat_builtin_templates) {
+    throw new MoonlmError(Status.UNSUPPORTED, `builtinChatTemplates: ${file} predates built-in templates; rebuild the library`);
+  }
+  return new TextBuffer(64).call(c.chat_builtin_templates, 'builtinChatTemplates').toString('utf8').split(',');
+}
+
 module.exports = {
   Model,
   Session,
@@ -919,6 +1147,7 @@ module.exports = {
   Status,
   libraryPath,
   libraryVersion,
+  builtinChatTemplates,
   // exported for tests and for custom loops
   IncrementalDetokenizer,
   StopFilter,

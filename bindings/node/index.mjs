@@ -9,6 +9,7 @@ export const {
   Status,
   libraryPath,
   libraryVersion,
+  builtinChatTemplates,
   IncrementalDetokenizer,
   StopFilter,
 } = moonlm;

@@ -224,6 +224,7 @@ int main(void) {
 		bad |= check("child open", moonlm_model_open("/nonexistent/model.gguf", NULL, &m), MOONLM_FORKED);
 		if (strstr(moonlm_last_error(), "fork") == NULL) { fprintf(stderr, "message: %s\n", moonlm_last_error()); bad = 1; }
 		bad |= check("child sampler_new", moonlm_sampler_new(NULL, &smp), MOONLM_FORKED);
+		bad |= check("child chat_builtin_templates", moonlm_chat_builtin_templates(NULL, 0, &pos), MOONLM_FORKED);
 		bad |= check("child session_position", moonlm_session_position((moonlm_session *)0x1234, &pos), MOONLM_FORKED);
 		bad |= check("child model_free", moonlm_model_free((moonlm_model *)0x1234), MOONLM_FORKED);
 		bad |= moonlm_model_is_eog((moonlm_model *)0x1234, 0) != 0;

@@ -93,6 +93,38 @@ type SamplerParams struct {
 	Seed             uint64
 }
 
+// GenerateParams mirrors moonlm_generate_params.
+type GenerateParams struct {
+	Size      uintptr
+	MaxTokens int32
+	Flags     uint32
+	Stop      unsafe.Pointer // const char *const *
+	StopLen   *uintptr
+	NStop     uintptr
+	Callback  uintptr
+	UserData  uintptr
+}
+
+// GenerateResult mirrors moonlm_generate_result.
+type GenerateResult struct {
+	Size         uintptr
+	FinishReason int32
+	LastToken    int32
+	NPrompt      uintptr
+	NGenerated   uintptr
+	NEvaluated   uintptr
+}
+
+// moonlm_finish_reason values.
+const (
+	FinishNone int32 = iota
+	FinishStop
+	FinishLength
+	FinishEOG
+	FinishContext
+	FinishCancelled
+)
+
 type Message struct {
 	Role, Content *byte
 }
@@ -117,18 +149,21 @@ type Lib struct {
 	ModelChatTemplate  func(m uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
 	ModelIsEOG         func(m uintptr, tok int32) int32
 
-	Tokenize    func(m uintptr, text *byte, n uintptr, flags uint32, out *int32, cap uintptr, nOut *uintptr) int32
-	TokenPiece  func(m uintptr, tok int32, buf *byte, cap uintptr, nOut *uintptr) int32
-	Detokenize  func(m uintptr, toks *int32, n uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
-	ChatApply   func(m uintptr, msgs *Message, n uintptr, addAssistant int32, buf *byte, cap uintptr, nOut *uintptr) int32
-	SessionNew  func(m uintptr, p *SessionParams, out *uintptr) int32
-	SessionFree func(s uintptr) int32
-	Prefill     func(s uintptr, toks *int32, n uintptr, logits *float32, cap uintptr) int32
-	Decode      func(s uintptr, tok int32, logits *float32, cap uintptr) int32
-	Rewind      func(s uintptr, nKeep uintptr) int32
-	Position    func(s uintptr, pos *uintptr) int32
-	Cancel      func(s uintptr) int32
-	SessionErr  func(s uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
+	Tokenize   func(m uintptr, text *byte, n uintptr, flags uint32, out *int32, cap uintptr, nOut *uintptr) int32
+	TokenPiece func(m uintptr, tok int32, buf *byte, cap uintptr, nOut *uintptr) int32
+	Detokenize func(m uintptr, toks *int32, n uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
+	ChatApply  func(m uintptr, msgs *Message, n uintptr, addAssistant int32, buf *byte, cap uintptr, nOut *uintptr) int32
+	// ChatApplyNamed takes name as a C string (nil is NULL).
+	ChatApplyNamed func(m uintptr, name *byte, msgs *Message, n uintptr, addAssistant int32, buf *byte, cap uintptr, nOut *uintptr) int32
+	ChatBuiltins   func(buf *byte, cap uintptr, nOut *uintptr) int32
+	SessionNew     func(m uintptr, p *SessionParams, out *uintptr) int32
+	SessionFree    func(s uintptr) int32
+	Prefill        func(s uintptr, toks *int32, n uintptr, logits *float32, cap uintptr) int32
+	Decode         func(s uintptr, tok int32, logits *float32, cap uintptr) int32
+	Rewind         func(s uintptr, nKeep uintptr) int32
+	Position       func(s uintptr, pos *uintptr) int32
+	Cancel         func(s uintptr) int32
+	SessionErr     func(s uintptr, buf *byte, cap uintptr, nOut *uintptr) int32
 
 	SessionParamsDefault func(p *SessionParams)
 	SamplerParamsDefault func(p *SamplerParams)
@@ -138,6 +173,9 @@ type Lib struct {
 	SamplerReset         func(s uintptr) int32
 	Sample               func(s uintptr, logits *float32, n uintptr, tok *int32) int32
 	Generate             func(s, smp uintptr, prompt *int32, n, max uintptr, cb uintptr, ud uintptr, nGen *uintptr) int32
+	GenerateParamsInit   func(p *GenerateParams, size uintptr)
+	GenerateEx           func(s, smp uintptr, prompt *int32, n uintptr, p *GenerateParams, r *GenerateResult) int32
+	FinishReasonString   func(r int32) string
 }
 
 var (
@@ -179,6 +217,8 @@ func lib(t testing.TB) *Lib {
 		reg(&l.TokenPiece, "moonlm_token_to_piece")
 		reg(&l.Detokenize, "moonlm_detokenize")
 		reg(&l.ChatApply, "moonlm_chat_apply_template")
+		reg(&l.ChatApplyNamed, "moonlm_chat_apply_template_named")
+		reg(&l.ChatBuiltins, "moonlm_chat_builtin_templates")
 		reg(&l.SessionParamsDefault, "moonlm_session_params_default")
 		reg(&l.SessionNew, "moonlm_session_new")
 		reg(&l.SessionFree, "moonlm_session_free")
@@ -195,6 +235,9 @@ func lib(t testing.TB) *Lib {
 		reg(&l.SamplerReset, "moonlm_sampler_reset")
 		reg(&l.Sample, "moonlm_sample")
 		reg(&l.Generate, "moonlm_generate")
+		reg(&l.GenerateParamsInit, "moonlm_generate_params_init")
+		reg(&l.GenerateEx, "moonlm_generate_ex")
+		reg(&l.FinishReasonString, "moonlm_finish_reason_string")
 		theLib = l
 	})
 	if theLib == nil {

@@ -332,10 +332,15 @@ func callExtremes(l *Lib, path string) error {
 	check("chat_apply_template n=2^20+1", l.ChatApply(m, &msgs[0], 1<<20+1, 1, nil, 0, &n), InvalidArg)
 	bad := []int32{-1, math.MaxInt32, math.MinInt32}
 	check("detokenize bad ids", l.Detokenize(m, &bad[0], 3, nil, 0, &n), InvalidArg)
-	// The chat template asks for 2^64 bytes and a 2^64-item range.
+	// The chat template asks for 2^64 bytes and a 2^64-item range: an
+	// unusable template (UNSUPPORTED with the reason) or a template error.
 	st := l.ChatApply(m, &msgs[0], 1, 1, nil, 0, &n)
-	check("chat_apply_template hostile template", st, InvalidArg, BufferTooSmall, OK)
+	check("chat_apply_template hostile template", st, InvalidArg, Unsupported, BufferTooSmall, OK)
 	check("chat_apply_template n=SIZE_MAX", l.ChatApply(m, &msgs[0], math.MaxUint64, 1, nil, 0, &n), InvalidArg)
+	check("chat_apply_template_named hostile template", l.ChatApplyNamed(m, nil, &msgs[0], 1, 1, nil, 0, &n), InvalidArg, Unsupported, BufferTooSmall, OK)
+	check("chat_apply_template_named chatml", l.ChatApplyNamed(m, cstr("chatml"), &msgs[0], 1, 1, nil, 0, &n), BufferTooSmall)
+	check("chat_apply_template_named n=SIZE_MAX", l.ChatApplyNamed(m, cstr("chatml"), &msgs[0], math.MaxUint64, 1, nil, 0, &n), InvalidArg)
+	check("chat_builtin_templates cap=SIZE_MAX NULL", l.ChatBuiltins(nil, math.MaxUint64, &n), InvalidArg)
 	// Sessions.
 	for _, nctx := range append(i32s, 1<<24, 1<<25) {
 		for _, th := range []int32{0, maxThreads, maxThreads + 1, math.MaxInt32} {
@@ -434,9 +439,9 @@ func callExtremes(l *Lib, path string) error {
 }
 
 // A chat template that multiplies a string by 2^63-1 is a template error
-// (the model's template is then unusable and its family's format is used),
-// never MOONLM_INTERNAL: the budget check overflowed and strings.Repeat
-// panicked.
+// (the model's template is then unusable: UNSUPPORTED with the reason, as
+// these name no template family to fall back on), never MOONLM_INTERNAL:
+// the budget check overflowed and strings.Repeat panicked.
 func TestChatTemplateOverflowNotInternal(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -454,7 +459,7 @@ func TestChatTemplateOverflowNotInternal(t *testing.T) {
 		var n uintptr
 		st := l.ChatApply(m, &msgs[0], 1, 1, nil, 0, &n)
 		assert.NotEqual(t, Internal, st, "%s: %s", tmpl, l.LastError())
-		assert.Contains(t, []int32{OK, BufferTooSmall, InvalidArg}, st, "%s: %s", tmpl, l.LastError())
+		assert.Contains(t, []int32{OK, BufferTooSmall, InvalidArg, Unsupported}, st, "%s: %s", tmpl, l.LastError())
 		l.ModelFree(m)
 	}
 }
@@ -529,4 +534,26 @@ func init() {
 		fmt.Println("statuses:", seen)
 		return nil
 	}
+}
+
+// An architecture without a family is MOONLM_UNSUPPORTED naming it, never
+// MOONLM_BAD_FILE: the same tiny file opens as llama and is refused as
+// mamba, with no handle.
+func TestUnsupportedArchitectureStatus(t *testing.T) {
+	l := lib(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var m uintptr
+	st := l.ModelOpen(writeTiny(t, t.TempDir(), nil), nil, &m)
+	if st == Unsupported && strings.Contains(l.LastError(), "engine is not built") {
+		t.Skip("the library has no engine yet: " + l.LastError())
+	}
+	requireStatus(t, l, OK, st, "the tiny llama model")
+	l.ModelFree(m)
+
+	m = 99
+	path := writeTiny(t, t.TempDir(), map[string]any{"general.architecture": "mamba"})
+	requireStatus(t, l, Unsupported, l.ModelOpen(path, nil, &m), "a mamba file")
+	assert.Equal(t, uintptr(0), m)
+	assert.Contains(t, l.LastError(), `"mamba"`)
 }

@@ -73,6 +73,7 @@ func TestBadHandles(t *testing.T) {
 			"token_to_piece": func() int32 { return l.TokenPiece(h, 1, &buf[0], 64, &n) },
 			"detokenize":     func() int32 { return l.Detokenize(h, &toks[0], 2, &buf[0], 64, &n) },
 			"chat":           func() int32 { return l.ChatApply(h, &msgs[0], 1, 1, &buf[0], 64, &n) },
+			"chat_named":     func() int32 { return l.ChatApplyNamed(h, cstr("chatml"), &msgs[0], 1, 1, &buf[0], 64, &n) },
 			"session_new":    func() int32 { var s uintptr; return l.SessionNew(h, nil, &s) },
 			"prefill":        func() int32 { return l.Prefill(h, &toks[0], 2, &logits[0], 16) },
 			"decode":         func() int32 { return l.Decode(h, 1, nil, 0) },

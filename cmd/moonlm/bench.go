@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -204,36 +202,31 @@ func benchOpenIn(cfg benchConfig, state string) (benchCacheOpen, error) {
 }
 
 func runBench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("bench")
 	var cfg benchConfig
 	var pg, profile, memProfile, pack, cache string
 	var asJSON, noWarmup bool
-	fs.StringVar(&cfg.Path, "m", "", "model file")
-	fs.IntVar(&cfg.Threads, "t", runtime.NumCPU(), "threads")
-	fs.IntVar(&cfg.Prompt, "p", 512, "prompt tokens for prefill (0 skips)")
-	fs.IntVar(&cfg.Gen, "n", 128, "tokens to decode (0 skips)")
-	fs.IntVar(&cfg.Rounds, "r", 5, "rounds (medians are reported)")
-	fs.StringVar(&pg, "pg", "", "P,N: prefill P tokens then decode N")
+	fs.StringVar(&cfg.Path, "m", "", "model `file`")
+	fs.IntVar(&cfg.Threads, "t", runtime.NumCPU(), "`threads`")
+	fs.IntVar(&cfg.Prompt, "p", 512, "prompt `tokens` for prefill (0 skips)")
+	fs.IntVar(&cfg.Gen, "n", 128, "`tokens` to decode (0 skips)")
+	fs.IntVar(&cfg.Rounds, "r", 5, "`rounds` (medians are reported)")
+	fs.StringVar(&pg, "pg", "", "`P,N`: prefill P tokens, then decode N")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up round")
 	fs.BoolVar(&cfg.MemBW, "membw", false, "also measure plain memory read bandwidth")
-	fs.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the measured rounds to FILE")
-	fs.StringVar(&memProfile, "memprofile", "", "record every allocation and write the profile to FILE (finds what allocates per token)")
-	fs.StringVar(&pack, "pack", "auto", "repack weights at open: auto (MOONLM_PACK), on or off")
-	fs.StringVar(&cache, "cache", "", "packed-weight cache states to measure the open in: cold, warm, off (comma-separated)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(os.Stderr, benchUsage)
-			return nil
-		}
-		return fmt.Errorf("%w\n%s", err, benchUsage)
+	fs.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the measured rounds to `file`")
+	fs.StringVar(&memProfile, "memprofile", "", "record every allocation and write the profile to `file` (finds what allocates per token)")
+	fs.StringVar(&pack, "pack", "auto", "repack weights at open (`mode`: auto follows MOONLM_PACK, on, off)")
+	fs.StringVar(&cache, "cache", "", "packed-weight cache `states` to measure the open in: cold, warm, off (comma-separated)")
+	if help, err := parseFlags(fs, benchUsage, args); help || err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), benchUsage)
+		return usageErr(benchUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	if cfg.Path == "" {
-		return fmt.Errorf("no model: -m FILE is required\n%s", benchUsage)
+		return usageErr(benchUsage, "no model: -m FILE is required")
 	}
 	if pg != "" {
 		p, n, ok := strings.Cut(pg, ",")

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -47,31 +44,26 @@ type benchShape struct {
 }
 
 func runMakeBenchModel(args []string) error {
-	fs := flag.NewFlagSet("make-bench-model", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("make-bench-model")
 	var vocab, out, typ string
 	var seed uint64
 	var threads int
 	sh := benchShape{}
-	fs.StringVar(&vocab, "vocab", "", "GGUF file to copy the tokenizer from")
-	fs.StringVar(&out, "o", "", "output file")
-	fs.StringVar(&typ, "type", "q8_0", "q8_0 or q4_k_m")
-	fs.Uint64Var(&seed, "seed", 1, "random seed")
-	fs.IntVar(&threads, "t", runtime.NumCPU(), "threads")
-	fs.IntVar(&sh.Dim, "dim", 2048, "hidden size")
-	fs.IntVar(&sh.Layers, "layers", 16, "layers")
-	fs.IntVar(&sh.Heads, "heads", 32, "query heads")
-	fs.IntVar(&sh.KVHeads, "kv-heads", 8, "KV heads")
-	fs.IntVar(&sh.FFN, "ffn", 8192, "feed-forward size")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(os.Stderr, makeBenchUsage)
-			return nil
-		}
-		return fmt.Errorf("%w\n%s", err, makeBenchUsage)
+	fs.StringVar(&vocab, "vocab", "", "GGUF `file` to copy the tokenizer from")
+	fs.StringVar(&out, "o", "", "output `file`")
+	fs.StringVar(&typ, "type", "q8_0", "weight `type`: q8_0 or q4_k_m")
+	fs.Uint64Var(&seed, "seed", 1, "random `seed`")
+	fs.IntVar(&threads, "t", runtime.NumCPU(), "`threads`")
+	fs.IntVar(&sh.Dim, "dim", 2048, "hidden `size`")
+	fs.IntVar(&sh.Layers, "layers", 16, "`layers`")
+	fs.IntVar(&sh.Heads, "heads", 32, "query `heads`")
+	fs.IntVar(&sh.KVHeads, "kv-heads", 8, "KV `heads`")
+	fs.IntVar(&sh.FFN, "ffn", 8192, "feed-forward `size`")
+	if help, err := parseFlags(fs, makeBenchUsage, args); help || err != nil {
+		return err
 	}
 	if vocab == "" || out == "" || fs.NArg() > 0 {
-		return fmt.Errorf("--vocab and -o are required\n%s", makeBenchUsage)
+		return usageErr(makeBenchUsage, "--vocab and -o are required")
 	}
 	start := time.Now()
 	n, err := makeBenchModel(out, vocab, typ, sh, seed, threads)

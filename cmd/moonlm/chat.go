@@ -17,35 +17,55 @@ import (
 func init() {
 	register(&command{
 		name:    "chat",
-		summary: "interactive chat with the model's template (-m FILE [--system TEXT] ...)",
+		summary: "interactive chat with the model's template or a built-in one (-m FILE [--template NAME] [--system TEXT] ...)",
 		run:     runChat,
 	})
 }
 
-const chatUsage = `usage: moonlm chat -m FILE [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [-t THREADS] [-c CTX]
+var chatUsage = `usage: moonlm chat -m FILE [--template NAME] [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]
+                   [--min-p P] [--seed S] [-t THREADS] [-c CTX]
 Reads one user message per line from stdin and streams the replies. Empty
 lines are skipped; /reset starts a new conversation; EOF or /exit ends.
-Ctrl-C stops the reply being generated.`
+Ctrl-C stops the reply being generated. The conversation is written with
+the model's chat template; a model without one (a base model) is an error
+unless --template names a built-in format:
+` + strings.Join(chat.Families(), ", ") + `.
+-n 0 sets no limit on a reply: it runs until the model ends it or the
+context (-c) is full.`
 
 func runChat(args []string) error {
-	fs := newFlagSet("chat", chatUsage)
+	fs := newFlagSet("chat")
 	var ef engineFlags
 	var sf samplerFlags
 	ef.register(fs, 4096)
 	sf.register(fs)
 	system := fs.String("system", "", "system prompt `text`")
-	n := fs.Int("n", 1024, "tokens per reply at most")
+	n := fs.Int("n", 1024, "generate at most `N` tokens per reply; 0 = no limit (until the model ends it or the context is full)")
+	template := fs.String("template", "", "write the conversation in the built-in format `name` instead of the model's template")
 	if help, err := parseFlags(fs, chatUsage, args); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), chatUsage)
+		return usageErr(chatUsage, "unexpected argument %q", fs.Arg(0))
+	}
+	if *n < 0 {
+		return usageErr(chatUsage, "-n %d: want 0 (no limit, what llama.cpp spells -1) or more tokens", *n)
+	}
+	if *template != "" {
+		if _, err := chat.Family(*template); err != nil {
+			return usageErr(chatUsage, "--template: %v", err)
+		}
 	}
 	m, err := ef.open()
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	// Refuse a model without a usable template before reading any input.
+	probe := []chat.Message{{Role: "user", Content: "Hi"}}
+	if _, err := m.ApplyChatTemplateNamed(*template, probe, true); errors.Is(err, engine.ErrUnsupported) {
+		return fmt.Errorf("%w\n(--template NAME picks one)", err)
+	}
 	s, err := ef.session(m)
 	if err != nil {
 		return err
@@ -61,7 +81,7 @@ func runChat(args []string) error {
 		}
 	}()
 
-	c := &chatState{m: m, s: s, sampler: sf.params(), maxTokens: *n}
+	c := &chatState{m: m, s: s, template: *template, sampler: sf.params(), maxTokens: *n}
 	if *system != "" {
 		c.msgs = append(c.msgs, chat.Message{Role: "system", Content: *system})
 	}
@@ -98,8 +118,8 @@ func runChat(args []string) error {
 		if err != nil && !errors.Is(err, engine.ErrCancelled) {
 			return err
 		}
-		printTimings(st)
-		if st.Reason == engine.StopContext {
+		printTimings(st, err)
+		if err == nil && st.Finish == engine.FinishContext {
 			fmt.Fprintln(os.Stderr, "moonlm: the context is full; /reset to start over")
 		}
 		_ = reply
@@ -112,6 +132,7 @@ func runChat(args []string) error {
 type chatState struct {
 	m         *engine.Model
 	s         *engine.Session
+	template  string // a built-in format's name, or "" for the model's template
 	msgs      []chat.Message
 	cached    []int32 // the tokens in the session's KV cache, in order
 	sampler   sample.Params
@@ -120,16 +141,16 @@ type chatState struct {
 
 // turn adds a user message, generates the reply (streamed to emit) and adds
 // it to the conversation.
-func (c *chatState) turn(user string, emit func(string) bool) (string, engine.GenerateStats, error) {
+func (c *chatState) turn(user string, emit func(string) bool) (string, engine.GenerateResult, error) {
 	msgs := append(c.msgs, chat.Message{Role: "user", Content: user})
-	text, err := c.m.ApplyChatTemplate(msgs, true)
+	text, err := c.m.ApplyChatTemplateNamed(c.template, msgs, true)
 	if err != nil {
-		return "", engine.GenerateStats{}, err
+		return "", engine.GenerateResult{}, err
 	}
 	// The template writes BOS itself where the model wants it.
 	toks, err := c.m.Tokenize(text, false, true)
 	if err != nil {
-		return "", engine.GenerateStats{}, err
+		return "", engine.GenerateResult{}, err
 	}
 	if len(c.cached) == 0 && c.m.Info().AddBOS && (len(toks) == 0 || toks[0] != c.m.Info().BOS) {
 		toks = append([]int32{c.m.Info().BOS}, toks...)
@@ -139,13 +160,13 @@ func (c *chatState) turn(user string, emit func(string) bool) (string, engine.Ge
 		keep++
 	}
 	if err := c.s.Rewind(keep); err != nil {
-		return "", engine.GenerateStats{}, err
+		return "", engine.GenerateResult{}, err
 	}
 	c.cached = append(c.cached[:keep], toks[keep:]...)
 	var sb strings.Builder
-	st, err := c.s.Generate(toks[keep:], engine.GenerateParams{MaxTokens: c.maxTokens, Sampler: c.sampler}, func(p string) bool {
-		sb.WriteString(p)
-		return emit(p)
+	st, err := c.s.Generate(toks[keep:], engine.GenerateParams{MaxTokens: c.maxTokens, Sampler: c.sampler}, func(p []byte, _ int32) bool {
+		sb.Write(p)
+		return len(p) == 0 || emit(string(p))
 	})
 	// Keep the cache bookkeeping exact whatever happened.
 	if st.PromptTokens == 0 {

@@ -66,7 +66,7 @@ func TestGenerateCommandIDs(t *testing.T) {
 		return runGenerate([]string{"--model", model, "--prompt", ref.Prompt, "--temp=0", "-n", "20"})
 	})
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(text, ", there was a little girl"), "continuation %q", text)
+	assert.True(t, strings.HasPrefix(text, ref.Prompt+", there was a little girl"), "prompt and continuation %q", text)
 }
 
 func TestGenerateCommandErrors(t *testing.T) {

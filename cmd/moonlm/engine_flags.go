@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"math"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/moonlm/moonlm/engine"
@@ -12,7 +14,8 @@ import (
 )
 
 // engineFlags are the options generate, chat and perplexity share. The flag
-// package accepts both -name and --name.
+// package accepts both -name and --name; an alias registered with no usage
+// text shares its partner's help line.
 type engineFlags struct {
 	model   string
 	threads int
@@ -24,19 +27,25 @@ type engineFlags struct {
 
 func (f *engineFlags) register(fs *flag.FlagSet, defCtx int) {
 	fs.StringVar(&f.model, "m", "", "GGUF model `file`")
-	fs.StringVar(&f.model, "model", "", "GGUF model `file` (same as -m)")
+	fs.StringVar(&f.model, "model", "", "")
 	fs.IntVar(&f.threads, "t", 0, "worker `threads` (0 = all cores)")
-	fs.IntVar(&f.threads, "threads", 0, "worker `threads` (same as -t)")
+	fs.IntVar(&f.threads, "threads", 0, "")
 	fs.IntVar(&f.ctx, "c", defCtx, "context size in `tokens` (0 = the model's)")
-	fs.IntVar(&f.ctx, "ctx-size", defCtx, "context size in `tokens` (same as -c)")
+	fs.IntVar(&f.ctx, "ctx-size", defCtx, "")
 	fs.BoolVar(&f.kvF32, "kv-f32", false, "keep the KV cache in f32 instead of f16")
-	fs.StringVar(&f.pack, "pack", "auto", "repack weights for faster kernels: auto (MOONLM_PACK), on or off")
-	fs.StringVar(&f.cache, "packed-cache", "auto", "keep packed weights in the on-disk cache: auto (MOONLM_PACKED_CACHE), on or off")
+	fs.StringVar(&f.pack, "pack", "auto", "repack weights for faster kernels (`mode`: auto follows MOONLM_PACK, on, off)")
+	fs.StringVar(&f.cache, "packed-cache", "auto", "keep packed weights in the on-disk cache (`mode`: auto follows MOONLM_PACKED_CACHE, on, off)")
 }
 
 // modelParams turns the flags into engine.ModelParams.
 func (f *engineFlags) modelParams() (engine.ModelParams, error) {
 	p := engine.ModelParams{Threads: f.threads}
+	if f.threads < 0 {
+		return p, fmt.Errorf("-t %d: want 0 (all cores) or more", f.threads)
+	}
+	if f.ctx < 0 {
+		return p, fmt.Errorf("-c %d: want 0 (the model's context) or more", f.ctx)
+	}
 	var err error
 	if p.Pack, err = parsePackMode(f.pack); err != nil {
 		return p, err
@@ -84,13 +93,13 @@ type samplerFlags struct {
 }
 
 func (f *samplerFlags) register(fs *flag.FlagSet) {
-	float32Var(fs, &f.temp, "temp", 0.8, "sampling temperature (0 = greedy)")
-	fs.IntVar(&f.topK, "top-k", 40, "keep the K most likely tokens (0 = off)")
-	float32Var(fs, &f.topP, "top-p", 0.95, "nucleus sampling threshold (1 = off)")
-	float32Var(fs, &f.minP, "min-p", 0.05, "drop tokens below this fraction of the best (0 = off)")
-	float32Var(fs, &f.repeat, "repeat-penalty", 1.0, "repetition penalty (1 = off)")
-	fs.IntVar(&f.repeatN, "repeat-last-n", 64, "tokens the repetition penalty looks back")
-	fs.Int64Var(&f.seed, "seed", -1, "random seed (-1 = from the clock)")
+	float32Var(fs, &f.temp, "temp", 0.8, "sampling temperature `T` (0 = greedy)")
+	fs.IntVar(&f.topK, "top-k", 40, "keep the `K` most likely tokens (0 = off)")
+	float32Var(fs, &f.topP, "top-p", 0.95, "nucleus sampling threshold `P` (1 = off)")
+	float32Var(fs, &f.minP, "min-p", 0.05, "drop tokens below `P` times the best one's probability (0 = off)")
+	float32Var(fs, &f.repeat, "repeat-penalty", 1.0, "repetition penalty `R` (1 = off)")
+	fs.IntVar(&f.repeatN, "repeat-last-n", 64, "`tokens` the repetition penalty looks back")
+	fs.Int64Var(&f.seed, "seed", -1, "random seed `S` (-1 = from the clock)")
 }
 
 func (f *samplerFlags) params() sample.Params {
@@ -108,58 +117,57 @@ func (f *samplerFlags) params() sample.Params {
 	return p
 }
 
-type float32Value struct{ p *float32 }
+// float32Value is a float32 flag (a pointer, so help can tell aliases).
+type float32Value float32
 
-func (v float32Value) String() string {
-	if v.p == nil {
+func (v *float32Value) String() string {
+	if v == nil {
 		return "0"
 	}
-	return fmt.Sprint(*v.p)
+	return strconv.FormatFloat(float64(*v), 'g', -1, 32)
 }
 
-func (v float32Value) Set(s string) error {
-	var x float64
-	if _, err := fmt.Sscan(s, &x); err != nil {
-		return fmt.Errorf("not a number: %q", s)
+func (v *float32Value) Set(s string) error {
+	x, err := strconv.ParseFloat(s, 32)
+	if err != nil || math.IsNaN(x) {
+		return errors.New("not a number")
 	}
-	*v.p = float32(x)
+	*v = float32Value(x)
 	return nil
 }
 
 func float32Var(fs *flag.FlagSet, p *float32, name string, def float32, usage string) {
 	*p = def
-	fs.Var(float32Value{p}, name, usage)
+	fs.Var((*float32Value)(p), name, usage)
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	_ = usage
-	return fs
-}
-
-// parseFlags parses args, printing usage and the flags for -h.
-func parseFlags(fs *flag.FlagSet, usage string, args []string) (help bool, err error) {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprintln(os.Stderr, usage)
-			fs.SetOutput(os.Stderr)
-			fs.PrintDefaults()
-			return true, nil
-		}
-		return false, fmt.Errorf("%v\n%s", err, usage)
+// printTimings reports a generation's speed on stderr, as llama.cpp does;
+// see timingLine.
+func printTimings(st engine.GenerateResult, err error) {
+	if line := timingLine(st, err); line != "" {
+		fmt.Fprint(os.Stderr, line)
 	}
-	return false, nil
 }
 
-// printTimings reports a generation's speed on stderr, as llama.cpp does.
-func printTimings(st engine.GenerateStats) {
+// timingLine is the timings report of a Generate call that returned st and
+// err: nothing when the call failed before its prompt was evaluated (the
+// error says it all, and st's stop reason means nothing), else the speeds
+// and why it stopped ("cancelled" or "error" when err says so).
+func timingLine(st engine.GenerateResult, err error) string {
+	if err != nil && st.PromptTokens == 0 {
+		return ""
+	}
+	reason := st.Finish.String()
+	switch {
+	case errors.Is(err, engine.ErrCancelled):
+		reason = "cancelled"
+	case err != nil:
+		reason = "error"
+	}
 	pp := st.PromptDuration.Seconds()
 	tg := st.DecodeDuration.Seconds()
-	fmt.Fprintf(os.Stderr, "\nmoonlm: prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), stop: %s\n",
-		st.PromptTokens, pp, rate(st.PromptTokens, pp), st.Tokens, tg, rate(st.Tokens, tg), st.Reason)
+	return fmt.Sprintf("\nmoonlm: prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), stop: %s\n",
+		st.PromptTokens, pp, rate(st.PromptTokens, pp), st.Tokens, tg, rate(st.Tokens, tg), reason)
 }
 
 func rate(n int, secs float64) float64 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/moonlm/moonlm/engine"
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -32,7 +33,13 @@ const arrayHead = 6
 func runInspect(args []string) error {
 	var path string
 	asJSON, packed := false, false
-	const usage = "usage: moonlm inspect FILE [--json] [--packed]"
+	const usage = `usage: moonlm inspect FILE [--json] [--packed]
+Prints a GGUF file's header, whether moonlm runs its architecture (and if not, the
+supported family it is closest to), its metadata and tensor table.
+
+options:
+  --json    print one JSON object
+  --packed  also list the weight matrices that opening the model repacks with this CPU's kernels`
 	for _, a := range args {
 		switch a {
 		case "--json", "-json":
@@ -40,11 +47,11 @@ func runInspect(args []string) error {
 		case "--packed", "-packed":
 			packed = true
 		case "-h", "--help":
-			fmt.Fprintln(os.Stderr, usage+"\n\n--packed lists the weight matrices that opening the model repacks with this CPU's kernels.")
+			fmt.Fprintln(os.Stdout, usage)
 			return nil
 		default:
 			if strings.HasPrefix(a, "-") || path != "" {
-				return fmt.Errorf("%s (unexpected %q)", usage, a)
+				return fmt.Errorf("unexpected %q\n%s", a, usage)
 			}
 			path = a
 		}
@@ -75,6 +82,7 @@ func runInspect(args []string) error {
 // inspectReport is what inspect shows; its JSON form is the --json output.
 type inspectReport struct {
 	File        string           `json:"file"`
+	Arch        archSupport      `json:"architecture"`
 	Version     uint32           `json:"version"`
 	Alignment   int64            `json:"alignment"`
 	DataOffset  int64            `json:"data_offset"`
@@ -90,6 +98,44 @@ type inspectReport struct {
 	PackedKernels string         `json:"packed_kernels,omitempty"`
 	Packed        []packedTensor `json:"packed,omitempty"`
 	PackedBytes   int64          `json:"packed_bytes,omitempty"`
+}
+
+// archSupport says whether the engine runs the file's architecture (from
+// the engine/arch registry) and, when it does not, the supported family
+// its block resembles ("none" when no family does).
+type archSupport struct {
+	Name      string   `json:"name"`
+	Supported bool     `json:"supported"`
+	Closest   string   `json:"closest_supported,omitempty"`
+	Families  []string `json:"supported_families"`
+}
+
+func describeArch(f *gguf.File) archSupport {
+	a := archSupport{Families: arch.Names()}
+	if v, ok := f.Lookup("general.architecture"); ok {
+		a.Name, _ = v.String()
+	}
+	_, a.Supported = arch.Lookup(a.Name)
+	if !a.Supported {
+		a.Closest = arch.Closest(a.Name)
+		if a.Closest == "" {
+			a.Closest = "none"
+		}
+	}
+	return a
+}
+
+// text is the report's architecture line.
+func (a archSupport) text() string {
+	name := strconv.Quote(a.Name)
+	if a.Name == "" {
+		name = "(no general.architecture)"
+	}
+	if a.Supported {
+		return name + " (supported)"
+	}
+	return fmt.Sprintf("%s (not supported; closest supported family: %s; supported: %s)",
+		name, a.Closest, strings.Join(a.Families, ", "))
 }
 
 type packedTensor struct {
@@ -189,6 +235,7 @@ func inspectFile(path string) (*inspectReport, error) {
 		File: path, Version: f.Version, Alignment: f.Alignment, DataOffset: f.DataOffset,
 		Size: f.Size(), ParseTimeMS: float64(parse.Microseconds()) / 1000,
 		Metadata: orderedMeta{}, Tensors: []tensorInfo{}, BytesByType: map[string]int64{},
+		Arch: describeArch(f),
 	}
 	for _, k := range f.Keys() {
 		v, _ := f.Lookup(k)
@@ -300,6 +347,7 @@ func scalarText(x any) string {
 func (r *inspectReport) writeText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "file:        %s\n", r.File)
+	fmt.Fprintf(&b, "arch:        %s\n", r.Arch.text())
 	fmt.Fprintf(&b, "version:     %d\n", r.Version)
 	fmt.Fprintf(&b, "size:        %d bytes\n", r.Size)
 	fmt.Fprintf(&b, "alignment:   %d\n", r.Alignment)

@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
+	"github.com/moonlm/moonlm/internal/testmodel"
 	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,4 +114,64 @@ func TestInspectPacked(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, rep.writeText(&b))
 	assert.Contains(t, b.String(), "packed at open with the "+kernels.Variant+" kernels (15 matrices")
+}
+
+// writeTestModel writes internal/testmodel's tiny llama model with
+// general.architecture set to arch.
+func writeTestModel(t *testing.T, arch string) string {
+	t.Helper()
+	s := testmodel.Small
+	s.Meta = map[string]any{"general.architecture": arch}
+	b, err := testmodel.Build(s)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), arch+".gguf")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	return path
+}
+
+// TestInspectArchitectureSupport: inspect reports a registered family as
+// supported, and an unregistered one by name with the family it resembles
+// ("none" for a state-space model), in text and JSON.
+func TestInspectArchitectureSupport(t *testing.T) {
+	cases := []struct {
+		arch      string
+		supported bool
+		closest   string
+		line      string
+	}{
+		{"llama", true, "", `arch:        "llama" (supported)`},
+		{"mistral3", false, "llama", `arch:        "mistral3" (not supported; closest supported family: llama; supported: gemma3, granite, llama,`},
+		{"mamba", false, "none", `arch:        "mamba" (not supported; closest supported family: none;`},
+	}
+	for _, c := range cases {
+		t.Run(c.arch, func(t *testing.T) {
+			rep, err := inspectFile(writeTestModel(t, c.arch))
+			require.NoError(t, err)
+			var text strings.Builder
+			require.NoError(t, rep.writeText(&text))
+			assert.Contains(t, text.String(), c.line)
+
+			b, err := rep.json()
+			require.NoError(t, err)
+			var out struct {
+				Arch struct {
+					Name      string   `json:"name"`
+					Supported bool     `json:"supported"`
+					Closest   *string  `json:"closest_supported"`
+					Families  []string `json:"supported_families"`
+				} `json:"architecture"`
+			}
+			require.NoError(t, json.Unmarshal(b, &out), "%s", b)
+			assert.Equal(t, c.arch, out.Arch.Name)
+			assert.Equal(t, c.supported, out.Arch.Supported)
+			if c.supported {
+				assert.Nil(t, out.Arch.Closest, "no closest family for a supported one")
+			} else {
+				require.NotNil(t, out.Arch.Closest)
+				assert.Equal(t, c.closest, *out.Arch.Closest)
+			}
+			assert.Contains(t, out.Arch.Families, "granite")
+			assert.Contains(t, out.Arch.Families, "smollm3")
+		})
+	}
 }

@@ -5,12 +5,15 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sort"
 )
 
 // command is one subcommand. Each lives in its own file and registers itself
-// from init, so subcommands can be added without touching this file.
+// from init, so subcommands can be added without touching this file. Every
+// run handles -h/--help by printing its help to stdout, which is also what
+// "moonlm help NAME" prints.
 type command struct {
 	name    string
 	summary string
@@ -21,34 +24,56 @@ var commands = map[string]*command{}
 
 func register(c *command) { commands[c.name] = c }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: moonlm COMMAND [options]\n\ncommands:")
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: moonlm COMMAND [options]\n       moonlm help COMMAND\n       moonlm --version\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\n\"moonlm help COMMAND\" or \"moonlm COMMAND --help\" describes a command and its options.")
 }
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
+func main() { os.Exit(runMain(os.Args[1:])) }
+
+// runMain runs the command line args (without the program name) and returns
+// the exit status: 0, 1 when the command failed, 2 for a usage error.
+func runMain(args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(os.Stdout)
+		return 0
+	case "-version", "--version":
+		args = []string{"version"}
+	case "help":
+		if len(args) == 1 {
+			usage(os.Stdout)
+			return 0
 		}
-		return
+		c, ok := commands[args[1]]
+		if !ok || len(args) > 2 {
+			fmt.Fprintf(os.Stderr, "moonlm help: unknown command %q\n", args[1])
+			usage(os.Stderr)
+			return 2
+		}
+		args = []string{c.name, "--help"}
 	}
-	c, ok := commands[os.Args[1]]
+	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "moonlm: unknown command %q\n", os.Args[1])
-		usage()
-		os.Exit(2)
+		fmt.Fprintf(os.Stderr, "moonlm: unknown command %q\n", args[0])
+		usage(os.Stderr)
+		return 2
 	}
-	if err := c.run(os.Args[2:]); err != nil {
+	if err := c.run(args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "moonlm %s: %v\n", c.name, err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

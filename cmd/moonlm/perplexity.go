@@ -24,17 +24,20 @@ llama.cpp's perplexity tool does. Prints the running estimate per chunk and
 the final PPL with its standard error.`
 
 func runPerplexity(args []string) error {
-	fs := newFlagSet("perplexity", perplexityUsage)
+	fs := newFlagSet("perplexity")
 	var ef engineFlags
 	ef.register(fs, 512)
 	file := fs.String("f", "", "text `file` to score")
-	fs.StringVar(file, "file", "", "same as -f")
+	fs.StringVar(file, "file", "", "")
 	chunks := fs.Int("chunks", -1, "score at most `N` chunks (-1 = all)")
 	if help, err := parseFlags(fs, perplexityUsage, args); help || err != nil {
 		return err
 	}
-	if *file == "" || fs.NArg() > 0 {
-		return fmt.Errorf("%s", perplexityUsage)
+	if fs.NArg() > 0 {
+		return usageErr(perplexityUsage, "unexpected argument %q", fs.Arg(0))
+	}
+	if *file == "" {
+		return usageErr(perplexityUsage, "no text: give -f FILE")
 	}
 	nCtx := ef.ctx
 	if nCtx < 4 {

@@ -38,7 +38,7 @@ func runTokenize(args []string) error {
 		switch {
 		case a == "-m" || a == "--model" || a == "-model":
 			if i+1 >= len(args) {
-				return fmt.Errorf("%s needs a file\n%s", a, tokenizeUsage)
+				return usageErr(tokenizeUsage, "%s needs a file", a)
 			}
 			i++
 			path = args[i]
@@ -51,19 +51,19 @@ func runTokenize(args []string) error {
 		case a == "--pieces" || a == "-pieces":
 			pieces = true
 		case a == "-h" || a == "--help":
-			fmt.Fprintln(os.Stderr, tokenizeUsage)
+			fmt.Fprintln(os.Stdout, tokenizeUsage)
 			return nil
 		case a == "--":
 			words = append(words, args[i+1:]...)
 			i = len(args)
 		case strings.HasPrefix(a, "-") && a != "-":
-			return fmt.Errorf("unknown option %q\n%s", a, tokenizeUsage)
+			return usageErr(tokenizeUsage, "unknown option %s", a)
 		default:
 			words = append(words, a)
 		}
 	}
 	if path == "" || len(words) == 0 {
-		return fmt.Errorf("%s", tokenizeUsage)
+		return usageErr(tokenizeUsage, "need -m FILE and the TEXT")
 	}
 	text := strings.Join(words, " ")
 	if text == "-" {

@@ -60,6 +60,8 @@ var families = []*Family{
 	&qwen2,
 	&qwen3,
 	&gemma3,
+	&smollm3,
+	&granite,
 }
 
 // Lookup returns the family named name.
@@ -127,6 +129,9 @@ type Params struct {
 	SWAWindow  int     // sliding window in positions; 0 = none
 	SWAPattern int     // every SWAPattern-th layer is global; the others slide
 	RopeSWA    float32 // RoPE base for sliding-window layers
+	NoRopeStep int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
+	ResScale   float32 // what a Residual step adds is multiplied by this, 1 = none
+	LogitScale float32 // the logits are multiplied by this, 1 = none
 }
 
 // QDim is the width of all query heads.
@@ -138,6 +143,12 @@ func (p *Params) KVDim() int { return p.KVHeads * p.HeadDim }
 // Sliding reports whether layer il uses sliding-window attention.
 func (p *Params) Sliding(il int) bool {
 	return p.SWAWindow > 0 && p.SWAPattern > 0 && il%p.SWAPattern < p.SWAPattern-1
+}
+
+// Rotates reports whether layer il applies its RoPE step (layers without
+// it, "NoPE", attend by content alone).
+func (p *Params) Rotates(il int) bool {
+	return p.NoRopeStep <= 0 || (il+1)%p.NoRopeStep != 0
 }
 
 // Size is a tensor dimension in terms of the hyperparameters.
@@ -197,11 +208,15 @@ const (
 	QNorm
 	KNorm
 	WO
+	BO
 	PostAttnNorm
 	FFNNorm
 	Gate
 	Up
 	Down
+	BGate
+	BUp
+	BDown
 	PostFFNNorm
 	NumRoles
 )
@@ -250,7 +265,7 @@ const (
 	OpRoPE               // rotate Q and K at their positions
 	OpScaleQ             // Q *= Params.QScale
 	OpAttend             // store K and V in the cache; Att = attention(Q)
-	OpResidual           // X += In
+	OpResidual           // X += Params.ResScale * In
 	OpGLU                // G = Act(G) * U
 )
 
@@ -288,7 +303,7 @@ func ScaleQ() Step { return Step{Op: OpScaleQ, In: Q, Out: Q} }
 // Attend stores K and V and computes causal attention of Q into Att.
 func Attend() Step { return Step{Op: OpAttend, In: Q, Out: Att} }
 
-// Residual adds in to the residual stream.
+// Residual adds in, times Params.ResScale, to the residual stream.
 func Residual(in Buf) Step { return Step{Op: OpResidual, In: in, Out: X} }
 
 // GLU is G = act(G) * U, with the activation in Params.Act.
@@ -471,7 +486,7 @@ func readShared(m Meta, p *Params) error {
 	default:
 		return fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
 	}
-	p.EmbScale, p.QScale = 1, 1
+	p.EmbScale, p.QScale, p.ResScale, p.LogitScale = 1, 1, 1, 1
 	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
 	return nil
 }

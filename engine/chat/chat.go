@@ -2,8 +2,9 @@
 // tokenizer.chat_template. It holds a small interpreter of our own for the
 // Jinja2 subset those templates use, with Hugging Face's settings
 // (trim_blocks, lstrip_blocks, its tojson, raise_exception and strftime_now),
-// and built-in formats for the common template families to fall back on
-// when a template uses something the interpreter lacks.
+// and built-in formats for the common template families: to fall back on
+// when a template uses something the interpreter lacks but names its family,
+// and for callers to choose by name when a model has no template.
 package chat
 
 import (
@@ -157,17 +158,27 @@ type Info struct {
 // Fallback reports whether a built-in family format was used.
 func (i Info) Fallback() bool { return i.Family != "" }
 
+// ErrUnusable is wrapped by Apply's error when src is empty, or cannot be
+// parsed or rendered and its text names no built-in family: there is no
+// format to use that the template itself vouches for, so the caller must
+// name one (Family) rather than have one guessed.
+var ErrUnusable = errors.New("chat template unusable")
+
 // Apply renders msgs with the template src. When the template cannot be
-// parsed or rendered, it detects the template's family from its marker
-// strings and renders that family's built-in format instead (ChatML when
-// src is empty or unrecognised); Info says which path was taken. An error
-// raised by the template itself (raise_exception) is returned as is: the
-// conversation is invalid for this model, so no fallback applies.
+// parsed or rendered (it uses something the interpreter lacks), it detects
+// the template's family from its marker strings and renders that family's
+// built-in format instead; Info says which path was taken. An empty src, or
+// an unusable one whose markers name no family, is an error wrapping
+// ErrUnusable (and the reason). An error raised by the template itself
+// (raise_exception) is returned as is: the conversation is invalid for this
+// model, so no fallback applies.
 func Apply(src string, msgs []Message, addGenerationPrompt bool, bosToken, eosToken string) (string, Info, error) {
-	var why error
 	if strings.TrimSpace(src) == "" {
-		why = errorf("chat template is empty")
-	} else if t, err := Parse(src); err != nil {
+		why := errorf("chat template is empty")
+		return "", Info{Err: why}, errorf("chat: %w: %w", ErrUnusable, why)
+	}
+	var why error
+	if t, err := Parse(src); err != nil {
 		why = err
 	} else {
 		out, err := t.Render(msgs, addGenerationPrompt, bosToken, eosToken)
@@ -182,7 +193,7 @@ func Apply(src string, msgs []Message, addGenerationPrompt bool, bosToken, eosTo
 	}
 	name := DetectFamily(src)
 	if name == "" {
-		name = "chatml"
+		return "", Info{Err: why}, errorf("chat: %w: %w; its text names no built-in family", ErrUnusable, why)
 	}
 	f, _ := Family(name)
 	out, err := f.Render(msgs, addGenerationPrompt, bosToken, eosToken)

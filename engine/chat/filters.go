@@ -651,15 +651,7 @@ func fMinMax(sign int) filterFunc {
 		if a := arg(args, kw, 1, "attribute", nil); a != nil {
 			get = attrGetter(a)
 		}
-		key := func(x value) value {
-			if get != nil {
-				x = get(x)
-			}
-			if s, ok := x.(string); ok && !cs {
-				return strings.ToLower(s)
-			}
-			return x
-		}
+		key := compareKey(get, cs)
 		best := items[0]
 		for _, it := range items[1:] {
 			c, err := compare(key(it), key(best))

@@ -81,38 +81,25 @@ func gRange(_ *renderer, args []value, _ *dict) (value, error) {
 func gNamespace(_ *renderer, args []value, kw *dict) (value, error) {
 	d := newDict()
 	d.Namespace = true
-	for _, a := range args {
-		src, ok := a.(*dict)
-		if !ok {
-			return nil, errorf("namespace() positional arguments must be mappings")
-		}
-		for i := range src.keys {
-			d.Set(src.keys[i], src.vals[i])
-		}
-	}
-	if kw != nil {
-		for i := range kw.keys {
-			d.Set(kw.keys[i], kw.vals[i])
-		}
-	}
-	return d, nil
+	return fillDict(d, "namespace", args, kw)
 }
 
 func gDict(_ *renderer, args []value, kw *dict) (value, error) {
-	d := newDict()
+	return fillDict(newDict(), "dict", args, kw)
+}
+
+// fillDict sets into d the entries of the positional mappings, then the
+// keyword arguments, as dict() and namespace() take them.
+func fillDict(d *dict, fn string, args []value, kw *dict) (value, error) {
 	for _, a := range args {
 		src, ok := a.(*dict)
 		if !ok {
-			return nil, errorf("dict() positional arguments must be mappings")
+			return nil, errorf("%s() positional arguments must be mappings", fn)
 		}
-		for i := range src.keys {
-			d.Set(src.keys[i], src.vals[i])
-		}
+		d.setAll(src)
 	}
 	if kw != nil {
-		for i := range kw.keys {
-			d.Set(kw.keys[i], kw.vals[i])
-		}
+		d.setAll(kw)
 	}
 	return d, nil
 }

@@ -133,10 +133,6 @@ func TestApplyFallback(t *testing.T) {
 			"<|system|>\nS<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\n"},
 		{"zephyr", "{{ 'a' + 1 }}<|user|>", "zephyr",
 			"<|system|>\nS<E>\n<|user|>\nHi<E>\n<|assistant|>\n"},
-		{"empty", "", "chatml",
-			"<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
-		{"unknown markers", "{% bogus %}", "chatml",
-			"<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,6 +143,21 @@ func TestApplyFallback(t *testing.T) {
 			assert.Error(t, info.Err)
 			assert.Equal(t, c.want, got)
 		})
+	}
+	// No template, or an unusable one that names no family: nothing is
+	// guessed; the error says why.
+	for _, src := range []string{"", " \n", "{% bogus %}"} {
+		got, info, err := Apply(src, msgs, true, "<B>", "<E>")
+		require.ErrorIs(t, err, ErrUnusable, "%q", src)
+		assert.Empty(t, got)
+		assert.False(t, info.Fallback())
+		assert.Error(t, info.Err)
+		if src == "{% bogus %}" {
+			assert.Contains(t, err.Error(), "bogus")
+			assert.Contains(t, err.Error(), "names no built-in family")
+		} else {
+			assert.Contains(t, err.Error(), "empty")
+		}
 	}
 	// A template that works is used as is.
 	got, info, err := Apply("{% for m in messages %}[{{ m.content }}]{% endfor %}", msgs, true, "", "")
@@ -337,5 +348,34 @@ func TestConcurrentRender(t *testing.T) {
 	}
 	for g := 0; g < 8; g++ {
 		require.NoError(t, <-errs)
+	}
+}
+
+// TestMappingArgumentsAndCompareKeys covers dict() and namespace() filling
+// from positional mappings then keywords, dict.update/copy, and min/max
+// comparing by attribute and, unless case_sensitive, ignoring case.
+func TestMappingArgumentsAndCompareKeys(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"{{ dict({'a': 1}, b=2) | tojson }}", `{"a": 1, "b": 2}`},
+		{"{{ dict({'a': 1}, a=3) | tojson }}", `{"a": 3}`},
+		{"{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}", "12"},
+		{"{% set d = {'a': 1} %}{% set _ = d.update({'b': 2}, {'a': 5}) %}{{ d | tojson }}", `{"a": 5, "b": 2}`},
+		{"{% set d = {'a': 1} %}{% set c = d.copy() %}{% set _ = c.update({'b': 2}) %}{{ d | tojson }}{{ c | tojson }}", `{"a": 1}{"a": 1, "b": 2}`},
+		{"{{ ['b', 'A', 'c'] | max }}{{ ['b', 'A', 'c'] | min }}", "cA"},
+		{"{{ ['b', 'A', 'C'] | max(case_sensitive=true) }}{{ ['b', 'a', 'C'] | min(true) }}", "bC"},
+		{"{{ [{'n': 'b'}, {'n': 'A'}] | min(attribute='n') }}", "{'n': 'A'}"},
+	}
+	for _, c := range cases {
+		tp, err := Parse(c.src)
+		require.NoError(t, err, c.src)
+		got, err := tp.Render(nil, false, "", "")
+		require.NoError(t, err, c.src)
+		assert.Equal(t, c.want, got, c.src)
+	}
+	for _, src := range []string{"{{ dict([1]) }}", "{{ namespace(1) }}", "{% set d = {} %}{{ d.update(1) }}"} {
+		tp, err := Parse(src)
+		require.NoError(t, err, src)
+		_, err = tp.Render(nil, false, "", "")
+		assert.Error(t, err, src)
 	}
 }

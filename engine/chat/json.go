@@ -127,19 +127,31 @@ func (d *jsonDecoder) array(depth int) (value, error) {
 			return nil, err
 		}
 		l.Items = append(l.Items, v)
-		d.space()
-		if d.pos < len(d.s) {
-			switch d.s[d.pos] {
-			case ',':
-				d.pos++
-				continue
-			case ']':
-				d.pos++
-				return l, nil
-			}
+		done, err := d.afterItem(']', "after array element")
+		if err != nil {
+			return nil, err
 		}
-		return nil, d.unexpected("after array element")
+		if done {
+			return l, nil
+		}
 	}
+}
+
+// afterItem reads the ',' or the closing byte that follows an array
+// element or an object value; done reports the closing byte.
+func (d *jsonDecoder) afterItem(closing byte, what string) (done bool, err error) {
+	d.space()
+	if d.pos < len(d.s) {
+		switch d.s[d.pos] {
+		case ',':
+			d.pos++
+			return false, nil
+		case closing:
+			d.pos++
+			return true, nil
+		}
+	}
+	return false, d.unexpected(what)
 }
 
 func (d *jsonDecoder) object(depth int) (value, error) {
@@ -169,18 +181,13 @@ func (d *jsonDecoder) object(depth int) (value, error) {
 			return nil, err
 		}
 		m.Set(k, v)
-		d.space()
-		if d.pos < len(d.s) {
-			switch d.s[d.pos] {
-			case ',':
-				d.pos++
-				continue
-			case '}':
-				d.pos++
-				return m, nil
-			}
+		done, err := d.afterItem('}', "after object value")
+		if err != nil {
+			return nil, err
 		}
-		return nil, d.unexpected("after object value")
+		if done {
+			return m, nil
+		}
 	}
 }
 

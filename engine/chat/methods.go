@@ -288,16 +288,12 @@ func dictMethod(d *dict, name string, args []value) (value, error) {
 			if !ok {
 				return nil, errorf("update expects a mapping")
 			}
-			for i := range src.keys {
-				d.Set(src.keys[i], src.vals[i])
-			}
+			d.setAll(src)
 		}
 		return nil, nil
 	case "copy":
 		c := newDict()
-		for i := range d.keys {
-			c.Set(d.keys[i], d.vals[i])
-		}
+		c.setAll(d)
 		return c, nil
 	}
 	return nil, errorf("dict has no method %s", name)

@@ -93,6 +93,13 @@ func (d *dict) Get(k value) (value, bool) {
 	return d.vals[i], true
 }
 
+// setAll sets every entry of src into d, in src's order.
+func (d *dict) setAll(src *dict) {
+	for i := range src.keys {
+		d.Set(src.keys[i], src.vals[i])
+	}
+}
+
 // Len is the number of entries.
 func (d *dict) Len() int { return len(d.keys) }
 
@@ -467,9 +474,10 @@ func length(v value) (int, bool) {
 	return 0, false
 }
 
-func sortValues(items []value, key func(value) value, reverse, caseSensitive bool) error {
-	var err error
-	keyed := func(v value) value {
+// compareKey is what sort, min and max compare an item by: key's result
+// (the item itself when key is nil), lower-cased unless caseSensitive.
+func compareKey(key func(value) value, caseSensitive bool) func(value) value {
+	return func(v value) value {
 		if key != nil {
 			v = key(v)
 		}
@@ -478,6 +486,11 @@ func sortValues(items []value, key func(value) value, reverse, caseSensitive boo
 		}
 		return v
 	}
+}
+
+func sortValues(items []value, key func(value) value, reverse, caseSensitive bool) error {
+	var err error
+	keyed := compareKey(key, caseSensitive)
 	sort.SliceStable(items, func(i, j int) bool {
 		c, e := compare(keyed(items[i]), keyed(items[j]))
 		if e != nil && err == nil {

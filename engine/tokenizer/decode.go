@@ -218,6 +218,13 @@ func (d *StreamDecoder) Reset() {
 	d.checked = 0
 }
 
+// ResetContinuation starts a new stream that continues earlier text, as
+// NewContinuationDecoder, keeping the buffers.
+func (d *StreamDecoder) ResetContinuation() {
+	d.Reset()
+	d.started = true
+}
+
 // Add decodes one more token and returns the text that became final.
 func (d *StreamDecoder) Add(id int32) string {
 	d.out = d.AppendAdd(d.out[:0], id)

@@ -1,11 +1,13 @@
 /*
  * chat: one chat turn with a GGUF model through libmoonlm.
  *
- *   chat -m model.gguf [-s system] [-u user message] [-n tokens] [-t temperature]
+ *   chat -m model.gguf [-s system] [-u user message] [-n tokens] [-t temperature] [-T template]
  *
- * Renders the conversation with the model's chat template and streams the
- * reply through moonlm_generate's callback. A model without a template
- * (such as a base model) gets a plain "role: text" transcript instead.
+ * Renders the conversation with the model's chat template (or, with -T, a
+ * built-in one such as chatml, llama3 or gemma) and streams the reply
+ * through moonlm_generate's callback. A model without a template (such as a
+ * base model) is MOONLM_UNSUPPORTED: chat prints the library's message,
+ * which names the built-in templates, and exits with status 3.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -40,31 +42,13 @@ static int on_piece(const char *piece, size_t len, int32_t token, void *user_dat
     return 0; /* keep going */
 }
 
-/* A transcript for models without a template. The caller frees it. */
-static char *plain_transcript(const moonlm_message *msgs, size_t n) {
-    size_t size = 1;
-    for (size_t i = 0; i < n; i++) {
-        size += strlen(msgs[i].role) + strlen(msgs[i].content) + 3;
-    }
-    size += strlen("assistant:");
-    char *text = xmalloc(size);
-    text[0] = 0;
-    for (size_t i = 0; i < n; i++) {
-        strcat(text, msgs[i].role);
-        strcat(text, ": ");
-        strcat(text, msgs[i].content);
-        strcat(text, "\n");
-    }
-    strcat(text, "assistant:");
-    return text;
-}
-
 int main(int argc, char **argv) {
     const char *model_path = NULL;
     const char *system = "You are a helpful assistant.";
     const char *user = "Tell me a short story.";
     long n_predict = 128;
     float temperature = 0.0f;
+    const char *template_name = NULL; /* NULL: the model's own template */
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) {
             break;
@@ -79,10 +63,12 @@ int main(int argc, char **argv) {
             n_predict = strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "-t") == 0) {
             temperature = strtof(argv[++i], NULL);
+        } else if (strcmp(argv[i], "-T") == 0) {
+            template_name = argv[++i];
         }
     }
     if (model_path == NULL || n_predict < 0) {
-        fprintf(stderr, "usage: chat -m model.gguf [-s system] [-u user message] [-n tokens] [-t temperature]\n");
+        fprintf(stderr, "usage: chat -m model.gguf [-s system] [-u user message] [-n tokens] [-t temperature] [-T template]\n");
         return 2;
     }
 
@@ -96,17 +82,19 @@ int main(int argc, char **argv) {
     char *prompt = NULL;
     uint32_t flags = MOONLM_TOKENIZE_PARSE_SPECIAL;
     size_t len = 0;
-    moonlm_status st = moonlm_chat_apply_template(model, msgs, n_msgs, 1, NULL, 0, &len);
-    if (st == MOONLM_BUFFER_TOO_SMALL) {
-        prompt = xmalloc(len + 1);
-        check(moonlm_chat_apply_template(model, msgs, n_msgs, 1, prompt, len + 1, &len), "applying the chat template");
-    } else if (st == MOONLM_UNSUPPORTED) {
-        fprintf(stderr, "chat: %s; using a plain transcript\n", moonlm_last_error());
-        prompt = plain_transcript(msgs, n_msgs);
-        flags |= MOONLM_TOKENIZE_ADD_SPECIAL;
-    } else {
+    moonlm_status st = moonlm_chat_apply_template_named(model, template_name, msgs, n_msgs, 1, NULL, 0, &len);
+    if (st == MOONLM_UNSUPPORTED) {
+        /* No template (a base model): the message names the built-in ones. */
+        fprintf(stderr, "chat: %s\nchat: pass -T NAME to use a built-in template\n", moonlm_last_error());
+        moonlm_model_free(model);
+        return 3;
+    }
+    if (st != MOONLM_BUFFER_TOO_SMALL) {
         check(st, "applying the chat template");
     }
+    prompt = xmalloc(len + 1);
+    check(moonlm_chat_apply_template_named(model, template_name, msgs, n_msgs, 1, prompt, len + 1, &len),
+          "applying the chat template");
     if (strncmp(prompt, "<s>", 3) != 0 && strncmp(prompt, "<bos>", 5) != 0) {
         flags |= MOONLM_TOKENIZE_ADD_SPECIAL; /* the template did not write BOS itself */
     }

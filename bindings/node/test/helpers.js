@@ -109,22 +109,39 @@ function tieFreePrefix(c) {
 // GGUF metadata value sizes by type (strings and arrays are variable).
 const GGUF_SCALAR = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
 
+// GGUF value types this writer makes, by name: [type id, encoder].
+const GGUF_TYPES = {
+  u32: [4, (v) => { const b = Buffer.alloc(4); b.writeUInt32LE(v); return b; }],
+  i32: [5, (v) => { const b = Buffer.alloc(4); b.writeInt32LE(v); return b; }],
+  f32: [6, (v) => { const b = Buffer.alloc(4); b.writeFloatLE(v); return b; }],
+  u64: [10, (v) => { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); return b; }],
+  string: [8, (v) => {
+    const s = Buffer.from(v, 'utf8');
+    const b = Buffer.alloc(8 + s.length);
+    b.writeBigUInt64LE(BigInt(s.length));
+    s.copy(b, 8);
+    return b;
+  }],
+};
+
 /**
- * A copy of a GGUF file (v2/v3) with one more string metadata key, e.g.
- * tokenizer.chat_template: the key/value section gains an entry and the
- * padding before the tensor data is recomputed; tensor offsets are relative
- * to the data section, so they stay valid.
+ * A copy of a GGUF file (v2/v3) with metadata key set to value, encoded as
+ * type ('u32', 'i32', 'f32', 'u64' or 'string'): an existing entry is
+ * replaced, a missing one appended, and the padding before the tensor data
+ * recomputed. Tensor offsets are relative to the data section, so they stay
+ * valid. Used to make hostile files from a good one (a huge block count) and
+ * to give a model a chat template.
  */
-function ggufWithString(src, key, value) {
+function ggufWith(src, key, type, value) {
   let off = 0;
   const u32 = () => { const v = src.readUInt32LE(off); off += 4; return v; };
   const u64 = () => { const v = Number(src.readBigUInt64LE(off)); off += 8; return v; };
   const str = () => { const n = u64(); const s = src.toString('utf8', off, off + n); off += n; return s; };
-  const skipValue = (type) => {
-    if (type in GGUF_SCALAR) { off += GGUF_SCALAR[type]; return; }
-    if (type === 8) { str(); return; }
-    if (type === 9) { const et = u32(); const n = u64(); for (let i = 0; i < n; i++) skipValue(et); return; }
-    throw new Error(`GGUF value type ${type} at ${off}`);
+  const skipValue = (t) => {
+    if (t in GGUF_SCALAR) { off += GGUF_SCALAR[t]; return; }
+    if (t === 8) { str(); return; }
+    if (t === 9) { const et = u32(); const n = u64(); for (let i = 0; i < n; i++) skipValue(et); return; }
+    throw new Error(`GGUF value type ${t} at ${off}`);
   };
   if (src.toString('latin1', 0, 4) !== 'GGUF') throw new Error('not a GGUF file');
   off = 4;
@@ -134,13 +151,15 @@ function ggufWithString(src, key, value) {
   const nKV = u64();
   let alignment = 32;
   const kvStart = off;
+  const entries = []; // [start, end, key] of each key/value pair
   for (let i = 0; i < nKV; i++) {
+    const at = off;
     const k = str();
     const t = u32();
-    if (k === 'general.alignment' && t === 4) { alignment = src.readUInt32LE(off); }
+    if (k === 'general.alignment' && t === 4) alignment = src.readUInt32LE(off);
     skipValue(t);
+    entries.push([at, off, k]);
   }
-  const kvEnd = off;
   for (let i = 0; i < nTensors; i++) {
     str();
     const nd = u32();
@@ -148,20 +167,21 @@ function ggufWithString(src, key, value) {
   }
   const infoEnd = off;
   const dataStart = Math.ceil(infoEnd / alignment) * alignment;
-  const kb = Buffer.from(key, 'utf8');
-  const vb = Buffer.from(value, 'utf8');
-  const kv = Buffer.alloc(8 + kb.length + 4 + 8 + vb.length);
-  let o = kv.writeBigUInt64LE(BigInt(kb.length), 0);
-  o += kb.copy(kv, o);
-  o = kv.writeUInt32LE(8, o);
-  o = kv.writeBigUInt64LE(BigInt(vb.length), o);
-  vb.copy(kv, o);
+  const [typeId, encode] = GGUF_TYPES[type];
+  const entry = Buffer.concat([GGUF_TYPES.string[1](key), GGUF_TYPES.u32[1](typeId), encode(value)]);
+  const kvs = entries.filter(([, , k]) => k !== key).map(([a, b]) => src.subarray(a, b));
+  kvs.push(entry);
   const head = Buffer.from(src.subarray(0, kvStart));
-  head.writeBigUInt64LE(BigInt(nKV + 1), 16);
-  const meta = Buffer.concat([head, src.subarray(kvStart, kvEnd), kv, src.subarray(kvEnd, infoEnd)]);
+  head.writeBigUInt64LE(BigInt(kvs.length), 16);
+  const meta = Buffer.concat([head, ...kvs, src.subarray(entries.length ? entries.at(-1)[1] : kvStart, infoEnd)]);
   const pad = Buffer.alloc((alignment - (meta.length % alignment)) % alignment);
   return Buffer.concat([meta, pad, src.subarray(dataStart)]);
 }
 
+/** A copy of a GGUF file with one more (or a replaced) string metadata key. */
+function ggufWithString(src, key, value) {
+  return ggufWith(src, key, 'string', value);
+}
+
 module.exports = {
-  ggufWithString, moonlm, REPO, skipReason, dataPath, defaultModel, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };
+  ggufWith, ggufWithString, moonlm, REPO, skipReason, dataPath, defaultModel, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };

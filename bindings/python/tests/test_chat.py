@@ -68,3 +68,61 @@ def test_chat_streaming_equals_non_streaming(chat_model):
 
 def test_chat_message_content_may_be_none(chat_model):
     assert chat_model.apply_chat_template([{"role": "user", "content": None}]) == "user: \nassistant:"
+
+
+# A model without a chat template (stories260K, like the base Gemma 3 270M):
+# one behaviour, the library's: UnsupportedError naming the built-in
+# formats, unless template= names one.
+
+
+def test_builtin_chat_templates_list():
+    names = moonlm.builtin_chat_templates()
+    assert "chatml" in names and "gemma" in names and "llama3" in names
+    assert names == sorted(names)
+
+
+def test_no_template_is_unsupported_naming_the_builtins(model):
+    assert model.chat_template is None
+    for call in (
+        lambda: model.apply_chat_template(MESSAGES),
+        lambda: model.chat(MESSAGES, max_tokens=4),
+    ):
+        with pytest.raises(moonlm.UnsupportedError) as e:
+            call()
+        msg = str(e.value)
+        assert "no chat template" in msg
+        assert 'template="NAME"' in msg
+        for name in moonlm.builtin_chat_templates():
+            assert name in msg
+
+
+def test_named_template_without_model_template(model):
+    text = model.apply_chat_template(MESSAGES, template="chatml")
+    assert text == (
+        "<|im_start|>system\nTell a story.<|im_end|>\n"
+        "<|im_start|>user\nOnce upon a time<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert model.apply_chat_template(MESSAGES, add_assistant=False, template="chatml") == text[: -len("<|im_start|>assistant\n")]
+    for name in moonlm.builtin_chat_templates():
+        assert "Once upon a time" in model.apply_chat_template(MESSAGES, template=name)
+    reply = model.chat(MESSAGES, max_tokens=8, temperature=0, template="chatml")
+    want = model.generate(text, max_tokens=8, temperature=0, parse_special=True)
+    assert reply == want
+
+
+def test_named_template_overrides_the_model_template(chat_model):
+    assert chat_model.apply_chat_template(MESSAGES, template=None) == RENDERED
+    assert chat_model.apply_chat_template(MESSAGES, template="").startswith("system: ")
+    assert chat_model.apply_chat_template(MESSAGES, template="zephyr").startswith("<|system|>\nTell a story.")
+
+
+def test_bad_template_names(model):
+    with pytest.raises(moonlm.InvalidArgumentError) as e:
+        model.apply_chat_template(MESSAGES, template="ChatML")
+    assert '"ChatML"' in str(e.value) and "chatml" in str(e.value)
+    with pytest.raises(moonlm.InvalidArgumentError):
+        model.chat(MESSAGES, template="nope")
+    with pytest.raises(moonlm.InvalidArgumentError):
+        model.apply_chat_template(MESSAGES, template="chat\0ml")
+    with pytest.raises(moonlm.InvalidArgumentError):
+        model.apply_chat_template(MESSAGES, template=3)

@@ -11,6 +11,8 @@ in a child started with fork every call raises ForkedError; use the
 "spawn" (or "forkserver") multiprocessing start method.
 """
 
+from typing import List
+
 from ._errors import (
     BadFileError,
     BufferTooSmallError,
@@ -20,6 +22,7 @@ from ._errors import (
     ForkedError,
     InternalError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     MoonlmError,
     MoonlmIOError,
     OutOfMemoryError,
@@ -38,6 +41,18 @@ def library_version() -> str:
     return v.decode()
 
 
+def builtin_chat_templates() -> List[str]:
+    """The built-in chat formats Model.chat(..., template=NAME) and
+    apply_chat_template accept ("chatml", "gemma", "llama3", ...), sorted."""
+    from ._lib import lib
+    from ._model import _TextBuffer
+
+    lb = lib()
+    if lb.chat_builtin_templates is None:
+        raise UnsupportedError(4, f"builtin_chat_templates: {lb.path} predates built-in templates; rebuild the library")
+    return _TextBuffer().call(lb, lb.chat_builtin_templates, "builtin_chat_templates").decode().split(",")
+
+
 def library_path() -> str:
     """The path libmoonlm.so was loaded from."""
     from ._lib import library_path as _p
@@ -52,6 +67,7 @@ __all__ = [
     "OpenStats",
     "MoonlmError",
     "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "MoonlmIOError",
     "BadFileError",
     "UnsupportedError",
@@ -64,4 +80,5 @@ __all__ = [
     "ForkedError",
     "library_version",
     "library_path",
+    "builtin_chat_templates",
 ]

@@ -23,6 +23,12 @@ class InvalidArgumentError(MoonlmError, ValueError):
     Also a ValueError, so that a bad option can be caught the usual Python way."""
 
 
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong type, caught by the binding before any call
+    (a str where token ids go, n_threads="four"). Both an InvalidArgumentError
+    and a TypeError, so either way of catching it works."""
+
+
 class MoonlmIOError(MoonlmError):
     """The OS failed a read: a missing or truncated file (MOONLM_IO)."""
 

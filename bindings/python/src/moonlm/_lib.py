@@ -177,6 +177,11 @@ _PROTOTYPES = {
 # symbol, and the attribute is then None.
 _OPTIONAL_PROTOTYPES = {
     "moonlm_model_open_stats": (_status, [_handle, POINTER(OpenStats)]),
+    "moonlm_chat_apply_template_named": (
+        _status,
+        [_handle, c_char_p, POINTER(Message), c_size_t, c_int, c_void_p, c_size_t, _sizep],
+    ),
+    "moonlm_chat_builtin_templates": (_status, [c_void_p, c_size_t, _sizep]),
 }
 
 

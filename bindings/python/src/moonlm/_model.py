@@ -10,7 +10,6 @@ from array import array
 from typing import (
     Any,
     Callable,
-    Tuple,
     Dict,
     Iterable,
     Iterator,
@@ -22,6 +21,7 @@ from typing import (
     Union,
 )
 
+from . import _args as A
 from . import _lib as L
 from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
 from ._text import IncrementalDetokenizer, StopFilter
@@ -76,23 +76,23 @@ class OpenStats(NamedTuple):
 def _switch(name: str, v: Switch) -> int:
     """The C value of a tri-state option; only bools, None and the three
     names are accepted (1 or 0 would be ambiguous next to the C numbering)."""
-    if v is None or isinstance(v, (bool, str)):
-        c = _SWITCHES.get(v)
-        if c is not None:
-            return c
-    raise InvalidArgumentError(
-        1, f'Model: {name} must be None, True, False, "default", "on" or "off", got {v!r}'
-    )
+    ok = v is None or isinstance(v, (bool, str))
+    c = _SWITCHES.get(v) if ok else None
+    if c is not None:
+        return c
+    err = A.range_error if ok else A.type_error
+    raise err("Model", name, f'must be None, True, False, "default", "on" or "off", got {v!r}')
 
 
 def _numerics(v: Optional[str]) -> int:
     """The C value of the numerics option; only None and the four names."""
-    if v is None or isinstance(v, str):
-        c = _NUMERICS.get(v)
-        if c is not None:
-            return c
-    raise InvalidArgumentError(
-        1, f'Model: numerics must be None, "default", "llamacpp", "llamacpp-norepack" or "ik", got {v!r}'
+    ok = v is None or isinstance(v, str)
+    c = _NUMERICS.get(v) if ok else None
+    if c is not None:
+        return c
+    err = A.range_error if ok else A.type_error
+    raise err(
+        "Model", "numerics", f'must be None, "default", "llamacpp", "llamacpp-norepack" or "ik", got {v!r}'
     )
 
 
@@ -105,19 +105,81 @@ def _free_handle(free: Callable[[int], int], handle: int) -> None:
         pass
 
 
-def _token_array(tokens: Tokens) -> Tuple[int, int, Any]:
-    """tokens as (pointer, count, keepalive) for an int32_t* argument.
+def _tokenize_flags(what: str, add_special: Any, parse_special: Any) -> int:
+    """moonlm_tokenize's flags, the two options checked to be bools."""
+    add = A.boolean(what, "add_special", add_special)
+    parse = A.boolean(what, "parse_special", parse_special)
+    return (L.TOKENIZE_ADD_SPECIAL if add else 0) | (L.TOKENIZE_PARSE_SPECIAL if parse else 0)
 
-    A C-contiguous NumPy int32 array or an array('i') is passed without a copy.
+
+def _check_loop(what: str, max_tokens: Any, stop: Any) -> List[str]:
+    """Checks a generation loop's own options before anything is allocated;
+    returns the stop strings as a list (an iterator is read once, here)."""
+    A.integer(what, "max_tokens", max_tokens, 0, (1 << 63) - 1)
+    return A.strings(what, "stop", stop)
+
+
+_WAIT_SLICE = 0.05  # seconds: the longest a Ctrl-C waits to be seen during a call
+
+
+def _interruptible(
+    lib: L.Library, h: int, what: str, call: Callable[[], int], undo: Callable[[], None]
+) -> Optional[Exception]:
+    """Runs call() (a long native call on session h) so that Ctrl-C stops it;
+    returns the call's error (made on the thread that called: the library's
+    message is per thread), or None.
+
+    Python runs signal handlers only in the main thread, between bytecodes,
+    so a KeyboardInterrupt would wait for the native call to return. On the
+    main thread the call therefore runs on a worker thread while the main
+    thread waits in short slices (SIGINT may land on any thread, one of the
+    library's included, and then interrupts no wait: the handler runs at the
+    next slice). A KeyboardInterrupt cancels the session's call, waits for
+    it to stop (within one layer's work), undo()es a call that finished all
+    the same, and propagates. Other threads call directly.
     """
-    if _np is not None and isinstance(tokens, _np.ndarray):
-        arr = _np.ascontiguousarray(tokens, dtype=_np.int32)
-        return arr.ctypes.data, arr.size, arr
-    if isinstance(tokens, array) and tokens.typecode == "i" and tokens.itemsize == 4:
-        addr, n = tokens.buffer_info()
-        return addr, n, tokens
-    buf = (ctypes.c_int32 * len(tokens))(*tokens)
-    return ctypes.addressof(buf), len(tokens), buf
+
+    def direct() -> Optional[Exception]:
+        st = call()
+        return None if st == L.OK else lib.error(st, what)
+
+    if threading.current_thread() is not threading.main_thread():
+        return direct()
+    # [error, done]: done is set by the worker when the call is over; the
+    # lock, held until then, is only what the main thread sleeps on.
+    # (Thread.join is no use here: before Python 3.13 a KeyboardInterrupt
+    # inside join() can mark a running thread as stopped.)
+    state: List[Any] = [None, False]
+    wake = threading.Lock()
+    wake.acquire()
+
+    def run() -> None:
+        try:
+            state[0] = direct()
+        finally:
+            state[1] = True
+            wake.release()
+
+    try:
+        threading.Thread(target=run, name=f"moonlm {what}", daemon=True).start()
+    except RuntimeError:  # no new threads at interpreter shutdown
+        return direct()
+    try:
+        while not state[1]:
+            wake.acquire(timeout=_WAIT_SLICE)
+    except KeyboardInterrupt:
+        if not state[1]:
+            lib.session_cancel(h)
+        while not state[1]:  # the call must be over before its buffers may go
+            try:
+                wake.acquire(timeout=_WAIT_SLICE)
+            except KeyboardInterrupt:
+                continue
+        if state[0] is None:
+            undo()
+        raise
+    err: Optional[Exception] = state[0]
+    return err
 
 
 class _TextBuffer:
@@ -179,6 +241,7 @@ class Model:
         "llamacpp-norepack" (llama.cpp without repacked weights) or "ik"
         (ik_llama.cpp). Other values raise InvalidArgumentError (a ValueError).
         """
+        bpath = A.path("Model", "path", path)
         self._lib = lib = L.lib()
         params = L.ModelParams()
         lib.model_params_init(ctypes.byref(params), ctypes.sizeof(params))
@@ -186,28 +249,19 @@ class Model:
         # a nonzero option it lacks (numerics) instead of ignoring it.
         params.size = ctypes.sizeof(L.ModelParams)
         if n_threads is not None:
-            if n_threads < 0:
-                raise InvalidArgumentError(1, f"Model: n_threads must be >= 0, got {n_threads}")
-            params.n_threads = n_threads
+            params.n_threads = A.integer("Model", "n_threads", n_threads, 0, A.INT32_MAX)
         params.pack = _switch("pack", pack)
         params.packed_cache = _switch("packed_cache", packed_cache)
         params.numerics = _numerics(numerics)
         if packed_cache_dir is not None:
-            params.packed_cache_dir = os.fsencode(packed_cache_dir)
-        if packed_cache_bytes is not None:
-            if (
-                isinstance(packed_cache_bytes, bool)
-                or not isinstance(packed_cache_bytes, int)
-                or not 0 <= packed_cache_bytes < 1 << 63
-            ):
-                raise InvalidArgumentError(
-                    1,
-                    "Model: packed_cache_bytes must be an int in [0, 2**63) (0: the default), "
-                    f"got {packed_cache_bytes!r}",
-                )
-            params.packed_cache_bytes = packed_cache_bytes
+            # kept alive by self: params holds a pointer into it
+            self._cache_dir = A.path("Model", "packed_cache_dir", packed_cache_dir)
+            params.packed_cache_dir = self._cache_dir
+        if packed_cache_bytes is not None:  # 0: the default
+            params.packed_cache_bytes = A.integer(
+                "Model", "packed_cache_bytes", packed_cache_bytes, 0, (1 << 63) - 1
+            )
         handle = ctypes.c_void_p()
-        bpath = os.fsencode(path)
         st = lib.model_open(bpath, ctypes.byref(params), ctypes.byref(handle))
         lib.check(st, f"open {os.fsdecode(bpath)}")
         h = int(handle.value or 0)
@@ -331,7 +385,7 @@ class Model:
 
     def is_eog(self, token: int) -> bool:
         """Whether token ends generation (EOS, EOT and the like)."""
-        return bool(self._lib.model_is_eog(self._h("is_eog"), token))
+        return bool(self._lib.model_is_eog(self._h("is_eog"), A.token("is_eog", "token", token)))
 
     # -- text -------------------------------------------------------------
 
@@ -340,10 +394,8 @@ class Model:
         parse_special turns special-token text such as "<|im_end|>" into ids."""
         h = self._h("tokenize")
         lib = self._lib
-        data = text.encode("utf-8")
-        flags = (L.TOKENIZE_ADD_SPECIAL if add_special else 0) | (
-            L.TOKENIZE_PARSE_SPECIAL if parse_special else 0
-        )
+        data = A.string("tokenize", "text", text).encode("utf-8")
+        flags = _tokenize_flags("tokenize", add_special, parse_special)
         n_out = ctypes.c_size_t(0)
         cap = len(data) + 8
         for _ in range(3):
@@ -363,7 +415,7 @@ class Model:
 
     def _detokenize_bytes(self, tokens: Tokens) -> bytes:
         h = self._h("detokenize")
-        ptr, n, keep = _token_array(tokens)
+        ptr, n, keep = A.tokens("detokenize", "tokens", tokens)
         data = self._textbuf().call(self._lib, self._lib.detokenize, "detokenize", h, ptr, n)
         del keep
         return data
@@ -372,47 +424,58 @@ class Model:
         """The raw bytes of one token as it appears inside a text (may be part
         of a UTF-8 character, so bytes, not str)."""
         h = self._h("token_to_piece")
+        token = A.token("token_to_piece", "token", token)
         return self._textbuf().call(self._lib, self._lib.token_to_piece, "token_to_piece", h, token)
 
     def apply_chat_template(
-        self, messages: Sequence[Mapping[str, Any]], add_assistant: bool = True
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        add_assistant: bool = True,
+        template: Optional[str] = None,
     ) -> str:
         """Renders OpenAI-style messages ({"role": ..., "content": ...}) with the
-        model's chat template. UnsupportedError if the model has none."""
+        model's chat template, or with template="chatml" (or another name from
+        moonlm.builtin_chat_templates()) in that built-in format instead.
+
+        A model without a template (a base model) raises UnsupportedError
+        naming the built-in formats: nothing is guessed. An unknown template
+        name raises InvalidArgumentError listing them."""
         h = self._h("apply_chat_template")
-        msgs = (L.Message * len(messages))()
+        checked = A.messages("apply_chat_template", messages)
+        add_assistant = A.boolean("apply_chat_template", "add_assistant", add_assistant)
+        if template is not None:
+            template = A.string("apply_chat_template", "template", template, nul=False)
+        msgs = (L.Message * len(checked))()
         keep = []
-        for i, m in enumerate(messages):
-            try:
-                role, content = m["role"], m["content"]
-            except (KeyError, TypeError) as e:
-                raise InvalidArgumentError(
-                    1, f"apply_chat_template: message {i} needs 'role' and 'content': {e!r}"
-                ) from None
-            if content is None:
-                content = ""
-            if not isinstance(role, str) or not isinstance(content, str):
-                raise InvalidArgumentError(
-                    1, f"apply_chat_template: message {i}: role and content must be strings"
-                )
-            r, c = role.encode("utf-8"), content.encode("utf-8")
+        for i, (r, c) in enumerate(checked):
             keep += [r, c]
             msgs[i].role, msgs[i].content = r, c
-        data = self._textbuf().call(
-            self._lib,
-            self._lib.chat_apply_template,
-            "apply_chat_template",
-            h,
-            msgs,
-            len(messages),
-            1 if add_assistant else 0,
-        )
+        lib = self._lib
+        add = 1 if add_assistant else 0
+        try:
+            if lib.chat_apply_template_named is not None:
+                name = template.encode("utf-8") if template else None
+                data = self._textbuf().call(
+                    lib, lib.chat_apply_template_named, "apply_chat_template", h, name, msgs, len(checked), add
+                )
+            elif template:
+                raise UnsupportedError(
+                    4, f"apply_chat_template: {lib.path} predates built-in templates (template=); rebuild the library"
+                )
+            else:
+                data = self._textbuf().call(
+                    lib, lib.chat_apply_template, "apply_chat_template", h, msgs, len(checked), add
+                )
+        except UnsupportedError as e:
+            if template:
+                raise
+            raise UnsupportedError(e.status, f'{e.message}; pass template="NAME" to use a built-in format') from None
         return data.decode("utf-8", "replace")
 
-    def _chat_tokens(self, messages: Sequence[Mapping[str, Any]]) -> List[int]:
+    def _chat_tokens(self, messages: Sequence[Mapping[str, Any]], template: Optional[str] = None) -> List[int]:
         """The prompt tokens of a conversation: the rendered template with
         special tokens parsed, and BOS added unless the template wrote it."""
-        text = self.apply_chat_template(messages, add_assistant=True)
+        text = self.apply_chat_template(messages, add_assistant=True, template=template)
         toks = self.tokenize(text, add_special=True, parse_special=True)
         bos = self.bos_token_id
         if bos is not None and len(toks) >= 2 and toks[0] == bos and toks[1] == bos:
@@ -468,7 +531,12 @@ class Model:
         if isinstance(prompt, str):
             tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
         else:
-            tokens = list(prompt)
+            _tokenize_flags("generate", add_special, parse_special)
+            tokens = A.token_list("generate", "prompt", prompt)
+        A.boolean("generate", "stream", stream)
+        stop = _check_loop("generate", max_tokens, stop)
+        if n_ctx is not None:
+            n_ctx = A.integer("generate", "n_ctx", n_ctx, 1, A.INT32_MAX)
         sampler = Sampler(
             temperature=temperature,
             top_k=top_k,
@@ -479,6 +547,7 @@ class Model:
             frequency_penalty=frequency_penalty,
             penalty_last_n=penalty_last_n,
             seed=seed,
+            _what="generate",
         )
         it = self._generate_iter(tokens, max_tokens, sampler, stop, n_ctx)
         if stream:
@@ -491,13 +560,17 @@ class Model:
         max_tokens: int = 256,
         *,
         stream: bool = False,
+        template: Optional[str] = None,
         **kwargs: Any,
     ) -> Union[str, Iterator[str]]:
         """Generates the assistant's reply to OpenAI-style messages
         ([{"role": "user", "content": "Hi"}]) using the model's chat
-        template; options as for generate(). Returns the reply text (or an
-        iterator of pieces with stream=True)."""
-        tokens = self._chat_tokens(messages)
+        template, or the built-in format template names (see
+        apply_chat_template: a model without a template raises
+        UnsupportedError unless template is given); options as for
+        generate(). Returns the reply text (or an iterator of pieces with
+        stream=True)."""
+        tokens = self._chat_tokens(messages, template)
         return self.generate(tokens, max_tokens, stream=stream, **kwargs)
 
     def _generate_iter(
@@ -508,16 +581,19 @@ class Model:
         stop: Optional[Iterable[str]],
         n_ctx: Optional[int],
     ) -> Iterator[str]:
-        if max_tokens < 0:
-            raise InvalidArgumentError(1, f"generate: max_tokens must be >= 0, got {max_tokens}")
         if not tokens:
-            raise InvalidArgumentError(1, "generate: the prompt has no tokens")
+            sampler.close()
+            raise A.range_error("generate", "prompt", "has no tokens")
         if n_ctx is None:
             # Sized for the job; a prompt longer than the model's context
             # fails in prefill with ContextFullError.
             n_ctx = min(len(tokens) + max(max_tokens, 1), self.context_length)
         # Validate before the generator starts so errors surface at the call.
-        sess = Session(self, n_ctx=n_ctx)
+        try:
+            sess = Session(self, n_ctx=n_ctx)
+        except BaseException:
+            sampler.close()
+            raise
         return _generate(self, sess, tokens, max_tokens, sampler, stop, own=True)
 
 
@@ -582,21 +658,19 @@ class Session:
         n_threads: Optional[int] = None,
         kv_type: str = "f16",
     ):
+        if not isinstance(model, Model):
+            raise A.type_error("session", "model", f"must be a moonlm.Model, got {type(model).__name__}")
         lib = self._lib = model._lib
         params = L.SessionParams()
         lib.session_params_init(ctypes.byref(params), ctypes.sizeof(params))
         if n_ctx is not None:
-            if n_ctx <= 0:
-                raise InvalidArgumentError(1, f"session: n_ctx must be > 0, got {n_ctx}")
-            params.n_ctx = n_ctx
+            params.n_ctx = A.integer("session", "n_ctx", n_ctx, 1, A.INT32_MAX)
         if n_threads is not None:
-            params.n_threads = n_threads
-        try:
-            params.kv_type = _KV_TYPES[kv_type]
-        except KeyError:
-            raise InvalidArgumentError(
-                1, f"session: kv_type must be 'f16' or 'f32', got {kv_type!r}"
-            ) from None
+            params.n_threads = A.integer("session", "n_threads", n_threads, 0, A.INT32_MAX)
+        A.string("session", "kv_type", kv_type)
+        if kv_type not in _KV_TYPES:
+            raise A.range_error("session", "kv_type", f"must be 'f16' or 'f32', got {kv_type!r}")
+        params.kv_type = _KV_TYPES[kv_type]
         handle = ctypes.c_void_p()
         st = lib.session_new(model._h("session"), ctypes.byref(params), ctypes.byref(handle))
         lib.check(st, "session")
@@ -649,24 +723,39 @@ class Session:
 
     def prefill(self, tokens: Tokens) -> Logits:
         """Evaluates tokens at the current position; returns the logits of
-        the last one. The position is unchanged on any error."""
+        the last one. The position is unchanged on any error, and on a
+        KeyboardInterrupt: Ctrl-C in the main thread cancels the call."""
         h = self._h("prefill")
-        ptr, n, keep = _token_array(tokens)
-        st = self._lib.prefill(h, ptr, n, self._logits_ptr, self.n_vocab)
+        ptr, n, keep = A.tokens("prefill", "tokens", tokens)
+        lib, out, cap = self._lib, self._logits_ptr, self.n_vocab
+        # Where a call that finished despite a Ctrl-C is rewound to. If the
+        # position cannot be read (another thread's call), prefill fails too.
+        known = lib.session_position(h, ctypes.byref(self._pos)) == L.OK
+        start = self._pos.value
+
+        def undo() -> None:
+            if known:
+                lib.session_rewind(h, start)
+
+        err = _interruptible(lib, h, "prefill", lambda: lib.prefill(h, ptr, n, out, cap), undo)
         del keep
-        self._lib.check(st, "prefill")
+        if err is not None:
+            raise err
         return self._logits
 
     def decode(self, token: int) -> Logits:
-        """Evaluates one token; returns the next-token logits."""
-        st = self._lib.decode(self._h("decode"), token, self._logits_ptr, self.n_vocab)
+        """Evaluates one token; returns the next-token logits. (One token's
+        work is short: a Ctrl-C during it is raised when it returns.)"""
+        h = self._h("decode")
+        if type(token) is not int or not 0 <= token <= A.INT32_MAX:
+            token = A.token("decode", "token", token)
+        st = self._lib.decode(h, token, self._logits_ptr, self.n_vocab)
         self._lib.check(st, "decode")
         return self._logits
 
     def rewind(self, n_keep: int) -> None:
         """Keeps the first n_keep positions and forgets the rest."""
-        if n_keep < 0:
-            raise InvalidArgumentError(1, f"rewind: n_keep must be >= 0, got {n_keep}")
+        n_keep = A.integer("rewind", "n_keep", n_keep, 0, A.SIZE_MAX)
         self._lib.check(self._lib.session_rewind(self._h("rewind"), n_keep), "rewind")
 
     @property
@@ -696,9 +785,13 @@ class Session:
         position (its text pieces). The session is not closed afterwards;
         the last generated token is not evaluated. Needs the session's model
         to be open (for detokenization)."""
+        toks = A.token_list("generate", "tokens", tokens)
+        stop = _check_loop("generate", max_tokens, stop)
+        if sampler is not None and not isinstance(sampler, Sampler):
+            raise A.type_error("generate", "sampler", f"must be a moonlm.Sampler, got {type(sampler).__name__}")
         # keep the caller's sampler open: close only one made here
         s: Any = Sampler() if sampler is None else _BorrowedSampler(sampler)
-        return _generate(self.model, self, list(tokens), max_tokens, s, stop, own=False)
+        return _generate(self.model, self, toks, max_tokens, s, stop, own=False)
 
 
 class Sampler:
@@ -717,27 +810,27 @@ class Sampler:
         frequency_penalty: Optional[float] = None,
         penalty_last_n: Optional[int] = None,
         seed: Optional[int] = None,
+        _what: str = "Sampler",
     ):
         lib = self._lib = L.lib()
         p = L.SamplerParams()
         lib.sampler_params_init(ctypes.byref(p), ctypes.sizeof(p))
-        opts: Dict[str, Any] = {
+        floats: Dict[str, Any] = {
             "temperature": temperature,
-            "top_k": top_k,
             "top_p": top_p,
             "min_p": min_p,
             "repeat_penalty": repeat_penalty,
             "presence_penalty": presence_penalty,
             "frequency_penalty": frequency_penalty,
-            "penalty_last_n": penalty_last_n,
         }
-        for k, v in opts.items():
+        for k, v in floats.items():
             if v is not None:
-                setattr(p, k, v)
-        if seed is not None:
-            if not 0 <= seed < L.SEED_RANDOM:
-                raise InvalidArgumentError(1, f"Sampler: seed must be in [0, 2**64-1), got {seed}")
-            p.seed = seed
+                setattr(p, k, A.number(_what, k, v))
+        for k, v in (("top_k", top_k), ("penalty_last_n", penalty_last_n)):
+            if v is not None:
+                setattr(p, k, A.integer(_what, k, v, A.INT32_MIN, A.INT32_MAX))
+        if seed is not None:  # SEED_RANDOM (2**64-1) is what no seed means
+            p.seed = A.integer(_what, "seed", seed, 0, L.SEED_RANDOM - 1)
         self.params = p
         handle = ctypes.c_void_p()
         lib.check(lib.sampler_new(ctypes.byref(p), ctypes.byref(handle)), "sampler")
@@ -766,13 +859,20 @@ class Sampler:
         """A token chosen from logits (float32, n_vocab long); not accepted."""
         h = self._h("sample")
         if _np is not None and isinstance(logits, _np.ndarray):
+            if logits.dtype.kind not in "fiu":
+                raise A.type_error("sample", "logits", f"must be numbers, got a {logits.dtype} array")
             if logits.dtype != _np.float32 or not logits.flags.c_contiguous:
                 logits = _np.ascontiguousarray(logits, dtype=_np.float32)
             ptr, n = logits.ctypes.data, logits.size
         elif isinstance(logits, array) and logits.typecode == "f":
             ptr, n = logits.buffer_info()
         else:
-            logits = array("f", logits)
+            if isinstance(logits, (str, bytes, bytearray, memoryview)):
+                raise A.type_error("sample", "logits", f"must be numbers, got {type(logits).__name__}")
+            try:
+                logits = array("f", logits)
+            except TypeError as e:
+                raise A.type_error("sample", "logits", f"must be a sequence of numbers: {e}") from None
             ptr, n = logits.buffer_info()
         st = self._lib.sample(h, ptr, n, ctypes.byref(self._tok))
         self._lib.check(st, "sample")
@@ -780,7 +880,10 @@ class Sampler:
 
     def accept(self, token: int) -> None:
         """Records token in the history the penalties look at."""
-        self._lib.check(self._lib.sampler_accept(self._h("accept"), token), "sampler accept")
+        h = self._h("accept")
+        if type(token) is not int or not 0 <= token <= A.INT32_MAX:
+            token = A.token("accept", "token", token)
+        self._lib.check(self._lib.sampler_accept(h, token), "sampler accept")
 
     def reset(self) -> None:
         """Forgets the accepted history (keeps the random state)."""
