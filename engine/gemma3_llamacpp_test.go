@@ -16,7 +16,8 @@ import (
 // batching matters: 65 and 70 tokens (a 64-token chunk plus 1-7, where
 // llama.cpp still multiplies q6_K with its 8-token-and-more kernel) and 133
 // tokens (the same past 128). The file's last prompt (786 tokens) is not
-// checked: it is not yet exact (see testdata/README.md). The last 12
+// checked: it is not yet exact, from its position 29 on (see
+// testdata/README.md). The last 12
 // positions of each prompt and the first 12 greedy positions are checked:
 // the 262144-row q8_0 output head on the pure-Go exact kernels costs most
 // of a second per position.
