@@ -7,6 +7,7 @@ import (
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
 	"github.com/moonlm/moonlm/engine/sample"
+	"github.com/moonlm/moonlm/internal/settings"
 )
 
 // The adapter from package engine to the backend interfaces.
@@ -33,7 +34,9 @@ func init() {
 }
 
 func openModel(path string, p modelParams) (backendModel, error) {
-	m, err := engine.Open(path, engine.ModelParams{
+	// The environment is read at every open, so a caller may change it
+	// between opens; a malformed MOONLM_* value fails the open.
+	ep := engine.ModelParams{
 		Threads: p.Threads,
 		Pack:    [...]engine.PackMode{toggleDefault: engine.PackDefault, toggleOn: engine.PackOn, toggleOff: engine.PackOff}[p.Pack],
 		PackedCache: engine.PackedCacheParams{
@@ -47,7 +50,11 @@ func openModel(path string, p modelParams) (backendModel, error) {
 			numericsLlamaCppNoRepack: engine.NumericsLlamaCppNoRepack,
 			numericsIk:               engine.NumericsIk,
 		}[p.Numerics],
-	})
+	}
+	if err := settings.Read().Apply(&ep); err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	m, err := engine.Open(path, ep)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
+
+	"github.com/moonlm/moonlm/internal/settings"
 )
 
 // Status codes, as in include/moonlm.h.
@@ -81,7 +83,9 @@ func failErr(fn string, err error) C.int {
 
 // debugPanic names an exported function that panics on entry, so tests can
 // check that panics become MOONLM_INTERNAL (MOONLM_DEBUG_PANIC=moonlm_decode).
-var debugPanic = os.Getenv("MOONLM_DEBUG_PANIC")
+// It is read when the library loads; a malformed setting elsewhere is
+// reported by the first open, not here.
+var debugPanic = settings.Read().DebugPanic
 
 // enter is called first by every Go export, inside its recover scope
 // (those that lock a session call it once finish is deferred, so a debug

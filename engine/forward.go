@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"math"
-	"sync/atomic"
 
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
@@ -71,7 +70,7 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 		return err
 	}
 	if c := s.c; c.LogitScale != 1 {
-		kernels.Scale(out[:s.nTok*m.output.Rows], c.LogitScale)
+		s.kern.Scale(out[:s.nTok*m.output.Rows], c.LogitScale)
 	}
 	return nil
 }
@@ -123,9 +122,9 @@ func (s *Session) runMatrices(i, n int) {
 			continue
 		}
 		if s.nTok == 1 {
-			kernels.MatVec(job.m, job.xq, job.y, lo, hi)
+			s.kern.MatVec(job.m, job.xq, job.y, lo, hi)
 		} else {
-			kernels.MatMulTiled(job.m, job.xq, s.nTok, job.y, lo, hi)
+			s.kern.MatMulTiled(job.m, job.xq, s.nTok, job.y, lo, hi)
 		}
 	}
 }
@@ -152,7 +151,7 @@ func (s *Session) quantize(row []float32, dst int, L *layer, proj []arch.Proj) {
 // quantizeFor converts row into row dst of the activation buffer mt reads.
 func (s *Session) quantizeFor(row []float32, dst int, mt *kernels.Matrix) {
 	rb := kernels.ActBytes(mt, len(row))
-	kernels.QuantizeAct(kernels.ActType(mt), row, s.acts[kernels.ActType(mt)][dst*rb:(dst+1)*rb])
+	s.kern.QuantizeAct(kernels.ActType(mt), row, s.acts[kernels.ActType(mt)][dst*rb:(dst+1)*rb])
 }
 
 // tok is token t's row of buffer b.
@@ -171,7 +170,7 @@ func (s *Session) stageToken(t, worker int) {
 		id := s.batch[t]
 		kernels.DequantizeRow(m.embd.Type, m.embd.Row(int(id)), x)
 		if c.EmbScale != 1 {
-			kernels.Scale(x, c.EmbScale)
+			s.kern.Scale(x, c.EmbScale)
 		}
 		pos := s.p0 + t
 		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: m.ropeFreqs},
@@ -238,14 +237,14 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			s.ops.rope(s.tok(arch.K, t), c.HeadDim, c.KVHeads, rc, c.Neox)
 		case tkScaleQ:
 			if c.QScale != 1 && !s.ops.qScaleInAttention {
-				kernels.Scale(s.tok(arch.Q, t), c.QScale)
+				s.kern.Scale(s.tok(arch.Q, t), c.QScale)
 			}
 		case tkStoreKV:
 			s.storeKV(il, t)
 		case tkResidual:
 			x, in := s.tok(arch.X, t), s.tok(op.in, t)
 			if c.ResScale != 1 {
-				kernels.Scale(in, c.ResScale)
+				s.kern.Scale(in, c.ResScale)
 			}
 			kernels.Add(x, x, in)
 		case tkGLU:
@@ -254,7 +253,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 				s.ops.gelu(g, g)
 				kernels.Mul(g, g, u)
 			} else {
-				kernels.FastSwiGLU(g, g, u)
+				s.kern.FastSwiGLU(g, g, u)
 			}
 		case tkQuantize:
 			s.quantize(s.tok(op.in, t), t, L, op.proj)
@@ -275,7 +274,7 @@ func (s *Session) storeKV(il, t int) {
 			V[kc.vAt(i)+pos] = x
 		}
 	} else {
-		kernels.FastF16Encode(kc.k16[il][pos*kvDim:(pos+1)*kvDim], k)
+		s.kern.FastF16Encode(kc.k16[il][pos*kvDim:(pos+1)*kvDim], k)
 		V := kc.v16[il]
 		for i, x := range v {
 			V[kc.vAt(i)+pos] = kernels.F32ToF16(x)
@@ -326,30 +325,21 @@ func (s *Session) attendGroup(t, g, worker int) {
 	// The queries rounded to f16, in place (nothing reads them after
 	// attention).
 	q := s.q[t*qDim+h0*hd : t*qDim+(h0+G)*hd]
-	kernels.RoundF16(q, q)
+	s.kern.RoundF16(q, q)
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	sc := s.scores[worker][:G*n]
-	kernels.AttnDotF16RowsMulti(q, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
+	s.kern.AttnDotF16RowsMulti(q, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
 	for j := 0; j < G; j++ {
 		row := sc[j*n : (j+1)*n]
-		kernels.Scale(row[first-base:], c.KQScale)
+		s.kern.Scale(row[first-base:], c.KQScale)
 		for i := range row[:first-base] {
 			row[i] = float32(math.Inf(-1))
 		}
-		kernels.FastSoftmax(row)
+		s.kern.FastSoftmax(row)
 	}
-	kernels.RoundF16(sc, sc) // the softmax weights in f16, as ggml
-	kernels.AttnDotF16RowsMulti(sc, G, n, n, V[kc.vAt(g*hd)+base:], kc.cap, hd, s.att[t*qDim+h0*hd:t*qDim+(h0+G)*hd], hd)
+	s.kern.RoundF16(sc, sc) // the softmax weights in f16, as ggml
+	s.kern.AttnDotF16RowsMulti(sc, G, n, n, V[kc.vAt(g*hd)+base:], kc.cap, hd, s.att[t*qDim+h0*hd:t*qDim+(h0+G)*hd], hd)
 }
-
-// ggmlDecodeOrder makes a one-token batch sum its f16 attention products in
-// ggml_vec_dot_f16's order, as llama.cpp's decode does, instead of the
-// tinyBLAS order llama.cpp uses for bigger batches (and we use always). The
-// two orders differ in float32 rounding, which can move a logit by a few
-// thousandths after 100 positions (stories260K), so it is off by default to
-// keep decode and prefill identical; the llama.cpp reference tests turn it
-// on to reproduce llama.cpp's decode bit for bit.
-var ggmlDecodeOrder atomic.Bool
 
 // headView returns what attention head h of batch token t works on: its KV
 // head g, its position, the first position it may see (the sliding window's
@@ -396,21 +386,21 @@ func (s *Session) attendHead(t, h, worker int) {
 		// scores always take ggml_vec_dot_f32; the output takes tinyBLAS
 		// for a batch and ggml_vec_dot_f32 for one token.
 		K, V := kc.k32[s.il], kc.v32[s.il]
-		kernels.AttnDotF32RowsSingle(q, K[first*kvDim+g*hd:], kvDim, live, false)
-		kernels.Scale(live, c.KQScale)
+		s.kern.AttnDotF32RowsSingle(q, K[first*kvDim+g*hd:], kvDim, live, false)
+		s.kern.Scale(live, c.KQScale)
 		for i := range sc[:first-base] {
 			sc[i] = float32(math.Inf(-1))
 		}
-		kernels.FastSoftmax(sc)
+		s.kern.FastSoftmax(sc)
 		if single {
-			kernels.AttnDotF32RowsSingle(sc, V[kc.vAt(g*hd)+base:], kc.cap, out, true)
+			s.kern.AttnDotF32RowsSingle(sc, V[kc.vAt(g*hd)+base:], kc.cap, out, true)
 		} else {
-			kernels.AttnDotF32Rows(sc, V[kc.vAt(g*hd)+base:], kc.cap, out)
+			s.kern.AttnDotF32Rows(sc, V[kc.vAt(g*hd)+base:], kc.cap, out)
 		}
 		return
 	}
 	q16 := s.q16[worker][:hd]
-	kernels.FastF16Encode(q16, q)
+	s.kern.FastF16Encode(q16, q)
 	K, V := kc.k16[s.il], kc.v16[s.il]
 	// Scores: key j of head g is hd values at j*kvDim+g*hd. Cells before
 	// the window are masked (-Inf), as ggml's mask does.
@@ -418,21 +408,21 @@ func (s *Session) attendHead(t, h, worker int) {
 	// batches with tinyBLAS, which needs a multiple of 16 values (else
 	// ggml falls back to its own dot there too).
 	if !single && hd%16 == 0 {
-		kernels.AttnDotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, live)
+		s.kern.AttnDotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, live)
 	} else {
-		kernels.AttnDotF16RowsSingle(q16, K[first*kvDim+g*hd:], kvDim, live, false)
+		s.kern.AttnDotF16RowsSingle(q16, K[first*kvDim+g*hd:], kvDim, live, false)
 	}
-	kernels.Scale(live, c.KQScale)
+	s.kern.Scale(live, c.KQScale)
 	for i := range sc[:first-base] {
 		sc[i] = float32(math.Inf(-1))
 	}
-	kernels.FastSoftmax(sc)
+	s.kern.FastSoftmax(sc)
 	w16 := s.w16[worker][:n]
-	kernels.FastF16Encode(w16, sc)
+	s.kern.FastF16Encode(w16, sc)
 	// Output: value row g*hd+d holds that dimension for every position.
 	if single {
-		kernels.AttnDotF16RowsSingle(w16, V[kc.vAt(g*hd)+base:], kc.cap, out, true)
+		s.kern.AttnDotF16RowsSingle(w16, V[kc.vAt(g*hd)+base:], kc.cap, out, true)
 	} else {
-		kernels.AttnDotF16Rows(w16, V[kc.vAt(g*hd)+base:], kc.cap, out)
+		s.kern.AttnDotF16Rows(w16, V[kc.vAt(g*hd)+base:], kc.cap, out)
 	}
 }

@@ -43,6 +43,9 @@ type ModelParams struct {
 	// Numerics selects fast kernels or llama.cpp's exact summation order
 	// (see Numerics); the zero value follows MOONLM_NUMERICS.
 	Numerics Numerics
+	// Kernels is the kernel set the model computes with and packs for;
+	// nil means kernels.Detect(), the best set of this CPU.
+	Kernels *kernels.Set
 }
 
 // Info describes a model. Token ids are -1 where the model has none.
@@ -96,7 +99,17 @@ type Model struct {
 	info       Info
 	template   string
 
-	numerics Numerics // resolved at open
+	numerics Numerics     // resolved at open
+	kern     *kernels.Set // the kernel set, chosen at open
+	// ggmlDecodeOrder makes a one-token batch of the fast mode sum its f16
+	// attention products in ggml_vec_dot_f16's order, as llama.cpp's
+	// decode does, instead of the tinyBLAS order llama.cpp uses for bigger
+	// batches (and we use always). The two orders differ in float32
+	// rounding, which can move a logit by a few thousandths after 100
+	// positions (stories260K), so it is off to keep decode and prefill
+	// identical; the llama.cpp reference tests set it before making a
+	// session to reproduce llama.cpp's decode bit for bit.
+	ggmlDecodeOrder bool
 
 	mapping []byte     // the file mapping when Open made it
 	packed  *packState // packed weights, nil when none
@@ -290,7 +303,11 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 		return nil, err
 	}
 	p = applyNumerics(p, numerics)
-	m = &Model{f: f, fam: fam, cfg: cfg, numerics: numerics}
+	kern := p.Kernels
+	if kern == nil {
+		kern = kernels.Detect()
+	}
+	m = &Model{f: f, fam: fam, cfg: cfg, numerics: numerics, kern: kern}
 	if m.plan, err = compilePlan(fam, &m.cfg); err != nil {
 		return nil, err
 	}

@@ -97,19 +97,19 @@ func (m *Model) layoutFor(mt *kernels.Matrix) (l *kernels.PackedLayout, inPlace 
 	order := kernels.GGMLRepack
 	switch m.numerics {
 	case NumericsFast:
-		return kernels.Packed(mt.Type), false
+		return m.kern.Packed(mt.Type), false
 	case NumericsIk:
 		if l := kernels.PackedIk(mt.Type); l != nil {
 			return l, true
 		}
-		return kernels.Packed(mt.Type), false
+		return m.kern.Packed(mt.Type), false
 	case NumericsLlamaCppNoRepack:
 		order = kernels.GGMLVecDot
 	}
 	if l := kernels.PackedExact(mt.Type, mt.Rows, order); l != nil {
 		return l, true
 	}
-	return kernels.Packed(mt.Type), false
+	return m.kern.Packed(mt.Type), false
 }
 
 // numericsOps are the building blocks whose arithmetic a numerics mode
@@ -129,7 +129,7 @@ type numericsOps struct {
 	// which computes what attendHead does in the tinyBLAS order.
 	groupAttention bool
 	// ggmlDecode sums a one-token batch's attention products in
-	// ggml_vec_dot_f16's order (see ggmlDecodeOrder).
+	// ggml_vec_dot_f16's order (see Model.ggmlDecodeOrder).
 	ggmlDecode bool
 	// batch is the most tokens one forward pass takes; longer prompts go
 	// in chunks of it. The reference engines pick kernels, and so summation
@@ -143,16 +143,17 @@ type numericsOps struct {
 // (n_ubatch): a prompt is computed 512 tokens at a time.
 const refUbatch = 512
 
-// opsFor returns the operations of mode n for a session of model c with an
-// f32 (else f16) KV cache.
-func opsFor(n Numerics, c *config, f32 bool) numericsOps {
+// opsFor returns the operations of model m's numerics mode for a session
+// with an f32 (else f16) KV cache, on m's kernel set.
+func opsFor(m *Model, f32 bool) numericsOps {
+	n, c := m.numerics, &m.cfg
 	o := numericsOps{
 		rmsNorm:        kernels.RMSNorm,
-		rope:           kernels.RoPEApply,
+		rope:           m.kern.RoPEApply,
 		gelu:           kernels.GELU,
 		attendHead:     (*Session).attendHead,
 		groupAttention: !f32 && c.HeadDim%16 == 0,
-		ggmlDecode:     n != NumericsFast || ggmlDecodeOrder.Load(),
+		ggmlDecode:     n != NumericsFast || m.ggmlDecodeOrder,
 		batch:          maxBatch,
 	}
 	if n != NumericsFast {
@@ -160,7 +161,7 @@ func opsFor(n Numerics, c *config, f32 bool) numericsOps {
 	}
 	if n == NumericsIk {
 		o.rmsNorm = rmsNormIk
-		o.rope = kernels.RoPEApplyIk
+		o.rope = m.kern.RoPEApplyIk
 		o.gelu = kernels.GELUIk
 		o.groupAttention = false
 		if !f32 {
@@ -195,3 +196,6 @@ func checkNumerics(n Numerics, c *config) error {
 
 // Numerics returns the model's numerics mode, after MOONLM_NUMERICS.
 func (m *Model) Numerics() Numerics { return m.numerics }
+
+// Kernels returns the kernel set the model computes with.
+func (m *Model) Kernels() *kernels.Set { return m.kern }

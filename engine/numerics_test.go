@@ -91,7 +91,7 @@ func TestNumericsOpen(t *testing.T) {
 func TestReferenceLayoutsKeepGGUFBytes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []Numerics{NumericsLlamaCpp, NumericsLlamaCppNoRepack, NumericsIk} {
-		m := &Model{numerics: n}
+		m := &Model{numerics: n, kern: kernels.Detect()}
 		for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_1, gguf.Q5_0, gguf.Q4_K, gguf.Q6_K, gguf.F32} {
 			const rows, cols = 16, 512
 			src := make([]byte, rows*kernels.RowBytes(typ, cols))

@@ -177,8 +177,8 @@ type PackedTensor struct {
 	Bytes  int    // packed size
 }
 
-// PackedTensors lists the matrices that are packed with the current kernel
-// variant, whether or not packing happened for this model (PackOff).
+// PackedTensors lists the matrices that are packed with the model's kernel
+// set, whether or not packing happened for this model (PackOff).
 func (m *Model) PackedTensors() []PackedTensor {
 	ts, _ := m.packTargets()
 	out := make([]PackedTensor, len(ts))
@@ -239,7 +239,7 @@ func (m *Model) pack(p ModelParams, id *fileIdentity) {
 		cfg.Disabled = true
 	}
 	if !cfg.Disabled {
-		key = packKey(id, ts)
+		key = packKey(id, ts, m.kern)
 		var e *packcache.Entry
 		err := guardFaults("reading the packed-weight cache", func() (err error) {
 			e, err = cfg.Get(key, int64(total))
@@ -304,7 +304,7 @@ const packFormat = "engine.v1"
 
 // packKey identifies the packed block of a model: the file, its header and
 // tensor table, the layouts in use and the CPU they were chosen for.
-func packKey(id *fileIdentity, ts []packTarget) packcache.Key {
+func packKey(id *fileIdentity, ts []packTarget, k *kernels.Set) packcache.Key {
 	var names []string
 	for _, t := range ts {
 		if !slices.Contains(names, t.l.Name) {
@@ -315,13 +315,13 @@ func packKey(id *fileIdentity, ts []packTarget) packcache.Key {
 		Model: id.path, Size: id.size, ModTime: id.modTime,
 		Header: packcache.Digest(id.header),
 		Layout: packFormat + ";" + strings.Join(names, ","),
-		CPU:    cpuString(),
+		CPU:    cpuString(k),
 	}
 }
 
-// cpuString names the kernel variant and the CPU features packed layouts
-// may depend on.
-func cpuString() string {
+// cpuString names the kernel set and the CPU features packed layouts may
+// depend on.
+func cpuString(k *kernels.Set) string {
 	var f []string
 	add := func(name string, ok bool) {
 		if ok {
@@ -346,7 +346,7 @@ func cpuString() string {
 		add("i8mm", a.HasI8MM)
 		add("sve", a.HasSVE)
 	}
-	return runtime.GOARCH + "/" + kernels.Variant + "/" + strings.Join(f, ",")
+	return runtime.GOARCH + "/" + k.Name() + "/" + strings.Join(f, ",")
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }

@@ -155,7 +155,11 @@ const fakeRows = 12
 
 func newFakeLayout() *fakeLayout {
 	fl := &fakeLayout{}
-	gen := kernels.GenericRowDot(gguf.Q8_0)
+	generic, err := kernels.New("generic")
+	if err != nil {
+		panic(err)
+	}
+	gen := generic.RowDot(gguf.Q8_0)
 	dot := func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 		fl.dots.Add(1)
 		rb := kernels.RowBytes(gguf.Q8_0, cols)
@@ -181,13 +185,14 @@ func newFakeLayout() *fakeLayout {
 	return fl
 }
 
-// withFakeLayout installs the fake Q8_0 layout for the test.
-func withFakeLayout(t *testing.T) *fakeLayout {
+// withFakeLayout returns the fake Q8_0 layout and the detected kernel set
+// with it as its Q8_0 layout.
+func withFakeLayout(t *testing.T) (*fakeLayout, *kernels.Set) {
 	t.Helper()
 	fl := newFakeLayout()
-	restore := kernels.SetPackedForTest(gguf.Q8_0, &fl.PackedLayout)
-	t.Cleanup(restore)
-	return fl
+	ks, err := kernels.Detect().WithPacked(gguf.Q8_0, &fl.PackedLayout)
+	require.NoError(t, err)
+	return fl, ks
 }
 
 // noCache keeps tests away from the user's cache folder.
@@ -234,22 +239,22 @@ func requireSameLogits(t *testing.T, what string, wantToks, gotToks []int32, wan
 func TestPackedMatchesUnpacked(t *testing.T) {
 	for _, tied := range []bool{false, true} {
 		t.Run("tied="+strconv.FormatBool(tied), func(t *testing.T) {
-			fl := withFakeLayout(t)
+			fl, ks := withFakeLayout(t)
 			sh := smallShape
 			sh.tied = tied
 			path := writeSynthModel(t, t.TempDir(), "m.gguf", sh, 1)
 
-			offToks, offLogits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
+			offToks, offLogits, st := runLogits(t, path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOff, PackedCache: noCache})
 			assert.Equal(t, PackSourceOff, st.PackSource)
 			assert.Zero(t, fl.dots.Load(), "PackOff must not use the packed layout")
 
-			m, err := Open(path, ModelParams{Threads: 1, Pack: PackOn, PackedCache: noCache})
+			m, err := Open(path, ModelParams{Kernels: ks, Threads: 1, Pack: PackOn, PackedCache: noCache})
 			require.NoError(t, err)
 			assert.Nil(t, m.embd.Packed, "token_embd stays in the GGUF layout for lookups")
 			assert.NotNil(t, m.output.Packed, "the head is packed, tied or not")
 			require.NoError(t, m.Close())
 
-			toks, logits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+			toks, logits, st := runLogits(t, path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOn, PackedCache: noCache})
 			assert.Equal(t, PackSourcePacked, st.PackSource)
 			// 7 matrices per layer and the head; every one has >= 12 rows.
 			assert.Equal(t, 7*sh.layers+1, st.PackedMatrices)
@@ -258,7 +263,7 @@ func TestPackedMatchesUnpacked(t *testing.T) {
 
 			// MOONLM_PACK=0 turns the default off, not PackOn.
 			t.Setenv("MOONLM_PACK", "0")
-			_, _, st = runLogits(t, path, ModelParams{Threads: 1, PackedCache: noCache})
+			_, _, st = runLogits(t, path, ModelParams{Kernels: ks, Threads: 1, PackedCache: noCache})
 			assert.Equal(t, PackSourceOff, st.PackSource)
 		})
 	}
@@ -267,9 +272,10 @@ func TestPackedMatchesUnpacked(t *testing.T) {
 // TestPackedWithoutLayouts: with no layout for the model's types nothing is
 // packed and the source says so.
 func TestPackedWithoutLayouts(t *testing.T) {
-	t.Cleanup(kernels.SetPackedForTest(gguf.Q8_0, nil))
+	ks, err := kernels.Detect().WithPacked(gguf.Q8_0, nil)
+	require.NoError(t, err)
 	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	m, err := Open(path, ModelParams{Threads: 1, Pack: PackOn, PackedCache: noCache})
+	m, err := Open(path, ModelParams{Threads: 1, Pack: PackOn, PackedCache: noCache, Kernels: ks})
 	require.NoError(t, err)
 	defer m.Close()
 	st := m.OpenStats()
@@ -315,7 +321,7 @@ func TestPackedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 170 MiB model")
 	}
-	withFakeLayout(t)
+	_, ks := withFakeLayout(t)
 	sh := synthShape{dim: 1024, layers: 2, heads: 8, kvHeads: 8, ff: 24576, randomQuants: true}
 	path := writeSynthModel(t, t.TempDir(), "big.gguf", sh, 3)
 	st, err := os.Stat(path)
@@ -326,7 +332,7 @@ func TestPackedMemory(t *testing.T) {
 	// Reset the peak (VmHWM) to the current RSS.
 	peakReset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 
-	m, err := Open(path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	m, err := Open(path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOn, PackedCache: noCache})
 	require.NoError(t, err)
 	defer m.Close()
 	ost := m.OpenStats()
@@ -355,8 +361,8 @@ func TestPackedMemory(t *testing.T) {
 }
 
 // cacheIn returns pack params that use a cache in dir.
-func cacheIn(dir string) ModelParams {
-	return ModelParams{Threads: 2, Pack: PackOn, PackedCache: PackedCacheParams{Mode: CacheOn, Dir: dir}}
+func cacheIn(dir string, ks *kernels.Set) ModelParams {
+	return ModelParams{Threads: 2, Pack: PackOn, PackedCache: PackedCacheParams{Mode: CacheOn, Dir: dir}, Kernels: ks}
 }
 
 // cacheEntries lists the entry files in dir.
@@ -395,34 +401,34 @@ func packedBytes(t *testing.T, path string, p ModelParams) ([]byte, OpenStats) {
 // maps the entry; the bytes are identical to packing in memory and the
 // logits to the unpacked and packed paths.
 func TestPackedCacheColdWarm(t *testing.T) {
-	withFakeLayout(t)
+	_, ks := withFakeLayout(t)
 	dir := filepath.Join(t.TempDir(), "cache")
 	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
 
-	mem, st := packedBytes(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	mem, st := packedBytes(t, path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOn, PackedCache: noCache})
 	require.Equal(t, PackSourcePacked, st.PackSource)
 	require.Empty(t, cacheEntries(t, dir), "cache off writes nothing")
 
-	cold, st := packedBytes(t, path, cacheIn(dir))
+	cold, st := packedBytes(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource)
 	require.Len(t, cacheEntries(t, dir), 1, "Close waited for the publish")
-	warm, st := packedBytes(t, path, cacheIn(dir))
+	warm, st := packedBytes(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheHit, st.PackSource)
 	require.Equal(t, mem, cold)
 	require.Equal(t, cold, warm, "packed bytes cold vs warm")
 	require.Len(t, cacheEntries(t, dir), 1)
 
-	offToks, offLogits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
-	toks, logits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	offToks, offLogits, _ := runLogits(t, path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOff, PackedCache: noCache})
+	toks, logits, _ := runLogits(t, path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOn, PackedCache: noCache})
 	requireSameLogits(t, "packed vs generic", offToks, toks, offLogits, logits)
-	ctoks, clogits, st := runLogits(t, path, cacheIn(dir))
+	ctoks, clogits, st := runLogits(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheHit, st.PackSource)
 	require.Equal(t, toks, ctoks)
 	require.Equal(t, logits, clogits, "cached and in-memory packed weights compute the same")
 
 	// Decoding on the mapped entry (through the fault-watching layouts)
 	// allocates nothing.
-	m, err := Open(path, cacheIn(dir))
+	m, err := Open(path, cacheIn(dir, ks))
 	require.NoError(t, err)
 	defer m.Close()
 	require.Equal(t, PackSourceCacheHit, m.OpenStats().PackSource)
@@ -445,11 +451,11 @@ func TestPackedCacheColdWarm(t *testing.T) {
 
 // TestPackedCacheInvalidation: a changed model file gets a new entry.
 func TestPackedCacheInvalidation(t *testing.T) {
-	withFakeLayout(t)
+	_, ks := withFakeLayout(t)
 	dir := filepath.Join(t.TempDir(), "cache")
 	mdir := t.TempDir()
 	path := writeSynthModel(t, mdir, "m.gguf", smallShape, 1)
-	_, st := packedBytes(t, path, cacheIn(dir))
+	_, st := packedBytes(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource)
 
 	// Same size and header, other weights; the modification time moves.
@@ -460,19 +466,20 @@ func TestPackedCacheInvalidation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, old.Size(), now.Size())
 	require.NoError(t, os.Chtimes(path, now.ModTime(), old.ModTime().Add(time.Second)))
-	b, st := packedBytes(t, path, cacheIn(dir))
+	b, st := packedBytes(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource, "the old entry is not used for the new file")
 	require.Len(t, cacheEntries(t, dir), 2)
-	mem, _ := packedBytes(t, path, ModelParams{Threads: 1, Pack: PackOn, PackedCache: noCache})
+	mem, _ := packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1, Pack: PackOn, PackedCache: noCache})
 	require.Equal(t, mem, b)
-	_, st = packedBytes(t, path, cacheIn(dir))
+	_, st = packedBytes(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheHit, st.PackSource)
 
 	// A different layout (name) is another entry too.
 	fl := newFakeLayout()
 	fl.Name = "test.q8_0.reversed.v2"
-	t.Cleanup(kernels.SetPackedForTest(gguf.Q8_0, &fl.PackedLayout))
-	_, st = packedBytes(t, path, cacheIn(dir))
+	ks2, err := kernels.Detect().WithPacked(gguf.Q8_0, &fl.PackedLayout)
+	require.NoError(t, err)
+	_, st = packedBytes(t, path, cacheIn(dir, ks2))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource)
 	require.Len(t, cacheEntries(t, dir), 3)
 }
@@ -481,10 +488,10 @@ func TestPackedCacheInvalidation(t *testing.T) {
 // offsets, or truncated) is a miss: the model packs in memory, computes
 // the same logits and rewrites the entry.
 func TestPackedCacheCorruptEntry(t *testing.T) {
-	withFakeLayout(t)
+	_, ks := withFakeLayout(t)
 	dir := filepath.Join(t.TempDir(), "cache")
 	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	wantToks, wantLogits, st := runLogits(t, path, cacheIn(dir))
+	wantToks, wantLogits, st := runLogits(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource)
 	entries := cacheEntries(t, dir)
 	require.Len(t, entries, 1)
@@ -504,7 +511,7 @@ func TestPackedCacheCorruptEntry(t *testing.T) {
 	for _, name := range []string{"flip", "truncate"} {
 		for round := 0; round < 3; round++ {
 			require.NoError(t, os.WriteFile(entries[0], damage[name](good), 0o644))
-			toks, logits, st := runLogits(t, path, cacheIn(dir))
+			toks, logits, st := runLogits(t, path, cacheIn(dir, ks))
 			require.Equal(t, PackSourceCacheWrite, st.PackSource, "%s %d: the damaged entry is not used", name, round)
 			require.Equal(t, wantToks, toks)
 			require.Equal(t, wantLogits, logits)
@@ -518,14 +525,14 @@ func TestPackedCacheCorruptEntry(t *testing.T) {
 // TestPackedCacheUnwritable: a cache folder that cannot be written falls
 // back to the in-memory copy; the model opens, computes and closes.
 func TestPackedCacheUnwritable(t *testing.T) {
-	withFakeLayout(t)
+	_, ks := withFakeLayout(t)
 	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	wantToks, wantLogits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	wantToks, wantLogits, _ := runLogits(t, path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOn, PackedCache: noCache})
 
 	// Below a regular file: no one, not even root, can create it.
 	blocker := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(blocker, nil, 0o644))
-	toks, logits, st := runLogits(t, path, cacheIn(filepath.Join(blocker, "cache")))
+	toks, logits, st := runLogits(t, path, cacheIn(filepath.Join(blocker, "cache"), ks))
 	assert.Equal(t, PackSourceCacheWrite, st.PackSource, "the publish was attempted")
 	require.Equal(t, wantToks, toks)
 	require.Equal(t, wantLogits, logits)
@@ -539,7 +546,7 @@ func TestPackedCacheUnwritable(t *testing.T) {
 		t.Logf("running as a user who can write a 0555 folder (root?): the read-only case is covered by the file-blocked folder above")
 		return
 	}
-	toks, logits, _ = runLogits(t, path, cacheIn(ro))
+	toks, logits, _ = runLogits(t, path, cacheIn(ro, ks))
 	require.Equal(t, wantToks, toks)
 	require.Equal(t, wantLogits, logits)
 	require.Empty(t, cacheEntries(t, ro))
@@ -548,18 +555,18 @@ func TestPackedCacheUnwritable(t *testing.T) {
 // TestPackedCacheDisabledByEnv: MOONLM_PACKED_CACHE=0 writes nothing with
 // the default cache mode; CacheOn overrides it.
 func TestPackedCacheDisabledByEnv(t *testing.T) {
-	withFakeLayout(t)
+	_, ks := withFakeLayout(t)
 	dir := filepath.Join(t.TempDir(), "cache")
 	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
 	t.Setenv("MOONLM_PACKED_CACHE_DIR", dir)
 	t.Setenv("MOONLM_PACKED_CACHE", "0")
-	_, st := packedBytes(t, path, ModelParams{Threads: 1})
+	_, st := packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1})
 	assert.Equal(t, PackSourcePacked, st.PackSource)
 	_, err := os.Stat(dir)
 	assert.True(t, os.IsNotExist(err), "no cache folder created: %v", err)
 
 	t.Setenv("MOONLM_PACKED_CACHE", "1")
-	_, st = packedBytes(t, path, ModelParams{Threads: 1})
+	_, st = packedBytes(t, path, ModelParams{Kernels: ks, Threads: 1})
 	assert.Equal(t, PackSourceCacheWrite, st.PackSource, "the environment's folder is used by default")
 	assert.Len(t, cacheEntries(t, dir), 1)
 }
@@ -572,16 +579,16 @@ func TestPackedCacheTruncatedWhileOpen(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("replacing the lost pages needs mremap (Linux)")
 	}
-	withFakeLayout(t)
+	_, ks := withFakeLayout(t)
 	dir := filepath.Join(t.TempDir(), "cache")
 	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	_, st := packedBytes(t, path, cacheIn(dir))
+	_, st := packedBytes(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource)
 	entries := cacheEntries(t, dir)
 	require.Len(t, entries, 1)
 
 	for _, threads := range []int{1, 2} {
-		m, err := Open(path, ModelParams{Threads: threads, Pack: PackOn, PackedCache: PackedCacheParams{Mode: CacheOn, Dir: dir}})
+		m, err := Open(path, ModelParams{Kernels: ks, Threads: threads, Pack: PackOn, PackedCache: PackedCacheParams{Mode: CacheOn, Dir: dir}})
 		require.NoError(t, err)
 		require.Equal(t, PackSourceCacheHit, m.OpenStats().PackSource)
 		prompt := []int32{1, 403, 407, 261}
@@ -619,13 +626,13 @@ func TestPackedCacheTruncatedWhileOpen(t *testing.T) {
 // TestPackedAllocationFailure: when the packed block cannot be allocated
 // the model opens unpacked and computes as PackOff does.
 func TestPackedAllocationFailure(t *testing.T) {
-	withFakeLayout(t)
+	_, ks := withFakeLayout(t)
 	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	wantToks, wantLogits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
+	wantToks, wantLogits, _ := runLogits(t, path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOff, PackedCache: noCache})
 	prev := mapPacked
 	mapPacked = func(n int) ([]byte, error) { return nil, unix.ENOMEM }
 	t.Cleanup(func() { mapPacked = prev })
-	toks, logits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+	toks, logits, st := runLogits(t, path, ModelParams{Kernels: ks, Threads: 2, Pack: PackOn, PackedCache: noCache})
 	assert.Equal(t, PackSourceOff, st.PackSource)
 	assert.Zero(t, st.PackedBytes)
 	require.Equal(t, wantToks, toks)
@@ -640,8 +647,9 @@ func TestPackedAllocationFailure(t *testing.T) {
 // AVX-512 kernels already differ from pure Go by up to ~0.1); cached and
 // in-memory packing are bit-identical.
 func TestPackedRealLayouts(t *testing.T) {
-	best := kernels.Variant
-	t.Cleanup(func() { require.NoError(t, kernels.SetVariant(best)) })
+	best := kernels.Detect()
+	generic, err := kernels.New("generic")
+	require.NoError(t, err)
 	maxDiff := func(a, b [][]float32) float64 {
 		m := 0.0
 		for i := range a {
@@ -653,18 +661,15 @@ func TestPackedRealLayouts(t *testing.T) {
 	}
 	for _, qt := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.Q6_K} {
 		t.Run(qt.String(), func(t *testing.T) {
-			require.NoError(t, kernels.SetVariant(best))
-			if kernels.Packed(qt) == nil {
+			if best.Packed(qt) == nil {
 				t.Skipf("the %s kernels have no packed %s layout", best, qt)
 			}
 			sh := synthShape{dim: 256, layers: 2, heads: 4, kvHeads: 2, ff: 512, quant: qt}
 			path := writeSynthModel(t, t.TempDir(), "m.gguf", sh, 11)
 			dir := filepath.Join(t.TempDir(), "cache")
 
-			require.NoError(t, kernels.SetVariant("generic"))
-			genToks, genLogits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
+			genToks, genLogits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache, Kernels: generic})
 			require.Equal(t, PackSourceNone, st.PackSource, "the pure-Go kernels have no packed layouts")
-			require.NoError(t, kernels.SetVariant(best))
 
 			_, simdLogits, _ := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOff, PackedCache: noCache})
 			toks, logits, st := runLogits(t, path, ModelParams{Threads: 2, Pack: PackOn, PackedCache: noCache})
@@ -675,9 +680,9 @@ func TestPackedRealLayouts(t *testing.T) {
 			t.Logf("largest logit difference from pure Go: unpacked %s %.4f, packed %.4f", best, d0, d)
 			assert.LessOrEqual(t, d, 2*d0+0.05, "packed logits stray further from pure Go than the unpacked SIMD kernels")
 
-			_, _, st = runLogits(t, path, cacheIn(dir))
+			_, _, st = runLogits(t, path, cacheIn(dir, nil))
 			require.Equal(t, PackSourceCacheWrite, st.PackSource)
-			ctoks, clogits, st := runLogits(t, path, cacheIn(dir))
+			ctoks, clogits, st := runLogits(t, path, cacheIn(dir, nil))
 			require.Equal(t, PackSourceCacheHit, st.PackSource)
 			require.Equal(t, toks, ctoks)
 			require.Equal(t, logits, clogits, "cached vs in-memory packing")

@@ -173,14 +173,13 @@ func (o *refOptions) check(t *testing.T, where string, logits []float32, ref ref
 
 func runRefFiles(t *testing.T, o refOptions) {
 	kvf32, tol, gap, prompts, prepSession := o.kvf32, o.tol, o.gap, o.prompts, o.prepSession
-	m, err := Open(o.model, ModelParams{Threads: 2, Numerics: o.numerics})
+	m, err := Open(o.model, ModelParams{Threads: 2, Numerics: o.numerics, Kernels: testKernels(t)})
 	require.NoError(t, err)
 	defer m.Close()
 	if m.Numerics() == NumericsFast {
 		// Decode as llama.cpp's does (see ggmlDecodeOrder); the llama.cpp
 		// modes do so on their own.
-		ggmlDecodeOrder.Store(true)
-		t.Cleanup(func() { ggmlDecodeOrder.Store(false) })
+		m.ggmlDecodeOrder = true
 	}
 	if o.prepModel != nil {
 		o.prepModel(m)
@@ -350,7 +349,7 @@ func TestSynthReferenceIk(t *testing.T) {
 }
 
 func TestStories260KGolden(t *testing.T) {
-	m, err := Open(shareddata.Path(t, "models/stories260K.gguf"), ModelParams{})
+	m, err := Open(shareddata.Path(t, "models/stories260K.gguf"), ModelParams{Kernels: testKernels(t)})
 	require.NoError(t, err)
 	defer m.Close()
 	golden, err := os.ReadFile(shareddata.Path(t, "models/stories260K.golden.txt"))

@@ -39,6 +39,7 @@ const maxBatch = 64
 // that overlaps another returns ErrBusy.
 type Session struct {
 	m       *Model
+	kern    *kernels.Set // the model's kernel set
 	c       *config
 	pool    *pool.Pool
 	ownPool bool
@@ -132,7 +133,7 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	m.sessions++
 	m.mu.Unlock()
 
-	s := &Session{m: m, c: c, nCtx: nCtx, pool: m.pool, ops: opsFor(m.numerics, c, f32)}
+	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool, ops: opsFor(m, f32)}
 	if p.Threads != 0 && p.Threads != m.pool.Threads() {
 		s.pool, s.ownPool = pool.New(p.Threads), true
 	}

@@ -15,7 +15,7 @@ import (
 
 func openStories(t *testing.T, threads int) *Model {
 	t.Helper()
-	m, err := Open(shareddata.Path(t, "models/stories260K.gguf"), ModelParams{Threads: threads})
+	m, err := Open(shareddata.Path(t, "models/stories260K.gguf"), ModelParams{Threads: threads, Kernels: testKernels(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	return m

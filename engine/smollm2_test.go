@@ -21,7 +21,7 @@ func smolLM2Path(t testing.TB) string {
 }
 
 func TestSmolLM2ChatCapitalOfFrance(t *testing.T) {
-	m, err := Open(smolLM2Path(t), ModelParams{})
+	m, err := Open(smolLM2Path(t), ModelParams{Kernels: testKernels(t)})
 	require.NoError(t, err)
 	defer m.Close()
 	// The bare question is a near-tie for this Q4_1 model between
@@ -46,7 +46,7 @@ func TestSmolLM2ChatCapitalOfFrance(t *testing.T) {
 }
 
 func TestSmolLM2Completion(t *testing.T) {
-	m, err := Open(smolLM2Path(t), ModelParams{})
+	m, err := Open(smolLM2Path(t), ModelParams{Kernels: testKernels(t)})
 	require.NoError(t, err)
 	defer m.Close()
 	prompt, err := m.Tokenize("The three primary colors are", true, false)
@@ -124,7 +124,7 @@ func TestRealModelsReference(t *testing.T) {
 			ref16 := loadRefs(t, tc.refs+".ref.jsonl")
 			ref32 := loadRefs(t, tc.refs+".kvf32.ref.jsonl")
 			require.Len(t, ref32, len(ref16))
-			m, err := Open(path, ModelParams{})
+			m, err := Open(path, ModelParams{Kernels: testKernels(t)})
 			require.NoError(t, err)
 			defer m.Close()
 			vocab := m.Info().VocabSize
@@ -181,8 +181,6 @@ func TestRealModelsFirstPositionExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs both real models once per kernel set")
 	}
-	old := kernels.Variant
-	defer func() { require.NoError(t, kernels.SetVariant(old)) }()
 	for _, tc := range []struct{ name, refs string }{
 		{"smollm2", "testdata/smollm2-135m-q4_1.kvf32.ref.jsonl"},
 		{"gemma3", "testdata/gemma3-270m.kvf32.ref.jsonl"},
@@ -195,13 +193,13 @@ func TestRealModelsFirstPositionExact(t *testing.T) {
 			// Two prompts per model keep the test short (every kernel set
 			// runs them); Gemma's all start with BOS.
 			refs := loadRefs(t, tc.refs)[:2]
-			m, err := Open(path, ModelParams{})
-			require.NoError(t, err)
-			defer m.Close()
-			vocab := m.Info().VocabSize
 			exact := ""
-			for _, v := range kernels.Variants() {
-				require.NoError(t, kernels.SetVariant(v))
+			for _, v := range kernels.Available() {
+				ks, err := kernels.New(v)
+				require.NoError(t, err)
+				m, err := Open(path, ModelParams{Kernels: ks})
+				require.NoError(t, err)
+				vocab := m.Info().VocabSize
 				worst := 0.0
 				for _, rc := range refs {
 					s, err := m.NewSession(SessionParams{NCtx: 512, KVF32: true})
@@ -211,6 +209,7 @@ func TestRealModelsFirstPositionExact(t *testing.T) {
 					s.Close()
 					worst = max(worst, worstLogProbDiff(all[:vocab], rc.PromptLogits[0]))
 				}
+				require.NoError(t, m.Close())
 				t.Logf("kernels %s: first position within %.4f of llama.cpp", v, worst)
 				if worst <= 0.005 && exact == "" {
 					exact = v
@@ -252,7 +251,7 @@ func refSpread(a, b refDist) float64 {
 // llama.cpp answers " Paris" greedily. The file has no chat template, so the
 // model's chat format must be Gemma's.
 func TestGemma3CapitalOfFrance(t *testing.T) {
-	m, err := Open(gemma3Path(t), ModelParams{})
+	m, err := Open(gemma3Path(t), ModelParams{Kernels: testKernels(t)})
 	require.NoError(t, err)
 	defer m.Close()
 	assert.Empty(t, m.Info().ChatTemplate)

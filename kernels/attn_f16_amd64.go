@@ -8,10 +8,10 @@ package kernels
 func f16EncodeF16C(dst *uint16, src *float32, n int)
 
 // f16EncodeVec converts the multiple-of-8 head of src into dst with F16C
-// (which every SIMD variant here implies) and returns how many it did.
-func f16EncodeVec(dst []uint16, src []float32) int {
+// (which every SIMD set here implies) and returns how many it did.
+func (s *Set) f16EncodeVec(dst []uint16, src []float32) int {
 	n := len(src) &^ 7
-	if n == 0 || Variant == "generic" {
+	if n == 0 || !s.vec() {
 		return 0
 	}
 	_ = dst[n-1]

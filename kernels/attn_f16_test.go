@@ -10,14 +10,13 @@ import (
 )
 
 // TestDotF16Rows checks DotF16Rows against DotF16 row by row, exactly, on
-// every variant, for strides wider than the row and row lengths around the
+// every kernel set, for strides wider than the row and row lengths around the
 // SIMD widths.
 func TestDotF16Rows(t *testing.T) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
+	ks := Detect()
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, v := range Variants() {
-		require.NoError(t, SetVariant(v))
+	for _, ks := range testSets(t) {
+		v := ks.Name()
 		for _, n := range []int{1, 7, 16, 33, 64, 200} {
 			for _, extra := range []int{0, 5, 64} {
 				t.Run(fmt.Sprintf("%s/n=%d/stride=n+%d", v, n, extra), func(t *testing.T) {
@@ -31,23 +30,21 @@ func TestDotF16Rows(t *testing.T) {
 						x[i] = F32ToF16(float32(r.NormFloat64()))
 					}
 					y := make([]float32, nr)
-					DotF16Rows(x, rows, stride, y)
+					ks.DotF16Rows(x, rows, stride, y)
 					for i := range y {
-						require.Equal(t, DotF16(x, rows[i*stride:i*stride+n]), y[i], "row %d", i)
+						require.Equal(t, ks.DotF16(x, rows[i*stride:i*stride+n]), y[i], "row %d", i)
 					}
 				})
 			}
 		}
 	}
-	require.Panics(t, func() { DotF16Rows(make([]uint16, 4), make([]uint16, 7), 4, make([]float32, 2)) })
+	require.Panics(t, func() { ks.DotF16Rows(make([]uint16, 4), make([]uint16, 7), 4, make([]float32, 2)) })
 }
 
 // TestFastF16Encode compares FastF16Encode with F32ToF16 bit for bit on
 // random values over the whole f16 range and beyond (subnormals, overflow to
-// infinity, halfway cases) on every variant.
+// infinity, halfway cases) with every kernel set.
 func TestFastF16Encode(t *testing.T) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
 	r := rand.New(rand.NewPCG(5, 6))
 	src := make([]float32, 1<<16+3)
 	for i := range src {
@@ -61,10 +58,10 @@ func TestFastF16Encode(t *testing.T) {
 		}
 	}
 	src[0], src[1], src[2] = float32(math.Inf(1)), float32(math.Inf(-1)), 0
-	for _, v := range Variants() {
-		require.NoError(t, SetVariant(v))
+	for _, ks := range testSets(t) {
+		v := ks.Name()
 		got := make([]uint16, len(src))
-		FastF16Encode(got, src)
+		ks.FastF16Encode(got, src)
 		for i, x := range src {
 			require.Equal(t, F32ToF16(x), got[i], "%s: %g (%#x)", v, x, math.Float32bits(x))
 		}

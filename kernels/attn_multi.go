@@ -8,7 +8,7 @@ package kernels
 // that share a KV head (grouped-query attention), for their scores against
 // the cached keys and their outputs against the transposed values: each
 // cached row is converted from f16 once for all of them.
-func AttnDotF16RowsMulti(x []float32, nx, xStride, n int, rows []uint16, stride, m int, y []float32, yStride int) {
+func (s *Set) AttnDotF16RowsMulti(x []float32, nx, xStride, n int, rows []uint16, stride, m int, y []float32, yStride int) {
 	if nx <= 0 || m <= 0 {
 		return
 	}
@@ -19,7 +19,7 @@ func AttnDotF16RowsMulti(x []float32, nx, xStride, n int, rows []uint16, stride,
 	for g0 := 0; g0 < nx; g0 += 4 {
 		k := min(4, nx-g0)
 		xs, ys := x[g0*xStride:], y[g0*yStride:]
-		done := attnMultiVec(xs, k, xStride, n, rows, stride, m, ys, yStride)
+		done := s.attnMultiVec(xs, k, xStride, n, rows, stride, m, ys, yStride)
 		if done == m {
 			continue
 		}
@@ -50,9 +50,9 @@ func attnDotF32F16(a []float32, b []uint16) float32 {
 
 // RoundF16 sets dst[i] to src[i] rounded to f16 (to nearest even, as
 // F32ToF16) and widened back to float32.
-func RoundF16(dst, src []float32) {
+func (s *Set) RoundF16(dst, src []float32) {
 	dst = dst[:len(src)]
-	for i := roundF16Vec(dst, src); i < len(src); i++ {
+	for i := s.roundF16Vec(dst, src); i < len(src); i++ {
 		dst[i] = F16ToF32(F32ToF16(src[i]))
 	}
 }

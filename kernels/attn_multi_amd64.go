@@ -22,9 +22,9 @@ func attnMulti4AVX512(x *float32, xstride, n int, rows *uint16, stride, m int, y
 // attnMultiVec runs the whole groups of 4 rows of nx (1-4) queries on the
 // AVX-512 kernel and returns how many rows it did (0 without AVX-512). The
 // caller has checked the bounds.
-func attnMultiVec(x []float32, nx, xStride, n int, rows []uint16, stride, m int, y []float32, yStride int) int {
+func (s *Set) attnMultiVec(x []float32, nx, xStride, n int, rows []uint16, stride, m int, y []float32, yStride int) int {
 	m4 := m &^ 3
-	if Variant != "avx512" || m4 == 0 {
+	if !s.wide() || m4 == 0 {
 		return 0
 	}
 	xp, rp, yp := unsafe.SliceData(x), unsafe.SliceData(rows), unsafe.SliceData(y)
@@ -48,9 +48,9 @@ func roundF16AVX512(dst, src *float32, n int)
 
 // roundF16Vec rounds the multiple-of-16 head of src on the AVX-512 kernel
 // and returns how many values it did.
-func roundF16Vec(dst, src []float32) int {
+func (s *Set) roundF16Vec(dst, src []float32) int {
 	n := len(src) &^ 15
-	if Variant != "avx512" || n == 0 {
+	if !s.wide() || n == 0 {
 		return 0
 	}
 	_ = dst[n-1]

@@ -13,6 +13,7 @@ import (
 // kernels' 4, row counts around their groups of 4, lengths with and
 // without a tail of under 16 values, and strides wider than the vectors.
 func TestAttnDotF16RowsMulti(t *testing.T) {
+	ks := Detect()
 	rng := rand.New(rand.NewPCG(23, 29))
 	f16 := func(n int) []uint16 {
 		v := make([]uint16, n)
@@ -34,10 +35,10 @@ func TestAttnDotF16RowsMulti(t *testing.T) {
 				y := make([]float32, (nx-1)*yStride+m)
 				xf := make([]float32, len(x))
 				F16Decode(xf, x)
-				AttnDotF16RowsMulti(xf, nx, xStride, n, rows, stride, m, y, yStride)
+				ks.AttnDotF16RowsMulti(xf, nx, xStride, n, rows, stride, m, y, yStride)
 				want := make([]float32, m)
 				for g := 0; g < nx; g++ {
-					AttnDotF16Rows(x[g*xStride:g*xStride+n], rows, stride, want)
+					ks.AttnDotF16Rows(x[g*xStride:g*xStride+n], rows, stride, want)
 					for i := range want {
 						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(y[g*yStride+i]),
 							"n %d nx %d m %d: query %d row %d: %v vs %v", n, nx, m, g, i, y[g*yStride+i], want[i])
@@ -47,7 +48,7 @@ func TestAttnDotF16RowsMulti(t *testing.T) {
 		}
 	}
 	require.Panics(t, func() {
-		AttnDotF16RowsMulti(make([]float32, 10), 2, 8, 8, make([]uint16, 8), 8, 1, make([]float32, 2), 1)
+		ks.AttnDotF16RowsMulti(make([]float32, 10), 2, 8, 8, make([]uint16, 8), 8, 1, make([]float32, 2), 1)
 	})
 	// RoundF16 against F32ToF16 and back, including values that round
 	// to infinity, subnormals and ties.
@@ -56,7 +57,7 @@ func TestAttnDotF16RowsMulti(t *testing.T) {
 		src = append(src, float32(rng.NormFloat64()*1000))
 	}
 	got := make([]float32, len(src))
-	RoundF16(got, src)
+	ks.RoundF16(got, src)
 	for i, v := range src {
 		require.Equal(t, math.Float32bits(F16ToF32(F32ToF16(v))), math.Float32bits(got[i]), "%g", v)
 	}
@@ -72,6 +73,7 @@ func BenchmarkAttnDotF16RowsMulti(b *testing.B) {
 }
 
 func benchAttnMulti(b *testing.B, n, m, nx, stride int) {
+	ks := Detect()
 	rng := rand.New(rand.NewPCG(1, 2))
 	x, rows := make([]uint16, nx*n), make([]uint16, (m-1)*stride+n)
 	for i := range x {
@@ -85,13 +87,13 @@ func benchAttnMulti(b *testing.B, n, m, nx, stride int) {
 	F16Decode(xf, x)
 	b.Run("multi", func(b *testing.B) {
 		for b.Loop() {
-			AttnDotF16RowsMulti(xf, nx, n, n, rows, stride, m, y, m)
+			ks.AttnDotF16RowsMulti(xf, nx, n, n, rows, stride, m, y, m)
 		}
 	})
 	b.Run("per-query", func(b *testing.B) {
 		for b.Loop() {
 			for g := 0; g < nx; g++ {
-				AttnDotF16Rows(x[g*n:(g+1)*n], rows, stride, y[g*m:(g+1)*m])
+				ks.AttnDotF16Rows(x[g*n:(g+1)*n], rows, stride, y[g*m:(g+1)*m])
 			}
 		}
 	})

@@ -102,6 +102,7 @@ func splitRows(threads, rows int, f func(r0, r1 int)) {
 // as a percentage of that read bandwidth measured alongside: on a shared
 // machine the load changes between benchmarks, less within one.
 func BenchmarkMatVec(b *testing.B) {
+	ks := Detect()
 	for _, t := range benchTypes {
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%v/threads=%d", t, threads), func(b *testing.B) {
@@ -113,7 +114,7 @@ func BenchmarkMatVec(b *testing.B) {
 				b.SetBytes(int64(len(m.Data)))
 				b.ResetTimer()
 				for b.Loop() {
-					splitRows(threads, m.Rows, func(r0, r1 int) { MatVec(m, xq, y, r0, r1) })
+					splitRows(threads, m.Rows, func(r0, r1 int) { ks.MatVec(m, xq, y, r0, r1) })
 					b.StopTimer()
 					t0 := time.Now()
 					benchRead(threads, buf)
@@ -130,6 +131,7 @@ func BenchmarkMatVec(b *testing.B) {
 // BenchmarkMatMul: 512 tokens against the first 1/32 of the same matrix
 // (8 MiB of weights, so an iteration stays near a second); reports GFLOP/s.
 func BenchmarkMatMul(b *testing.B) {
+	ks := Detect()
 	for _, t := range benchTypes {
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%v/threads=%d", t, threads), func(b *testing.B) {
@@ -140,7 +142,7 @@ func BenchmarkMatMul(b *testing.B) {
 				y := make([]float32, benchPrefill*m.Rows)
 				b.ResetTimer()
 				for b.Loop() {
-					splitRows(threads, m.Rows, func(r0, r1 int) { MatMul(m, xq, benchPrefill, y, r0, r1) })
+					splitRows(threads, m.Rows, func(r0, r1 int) { ks.MatMul(m, xq, benchPrefill, y, r0, r1) })
 				}
 				flops := 2 * float64(m.Rows) * float64(m.Cols) * benchPrefill
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
@@ -212,8 +214,6 @@ func sumUint64(s []uint64) uint64 {
 // BenchmarkDotInCache: every kernel set over a 1 MiB matrix that stays in
 // L2, so MB/s measures kernel speed rather than memory bandwidth.
 func BenchmarkDotInCache(b *testing.B) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
 	for _, t := range benchTypes {
 		rb := benchCols / t.BlockSize() * t.BlockBytes()
 		rows := (1 << 20) / rb
@@ -224,14 +224,12 @@ func BenchmarkDotInCache(b *testing.B) {
 		}
 		xq := benchActivations(t, m.Cols, 1)
 		y := make([]float32, m.Rows)
-		for _, v := range Variants() {
+		for _, v := range Available() {
+			ks := mustSet(b, v)
 			b.Run(fmt.Sprintf("%v/%s", t, v), func(b *testing.B) {
-				if err := SetVariant(v); err != nil {
-					b.Fatal(err)
-				}
 				b.SetBytes(int64(len(m.Data)))
 				for b.Loop() {
-					MatVec(m, xq, y, 0, m.Rows)
+					ks.MatVec(m, xq, y, 0, m.Rows)
 				}
 			})
 		}

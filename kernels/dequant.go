@@ -2,13 +2,12 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
-
-	"github.com/moonlm/moonlm/gguf"
 )
 
-// Block geometry of the formats implemented here (ggml's QK constants).
+// Block geometry of the formats implemented here, as the kernels index
+// their blocks (ggml's QK constants and struct sizes); they equal gguf's
+// table, which RowBytes reads (TestBlockBytesMatchGGUF checks).
 const (
 	qk32 = 32  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, IQ4_NL
 	qkK  = 256 // K-quants, IQ4_XS, Q8_K
@@ -29,131 +28,8 @@ const (
 	bytesIQ4XS = 136
 )
 
-// blockGeom returns the values and bytes per block of t in the layouts these
-// kernels use (ggml's current structs: Q8_1 is 36 bytes, two halves and 32
-// quants), deferring to gguf for other types.
-func blockGeom(t gguf.Type) (size, bytes int) {
-	switch t {
-	case gguf.F32:
-		return 1, 4
-	case gguf.F16, gguf.BF16:
-		return 1, 2
-	case gguf.Q4_0:
-		return qk32, bytesQ4_0
-	case gguf.Q4_1:
-		return qk32, bytesQ4_1
-	case gguf.Q5_0:
-		return qk32, bytesQ5_0
-	case gguf.Q5_1:
-		return qk32, bytesQ5_1
-	case gguf.Q8_0:
-		return qk32, bytesQ8_0
-	case gguf.Q8_1:
-		return qk32, bytesQ8_1
-	case gguf.Q2_K:
-		return qkK, bytesQ2K
-	case gguf.Q3_K:
-		return qkK, bytesQ3K
-	case gguf.Q4_K:
-		return qkK, bytesQ4K
-	case gguf.Q5_K:
-		return qkK, bytesQ5K
-	case gguf.Q6_K:
-		return qkK, bytesQ6K
-	case gguf.Q8_K:
-		return qkK, bytesQ8K
-	case gguf.IQ4_NL:
-		return qk32, bytesIQ4NL
-	case gguf.IQ4_XS:
-		return qkK, bytesIQ4XS
-	}
-	return t.BlockSize(), t.BlockBytes()
-}
-
-// RowBytes returns the bytes of n values of type t (n a multiple of the
-// block size).
-func RowBytes(t gguf.Type, n int) int {
-	bs, bb := blockGeom(t)
-	return n / bs * bb
-}
-
 // kvaluesIQ4NL is the non-linear 4-bit codebook shared by IQ4_NL and IQ4_XS.
 var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
-
-// Supported reports whether DequantizeRow and DotRow handle t.
-func Supported(t gguf.Type) bool {
-	return int(t) < numTypes && genericRowDot()[t] != nil
-}
-
-// checkRow panics with context when a row length does not fit the format;
-// callers (the engine) validate shapes at load time, so this is a bug.
-func checkRow(t gguf.Type, n, blk int) {
-	if n%blk != 0 {
-		panic(fmt.Sprintf("kernels: row of %d values is not a multiple of the %v block size %d", n, t, blk))
-	}
-}
-
-// DequantizeRow expands one row of weights of type t into dst (len(dst)
-// values). The arithmetic is ggml's, in ggml's order, so results match its
-// dequantizers bit for bit.
-func DequantizeRow(t gguf.Type, src []byte, dst []float32) {
-	n := len(dst)
-	switch t {
-	case gguf.F32:
-		src = src[:4*n]
-		for i := range dst {
-			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
-		}
-	case gguf.F16:
-		F16RowToF32(src, dst)
-	case gguf.BF16:
-		BF16RowToF32(src, dst)
-	case gguf.Q4_0:
-		checkRow(t, n, qk32)
-		dequantQ4_0(src, dst)
-	case gguf.Q4_1:
-		checkRow(t, n, qk32)
-		dequantQ4_1(src, dst)
-	case gguf.Q5_0:
-		checkRow(t, n, qk32)
-		dequantQ5_0(src, dst)
-	case gguf.Q5_1:
-		checkRow(t, n, qk32)
-		dequantQ5_1(src, dst)
-	case gguf.Q8_0:
-		checkRow(t, n, qk32)
-		dequantQ8_0(src, dst)
-	case gguf.Q8_1:
-		checkRow(t, n, qk32)
-		dequantQ8_1(src, dst)
-	case gguf.Q2_K:
-		checkRow(t, n, qkK)
-		dequantQ2K(src, dst)
-	case gguf.Q3_K:
-		checkRow(t, n, qkK)
-		dequantQ3K(src, dst)
-	case gguf.Q4_K:
-		checkRow(t, n, qkK)
-		dequantQ4K(src, dst)
-	case gguf.Q5_K:
-		checkRow(t, n, qkK)
-		dequantQ5K(src, dst)
-	case gguf.Q6_K:
-		checkRow(t, n, qkK)
-		dequantQ6K(src, dst)
-	case gguf.Q8_K:
-		checkRow(t, n, qkK)
-		dequantQ8K(src, dst)
-	case gguf.IQ4_NL:
-		checkRow(t, n, qk32)
-		dequantIQ4NL(src, dst)
-	case gguf.IQ4_XS:
-		checkRow(t, n, qkK)
-		dequantIQ4XS(src, dst)
-	default:
-		panic(fmt.Sprintf("kernels: DequantizeRow: unsupported type %v", t))
-	}
-}
 
 func dequantQ4_0(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qk32; i++ {

@@ -2,7 +2,7 @@ package kernels
 
 import (
 	"fmt"
-	"os"
+	"sync"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -16,121 +16,156 @@ const numTypes = 40
 type RowDotFunc func(n int, w, x []byte) float32
 
 // RowsDotFunc computes y[i] = dot(row i, x) for len(y) consecutive weight
-// rows of rowBytes bytes each, starting at w. SIMD variants may provide it to
+// rows of rowBytes bytes each, starting at w. SIMD sets may provide it to
 // share activation loads across rows; nil falls back to a RowDotFunc loop.
 type RowsDotFunc func(n int, w []byte, rowBytes int, x []byte, y []float32)
 
-// rowDot is the dispatch table used by DotRow, MatVec and MatMul. It starts as
-// the pure-Go kernels (a variable initializer, so it is ready before any
-// init function runs); SIMD variants override entries from their init.
-var rowDot = genericRowDot()
+// isa is the instruction-set level a kernel set's helpers may use.
+type isa uint8
 
-// rowsDot is the optional multi-row table (see RowsDotFunc); all nil in the
-// generic build.
-var rowsDot [numTypes]RowsDotFunc
-
-// Float helper hooks, overridable by SIMD variants; Dot, Axpy and DotF16 call
-// through them.
-var (
-	dotF32Impl  = dotF32Generic
-	axpyF32Impl = axpyGeneric
-	dotF16Impl  = dotF16Generic
+const (
+	isaGeneric isa = iota // pure Go
+	isaAVX2               // AVX2, FMA, F16C
+	isaAVX512             // isaAVX2 plus AVX-512 F, BW, VL, VNNI
 )
 
-// Variant names the kernel set in use: "generic", or one a SIMD file
-// registered ("avx2", "avx512").
-var Variant = "generic"
+// Set is one kernel set: the row, multi-row and multi-token dot kernels per
+// weight type, the packed layouts it brings, and the float helpers
+// (softmax, RoPE, attention dots, activation quantization) at one
+// instruction-set level. A Set is chosen once (Detect, New) and passed to
+// whoever runs kernels; it is immutable, so any number of goroutines may
+// use it, and two sets can run side by side in one process.
+type Set struct {
+	name string
+	isa  isa
+	// gfni selects the GFNI forms of the packed q4_1 and q4_K kernels.
+	gfni bool
 
-// variant is one registered kernel set: apply installs its entries on top of
-// the generic tables.
-type variant struct {
-	name  string
-	apply func()
+	// types holds the set's kernels for each weight type.
+	types [numTypes]typeKernels
+
+	dotF32  func(a, b []float32) float32
+	axpyF32 func(y []float32, a float32, x []float32)
+	dotF16  func(a, b []uint16) float32
 }
 
-// variants holds the registered sets, generic first, then in the order the
-// architecture files register them (which should be from least to most
-// capable, so the last one is the default).
-var variants = []variant{{name: "generic", apply: func() {}}}
-
-func genericRowDot() [numTypes]RowDotFunc {
-	var t [numTypes]RowDotFunc
-	t[gguf.F32] = dotF32Row
-	t[gguf.F16] = dotF16Row
-	t[gguf.BF16] = dotBF16Row
-	t[gguf.Q4_0] = dotQ4_0Generic
-	t[gguf.Q4_1] = dotQ4_1Generic
-	t[gguf.Q5_0] = dotQ5_0Generic
-	t[gguf.Q5_1] = dotQ5_1Generic
-	t[gguf.Q8_0] = dotQ8_0Generic
-	t[gguf.Q2_K] = dotQ2KGeneric
-	t[gguf.Q3_K] = dotQ3KGeneric
-	t[gguf.Q4_K] = dotQ4KGeneric
-	t[gguf.Q5_K] = dotQ5KGeneric
-	t[gguf.Q6_K] = dotQ6KGeneric
-	t[gguf.IQ4_NL] = dotIQ4NLGeneric
-	t[gguf.IQ4_XS] = dotIQ4XSGeneric
-	return t
+// typeKernels are a set's kernels for one weight type; nil entries fall
+// back to the next simpler form (tokens and rows to row, tile to MatMul)
+// or mean none (row: unsupported, packed: used as mapped).
+type typeKernels struct {
+	row    RowDotFunc
+	rows   RowsDotFunc
+	tokens TokensDotFunc
+	tile   TileFunc
+	packed *PackedLayout
 }
 
-// GenericRowDot returns the pure-Go row dot kernel for t, or nil if t has
-// none; tests compare SIMD variants against it.
-func GenericRowDot(t gguf.Type) RowDotFunc {
-	if int(t) >= numTypes {
-		return nil
-	}
-	return genericRowDot()[t]
+// setDef describes one kernel set an architecture file offers.
+type setDef struct {
+	name string
+	isa  isa
+	// supported reports whether this CPU runs the set.
+	supported func() bool
+	// install puts the set's kernels over the generic ones in s.
+	install func(s *Set)
 }
 
-// RowDot returns the row dot kernel currently dispatched for t, or nil.
-func RowDot(t gguf.Type) RowDotFunc {
-	if int(t) >= numTypes {
-		return nil
-	}
-	return rowDot[t]
-}
+// genericDef is the pure-Go set every build has.
+var genericDef = setDef{name: "generic", isa: isaGeneric, supported: func() bool { return true }, install: func(*Set) {}}
 
-// registerVariant adds a kernel set; architecture files call it from init
-// and then call chooseDefaultVariant.
-func registerVariant(name string, apply func()) {
-	variants = append(variants, variant{name: name, apply: apply})
-}
+// Name returns the set's name: "generic", "avx2" or "avx512".
+func (s *Set) Name() string { return s.name }
 
-// chooseDefaultVariant installs the variant named by MOONLM_KERNELS, or else
-// the last (most capable) one registered.
-func chooseDefaultVariant() {
-	if name := os.Getenv("MOONLM_KERNELS"); name != "" {
-		if err := SetVariant(name); err == nil {
-			return
+// String returns the set's name.
+func (s *Set) String() string { return s.name }
+
+// vec reports whether the AVX2/FMA/F16C helpers may run.
+func (s *Set) vec() bool { return s.isa >= isaAVX2 }
+
+// wide reports whether the AVX-512 helpers may run.
+func (s *Set) wide() bool { return s.isa >= isaAVX512 }
+
+// Available lists the kernel sets this build and CPU run, "generic" first
+// and the most capable last.
+func Available() []string {
+	var out []string
+	for _, d := range archSets() {
+		if d.supported() {
+			out = append(out, d.name)
 		}
-		fmt.Fprintf(os.Stderr, "moonlm: MOONLM_KERNELS=%q is not available here (have %v); using the default\n", name, Variants())
-	}
-	_ = SetVariant(variants[len(variants)-1].name)
-}
-
-// Variants lists the kernel sets this build and CPU support, "generic" first.
-func Variants() []string {
-	out := make([]string, len(variants))
-	for i, v := range variants {
-		out[i] = v.name
 	}
 	return out
 }
 
-// SetVariant switches every dispatch table to the named kernel set. It is
-// not safe to call while kernels run on other goroutines.
-func SetVariant(name string) error {
-	for _, v := range variants {
-		if v.name == name {
-			rowDot = genericRowDot()
-			rowsDot = [numTypes]RowsDotFunc{}
-			tokensDot = [numTypes]TokensDotFunc{}
-			dotF32Impl, axpyF32Impl, dotF16Impl = dotF32Generic, axpyGeneric, dotF16Generic
-			v.apply()
-			installPacked(name)
-			Variant = name
-			return nil
+// Known lists every kernel set this build has, whether or not the CPU runs
+// it.
+func Known() []string {
+	var out []string
+	for _, d := range archSets() {
+		out = append(out, d.name)
+	}
+	return out
+}
+
+// New returns the named kernel set, or an error when the build has no such
+// set or this CPU lacks the instructions it needs.
+func New(name string) (*Set, error) {
+	return newSet(name, hasGFNI())
+}
+
+// newSet is New with the GFNI forms of the packed kernels on or off (tests
+// check both forms on a CPU that has GFNI).
+func newSet(name string, gfni bool) (*Set, error) {
+	for _, d := range archSets() {
+		if d.name != name {
+			continue
+		}
+		if !d.supported() {
+			return nil, fmt.Errorf("kernels: this CPU cannot run the %q kernels (it runs %v)", name, Available())
+		}
+		return build(d, gfni), nil
+	}
+	return nil, fmt.Errorf("kernels: no kernel set %q (this build has %v)", name, Known())
+}
+
+// build makes the set d describes: the generic kernels, then d's, then the
+// packed layouts registered for d's name.
+func build(d setDef, gfni bool) *Set {
+	s := &Set{name: d.name, isa: d.isa, gfni: gfni && d.isa >= isaAVX512,
+		dotF32: dotF32Generic, axpyF32: axpyGeneric, dotF16: dotF16Generic}
+	for t := range formats {
+		s.types[t].row = formats[t].dot
+	}
+	d.install(s)
+	for _, f := range packedRegistry[d.name] {
+		if l := f(s); l != nil {
+			if err := checkLayout(l.Type, l); err != nil {
+				panic(err)
+			}
+			s.types[l.Type].packed = l
 		}
 	}
-	return fmt.Errorf("kernels: unknown variant %q (have %v)", name, Variants())
+	return s
+}
+
+// detected is the best set of this CPU, built once.
+var detected = sync.OnceValue(func() *Set {
+	a := Available()
+	s, err := New(a[len(a)-1])
+	if err != nil {
+		panic(err) // Available only lists sets the CPU runs
+	}
+	return s
+})
+
+// Detect returns the most capable kernel set this CPU runs. Every call
+// returns the same Set.
+func Detect() *Set { return detected() }
+
+// RowDot returns the set's row dot kernel for t, or nil.
+func (s *Set) RowDot(t gguf.Type) RowDotFunc {
+	if t >= numTypes {
+		return nil
+	}
+	return s.types[t].row
 }

@@ -2,8 +2,9 @@
 
 package kernels
 
-// init applies MOONLM_KERNELS on architectures with only the generic
-// kernels, so a request for a SIMD set is reported rather than ignored.
-func init() {
-	chooseDefaultVariant()
-}
+// archSets lists the kernel sets of this architecture: only the generic
+// one.
+func archSets() []setDef { return []setDef{genericDef} }
+
+// hasGFNI reports false: there are no GFNI kernels here.
+func hasGFNI() bool { return false }

@@ -9,9 +9,9 @@ import (
 
 // DotRow returns the dot product of one weight row w of type t (n values)
 // with activations xq already converted by QuantizeRow(VecDotType(t), ...).
-// It uses the dispatched (possibly SIMD) kernel.
-func DotRow(t gguf.Type, w, xq []byte, n int) float32 {
-	return dotFor(t, "DotRow")(n, w, xq)
+// It uses the set's (possibly SIMD) kernel.
+func (s *Set) DotRow(t gguf.Type, w, xq []byte, n int) float32 {
+	return s.dotFor(t, "DotRow")(n, w, xq)
 }
 
 // The generic kernels below sum integer products exactly within a block and

@@ -153,16 +153,16 @@ func Mul(dst, a, b []float32) {
 }
 
 // Scale multiplies x by s in place.
-func Scale(x []float32, s float32) {
-	for i := scaleVec(x, s); i < len(x); i++ {
+func (st *Set) Scale(x []float32, s float32) {
+	for i := st.scaleVec(x, s); i < len(x); i++ {
 		x[i] *= s
 	}
 }
 
 // Dot returns the dot product of a and b (len(a) values); float32 products
 // summed in float64, as ggml's scalar ggml_vec_dot_f32.
-func Dot(a, b []float32) float32 {
-	return dotF32Impl(a, b)
+func (s *Set) Dot(a, b []float32) float32 {
+	return s.dotF32(a, b)
 }
 
 func dotF32Generic(a, b []float32) float32 {
@@ -182,8 +182,8 @@ func dotF32Generic(a, b []float32) float32 {
 }
 
 // Axpy sets y[i] += a * x[i] (len(x) values).
-func Axpy(y []float32, a float32, x []float32) {
-	axpyF32Impl(y, a, x)
+func (s *Set) Axpy(y []float32, a float32, x []float32) {
+	s.axpyF32(y, a, x)
 }
 
 func axpyGeneric(y []float32, a float32, x []float32) {
@@ -213,9 +213,9 @@ func F16Decode(dst []float32, src []uint16) {
 
 // DotF16 returns the dot product of two f16 vectors (len(a) values), as
 // ggml_vec_dot_f16 computes it: each product is exact in float32, the sum
-// is accumulated in float64 (the SIMD variants use float32 lanes).
-func DotF16(a, b []uint16) float32 {
-	return dotF16Impl(a, b)
+// is accumulated in float64 (the SIMD sets use float32 lanes).
+func (s *Set) DotF16(a, b []uint16) float32 {
+	return s.dotF16(a, b)
 }
 
 func dotF16Generic(a, b []uint16) float32 {
@@ -292,13 +292,13 @@ func RoPECache(p RoPEParams, pos int, cache []float32) {
 // i+nDims/2) over the normal one (pairs 2i, 2i+1). Each rotated value is
 // x0*c - x1*s and x0*s + x1*c with the first product fused into the sum (one
 // rounding), as GCC contracts ggml's rotation on FMA machines.
-func RoPEApply(x []float32, headDim, nHeads int, cache []float32, neox bool) {
+func (s *Set) RoPEApply(x []float32, headDim, nHeads int, cache []float32, neox bool) {
 	nDims := len(cache)
 	_ = x[headDim*nHeads-1]
 	if nDims > headDim {
 		panic("kernels: RoPEApply: more rotated dimensions than the head has")
 	}
-	if ropeVec(x, headDim, nHeads, cache, neox) {
+	if s.ropeVec(x, headDim, nHeads, cache, neox) {
 		return
 	}
 	for h := range nHeads {
@@ -328,12 +328,12 @@ const maxRoPEDims = 1024
 // RoPE rotates all headDim dims of nHeads heads at position pos with base
 // freqBase (a convenience over RoPECache + RoPEApply that recomputes the
 // angles; cache them when rotating Q and K at the same position).
-func RoPE(x []float32, headDim, nHeads, pos int, freqBase float32, neox bool) {
+func (s *Set) RoPE(x []float32, headDim, nHeads, pos int, freqBase float32, neox bool) {
 	if headDim > maxRoPEDims {
 		panic("kernels: RoPE: head dimension above 1024; use RoPECache")
 	}
 	var buf [maxRoPEDims]float32
 	cache := buf[:headDim]
 	RoPECache(RoPEParams{NDims: headDim, FreqBase: freqBase}, pos, cache)
-	RoPEApply(x, headDim, nHeads, cache, neox)
+	s.RoPEApply(x, headDim, nHeads, cache, neox)
 }

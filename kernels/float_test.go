@@ -96,6 +96,7 @@ func TestGELUTableAsGGML(t *testing.T) {
 }
 
 func TestElementwise(t *testing.T) {
+	ks := Detect()
 	a := []float32{1, 2, 3}
 	b := []float32{4, 5, 6}
 	d := make([]float32, 3)
@@ -103,14 +104,15 @@ func TestElementwise(t *testing.T) {
 	assert.Equal(t, []float32{5, 7, 9}, d)
 	Mul(d, a, b)
 	assert.Equal(t, []float32{4, 10, 18}, d)
-	Scale(d, 0.5)
+	ks.Scale(d, 0.5)
 	assert.Equal(t, []float32{2, 5, 9}, d)
-	assert.Equal(t, float32(32), Dot(a, b))
-	Axpy(d, 2, a)
+	assert.Equal(t, float32(32), ks.Dot(a, b))
+	ks.Axpy(d, 2, a)
 	assert.Equal(t, []float32{4, 9, 15}, d)
 }
 
 func TestDotF16(t *testing.T) {
+	ks := Detect()
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{1, 7, 64, 255} {
 		a := randomFloats(rng, n, 1)
@@ -128,7 +130,7 @@ func TestDotF16(t *testing.T) {
 			scale += math.Abs(p)
 			require.Equal(t, F16ToF32(ah[i]), af[i])
 		}
-		require.InDelta(t, want, DotF16(ah, bh), 1e-6*scale)
+		require.InDelta(t, want, ks.DotF16(ah, bh), 1e-6*scale)
 		y := make([]float32, n)
 		AxpyF16(y, 3, ah)
 		for i := range n {
@@ -140,13 +142,14 @@ func TestDotF16(t *testing.T) {
 // TestRoPE checks the rotation against float64 angles pos*base^(-2i/d),
 // that it preserves each pair's norm, and the NeoX pairing.
 func TestRoPE(t *testing.T) {
+	ks := Detect()
 	rng := rand.New(rand.NewPCG(13, 14))
 	const headDim, nHeads, base = 64, 3, 10000.0
 	for _, pos := range []int{0, 1, 17, 511} {
 		for _, neox := range []bool{false, true} {
 			x := randomFloats(rng, headDim*nHeads, 1)
 			got := append([]float32(nil), x...)
-			RoPE(got, headDim, nHeads, pos, base, neox)
+			ks.RoPE(got, headDim, nHeads, pos, base, neox)
 			for h := range nHeads {
 				for i := range headDim / 2 {
 					a, b := h*headDim+2*i, h*headDim+2*i+1
@@ -170,12 +173,13 @@ func TestRoPE(t *testing.T) {
 	y := append([]float32(nil), x...)
 	cache := make([]float32, 8)
 	RoPECache(RoPEParams{NDims: 8, FreqBase: 10000}, 5, cache)
-	RoPEApply(y, 16, 1, cache, true)
+	ks.RoPEApply(y, 16, 1, cache, true)
 	require.Equal(t, x[8:], y[8:])
 	require.NotEqual(t, x[:8], y[:8])
 }
 
 func TestFloatHelpersDoNotAllocate(t *testing.T) {
+	ks := Detect()
 	rng := rand.New(rand.NewPCG(19, 20))
 	x := randomFloats(rng, 256, 1)
 	w := randomFloats(rng, 256, 1)
@@ -192,16 +196,16 @@ func TestFloatHelpersDoNotAllocate(t *testing.T) {
 		GELUExact(y, x)
 		Add(y, x, w)
 		Mul(y, x, w)
-		Scale(y, 2)
-		Axpy(y, 0.5, x)
-		_ = Dot(x, w)
+		ks.Scale(y, 2)
+		ks.Axpy(y, 0.5, x)
+		_ = ks.Dot(x, w)
 		F16Encode(h, x)
 		F16Decode(y, h)
-		_ = DotF16(h, h)
+		_ = ks.DotF16(h, h)
 		AxpyF16(y, 0.5, h)
 		RoPECache(RoPEParams{NDims: 64, FreqBase: 10000}, 7, cache)
-		RoPEApply(y, 64, 4, cache, true)
-		RoPE(y, 64, 4, 9, 10000, false)
+		ks.RoPEApply(y, 64, 4, cache, true)
+		ks.RoPE(y, 64, 4, 9, 10000, false)
 	})
 	require.Zero(t, allocs)
 }

@@ -109,12 +109,12 @@ func sum16(v *[16]float32) float32 {
 // A llama.cpp attention row starts at KV cell 0 (masked cells give 0), so
 // callers pass rows aligned that way to get identical sums. -Inf entries
 // become 0.
-func FastSoftmax(x []float32) {
+func (s *Set) FastSoftmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
 	max := float32(math.Inf(-1))
-	vmax, head := maxVec(x)
+	vmax, head := s.maxVec(x)
 	if head > 0 {
 		max = vmax
 	}
@@ -123,7 +123,7 @@ func FastSoftmax(x []float32) {
 			max = v
 		}
 	}
-	done := expSubVec(x, max)
+	done := s.expSubVec(x, max)
 	if done < len(x) {
 		// The last few values go through the vector kernel too, padded
 		// with -Inf (whose exp is 0), where there is one.
@@ -132,7 +132,7 @@ func FastSoftmax(x []float32) {
 		for i := n; i < len(buf); i++ {
 			buf[i] = float32(math.Inf(-1))
 		}
-		if expSubVec(buf[:], max) == len(buf) {
+		if s.expSubVec(buf[:], max) == len(buf) {
 			copy(x[done:], buf[:n])
 			done = len(x)
 		}
@@ -140,7 +140,7 @@ func FastSoftmax(x []float32) {
 	for i := done; i < len(x); i++ {
 		x[i] = ExpGGML(x[i] - max)
 	}
-	sum, head := chunkSumsVec(x)
+	sum, head := s.chunkSumsVec(x)
 	var chunk [16]float32
 	for i := head; i < len(x); i += 16 {
 		if i+16 <= len(x) {
@@ -151,17 +151,17 @@ func FastSoftmax(x []float32) {
 		copy(chunk[:], x[i:])
 		sum += float64(sum16(&chunk))
 	}
-	Scale(x, float32(1/sum))
+	s.Scale(x, float32(1/sum))
 }
 
 // FastSwiGLU sets dst = silu(gate) * up (dst may alias gate) as ggml's
 // swiglu does on an AVX-512 build: x / (1 + ExpGGML(-x)) for every full
 // 16 values, and with libm's expf (float64 exp rounded, which matches it
 // but in rare cases) for the rest.
-func FastSwiGLU(dst, gate, up []float32) {
+func (s *Set) FastSwiGLU(dst, gate, up []float32) {
 	dst, up = dst[:len(gate)], up[:len(gate)]
 	n16 := len(gate) &^ 15
-	done := swigluVec(dst[:n16], gate[:n16], up[:n16])
+	done := s.swigluVec(dst[:n16], gate[:n16], up[:n16])
 	for i := done; i < n16; i++ {
 		g := gate[i]
 		dst[i] = g / (1 + ExpGGML(-g)) * up[i]
@@ -179,7 +179,7 @@ func FastSwiGLU(dst, gate, up []float32) {
 // its scores against the K cache and its output against the transposed V
 // cache; a tail of fewer than 16 values is padded with zeros, as ggml's
 // masked cells are.
-func AttnDotF16Rows(x, rows []uint16, stride int, y []float32) {
+func (s *Set) AttnDotF16Rows(x, rows []uint16, stride int, y []float32) {
 	n := len(x)
 	if len(y) == 0 {
 		return
@@ -187,7 +187,7 @@ func AttnDotF16Rows(x, rows []uint16, stride int, y []float32) {
 	if stride < n || (len(y)-1)*stride+n > len(rows) {
 		panic("kernels: AttnDotF16Rows: rows do not fit")
 	}
-	done := attnDotF16Vec(x, rows, stride, y, 0)
+	done := s.attnDotF16Vec(x, rows, stride, y, 0)
 	for i := done; i < len(y); i++ {
 		y[i] = attnDotF16Generic(x, rows[i*stride:i*stride+n])
 	}
@@ -200,7 +200,7 @@ func AttnDotF16Rows(x, rows []uint16, stride int, y []float32) {
 // padded with zeros to a multiple of 64 (a row over the KV cells, which
 // llama.cpp pads to 256); without it the values past the last multiple of
 // 64 are added one by one in float64 after the tree, as ggml's scalar tail.
-func AttnDotF16RowsSingle(x, rows []uint16, stride int, y []float32, pad bool) {
+func (s *Set) AttnDotF16RowsSingle(x, rows []uint16, stride int, y []float32, pad bool) {
 	n := len(x)
 	if len(y) == 0 {
 		return
@@ -210,7 +210,7 @@ func AttnDotF16RowsSingle(x, rows []uint16, stride int, y []float32, pad bool) {
 	}
 	done := 0
 	if pad || n%64 == 0 {
-		done = attnDotF16Vec(x, rows, stride, y, 1)
+		done = s.attnDotF16Vec(x, rows, stride, y, 1)
 	}
 	for i := done; i < len(y); i++ {
 		y[i] = attnDotF16SingleGeneric(x, rows[i*stride:i*stride+n], pad)
@@ -266,7 +266,7 @@ func attnDotF16Generic(a, b []uint16) float32 {
 // rows[i*stride:][:len(x)]) as tinyBLAS sums an f32 product (16 float32
 // lanes, each product fused into its lane, then the AVX-512 tree); a tail
 // of fewer than 16 values counts as padded with zeros.
-func AttnDotF32Rows(x, rows []float32, stride int, y []float32) {
+func (s *Set) AttnDotF32Rows(x, rows []float32, stride int, y []float32) {
 	n := len(x)
 	if len(y) == 0 {
 		return
@@ -274,7 +274,7 @@ func AttnDotF32Rows(x, rows []float32, stride int, y []float32) {
 	if stride < n || (len(y)-1)*stride+n > len(rows) {
 		panic("kernels: AttnDotF32Rows: rows do not fit")
 	}
-	for i := attnDotF32Vec(x, rows, stride, y, 0); i < len(y); i++ {
+	for i := s.attnDotF32Vec(x, rows, stride, y, 0); i < len(y); i++ {
 		y[i] = attnDotF32Generic(x, rows[i*stride:i*stride+n])
 	}
 }
@@ -294,7 +294,7 @@ func attnDotF32Generic(a, b []float32) float32 {
 // order of ggml_vec_dot_f32 on AVX-512 (each product fused into its lane;
 // without pad, the products past the last multiple of 64 are rounded and
 // added one by one to the float32 total after the tree).
-func AttnDotF32RowsSingle(x, rows []float32, stride int, y []float32, pad bool) {
+func (s *Set) AttnDotF32RowsSingle(x, rows []float32, stride int, y []float32, pad bool) {
 	n := len(x)
 	if len(y) == 0 {
 		return
@@ -304,7 +304,7 @@ func AttnDotF32RowsSingle(x, rows []float32, stride int, y []float32, pad bool) 
 	}
 	done := 0
 	if pad || n%64 == 0 {
-		done = attnDotF32Vec(x, rows, stride, y, 1)
+		done = s.attnDotF32Vec(x, rows, stride, y, 1)
 	}
 	for i := done; i < len(y); i++ {
 		y[i] = attnDotF32SingleGeneric(x, rows[i*stride:i*stride+n], pad)

@@ -12,15 +12,11 @@ func expSubAVX2(x *float32, n int, sub float32)
 //go:noescape
 func swigluAVX2(dst, gate, u *float32, n int)
 
-// vecExp reports whether the vector exp kernels may run: every SIMD
-// variant here implies AVX2 and FMA; "generic" keeps the pure-Go path.
-func vecExp() bool { return Variant != "generic" }
-
 // expSubVec does the multiple-of-8 head of expSub with the vector kernel
 // and returns how many values it did.
-func expSubVec(x []float32, sub float32) int {
+func (s *Set) expSubVec(x []float32, sub float32) int {
 	n := len(x) &^ 7
-	if n == 0 || !vecExp() {
+	if n == 0 || !s.vec() {
 		return 0
 	}
 	expSubAVX2(&x[0], n, sub)
@@ -29,9 +25,9 @@ func expSubVec(x []float32, sub float32) int {
 
 // swigluVec does the multiple-of-8 head of FastSwiGLU with the vector
 // kernel and returns how many values it did.
-func swigluVec(dst, g, u []float32) int {
+func (s *Set) swigluVec(dst, g, u []float32) int {
 	n := len(g) &^ 7
-	if n == 0 || !vecExp() {
+	if n == 0 || !s.vec() {
 		return 0
 	}
 	_, _ = dst[n-1], u[n-1]
@@ -48,8 +44,8 @@ func attnF16AVX2(x *uint16, n int, rows *uint16, stride int, y *float32, m int, 
 
 // attnDotF16Vec runs AttnDotF16Rows (mode 0) or AttnDotF16RowsSingle with
 // padding (mode 1) on the vector kernel and returns how many rows it did.
-func attnDotF16Vec(x, rows []uint16, stride int, y []float32, mode int) int {
-	if len(x) == 0 || len(y) == 0 || !vecExp() {
+func (s *Set) attnDotF16Vec(x, rows []uint16, stride int, y []float32, mode int) int {
+	if len(x) == 0 || len(y) == 0 || !s.vec() {
 		return 0
 	}
 	var scratch [64]float32
@@ -64,8 +60,8 @@ func attnDotF16Vec(x, rows []uint16, stride int, y []float32, mode int) int {
 func attnF32AVX2(x *float32, n int, rows *float32, stride int, y *float32, m int, mode int, scratch *float32)
 
 // attnDotF32Vec is attnDotF16Vec for float32 vectors.
-func attnDotF32Vec(x, rows []float32, stride int, y []float32, mode int) int {
-	if len(x) == 0 || len(y) == 0 || !vecExp() {
+func (s *Set) attnDotF32Vec(x, rows []float32, stride int, y []float32, mode int) int {
+	if len(x) == 0 || len(y) == 0 || !s.vec() {
 		return 0
 	}
 	var scratch [64]float32

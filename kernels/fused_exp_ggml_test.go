@@ -22,10 +22,8 @@ func f32s(b []uint32) []float32 {
 }
 
 func forVariants(t *testing.T, f func(t *testing.T)) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
-	for _, v := range Variants() {
-		require.NoError(t, SetVariant(v))
+	for _, ks := range testSets(t) {
+		v := ks.Name()
 		t.Run(v, f)
 	}
 }
@@ -44,10 +42,10 @@ func TestExpGGML(t *testing.T) {
 			require.Equal(t, s, float64(sum16(&chunk)), "sum of exp(%v)", x)
 		}
 	}
-	forVariants(t, func(t *testing.T) {
+	forSets(t, func(t *testing.T, ks *Set) {
 		for _, r := range ggmlExpRows {
 			x := f32s(r.x[:])
-			done := expSubVec(x, 0)
+			done := ks.expSubVec(x, 0)
 			for i := range done {
 				require.Equal(t, r.y[i], math.Float32bits(x[i]), "exp(%v)", math.Float32frombits(r.x[i]))
 			}
@@ -57,10 +55,10 @@ func TestExpGGML(t *testing.T) {
 
 // TestFastSoftmaxGGML checks whole attention rows against ggml's softmax.
 func TestFastSoftmaxGGML(t *testing.T) {
-	forVariants(t, func(t *testing.T) {
+	forSets(t, func(t *testing.T, ks *Set) {
 		for _, r := range ggmlSoftmax {
 			x := f32s(r.x)
-			FastSoftmax(x)
+			ks.FastSoftmax(x)
 			assert.Equal(t, f32s(r.y), x, "row of %d", len(x))
 		}
 	})
@@ -69,10 +67,10 @@ func TestFastSoftmaxGGML(t *testing.T) {
 // TestFastSwiGLUGGML checks 52 values (48 through ggml's vector path, the
 // last 4 through libm's expf) against ggml_vec_swiglu_f32.
 func TestFastSwiGLUGGML(t *testing.T) {
-	forVariants(t, func(t *testing.T) {
+	forSets(t, func(t *testing.T, ks *Set) {
 		for _, r := range ggmlSwiGLU {
 			g, u := f32s(r.g), f32s(r.u)
-			FastSwiGLU(g, g, u)
+			ks.FastSwiGLU(g, g, u)
 			assert.Equal(t, f32s(r.y), g)
 		}
 	})
@@ -82,11 +80,11 @@ func TestFastSwiGLUGGML(t *testing.T) {
 // ggml_vec_dot_f16: whole vectors (a multiple of 64 or not) and vectors
 // zero past their first values (rows over padded KV cells).
 func TestAttnDotF16RowsSingleGGML(t *testing.T) {
-	forVariants(t, func(t *testing.T) {
+	forSets(t, func(t *testing.T, ks *Set) {
 		for _, r := range ggmlDotF16 {
 			pad := len(r.x) < r.n
 			y := make([]float32, 1)
-			AttnDotF16RowsSingle(r.x, r.y, len(r.y), y, pad)
+			ks.AttnDotF16RowsSingle(r.x, r.y, len(r.y), y, pad)
 			assert.Equal(t, r.dot, math.Float32bits(y[0]), "n %d of %d", len(r.x), r.n)
 		}
 	})
@@ -99,7 +97,7 @@ func TestAttnDotF16RowsSingleGGML(t *testing.T) {
 // rows.
 func TestAttnDotF16RowsVariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	forVariants(t, func(t *testing.T) {
+	forSets(t, func(t *testing.T, ks *Set) {
 		for _, n := range []int{1, 5, 15, 16, 17, 33, 63, 64, 65, 100, 128, 129, 200, 256} {
 			const m = 7
 			stride := n + 3
@@ -112,12 +110,12 @@ func TestAttnDotF16RowsVariants(t *testing.T) {
 				rows[i] = F32ToF16(float32(r.NormFloat64()))
 			}
 			got := make([]float32, m)
-			AttnDotF16Rows(x, rows, stride, got)
+			ks.AttnDotF16Rows(x, rows, stride, got)
 			for i := range got {
 				require.Equal(t, attnDotF16Generic(x, rows[i*stride:i*stride+n]), got[i], "tinyBLAS order, n %d row %d", n, i)
 			}
 			for _, pad := range []bool{false, true} {
-				AttnDotF16RowsSingle(x, rows, stride, got, pad)
+				ks.AttnDotF16RowsSingle(x, rows, stride, got, pad)
 				for i := range got {
 					require.Equal(t, attnDotF16SingleGeneric(x, rows[i*stride:i*stride+n], pad), got[i], "vec_dot order, pad %v, n %d row %d", pad, n, i)
 				}
@@ -130,12 +128,12 @@ func TestAttnDotF16RowsVariants(t *testing.T) {
 			for i := range rows32 {
 				rows32[i] = float32(r.NormFloat64())
 			}
-			AttnDotF32Rows(x32, rows32, stride, got)
+			ks.AttnDotF32Rows(x32, rows32, stride, got)
 			for i := range got {
 				require.Equal(t, attnDotF32Generic(x32, rows32[i*stride:i*stride+n]), got[i], "f32 tinyBLAS order, n %d row %d", n, i)
 			}
 			for _, pad := range []bool{false, true} {
-				AttnDotF32RowsSingle(x32, rows32, stride, got, pad)
+				ks.AttnDotF32RowsSingle(x32, rows32, stride, got, pad)
 				for i := range got {
 					require.Equal(t, attnDotF32SingleGeneric(x32, rows32[i*stride:i*stride+n], pad), got[i], "f32 vec_dot order, pad %v, n %d row %d", pad, n, i)
 				}
@@ -147,11 +145,11 @@ func TestAttnDotF16RowsVariants(t *testing.T) {
 // TestAttnDotF32RowsSingleGGML checks the one-token f32 attention dot
 // against ggml_vec_dot_f32.
 func TestAttnDotF32RowsSingleGGML(t *testing.T) {
-	forVariants(t, func(t *testing.T) {
+	forSets(t, func(t *testing.T, ks *Set) {
 		for _, r := range ggmlDotF32 {
 			pad := len(r.x) < r.n
 			y := make([]float32, 1)
-			AttnDotF32RowsSingle(f32s(r.x), f32s(r.y), len(r.y), y, pad)
+			ks.AttnDotF32RowsSingle(f32s(r.x), f32s(r.y), len(r.y), y, pad)
 			assert.Equal(t, r.dot, math.Float32bits(y[0]), "n %d of %d", len(r.x), r.n)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 // TestFastExp checks the vector exp against float64 math.Exp over its whole
 // range (relative error within 4 float32 ulp).
 func TestFastExp(t *testing.T) {
+	ks := Detect()
 	var x []float32
 	for v := -87.0; v <= 88; v += 0.0137 {
 		x = append(x, float32(v))
@@ -21,9 +22,9 @@ func TestFastExp(t *testing.T) {
 		x = append(x, 1)
 	}
 	got := append([]float32(nil), x...)
-	done := expSubVec(got, 0)
+	done := ks.expSubVec(got, 0)
 	if done == 0 {
-		t.Skipf("no vector exp with kernels %q", Variant)
+		t.Skipf("no vector exp with kernels %q", ks.Name())
 	}
 	require.Equal(t, len(x), done)
 	for i, v := range x {
@@ -33,13 +34,12 @@ func TestFastExp(t *testing.T) {
 }
 
 // TestFastSoftmaxSwiGLU compares FastSoftmax and FastSwiGLU with Softmax and
-// SwiGLU on every variant, for lengths with and without a scalar tail.
+// SwiGLU with every kernel set, for lengths with and without a scalar tail.
 func TestFastSoftmaxSwiGLU(t *testing.T) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
+	ks := Detect()
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, v := range Variants() {
-		require.NoError(t, SetVariant(v))
+	for _, ks := range testSets(t) {
+		v := ks.Name()
 		for _, n := range []int{1, 7, 8, 13, 64, 517} {
 			t.Run(fmt.Sprintf("%s/n=%d", v, n), func(t *testing.T) {
 				x := make([]float32, n)
@@ -51,14 +51,14 @@ func TestFastSoftmaxSwiGLU(t *testing.T) {
 				want := append([]float32(nil), x...)
 				Softmax(want)
 				got := append([]float32(nil), x...)
-				FastSoftmax(got)
+				ks.FastSoftmax(got)
 				for i := range want {
 					require.InDelta(t, want[i], got[i], 1e-6*float64(want[i])+1e-30, "softmax %d", i)
 				}
 				sw := make([]float32, n)
 				SwiGLU(sw, x, u)
 				fw := append([]float32(nil), x...)
-				FastSwiGLU(fw, fw, u) // aliasing dst and gate, as the engine does
+				ks.FastSwiGLU(fw, fw, u) // aliasing dst and gate, as the engine does
 				for i := range sw {
 					require.InDelta(t, sw[i], fw[i], 1e-6*math.Abs(float64(sw[i]))+1e-30, "swiglu %d (g %v u %v)", i, x[i], u[i])
 				}
@@ -69,7 +69,7 @@ func TestFastSoftmaxSwiGLU(t *testing.T) {
 	g := []float32{-200, -100, -88, 88, 100, 200, 0, 1e-30}
 	u := []float32{1, 1, 1, 1, 1, 1, 1, 1}
 	out := make([]float32, 8)
-	FastSwiGLU(out, g, u)
+	ks.FastSwiGLU(out, g, u)
 	for i, v := range out {
 		require.False(t, math.IsNaN(float64(v)) || math.IsInf(float64(v), 0), "silu(%v) = %v", g[i], v)
 	}

@@ -11,13 +11,12 @@ import "unsafe"
 //go:noescape
 func fusedQ41Tile4x4(w *byte, wstride int, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
 
-// fusedTilesQ41 computes the whole 4x4 tiles of rows [r0, r1) and tokens
-// [0, nTok) with the AVX-512 tile kernel and reports how many rows and
-// tokens it covered, or ok false when the kernel does not apply.
-func fusedTilesQ41(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (rowsDone, toksDone int, ok bool) {
+// tileQ41AVX512 computes the whole 4x4 tiles of rows [r0, r1) and tokens
+// [0, nTok) of a Q4_1 matrix with the AVX-512 tile kernel (a TileFunc).
+func tileQ41AVX512(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (rowsDone, toksDone int) {
 	nb := m.Cols / 32
-	if Variant != "avx512" || nb == 0 || nTok < 4 || r1-r0 < 4 {
-		return 0, 0, false
+	if nb == 0 || nTok < 4 || r1-r0 < 4 {
+		return 0, 0
 	}
 	rb := m.RowBytes()
 	ab := ActivationBytes(m.Type, m.Cols)
@@ -36,5 +35,5 @@ func fusedTilesQ41(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (row
 			fusedQ41Tile4x4(w, rb, (*byte)(unsafe.Add(xp, t*ab)), ab, nb, &y[t*m.Rows+r], m.Rows, &f16Table[0])
 		}
 	}
-	return rows4, toks4, true
+	return rows4, toks4
 }

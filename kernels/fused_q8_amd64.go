@@ -7,8 +7,8 @@ func quantizeQ8AVX512(src *float32, nb int, dst *byte, blockBytes int, withSum b
 
 // quantizeQ8Vec quantizes whole rows to q8_0 or q8_1 with the AVX-512
 // kernel and reports whether it did.
-func quantizeQ8Vec(sum bool, src []float32, dst []byte) bool {
-	if Variant != "avx512" || len(src) < 32 {
+func (s *Set) quantizeQ8Vec(sum bool, src []float32, dst []byte) bool {
+	if !s.wide() || len(src) < 32 {
 		return false
 	}
 	nb := len(src) / 32

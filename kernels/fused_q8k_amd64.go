@@ -9,10 +9,10 @@ package kernels
 func quantizeQ8KAVX512(src *float32, nb int, dst *byte)
 
 // quantizeQ8KVec quantizes a whole row to q8_K with the AVX-512 kernel and
-// reports whether it did (only on the avx512 variant, so MOONLM_KERNELS
-// and SetVariant also select the pure-Go quantizer).
-func quantizeQ8KVec(src []float32, dst []byte) bool {
-	if Variant != "avx512" || len(src) < qkK {
+// reports whether it did (only in the avx512 set, so the other sets keep
+// the pure-Go quantizer).
+func (s *Set) quantizeQ8KVec(src []float32, dst []byte) bool {
+	if !s.wide() || len(src) < qkK {
 		return false
 	}
 	nb := len(src) / qkK

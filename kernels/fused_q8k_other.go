@@ -3,4 +3,4 @@
 package kernels
 
 // quantizeQ8KVec has no vector kernel on this architecture.
-func quantizeQ8KVec(src []float32, dst []byte) bool { return false }
+func (s *Set) quantizeQ8KVec(src []float32, dst []byte) bool { return false }

@@ -134,33 +134,31 @@ func q8kRow(r *rand.Rand, n int, kinds []int) []float32 {
 }
 
 // TestFastQuantizeQ8K compares FastQuantizeRow for Q8_K with the pure-Go
-// quantizeQ8K byte for byte on every variant: each block kind alone, and
+// quantizeQ8K byte for byte on every kernel set: each block kind alone, and
 // rows of randomly mixed kinds at lengths 256 to 8192. The output buffer
 // starts as garbage so a byte the kernel fails to write shows up.
 func TestFastQuantizeQ8K(t *testing.T) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
 	r := rand.New(rand.NewPCG(81, 256))
-	check := func(t *testing.T, x []float32) {
+	check := func(t *testing.T, ks *Set, x []float32) {
 		want := make([]byte, RowBytes(gguf.Q8_K, len(x)))
 		got := make([]byte, len(want))
 		for i := range got {
 			got[i] = 0xa5
 		}
 		quantizeQ8K(x, want)
-		FastQuantizeRow(gguf.Q8_K, x, got)
+		ks.FastQuantizeRow(gguf.Q8_K, x, got)
 		for b := 0; b < len(x)/qkK; b++ {
 			w, g := want[b*bytesQ8K:(b+1)*bytesQ8K], got[b*bytesQ8K:(b+1)*bytesQ8K]
 			require.Equal(t, w, g, "block %d", b)
 		}
 	}
-	for _, v := range Variants() {
-		require.NoError(t, SetVariant(v))
+	for _, ks := range testSets(t) {
+		v := ks.Name()
 		for k, kind := range q8kBlockKinds {
 			t.Run(fmt.Sprintf("%s/%s", v, kind.name), func(t *testing.T) {
 				for range 20 {
 					kinds := []int{k, k, k, k}
-					check(t, q8kRow(r, 4*qkK, kinds))
+					check(t, ks, q8kRow(r, 4*qkK, kinds))
 				}
 			})
 		}
@@ -171,37 +169,26 @@ func TestFastQuantizeQ8K(t *testing.T) {
 					for i := range kinds {
 						kinds[i] = r.IntN(len(q8kBlockKinds))
 					}
-					check(t, q8kRow(r, n, kinds))
+					check(t, ks, q8kRow(r, n, kinds))
 				}
 			})
 		}
 	}
 }
 
-// TestFastQuantizeQ8KUsesVector makes sure the avx512 variant really runs
+// TestFastQuantizeQ8KUsesVector makes sure the avx512 set really runs
 // the vector kernel (else TestFastQuantizeQ8K compares Go with itself) and
 // that it does not allocate.
 func TestFastQuantizeQ8KUsesVector(t *testing.T) {
-	if !hasVariant("avx512") {
+	if !hasSet("avx512") {
 		t.Skip("the avx512 kernel set is not available on this CPU/arch")
 	}
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
-	require.NoError(t, SetVariant("avx512"))
+	ks := mustSet(t, "avx512")
 	x := q8kRow(rand.New(rand.NewPCG(1, 2)), 2048, []int{0, 1, 2, 3, 4, 5, 6, 7})
 	dst := make([]byte, RowBytes(gguf.Q8_K, len(x)))
-	require.True(t, quantizeQ8KVec(x, dst))
-	allocs := testing.AllocsPerRun(100, func() { FastQuantizeRow(gguf.Q8_K, x, dst) })
+	require.True(t, ks.quantizeQ8KVec(x, dst))
+	allocs := testing.AllocsPerRun(100, func() { ks.FastQuantizeRow(gguf.Q8_K, x, dst) })
 	require.Zero(t, allocs)
-}
-
-func hasVariant(name string) bool {
-	for _, v := range Variants() {
-		if v == name {
-			return true
-		}
-	}
-	return false
 }
 
 // BenchmarkQuantizeQ8K compares the pure-Go quantizer with the AVX-512 one
@@ -220,16 +207,14 @@ func BenchmarkQuantizeQ8K(b *testing.B) {
 				quantizeQ8K(x, dst)
 			}
 		})
-		if !hasVariant("avx512") {
+		if !hasSet("avx512") {
 			continue
 		}
+		ks := mustSet(b, "avx512")
 		b.Run(fmt.Sprintf("avx512/n=%d", n), func(b *testing.B) {
-			prev := Variant
-			defer func() { _ = SetVariant(prev) }()
-			require.NoError(b, SetVariant("avx512"))
 			b.SetBytes(int64(4 * n))
 			for b.Loop() {
-				FastQuantizeRow(gguf.Q8_K, x, dst)
+				ks.FastQuantizeRow(gguf.Q8_K, x, dst)
 			}
 		})
 	}

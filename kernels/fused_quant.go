@@ -7,11 +7,11 @@ import "github.com/moonlm/moonlm/gguf"
 // bytes are the same (same scale, round half to even, f16 conversions),
 // checked by TestFastQuantizeRow and TestFastQuantizeQ8K. Prefill converts
 // every matrix input with it.
-func FastQuantizeRow(t gguf.Type, src []float32, dst []byte) {
-	if (t == gguf.Q8_0 || t == gguf.Q8_1) && len(src)%32 == 0 && quantizeQ8Vec(t == gguf.Q8_1, src, dst) {
+func (s *Set) FastQuantizeRow(t gguf.Type, src []float32, dst []byte) {
+	if (t == gguf.Q8_0 || t == gguf.Q8_1) && len(src)%32 == 0 && s.quantizeQ8Vec(t == gguf.Q8_1, src, dst) {
 		return
 	}
-	if t == gguf.Q8_K && len(src)%qkK == 0 && quantizeQ8KVec(src, dst) {
+	if t == gguf.Q8_K && len(src)%qkK == 0 && s.quantizeQ8KVec(src, dst) {
 		return
 	}
 	QuantizeRow(t, src, dst)

@@ -10,16 +10,14 @@ import (
 )
 
 // TestFastQuantizeRow compares FastQuantizeRow with QuantizeRow byte for
-// byte for the Q8_0 and Q8_1 activation types on every variant: random
+// byte for the Q8_0 and Q8_1 activation types with every kernel set: random
 // rows at several scales, an all-zero block, and halfway cases (a block
 // whose largest magnitude is 127 makes the scale 1, so k+0.5 values round
 // to even).
 func TestFastQuantizeRow(t *testing.T) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, v := range Variants() {
-		require.NoError(t, SetVariant(v))
+	for _, ks := range testSets(t) {
+		v := ks.Name()
 		for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q8_1} {
 			for _, n := range []int{32, 64, 576, 1536} {
 				t.Run(fmt.Sprintf("%s/%v/n=%d", v, typ, n), func(t *testing.T) {
@@ -40,7 +38,7 @@ func TestFastQuantizeRow(t *testing.T) {
 						want := make([]byte, RowBytes(typ, n))
 						got := make([]byte, len(want))
 						QuantizeRow(typ, x, want)
-						FastQuantizeRow(typ, x, got)
+						ks.FastQuantizeRow(typ, x, got)
 						require.Equal(t, want, got)
 					}
 				})

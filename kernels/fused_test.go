@@ -11,11 +11,9 @@ import (
 )
 
 // TestMatMulTiledQ4_1 checks MatMulTiled against the generic kernels' MatMul
-// (within rounding) and the same variant's MatMul (exactly) on shapes with and without whole 4x4 tiles (leftover rows and tokens, an
+// (within rounding) and the same set's MatMul (exactly) on shapes with and without whole 4x4 tiles (leftover rows and tokens, an
 // odd block count that the tile kernel refuses, row sub-ranges).
 func TestMatMulTiledQ4_1(t *testing.T) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, cols := range []int{64, 96, 576, 1536} {
 		for _, rows := range []int{4, 7, 33} {
@@ -24,19 +22,18 @@ func TestMatMulTiledQ4_1(t *testing.T) {
 					name := fmt.Sprintf("cols=%d/rows=%d/tok=%d/r=%d-%d", cols, rows, nTok, rng[0], rng[1])
 					t.Run(name, func(t *testing.T) {
 						m, xq := tiledCase(r, cols, rows, nTok)
-						require.NoError(t, SetVariant("generic"))
 						want := make([]float32, nTok*rows)
-						MatMul(m, xq, nTok, want, rng[0], rng[1])
-						for _, v := range Variants() {
-							require.NoError(t, SetVariant(v))
+						genericSet.MatMul(m, xq, nTok, want, rng[0], rng[1])
+						for _, ks := range testSets(t) {
+							v := ks.Name()
 							got := make([]float32, nTok*rows)
-							MatMulTiled(m, xq, nTok, got, rng[0], rng[1])
+							ks.MatMulTiled(m, xq, nTok, got, rng[0], rng[1])
 							// In whole 4x4 tiles the tile kernel repeats the
 							// multi-token kernel's (and ggml's) operations in
 							// order: bit-identical. Leftover rows and tokens
 							// take other kernels (within rounding).
 							same := make([]float32, nTok*rows)
-							MatMul(m, xq, nTok, same, rng[0], rng[1])
+							ks.MatMul(m, xq, nTok, same, rng[0], rng[1])
 							for k := range nTok / 4 * 4 {
 								for i := rng[0]; i < rng[0]+(rng[1]-rng[0])/4*4; i++ {
 									require.Equal(t, same[k*rows+i], got[k*rows+i], "%s: token %d row %d differs from MatMul", v, k, i)
@@ -86,6 +83,7 @@ func tiledCase(r *rand.Rand, cols, rows, nTok int) (*Matrix, []byte) {
 // BenchmarkMatMulTiled compares MatMul and MatMulTiled on a Q4_1 matrix of
 // SmolLM2's FFN shape (1536 x 576) over 64 tokens, as one prefill chunk.
 func BenchmarkMatMulTiled(b *testing.B) {
+	ks := Detect()
 	r := rand.New(rand.NewPCG(1, 2))
 	m, xq := tiledCase(r, 576, 1536, 64)
 	y := make([]float32, 64*m.Rows)
@@ -93,9 +91,9 @@ func BenchmarkMatMulTiled(b *testing.B) {
 		b.Run(fmt.Sprintf("tiled=%v", tiled), func(b *testing.B) {
 			for b.Loop() {
 				if tiled {
-					MatMulTiled(m, xq, 64, y, 0, m.Rows)
+					ks.MatMulTiled(m, xq, 64, y, 0, m.Rows)
 				} else {
-					MatMul(m, xq, 64, y, 0, m.Rows)
+					ks.MatMul(m, xq, 64, y, 0, m.Rows)
 				}
 			}
 			b.ReportMetric(2*float64(m.Rows*m.Cols*64)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")

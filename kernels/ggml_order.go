@@ -34,33 +34,6 @@ const (
 	GGMLVecDot
 )
 
-// PackedExact returns the ggml-order layout for a rows-row matrix of weight
-// type t under order o, or nil when there is none for t (q8_0, q4_1, q5_0,
-// q4_K and q6_K have one). The layouts take one row per group, so every row of a matrix
-// is served by them, and up to 512 tokens per Dot call (ggmlMaxTok), which
-// is what they know of the batch: llama.cpp multiplies a batch of 8 tokens
-// or more with its tiled K-quant kernel and a smaller one with vec_dot, so
-// the layouts are exact for batches of up to 512 tokens, llama.cpp's
-// default micro-batch.
-func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
-	switch t {
-	case gguf.Q8_0:
-		return &ggmlQ80VecDot
-	case gguf.Q4_1:
-		return &ggmlQ41VecDot
-	case gguf.Q5_0:
-		return &ggmlQ50VecDot
-	case gguf.Q6_K:
-		return &ggmlQ6KVecDot
-	case gguf.Q4_K:
-		if o == GGMLRepack && rows%8 == 0 {
-			return &ggmlQ4K8x8
-		}
-		return &ggmlQ4KVecDot
-	}
-	return nil
-}
-
 // ggmlMaxTok is the token count of one Dot call of the ggml-order
 // layouts: llama.cpp picks its q4_K/q6_K kernel by the size of the whole
 // micro-batch (512 tokens by default), so a Dot call must see all of it.

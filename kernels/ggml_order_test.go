@@ -228,7 +228,7 @@ func TestGGMLOrderWholeBatch(t *testing.T) {
 	c := newGGMLOrderCase(gguf.Q6_K, rows, 512, nTok, 21)
 	m := &Matrix{Type: gguf.Q6_K, Rows: rows, Cols: c.cols, Data: c.w, Packed: c.w, Layout: l}
 	y := make([]float32, nTok*rows)
-	MatMul(m, c.xq, nTok, y, 0, rows)
+	genericSet.MatMul(m, c.xq, nTok, y, 0, rows)
 	require.Equal(t, c.run(l, nTok), y, "MatMul against one Dot call of the whole batch")
 	tail := *c
 	tail.xq = c.xq[(nTok-5)*c.ab:]

@@ -29,7 +29,7 @@ const bytesQ8_2 = 36
 // which changes where bytes lie, not their values): the sum is taken over
 // the rounded quants before they saturate to int8.
 func QuantizeQ8_2(src []float32, dst []byte) {
-	checkRow(gguf.Q8_0, len(src), qk32)
+	checkRow(gguf.Q8_0, len(src))
 	for b := 0; b < len(src)/qk32; b++ {
 		x := src[b*qk32 : (b+1)*qk32]
 		y := dst[b*bytesQ8_2 : (b+1)*bytesQ8_2]
@@ -208,22 +208,6 @@ var (
 	ikQ6K = ikLayout("q6_K.ik-q8_2.v1", gguf.Q6_K, ikDotQ6K)
 )
 
-// PackedIk returns the ik_llama.cpp-order layout for weight type t, or nil
-// when there is none (q8_0, q4_K and q6_K have one). Their rows must be a
-// multiple of 256 values for q4_K and q6_K, 32 for q8_0, as the types
-// already require.
-func PackedIk(t gguf.Type) *PackedLayout {
-	switch t {
-	case gguf.Q8_0:
-		return &ikQ80
-	case gguf.Q4_K:
-		return &ikQ4K
-	case gguf.Q6_K:
-		return &ikQ6K
-	}
-	return nil
-}
-
 // RMSNormIk is RMSNorm with the weight applied as ik_llama.cpp's fused
 // RMS norm does, dst[i] = (scale*w[i])*x[i], which rounds differently from
 // ggml's (x[i]*scale)*w[i]; the sum of squares and the scale are the same.
@@ -268,9 +252,9 @@ func GELUIk(dst, x []float32) {
 // layout as ggml does (one product fused), the normal layout (pairs 2i,
 // 2i+1) with both products rounded before the sum, as its vectorized loop
 // computes them (its references are reproduced exactly only so).
-func RoPEApplyIk(x []float32, headDim, nHeads int, cache []float32, neox bool) {
+func (s *Set) RoPEApplyIk(x []float32, headDim, nHeads int, cache []float32, neox bool) {
 	if neox {
-		RoPEApply(x, headDim, nHeads, cache, true)
+		s.RoPEApply(x, headDim, nHeads, cache, true)
 		return
 	}
 	nDims := len(cache)

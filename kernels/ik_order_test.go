@@ -128,6 +128,7 @@ func TestIkDots(t *testing.T) {
 // TestIkFloatOps checks the ik variants of RMS norm, GELU and RoPE against
 // float64 formulas: they differ from the ggml ones only in rounding.
 func TestIkFloatOps(t *testing.T) {
+	ks := Detect()
 	rng := rand.New(rand.NewPCG(17, 19))
 	x := randomFloats(rng, 256, 2)
 	w := randomFloats(rng, 256, 1)
@@ -156,11 +157,11 @@ func TestIkFloatOps(t *testing.T) {
 	RoPECache(RoPEParams{NDims: 64, FreqBase: 10000, FreqScale: 1}, 7, cache)
 	q := randomFloats(rng, 128, 1)
 	a, b := append([]float32(nil), q...), append([]float32(nil), q...)
-	RoPEApplyIk(a, 64, 2, cache, true)
-	RoPEApply(b, 64, 2, cache, true)
+	ks.RoPEApplyIk(a, 64, 2, cache, true)
+	ks.RoPEApply(b, 64, 2, cache, true)
 	assert.Equal(t, b, a)
 	a = append(a[:0], q...)
-	RoPEApplyIk(a, 64, 2, cache, false)
+	ks.RoPEApplyIk(a, 64, 2, cache, false)
 	for i := 0; i < 128; i += 2 {
 		c, s := cache[i%64], cache[i%64+1]
 		assert.Equal(t, float32(q[i]*c)-float32(q[i+1]*s), a[i])

@@ -97,7 +97,7 @@ func TestDotRowGenericMatchesDequantized(t *testing.T) {
 				x := randomFloats(rng, n, 1)
 				xq := make([]byte, ActivationBytes(typ, n))
 				QuantizeRow(VecDotType(typ), x, xq)
-				got := GenericRowDot(typ)(n, w, xq)
+				got := genericSet.RowDot(typ)(n, w, xq)
 				want, scale := refDot(typ, w, xq, n)
 				require.InDelta(t, want, got, 1e-6*scale+1e-30, "n=%d", n)
 			}
@@ -105,11 +105,10 @@ func TestDotRowGenericMatchesDequantized(t *testing.T) {
 	}
 }
 
-// TestVariantsMatchGeneric runs MatVec and MatMul under every variant this
+// TestVariantsMatchGeneric runs MatVec and MatMul with every kernel set this
 // CPU supports and compares with the generic row dots, on random shapes with
 // odd row counts.
 func TestVariantsMatchGeneric(t *testing.T) {
-	defer func() { require.NoError(t, SetVariant(Variants()[len(Variants())-1])) }()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range weightTypes {
 		bs, _ := blockGeom(typ)
@@ -133,21 +132,20 @@ func TestVariantsMatchGeneric(t *testing.T) {
 					want[k*rows+r], scale[k*rows+r] = refDot(typ, m.Row(r), xq[k*ab:(k+1)*ab], cols)
 				}
 			}
-			for _, v := range Variants() {
-				t.Run(fmt.Sprintf("%v/%dx%d/%s", typ, rows, cols, v), func(t *testing.T) {
-					require.NoError(t, SetVariant(v))
+			for _, ks := range testSets(t) {
+				t.Run(fmt.Sprintf("%v/%dx%d/%s", typ, rows, cols, ks.Name()), func(t *testing.T) {
 					y := make([]float32, rows)
-					MatVec(m, xq, y, 0, rows)
+					ks.MatVec(m, xq, y, 0, rows)
 					for r := range rows {
 						require.InDelta(t, want[r], y[r], 1e-5*scale[r]+1e-30, "MatVec row %d", r)
-						require.InDelta(t, want[r], DotRow(typ, m.Row(r), xq, cols), 1e-5*scale[r]+1e-30, "DotRow row %d", r)
+						require.InDelta(t, want[r], ks.DotRow(typ, m.Row(r), xq, cols), 1e-5*scale[r]+1e-30, "DotRow row %d", r)
 					}
 					// A sub-range leaves the rest untouched.
 					y2 := make([]float32, rows)
 					for i := range y2 {
 						y2[i] = -12345
 					}
-					MatVec(m, xq, y2, rows/3, rows)
+					ks.MatVec(m, xq, y2, rows/3, rows)
 					for r := range rows {
 						if r < rows/3 {
 							require.Equal(t, float32(-12345), y2[r])
@@ -156,7 +154,7 @@ func TestVariantsMatchGeneric(t *testing.T) {
 						}
 					}
 					ym := make([]float32, nTok*rows)
-					MatMul(m, xq, nTok, ym, 0, rows)
+					ks.MatMul(m, xq, nTok, ym, 0, rows)
 					for i := range ym {
 						require.InDelta(t, want[i], ym[i], 1e-5*scale[i]+1e-30, "MatMul entry %d", i)
 					}
@@ -167,6 +165,7 @@ func TestVariantsMatchGeneric(t *testing.T) {
 }
 
 func TestNoAllocations(t *testing.T) {
+	ks := Detect()
 	rng := rand.New(rand.NewPCG(5, 6))
 	const rows, cols, nTok = 5, 512, 4
 	for _, typ := range weightTypes {
@@ -184,9 +183,9 @@ func TestNoAllocations(t *testing.T) {
 				QuantizeRow(VecDotType(typ), x, xq[k*ab:(k+1)*ab])
 			}
 			DequantizeRow(typ, m.Row(1), f)
-			DotRow(typ, m.Row(2), xq, cols)
-			MatVec(m, xq, y, 0, rows)
-			MatMul(m, xq, nTok, y, 1, rows)
+			ks.DotRow(typ, m.Row(2), xq, cols)
+			ks.MatVec(m, xq, y, 0, rows)
+			ks.MatMul(m, xq, nTok, y, 1, rows)
 		})
 		require.Zero(t, allocs, "%v", typ)
 	}
@@ -208,6 +207,7 @@ func TestRowBytes(t *testing.T) {
 // TestMatMulTiles uses rows wide enough that the token tile (matMulTileBytes
 // of activations) is smaller than the token count, so tiles break mid-way.
 func TestMatMulTiles(t *testing.T) {
+	ks := Detect()
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, typ := range []gguf.Type{gguf.F32, gguf.Q8_0, gguf.Q4_K} {
 		const rows, cols = 5, 4096
@@ -222,7 +222,7 @@ func TestMatMulTiles(t *testing.T) {
 			QuantizeRow(VecDotType(typ), randomFloats(rng, cols, 1), xq[k*ab:(k+1)*ab])
 		}
 		y := make([]float32, nTok*rows)
-		MatMul(m, xq, nTok, y, 1, rows)
+		ks.MatMul(m, xq, nTok, y, 1, rows)
 		for k := range nTok {
 			require.Zero(t, y[k*rows], "%v: row 0 is outside the range", typ)
 			for r := 1; r < rows; r++ {

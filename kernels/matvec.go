@@ -38,16 +38,13 @@ func ActivationBytes(t gguf.Type, n int) int {
 
 // TokensDotFunc computes, for one weight row w, y[k*yStride] = dot(w, x[k])
 // for k < nTok tokens whose activations lie xStride bytes apart in x. SIMD
-// variants may provide it to reuse a weight row across tokens; nil entries
+// sets may provide it to reuse a weight row across tokens; nil entries
 // fall back to a RowDotFunc loop.
 type TokensDotFunc func(n int, w, x []byte, xStride, nTok int, y []float32, yStride int)
 
-// tokensDot is the optional multi-token table used by MatMul.
-var tokensDot [numTypes]TokensDotFunc
-
 // MatVec sets y[r] = dot(row r, xq) for r in [r0, r1), where xq holds the
 // activations converted by QuantizeRow(VecDotType(m.Type), x, xq).
-func MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
+func (s *Set) MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
 	if m.Packed != nil {
 		r0 = splitPacked(m, xq, 1, y, r0, r1)
 	}
@@ -55,10 +52,10 @@ func MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
 		return
 	}
 	t := m.Type
-	f := dotFor(t, "MatVec")
+	f := s.dotFor(t, "MatVec")
 	rb := m.RowBytes()
 	n := m.Cols
-	if g := rowsDot[t]; g != nil {
+	if g := s.types[t].rows; g != nil {
 		g(n, m.Data[r0*rb:r1*rb], rb, xq, y[r0:r1])
 		return
 	}
@@ -70,9 +67,9 @@ func MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
 
 // dotFor returns the dispatched row dot for t, panicking with context for a
 // type without one (the engine checks Supported when it loads a model).
-func dotFor(t gguf.Type, who string) RowDotFunc {
+func (s *Set) dotFor(t gguf.Type, who string) RowDotFunc {
 	if int(t) < numTypes {
-		if f := rowDot[t]; f != nil {
+		if f := s.types[t].row; f != nil {
 			return f
 		}
 	}
@@ -87,12 +84,12 @@ const matMulTileBytes = 128 << 10
 // and r in [r0, r1). xq holds nTok activation rows converted with
 // QuantizeRow(VecDotType(m.Type), ...), ActivationBytes(m.Type, m.Cols)
 // bytes each, consecutive. Each weight row is read once per tile of tokens.
-func MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
+func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	if r0 >= r1 || nTok <= 0 {
 		return
 	}
 	if nTok == 1 {
-		MatVec(m, xq, y, r0, r1)
+		s.MatVec(m, xq, y, r0, r1)
 		return
 	}
 	if m.Packed != nil {
@@ -101,7 +98,7 @@ func MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 		}
 	}
 	t := m.Type
-	f := dotFor(t, "MatMul")
+	f := s.dotFor(t, "MatMul")
 	rb := m.RowBytes()
 	n := m.Cols
 	ab := ActivationBytes(t, n)
@@ -109,7 +106,7 @@ func MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	_ = y[(nTok-1)*m.Rows+r1-1]
 	tile := matMulTileBytes / max(ab, 1)
 	tile = max(1, min(tile, nTok))
-	multi := tokensDot[t]
+	multi := s.types[t].tokens
 	for t0 := 0; t0 < nTok; t0 += tile {
 		t1 := min(t0+tile, nTok)
 		for r := r0; r < r1; r++ {

@@ -65,51 +65,65 @@ func ActBytes(m *Matrix, n int) int {
 
 // QuantizeAct converts src into activation format at (an ActType), with the
 // fastest quantizer for it.
-func QuantizeAct(at gguf.Type, src []float32, dst []byte) {
+func (s *Set) QuantizeAct(at gguf.Type, src []float32, dst []byte) {
 	if at == ActQ8_2 {
 		QuantizeQ8_2(src, dst)
 		return
 	}
-	FastQuantizeRow(at, src, dst)
+	s.FastQuantizeRow(at, src, dst)
 }
 
 // maxPackedTile bounds Rows*MaxTok of every layout (the scratch tile of a
 // partial group lives on the stack).
 const maxPackedTile = 128
 
-// packedRegistry maps a kernel variant name to the layouts it brings.
-// Layout files register from package-level variable initializers, which run
-// before any init function (and so before the default variant is chosen).
-var packedRegistry = map[string][]*PackedLayout{}
+// packedRegistry maps a kernel set's name to the functions that pick its
+// layouts (one per weight type; a function may return nil). Layout files
+// register from package-level variable initializers, which run before any
+// set is built.
+var packedRegistry = map[string][]func(*Set) *PackedLayout{}
 
-// packedLayouts is the layout in use per weight type (nil: none).
-var packedLayouts [numTypes]*PackedLayout
-
-// registerPacked adds l to the layouts of the named variant; it returns
-// true so it can initialize a package-level variable.
-func registerPacked(variant string, l *PackedLayout) bool {
-	if l.Rows*l.MaxTok > maxPackedTile || l.Rows <= 0 || l.MaxTok <= 0 {
-		panic(fmt.Sprintf("kernels: packed layout %s: %d rows x %d tokens exceeds the %d-value tile", l.Name, l.Rows, l.MaxTok, maxPackedTile))
-	}
-	packedRegistry[variant] = append(packedRegistry[variant], l)
+// registerPacked adds the layout pick to the named set; it returns true so
+// it can initialize a package-level variable.
+func registerPacked(set string, pick func(*Set) *PackedLayout) bool {
+	packedRegistry[set] = append(packedRegistry[set], pick)
 	return true
 }
 
-// installPacked sets packedLayouts to the layouts of the named variant.
-func installPacked(variant string) {
-	packedLayouts = [numTypes]*PackedLayout{}
-	for _, l := range packedRegistry[variant] {
-		packedLayouts[l.Type] = l
+// checkLayout reports whether l can serve weights of type t: its tile must
+// fit matMulPacked's scratch, which only a partial group uses (a one-row
+// layout has none).
+func checkLayout(t gguf.Type, l *PackedLayout) error {
+	if l.Type != t || l.Rows <= 0 || l.MaxTok <= 0 || (l.Rows > 1 && l.Rows*l.MaxTok > maxPackedTile) {
+		return fmt.Errorf("kernels: packed layout %s (type %v, %d rows x %d tokens) cannot serve %v within the %d-value tile", l.Name, l.Type, l.Rows, l.MaxTok, t, maxPackedTile)
 	}
+	return nil
 }
 
-// Packed returns the packed layout the current kernel variant offers for
-// weights of type t, or nil: weights without one are used as mapped.
-func Packed(t gguf.Type) *PackedLayout {
-	if int(t) >= numTypes || t < 0 {
+// Packed returns the packed layout the set offers for weights of type t,
+// or nil: weights without one are used as mapped.
+func (s *Set) Packed(t gguf.Type) *PackedLayout {
+	if t >= numTypes {
 		return nil
 	}
-	return packedLayouts[t]
+	return s.types[t].packed
+}
+
+// WithPacked returns a copy of s whose packed layout for weight type t is
+// l (nil: none), for a caller that packs with a layout of its own or wants
+// a type left unpacked; s itself is unchanged.
+func (s *Set) WithPacked(t gguf.Type, l *PackedLayout) (*Set, error) {
+	if t >= numTypes {
+		return nil, fmt.Errorf("kernels: WithPacked: type %v out of range", t)
+	}
+	if l != nil {
+		if err := checkLayout(t, l); err != nil {
+			return nil, err
+		}
+	}
+	c := *s
+	c.types[t].packed = l
+	return &c, nil
 }
 
 // PackedSize returns the bytes of the packed form of a rows x cols matrix:

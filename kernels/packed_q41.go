@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/moonlm/moonlm/gguf"
-	"golang.org/x/sys/cpu"
 )
 
 // Packed q4_1 ("q4_1.r16.v1"): 16 rows interleaved so that a 512-bit
@@ -33,7 +32,7 @@ const (
 )
 
 // packedQ41Base is the q4_1 layout with the pure-Go kernel as its Dot; the
-// SIMD variants copy it and set their own Dot.
+// SIMD sets copy it and set their own Dot.
 var packedQ41Base = PackedLayout{
 	Name:       "q4_1.r16.v1",
 	Type:       gguf.Q4_1,
@@ -44,11 +43,6 @@ var packedQ41Base = PackedLayout{
 	Dot:        dotPackedQ41Generic,
 	DotGeneric: dotPackedQ41Generic,
 }
-
-// packedQ41GFNI selects the GFNI forms of the amd64 kernels, where the CPU
-// has GFNI (one vector op less per high-nibble operand); tests switch it to
-// check both forms.
-var packedQ41GFNI = cpu.X86.HasAVX512GFNI
 
 func packedQ41GroupBytes(cols int) int { return cols / qk32 * q41PackedBlock }
 
@@ -116,46 +110,5 @@ func dotPackedQ41Generic(cols int, g, x []byte, xStride, nTok int, y []float32, 
 			}
 		}
 		copy(y[t*yStride:t*yStride+q41PackedRows], acc[:])
-	}
-}
-
-// dotPackedQ41GGML sums, from the packed bytes, in the order of
-// ggml_vec_dot_q4_1_q8_1 as ggmlDotQ41 does: per row 8 float32 lanes, lane l the exact integer sum of values
-// 4l..4l+3 of a block fused with d*d_a (lane l is chunk l's low nibbles
-// for l < 4, chunk l-4's high nibbles after), the m*s_a terms fused into a
-// sum of their own, then ggml's 8-lane tree plus that sum. It serves
-// packed matrices when a SIMD kernel set other than avx512 is installed
-// after packing, so that switching the set still switches the arithmetic.
-func dotPackedQ41GGML(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ41(cols, g, x, xStride, nTok, y, yStride)
-	nb := cols / qk32
-	for t := range nTok {
-		xt := x[t*xStride:]
-		var acc [q41PackedRows][8]float32
-		var summs [q41PackedRows]float32
-		for b := range nb {
-			blk := (*[q41PackedBlock]byte)(g[b*q41PackedBlock:])
-			xb := (*[bytesQ8_1]byte)(xt[b*bytesQ8_1:])
-			da, sa := f16At(xb[0:]), f16At(xb[2:])
-			for r := range q41PackedRows {
-				summs[r] = FMA32(f16At(blk[32+2*r:]), sa, summs[r])
-				d := f16At(blk[2*r:]) * da
-				for l := range 8 {
-					w := blk[64+64*(l&3)+4*r : 64+64*(l&3)+4*r+4]
-					var s int32
-					for i := range 4 {
-						q := w[i] & 0xf
-						if l >= 4 {
-							q = w[i] >> 4
-						}
-						s += int32(q) * int32(int8(xb[4+4*l+i]))
-					}
-					acc[r][l] = FMA32(d, float32(s), acc[r][l])
-				}
-			}
-		}
-		for r := range q41PackedRows {
-			y[t*yStride+r] = ggmlTree8(&acc[r]) + summs[r]
-		}
 	}
 }

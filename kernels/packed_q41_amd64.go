@@ -35,32 +35,36 @@ func packedQ41Dot2GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystrid
 //go:noescape
 func packedQ41Dot1GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 
-// packedQ41AVX512 is the q4_1 layout with the VNNI kernels, for the avx512
-// variant.
-var packedQ41AVX512 = func() *PackedLayout {
-	l := packedQ41Base
-	l.Dot = dotPackedQ41AVX512
-	return &l
+// packedQ41AVX512 and packedQ41GFNI are the q4_1 layout with the VNNI
+// kernels, for the avx512 set without and with GFNI (the same bytes, so the
+// same name).
+var packedQ41AVX512, packedQ41GFNI = func() (*PackedLayout, *PackedLayout) {
+	a, g := packedQ41Base, packedQ41Base
+	a.Dot, g.Dot = dotPackedQ41AVX512, dotPackedQ41GFNI
+	return &a, &g
 }()
 
-var _ = registerPacked("avx512", packedQ41AVX512)
-
-// dotPackedQ41AVX512 checks the bounds once and runs the 8-, 4-, 2- and
-// 1-token kernels over the binary digits of nTok. Under another kernel set
-// (installed by SetVariant after the weights were packed, as tests that
-// compare the sets on one open model do) it sums as that set would instead:
-// under generic in the generic row dot's order, under another SIMD set in
-// llama.cpp's q4_1 order (ggmlDotQ41), which the unpacked q4_1 kernels of
-// those sets reproduce on SmolLM2 (engine's TestRealModelsFirstPositionExact).
-func dotPackedQ41AVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	if Variant != "avx512" {
-		if Variant == "generic" {
-			dotPackedQ41Generic(cols, g, x, xStride, nTok, y, yStride)
-		} else {
-			dotPackedQ41GGML(cols, g, x, xStride, nTok, y, yStride)
-		}
-		return
+var _ = registerPacked("avx512", func(s *Set) *PackedLayout {
+	if s.gfni {
+		return packedQ41GFNI
 	}
+	return packedQ41AVX512
+})
+
+// dotPackedQ41AVX512 is dotPackedQ41VNNI with the AVX-512 forms.
+func dotPackedQ41AVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	dotPackedQ41VNNI(false, cols, g, x, xStride, nTok, y, yStride)
+}
+
+// dotPackedQ41GFNI is dotPackedQ41VNNI with the GFNI forms.
+func dotPackedQ41GFNI(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	dotPackedQ41VNNI(true, cols, g, x, xStride, nTok, y, yStride)
+}
+
+// dotPackedQ41VNNI checks the bounds once and runs the 8-, 4-, 2- and
+// 1-token kernels over the binary digits of nTok, in their GFNI forms when
+// gf is set.
+func dotPackedQ41VNNI(gf bool, cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 	checkPackedQ41(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	if nb == 0 {
@@ -73,7 +77,6 @@ func dotPackedQ41AVX512(cols int, g, x []byte, xStride, nTok int, y []float32, y
 	xp := unsafe.Pointer(unsafe.SliceData(x))
 	yp := unsafe.Pointer(unsafe.SliceData(y))
 	f16 := &f16Table[0]
-	gf := packedQ41GFNI
 	t := 0
 	for _, k := range [4]int{8, 4, 2, 1} {
 		if nTok&k == 0 {

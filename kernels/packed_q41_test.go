@@ -10,41 +10,14 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/cpu"
 )
 
-// q41Layouts returns the pure-Go q4_1 layout and the registered ones of the
-// kernel sets this CPU runs, each with the variant to install.
-func q41Layouts() (variants []string, layouts []*PackedLayout) {
-	return packedLayoutsOf(gguf.Q4_1, &packedQ41Base)
-}
-
-// q41Forms runs fn once per form of the amd64 kernels this CPU runs
-// (plain, and GFNI where it has GFNI), restoring the default after.
-func q41Forms(t *testing.T, fn func(t *testing.T)) {
-	prev := packedQ41GFNI
-	defer func() { packedQ41GFNI = prev }()
-	for _, gf := range []bool{false, true} {
-		if gf && !cpu.X86.HasAVX512GFNI {
-			continue
-		}
-		packedQ41GFNI = gf
-		t.Run(fmt.Sprintf("gfni=%v", gf), fn)
-	}
-}
-
-// TestPackedQ41Registered checks that the avx512 variant brings the q4_1
-// layout and that a packed group is exactly as big as the rows it replaces.
-func TestPackedQ41Registered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q4_1)
-	assert.Equal(t, "q4_1.r16.v1", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	assert.Equal(t, 8, found.MaxTok)
-	for _, cols := range []int{32, 96, 576, 8192} {
-		assert.Equal(t, 16*RowBytes(gguf.Q4_1, cols), found.GroupBytes(cols), "%d cols", cols)
-	}
+// q41Layouts returns the pure-Go q4_1 layout and the layouts of the kernel
+// sets this CPU runs (the GFNI and plain forms of the avx512 kernels where
+// the CPU has GFNI), each with its set.
+func q41Layouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
+	return packedLayoutsOf(t, gguf.Q4_1, &packedQ41Base)
 }
 
 // TestPackedQ41Bytes reads every scale, offset and nibble back from the
@@ -114,10 +87,8 @@ func q41HandRows(cols int, d, m uint16, q func(row, i int) uint8) []byte {
 // s_a of 3, -5 and 0; for one block, odd and even block counts, every token
 // count, and a stride that misaligns the activations.
 func TestPackedQ41Exact(t *testing.T) {
-	q41Forms(t, func(t *testing.T) {
-		variants, layouts := q41Layouts()
-		prev := Variant
-		defer func() { require.NoError(t, SetVariant(prev)) }()
+	{
+		_, layouts := q41Layouts(t)
 		one := F32ToF16(1)
 		type qcase struct {
 			name string
@@ -141,8 +112,7 @@ func TestPackedQ41Exact(t *testing.T) {
 			{"alternating", 1, -5, func(row, i int) uint8 { return uint8((row + i) % 2 * 15) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
 			{"by position", 0, 0, func(row, i int) uint8 { return uint8(i+row) % 16 }, func(tok, i int) int8 { return int8(i%32 - 16 + tok) }},
 		}
-		for li, l := range layouts {
-			require.NoError(t, SetVariant(variants[li]))
+		for _, l := range layouts {
 			for _, nb := range []int{1, 2, 3, 16, 17, 35} {
 				cols := 32 * nb
 				ab := ActivationBytes(gguf.Q4_1, cols)
@@ -186,105 +156,12 @@ func TestPackedQ41Exact(t *testing.T) {
 				}
 			}
 		}
-	})
-}
-
-// TestPackedQ41Scales compares the packed kernels with the generic q4_1 row
-// dot on rows of many blocks (8192 columns) and of one block, with extreme
-// and unusual scales and offsets: the largest f16, subnormals, zero,
-// negative, and random ones.
-func TestPackedQ41Scales(t *testing.T) {
-	q41Forms(t, func(t *testing.T) {
-		variants, layouts := q41Layouts()
-		prev := Variant
-		defer func() { require.NoError(t, SetVariant(prev)) }()
-		r := rand.New(rand.NewPCG(4, 3))
-		scales := []struct {
-			name string
-			f    func() uint16
-		}{
-			{"max", func() uint16 { return 0x7bff }},
-			{"subnormal", func() uint16 { return uint16(1 + r.IntN(0x3ff)) }},
-			{"zero", func() uint16 { return 0 }},
-			{"negative", func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) }},
-			{"random", func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) }},
-		}
-		for li, l := range layouts {
-			require.NoError(t, SetVariant(variants[li]))
-			for _, cols := range []int{32, 8192} {
-				nb := cols / 32
-				rb := RowBytes(gguf.Q4_1, cols)
-				ab := ActivationBytes(gguf.Q4_1, cols)
-				for _, ws := range scales {
-					for _, xs := range scales {
-						src := make([]byte, 16*rb)
-						for i := range src {
-							src[i] = byte(r.Uint32())
-						}
-						for row := range 16 {
-							for b := range nb {
-								binary.LittleEndian.PutUint16(src[row*rb+20*b:], ws.f())
-								binary.LittleEndian.PutUint16(src[row*rb+20*b+2:], ws.f())
-							}
-						}
-						nTok := l.MaxTok
-						x := make([]byte, nTok*ab)
-						for i := range x {
-							x[i] = byte(r.Uint32())
-						}
-						for tok := range nTok {
-							for b := range nb {
-								binary.LittleEndian.PutUint16(x[tok*ab+36*b:], xs.f())
-								binary.LittleEndian.PutUint16(x[tok*ab+36*b+2:], xs.f())
-							}
-						}
-						g := make([]byte, l.GroupBytes(cols))
-						l.Pack(g, src, cols)
-						y := make([]float32, nTok*16)
-						l.Dot(cols, g, x, ab, nTok, y, 16)
-						for tok := range nTok {
-							xt := x[tok*ab : (tok+1)*ab]
-							for row := range 16 {
-								w := src[row*rb : (row+1)*rb]
-								want := dotQ4_1Generic(cols, w, xt)
-								var bound float64 // sum of |terms|: the float rounding scale
-								for b := range nb {
-									wb, xb := w[20*b:], xt[36*b:]
-									var s float64
-									for j := range 16 {
-										s += float64(wb[4+j]&0xf) * math.Abs(float64(int8(xb[4+j])))
-										s += float64(wb[4+j]>>4) * math.Abs(float64(int8(xb[20+j])))
-									}
-									bound += math.Abs(float64(f16At(wb))*float64(f16At(xb)))*s +
-										math.Abs(float64(f16At(wb[2:]))*float64(f16At(xb[2:])))
-								}
-								diff := math.Abs(float64(y[tok*16+row]) - float64(want))
-								require.LessOrEqual(t, diff, 1e-5*bound, "%s %d cols, scales %s x %s: token %d row %d: got %g want %g", l.Name, cols, ws.name, xs.name, tok, row, y[tok*16+row], want)
-							}
-						}
-					}
-				}
-			}
-		}
-	})
-}
-
-// TestPackedQ41Bounds checks that Dot refuses operands too short for the
-// call instead of reading past them.
-func TestPackedQ41Bounds(t *testing.T) {
-	_, layouts := q41Layouts()
-	checkPackedBounds(t, layouts)
-}
-
-// TestPackedQ41NoAlloc checks that Dot and Pack allocate nothing.
-func TestPackedQ41NoAlloc(t *testing.T) {
-	_, layouts := q41Layouts()
-	checkPackedNoAlloc(t, layouts)
+	}
 }
 
 // q41BenchMatrix returns a random rows x cols q4_1 matrix (quantized from
 // normal values, so scales and offsets are realistic), unpacked and packed
-// with the current variant's layout (nil when it has none).
+// with the detected set's layout (nil when it has none).
 func q41BenchMatrix(rows, cols int) (m, p *Matrix) {
 	return packedBenchMatrix(gguf.Q4_1, rows, cols)
 }
@@ -300,8 +177,9 @@ func q41BenchTokens(cols, nTok int) []byte {
 // rotated past the last-level cache), and measures Pack. Run with
 // -benchtime 20x.
 func BenchmarkPackedQ41(b *testing.B) {
-	if Packed(gguf.Q4_1) == nil {
-		b.Skipf("kernel set %s has no packed q4_1 layout", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q4_1) == nil {
+		b.Skipf("kernel set %s has no packed q4_1 layout", ks.Name())
 	}
 	for _, shape := range [][2]int{{2048, 8192}, {1536, 576}, {576, 1536}, {576, 576}, {192, 576}, {49152, 576}} {
 		rows, cols := shape[0], shape[1]
@@ -320,7 +198,7 @@ func BenchmarkPackedQ41(b *testing.B) {
 				b.Run(fmt.Sprintf("MatMul/%dx%d/tok%d/%s", rows, cols, nTok, mm.name), func(b *testing.B) {
 					b.SetBytes(int64(nTok) * int64(rows) * int64(cols)) // multiply-adds
 					for b.Loop() {
-						MatMulTiled(mm.m, xq, nTok, y, 0, rows)
+						ks.MatMulTiled(mm.m, xq, nTok, y, 0, rows)
 					}
 					b.ReportMetric(2*float64(rows*cols*nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})
@@ -332,7 +210,7 @@ func BenchmarkPackedQ41(b *testing.B) {
 			b.Run(fmt.Sprintf("MatVec/%dx%d/%s", rows, cols, mm.name), func(b *testing.B) {
 				b.SetBytes(int64(len(m.Data))) // weight bytes streamed
 				for b.Loop() {
-					MatVec(mm.m, xq, y, 0, rows)
+					ks.MatVec(mm.m, xq, y, 0, rows)
 				}
 			})
 		}
@@ -371,7 +249,7 @@ func BenchmarkPackedQ41(b *testing.B) {
 						for th := range threads {
 							r0 := rows * th / threads / 16 * 16
 							r1 := rows * (th + 1) / threads / 16 * 16
-							wg.Go(func() { MatVec(mm, xq, y, r0, r1) })
+							wg.Go(func() { ks.MatVec(mm, xq, y, r0, r1) })
 						}
 						wg.Wait()
 					}
@@ -384,10 +262,11 @@ func BenchmarkPackedQ41(b *testing.B) {
 // BenchmarkPackedQ41Dot runs Dot alone on a few groups that stay in L1/L2
 // (576 and 2048 columns), per token count: the kernel's compute rate.
 func BenchmarkPackedQ41Dot(b *testing.B) {
-	l := Packed(gguf.Q4_1)
-	if l == nil {
-		b.Skipf("kernel set %s has no packed q4_1 layout", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q4_1) == nil {
+		b.Skipf("kernel set %s has no packed q4_1 layout", ks.Name())
 	}
+	l := ks.Packed(gguf.Q4_1)
 	for _, cols := range []int{576, 2048} {
 		const groups = 4
 		_, p := q41BenchMatrix(16*groups, cols)
@@ -397,13 +276,13 @@ func BenchmarkPackedQ41Dot(b *testing.B) {
 		gb := l.GroupBytes(cols)
 		for _, k := range []int{1, 2, 4, 8} {
 			for _, gf := range []bool{false, true} {
-				if gf && !cpu.X86.HasAVX512GFNI {
+				if gf && !hasGFNI() {
 					continue
 				}
+				gs, err := newSet(ks.Name(), gf)
+				require.NoError(b, err)
+				l := gs.Packed(gguf.Q4_1)
 				b.Run(fmt.Sprintf("%d/tok%d/gfni=%v", cols, k, gf), func(b *testing.B) {
-					prev := packedQ41GFNI
-					packedQ41GFNI = gf
-					defer func() { packedQ41GFNI = prev }()
 					for b.Loop() {
 						for g := range groups {
 							l.Dot(cols, p.Packed[g*gb:(g+1)*gb], xq, ab, k, y[16*g:], 16*groups)
@@ -416,15 +295,14 @@ func BenchmarkPackedQ41Dot(b *testing.B) {
 	}
 }
 
-// TestPackedQ41OtherSets checks the packed matrix under the other kernel
-// sets, as a test that switches sets after packing meets it: under the
-// generic set it gives bit for bit what the generic row dot gives on the
-// unpacked rows, under any other set what ggmlDotQ41 (llama.cpp's q4_1
-// order) gives.
-func TestPackedQ41OtherSets(t *testing.T) {
-	l := registeredPacked(t, gguf.Q4_1)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+// TestPackedQ41GenericBits checks that the generic set's q4_1 layout, whose
+// Dot is the pure-Go twin, gives bit for bit what the generic row dot gives
+// on the unpacked rows, so that packing never changes the generic set's
+// results.
+func TestPackedQ41GenericBits(t *testing.T) {
+	l := &packedQ41Base
+	ks, err := genericSet.WithPacked(gguf.Q4_1, l)
+	require.NoError(t, err)
 	for _, cols := range []int{32, 576, 1536} {
 		const rows, nTok = 35, 11
 		m, _ := q41BenchMatrix(rows, cols)
@@ -435,27 +313,15 @@ func TestPackedQ41OtherSets(t *testing.T) {
 		xq := q41BenchTokens(cols, nTok)
 		ab := ActivationBytes(gguf.Q4_1, cols)
 		packed := rows / 16 * 16
-		for _, v := range Variants() {
-			if v == "avx512" {
-				continue
-			}
-			require.NoError(t, SetVariant(v))
-			for _, nt := range []int{1, 4, nTok} {
-				got := make([]float32, nt*rows)
-				MatMulTiled(&p, xq, nt, got, 0, rows)
-				for k := range nt {
-					for r := range packed {
-						var want [1]float32
-						if v == "generic" {
-							want[0] = dotQ4_1Generic(cols, m.Row(r), xq[k*ab:(k+1)*ab])
-						} else {
-							ggmlDotQ41(cols, m.Row(r), xq[k*ab:], ab, 1, want[:], 1)
-						}
-						require.Equal(t, math.Float32bits(want[0]), math.Float32bits(got[k*rows+r]), "set %s, %d cols, %d tokens: token %d row %d: got %g want %g", v, cols, nt, k, r, got[k*rows+r], want[0])
-					}
+		for _, nt := range []int{1, 4, nTok} {
+			got := make([]float32, nt*rows)
+			ks.MatMulTiled(&p, xq, nt, got, 0, rows)
+			for k := range nt {
+				for r := range packed {
+					want := dotQ4_1Generic(cols, m.Row(r), xq[k*ab:(k+1)*ab])
+					require.Equal(t, math.Float32bits(want), math.Float32bits(got[k*rows+r]), "%d cols, %d tokens: token %d row %d: got %g want %g", cols, nt, k, r, got[k*rows+r], want)
 				}
 			}
 		}
-		require.NoError(t, SetVariant(prev))
 	}
 }

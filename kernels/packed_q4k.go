@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/moonlm/moonlm/gguf"
-	"golang.org/x/sys/cpu"
 )
 
 // Packed q4_K ("q4_K.r16.v1"): 16 rows interleaved so that a 512-bit
@@ -40,7 +39,7 @@ const (
 )
 
 // packedQ4KBase is the q4_K layout with the pure-Go kernel as its Dot; the
-// SIMD variants copy it and set their own Dot.
+// SIMD sets copy it and set their own Dot.
 var packedQ4KBase = PackedLayout{
 	Name:       "q4_K.r16.v1",
 	Type:       gguf.Q4_K,
@@ -51,12 +50,6 @@ var packedQ4KBase = PackedLayout{
 	Dot:        dotPackedQ4KGeneric,
 	DotGeneric: dotPackedQ4KGeneric,
 }
-
-// packedQ4KGFNI selects the GFNI forms of the amd64 kernels, which Ice Lake
-// and later CPUs can run and Cascade Lake (AVX-512 VNNI without GFNI)
-// cannot; tests switch it to check both forms. Other architectures ignore
-// it.
-var packedQ4KGFNI = cpu.X86.HasAVX512GFNI
 
 func packedQ4KGroupBytes(cols int) int { return cols / qkK * q4kPackedBlock }
 

@@ -32,19 +32,36 @@ func packedQ4KDot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystrid
 //go:noescape
 func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
 
-// packedQ4KAVX512 is the q4_K layout with the VNNI kernels, for the avx512
-// variant.
-var packedQ4KAVX512 = func() *PackedLayout {
-	l := packedQ4KBase
-	l.Dot = dotPackedQ4KAVX512
-	return &l
+// packedQ4KAVX512 and packedQ4KGFNI are the q4_K layout with the VNNI
+// kernels, for the avx512 set without and with GFNI (the same bytes, so the
+// same name).
+var packedQ4KAVX512, packedQ4KGFNI = func() (*PackedLayout, *PackedLayout) {
+	a, g := packedQ4KBase, packedQ4KBase
+	a.Dot, g.Dot = dotPackedQ4KAVX512, dotPackedQ4KGFNI
+	return &a, &g
 }()
 
-var _ = registerPacked("avx512", packedQ4KAVX512)
+var _ = registerPacked("avx512", func(s *Set) *PackedLayout {
+	if s.gfni {
+		return packedQ4KGFNI
+	}
+	return packedQ4KAVX512
+})
 
-// dotPackedQ4KAVX512 checks the bounds once and runs the 8-, 4- and
-// 1-token kernels over the tokens, largest first.
+// dotPackedQ4KAVX512 is dotPackedQ4KVNNI with the AVX-512 forms.
 func dotPackedQ4KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	dotPackedQ4KVNNI(false, cols, g, x, xStride, nTok, y, yStride)
+}
+
+// dotPackedQ4KGFNI is dotPackedQ4KVNNI with the GFNI forms.
+func dotPackedQ4KGFNI(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	dotPackedQ4KVNNI(true, cols, g, x, xStride, nTok, y, yStride)
+}
+
+// dotPackedQ4KVNNI checks the bounds once and runs the 8-, 4- and 1-token
+// kernels over the tokens, largest first, in their GFNI forms when gf is
+// set.
+func dotPackedQ4KVNNI(gf bool, cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 	checkPackedQ4K(cols, g, x, xStride, nTok, packedQ4KBase.MaxTok, y, yStride)
 	nb := cols / qkK
 	if nb == 0 {
@@ -56,7 +73,6 @@ func dotPackedQ4KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, y
 	gp := unsafe.SliceData(g)
 	xp := unsafe.Pointer(unsafe.SliceData(x))
 	yp := unsafe.Pointer(unsafe.SliceData(y))
-	gf := packedQ4KGFNI
 	t := 0
 	for ; t+8 <= nTok; t += 8 {
 		xt, yt := (*byte)(unsafe.Add(xp, t*xStride)), (*float32)(unsafe.Add(yp, 4*t*yStride))

@@ -10,54 +10,14 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// q4kLayouts returns the registered q4_K layouts of the kernel sets this
-// CPU runs, plus the pure-Go base layout, each with a label and a setup
-// that installs its variant (and, for the amd64 kernels, their plain or
-// GFNI form); the previous state comes back when the test ends.
-func q4kLayouts(t testing.TB) (labels []string, layouts []*PackedLayout, setups []func()) {
-	prevVariant, prevGFNI := Variant, packedQ4KGFNI
-	t.Cleanup(func() {
-		packedQ4KGFNI = prevGFNI
-		require.NoError(t, SetVariant(prevVariant))
-	})
-	add := func(label, variant string, l *PackedLayout, gfni bool) {
-		labels, layouts = append(labels, label), append(layouts, l)
-		setups = append(setups, func() {
-			require.NoError(t, SetVariant(variant))
-			packedQ4KGFNI = gfni
-		})
-	}
-	add("generic", "generic", &packedQ4KBase, false)
-	have := Variants()
-	for v, ls := range packedRegistry {
-		for _, l := range ls {
-			if l.Type != gguf.Q4_K || !slices.Contains(have, v) {
-				continue
-			}
-			add(v, v, l, false)
-			if prevGFNI {
-				add(v+"+gfni", v, l, true)
-			}
-		}
-	}
-	return labels, layouts, setups
-}
-
-// TestPackedQ4KRegistered checks that the avx512 variant brings the q4_K
-// layout and that a packed group stays within 3% of the GGUF rows it
-// replaces (decode streams the packed bytes).
-func TestPackedQ4KRegistered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q4_K)
-	assert.Equal(t, "q4_K.r16.v1", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	for _, cols := range []int{256, 2048, 8192} {
-		g, rows := found.GroupBytes(cols), 16*RowBytes(gguf.Q4_K, cols)
-		assert.LessOrEqual(t, float64(g), 1.03*float64(rows), "%d cols: packed %d bytes vs %d", cols, g, rows)
-	}
+// q4kLayouts returns the pure-Go q4_K layout and the layouts of the kernel
+// sets this CPU runs (the GFNI and plain forms of the avx512 kernels where
+// the CPU has GFNI), each with its set.
+func q4kLayouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
+	return packedLayoutsOf(t, gguf.Q4_K, &packedQ4KBase)
 }
 
 // TestPackedQ4KBytes decodes the packed bytes by the layout documented in
@@ -141,7 +101,7 @@ func q8KHand(qs []int8) []byte {
 // +127 and -128 activations (the largest sums), zero scales, random bytes,
 // and alternating signs; one block and four blocks.
 func TestPackedQ4KExact(t *testing.T) {
-	variants, layouts, setups := q4kLayouts(t)
+	sets, layouts := q4kLayouts(t)
 	r := rand.New(rand.NewPCG(3, 5))
 	type wcase struct {
 		name string
@@ -223,7 +183,6 @@ func TestPackedQ4KExact(t *testing.T) {
 					}
 				}
 				for li, l := range layouts {
-					setups[li]()
 					g := make([]byte, l.GroupBytes(cols))
 					l.Pack(g, src, cols)
 					for _, dot := range []struct {
@@ -243,7 +202,7 @@ func TestPackedQ4KExact(t *testing.T) {
 								// float32; above, the int32 sums are
 								// converted with one rounding each.
 								what := fmt.Sprintf("%s %s %s: %d cols, weights %s, activations %s, %d tokens, output %d",
-									variants[li], l.Name, dot.name, cols, wc.name, an, nt, i)
+									sets[li].Name(), l.Name, dot.name, cols, wc.name, an, nt, i)
 								if bound[i] < 1<<24 {
 									exact++
 									require.Equal(t, want[i], got[i], what)
@@ -267,7 +226,7 @@ func TestPackedQ4KExact(t *testing.T) {
 // with the file's q8_K activations.
 func TestPackedQ4KQuantvec(t *testing.T) {
 	q := openQuantvec(t)
-	variants, layouts, setups := q4kLayouts(t)
+	sets, layouts := q4kLayouts(t)
 	w := q.tensor(t, "q4_K.q").Data
 	x := q.tensor(t, "x.q8_K").Data
 	ref := q.f32(t, "q4_K.dot")
@@ -287,7 +246,6 @@ func TestPackedQ4KQuantvec(t *testing.T) {
 		bound[i] = simdDotBound(t, gguf.Q4_K, q.cols, w[r*rb:(r+1)*rb], x)
 	}
 	for li, l := range layouts {
-		setups[li]()
 		g := make([]byte, l.GroupBytes(q.cols))
 		l.Pack(g, src, q.cols)
 		xs := slices.Repeat(x, l.MaxTok)
@@ -300,7 +258,7 @@ func TestPackedQ4KQuantvec(t *testing.T) {
 				dot.fn(q.cols, g, xs, len(x), nt, y, 16)
 				for k := range nt {
 					for i := range 16 {
-						require.InDelta(t, want[i], y[16*k+i], 1e-5*bound[i]+1e-6, "%s %s %s: %d tokens: token %d row %d", variants[li], l.Name, dot.name, nt, k, i)
+						require.InDelta(t, want[i], y[16*k+i], 1e-5*bound[i]+1e-6, "%s %s %s: %d tokens: token %d row %d", sets[li].Name(), l.Name, dot.name, nt, k, i)
 					}
 				}
 			}
@@ -312,7 +270,7 @@ func TestPackedQ4KQuantvec(t *testing.T) {
 // rows (64 blocks) with padded token and output strides, and checks that
 // Dot writes nothing outside its 16 x nTok outputs and allocates nothing.
 func TestPackedQ4KManyBlocks(t *testing.T) {
-	variants, layouts, setups := q4kLayouts(t)
+	sets, layouts := q4kLayouts(t)
 	const cols, nTok = 64 * 256, 8
 	r := rand.New(rand.NewPCG(9, 1))
 	rb := RowBytes(gguf.Q4_K, cols)
@@ -339,7 +297,6 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 		}
 	}
 	for li, l := range layouts {
-		setups[li]()
 		g := make([]byte, l.GroupBytes(cols))
 		l.Pack(g, src, cols)
 		for _, dot := range []struct {
@@ -360,7 +317,7 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 							continue
 						}
 						require.InDelta(t, want[k*16+i], float64(got), 1e-5*bound[k*16+i]+1e-6,
-							"%s %s %s: %d tokens: token %d row %d", variants[li], l.Name, dot.name, nt, k, i)
+							"%s %s %s: %d tokens: token %d row %d", sets[li].Name(), l.Name, dot.name, nt, k, i)
 					}
 				}
 			}
@@ -371,29 +328,10 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 	}
 }
 
-// TestPackedQ4KBounds checks that the kernels refuse short buffers instead
-// of reading past them.
-func TestPackedQ4KBounds(t *testing.T) {
-	_, layouts, setups := q4kLayouts(t)
-	const cols = 512
-	g := make([]byte, packedQ4KGroupBytes(cols))
-	x := make([]byte, 2*ActivationBytes(gguf.Q4_K, cols))
-	y := make([]float32, 32)
-	ab := ActivationBytes(gguf.Q4_K, cols)
-	for li, l := range layouts {
-		setups[li]()
-		require.NotPanics(t, func() { l.Dot(cols, g, x, ab, 2, y, 16) })
-		require.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 2, y, 16) }, "short group")
-		require.Panics(t, func() { l.Dot(cols, g, x[:len(x)-1], ab, 2, y, 16) }, "short activations")
-		require.Panics(t, func() { l.Dot(cols, g, x, ab, 2, y[:31], 16) }, "short output")
-		require.Panics(t, func() { l.Dot(cols, g, x, ab, l.MaxTok+1, make([]float32, 16*(l.MaxTok+1)), 16) }, "too many tokens")
-		require.Panics(t, func() { l.Pack(g, make([]byte, 16*RowBytes(gguf.Q4_K, cols)-1), cols) }, "short rows")
-	}
-}
-
 // benchQ4KMatrix makes a random rows x cols q4_K matrix, its packed twin
 // (nil when no SIMD layout is installed) and nTok quantized tokens.
 func benchQ4KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte) {
+	ks := Detect()
 	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
 	rb := RowBytes(gguf.Q4_K, cols)
 	m = &Matrix{Type: gguf.Q4_K, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
@@ -407,15 +345,7 @@ func benchQ4KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 		}
 		QuantizeRow(gguf.Q8_K, act, xq[k*ab:(k+1)*ab])
 	}
-	l := Packed(gguf.Q4_K)
-	if l == nil {
-		return m, nil, xq
-	}
-	pm := *m
-	pm.Packed = make([]byte, l.PackedSize(rows, cols))
-	pm.Layout = l
-	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-	return m, &pm, xq
+	return m, packedCopy(ks, m), xq
 }
 
 // BenchmarkPackedQ4K compares MatVec (1 and 2 goroutines) and MatMulTiled
@@ -423,8 +353,9 @@ func benchQ4KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 //
 //	go test -run X -bench PackedQ4K -benchtime 20x ./kernels/
 func BenchmarkPackedQ4K(b *testing.B) {
-	if Packed(gguf.Q4_K) == nil {
-		b.Skipf("no packed q4_K layout in the %s kernel set", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q4_K) == nil {
+		b.Skipf("no packed q4_K layout in the %s kernel set", ks.Name())
 	}
 	for _, shape := range [][2]int{{8192, 2048}, {2048, 8192}} {
 		rows, cols := shape[0], shape[1]
@@ -443,17 +374,17 @@ func BenchmarkPackedQ4K(b *testing.B) {
 					for range b.N {
 						if op.nTok == 1 {
 							if op.thr == 1 {
-								MatVec(mat.m, xq, y, 0, rows)
+								ks.MatVec(mat.m, xq, y, 0, rows)
 								continue
 							}
 							var wg sync.WaitGroup
 							for i := range op.thr {
-								wg.Go(func() { MatVec(mat.m, xq, y, rows*i/op.thr, rows*(i+1)/op.thr) })
+								wg.Go(func() { ks.MatVec(mat.m, xq, y, rows*i/op.thr, rows*(i+1)/op.thr) })
 							}
 							wg.Wait()
 							continue
 						}
-						MatMulTiled(mat.m, xq, op.nTok, y, 0, rows)
+						ks.MatMulTiled(mat.m, xq, op.nTok, y, 0, rows)
 					}
 				})
 			}
@@ -475,9 +406,10 @@ func BenchmarkPackQ4K(b *testing.B) {
 // BenchmarkPackedQ4KDot runs Dot on one L1-resident group (2048 columns)
 // for each token count, reporting multiply-adds per nanosecond.
 func BenchmarkPackedQ4KDot(b *testing.B) {
-	l := Packed(gguf.Q4_K)
+	ks := Detect()
+	l := ks.Packed(gguf.Q4_K)
 	if l == nil {
-		b.Skipf("no packed q4_K layout in the %s kernel set", Variant)
+		b.Skipf("no packed q4_K layout in the %s kernel set", ks.Name())
 	}
 	const cols = 2048
 	m, p, xq := benchQ4KMatrix(b, 16, cols, l.MaxTok)

@@ -34,7 +34,7 @@ const (
 )
 
 // packedQ50Base is the q5_0 layout with the pure-Go kernel as its Dot; the
-// SIMD variants copy it and set their own Dot.
+// SIMD sets copy it and set their own Dot.
 var packedQ50Base = PackedLayout{
 	Name:       "q5_0.r16.v1",
 	Type:       gguf.Q5_0,

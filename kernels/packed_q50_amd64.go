@@ -21,7 +21,7 @@ func packedQ50Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystr
 func packedQ50Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 
 // packedQ50AVX512 is the q5_0 layout with the VNNI kernels, for the avx512
-// variant.
+// set.
 var packedQ50AVX512 = func() *PackedLayout {
 	l := packedQ50Base
 	l.Dot = dotPackedQ50AVX512
@@ -29,14 +29,8 @@ var packedQ50AVX512 = func() *PackedLayout {
 }()
 
 // dotPackedQ50AVX512 checks the bounds once and runs the 8-, 4-, 2- and
-// 1-token kernels over the binary digits of nTok. Under another kernel set
-// (installed by SetVariant after the weights were packed) it sums in the
-// generic row dot's order instead.
+// 1-token kernels over the binary digits of nTok.
 func dotPackedQ50AVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	if Variant != "avx512" {
-		dotPackedQ50Generic(cols, g, x, xStride, nTok, y, yStride)
-		return
-	}
 	checkPackedQ50(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	if nb == 0 {
@@ -71,4 +65,4 @@ func dotPackedQ50AVX512(cols int, g, x []byte, xStride, nTok int, y []float32, y
 	}
 }
 
-var _ = registerPacked("avx512", packedQ50AVX512)
+var _ = registerPacked("avx512", func(*Set) *PackedLayout { return packedQ50AVX512 })

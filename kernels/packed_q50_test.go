@@ -8,26 +8,13 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// q50Layouts returns the pure-Go q5_0 layout and the registered ones of the
-// kernel sets this CPU runs, each with the variant to install.
-func q50Layouts() (variants []string, layouts []*PackedLayout) {
-	return packedLayoutsOf(gguf.Q5_0, &packedQ50Base)
-}
-
-// TestPackedQ50Registered checks that the avx512 variant brings the q5_0
-// layout and that a packed group is exactly as big as the rows it replaces.
-func TestPackedQ50Registered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q5_0)
-	assert.Equal(t, "q5_0.r16.v1", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	assert.Equal(t, 8, found.MaxTok)
-	for _, cols := range []int{32, 96, 640, 8192} {
-		assert.Equal(t, 16*RowBytes(gguf.Q5_0, cols), found.GroupBytes(cols), "%d cols", cols)
-	}
+// q50Layouts returns the pure-Go q5_0 layout and the layouts of the kernel
+// sets this CPU runs, each with its set.
+func q50Layouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
+	return packedLayoutsOf(t, gguf.Q5_0, &packedQ50Base)
 }
 
 // TestPackedQ50Bytes reads every scale, fifth bit and nibble back from the
@@ -105,9 +92,7 @@ func q50HandRows(cols int, d uint16, q func(row, i int) uint8) []byte {
 // one block, odd and even block counts, every token count, and a stride
 // that misaligns the activations.
 func TestPackedQ50Exact(t *testing.T) {
-	variants, layouts := q50Layouts()
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	_, layouts := q50Layouts(t)
 	one := F32ToF16(1)
 	type qcase struct {
 		name string
@@ -133,8 +118,7 @@ func TestPackedQ50Exact(t *testing.T) {
 		{"alternating", func(row, i int) uint8 { return uint8((row + i) % 2 * 31) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
 		{"by position", func(row, i int) uint8 { return uint8(i+row) % 32 }, func(tok, i int) int8 { return int8(i%32 - 16 + tok) }},
 	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
+	for _, l := range layouts {
 		for _, nb := range []int{1, 2, 3, 16, 17, 35} {
 			cols := 32 * nb
 			ab := ActivationBytes(gguf.Q5_0, cols)
@@ -179,102 +163,8 @@ func TestPackedQ50Exact(t *testing.T) {
 	}
 }
 
-// TestPackedQ50Scales compares the packed kernels with the generic q5_0 row
-// dot on rows of many blocks (8192 columns) and of one block, with extreme
-// and unusual scales: the largest f16, subnormals, zero, negative, and
-// random ones. The pure-Go twin must give the generic row dot's bits.
-func TestPackedQ50Scales(t *testing.T) {
-	variants, layouts := q50Layouts()
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
-	r := rand.New(rand.NewPCG(5, 3))
-	scales := []struct {
-		name string
-		f    func() uint16
-	}{
-		{"max", func() uint16 { return 0x7bff }},
-		{"subnormal", func() uint16 { return uint16(1 + r.IntN(0x3ff)) }},
-		{"zero", func() uint16 { return 0 }},
-		{"negative", func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) }},
-		{"random", func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) }},
-	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
-		for _, cols := range []int{32, 8192} {
-			nb := cols / 32
-			rb := RowBytes(gguf.Q5_0, cols)
-			ab := ActivationBytes(gguf.Q5_0, cols)
-			for _, ws := range scales {
-				for _, xs := range scales {
-					src := make([]byte, 16*rb)
-					for i := range src {
-						src[i] = byte(r.Uint32())
-					}
-					for row := range 16 {
-						for b := range nb {
-							binary.LittleEndian.PutUint16(src[row*rb+22*b:], ws.f())
-						}
-					}
-					nTok := l.MaxTok
-					x := make([]byte, nTok*ab)
-					for i := range x {
-						x[i] = byte(r.Uint32())
-					}
-					for tok := range nTok {
-						for b := range nb {
-							binary.LittleEndian.PutUint16(x[tok*ab+34*b:], xs.f())
-						}
-					}
-					g := make([]byte, l.GroupBytes(cols))
-					l.Pack(g, src, cols)
-					y := make([]float32, nTok*16)
-					l.Dot(cols, g, x, ab, nTok, y, 16)
-					yg := make([]float32, nTok*16)
-					l.DotGeneric(cols, g, x, ab, nTok, yg, 16)
-					for tok := range nTok {
-						xt := x[tok*ab : (tok+1)*ab]
-						for row := range 16 {
-							w := src[row*rb : (row+1)*rb]
-							want := dotQ5_0Generic(cols, w, xt)
-							require.Equal(t, math.Float32bits(want), math.Float32bits(yg[tok*16+row]), "DotGeneric %d cols, scales %s x %s: token %d row %d: got %g want %g", cols, ws.name, xs.name, tok, row, yg[tok*16+row], want)
-							var bound float64 // sum of |terms|: the float rounding scale
-							for b := range nb {
-								wb, xb := w[22*b:], xt[34*b:]
-								qh := binary.LittleEndian.Uint32(wb[2:])
-								var s float64
-								for j := range 16 {
-									lo := float64(int32(wb[6+j]&0xf) | int32(qh>>j&1)<<4 - 16)
-									hi := float64(int32(wb[6+j]>>4) | int32(qh>>(j+16)&1)<<4 - 16)
-									s += math.Abs(lo) * math.Abs(float64(int8(xb[2+j])))
-									s += math.Abs(hi) * math.Abs(float64(int8(xb[18+j])))
-								}
-								bound += math.Abs(float64(f16At(wb))*float64(f16At(xb))) * s
-							}
-							diff := math.Abs(float64(y[tok*16+row]) - float64(want))
-							require.LessOrEqual(t, diff, 1e-5*bound, "%s %d cols, scales %s x %s: token %d row %d: got %g want %g", l.Name, cols, ws.name, xs.name, tok, row, y[tok*16+row], want)
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
-// TestPackedQ50Bounds checks that Dot refuses operands too short for the
-// call instead of reading past them.
-func TestPackedQ50Bounds(t *testing.T) {
-	_, layouts := q50Layouts()
-	checkPackedBounds(t, layouts)
-}
-
-// TestPackedQ50NoAlloc checks that Dot and Pack allocate nothing.
-func TestPackedQ50NoAlloc(t *testing.T) {
-	_, layouts := q50Layouts()
-	checkPackedNoAlloc(t, layouts)
-}
-
 // q50BenchMatrix returns a random rows x cols q5_0 matrix (quantized from
-// normal values), unpacked and packed with the current variant's layout
+// normal values), unpacked and packed with the detected set's layout
 // (nil when it has none).
 func q50BenchMatrix(rows, cols int) (m, p *Matrix) {
 	return packedBenchMatrix(gguf.Q5_0, rows, cols)
@@ -288,8 +178,9 @@ func q50BenchTokens(cols, nTok int) []byte {
 // matrix larger than L2 and on Gemma 3 270M's q5_0 shapes (rows x cols),
 // packed against the unpacked kernels, and measures Pack.
 func BenchmarkPackedQ50(b *testing.B) {
-	if Packed(gguf.Q5_0) == nil {
-		b.Skipf("kernel set %s has no packed q5_0 layout", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q5_0) == nil {
+		b.Skipf("kernel set %s has no packed q5_0 layout", ks.Name())
 	}
 	for _, shape := range [][2]int{{2048, 8192}, {1024, 640}, {2048, 640}} {
 		rows, cols := shape[0], shape[1]
@@ -307,7 +198,7 @@ func BenchmarkPackedQ50(b *testing.B) {
 			for _, mm := range mats {
 				b.Run(fmt.Sprintf("MatMul/%dx%d/tok%d/%s", rows, cols, nTok, mm.name), func(b *testing.B) {
 					for b.Loop() {
-						MatMul(mm.m, xq, nTok, y, 0, rows)
+						ks.MatMul(mm.m, xq, nTok, y, 0, rows)
 					}
 					b.ReportMetric(2*float64(rows*cols*nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})
@@ -319,7 +210,7 @@ func BenchmarkPackedQ50(b *testing.B) {
 			b.Run(fmt.Sprintf("MatVec/%dx%d/%s", rows, cols, mm.name), func(b *testing.B) {
 				b.SetBytes(int64(len(m.Data))) // weight bytes streamed
 				for b.Loop() {
-					MatVec(mm.m, xq, y, 0, rows)
+					ks.MatVec(mm.m, xq, y, 0, rows)
 				}
 			})
 		}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -38,14 +39,14 @@ const (
 )
 
 // packedQ6KBase is the q6_K layout with the pure-Go kernel as its Dot; the
-// SIMD variants copy it and set their own Dot.
+// SIMD sets copy it and set their own Dot.
 var packedQ6KBase = PackedLayout{
 	Name: "q6_K.r16.v2",
 	Type: gguf.Q6_K,
 	Rows: q6kPackedRows,
 	// 8 tokens a call spread the record decode over more VPDPBUSD: 175 ns
 	// per token and 2048 values against 241 ns with 4 (AVX-512, L2-hot).
-	MaxTok:     8,
+	MaxTok:     q6kPackedMaxTok,
 	GroupBytes: packedQ6KGroupBytes,
 	Pack:       packQ6K,
 	Dot:        dotPackedQ6KGeneric,
@@ -107,17 +108,31 @@ func q6kPackedQuant(blk []byte, r, s, j int) int32 {
 	return int32(a>>6 | b>>6<<2 | c>>6<<4)
 }
 
+// q6kPackedMaxTok is the most tokens one Dot call takes.
+const q6kPackedMaxTok = 8
+
+// checkPackedQ6K panics unless one Dot call's operands are in bounds:
+// whole blocks, 1..q6kPackedMaxTok tokens, and slices that hold them (the
+// whole extent, checked once: subslices could otherwise reach into
+// capacity past len).
+func checkPackedQ6K(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / qkK
+	if cols%qkK != 0 || nTok < 1 || nTok > q6kPackedMaxTok ||
+		len(g) < nb*q6kPackedBlock ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8K) ||
+		len(y) < (nTok-1)*yStride+q6kPackedRows {
+		panic(fmt.Sprintf("kernels: packed q6_K dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
+			cols, nTok, len(g), len(x), xStride, len(y), yStride))
+	}
+}
+
 // dotPackedQ6KGeneric is the pure-Go packed q6_K kernel, computing as the
 // SIMD kernel does: per sub-block the exact integer sum of (q-32)*x (the
 // -32 applied through the q8_K sub-block sums), scaled in float by d*sc and
 // summed per block, then scaled by the token's d.
 func dotPackedQ6KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	checkPackedQ6K(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qkK
-	// Check the whole extent once, as the SIMD kernel does (subslices
-	// could otherwise reach into capacity past len).
-	_ = g[nb*q6kPackedBlock-1]
-	_ = x[(nTok-1)*xStride+nb*bytesQ8K-1]
-	_ = y[(nTok-1)*yStride+q6kPackedRows-1]
 	for t := 0; t < nTok; t++ {
 		xt := x[t*xStride : t*xStride+nb*bytesQ8K]
 		for r := 0; r < q6kPackedRows; r++ {

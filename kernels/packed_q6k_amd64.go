@@ -2,8 +2,6 @@
 
 package kernels
 
-import "fmt"
-
 // packedQ6KAVX512 is the q6_K layout with the AVX-512 VNNI kernel.
 var packedQ6KAVX512 = func() PackedLayout {
 	l := packedQ6KBase
@@ -11,7 +9,7 @@ var packedQ6KAVX512 = func() PackedLayout {
 	return l
 }()
 
-var _ = registerPacked("avx512", &packedQ6KAVX512)
+var _ = registerPacked("avx512", func(*Set) *PackedLayout { return &packedQ6KAVX512 })
 
 // The packed q6_K kernels for 1..8 tokens: each sets y[t*ystride+r] (ystride
 // in floats) for 16 rows and its token count from nb packed blocks at w and
@@ -46,19 +44,14 @@ func packedQ6KDot8(w, x *byte, xstride, nb int, y *float32, ystride int)
 // dotPackedQ6KAVX512 is the Dot of the AVX-512 q6_K layout: it checks the
 // slices once and runs the kernel for nTok tokens.
 func dotPackedQ6KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	checkPackedQ6K(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qkK
-	if nTok < 1 || nTok > 8 {
-		panic(fmt.Sprintf("kernels: packed q6_K dot of %d tokens (1..8)", nTok))
-	}
-	_ = y[(nTok-1)*yStride+q6kPackedRows-1]
 	if nb == 0 {
 		for t := 0; t < nTok; t++ {
 			clear(y[t*yStride : t*yStride+q6kPackedRows])
 		}
 		return
 	}
-	_ = g[nb*q6kPackedBlock-1]
-	_ = x[(nTok-1)*xStride+nb*bytesQ8K-1]
 	gp, xp, yp := &g[0], &x[0], &y[0]
 	switch nTok {
 	case 1:

@@ -10,25 +10,13 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// q6kLayouts returns the registered q6_K layouts this CPU can run, with the
-// pure-Go base layout first (it runs everywhere).
-func q6kLayouts(t testing.TB) (names []string, layouts []*PackedLayout) {
-	return packedLayoutsOf(gguf.Q6_K, &packedQ6KBase)
-}
-
-func TestPackedQ6KRegistered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q6_K)
-	assert.Equal(t, "q6_K.r16.v2", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	assert.LessOrEqual(t, found.Rows*found.MaxTok, maxPackedTile)
-	for _, cols := range []int{256, 2048, 8192} {
-		// Same bytes as the GGUF rows it replaces: decode streams no more.
-		assert.Equal(t, found.Rows*RowBytes(gguf.Q6_K, cols), found.GroupBytes(cols), "cols %d", cols)
-	}
+// q6kLayouts returns the q6_K layouts of the kernel sets this CPU runs,
+// each with its set, the pure-Go base layout first (it runs everywhere).
+func q6kLayouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
+	return packedLayoutsOf(t, gguf.Q6_K, &packedQ6KBase)
 }
 
 // q6kHandRows builds 16 q6_K rows of cols values: quant q(row, i) (0..63),
@@ -265,46 +253,10 @@ func TestPackedQ6KQuantvec(t *testing.T) {
 	}
 }
 
-// TestPackedQ6KNoAlloc checks that Dot allocates nothing for any token
-// count.
-func TestPackedQ6KNoAlloc(t *testing.T) {
-	const cols = 512
-	_, layouts := q6kLayouts(t)
-	w := make([]byte, 16*RowBytes(gguf.Q6_K, cols))
-	x := make([]byte, 8*ActivationBytes(gguf.Q6_K, cols))
-	y := make([]float32, 8*16)
-	for _, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		allocs := testing.AllocsPerRun(10, func() {
-			l.Pack(g, w, cols)
-			for n := 1; n <= l.MaxTok; n++ {
-				l.Dot(cols, g, x, ActivationBytes(gguf.Q6_K, cols), n, y, 16)
-			}
-		})
-		require.Zero(t, allocs, l.Name)
-	}
-}
-
-// TestPackedQ6KBounds checks that the SIMD Dot refuses short slices instead
-// of reading or writing past them.
-func TestPackedQ6KBounds(t *testing.T) {
-	const cols = 512
-	names, layouts := q6kLayouts(t)
-	ab := ActivationBytes(gguf.Q6_K, cols)
-	for i, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		x := make([]byte, 4*ab)
-		y := make([]float32, 4*16)
-		require.NotPanics(t, func() { l.Dot(cols, g, x, ab, 4, y, 16) }, names[i])
-		require.Panics(t, func() { l.Dot(cols, g[:len(g)-1], x, ab, 4, y, 16) }, "%s: short weights", names[i])
-		require.Panics(t, func() { l.Dot(cols, g, x[:4*ab-1], ab, 4, y, 16) }, "%s: short activations", names[i])
-		require.Panics(t, func() { l.Dot(cols, g, x, ab, 4, y[:4*16-1], 16) }, "%s: short output", names[i])
-	}
-}
-
 // benchQ6KMatrix returns a random rows x cols q6_K matrix, its packed twin
-// (nil when the current variant has no q6_K layout) and nTok tokens.
+// (nil when the detected set has no q6_K layout) and nTok tokens.
 func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte) {
+	ks := Detect()
 	b.Helper()
 	rb := RowBytes(gguf.Q6_K, cols)
 	m = &Matrix{Type: gguf.Q6_K, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
@@ -312,14 +264,7 @@ func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 	for i := 0; i < rows; i++ {
 		simdRandomRow(r, gguf.Q6_K, m.Data[i*rb:(i+1)*rb])
 	}
-	if l := Packed(gguf.Q6_K); l != nil {
-		pm := *m
-		pm.Layout = l
-		pm.Packed = make([]byte, l.PackedSize(rows, cols))
-		l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-		p = &pm
-	}
-	return m, p, benchActivations(gguf.Q6_K, cols, nTok)
+	return m, packedCopy(ks, m), benchActivations(gguf.Q6_K, cols, nTok)
 }
 
 // BenchmarkPackedQ6K compares MatVec (1 and 2 goroutines, bytes/s of
@@ -327,8 +272,9 @@ func benchQ6KMatrix(b *testing.B, rows, cols, nTok int) (m, p *Matrix, xq []byte
 // packed forms of the two 1B-model shapes q6_K takes (attn_v/ffn_down-like
 // 2048 x 8192 and 8192 x 2048, cols x rows).
 func BenchmarkPackedQ6K(b *testing.B) {
-	if Packed(gguf.Q6_K) == nil {
-		b.Skipf("kernel variant %s has no packed q6_K layout", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q6_K) == nil {
+		b.Skipf("kernel set %s has no packed q6_K layout", ks.Name())
 	}
 	for _, shape := range [][2]int{{2048, 8192}, {8192, 2048}} {
 		cols, rows := shape[0], shape[1]
@@ -346,7 +292,7 @@ func BenchmarkPackedQ6K(b *testing.B) {
 						for th := 0; th < threads; th++ {
 							// Thread shares aligned to the 16-row groups.
 							r0, r1 := rows*th/threads/16*16, rows*(th+1)/threads/16*16
-							wg.Go(func() { MatVec(form.m, xq, y, r0, r1) })
+							wg.Go(func() { ks.MatVec(form.m, xq, y, r0, r1) })
 						}
 						wg.Wait()
 					}
@@ -355,7 +301,7 @@ func BenchmarkPackedQ6K(b *testing.B) {
 			for _, nTok := range []int{64, 512} {
 				b.Run(fmt.Sprintf("%dx%d/MatMul%d/%s", cols, rows, nTok, form.name), func(b *testing.B) {
 					for b.Loop() {
-						MatMul(form.m, xq, nTok, y, 0, rows)
+						ks.MatMul(form.m, xq, nTok, y, 0, rows)
 					}
 					b.ReportMetric(2*float64(rows)*float64(cols)*float64(nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})

@@ -33,7 +33,7 @@ const (
 )
 
 // packedQ80Base is the q8_0 layout with the pure-Go kernel as its Dot; the
-// SIMD variants copy it and set their own Dot.
+// SIMD sets copy it and set their own Dot.
 var packedQ80Base = PackedLayout{
 	Name:       "q8_0.r16.v1",
 	Type:       gguf.Q8_0,

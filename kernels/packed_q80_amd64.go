@@ -21,14 +21,14 @@ func packedQ80Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystr
 func packedQ80Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 
 // packedQ80AVX512 is the q8_0 layout with the VNNI kernels, for the avx512
-// variant.
+// set.
 var packedQ80AVX512 = func() *PackedLayout {
 	l := packedQ80Base
 	l.Dot = dotPackedQ80AVX512
 	return &l
 }()
 
-var _ = registerPacked("avx512", packedQ80AVX512)
+var _ = registerPacked("avx512", func(*Set) *PackedLayout { return packedQ80AVX512 })
 
 // dotPackedQ80AVX512 checks the bounds once and runs the 8-, 4-, 2- and
 // 1-token kernels over the binary digits of nTok.

@@ -10,25 +10,13 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// q80Layouts returns the pure-Go q8_0 layout and the registered ones of the
-// kernel sets this CPU runs, each with the variant to install.
-func q80Layouts(t testing.TB) (variants []string, layouts []*PackedLayout) {
-	return packedLayoutsOf(gguf.Q8_0, &packedQ80Base)
-}
-
-// TestPackedQ80Registered checks that the avx512 variant brings the q8_0
-// layout and that a packed group is exactly as big as the rows it replaces.
-func TestPackedQ80Registered(t *testing.T) {
-	found := registeredPacked(t, gguf.Q8_0)
-	assert.Equal(t, "q8_0.r16.v1", found.Name)
-	assert.Equal(t, 16, found.Rows)
-	for _, cols := range []int{32, 96, 2048, 8192} {
-		assert.Equal(t, 16*RowBytes(gguf.Q8_0, cols), found.GroupBytes(cols), "%d cols", cols)
-	}
+// q80Layouts returns the pure-Go q8_0 layout and the layouts of the kernel
+// sets this CPU runs, each with its set.
+func q80Layouts(t testing.TB) (sets []*Set, layouts []*PackedLayout) {
+	return packedLayoutsOf(t, gguf.Q8_0, &packedQ80Base)
 }
 
 // TestPackedQ80Bytes reads every scale and quant back from the packed bytes
@@ -96,9 +84,7 @@ func q80HandRows(cols int, d uint16, q func(row, i int) int8) []byte {
 // an even count of blocks, every token count, and strides that misalign
 // the activations.
 func TestPackedQ80Exact(t *testing.T) {
-	variants, layouts := q80Layouts(t)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	_, layouts := q80Layouts(t)
 	one := F32ToF16(1)
 	type qcase struct {
 		name string
@@ -119,8 +105,7 @@ func TestPackedQ80Exact(t *testing.T) {
 		{"random", func(row, i int) int8 { return rnd[row*maxCols+i] }, func(tok, i int) int8 { return rnd[(16+tok)*maxCols+i] }},
 		{"alternating", func(row, i int) int8 { return int8((row+i)%2*255 - 128) }, func(tok, i int) int8 { return int8(127 - (i+tok)%3*127) }},
 	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
+	for _, l := range layouts {
 		for _, nb := range []int{1, 2, 3, 16, 17, 31, 34} {
 			cols := 32 * nb
 			ab := ActivationBytes(gguf.Q8_0, cols)
@@ -165,126 +150,28 @@ func TestPackedQ80Exact(t *testing.T) {
 	}
 }
 
-// TestPackedQ80Scales compares the packed kernels with the generic q8_0 row
-// dot on rows of many blocks (8192 columns) with extreme and unusual
-// scales: the largest f16, subnormals, zero, negative, and random ones.
-func TestPackedQ80Scales(t *testing.T) {
-	variants, layouts := q80Layouts(t)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
-	const cols = 8192
-	nb := cols / 32
-	rb := RowBytes(gguf.Q8_0, cols)
-	r := rand.New(rand.NewPCG(4, 2))
-	scales := map[string]func() uint16{
-		"max":       func() uint16 { return 0x7bff },
-		"subnormal": func() uint16 { return uint16(1 + r.IntN(0x3ff)) },
-		"zero":      func() uint16 { return 0 },
-		"negative":  func() uint16 { return F32ToF16(-float32(r.ExpFloat64())) },
-		"random":    func() uint16 { return F32ToF16(float32(r.NormFloat64() * 0.01)) },
-	}
-	for li, l := range layouts {
-		require.NoError(t, SetVariant(variants[li]))
-		for wname, ws := range scales {
-			for xname, xs := range scales {
-				src := make([]byte, 16*rb)
-				for i := range src {
-					src[i] = byte(r.Uint32())
-				}
-				for row := range 16 {
-					for b := range nb {
-						binary.LittleEndian.PutUint16(src[row*rb+34*b:], ws())
-					}
-				}
-				nTok := l.MaxTok
-				x := make([]byte, nTok*rb)
-				for i := range x {
-					x[i] = byte(r.Uint32())
-				}
-				for tok := range nTok {
-					for b := range nb {
-						binary.LittleEndian.PutUint16(x[tok*rb+34*b:], xs())
-					}
-				}
-				g := make([]byte, l.GroupBytes(cols))
-				l.Pack(g, src, cols)
-				y := make([]float32, nTok*16)
-				l.Dot(cols, g, x, rb, nTok, y, 16)
-				for tok := range nTok {
-					xt := x[tok*rb : (tok+1)*rb]
-					for row := range 16 {
-						w := src[row*rb : (row+1)*rb]
-						want := dotQ8_0Generic(cols, w, xt)
-						var bound float64 // sum of |products|: the float rounding scale
-						for b := range nb {
-							dw, dx := float64(f16At(w[34*b:])), float64(f16At(xt[34*b:]))
-							var s float64
-							for j := 2; j < 34; j++ {
-								s += math.Abs(float64(int8(w[34*b+j])) * float64(int8(xt[34*b+j])))
-							}
-							bound += math.Abs(dw*dx) * s
-						}
-						diff := math.Abs(float64(y[tok*16+row]) - float64(want))
-						require.LessOrEqual(t, diff, 1e-5*bound, "%s scales %s x %s: token %d row %d: got %g want %g", l.Name, wname, xname, tok, row, y[tok*16+row], want)
-					}
-				}
-			}
-		}
-	}
-}
-
-// TestPackedQ80Bounds checks that Dot and Pack refuse operands too short
-// for the call instead of reading past them (checkPackedBounds).
-func TestPackedQ80Bounds(t *testing.T) {
-	_, layouts := q80Layouts(t)
-	checkPackedBounds(t, layouts)
-}
-
-// TestPackedQ80NoAlloc checks that Dot (any token count) and Pack allocate
-// nothing.
-func TestPackedQ80NoAlloc(t *testing.T) {
-	_, layouts := q80Layouts(t)
-	checkPackedNoAlloc(t, layouts)
-}
-
 // q80BenchMatrix returns a random rows x cols q8_0 matrix, unpacked and
-// packed with the current variant's layout (nil when it has none).
+// packed with the detected set's layout (nil when it has none).
 func q80BenchMatrix(b *testing.B, rows, cols int) (m, p *Matrix) {
+	ks := Detect()
 	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
 	rb := RowBytes(gguf.Q8_0, cols)
 	m = &Matrix{Type: gguf.Q8_0, Rows: rows, Cols: cols, Data: make([]byte, rows*rb)}
 	simdRandomRow(r, gguf.Q8_0, m.Data)
-	l := Packed(gguf.Q8_0)
-	if l == nil {
-		return m, nil
-	}
-	pm := *m
-	pm.Layout = l
-	pm.Packed = make([]byte, l.PackedSize(rows, cols))
-	l.PackRows(m, pm.Packed, 0, rows/l.Rows)
-	return m, &pm
+	return m, packedCopy(ks, m)
 }
 
 func q80BenchTokens(cols, nTok int) []byte {
-	r := rand.New(rand.NewPCG(5, uint64(cols)))
-	ab := ActivationBytes(gguf.Q8_0, cols)
-	xq := make([]byte, nTok*ab)
-	src := make([]float32, cols)
-	for k := range nTok {
-		for j := range src {
-			src[j] = float32(r.NormFloat64())
-		}
-		QuantizeRow(gguf.Q8_0, src, xq[k*ab:(k+1)*ab])
-	}
-	return xq
+	return packedBenchTokens(gguf.Q8_0, cols, nTok, 5)
 }
 
 // BenchmarkPackedQ80 compares MatMul (64 and 512 tokens) and MatVec (one
 // and two goroutines) on 1B-shaped q8_0 matrices, packed against the
 // current unpacked kernels, and measures Pack. Run with -benchtime 20x.
 func BenchmarkPackedQ80(b *testing.B) {
-	if Packed(gguf.Q8_0) == nil {
-		b.Skipf("kernel set %s has no packed q8_0 layout", Variant)
+	ks := Detect()
+	if ks.Packed(gguf.Q8_0) == nil {
+		b.Skipf("kernel set %s has no packed q8_0 layout", ks.Name())
 	}
 	for _, shape := range [][2]int{{8192, 2048}, {2048, 8192}} {
 		rows, cols := shape[0], shape[1]
@@ -300,7 +187,7 @@ func BenchmarkPackedQ80(b *testing.B) {
 				b.Run(fmt.Sprintf("MatMul/%dx%d/tok%d/%s", rows, cols, nTok, mm.name), func(b *testing.B) {
 					b.SetBytes(int64(nTok) * int64(rows) * int64(cols)) // multiply-adds
 					for b.Loop() {
-						MatMul(mm.m, xq, nTok, y, 0, rows)
+						ks.MatMul(mm.m, xq, nTok, y, 0, rows)
 					}
 				})
 			}
@@ -316,7 +203,7 @@ func BenchmarkPackedQ80(b *testing.B) {
 						for th := range threads {
 							r0 := rows * th / threads / 16 * 16
 							r1 := rows * (th + 1) / threads / 16 * 16
-							wg.Go(func() { MatVec(mm.m, xq, y, r0, r1) })
+							wg.Go(func() { ks.MatVec(mm.m, xq, y, r0, r1) })
 						}
 						wg.Wait()
 					}
@@ -349,7 +236,7 @@ func BenchmarkPackedQ80(b *testing.B) {
 						for th := range threads {
 							r0 := rows * th / threads / 16 * 16
 							r1 := rows * (th + 1) / threads / 16 * 16
-							wg.Go(func() { MatVec(mm, xq, y, r0, r1) })
+							wg.Go(func() { ks.MatVec(mm, xq, y, r0, r1) })
 						}
 						wg.Wait()
 					}
@@ -369,9 +256,10 @@ func BenchmarkPackedQ80(b *testing.B) {
 // BenchmarkPackedQ80Dot runs Dot alone on a few groups that stay in L2
 // (2048 columns), per token count: the kernel's compute rate.
 func BenchmarkPackedQ80Dot(b *testing.B) {
-	l := Packed(gguf.Q8_0)
+	ks := Detect()
+	l := ks.Packed(gguf.Q8_0)
 	if l == nil {
-		b.Skipf("kernel set %s has no packed q8_0 layout", Variant)
+		b.Skipf("kernel set %s has no packed q8_0 layout", ks.Name())
 	}
 	const cols, groups = 2048, 4
 	_, p := q80BenchMatrix(b, 16*groups, cols)

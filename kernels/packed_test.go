@@ -11,24 +11,37 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// packedCases lists every registered packed layout with the variant that
-// brings it, skipping variants this CPU cannot run.
-func packedCases(t *testing.T) (names []string, layouts []*PackedLayout) {
+// packedSets returns every kernel set this CPU runs, and for a CPU with
+// GFNI the avx512 set a second time without it, so that both forms of the
+// packed q4_1 and q4_K kernels are tested.
+func packedSets(t testing.TB) []*Set {
 	t.Helper()
-	have := Variants()
-	for v, ls := range packedRegistry {
-		if !slices.Contains(have, v) {
-			continue
-		}
-		for _, l := range ls {
-			names = append(names, v)
-			layouts = append(layouts, l)
+	sets := testSets(t)
+	if hasSet("avx512") && hasGFNI() {
+		s, err := newSet("avx512", false)
+		require.NoError(t, err)
+		sets = append(sets, s)
+	}
+	return sets
+}
+
+// packedCases lists every packed layout of the kernel sets packedSets
+// returns, each once with the first set that has it, skipping when there
+// are none.
+func packedCases(t *testing.T) (sets []*Set, layouts []*PackedLayout) {
+	t.Helper()
+	for _, ks := range packedSets(t) {
+		for _, tk := range ks.types {
+			if l := tk.packed; l != nil && !slices.Contains(layouts, l) {
+				sets = append(sets, ks)
+				layouts = append(layouts, l)
+			}
 		}
 	}
 	if len(layouts) == 0 {
-		t.Skipf("no packed weight layout for the kernel sets of this CPU (%v)", have)
+		t.Skipf("no packed weight layout for the kernel sets of this CPU (%v)", Available())
 	}
-	return names, layouts
+	return sets, layouts
 }
 
 // packedFixture is a random matrix of l.Type (two whole groups and some
@@ -93,13 +106,10 @@ func (f *packedFixture) check(t *testing.T, what string, got, want []float32, r0
 // MatMul on a packed matrix (unaligned row ranges, remainder rows in the
 // GGUF layout) against the unpacked matrix.
 func TestPackedLayouts(t *testing.T) {
-	variants, layouts := packedCases(t)
-	prev := Variant
-	defer func() { require.NoError(t, SetVariant(prev)) }()
+	sets, layouts := packedCases(t)
 	for i, l := range layouts {
-		require.NoError(t, SetVariant(variants[i]))
-		require.Same(t, l, Packed(l.Type), "layout %s is installed by its variant", l.Name)
-		checkPackedLayout(t, l)
+		require.Same(t, l, sets[i].Packed(l.Type), "layout %s is installed by its set", l.Name)
+		checkPackedLayout(t, sets[i], l)
 	}
 }
 
@@ -126,10 +136,13 @@ func identityLayout() *PackedLayout {
 }
 
 func TestPackedDispatch(t *testing.T) {
-	checkPackedLayout(t, identityLayout())
+	for _, ks := range testSets(t) {
+		checkPackedLayout(t, ks, identityLayout())
+	}
 }
 
-func checkPackedLayout(t *testing.T, l *PackedLayout) {
+// checkPackedLayout runs layout l with the other kernels of set ks.
+func checkPackedLayout(t *testing.T, ks *Set, l *PackedLayout) {
 	t.Helper()
 	{
 		for _, cols := range []int{256, 512, 2048} {
@@ -145,7 +158,7 @@ func checkPackedLayout(t *testing.T, l *PackedLayout) {
 
 			// Reference: generic row dots of the unpacked rows.
 			want := make([]float32, nTok*rows)
-			gen := GenericRowDot(l.Type)
+			gen := genericSet.RowDot(l.Type)
 			for k := 0; k < nTok; k++ {
 				for i := 0; i < rows; i++ {
 					want[k*rows+i] = gen(cols, f.m.Row(i), f.xq[k*f.ab:(k+1)*f.ab])
@@ -171,15 +184,15 @@ func checkPackedLayout(t *testing.T, l *PackedLayout) {
 				for _, nt := range []int{1, 2, l.MaxTok + 1, nTok} {
 					got := make([]float32, nTok*rows)
 					if nt == 1 {
-						MatVec(&f.p, f.xq, got, rg[0], rg[1])
+						ks.MatVec(&f.p, f.xq, got, rg[0], rg[1])
 					} else {
-						MatMul(&f.p, f.xq, nt, got, rg[0], rg[1])
+						ks.MatMul(&f.p, f.xq, nt, got, rg[0], rg[1])
 					}
 					ref := make([]float32, nTok*rows)
 					if nt == 1 {
-						MatVec(&f.m, f.xq, ref, rg[0], rg[1])
+						ks.MatVec(&f.m, f.xq, ref, rg[0], rg[1])
 					} else {
-						MatMul(&f.m, f.xq, nt, ref, rg[0], rg[1])
+						ks.MatMul(&f.m, f.xq, nt, ref, rg[0], rg[1])
 					}
 					f.check(t, l.Name+" MatMul", got, ref, rg[0], rg[1], nt, 1e-5)
 					// Rows outside the range are untouched.
@@ -193,12 +206,12 @@ func checkPackedLayout(t *testing.T, l *PackedLayout) {
 				}
 			}
 			got := make([]float32, nTok*rows)
-			MatMulTiled(&f.p, f.xq, nTok, got, 0, rows)
+			ks.MatMulTiled(&f.p, f.xq, nTok, got, 0, rows)
 			f.check(t, l.Name+" MatMulTiled", got, want, 0, rows, nTok, 1e-5)
 
 			allocs := testing.AllocsPerRun(5, func() {
-				MatVec(&f.p, f.xq, got, 1, rows)
-				MatMul(&f.p, f.xq, nTok, got, 1, rows)
+				ks.MatVec(&f.p, f.xq, got, 1, rows)
+				ks.MatMul(&f.p, f.xq, nTok, got, 1, rows)
 			})
 			require.Zero(t, allocs, "%s: packed MatVec/MatMul allocate", l.Name)
 		}
@@ -206,33 +219,26 @@ func checkPackedLayout(t *testing.T, l *PackedLayout) {
 }
 
 // packedLayoutsOf returns base (the pure-Go form of a layout, which runs on
-// every machine, under "generic") and every registered layout of type typ
-// whose kernel set this CPU runs, each with the variant that installs it.
-func packedLayoutsOf(typ gguf.Type, base *PackedLayout) (variants []string, layouts []*PackedLayout) {
-	have := Variants()
-	variants, layouts = []string{"generic"}, []*PackedLayout{base}
-	for v, ls := range packedRegistry {
-		for _, l := range ls {
-			if l.Type == typ && slices.Contains(have, v) {
-				variants, layouts = append(variants, v), append(layouts, l)
-			}
+// every machine) with the generic set, and each distinct layout of type
+// typ of the sets packedSets returns, with the first set that has it.
+func packedLayoutsOf(t testing.TB, typ gguf.Type, base *PackedLayout) (sets []*Set, layouts []*PackedLayout) {
+	sets, layouts = []*Set{genericSet}, []*PackedLayout{base}
+	for _, ks := range packedSets(t) {
+		if l := ks.Packed(typ); l != nil && !slices.Contains(layouts, l) {
+			sets, layouts = append(sets, ks), append(layouts, l)
 		}
 	}
-	return variants, layouts
+	return sets, layouts
 }
 
 // registeredPacked returns the avx512 set's layout for typ, skipping where
 // this CPU has no avx512 set and failing when the set lacks the layout.
 func registeredPacked(t *testing.T, typ gguf.Type) *PackedLayout {
 	t.Helper()
-	if !slices.Contains(Variants(), "avx512") {
-		t.Skipf("no avx512 kernel set on this machine (variants %v): no %v layout is offered", Variants(), typ)
+	if !hasSet("avx512") {
+		t.Skipf("no avx512 kernel set on this machine (sets %v): no %v layout is offered", Available(), typ)
 	}
-	for _, l := range packedRegistry["avx512"] {
-		if l.Type == typ {
-			return l
-		}
-	}
-	require.Failf(t, "missing layout", "the avx512 set registers no %v layout", typ)
-	return nil
+	l := mustSet(t, "avx512").Packed(typ)
+	require.NotNil(t, l, "the avx512 set has no %v layout", typ)
+	return l
 }

@@ -6,7 +6,9 @@ import "unsafe"
 
 // AVX-512 VNNI kernels for Q5_0 weights (q50_amd64.s), registered in the
 // avx512 set. Same contracts as the q4_0 kernels in simd_amd64.go: the Go
-// wrappers check lengths so the assembly stays inside its slices.
+// wrappers (the multi-row ones in simd_adapter_amd64.go, the multi-token
+// ones below, which store straight into y) check lengths so the assembly
+// stays inside its slices.
 
 //go:noescape
 func dotQ5_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
@@ -16,20 +18,6 @@ func dotQ5_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, ystrid
 
 //go:noescape
 func dotQ5_0Tok8AVX512(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
-
-// rowQ5_0AVX512 is the RowDotFunc: one row through the multi-row kernel.
-func rowQ5_0AVX512(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ5_0AVX512(n, w, 0, x, y[:])
-	return y[0]
-}
-
-// rowsQ5_0AVX512 is the RowsDotFunc used by MatVec (decode).
-func rowsQ5_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 32
-	checkRows("q5_0", len(w), rowBytes, len(y), nb*bytesQ5_0, len(x), nb*bytesQ8_0)
-	dotQ5_0RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
-}
 
 // tokQ5_0AVX512 is the TokensDotFunc used by MatMul (prefill): groups of
 // eight, then four tokens share each unpacked weight block, and the kernels
@@ -66,18 +54,6 @@ func dotQ5_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32
 
 //go:noescape
 func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
-
-func rowQ5_0AVX2(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ5_0AVX2(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsQ5_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 32
-	checkRows("q5_0", len(w), rowBytes, len(y), nb*bytesQ5_0, len(x), nb*bytesQ8_0)
-	dotQ5_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
-}
 
 // tokQ5_0AVX2: groups of four tokens, the rest through the row kernel.
 func tokQ5_0AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {

@@ -18,25 +18,25 @@ import (
 // everywhere and skip where neither set is available.
 
 // q50Sets runs f once per SIMD kernel set with q5_0 kernels (avx2 and
-// avx512) that this machine supports, as subtests with the set installed;
-// it skips the test if there is none.
-func q50Sets(t *testing.T, f func(t *testing.T)) {
+// avx512) that this machine supports, as subtests given the set; it skips
+// the test if there is none.
+func q50Sets(t *testing.T, f func(t *testing.T, ks *Set)) {
 	t.Helper()
 	var sets []string
-	for _, v := range Variants() {
+	for _, v := range Available() {
 		if v == "avx2" || v == "avx512" {
 			sets = append(sets, v)
 		}
 	}
 	if len(sets) == 0 {
-		t.Skipf("no SIMD kernel set on this machine (variants %v)", Variants())
+		t.Skipf("no SIMD kernel set on this machine (sets %v)", Available())
 	}
 	for _, v := range sets {
 		t.Run(v, func(t *testing.T) {
-			useVariant(t, v)
-			require.NotNil(t, rowsDot[gguf.Q5_0], "%s has no multi-row q5_0 kernel", v)
-			require.NotNil(t, tokensDot[gguf.Q5_0], "%s has no multi-token q5_0 kernel", v)
-			f(t)
+			ks := mustSet(t, v)
+			require.NotNil(t, ks.types[gguf.Q5_0].rows, "%s has no multi-row q5_0 kernel", v)
+			require.NotNil(t, ks.types[gguf.Q5_0].tokens, "%s has no multi-token q5_0 kernel", v)
+			f(t, ks)
 		})
 	}
 }
@@ -55,31 +55,31 @@ func q50Acts(r *rand.Rand, n int, scale float64) []byte {
 // q50CheckRows compares, for nrows rows stride bytes apart, the dispatched
 // multi-row and single-row kernels with the generic one: within tol of
 // sum |w_i x_i| (refDot's scale), and the two SIMD forms bit for bit.
-func q50CheckRows(t *testing.T, n int, w []byte, stride, nrows int, xq []byte, tol float64) {
+func q50CheckRows(t *testing.T, ks *Set, n int, w []byte, stride, nrows int, xq []byte, tol float64) {
 	t.Helper()
 	rb := RowBytes(gguf.Q5_0, n)
 	y := make([]float32, nrows+1)
 	y[nrows] = -12345
-	rowsDot[gguf.Q5_0](n, w, stride, xq, y[:nrows])
+	ks.types[gguf.Q5_0].rows(n, w, stride, xq, y[:nrows])
 	require.Equal(t, float32(-12345), y[nrows], "multi-row kernel wrote past its rows")
 	for i := range nrows {
 		row := w[i*stride : i*stride+rb]
 		want := dotQ5_0Generic(n, row, xq)
-		got := rowDot[gguf.Q5_0](n, row, xq)
+		got := ks.types[gguf.Q5_0].row(n, row, xq)
 		require.Equal(t, math.Float32bits(got), math.Float32bits(y[i]), "row %d: single-row %v, multi-row %v", i, got, y[i])
 		if tol == 0 {
 			require.Equal(t, want, got, "row %d", i)
 			continue
 		}
 		_, mag := refDot(gguf.Q5_0, row, xq, n)
-		require.InDelta(t, want, got, tol*mag+1e-30, "row %d of %d values (generic %v, %s %v)", i, n, want, Variant, got)
+		require.InDelta(t, want, got, tol*mag+1e-30, "row %d of %d values (generic %v, %s %v)", i, n, want, ks.Name(), got)
 	}
 }
 
 // TestQ5_0RowsMatchGeneric: random rows (randomRow: every quant pattern,
 // finite f16 scales) of many lengths, row counts and padded strides.
 func TestQ5_0RowsMatchGeneric(t *testing.T) {
-	q50Sets(t, func(t *testing.T) {
+	q50Sets(t, func(t *testing.T, ks *Set) {
 		for _, nb := range q50Blocks {
 			for _, nrows := range []int{1, 2, 4, 5, 11} {
 				t.Run(fmt.Sprintf("nb=%d/rows=%d", nb, nrows), func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestQ5_0RowsMatchGeneric(t *testing.T) {
 					for i := range nrows {
 						copy(w[i*stride:], randomRow(r, gguf.Q5_0, n))
 					}
-					q50CheckRows(t, n, w, stride, nrows, q50Acts(r, n, 1), 1e-5)
+					q50CheckRows(t, ks, n, w, stride, nrows, q50Acts(r, n, 1), 1e-5)
 				})
 			}
 		}
@@ -147,7 +147,7 @@ func q50IntDot(nb int, w, xq []byte) int64 {
 // activations -128 and 127 (ggml's quantizer never writes -128, but the
 // unsigned-times-signed products do not depend on that).
 func TestQ5_0ExactIntegers(t *testing.T) {
-	q50Sets(t, func(t *testing.T) {
+	q50Sets(t, func(t *testing.T, ks *Set) {
 		r := rand.New(rand.NewPCG(50, 1))
 		randQh := func() uint32 { return r.Uint32() }
 		randQs := func() byte { return byte(r.Uint32()) }
@@ -184,10 +184,10 @@ func TestQ5_0ExactIntegers(t *testing.T) {
 						n := 32 * nb
 						want := float32(q50IntDot(nb, w, xq))
 						require.Equal(t, want, dotQ5_0Generic(n, w, xq), "generic against the definition")
-						q50CheckRows(t, n, w, len(w), 1, xq, 0)
+						q50CheckRows(t, ks, n, w, len(w), 1, xq, 0)
 						// 13 tokens: the eight-, four- and one-token kernels.
 						y := make([]float32, 13)
-						tokensDot[gguf.Q5_0](n, w, slices.Repeat(xq, len(y)), len(xq), len(y), y, 1)
+						ks.types[gguf.Q5_0].tokens(n, w, slices.Repeat(xq, len(y)), len(xq), len(y), y, 1)
 						for k := range y {
 							require.Equal(t, want, y[k], "token %d", k)
 						}
@@ -201,7 +201,7 @@ func TestQ5_0ExactIntegers(t *testing.T) {
 // TestQ5_0Scales: large, small and subnormal f16 scales with full-range
 // quants; the result stays within 1e-5 of sum |w_i x_i| of the generic one.
 func TestQ5_0Scales(t *testing.T) {
-	q50Sets(t, func(t *testing.T) {
+	q50Sets(t, func(t *testing.T, ks *Set) {
 		r := rand.New(rand.NewPCG(50, 2))
 		for _, d := range []float32{60000, 100, 1, 1e-3, 6e-5, 6e-8} {
 			for _, dx := range []float32{1000, 1, 1e-4} {
@@ -214,7 +214,7 @@ func TestQ5_0Scales(t *testing.T) {
 						binary.LittleEndian.PutUint16(w[b*bytesQ5_0:], F32ToF16(min(d*f, 65504)))
 						binary.LittleEndian.PutUint16(xq[b*bytesQ8_0:], F32ToF16(dx*f))
 					}
-					q50CheckRows(t, 32*nb, w, len(w), 1, xq, 1e-5)
+					q50CheckRows(t, ks, 32*nb, w, len(w), 1, xq, 1e-5)
 				})
 			}
 		}
@@ -225,8 +225,8 @@ func TestQ5_0Scales(t *testing.T) {
 // 1..8 (and 13), with padded activation strides and a y stride whose gaps
 // must stay untouched.
 func TestQ5_0TokensMatchGeneric(t *testing.T) {
-	q50Sets(t, func(t *testing.T) {
-		multi := tokensDot[gguf.Q5_0]
+	q50Sets(t, func(t *testing.T, ks *Set) {
+		multi := ks.types[gguf.Q5_0].tokens
 		for _, nb := range []int{1, 2, 3, 7, 20, 64} {
 			for _, nTok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 13} {
 				t.Run(fmt.Sprintf("nb=%d/tok=%d", nb, nTok), func(t *testing.T) {
@@ -249,7 +249,7 @@ func TestQ5_0TokensMatchGeneric(t *testing.T) {
 						xk := x[k*xStride : k*xStride+ab]
 						want := dotQ5_0Generic(n, w, xk)
 						_, mag := refDot(gguf.Q5_0, w, xk, n)
-						require.InDelta(t, want, y[k*yStride], 1e-5*mag+1e-30, "token %d (generic %v, %s %v)", k, want, Variant, y[k*yStride])
+						require.InDelta(t, want, y[k*yStride], 1e-5*mag+1e-30, "token %d (generic %v, %s %v)", k, want, ks.Name(), y[k*yStride])
 						require.Equal(t, float32(-12345), y[k*yStride+1], "y written between outputs")
 						require.Equal(t, float32(-12345), y[k*yStride+2], "y written between outputs")
 					}
@@ -262,7 +262,7 @@ func TestQ5_0TokensMatchGeneric(t *testing.T) {
 // TestQ5_0MatMulMatVec: MatVec and MatMul (which use the three kernels)
 // on a matrix of odd shape against the generic row dot.
 func TestQ5_0MatMulMatVec(t *testing.T) {
-	q50Sets(t, func(t *testing.T) {
+	q50Sets(t, func(t *testing.T, ks *Set) {
 		r := rand.New(rand.NewPCG(50, 3))
 		const rows, cols, nTok = 37, 640, 11
 		m := &Matrix{Type: gguf.Q5_0, Rows: rows, Cols: cols}
@@ -275,9 +275,9 @@ func TestQ5_0MatMulMatVec(t *testing.T) {
 			xq = append(xq, q50Acts(r, cols, 1)...)
 		}
 		y := make([]float32, nTok*rows)
-		MatMul(m, xq, nTok, y, 0, rows)
+		ks.MatMul(m, xq, nTok, y, 0, rows)
 		yv := make([]float32, rows)
-		MatVec(m, xq[:ab], yv, 3, rows)
+		ks.MatVec(m, xq[:ab], yv, 3, rows)
 		for k := range nTok {
 			for i := range rows {
 				xk := xq[k*ab : (k+1)*ab]
@@ -295,7 +295,7 @@ func TestQ5_0MatMulMatVec(t *testing.T) {
 
 // TestQ5_0NoAllocs: the kernels and their wrappers do not allocate.
 func TestQ5_0NoAllocs(t *testing.T) {
-	q50Sets(t, func(t *testing.T) {
+	q50Sets(t, func(t *testing.T, ks *Set) {
 		r := rand.New(rand.NewPCG(50, 4))
 		const n, nrows = 640, 5
 		w := make([]byte, 0, nrows*RowBytes(gguf.Q5_0, n))
@@ -306,9 +306,9 @@ func TestQ5_0NoAllocs(t *testing.T) {
 		x5 := slices.Repeat(xq, 5)
 		y := make([]float32, nrows)
 		allocs := testing.AllocsPerRun(20, func() {
-			y[0] = rowDot[gguf.Q5_0](n, w, xq)
-			rowsDot[gguf.Q5_0](n, w, RowBytes(gguf.Q5_0, n), xq, y)
-			tokensDot[gguf.Q5_0](n, w, x5, len(xq), 5, y, 1)
+			y[0] = ks.types[gguf.Q5_0].row(n, w, xq)
+			ks.types[gguf.Q5_0].rows(n, w, RowBytes(gguf.Q5_0, n), xq, y)
+			ks.types[gguf.Q5_0].tokens(n, w, x5, len(xq), 5, y, 1)
 		})
 		require.Zero(t, allocs)
 	})
@@ -346,23 +346,19 @@ func q50BenchData() ([]byte, []byte) {
 }
 
 func BenchmarkQ5_0MatVec(b *testing.B) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
 	data, xq := q50BenchData()
 	mb := q50BenchRows * RowBytes(gguf.Q5_0, q50BenchCols)
 	y := make([]float32, q50BenchRows)
-	for _, v := range Variants() {
+	for _, v := range Available() {
+		ks := mustSet(b, v)
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/threads=%d", v, threads), func(b *testing.B) {
-				if err := SetVariant(v); err != nil {
-					b.Fatal(err)
-				}
 				b.SetBytes(int64(mb))
 				i := 0
 				for b.Loop() {
 					off := i % (len(data) / mb) * mb
 					m := &Matrix{Type: gguf.Q5_0, Rows: q50BenchRows, Cols: q50BenchCols, Data: data[off : off+mb]}
-					splitRows(threads, m.Rows, func(r0, r1 int) { MatVec(m, xq, y, r0, r1) })
+					splitRows(threads, m.Rows, func(r0, r1 int) { ks.MatVec(m, xq, y, r0, r1) })
 					i++
 				}
 			})
@@ -371,20 +367,16 @@ func BenchmarkQ5_0MatVec(b *testing.B) {
 }
 
 func BenchmarkQ5_0MatMul(b *testing.B) {
-	prev := Variant
-	defer func() { _ = SetVariant(prev) }()
 	data, xq := q50BenchData()
 	mb := q50BenchRows * RowBytes(gguf.Q5_0, q50BenchCols)
 	m := &Matrix{Type: gguf.Q5_0, Rows: q50BenchRows, Cols: q50BenchCols, Data: data[:mb]}
 	y := make([]float32, q50BenchTok*q50BenchRows)
-	for _, v := range Variants() {
+	for _, v := range Available() {
+		ks := mustSet(b, v)
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/threads=%d", v, threads), func(b *testing.B) {
-				if err := SetVariant(v); err != nil {
-					b.Fatal(err)
-				}
 				for b.Loop() {
-					splitRows(threads, m.Rows, func(r0, r1 int) { MatMul(m, xq, q50BenchTok, y, r0, r1) })
+					splitRows(threads, m.Rows, func(r0, r1 int) { ks.MatMul(m, xq, q50BenchTok, y, r0, r1) })
 				}
 				flops := 2 * float64(m.Rows) * float64(m.Cols) * q50BenchTok
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")

@@ -2,29 +2,8 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
-
-	"github.com/moonlm/moonlm/gguf"
 )
-
-// VecDotType is the activation type ggml pairs with weight type t in a dot
-// product: the activations are converted to it once per row of input.
-func VecDotType(t gguf.Type) gguf.Type {
-	switch t {
-	case gguf.F16:
-		return gguf.F16
-	case gguf.BF16:
-		return gguf.BF16
-	case gguf.Q4_0, gguf.Q5_0, gguf.Q8_0, gguf.IQ4_NL:
-		return gguf.Q8_0
-	case gguf.Q4_1, gguf.Q5_1:
-		return gguf.Q8_1
-	case gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS:
-		return gguf.Q8_K
-	}
-	return gguf.F32
-}
 
 // nearestInt rounds to the nearest integer, ties to even, with ggml's
 // float trick (valid for |v| < 2^22): adding 1.5*2^23 leaves the rounded
@@ -32,40 +11,6 @@ func VecDotType(t gguf.Type) gguf.Type {
 func nearestInt(v float32) int32 {
 	f := float32(v) + 12582912 // the conversion keeps an inlined x*y from fusing with the add
 	return int32(math.Float32bits(f)&0x007fffff) - 0x00400000
-}
-
-// QuantizeRow converts one row of float32 values into type t (len(src)
-// values; dst must hold their bytes). For the activation types it matches
-// what ggml's x86 CPU backend stores byte for byte: F16 via F16C rounding,
-// BF16 with ggml's rounding, Q8_0/Q8_1 as its AVX2 quantizers (scale
-// 127/amax, round half to even, Q8_1 sum = d * sum of quants) and Q8_K as
-// its reference quantizer. Weight types use ggml's reference quantizers.
-func QuantizeRow(t gguf.Type, src []float32, dst []byte) {
-	n := len(src)
-	switch t {
-	case gguf.F32:
-		dst = dst[:4*n]
-		for i, v := range src {
-			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
-		}
-	case gguf.F16:
-		F32RowToF16(src, dst)
-	case gguf.BF16:
-		F32RowToBF16(src, dst)
-	case gguf.Q8_0:
-		checkRow(t, n, qk32)
-		quantizeQ8_0(src, dst)
-	case gguf.Q8_1:
-		checkRow(t, n, qk32)
-		quantizeQ8_1(src, dst)
-	case gguf.Q8_K:
-		checkRow(t, n, qkK)
-		quantizeQ8K(src, dst)
-	default:
-		if !quantizeWeightRow(t, src, dst) {
-			panic(fmt.Sprintf("kernels: QuantizeRow: unsupported type %v", t))
-		}
-	}
 }
 
 // q8Block quantizes 32 values to int8 with scale amax/127 as ggml's AVX2

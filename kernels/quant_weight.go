@@ -3,8 +3,6 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
-
-	"github.com/moonlm/moonlm/gguf"
 )
 
 // Products that feed a sum are wrapped in float32() conversions: the Go
@@ -18,69 +16,6 @@ import (
 
 // groupMaxEps is ggml's threshold below which a group counts as all zero.
 const groupMaxEps = 1e-15
-
-// quantizeWeightRow quantizes src into weight type t with ggml's reference
-// quantizers; it reports false for types without one.
-func quantizeWeightRow(t gguf.Type, src []float32, dst []byte) bool {
-	n := len(src)
-	switch t {
-	case gguf.Q4_0:
-		checkRow(t, n, qk32)
-		quantizeQ4_0(src, dst)
-	case gguf.Q4_1:
-		checkRow(t, n, qk32)
-		quantizeQ4_1(src, dst)
-	case gguf.Q5_0:
-		checkRow(t, n, qk32)
-		quantizeQ5_0(src, dst)
-	case gguf.Q5_1:
-		checkRow(t, n, qk32)
-		quantizeQ5_1(src, dst)
-	case gguf.Q2_K:
-		checkRow(t, n, qkK)
-		quantizeQ2K(src, dst)
-	case gguf.Q3_K:
-		checkRow(t, n, qkK)
-		quantizeQ3K(src, dst)
-	case gguf.Q4_K:
-		checkRow(t, n, qkK)
-		quantizeQ4K(src, dst)
-	case gguf.Q5_K:
-		checkRow(t, n, qkK)
-		quantizeQ5K(src, dst)
-	case gguf.Q6_K:
-		checkRow(t, n, qkK)
-		quantizeQ6K(src, dst)
-	case gguf.IQ4_NL:
-		checkRow(t, n, qk32)
-		for i := 0; i < n/qk32; i++ {
-			b := dst[i*bytesIQ4NL : (i+1)*bytesIQ4NL]
-			quantizeIQ4(src[i*qk32:(i+1)*qk32], b[0:2], b[2:18], nil, nil)
-		}
-	case gguf.IQ4_XS:
-		checkRow(t, n, qkK)
-		for i := 0; i < n/qkK; i++ {
-			b := dst[i*bytesIQ4XS : (i+1)*bytesIQ4XS]
-			quantizeIQ4(src[i*qkK:(i+1)*qkK], b[0:2], b[8:136], b[2:4], b[4:8])
-		}
-	default:
-		return false
-	}
-	return true
-}
-
-// QuantizeWeightRow quantizes one row of weights with ggml's reference
-// quantizers. It equals QuantizeRow except for Q8_0, where QuantizeRow is
-// the activation path (ggml's AVX2 rounding) and this is quantize_row_q8_0_ref
-// (scale 1/d, round half away from zero), what ggml writes into model files.
-func QuantizeWeightRow(t gguf.Type, src []float32, dst []byte) {
-	if t == gguf.Q8_0 {
-		checkRow(t, len(src), qk32)
-		quantizeQ8_0Ref(src, dst)
-		return
-	}
-	QuantizeRow(t, src, dst)
-}
 
 func putF16(b []byte, v float32) {
 	binary.LittleEndian.PutUint16(b, F32ToF16(v))

@@ -145,11 +145,11 @@ func TestQuantvecDot(t *testing.T) {
 			want64 := q.f32(t, name+".dot_f64")
 			deq := q.f32(t, name+".deq")
 			rb := len(wq.Data) / q.rows
-			for _, variant := range Variants() {
-				require.NoError(t, SetVariant(variant))
+			for _, ks := range testSets(t) {
+				variant := ks.Name()
 				for r := range q.rows {
 					w := wq.Data[r*rb : (r+1)*rb]
-					got := DotRow(typ, w, xq, q.cols)
+					got := ks.DotRow(typ, w, xq, q.cols)
 					require.InEpsilon(t, want[r], got, 1e-4, "%s row %d variant %s", name, r, variant)
 					// The exact dot of the dequantized row with unconverted x differs
 					// only by the activation rounding (bounded per term) and float32
@@ -158,7 +158,6 @@ func TestQuantvecDot(t *testing.T) {
 					require.InDelta(t, want64[r], got, tol, "%s row %d vs dot_f64, variant %s", name, r, variant)
 				}
 			}
-			require.NoError(t, SetVariant(Variants()[len(Variants())-1]))
 		})
 	}
 }

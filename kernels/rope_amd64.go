@@ -14,10 +14,10 @@ func ropeNormAVX2(x *float32, headDim, nHeads int, cache *float32, nDims int)
 func ropeNeoxAVX2(x *float32, headDim, nHeads int, cache *float32, nDims int)
 
 // ropeVec runs RoPEApply on the vector kernels where the sizes allow (every
-// SIMD variant here implies AVX2 and FMA) and reports whether it did.
-func ropeVec(x []float32, headDim, nHeads int, cache []float32, neox bool) bool {
+// SIMD set here implies AVX2 and FMA) and reports whether it did.
+func (s *Set) ropeVec(x []float32, headDim, nHeads int, cache []float32, neox bool) bool {
 	nDims := len(cache)
-	if Variant == "generic" || nHeads == 0 || nDims == 0 {
+	if !s.vec() || nHeads == 0 || nDims == 0 {
 		return false
 	}
 	if neox {

@@ -2,4 +2,6 @@
 
 package kernels
 
-func ropeVec(x []float32, headDim, nHeads int, cache []float32, neox bool) bool { return false }
+func (s *Set) ropeVec(x []float32, headDim, nHeads int, cache []float32, neox bool) bool {
+	return false
+}

@@ -100,7 +100,7 @@ func TestFMA32(t *testing.T) {
 // fallbacks (partial rotation, widths not a multiple of 8).
 func TestRoPEApplyFused(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	forVariants(t, func(t *testing.T) {
+	forSets(t, func(t *testing.T, ks *Set) {
 		for _, sz := range [][2]int{{64, 64}, {128, 128}, {80, 32}, {12, 12}, {16, 8}, {24, 20}} {
 			hd, nd := sz[0], sz[1]
 			const nh = 3
@@ -113,7 +113,7 @@ func TestRoPEApplyFused(t *testing.T) {
 						x[i] = float32(r.NormFloat64())
 					}
 					got := append([]float32(nil), x...)
-					RoPEApply(got, hd, nh, cache, neox)
+					ks.RoPEApply(got, hd, nh, cache, neox)
 					for h := range nh {
 						for p := range nd / 2 {
 							i0, i1 := h*hd+2*p, h*hd+2*p+1

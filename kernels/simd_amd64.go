@@ -12,7 +12,8 @@ import (
 // y[i] = dot(row i, x) for nrows rows stride bytes apart, each nb blocks
 // (values, for F16 and F32) long. The 32-value formats take f16Table to
 // look up their f16 block scales. The Go wrappers below check lengths, so
-// the assembly never reads outside the slices.
+// the assembly never reads outside the slices: the adapters in
+// simd_adapter_amd64.go for all of them but tokF16AVX2.
 
 //go:noescape
 func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
@@ -48,90 +49,6 @@ func checkRows(kind string, wLen, stride, nrows, rowLen, xHave, xLen int) {
 	}
 }
 
-func rowQ8_0AVX2(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ8_0AVX2(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsQ8_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 32
-	checkRows("q8_0", len(w), rowBytes, len(y), nb*34, len(x), nb*34)
-	dotQ8_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
-}
-
-func rowQ4_0AVX2(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ4_0AVX2(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsQ4_0AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 32
-	checkRows("q4_0", len(w), rowBytes, len(y), nb*18, len(x), nb*34)
-	dotQ4_0RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
-}
-
-func rowQ4_1AVX2(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ4_1AVX2(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsQ4_1AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 32
-	checkRows("q4_1", len(w), rowBytes, len(y), nb*20, len(x), nb*36)
-	dotQ4_1RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
-}
-
-func rowQ4_KAVX2(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ4_KAVX2(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsQ4_KAVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 256
-	checkRows("q4_k", len(w), rowBytes, len(y), nb*144, len(x), nb*292)
-	dotQ4_KRowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
-}
-
-func rowQ6_KAVX2(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ6_KAVX2(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsQ6_KAVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 256
-	checkRows("q6_k", len(w), rowBytes, len(y), nb*210, len(x), nb*292)
-	dotQ6_KRowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
-}
-
-func rowF16AVX2(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsF16AVX2(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsF16AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 1
-	checkRows("f16", len(w), rowBytes, len(y), nb*2, len(x), nb*2)
-	dotF16RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
-}
-
-func rowF32AVX2(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsF32AVX2(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsF32AVX2(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 1
-	checkRows("f32", len(w), rowBytes, len(y), nb*4, len(x), nb*4)
-	dotF32RowsAVX2(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
-}
-
 // AVX-512 VNNI kernels (dot_avx512_amd64.s), same contract as the AVX2 ones.
 
 //go:noescape
@@ -139,30 +56,6 @@ func dotQ8_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float
 
 //go:noescape
 func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
-
-func rowQ8_0AVX512(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ8_0AVX512(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsQ8_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 32
-	checkRows("q8_0", len(w), rowBytes, len(y), nb*34, len(x), nb*34)
-	dotQ8_0RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
-}
-
-func rowQ4_0AVX512(n int, w, x []byte) float32 {
-	var y [1]float32
-	rowsQ4_0AVX512(n, w, 0, x, y[:])
-	return y[0]
-}
-
-func rowsQ4_0AVX512(n int, w []byte, rowBytes int, x []byte, y []float32) {
-	nb := n / 32
-	checkRows("q4_0", len(w), rowBytes, len(y), nb*18, len(x), nb*34)
-	dotQ4_0RowsAVX512(unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y), &f16Table[0])
-}
 
 //go:noescape
 func axpyAVX2(y *float32, a float32, x *float32, n int)
@@ -218,111 +111,6 @@ func checkTokens(kind string, wLen, rowLen, xLen, xStride, nTok, xRow, yLen, ySt
 	}
 }
 
-func tokQ8_0AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 32
-	checkTokens("q8_0", len(w), nb*34, len(x), xStride, nTok, nb*34, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ8_0Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ8_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
-	}
-}
-
-func tokQ4_0AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 32
-	checkTokens("q4_0", len(w), nb*18, len(x), xStride, nTok, nb*34, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ4_0Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ4_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
-	}
-}
-
-func tokQ4_1AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 32
-	checkTokens("q4_1", len(w), nb*20, len(x), xStride, nTok, nb*36, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ4_1Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ4_1RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
-	}
-}
-
-func tokQ4_KAVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 256
-	checkTokens("q4_K", len(w), nb*144, len(x), xStride, nTok, nb*292, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ4_KTok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ4_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
-	}
-}
-
-func tokQ6_KAVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 256
-	checkTokens("q6_K", len(w), nb*210, len(x), xStride, nTok, nb*292, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ6_KTok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ6_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
-	}
-}
-
 //go:noescape
 func dotF16Tok4AVX2(w *byte, x *byte, xstride int, n int, y *float32)
 
@@ -363,48 +151,6 @@ func dotQ4_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
 //go:noescape
 func dotQ6_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
 
-func tokQ4_KAVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 256
-	checkTokens("q4_K", len(w), nb*144, len(x), xStride, nTok, nb*292, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ4_KTok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ4_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
-	}
-}
-
-func tokQ6_KAVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 256
-	checkTokens("q6_K", len(w), nb*210, len(x), xStride, nTok, nb*292, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ6_KTok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ6_KRowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
-	}
-}
-
 // Four-token VNNI kernels for the 32-value formats (prefill).
 
 //go:noescape
@@ -415,66 +161,3 @@ func dotQ4_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *f
 
 //go:noescape
 func dotQ4_1Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
-
-func tokQ8_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 32
-	checkTokens("q8_0", len(w), nb*34, len(x), xStride, nTok, nb*34, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ8_0Tok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ8_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
-	}
-}
-
-func tokQ4_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 32
-	checkTokens("q4_0", len(w), nb*18, len(x), xStride, nTok, nb*34, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ4_0Tok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ4_0RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
-	}
-}
-
-func tokQ4_1AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := n / 32
-	checkTokens("q4_1", len(w), nb*20, len(x), xStride, nTok, nb*36, len(y), yStride)
-	if nb == 0 {
-		for k := range nTok {
-			y[k*yStride] = 0
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotQ4_1Tok4AVX512(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0], &f16Table[0])
-		y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
-	}
-	for ; k < nTok; k++ {
-		dotQ4_1RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride], &f16Table[0])
-	}
-}

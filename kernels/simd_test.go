@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
+	"slices"
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -18,30 +17,21 @@ import (
 // the real models.
 var simdTypes = []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.F32}
 
-// simdVariants returns the non-generic kernel sets this build and CPU
-// support, skipping the test when there are none (non-amd64, or a CPU
-// without AVX2).
+// simdVariants returns the names of the non-generic kernel sets this build
+// and CPU support, skipping the test when there are none (non-amd64, or a
+// CPU without AVX2).
 func simdVariants(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, v := range Variants() {
+	for _, v := range Available() {
 		if v != "generic" {
 			out = append(out, v)
 		}
 	}
 	if len(out) == 0 {
-		t.Skipf("no SIMD kernel set on this machine (variants %v)", Variants())
+		t.Skipf("no SIMD kernel set on this machine (sets %v)", Available())
 	}
 	return out
-}
-
-// useVariant installs a kernel set for the rest of the test and restores
-// the previous one afterwards. Tests using it must not run in parallel.
-func useVariant(t *testing.T, name string) {
-	t.Helper()
-	prev := Variant
-	require.NoError(t, SetVariant(name))
-	t.Cleanup(func() { require.NoError(t, SetVariant(prev)) })
 }
 
 // simdActBytes is the size of n activations of type vt, from ggml's block
@@ -172,13 +162,13 @@ func simdRows(r *rand.Rand, typ gguf.Type, n, nrows, pad int) (w []byte, stride 
 // checkVariantRows compares, for nrows rows stride bytes apart, the
 // dispatched single-row and multi-row kernels with the generic twin. tol is
 // relative to simdDotBound; 0 demands equality.
-func checkVariantRows(t *testing.T, typ gguf.Type, n int, w []byte, stride, nrows int, xq []byte, tol float64) {
+func checkVariantRows(t *testing.T, ks *Set, typ gguf.Type, n int, w []byte, stride, nrows int, xq []byte, tol float64) {
 	t.Helper()
 	rb := n / typ.BlockSize() * typ.BlockBytes()
-	gen := GenericRowDot(typ)
-	one := RowDot(typ)
-	many := rowsDot[typ]
-	require.NotNil(t, many, "no multi-row kernel for %v in %s", typ, Variant)
+	gen := genericSet.RowDot(typ)
+	one := ks.RowDot(typ)
+	many := ks.types[typ].rows
+	require.NotNil(t, many, "no multi-row kernel for %v in %s", typ, ks.Name())
 	y := make([]float32, nrows)
 	many(n, w, stride, xq, y)
 	for i := range nrows {
@@ -191,7 +181,7 @@ func checkVariantRows(t *testing.T, typ gguf.Type, n int, w []byte, stride, nrow
 			continue
 		}
 		bound := tol * simdDotBound(t, typ, n, row, xq)
-		require.InDelta(t, want, got, bound, "row %d (generic %v, %s %v, allowed %g)", i, want, Variant, got, bound)
+		require.InDelta(t, want, got, bound, "row %d (generic %v, %s %v, allowed %g)", i, want, ks.Name(), got, bound)
 	}
 }
 
@@ -201,14 +191,14 @@ func checkVariantRows(t *testing.T, typ gguf.Type, n int, w []byte, stride, nrow
 // bounded by 1e-5 of sum |w_i x_i| (simdDotBound).
 func TestSIMDMatchesGeneric(t *testing.T) {
 	for _, v := range simdVariants(t) {
-		useVariant(t, v)
+		ks := mustSet(t, v)
 		for _, typ := range simdTypes {
 			for _, n := range simdLengths(typ) {
 				for _, nrows := range []int{1, 3, 7} {
 					t.Run(fmt.Sprintf("%s/%v/n=%d/rows=%d", v, typ, n, nrows), func(t *testing.T) {
 						r := rand.New(rand.NewPCG(uint64(n), uint64(nrows)*uint64(typ+1)))
 						w, stride, xq := simdRows(r, typ, n, nrows, nrows%3)
-						checkVariantRows(t, typ, n, w, stride, nrows, xq, 1e-5)
+						checkVariantRows(t, ks, typ, n, w, stride, nrows, xq, 1e-5)
 					})
 				}
 			}
@@ -340,7 +330,7 @@ func simdIntRow(t *testing.T, r *rand.Rand, typ gguf.Type, nb int, extreme bool)
 // (weights -128 and 127, nibbles 0 and 15, 6-bit quants 0 and 63).
 func TestSIMDExactIntegers(t *testing.T) {
 	for _, v := range simdVariants(t) {
-		useVariant(t, v)
+		ks := mustSet(t, v)
 		for _, typ := range simdTypes {
 			for _, extreme := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%v/extreme=%v", v, typ, extreme), func(t *testing.T) {
@@ -352,9 +342,9 @@ func TestSIMDExactIntegers(t *testing.T) {
 					for _, nb := range blocks {
 						for range 20 {
 							n, w, xq := simdIntRow(t, r, typ, nb, extreme)
-							want := GenericRowDot(typ)(n, w, xq)
+							want := genericSet.RowDot(typ)(n, w, xq)
 							require.Equal(t, want, float32(math.Round(float64(want))), "generic result is not an integer")
-							checkVariantRows(t, typ, n, w, len(w), 1, xq, 0)
+							checkVariantRows(t, ks, typ, n, w, len(w), 1, xq, 0)
 						}
 					}
 				})
@@ -367,7 +357,7 @@ func TestSIMDExactIntegers(t *testing.T) {
 // (large partial sums, where int16 saturation would show).
 func TestSIMDLargeValues(t *testing.T) {
 	for _, v := range simdVariants(t) {
-		useVariant(t, v)
+		ks := mustSet(t, v)
 		for _, typ := range simdTypes {
 			t.Run(fmt.Sprintf("%s/%v", v, typ), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(typ), 11))
@@ -389,7 +379,7 @@ func TestSIMDLargeValues(t *testing.T) {
 						}
 					}
 				}
-				checkVariantRows(t, typ, n, w, len(w), 1, xq, 1e-5)
+				checkVariantRows(t, ks, typ, n, w, len(w), 1, xq, 1e-5)
 			})
 		}
 	}
@@ -404,7 +394,7 @@ func TestSIMDQuantvecRows(t *testing.T) {
 	q := openQuantvec(t)
 	x := q.f32(t, "x")
 	for _, v := range variants {
-		useVariant(t, v)
+		ks := mustSet(t, v)
 		for _, typ := range simdTypes {
 			if typ == gguf.F32 {
 				continue // quantvec has no f32 weights
@@ -415,7 +405,7 @@ func TestSIMDQuantvecRows(t *testing.T) {
 				xq := make([]byte, simdActBytes(VecDotType(typ), q.cols))
 				QuantizeRow(VecDotType(typ), x, xq)
 				y := make([]float32, q.rows)
-				rowsDot[typ](q.cols, wq.Data, len(wq.Data)/q.rows, xq, y)
+				ks.types[typ].rows(q.cols, wq.Data, len(wq.Data)/q.rows, xq, y)
 				for r := range q.rows {
 					require.InEpsilon(t, want[r], y[r], 1e-4, "row %d", r)
 				}
@@ -431,7 +421,7 @@ func TestSIMDQuantvecRows(t *testing.T) {
 func TestSIMDFloatHelpers(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, v := range simdVariants(t) {
-		useVariant(t, v)
+		ks := mustSet(t, v)
 		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 64, 65, 100, 1000} {
 			a, b := make([]float32, n), make([]float32, n)
 			ah, bh := make([]uint16, n), make([]uint16, n)
@@ -442,12 +432,12 @@ func TestSIMDFloatHelpers(t *testing.T) {
 				mag += math.Abs(float64(a[i]) * float64(b[i]))
 				magh += math.Abs(float64(F16ToF32(ah[i])) * float64(F16ToF32(bh[i])))
 			}
-			require.InDelta(t, dotF32Generic(a, b), Dot(a, b), 1e-6*mag+1e-30, "%s Dot n=%d", v, n)
-			require.InDelta(t, dotF16Generic(ah, bh), DotF16(ah, bh), 1e-6*magh+1e-30, "%s DotF16 n=%d", v, n)
+			require.InDelta(t, dotF32Generic(a, b), ks.Dot(a, b), 1e-6*mag+1e-30, "%s Dot n=%d", v, n)
+			require.InDelta(t, dotF16Generic(ah, bh), ks.DotF16(ah, bh), 1e-6*magh+1e-30, "%s DotF16 n=%d", v, n)
 			y1 := append([]float32(nil), b...)
 			y2 := append([]float32(nil), b...)
 			axpyGeneric(y1, 0.37, a)
-			Axpy(y2, 0.37, a)
+			ks.Axpy(y2, 0.37, a)
 			for i := range n {
 				require.InDelta(t, y1[i], y2[i], 2e-7*(math.Abs(float64(y1[i]))+math.Abs(0.37*float64(a[i]))), "%s Axpy n=%d [%d]", v, n, i)
 			}
@@ -461,9 +451,9 @@ func TestSIMDFloatHelpers(t *testing.T) {
 // between the outputs must stay untouched.
 func TestSIMDTokensMatchGeneric(t *testing.T) {
 	for _, v := range simdVariants(t) {
-		useVariant(t, v)
+		ks := mustSet(t, v)
 		for _, typ := range simdTypes {
-			multi := tokensDot[typ]
+			multi := ks.types[typ].tokens
 			if multi == nil {
 				continue
 			}
@@ -489,7 +479,7 @@ func TestSIMDTokensMatchGeneric(t *testing.T) {
 							y[i] = -12345
 						}
 						multi(n, w, x, xStride, nTok, y, yStride)
-						gen := GenericRowDot(typ)
+						gen := genericSet.RowDot(typ)
 						for k := range nTok {
 							xk := x[k*xStride : k*xStride+ab]
 							want := gen(n, w, xk)
@@ -505,31 +495,33 @@ func TestSIMDTokensMatchGeneric(t *testing.T) {
 	}
 }
 
-// TestSIMDEnvSelectsVariant: MOONLM_KERNELS picks the kernel set at start
-// (checked in a child process, since the choice happens in init).
-func TestSIMDEnvSelectsVariant(t *testing.T) {
-	if want := os.Getenv("MOONLM_KERNELS_TEST_WANT"); want != "" {
-		require.Equal(t, want, Variant, "MOONLM_KERNELS=%s", os.Getenv("MOONLM_KERNELS"))
-		return
+// TestNewSets: New builds every set this CPU runs under its name, refuses
+// unknown names and sets the CPU cannot run, and Detect is the most
+// capable set.
+func TestNewSets(t *testing.T) {
+	avail := Available()
+	require.Equal(t, "generic", avail[0])
+	for _, name := range avail {
+		s, err := New(name)
+		require.NoError(t, err)
+		require.Equal(t, name, s.Name())
 	}
-	all := Variants()
-	cases := map[string]string{"bogus": all[len(all)-1]} // unknown: the default
-	for _, v := range all {
-		cases[v] = v
-	}
-	for env, want := range cases {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestSIMDEnvSelectsVariant$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "MOONLM_KERNELS="+env, "MOONLM_KERNELS_TEST_WANT="+want)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "MOONLM_KERNELS=%s: %s", env, out)
-		require.Contains(t, string(out), "PASS", "MOONLM_KERNELS=%s: %s", env, out)
+	require.Equal(t, avail[len(avail)-1], Detect().Name())
+	require.Same(t, Detect(), Detect())
+	_, err := New("bogus")
+	require.ErrorContains(t, err, `no kernel set "bogus"`)
+	for _, name := range Known() {
+		if !slices.Contains(avail, name) {
+			_, err := New(name)
+			require.ErrorContains(t, err, "cannot run", name)
+		}
 	}
 }
 
 // TestSIMDNoAllocs: the SIMD kernels and their wrappers do not allocate.
 func TestSIMDNoAllocs(t *testing.T) {
 	for _, v := range simdVariants(t) {
-		useVariant(t, v)
+		ks := mustSet(t, v)
 		for _, typ := range simdTypes {
 			r := rand.New(rand.NewPCG(4, 4))
 			n := 4 * typ.BlockSize() * 32
@@ -538,7 +530,7 @@ func TestSIMDNoAllocs(t *testing.T) {
 			}
 			w, stride, xq := simdRows(r, typ, n, 5, 0)
 			y := make([]float32, 5)
-			one, many, multi := RowDot(typ), rowsDot[typ], tokensDot[typ]
+			one, many, multi := ks.RowDot(typ), ks.types[typ].rows, ks.types[typ].tokens
 			x5 := bytes.Repeat(xq, 5)
 			allocs := testing.AllocsPerRun(20, func() {
 				y[0] = one(n, w, xq)
@@ -552,9 +544,9 @@ func TestSIMDNoAllocs(t *testing.T) {
 		a, b := make([]float32, 100), make([]float32, 100)
 		ah := make([]uint16, 100)
 		allocs := testing.AllocsPerRun(20, func() {
-			a[0] = Dot(a, b)
-			a[1] = DotF16(ah, ah)
-			Axpy(a, 0.5, b)
+			a[0] = ks.Dot(a, b)
+			a[1] = ks.DotF16(ah, ah)
+			ks.Axpy(a, 0.5, b)
 		})
 		require.Zero(t, allocs, "%s float helpers", v)
 	}

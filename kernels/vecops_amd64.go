@@ -11,14 +11,11 @@ func chunkSumsAVX512(x *float32, n int) float64
 //go:noescape
 func scaleAVX512(x *float32, n int, s float32)
 
-// vecOps reports whether the AVX-512 helpers may run.
-func vecOps() bool { return Variant == "avx512" }
-
 // maxVec returns the maximum of the multiple-of-16 head of x and how many
 // values that was (0: none, the caller scans everything).
-func maxVec(x []float32) (float32, int) {
+func (s *Set) maxVec(x []float32) (float32, int) {
 	n := len(x) &^ 15
-	if n == 0 || !vecOps() {
+	if n == 0 || !s.wide() {
 		return 0, 0
 	}
 	return maxAVX512(&x[0], n), n
@@ -26,9 +23,9 @@ func maxVec(x []float32) (float32, int) {
 
 // chunkSumsVec is chunkSums over the whole 16-value chunks of x; it
 // returns how many values it covered.
-func chunkSumsVec(x []float32) (float64, int) {
+func (s *Set) chunkSumsVec(x []float32) (float64, int) {
 	n := len(x) &^ 15
-	if n == 0 || !vecOps() {
+	if n == 0 || !s.wide() {
 		return 0, 0
 	}
 	return chunkSumsAVX512(&x[0], n), n
@@ -36,9 +33,9 @@ func chunkSumsVec(x []float32) (float64, int) {
 
 // scaleVec multiplies the multiple-of-16 head of x by s and returns its
 // length.
-func scaleVec(x []float32, s float32) int {
+func (st *Set) scaleVec(x []float32, s float32) int {
 	n := len(x) &^ 15
-	if n == 0 || !vecOps() {
+	if n == 0 || !st.wide() {
 		return 0
 	}
 	scaleAVX512(&x[0], n, s)

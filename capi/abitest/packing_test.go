@@ -100,7 +100,7 @@ next:
 		f, err := gguf.Open(path)
 		require.NoError(t, err)
 		for _, ten := range f.Tensors() {
-			if len(ten.Shape) == 2 && strings.HasPrefix(ten.Name, "blk.") && kernels.Packed(ten.Type) != nil {
+			if len(ten.Shape) == 2 && strings.HasPrefix(ten.Name, "blk.") && kernels.Detect().Packed(ten.Type) != nil {
 				f.Close()
 				return rel
 			}

@@ -173,7 +173,10 @@ func benchOpenIn(cfg benchConfig, state string) (benchCacheOpen, error) {
 		return r, err
 	}
 	defer cleanup()
-	p := engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack, PackedCache: cp}
+	p, err := withEnv(engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack, PackedCache: cp})
+	if err != nil {
+		return r, fmt.Errorf("bench: %w", err)
+	}
 	if state == "warm" {
 		m, err := engine.Open(cfg.Path, p)
 		if err != nil {
@@ -296,10 +299,13 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 	if cfg.Rounds < 1 || cfg.Prompt < 0 || cfg.Gen < 0 || cfg.Threads < 1 {
 		return nil, fmt.Errorf("bench: need -r >= 1, -t >= 1, -p >= 0, -n >= 0 (have %d, %d, %d, %d)", cfg.Rounds, cfg.Threads, cfg.Prompt, cfg.Gen)
 	}
-	res := &benchResult{File: cfg.Path, Kernels: kernels.Variant, Threads: cfg.Threads,
+	params, err := withEnv(engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	res := &benchResult{File: cfg.Path, Kernels: params.Kernels.Name(), Threads: cfg.Threads,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), Rounds: cfg.Rounds}
 
-	params := engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack}
 	if len(cfg.Cache) > 0 {
 		for _, state := range cfg.Cache {
 			r, err := benchOpenIn(cfg, state)
@@ -316,6 +322,9 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 		}
 		defer cleanup()
 		params.PackedCache = cp
+		if params, err = withEnv(params); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
 		if last == "warm" {
 			m, err := engine.Open(cfg.Path, params)
 			if err != nil {
@@ -554,10 +563,10 @@ func procStatus(field string) int64 {
 }
 
 // memReadGBs is a plain memory read benchmark: threads goroutines each sum
-// the squares of a disjoint part of a 512 MiB float32 buffer with
-// kernels.Dot(a, a) (the SIMD dot product; both operands are the same
-// address, so memory sees one stream); the best of five passes, in GB/s. It
-// is the bandwidth a weight-streaming decode can hope for.
+// the squares of a disjoint part of a 512 MiB float32 buffer with the
+// detected kernel set's Dot(a, a) (the SIMD dot product; both operands are
+// the same address, so memory sees one stream); the best of five passes, in
+// GB/s. It is the bandwidth a weight-streaming decode can hope for.
 func memReadGBs(threads int) float64 {
 	const size = 512 << 20
 	buf := make([]float32, size/4)
@@ -574,7 +583,7 @@ func memReadGBs(threads int) float64 {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
-				sums[w] = kernels.Dot(buf[w*part:(w+1)*part], buf[w*part:(w+1)*part])
+				sums[w] = kernels.Detect().Dot(buf[w*part:(w+1)*part], buf[w*part:(w+1)*part])
 			}(w)
 		}
 		wg.Wait()

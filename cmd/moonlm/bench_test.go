@@ -57,7 +57,7 @@ func TestBenchStories260KJSON(t *testing.T) {
 		require.True(t, ok, "%s is %T (%v)", k, out[k], out[k])
 		return v
 	}
-	assert.Equal(t, kernels.Variant, out["kernels"])
+	assert.Equal(t, kernels.Detect().Name(), out["kernels"])
 	assert.Equal(t, 2.0, num("threads"))
 	assert.Equal(t, float64(st.Size()), num("file_bytes"))
 	assert.Equal(t, "llama", out["arch"])
@@ -253,8 +253,8 @@ func TestLlama3RopeFreqs(t *testing.T) {
 // each --cache state: cold packs and publishes, warm maps the entry, off
 // packs in memory; the JSON carries open_pack_ms and pack_source.
 func TestBenchPackedCacheStates(t *testing.T) {
-	if kernels.Packed(gguf.Q4_K) == nil {
-		t.Skipf("no packed q4_K layout in the %s kernels of this CPU", kernels.Variant)
+	if kernels.Detect().Packed(gguf.Q4_K) == nil {
+		t.Skipf("no packed q4_K layout in the %s kernels of this CPU", kernels.Detect().Name())
 	}
 	vocab := shareddata.Path(t, "vocab/ggml-vocab-smollm2.gguf")
 	out := filepath.Join(t.TempDir(), "bench.gguf")

@@ -125,7 +125,7 @@ func TestVersionCommand(t *testing.T) {
 	require.Equal(t, 0, st, stderr)
 	assert.Contains(t, out, "moonlm "+version.Library+" ")
 	assert.Regexp(t, `C ABI \d+`, out)
-	assert.Contains(t, out, "kernels: "+kernels.Variant+" ")
+	assert.Contains(t, out, "kernels: "+kernels.Detect().Name()+" ")
 	assert.Contains(t, out, runtime.Version())
 	assert.Contains(t, out, "revision: ")
 	for _, flag := range []string{"--version", "-version"} {
@@ -135,6 +135,11 @@ func TestVersionCommand(t *testing.T) {
 	}
 	_, _, st = runCLI(t, "", "version", "extra")
 	assert.Equal(t, 1, st)
+	// MOONLM_KERNELS names the set the commands would use.
+	t.Setenv("MOONLM_KERNELS", "generic")
+	out, stderr, st = runCLI(t, "", "version")
+	require.Equal(t, 0, st, stderr)
+	assert.Contains(t, out, "kernels: generic ")
 }
 
 func TestRevision(t *testing.T) {

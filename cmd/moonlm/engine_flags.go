@@ -59,7 +59,7 @@ func (f *engineFlags) modelParams() (engine.ModelParams, error) {
 	default:
 		return p, fmt.Errorf("--packed-cache %q: want auto, on or off", f.cache)
 	}
-	return p, nil
+	return withEnv(p)
 }
 
 func (f *engineFlags) open() (*engine.Model, error) {

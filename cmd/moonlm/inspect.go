@@ -16,7 +16,6 @@ import (
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/moonlm/moonlm/kernels"
 )
 
 func init() {
@@ -147,13 +146,17 @@ type packedTensor struct {
 // addPacked loads the model (without packing or touching the cache) to
 // list the matrices that a normal open would repack.
 func (r *inspectReport) addPacked(path string) error {
-	m, err := engine.Open(path, engine.ModelParams{Threads: 1, Pack: engine.PackOff,
+	p, err := withEnv(engine.ModelParams{Threads: 1, Pack: engine.PackOff,
 		PackedCache: engine.PackedCacheParams{Mode: engine.CacheOff}})
 	if err != nil {
 		return fmt.Errorf("inspect --packed: %w", err)
 	}
+	m, err := engine.Open(path, p)
+	if err != nil {
+		return fmt.Errorf("inspect --packed: %w", err)
+	}
 	defer m.Close()
-	r.PackedKernels = kernels.Variant
+	r.PackedKernels = m.Kernels().Name()
 	r.Packed = []packedTensor{}
 	for _, t := range m.PackedTensors() {
 		r.Packed = append(r.Packed, packedTensor{t.Name, t.Layout, t.Bytes})

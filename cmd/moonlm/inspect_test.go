@@ -91,8 +91,8 @@ func TestInspectErrors(t *testing.T) {
 // TestInspectPacked lists the matrices an open repacks: on a Q8_0 model
 // every layer matrix and the tied head, never token_embd for lookups.
 func TestInspectPacked(t *testing.T) {
-	if kernels.Packed(gguf.Q8_0) == nil {
-		t.Skipf("no packed q8_0 layout in the %s kernels of this CPU", kernels.Variant)
+	if kernels.Detect().Packed(gguf.Q8_0) == nil {
+		t.Skipf("no packed q8_0 layout in the %s kernels of this CPU", kernels.Detect().Name())
 	}
 	vocab := shareddata.Path(t, "vocab/ggml-vocab-smollm2.gguf")
 	out := filepath.Join(t.TempDir(), "m.gguf")
@@ -101,9 +101,9 @@ func TestInspectPacked(t *testing.T) {
 	rep, err := inspectFile(out)
 	require.NoError(t, err)
 	require.NoError(t, rep.addPacked(out))
-	assert.Equal(t, kernels.Variant, rep.PackedKernels)
+	assert.Equal(t, kernels.Detect().Name(), rep.PackedKernels)
 	require.Len(t, rep.Packed, 2*7+1)
-	l := kernels.Packed(gguf.Q8_0)
+	l := kernels.Detect().Packed(gguf.Q8_0)
 	var sum int64
 	for _, p := range rep.Packed {
 		assert.Equal(t, l.Name, p.Layout, p.Name)
@@ -113,7 +113,7 @@ func TestInspectPacked(t *testing.T) {
 	assert.Equal(t, "token_embd.weight (tied output)", rep.Packed[len(rep.Packed)-1].Name)
 	var b strings.Builder
 	require.NoError(t, rep.writeText(&b))
-	assert.Contains(t, b.String(), "packed at open with the "+kernels.Variant+" kernels (15 matrices")
+	assert.Contains(t, b.String(), "packed at open with the "+kernels.Detect().Name()+" kernels (15 matrices")
 }
 
 // writeTestModel writes internal/testmodel's tiny llama model with

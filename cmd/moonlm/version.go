@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/moonlm/moonlm/internal/settings"
 	"github.com/moonlm/moonlm/internal/version"
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -42,7 +43,11 @@ func runVersion(args []string) error {
 // writeVersion prints the version report; bi may be nil (no build info).
 func writeVersion(w io.Writer, bi *debug.BuildInfo) {
 	fmt.Fprintf(w, "moonlm %s (C ABI %d)\n", version.Library, version.ABI)
-	fmt.Fprintf(w, "kernels: %s (this CPU: %s)\n", kernels.Variant, strings.Join(kernels.Variants(), ", "))
+	ks := kernels.Detect()
+	if env := settings.Read(); env.Kernels != nil {
+		ks = env.Kernels // MOONLM_KERNELS
+	}
+	fmt.Fprintf(w, "kernels: %s (this CPU: %s)\n", ks.Name(), strings.Join(kernels.Available(), ", "))
 	goVersion := runtime.Version()
 	if bi != nil && bi.GoVersion != "" {
 		goVersion = bi.GoVersion

@@ -3,7 +3,7 @@
 // nothing else about it lives elsewhere:
 //
 //   - its hyperparameters, read from GGUF metadata on top of the keys every
-//     family shares (ReadParams), with its own facts (scales, windows,
+//     family shares (Read), with its own facts (scales, windows,
 //     model sizes) set in its Hparams function;
 //   - its tensors: name, shape in terms of the hyperparameters, whether it
 //     is optional, and which tensor stands in when it is absent (a tied

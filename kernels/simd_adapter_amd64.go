@@ -1,0 +1,175 @@
+//go:build amd64
+
+package kernels
+
+import (
+	"fmt"
+	"math/bits"
+	"unsafe"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// One adapter turns each assembly row kernel (and four-token kernel) into
+// the RowDotFunc, RowsDotFunc and TokensDotFunc the sets hold, with the
+// bounds checks that keep the assembly inside its slices and the block
+// geometry from gguf's table. The assembly is called directly from a
+// switch, not through a func value, so the pointers handed to it do not
+// escape and a one-row call keeps its result on the stack.
+
+// asmKernel names one assembly kernel.
+type asmKernel uint8
+
+const (
+	_ asmKernel = iota
+	asmQ8_0RowsAVX2
+	asmQ4_0RowsAVX2
+	asmQ4_1RowsAVX2
+	asmQ5_0RowsAVX2
+	asmQ4_KRowsAVX2
+	asmQ6_KRowsAVX2
+	asmF16RowsAVX2
+	asmF32RowsAVX2
+	asmQ8_0RowsAVX512
+	asmQ4_0RowsAVX512
+	asmQ5_0RowsAVX512
+	asmQ8_0Tok4AVX2
+	asmQ4_0Tok4AVX2
+	asmQ4_1Tok4AVX2
+	asmQ4_KTok4AVX2
+	asmQ6_KTok4AVX2
+	asmQ8_0Tok4AVX512
+	asmQ4_0Tok4AVX512
+	asmQ4_1Tok4AVX512
+	asmQ4_KTok4AVX512
+	asmQ6_KTok4AVX512
+)
+
+// runRows runs multi-row kernel k: y[i] = dot(row i, x) for nrows rows
+// stride bytes apart, nb blocks (values, for F16 and F32) each.
+func runRows(k asmKernel, w *byte, stride, nrows int, x *byte, nb int, y *float32) {
+	f16 := &f16Table[0]
+	switch k {
+	case asmQ8_0RowsAVX2:
+		dotQ8_0RowsAVX2(w, stride, nrows, x, nb, y, f16)
+	case asmQ4_0RowsAVX2:
+		dotQ4_0RowsAVX2(w, stride, nrows, x, nb, y, f16)
+	case asmQ4_1RowsAVX2:
+		dotQ4_1RowsAVX2(w, stride, nrows, x, nb, y, f16)
+	case asmQ5_0RowsAVX2:
+		dotQ5_0RowsAVX2(w, stride, nrows, x, nb, y, f16)
+	case asmQ4_KRowsAVX2:
+		dotQ4_KRowsAVX2(w, stride, nrows, x, nb, y)
+	case asmQ6_KRowsAVX2:
+		dotQ6_KRowsAVX2(w, stride, nrows, x, nb, y)
+	case asmF16RowsAVX2:
+		dotF16RowsAVX2(w, stride, nrows, x, nb, y)
+	case asmF32RowsAVX2:
+		dotF32RowsAVX2(w, stride, nrows, x, nb, y)
+	case asmQ8_0RowsAVX512:
+		dotQ8_0RowsAVX512(w, stride, nrows, x, nb, y, f16)
+	case asmQ4_0RowsAVX512:
+		dotQ4_0RowsAVX512(w, stride, nrows, x, nb, y, f16)
+	case asmQ5_0RowsAVX512:
+		dotQ5_0RowsAVX512(w, stride, nrows, x, nb, y, f16)
+	default:
+		panic(fmt.Sprintf("kernels: %d is not a multi-row kernel", k))
+	}
+}
+
+// runTok4 runs four-token kernel k: y[0..3] = dot(w, token t) for four
+// tokens xstride bytes apart, nb blocks each.
+func runTok4(k asmKernel, w, x *byte, xstride, nb int, y *float32) {
+	f16 := &f16Table[0]
+	switch k {
+	case asmQ8_0Tok4AVX2:
+		dotQ8_0Tok4AVX2(w, x, xstride, nb, y, f16)
+	case asmQ4_0Tok4AVX2:
+		dotQ4_0Tok4AVX2(w, x, xstride, nb, y, f16)
+	case asmQ4_1Tok4AVX2:
+		dotQ4_1Tok4AVX2(w, x, xstride, nb, y, f16)
+	case asmQ4_KTok4AVX2:
+		dotQ4_KTok4AVX2(w, x, xstride, nb, y)
+	case asmQ6_KTok4AVX2:
+		dotQ6_KTok4AVX2(w, x, xstride, nb, y)
+	case asmQ8_0Tok4AVX512:
+		dotQ8_0Tok4AVX512(w, x, xstride, nb, y, f16)
+	case asmQ4_0Tok4AVX512:
+		dotQ4_0Tok4AVX512(w, x, xstride, nb, y, f16)
+	case asmQ4_1Tok4AVX512:
+		dotQ4_1Tok4AVX512(w, x, xstride, nb, y, f16)
+	case asmQ4_KTok4AVX512:
+		dotQ4_KTok4AVX512(w, x, xstride, nb, y)
+	case asmQ6_KTok4AVX512:
+		dotQ6_KTok4AVX512(w, x, xstride, nb, y)
+	default:
+		panic(fmt.Sprintf("kernels: %d is not a four-token kernel", k))
+	}
+}
+
+// asmGeom is what the adapters need of a weight type: blocks per row as
+// a shift (block sizes are powers of two), and block bytes of the weights
+// and of their activations.
+type asmGeom struct {
+	name   string
+	shift  uint
+	wb, ab int
+}
+
+func geomFor(t gguf.Type) asmGeom {
+	bs := t.BlockSize()
+	if bs == 0 || bs&(bs-1) != 0 {
+		panic(fmt.Sprintf("kernels: %v blocks of %d values are not a power of two", t, bs))
+	}
+	vt := VecDotType(t)
+	return asmGeom{name: t.String(), shift: uint(bits.TrailingZeros(uint(bs))), wb: t.BlockBytes(), ab: vt.BlockBytes() * bs / vt.BlockSize()}
+}
+
+// rowKernels adapts multi-row kernel k for weights of type t.
+func rowKernels(t gguf.Type, k asmKernel) (RowDotFunc, RowsDotFunc) {
+	g := geomFor(t)
+	one := func(n int, w, x []byte) float32 {
+		var y [1]float32
+		nb := n >> g.shift
+		checkRows(g.name, len(w), 0, 1, nb*g.wb, len(x), nb*g.ab)
+		runRows(k, unsafe.SliceData(w), 0, 1, unsafe.SliceData(x), nb, &y[0])
+		return y[0]
+	}
+	many := func(n int, w []byte, rowBytes int, x []byte, y []float32) {
+		nb := n >> g.shift
+		checkRows(g.name, len(w), rowBytes, len(y), nb*g.wb, len(x), nb*g.ab)
+		runRows(k, unsafe.SliceData(w), rowBytes, len(y), unsafe.SliceData(x), nb, unsafe.SliceData(y))
+	}
+	return one, many
+}
+
+// tokKernel adapts four-token kernel tok4 for weights of type t: groups of
+// four tokens, then the last nTok%4 through multi-row kernel row.
+func tokKernel(t gguf.Type, tok4, row asmKernel) TokensDotFunc {
+	g := geomFor(t)
+	return func(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
+		nb := n >> g.shift
+		checkTokens(g.name, len(w), nb*g.wb, len(x), xStride, nTok, nb*g.ab, len(y), yStride)
+		if nb == 0 {
+			for k := range nTok {
+				y[k*yStride] = 0
+			}
+			return
+		}
+		xp := unsafe.Pointer(unsafe.SliceData(x))
+		var out [4]float32
+		k := 0
+		for ; k+4 <= nTok; k += 4 {
+			runTok4(tok4, &w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, nb, &out[0])
+			y[k*yStride], y[(k+1)*yStride], y[(k+2)*yStride], y[(k+3)*yStride] = out[0], out[1], out[2], out[3]
+		}
+		for ; k < nTok; k++ {
+			runRows(row, &w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), nb, &y[k*yStride])
+		}
+	}
+}
+
+// setRows installs multi-row kernel k (and its one-row form) for t in s.
+func (s *Set) setRows(t gguf.Type, k asmKernel) {
+	s.types[t].row, s.types[t].rows = rowKernels(t, k)
+}
