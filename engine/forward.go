@@ -359,20 +359,28 @@ func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 // With an f16 cache it follows ggml's non-flash attention exactly: q and the
 // softmax weights rounded to f16, both products summed as llamafile's
 // tinyBLAS does (kernels.AttnDotF16Rows), the softmax as ggml's. Rows are
-// laid out from a multiple of 16 positions, as llama.cpp's rows start at KV
-// cell 0, so the 16-lane sums group the same positions (exact while cells
-// hold positions in order, as they do without a sliding window).
+// laid out from a multiple of 16 positions (64 for one token), as
+// llama.cpp's rows start at KV cell 0, so the lane sums group the same
+// positions (exact while cells hold positions in order, as llama.cpp's
+// full-size cache keeps them within its size, sliding window or not).
 func (s *Session) attendHead(t, h, worker int) {
 	c := s.c
 	hd := c.HeadDim
 	kvDim := c.KVHeads * hd
 	g, pos, first, q, out := s.headView(t, h)
 	kc := s.cache
+	single := s.nTok == 1 && s.ops.ggmlDecode
+	// ggml's rows start at KV cell 0: tinyBLAS groups cells by 16 lanes,
+	// ggml_vec_dot (one token) by 64-value steps of four 16-lane
+	// accumulators, so a row past a sliding window's start begins at the
+	// boundary below it that keeps the grouping.
 	base := first &^ 15
+	if single {
+		base = first &^ 63
+	}
 	n := pos - base + 1
 	sc := s.scores[worker][:n]
 	live := sc[first-base:]
-	single := s.nTok == 1 && s.ops.ggmlDecode
 	if kc.f32 {
 		// ggml's f32 products: q is not contiguous in a batch, so the
 		// scores always take ggml_vec_dot_f32; the output takes tinyBLAS

@@ -116,7 +116,17 @@ type numericsOps struct {
 	// ggmlDecode sums a one-token batch's attention products in
 	// ggml_vec_dot_f16's order (see Model.ggmlDecodeOrder).
 	ggmlDecode bool
+	// batch is the most tokens one forward pass takes; longer prompts go
+	// in chunks of it. The reference engines pick kernels, and so summation
+	// orders, by the size of the whole micro-batch (llama.cpp's q4_K and
+	// q6_K products from 8 tokens on, the one-token attention order), so
+	// the reference modes chunk as they do by default.
+	batch int
 }
+
+// refUbatch is llama.cpp's and ik_llama.cpp's default micro-batch
+// (n_ubatch): a prompt is computed 512 tokens at a time.
+const refUbatch = 512
 
 // opsFor returns the operations of model m's numerics mode for a session
 // with an f32 (else f16) KV cache, on m's kernel set.
@@ -129,6 +139,10 @@ func opsFor(m *Model, f32 bool) numericsOps {
 		attendHead:     (*Session).attendHead,
 		groupAttention: !f32 && c.HeadDim%16 == 0,
 		ggmlDecode:     n != NumericsFast || m.ggmlDecodeOrder,
+		batch:          maxBatch,
+	}
+	if n != NumericsFast {
+		o.batch = refUbatch
 	}
 	if n == NumericsIk {
 		o.rmsNorm = rmsNormIk

@@ -151,6 +151,14 @@ type refOptions struct {
 	// tolAt, when set, is the tolerance at prompt position i of case ci
 	// (greedy positions use tol).
 	tolAt func(ci, i int) float64
+	// nCtx is the sessions' context (0: 512).
+	nCtx int
+	// lastPrompt, when set, checks only the last lastPrompt prompt
+	// positions (the others are computed without their logits), and
+	// maxGreedy only the first maxGreedy greedy positions: a long prompt
+	// through a large vocabulary then costs its forward passes, not a
+	// vocabulary product per position.
+	lastPrompt, maxGreedy int
 }
 
 // check runs checkDistWorst and records the difference.
@@ -193,25 +201,33 @@ func runRefFiles(t *testing.T, o refOptions) {
 		if !assert.Equal(t, rc.Tokens, toks, "case %d %q: prompt tokens", ci, rc.Prompt) {
 			continue
 		}
-		s, err := m.NewSession(SessionParams{KVF32: kvf32, NCtx: 512})
+		nCtx := 512
+		if o.nCtx > 0 {
+			nCtx = o.nCtx
+		}
+		s, err := m.NewSession(SessionParams{KVF32: kvf32, NCtx: nCtx})
 		require.NoError(t, err)
 		if prepSession != nil {
 			prepSession(s)
 		}
-		all := make([]float32, len(toks)*vocab)
-		require.NoError(t, s.PrefillAll(toks, all))
+		from := 0
+		if o.lastPrompt > 0 {
+			from = max(0, len(toks)-o.lastPrompt)
+		}
+		all := make([]float32, (len(toks)-from)*vocab)
+		require.NoError(t, s.PrefillFrom(toks, from, all))
 		require.Len(t, rc.PromptLogits, len(toks))
 		fails := 0
-		for i := range toks {
+		for i := from; i < len(toks); i++ {
 			ptol := tol
 			if o.tolAt != nil {
 				ptol = o.tolAt(ci, i)
 			}
-			if !o.check(t, caseWhere(ci, rc.Prompt, "prompt position", i), all[i*vocab:(i+1)*vocab], rc.PromptLogits[i], ptol) {
+			if !o.check(t, caseWhere(ci, rc.Prompt, "prompt position", i), all[(i-from)*vocab:(i-from+1)*vocab], rc.PromptLogits[i], ptol) {
 				fails++
 			}
 		}
-		logits := append([]float32(nil), all[(len(toks)-1)*vocab:]...)
+		logits := append([]float32(nil), all[(len(toks)-1-from)*vocab:]...)
 		dist := rc.PromptLogits[len(toks)-1]
 		tied := false
 		for gi, want := range rc.Greedy {
@@ -223,7 +239,7 @@ func runRefFiles(t *testing.T, o refOptions) {
 					break
 				}
 			}
-			if gi >= len(rc.GreedyLogits) || s.Pos() >= s.NCtx() {
+			if gi >= len(rc.GreedyLogits) || s.Pos() >= s.NCtx() || (o.maxGreedy > 0 && gi >= o.maxGreedy) {
 				break
 			}
 			require.NoError(t, s.Decode(want, logits))

@@ -29,8 +29,9 @@ type SessionParams struct {
 	Threads int
 }
 
-// maxBatch is how many tokens one forward pass processes at once; longer
-// prompts are prefilled in chunks of this size.
+// maxBatch is how many tokens one forward pass processes at once in the
+// fast mode; longer prompts are prefilled in chunks of this size (the
+// reference modes take numericsOps.batch).
 const maxBatch = 64
 
 // Session is one sequence's state: its KV cache, position and scratch
@@ -170,7 +171,7 @@ func (s *Session) alloc(f32 bool) (err error) {
 	// otherwise run it, and allocate, in the middle of another session's
 	// decode).
 	s.cacheCleanup = runtime.AddCleanup(s, (*kvCache).free, s.cache)
-	nb := min(maxBatch, s.nCtx)
+	nb := min(s.ops.batch, s.nCtx)
 	s.nb = nb
 	pl := m.plan
 	for b, w := range pl.width {

@@ -85,6 +85,16 @@ func geluF32(x float32) float32 {
 	return 0.5 * x * (1 + float32(math.Tanh(float64(inner))))
 }
 
+// geluGGML is ggml_gelu_f32 as GCC compiles it for the CPU backend's f16
+// table: 1 + a*x*x contracted into one fused multiply-add (its default
+// -ffp-contract=fast). Unfused, the table entry of x = -1.9990234 (f16
+// 0xbfff) comes out one f16 ulp off ggml's; fused, all 65536 entries equal
+// the table of llama.cpp's libggml-cpu.
+func geluGGML(x float32) float32 {
+	inner := geluSqrt2OverP * x * FMA32(geluCoefA*x, x, 1)
+	return 0.5 * x * (1 + float32(math.Tanh(float64(inner))))
+}
+
 var (
 	geluOnce  sync.Once
 	geluTable []float32 // indexed by the f16 bits of the input
@@ -98,7 +108,7 @@ func GELU(dst, x []float32) {
 	geluOnce.Do(func() {
 		geluTable = make([]float32, 1<<16)
 		for i := range geluTable {
-			geluTable[i] = F16ToF32(F32ToF16(geluF32(F16ToF32(uint16(i)))))
+			geluTable[i] = F16ToF32(F32ToF16(geluGGML(F16ToF32(uint16(i)))))
 		}
 	})
 	dst = dst[:len(x)]

@@ -83,6 +83,18 @@ func TestGELU(t *testing.T) {
 	}
 }
 
+// TestGELUTableAsGGML checks the table entry that GCC's fused
+// multiply-add in ggml_gelu_f32 moves: for x = f16 0xbfff (-1.9990234)
+// llama.cpp's libggml-cpu table holds f16 0xa9d3 (read from its
+// ggml_table_gelu_f16 after ggml_cpu_init); the unfused order gives the
+// next f16 value. All 65536 entries were compared the same way and agree.
+func TestGELUTableAsGGML(t *testing.T) {
+	x := []float32{F16ToF32(0xbfff)}
+	y := make([]float32, 1)
+	GELU(y, x)
+	assert.Equal(t, uint16(0xa9d3), F32ToF16(y[0]), "gelu(%v) = %v", x[0], y[0])
+}
+
 func TestElementwise(t *testing.T) {
 	ks := Detect()
 	a := []float32{1, 2, 3}

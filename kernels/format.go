@@ -138,12 +138,11 @@ func QuantizeWeightRow(t gguf.Type, src []float32, dst []byte) {
 // PackedExact returns the ggml-order layout for a rows-row matrix of weight
 // type t under order o, or nil when there is none for t (q8_0, q4_1, q5_0,
 // q4_K and q6_K have one). The layouts take one row per group, so every row of a matrix
-// is served by them, and up to 128 tokens per Dot call (matMulPacked hands
-// them chunks that start at multiples of 128 tokens), which is what they
-// know of the batch: llama.cpp multiplies a batch of 8 tokens or more with
-// its tiled K-quant kernel and a smaller one with vec_dot, so the layouts
-// are exact for batches of up to 128 tokens, and for larger ones except in
-// a last chunk of 1-7 tokens.
+// is served by them, and up to 512 tokens per Dot call (ggmlMaxTok), which
+// is what they know of the batch: llama.cpp multiplies a batch of 8 tokens
+// or more with its tiled K-quant kernel and a smaller one with vec_dot, so
+// the layouts are exact for batches of up to 512 tokens, llama.cpp's
+// default micro-batch.
 func PackedExact(t gguf.Type, rows int, o GGMLOrder) *PackedLayout {
 	f := formatOf(t)
 	if f == nil {

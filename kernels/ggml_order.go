@@ -35,10 +35,11 @@ const (
 )
 
 // ggmlMaxTok is the token count of one Dot call of the ggml-order
-// layouts. llama.cpp picks its q4_K/q6_K kernel by the size of the whole
-// batch, which a Dot call sees only up to this many tokens; the tile of
-// matMulPacked (Rows * MaxTok <= 128) bounds it.
-const ggmlMaxTok = 128
+// layouts: llama.cpp picks its q4_K/q6_K kernel by the size of the whole
+// micro-batch (512 tokens by default), so a Dot call must see all of it.
+// One-row layouts never take matMulPacked's partial-group tile, so its
+// Rows*MaxTok bound does not apply to them.
+const ggmlMaxTok = 512
 
 // ggmlLayout makes a one-row, copy-packed layout of type t.
 func ggmlLayout(name string, t gguf.Type, dot func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)) PackedLayout {

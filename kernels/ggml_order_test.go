@@ -216,3 +216,21 @@ func BenchmarkGGMLOrder(b *testing.B) {
 		}
 	}
 }
+
+// TestGGMLOrderWholeBatch checks that MatMul hands a ggml-order layout the
+// whole batch (up to llama.cpp's 512-token micro-batch) in one Dot call, so
+// the kernel choice follows the batch's size: in a batch of 133 q6_K
+// tokens the last 5 take the tiled order, as llama.cpp computes them,
+// not vec_dot's, which a 5-token piece would get.
+func TestGGMLOrderWholeBatch(t *testing.T) {
+	const rows, nTok = 4, 133
+	l := PackedExact(gguf.Q6_K, rows, GGMLVecDot)
+	c := newGGMLOrderCase(gguf.Q6_K, rows, 512, nTok, 21)
+	m := &Matrix{Type: gguf.Q6_K, Rows: rows, Cols: c.cols, Data: c.w, Packed: c.w, Layout: l}
+	y := make([]float32, nTok*rows)
+	genericSet.MatMul(m, c.xq, nTok, y, 0, rows)
+	require.Equal(t, c.run(l, nTok), y, "MatMul against one Dot call of the whole batch")
+	tail := *c
+	tail.xq = c.xq[(nTok-5)*c.ab:]
+	assert.NotEqual(t, tail.run(l, 5), y[(nTok-5)*rows:], "the 5-token vec_dot order differs somewhere from the tiled one")
+}

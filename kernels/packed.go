@@ -91,9 +91,10 @@ func registerPacked(set string, pick func(*Set) *PackedLayout) bool {
 }
 
 // checkLayout reports whether l can serve weights of type t: its tile must
-// fit matMulPacked's scratch.
+// fit matMulPacked's scratch, which only a partial group uses (a one-row
+// layout has none).
 func checkLayout(t gguf.Type, l *PackedLayout) error {
-	if l.Type != t || l.Rows <= 0 || l.MaxTok <= 0 || l.Rows*l.MaxTok > maxPackedTile {
+	if l.Type != t || l.Rows <= 0 || l.MaxTok <= 0 || (l.Rows > 1 && l.Rows*l.MaxTok > maxPackedTile) {
 		return fmt.Errorf("kernels: packed layout %s (type %v, %d rows x %d tokens) cannot serve %v within the %d-value tile", l.Name, l.Type, l.Rows, l.MaxTok, t, maxPackedTile)
 	}
 	return nil
