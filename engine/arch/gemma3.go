@@ -28,26 +28,11 @@ var gemma3 = Family{
 		p.RopeSWA = 10000
 		return nil
 	},
-	Model: []Tensor{
-		{Role: TokenEmbd, Name: "token_embd.weight", Cols: Dim, Rows: Any},
-		{Role: Output, Name: "output.weight", Cols: Dim, Rows: Vocab, Optional: true, TiedTo: TokenEmbd},
-		{Role: OutputNorm, Name: "output_norm.weight", Cols: Dim},
-	},
-	Layer: []Tensor{
-		{Role: AttnNorm, Name: "attn_norm.weight", Cols: Dim},
-		{Role: WQ, Name: "attn_q.weight", Cols: Dim, Rows: QDim},
-		{Role: WK, Name: "attn_k.weight", Cols: Dim, Rows: KVDim},
-		{Role: WV, Name: "attn_v.weight", Cols: Dim, Rows: KVDim},
-		{Role: QNorm, Name: "attn_q_norm.weight", Cols: HeadDim},
-		{Role: KNorm, Name: "attn_k_norm.weight", Cols: HeadDim},
-		{Role: WO, Name: "attn_output.weight", Cols: QDim, Rows: Dim},
-		{Role: PostAttnNorm, Name: "post_attention_norm.weight", Cols: Dim},
-		{Role: Gate, Name: "ffn_gate.weight", Cols: Dim, Rows: FF},
-		{Role: Up, Name: "ffn_up.weight", Cols: Dim, Rows: FF},
-		{Role: Down, Name: "ffn_down.weight", Cols: FF, Rows: Dim},
-		{Role: FFNNorm, Name: "ffn_norm.weight", Cols: Dim},
-		{Role: PostFFNNorm, Name: "post_ffw_norm.weight", Cols: Dim},
-	},
+	Model: tiedHead(),
+	Layer: join(qkv(), qkNorm(), []Tensor{attnOut,
+		{Role: PostAttnNorm, Name: "post_attention_norm.weight", Cols: Dim}},
+		gluFFN(), []Tensor{ffnNorm,
+			{Role: PostFFNNorm, Name: "post_ffw_norm.weight", Cols: Dim}}),
 	Block: []Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Out: Q}, Proj{W: WK, Out: K}, Proj{W: WV, Out: V}),

@@ -71,30 +71,14 @@ var granite = Family{
 		}
 		return nil
 	},
-	Model: []Tensor{
-		{Role: TokenEmbd, Name: "token_embd.weight", Cols: Dim, Rows: Any},
-		{Role: Output, Name: "output.weight", Cols: Dim, Rows: Vocab, Optional: true, TiedTo: TokenEmbd},
-		{Role: OutputNorm, Name: "output_norm.weight", Cols: Dim},
-		{Role: RopeFreqs, Name: "rope_freqs.weight", Cols: RotHalf, Optional: true},
-	},
-	Layer: []Tensor{
-		{Role: AttnNorm, Name: "attn_norm.weight", Cols: Dim},
-		{Role: WQ, Name: "attn_q.weight", Cols: Dim, Rows: QDim},
-		{Role: WK, Name: "attn_k.weight", Cols: Dim, Rows: KVDim},
-		{Role: WV, Name: "attn_v.weight", Cols: Dim, Rows: KVDim},
-		{Role: BQ, Name: "attn_q.bias", Cols: QDim, Optional: true},
-		{Role: BK, Name: "attn_k.bias", Cols: KVDim, Optional: true},
-		{Role: BV, Name: "attn_v.bias", Cols: KVDim, Optional: true},
-		{Role: WO, Name: "attn_output.weight", Cols: QDim, Rows: Dim},
-		{Role: BO, Name: "attn_output.bias", Cols: Dim, Optional: true},
-		{Role: Gate, Name: "ffn_gate.weight", Cols: Dim, Rows: FF},
-		{Role: Up, Name: "ffn_up.weight", Cols: Dim, Rows: FF},
-		{Role: Down, Name: "ffn_down.weight", Cols: FF, Rows: Dim},
-		{Role: BGate, Name: "ffn_gate.bias", Cols: FF, Optional: true},
-		{Role: BUp, Name: "ffn_up.bias", Cols: FF, Optional: true},
-		{Role: BDown, Name: "ffn_down.bias", Cols: Dim, Optional: true},
-		{Role: FFNNorm, Name: "ffn_norm.weight", Cols: Dim},
-	},
+	Model: tiedHead(ropeFreqs),
+	Layer: join(qkv(), qkvBias(true), []Tensor{attnOut,
+		{Role: BO, Name: "attn_output.bias", Cols: Dim, Optional: true}},
+		gluFFN(), []Tensor{
+			{Role: BGate, Name: "ffn_gate.bias", Cols: FF, Optional: true},
+			{Role: BUp, Name: "ffn_up.bias", Cols: FF, Optional: true},
+			{Role: BDown, Name: "ffn_down.bias", Cols: Dim, Optional: true},
+			ffnNorm}),
 	Block: []Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Bias: BQ, Out: Q}, Proj{W: WK, Bias: BK, Out: K}, Proj{W: WV, Bias: BV, Out: V}),
