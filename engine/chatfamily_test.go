@@ -157,6 +157,13 @@ func TestApplyChatTemplateNamed(t *testing.T) {
 // withChatTemplate copies src with tokenizer.chat_template set to tmpl.
 func withChatTemplate(t *testing.T, src, tmpl string) string {
 	t.Helper()
+	return withKey(t, src, "tokenizer.chat_template", tmpl)
+}
+
+// withKey writes a copy of the GGUF file src, in a test folder, with the
+// metadata key set to value, and returns its path.
+func withKey(t *testing.T, src, key string, value any) string {
+	t.Helper()
 	f, err := gguf.Open(src)
 	require.NoError(t, err)
 	defer f.Close()
@@ -165,11 +172,11 @@ func withChatTemplate(t *testing.T, src, tmpl string) string {
 		v, _ := f.Lookup(k)
 		require.NoError(t, w.Set(k, v))
 	}
-	require.NoError(t, w.Set("tokenizer.chat_template", tmpl))
+	require.NoError(t, w.Set(key, value))
 	for _, ts := range f.Tensors() {
 		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data))
 	}
-	dst := filepath.Join(t.TempDir(), "templated.gguf")
+	dst := filepath.Join(t.TempDir(), "edited.gguf")
 	out, err := os.Create(dst)
 	require.NoError(t, err)
 	_, err = w.WriteTo(out)

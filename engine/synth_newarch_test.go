@@ -150,24 +150,7 @@ func TestGraniteRopeFinetunedOff(t *testing.T) {
 		assert.True(t, m.cfg.Rotates(i), "layer %d without the key", i)
 	}
 	m.Close()
-	w := gguf.NewWriter()
-	f, err := gguf.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	for _, k := range f.Keys() {
-		v, _ := f.Lookup(k)
-		require.NoError(t, w.Set(k, v))
-	}
-	require.NoError(t, w.Set("granite.rope.scaling.finetuned", false))
-	for _, ts := range f.Tensors() {
-		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data))
-	}
-	off := filepath.Join(t.TempDir(), "norope.gguf")
-	out, err := os.Create(off)
-	require.NoError(t, err)
-	_, err = w.WriteTo(out)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
+	off := withKey(t, path, "granite.rope.scaling.finetuned", false)
 	m, err = Open(off, ModelParams{Threads: 1})
 	require.NoError(t, err)
 	defer m.Close()
