@@ -28,6 +28,7 @@ from ._errors import (
     OutOfMemoryError,
     UnsupportedError,
 )
+from ._generate import Completion, TextStream
 from ._model import Model, OpenStats, Sampler, Session
 
 __version__ = "0.1.0"
@@ -65,6 +66,8 @@ __all__ = [
     "Session",
     "Sampler",
     "OpenStats",
+    "Completion",
+    "TextStream",
     "MoonlmError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",

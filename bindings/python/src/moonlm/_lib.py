@@ -124,7 +124,42 @@ class SamplerParams(Structure):
     ]
 
 
-PieceCallback = ctypes.CFUNCTYPE(c_int, c_char_p, c_size_t, c_int32, c_void_p)
+# The piece is a pointer, not c_char_p: its len bytes may contain NUL.
+PieceCallback = ctypes.CFUNCTYPE(c_int, c_void_p, c_size_t, c_int32, c_void_p)
+
+CANCELLED = 7
+
+# moonlm_finish_reason, by value.
+FINISH_REASONS = ("none", "stop", "length", "eog", "context", "cancelled")
+FINISH_CANCELLED = 5
+
+# The bounds of moonlm_generate_params' stop strings.
+MAX_STOP_STRINGS = 1024
+MAX_STOP_BYTES = 1 << 20
+
+
+class GenerateParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("max_tokens", c_int32),
+        ("flags", c_uint32),
+        ("stop", POINTER(c_char_p)),
+        ("stop_len", POINTER(c_size_t)),
+        ("n_stop", c_size_t),
+        ("callback", PieceCallback),
+        ("user_data", c_void_p),
+    ]
+
+
+class GenerateResult(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("finish_reason", c_int32),
+        ("last_token", c_int32),
+        ("n_prompt", c_size_t),
+        ("n_generated", c_size_t),
+        ("n_evaluated", c_size_t),
+    ]
 
 _status = c_int
 _handle = c_void_p
@@ -169,6 +204,11 @@ _PROTOTYPES = {
     "moonlm_generate": (
         _status,
         [_handle, _handle, c_void_p, c_size_t, c_size_t, PieceCallback, c_void_p, _sizep],
+    ),
+    "moonlm_generate_params_init": (None, [POINTER(GenerateParams), c_size_t]),
+    "moonlm_generate_ex": (
+        _status,
+        [_handle, _handle, c_void_p, c_size_t, POINTER(GenerateParams), POINTER(GenerateResult)],
     ),
 }
 

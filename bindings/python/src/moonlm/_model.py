@@ -22,9 +22,10 @@ from typing import (
 )
 
 from . import _args as A
+from . import _generate as G
 from . import _lib as L
-from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
-from ._text import IncrementalDetokenizer, StopFilter
+from ._errors import InternalError, InvalidArgumentError, UnsupportedError
+from ._generate import Completion, TextStream
 
 _np: Any
 try:  # NumPy is optional: logits are NumPy views when present, array('f') otherwise.
@@ -112,11 +113,11 @@ def _tokenize_flags(what: str, add_special: Any, parse_special: Any) -> int:
     return (L.TOKENIZE_ADD_SPECIAL if add else 0) | (L.TOKENIZE_PARSE_SPECIAL if parse else 0)
 
 
-def _check_loop(what: str, max_tokens: Any, stop: Any) -> List[str]:
+def _check_loop(what: str, max_tokens: Any, stop: Any) -> "tuple[int, List[bytes]]":
     """Checks a generation loop's own options before anything is allocated;
-    returns the stop strings as a list (an iterator is read once, here)."""
-    A.integer(what, "max_tokens", max_tokens, 0, (1 << 63) - 1)
-    return A.strings(what, "stop", stop)
+    returns max_tokens as the library takes it and the stop strings as UTF-8
+    (an iterator is read once, here)."""
+    return G.check_max_tokens(what, max_tokens), G.check_stops(what, stop)
 
 
 _WAIT_SLICE = 0.05  # seconds: the longest a Ctrl-C waits to be seen during a call
@@ -511,10 +512,11 @@ class Model:
         seed: Optional[int] = None,
         stop: Optional[Iterable[str]] = None,
         stream: bool = False,
+        details: bool = False,
         add_special: bool = True,
         parse_special: bool = False,
         n_ctx: Optional[int] = None,
-    ) -> Union[str, Iterator[str]]:
+    ) -> Union[str, TextStream, Completion]:
         """Generates a continuation of prompt (text, or token ids used as is).
 
         Sampling options default to the library's (temperature 0.8, top_k 40,
@@ -523,10 +525,18 @@ class Model:
         max_tokens tokens, at the end of the context, or before the first
         occurrence of any string in stop (which is not included).
 
-        Returns the text, or with stream=True an iterator of text pieces;
-        the iterator may be abandoned early (its session is freed when it is
-        closed or collected). Each call uses a fresh session sized for the
-        prompt plus max_tokens unless n_ctx is given.
+        max_tokens=0 only evaluates the prompt.
+
+        Returns the text; with details=True a Completion (text,
+        finish_reason "stop", "length", "eog", "context" or "cancelled",
+        the generated token ids, prompt_tokens and completion_tokens); with
+        stream=True a TextStream, an iterator of text pieces whose
+        completion attribute holds the Completion once it is exhausted. The
+        stream may be abandoned early (close() it, or break out of a for
+        loop: the generation is cancelled and its session freed). Each call
+        uses a fresh session sized for the prompt plus max_tokens unless
+        n_ctx is given. The library runs the whole loop (one call per
+        generation, on a worker thread): Ctrl-C in the main thread cancels it.
         """
         if isinstance(prompt, str):
             tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
@@ -534,9 +544,20 @@ class Model:
             _tokenize_flags("generate", add_special, parse_special)
             tokens = A.token_list("generate", "prompt", prompt)
         A.boolean("generate", "stream", stream)
-        stop = _check_loop("generate", max_tokens, stop)
+        A.boolean("generate", "details", details)
+        if stream and details:
+            raise A.type_error(
+                "generate", "details", "cannot be combined with stream=True (the stream's completion holds the details)"
+            )
+        c_max, stops = _check_loop("generate", max_tokens, stop)
         if n_ctx is not None:
             n_ctx = A.integer("generate", "n_ctx", n_ctx, 1, A.INT32_MAX)
+        if not tokens:
+            raise A.range_error("generate", "prompt", "has no tokens")
+        if n_ctx is None:
+            # Sized for the job; a prompt longer than the model's context
+            # fails with ContextFullError.
+            n_ctx = min(len(tokens) + max(min(max_tokens, A.INT32_MAX), 1), self.context_length)
         sampler = Sampler(
             temperature=temperature,
             top_k=top_k,
@@ -549,10 +570,20 @@ class Model:
             seed=seed,
             _what="generate",
         )
-        it = self._generate_iter(tokens, max_tokens, sampler, stop, n_ctx)
+        try:
+            sess = Session(self, n_ctx=n_ctx)
+        except BaseException:
+            sampler.close()
+            raise
+
+        def cleanup() -> None:
+            sess.close()
+            sampler.close()
+
+        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup)
         if stream:
             return it
-        return "".join(it)
+        return _finish(it, details)
 
     def chat(
         self,
@@ -562,82 +593,29 @@ class Model:
         stream: bool = False,
         template: Optional[str] = None,
         **kwargs: Any,
-    ) -> Union[str, Iterator[str]]:
+    ) -> Union[str, TextStream, Completion]:
         """Generates the assistant's reply to OpenAI-style messages
         ([{"role": "user", "content": "Hi"}]) using the model's chat
         template, or the built-in format template names (see
         apply_chat_template: a model without a template raises
         UnsupportedError unless template is given); options as for
-        generate(). Returns the reply text (or an iterator of pieces with
-        stream=True)."""
+        generate(). Returns the reply text (a TextStream of pieces with
+        stream=True, a Completion with details=True)."""
         tokens = self._chat_tokens(messages, template)
         return self.generate(tokens, max_tokens, stream=stream, **kwargs)
 
-    def _generate_iter(
-        self,
-        tokens: List[int],
-        max_tokens: int,
-        sampler: "Sampler",
-        stop: Optional[Iterable[str]],
-        n_ctx: Optional[int],
-    ) -> Iterator[str]:
-        if not tokens:
-            sampler.close()
-            raise A.range_error("generate", "prompt", "has no tokens")
-        if n_ctx is None:
-            # Sized for the job; a prompt longer than the model's context
-            # fails in prefill with ContextFullError.
-            n_ctx = min(len(tokens) + max(max_tokens, 1), self.context_length)
-        # Validate before the generator starts so errors surface at the call.
-        try:
-            sess = Session(self, n_ctx=n_ctx)
-        except BaseException:
-            sampler.close()
-            raise
-        return _generate(self, sess, tokens, max_tokens, sampler, stop, own=True)
 
-
-def _generate(
-    model: Model,
-    sess: "Session",
-    tokens: List[int],
-    max_tokens: int,
-    sampler: "Sampler",
-    stop: Optional[Iterable[str]],
-    own: bool,
-) -> Iterator[str]:
-    """The generation loop shared by generate/chat, streaming or not."""
+def _finish(it: TextStream, details: bool) -> Union[str, Completion]:
+    """Runs a stream to its end: its text, or its Completion."""
     try:
-        if max_tokens == 0:
-            return
-        logits = sess.prefill(tokens)
-        for t in tokens:
-            sampler.accept(t)
-        detok = IncrementalDetokenizer(model._detokenize_bytes, tokens)
-        stopper = StopFilter(stop)
-        for i in range(max_tokens):
-            tok = sampler.sample(logits)
-            if model.is_eog(tok):
-                break
-            sampler.accept(tok)
-            out = stopper.push(detok.push(tok))
-            if out:
-                yield out
-            if stopper.done:
-                return
-            if i + 1 == max_tokens:
-                break
-            try:
-                logits = sess.decode(tok)
-            except ContextFullError:
-                break  # the context is used up: end of text, like max_tokens
-        out = stopper.push(detok.flush(), final=True)
-        if out:
-            yield out
+        for _ in it:
+            pass
     finally:
-        if own:
-            sess.close()
-        sampler.close()
+        it.close()
+    c = it.completion
+    if c is None:  # pragma: no cover - a stream that ended without raising has one
+        raise InternalError(10, "generate: the generation ended without a result")
+    return c if details else c.text
 
 
 class Session:
@@ -780,18 +758,23 @@ class Session:
         *,
         sampler: Optional["Sampler"] = None,
         stop: Optional[Iterable[str]] = None,
-    ) -> Iterator[str]:
+    ) -> TextStream:
         """Streams a continuation of tokens from this session's current
-        position (its text pieces). The session is not closed afterwards;
-        the last generated token is not evaluated. Needs the session's model
-        to be open (for detokenization)."""
+        position (its text pieces; the stream's completion holds the
+        details once it is exhausted). The session is not closed
+        afterwards; the last generated token is not evaluated (pass
+        completion.tokens[-1] first to continue the text). The session is
+        busy until the stream is exhausted or closed."""
         toks = A.token_list("generate", "tokens", tokens)
-        stop = _check_loop("generate", max_tokens, stop)
+        c_max, stops = _check_loop("generate", max_tokens, stop)
         if sampler is not None and not isinstance(sampler, Sampler):
             raise A.type_error("generate", "sampler", f"must be a moonlm.Sampler, got {type(sampler).__name__}")
+        if not toks:
+            raise A.range_error("generate", "tokens", "has no tokens")
         # keep the caller's sampler open: close only one made here
-        s: Any = Sampler() if sampler is None else _BorrowedSampler(sampler)
-        return _generate(self.model, self, toks, max_tokens, s, stop, own=False)
+        s = Sampler() if sampler is None else sampler
+        cleanup = s.close if sampler is None else (lambda: None)
+        return G.run(self._lib, self, s, toks, c_max, stops, True, cleanup)
 
 
 class Sampler:
@@ -888,15 +871,3 @@ class Sampler:
     def reset(self) -> None:
         """Forgets the accepted history (keeps the random state)."""
         self._lib.check(self._lib.sampler_reset(self._h("reset")), "sampler reset")
-
-
-class _BorrowedSampler:
-    """A caller's sampler used by a generation loop that must not close it."""
-
-    def __init__(self, s: Sampler):
-        self._s = s
-        self.sample = s.sample
-        self.accept = s.accept
-
-    def close(self) -> None:
-        pass
