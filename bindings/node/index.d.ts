@@ -122,8 +122,39 @@ export interface SamplerOptions {
   seed?: number | bigint;
 }
 
-export interface GenerateOptions extends SamplerOptions {
-  /** Tokens to generate at most (default 256). */
+/** Why a generation ended. */
+export type FinishReason = 'stop' | 'length' | 'eog' | 'context' | 'cancelled';
+
+/** What a generation produced: generate/chat with `details: true`, a stream's `completion`. */
+export interface Completion {
+  /** The generated text (cut before a stop string). */
+  text: string;
+  /**
+   * 'stop' (a stop string), 'length' (maxTokens), 'eog' (the model's
+   * end-of-generation token), 'context' (the context is full) or
+   * 'cancelled' (Session.cancel(), or an abort: then on the error).
+   */
+  finishReason: FinishReason;
+  /** The generated token ids (an end-of-generation token is not one). */
+  tokens: Int32Array;
+  /** Tokens evaluated as the prompt. */
+  promptTokens: number;
+  /** Tokens generated (tokens.length). */
+  completionTokens: number;
+}
+
+/** The pieces of a generation; `completion` is set once it is exhausted (also its return value). */
+export interface TextStream extends AsyncGenerator<string, Completion | undefined, undefined> {
+  readonly completion: Completion | null;
+}
+
+/** A MoonlmError with code 'CANCELLED' from a generation carries what was generated until then. */
+export interface CancelledGenerationError extends MoonlmError {
+  completion?: Completion;
+}
+
+export interface StreamOptions extends SamplerOptions {
+  /** Tokens to generate at most (default 256; 0 only evaluates the prompt). */
   maxTokens?: number;
   /** Stop before the first occurrence of any of these (not included in the text). */
   stop?: string | string[];
@@ -137,7 +168,12 @@ export interface GenerateOptions extends SamplerOptions {
   nCtx?: number;
 }
 
-export interface SessionStreamOptions extends GenerateOptions {
+export interface GenerateOptions extends StreamOptions {
+  /** Resolve to a Completion instead of the text. */
+  details?: boolean;
+}
+
+export interface SessionStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial' | 'nCtx'> {
   /** Use (and keep open) this sampler instead of a new one. */
   sampler?: Sampler;
 }
@@ -159,9 +195,14 @@ export interface ChatTemplateOptions {
   template?: BuiltinChatTemplate | null;
 }
 
-export interface ChatOptions extends GenerateOptions {
+export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial'> {
   /** A built-in format to use instead of the model's template (required for a model without one). */
   template?: BuiltinChatTemplate | null;
+}
+
+export interface ChatOptions extends ChatStreamOptions {
+  /** Resolve to a Completion instead of the text. */
+  details?: boolean;
 }
 
 /** Model.openStats(): how a model was opened (times in milliseconds). */
@@ -214,10 +255,12 @@ export declare class Model implements Disposable {
    */
   applyChatTemplate(messages: ChatMessage[], opts?: ChatTemplateOptions): string;
   session(opts?: SessionOptions): Session;
-  generate(prompt: string | Tokens, opts?: GenerateOptions): Promise<string>;
-  stream(prompt: string | Tokens, opts?: GenerateOptions): AsyncGenerator<string, void, undefined>;
-  chat(messages: ChatMessage[], opts?: ChatOptions): Promise<string>;
-  chatStream(messages: ChatMessage[], opts?: ChatOptions): AsyncGenerator<string, void, undefined>;
+  generate(prompt: string | Tokens, opts: GenerateOptions & { details: true }): Promise<Completion>;
+  generate(prompt: string | Tokens, opts?: GenerateOptions & { details?: false }): Promise<string>;
+  stream(prompt: string | Tokens, opts?: StreamOptions): TextStream;
+  chat(messages: ChatMessage[], opts: ChatOptions & { details: true }): Promise<Completion>;
+  chat(messages: ChatMessage[], opts?: ChatOptions & { details?: false }): Promise<string>;
+  chatStream(messages: ChatMessage[], opts?: ChatStreamOptions): TextStream;
 }
 
 export declare class Session implements Disposable {
@@ -239,9 +282,13 @@ export declare class Session implements Disposable {
   /** Evaluates one token; resolves to `logits`. */
   decode(token: number): Promise<Float32Array>;
   rewind(nKeep: number): void;
-  /** Makes the running or next prefill/decode reject with CANCELLED. */
+  /** Makes the running or next prefill/decode/stream reject with CANCELLED. */
   cancel(): void;
-  stream(tokens: Tokens, opts?: SessionStreamOptions): AsyncGenerator<string, void, undefined>;
+  /**
+   * Streams a continuation from the current position; the last generated
+   * token is not evaluated (pass it first to continue). Busy until done.
+   */
+  stream(tokens: Tokens, opts?: SessionStreamOptions): TextStream;
   close(): void;
   [Symbol.dispose](): void;
 }
@@ -254,20 +301,6 @@ export declare class Sampler implements Disposable {
   reset(): void;
   close(): void;
   [Symbol.dispose](): void;
-}
-
-/** Incremental detokenization used by the streams (exported for custom loops). */
-export declare class IncrementalDetokenizer {
-  constructor(detokenizeBytes: (tokens: Int32Array) => Uint8Array, context: Tokens);
-  push(token: number): string;
-  flush(): string;
-}
-
-/** Stop-string filtering used by the streams (exported for custom loops). */
-export declare class StopFilter {
-  constructor(stop?: string | string[] | null);
-  readonly done: boolean;
-  push(text: string, final?: boolean): string;
 }
 
 export declare function libraryPath(): string;
@@ -284,7 +317,5 @@ declare const moonlm: {
   libraryPath: typeof libraryPath;
   libraryVersion: typeof libraryVersion;
   builtinChatTemplates: typeof builtinChatTemplates;
-  IncrementalDetokenizer: typeof IncrementalDetokenizer;
-  StopFilter: typeof StopFilter;
 };
 export default moonlm;

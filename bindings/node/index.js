@@ -196,9 +196,10 @@ const OPEN_OPTS = new Set(['threads', 'pack', 'packedCache', 'packedCacheDir', '
 const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
 const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
 const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
-const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'addSpecial', 'parseSpecial']);
+// 'details': generate/chat resolve to a Completion instead of the text.
+const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details']);
 // 'template': a built-in chat format by name (checked where the template is applied).
-const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'template']);
+const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'template', 'details']);
 const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'sampler']);
 const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template']);
 
@@ -209,13 +210,35 @@ function samplerOptions(opts) {
   return out;
 }
 
+// The bounds of moonlm_generate_params' stop strings (MOONLM_MAX_STOP_STRINGS, MOONLM_MAX_STOP_BYTES).
+const MAX_STOP_STRINGS = 1024;
+const MAX_STOP_BYTES = 1 << 20;
+
+/** Stop strings (a string or an iterable of strings) as UTF-8 Buffers, empty ones dropped. */
+function stopStrings(what, stop) {
+  let stops;
+  if (stop == null) stops = [];
+  else if (typeof stop === 'string') stops = [stop];
+  else if (typeof stop === 'object' && typeof stop[Symbol.iterator] === 'function') stops = Array.from(stop);
+  else throw arg.typeError(what, 'stop', `must be a string or an array of strings, got ${shown(stop)}`);
+  stops.forEach((s, i) => arg.string(what, `stop[${i}]`, s));
+  const out = stops.filter((s) => s.length > 0).map((s) => Buffer.from(s, 'utf8'));
+  if (out.length > MAX_STOP_STRINGS) {
+    throw arg.rangeError(what, 'stop', `has ${out.length} strings; at most ${MAX_STOP_STRINGS}`);
+  }
+  if (out.reduce((n, b) => n + b.length, 0) > MAX_STOP_BYTES) {
+    throw arg.rangeError(what, 'stop', `holds more than ${MAX_STOP_BYTES} bytes of UTF-8`);
+  }
+  return out;
+}
+
 /** The generation loop's own options, checked. */
 function loopArgs(what, opts) {
   const maxTokens = opts.maxTokens == null ? 256 : arg.int(what, 'opts.maxTokens', opts.maxTokens, 0, Number.MAX_SAFE_INTEGER);
   if (opts.signal != null && !(opts.signal instanceof AbortSignal)) {
     throw arg.typeError(what, 'opts.signal', `must be an AbortSignal, got ${shown(opts.signal)}`);
   }
-  return { maxTokens, stop: new StopFilter(opts.stop, what), signal: opts.signal ?? null };
+  return { maxTokens, stop: stopStrings(what, opts.stop), signal: opts.signal ?? null };
 }
 
 /** moonlm_tokenize's flags from opts.addSpecial (default true) and opts.parseSpecial (default false). */
@@ -280,7 +303,18 @@ function lib() {
       repeat_penalty: 'float', presence_penalty: 'float', frequency_penalty: 'float',
       penalty_last_n: 'int32_t', seed: 'uint64_t',
     }),
+    // moonlm_piece_callback: the piece is a pointer (its len bytes may hold NUL).
+    pieceCallback: koffi.proto('int', ['void *', 'size_t', 'int32_t', 'void *']),
+    generateResult: koffi.struct({
+      size: 'size_t', finish_reason: 'int32_t', last_token: 'int32_t',
+      n_prompt: 'size_t', n_generated: 'size_t', n_evaluated: 'size_t',
+    }),
   };
+  t.generateParams = koffi.struct({
+    size: 'size_t', max_tokens: 'int32_t', flags: 'uint32_t',
+    stop: koffi.pointer(koffi.pointer('uint8_t')), stop_len: koffi.pointer('size_t'), n_stop: 'size_t',
+    callback: koffi.pointer(t.pieceCallback), user_data: 'void *',
+  });
   const P = (x) => koffi.pointer(x);
   const out = (x) => koffi.out(koffi.pointer(x));
   const f = (name, ret, args) => dll.func(name, ret, args);
@@ -318,6 +352,9 @@ function lib() {
     sampler_accept: f('moonlm_sampler_accept', 'int', [t.sampler, 'int32_t']),
     sampler_reset: f('moonlm_sampler_reset', 'int', [t.sampler]),
     sample: f('moonlm_sample', 'int', [t.sampler, 'float *', 'size_t', koffi.out(P('int32_t'))]),
+    generate_params_init: f('moonlm_generate_params_init', 'void', [out(t.generateParams), 'size_t']),
+    generate_ex: f('moonlm_generate_ex', 'int',
+      [t.session, t.sampler, 'int32_t *', 'size_t', P(t.generateParams), koffi.inout(P(t.generateResult))]),
   };
   // Added to ABI 1 later: libraries built before it lack the symbol, and
   // async failures then fall back to asyncError's generic messages.
@@ -416,108 +453,6 @@ class TextBuffer {
       return this.buf.subarray(0, Number(this.nOut[0]));
     }
     throw invalid(`${what}: the library kept asking for a larger buffer`);
-  }
-}
-
-// ---- streaming text helpers (pure JS) ------------------------------------
-
-/** Bytes at the end of b that begin a UTF-8 character still missing bytes. */
-function incompleteUtf8Tail(b) {
-  const n = b.length;
-  for (let back = 1; back <= Math.min(4, n); back++) {
-    const c = b[n - back];
-    if ((c & 0xc0) === 0x80) continue; // continuation: look further back for the lead
-    let need;
-    if (c >= 0xf8) return 0; // not a lead byte: invalid, waiting will not help
-    if (c >= 0xf0) need = 4;
-    else if (c >= 0xe0) need = 3;
-    else if (c >= 0xc0) need = 2;
-    else return 0;
-    return back < need ? back : 0;
-  }
-  return 0;
-}
-
-/**
- * Turns generated tokens into text pieces: each piece is the difference
- * between the detokenization of a short window of tokens with and without
- * the newest ones, so the tokenizer's joining rules (SentencePiece's leading
- * space, byte tokens) apply exactly as to the whole text. A piece is
- * released only when it ends on a complete UTF-8 character.
- */
-class IncrementalDetokenizer {
-  constructor(detokenizeBytes, context) {
-    this.detok = detokenizeBytes;
-    this.toks = Array.from(context).slice(-4);
-    this.read = this.toks.length;
-  }
-
-  _diff() {
-    const prevLen = this.read ? this.detok(Int32Array.from(this.toks.slice(0, this.read))).length : 0;
-    const cur = this.detok(Int32Array.from(this.toks));
-    return Buffer.from(cur.subarray(prevLen)); // copy: cur lives in a reused buffer
-  }
-
-  push(token) {
-    this.toks.push(token);
-    const piece = this._diff();
-    if (incompleteUtf8Tail(piece)) return ''; // wait for the rest of the character
-    this.toks.splice(0, this.read);
-    this.read = this.toks.length;
-    return piece.toString('utf8');
-  }
-
-  flush() {
-    if (this.read === this.toks.length) return '';
-    const piece = this._diff();
-    this.read = this.toks.length;
-    return piece.toString('utf8');
-  }
-}
-
-/**
- * Cuts a text stream before the first occurrence of any stop string,
- * holding back text that could still become one.
- */
-class StopFilter {
-  constructor(stop, what = 'StopFilter') {
-    let stops;
-    if (stop == null) stops = [];
-    else if (typeof stop === 'string') stops = [stop];
-    else if (typeof stop === 'object' && typeof stop[Symbol.iterator] === 'function') stops = Array.from(stop);
-    else throw arg.typeError(what, 'stop', `must be a string or an array of strings, got ${shown(stop)}`);
-    stops.forEach((s, i) => arg.string(what, `stop[${i}]`, s));
-    this.stops = stops.filter((s) => s.length > 0);
-    this.held = '';
-    this.done = false;
-  }
-
-  push(text, final = false) {
-    if (this.done) return '';
-    if (this.stops.length === 0) return text;
-    const buf = this.held + text;
-    let cut = -1;
-    for (const s of this.stops) {
-      const i = buf.indexOf(s);
-      if (i !== -1 && (cut === -1 || i < cut)) cut = i;
-    }
-    if (cut !== -1) {
-      this.done = true;
-      this.held = '';
-      return buf.slice(0, cut);
-    }
-    if (final) {
-      this.held = '';
-      return buf;
-    }
-    let hold = 0;
-    for (const s of this.stops) {
-      for (let k = Math.min(s.length - 1, buf.length); k > hold; k--) {
-        if (buf.endsWith(s.slice(0, k))) { hold = k; break; }
-      }
-    }
-    this.held = buf.slice(buf.length - hold);
-    return buf.slice(0, buf.length - hold);
   }
 }
 
@@ -777,41 +712,48 @@ class Model {
   /**
    * Streams the continuation of prompt (text, or token ids used as given)
    * as text pieces: `for await (const piece of model.stream(p, opts))`.
-   * Breaking out of the loop early frees everything. See generate() for opts.
+   * Breaking out of the loop early cancels the generation and frees
+   * everything. Once the stream is exhausted its `completion` property (and
+   * the generator's return value) is the Completion; null before. See
+   * generate() for opts (not details).
    */
   stream(prompt, opts) {
     opts = arg.options('generate', opts, GENERATE_OPTS);
+    noDetails('generate', opts);
     return this._stream(this._promptTokens(prompt, opts), opts, 'generate');
   }
 
   /**
-   * The continuation of prompt as one string. opts: maxTokens (256),
-   * temperature, topK, topP, minP, repeatPenalty, presencePenalty,
-   * frequencyPenalty, penaltyLastN, seed (library defaults when omitted;
-   * temperature 0 is greedy), stop (strings, not included in the text),
-   * signal (an AbortSignal: rejects with MoonlmError CANCELLED), nCtx.
+   * The continuation of prompt as one string. opts: maxTokens (256; 0 only
+   * evaluates the prompt), temperature, topK, topP, minP, repeatPenalty,
+   * presencePenalty, frequencyPenalty, penaltyLastN, seed (library defaults
+   * when omitted; temperature 0 is greedy), stop (strings, not included in
+   * the text), signal (an AbortSignal: rejects with MoonlmError CANCELLED),
+   * nCtx, details (resolve to a Completion: text, finishReason, tokens,
+   * promptTokens, completionTokens).
    */
   async generate(prompt, opts) {
-    let text = '';
-    for await (const piece of this.stream(prompt, opts)) text += piece;
-    return text;
+    opts = arg.options('generate', opts, GENERATE_OPTS);
+    const details = detailsOption('generate', opts);
+    return finish(this._stream(this._promptTokens(prompt, opts), opts, 'generate'), details);
   }
 
   /**
    * Streams the assistant's reply to OpenAI-style messages, written with the
    * model's chat template or opts.template (see applyChatTemplate); other
-   * opts as for generate().
+   * opts as for stream().
    */
   chatStream(messages, opts) {
     opts = arg.options('chat', opts, CHAT_OPTS);
+    noDetails('chat', opts);
     return this._stream(this._chatTokens(messages, opts.template), opts, 'chat');
   }
 
-  /** The assistant's reply to OpenAI-style messages, as one string (opts as for chatStream). */
+  /** The assistant's reply to OpenAI-style messages, as one string or a Completion (opts as for generate). */
   async chat(messages, opts) {
-    let text = '';
-    for await (const piece of this.chatStream(messages, opts)) text += piece;
-    return text;
+    opts = arg.options('chat', opts, CHAT_OPTS);
+    const details = detailsOption('chat', opts);
+    return finish(this._stream(this._chatTokens(messages, opts.template), opts, 'chat'), details);
   }
 
   // opts: checked against the caller's option names already.
@@ -819,7 +761,7 @@ class Model {
     const { maxTokens, stop, signal } = loopArgs(what, opts); // all checked before any allocation
     if (tokens.length === 0) throw arg.rangeError(what, 'prompt', 'has no tokens');
     const nCtx = opts.nCtx != null ? arg.int(what, 'opts.nCtx', opts.nCtx, 1, INT32_MAX)
-      : Math.min(tokens.length + Math.max(maxTokens, 1), this.contextLength);
+      : Math.min(tokens.length + Math.max(Math.min(maxTokens, INT32_MAX), 1), this.contextLength);
     const sampler = new Sampler(samplerOptions(opts), what);
     let session;
     try {
@@ -828,7 +770,7 @@ class Model {
       sampler.close();
       throw e;
     }
-    return generateLoop(this, session, tokens, maxTokens, sampler, stop, signal, true);
+    return generation(what, session, Int32Array.from(tokens), maxTokens, sampler, stop, signal, true, true);
   }
 }
 Model._token = Symbol('Model');
@@ -837,50 +779,179 @@ function abortedError(signal, cause) {
   return new MoonlmError(Status.CANCELLED, 'generate: aborted', { cause: signal.reason ?? cause });
 }
 
-/** The generation loop behind stream/generate/chat. */
-async function* generateLoop(model, session, tokens, maxTokens, sampler, stop, signal, own) {
-  // Cancel only a call in flight: between calls the loop checks the signal
-  // itself, and a request left pending would cancel the session's next call.
-  const onAbort = () => { if (session._busy) session.cancel(); };
+/** opts.details, checked (false when omitted). */
+function detailsOption(what, opts) {
+  return opts.details == null ? false : arg.bool(what, 'opts.details', opts.details);
+}
+
+/** Streams have no details option: their completion property holds it. */
+function noDetails(what, opts) {
+  if (opts.details != null) {
+    throw arg.typeError(what, 'opts.details', 'is not an option of a stream (its completion property holds the details)');
+  }
+}
+
+/** Runs a stream to its end: its text, or its Completion. */
+async function finish(stream, details) {
+  for await (const piece of stream) void piece; // eslint-disable-line no-unused-vars
+  return details ? stream.completion : stream.completion.text;
+}
+
+// moonlm_finish_reason, by value.
+const FINISH_REASONS = ['none', 'stop', 'length', 'eog', 'context', 'cancelled'];
+
+/**
+ * A generation as an async generator of text pieces: one moonlm_generate_ex
+ * call on a koffi worker thread, whose callback (run on the main thread by
+ * koffi) queues the pieces the library releases; the library does the
+ * sampling, stop strings and UTF-8 holdback. The generator object gets a
+ * `completion` property, set when it is exhausted.
+ */
+function generation(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler) {
+  const box = { completion: null };
+  const gen = runGeneration(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler, box);
+  Object.defineProperty(gen, 'completion', { get: () => box.completion, enumerable: true });
+  return gen;
+}
+
+async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler, box) {
+  const { c, t } = lib();
+  const call = {
+    pieces: [], // text released by the library, not yet yielded
+    tokens: [], // generated token ids
+    text: [],
+    started: false, // a callback came: the prompt is evaluated
+    stopping: false, // the consumer is gone or aborted: the callback asks to stop
+    cancelSent: false,
+    done: false,
+    wake: null,
+  };
+  const notify = () => { const w = call.wake; call.wake = null; if (w) w(); };
+  let h = null;
+  let cb = null;
+  let running = null;
+  // Ends the call early: the next callback returns nonzero; a prompt still
+  // being evaluated (no callback yet) is cancelled in the library.
+  const requestStop = () => {
+    call.stopping = true;
+    if (running && !call.started && !call.done && session._h !== null) {
+      call.cancelSent = true;
+      c.session_cancel(h);
+    }
+    notify();
+  };
+  const onAbort = () => requestStop();
+  let result = null;
+  let status = Status.OK;
   try {
     if (signal) {
       if (signal.aborted) throw abortedError(signal);
       signal.addEventListener('abort', onAbort, { once: true });
     }
-    if (maxTokens === 0) return;
-    let logits;
-    try {
-      logits = await session.prefill(tokens);
-    } catch (e) {
-      if (signal && signal.aborted && e.code === 'CANCELLED') throw abortedError(signal, e);
+    h = session._handle(what);
+    const sh = sampler._handle(what);
+    const params = {};
+    c.generate_params_init(params, koffi.sizeof(t.generateParams));
+    params.size = koffi.sizeof(t.generateParams);
+    params.max_tokens = maxTokens > INT32_MAX ? -1 : maxTokens;
+    if (stop.length) {
+      params.stop = stop;
+      params.stop_len = stop.map((b) => b.length);
+      params.n_stop = stop.length;
+    }
+    // Runs on the main thread while the worker waits for it: must not throw.
+    cb = koffi.register((ptr, n, tok) => {
+      try {
+        call.started = true;
+        if (tok >= 0) call.tokens.push(tok);
+        if (call.stopping) return 1;
+        const len = Number(n);
+        if (len > 0) {
+          call.pieces.push(Buffer.from(koffi.view(ptr, len)).toString('utf8'));
+          notify();
+        }
+        return 0;
+      } catch {
+        return 1;
+      }
+    }, koffi.pointer(t.pieceCallback));
+    params.callback = cb;
+    result = { size: koffi.sizeof(t.generateResult) };
+    session._busy = true;
+    running = callAsync(c.generate_ex, h, sh, tokens, tokens.length, params, result).then(
+      (st) => { status = st; },
+      (e) => { status = -1; call.failure = e; },
+    ).finally(() => {
+      session._busy = false;
+      call.done = true;
+      notify();
+    });
+    for (;;) {
+      if (signal && signal.aborted) throw abortedError(signal);
+      if (call.pieces.length) {
+        const piece = call.pieces.shift();
+        call.text.push(piece);
+        yield piece;
+        continue;
+      }
+      if (call.done) break;
+      await new Promise((resolve) => { call.wake = resolve; });
+    }
+    if (call.failure) throw call.failure;
+    const done = completionOf(call, result);
+    if (status !== Status.OK) {
+      const e = session._asyncError(status, what, () => -1);
+      // session.cancel(): what was generated until then comes with the error.
+      if (status === Status.CANCELLED) e.completion = done;
       throw e;
     }
-    for (const t of tokens) sampler.accept(t);
-    const detok = new IncrementalDetokenizer((t) => model._detokenizeBytes(t), tokens);
-    for (let i = 0; i < maxTokens; i++) {
-      const tok = sampler.sample(logits);
-      if (model.isEog(tok)) break;
-      sampler.accept(tok);
-      const out = stop.push(detok.push(tok));
-      if (out) yield out;
-      if (stop.done) return;
-      if (signal && signal.aborted) throw abortedError(signal);
-      if (i + 1 === maxTokens) break;
-      if (session.position >= session.nCtx) break; // the context is used up: end of text
-      try {
-        logits = await session.decode(tok);
-      } catch (e) {
-        if (signal && signal.aborted && e.code === 'CANCELLED') throw abortedError(signal, e);
-        throw e;
-      }
+    box.completion = done;
+    return done;
+  } catch (e) {
+    if (running && !call.done) {
+      requestStop();
+      await running;
     }
-    const out = stop.push(detok.flush(), true);
-    if (out) yield out;
+    if (e instanceof MoonlmError && e.status === Status.CANCELLED && signal && signal.aborted && result) {
+      e.completion ??= completionOf(call, result);
+    }
+    throw e;
   } finally {
     if (signal) signal.removeEventListener('abort', onAbort);
-    if (own) session.close();
-    sampler.close();
+    if (running) {
+      if (!call.done) requestStop(); // return() from a for-await loop left early
+      await running;
+      if (!ownSession && call.cancelSent && status !== Status.CANCELLED) drainCancel(session, tokens);
+    }
+    if (cb) koffi.unregister(cb);
+    if (ownSession) session.close();
+    if (ownSampler) sampler.close();
   }
+}
+
+/** The Completion of a finished call. */
+function completionOf(call, r) {
+  return {
+    text: call.text.join(''),
+    finishReason: FINISH_REASONS[r.finish_reason] ?? `unknown ${r.finish_reason}`,
+    tokens: Int32Array.from(call.tokens),
+    promptTokens: Number(r.n_prompt),
+    completionTokens: Number(r.n_generated),
+  };
+}
+
+/**
+ * A cancel request sent while the call was already ending (so not consumed
+ * by it) would cancel the session's next call: consume it with a one-token
+ * evaluation that it stops, or undo one it did not.
+ */
+function drainCancel(session, tokens) {
+  const { c } = lib();
+  if (session._h === null) return;
+  const pos = [0];
+  if (c.session_position(session._h, pos) !== Status.OK) return;
+  const one = tokens.subarray(tokens.length - 1);
+  if (c.prefill(session._h, one, 1, null, 0) === Status.OK) c.session_rewind(session._h, Number(pos[0]));
 }
 
 // ---- Session -----------------------------------------------------------------
@@ -1027,14 +1098,16 @@ class Session {
 
   /**
    * Streams a continuation of tokens from this session's position (the
-   * session stays open; the last generated token is not evaluated). Needs
-   * the session's model to be open (for detokenization).
-   * opts as for Model.generate; opts.sampler uses (and keeps open) a Sampler.
+   * session stays open; the last generated token is not evaluated: pass
+   * completion.tokens at its end first to continue). The session is busy
+   * until the stream is exhausted or left. opts as for Model.stream;
+   * opts.sampler uses (and keeps open) a Sampler.
    */
   stream(tokens, opts) {
     opts = arg.options('stream', opts, SESSION_STREAM_OPTS);
-    const toks = arg.tokens('stream', 'tokens', tokens);
+    const toks = arg.tokens('stream', 'tokens', tokens, true);
     const { maxTokens, stop, signal } = loopArgs('stream', opts);
+    if (toks.length === 0) throw arg.rangeError('stream', 'tokens', 'has no tokens');
     const own = opts.sampler == null;
     if (!own) {
       if (!(opts.sampler instanceof Sampler)) {
@@ -1044,8 +1117,7 @@ class Session {
       if (extra.length) throw arg.typeError('stream', `opts.${extra[0]}`, 'cannot be combined with opts.sampler');
     }
     const sampler = own ? new Sampler(samplerOptions(opts), 'stream') : opts.sampler;
-    const borrowed = own ? sampler : { sample: (l) => sampler.sample(l), accept: (t) => sampler.accept(t), close() {} };
-    return generateLoop(this.model, this, toks, maxTokens, borrowed, stop, signal, false);
+    return generation('stream', this, toks, maxTokens, sampler, stop, signal, false, own);
   }
 }
 
@@ -1148,8 +1220,5 @@ module.exports = {
   libraryPath,
   libraryVersion,
   builtinChatTemplates,
-  // exported for tests and for custom loops
-  IncrementalDetokenizer,
-  StopFilter,
 };
 module.exports.default = module.exports; // for `import moonlm from 'moonlm'` compiled to CommonJS

@@ -10,7 +10,5 @@ export const {
   libraryPath,
   libraryVersion,
   builtinChatTemplates,
-  IncrementalDetokenizer,
-  StopFilter,
 } = moonlm;
 export default moonlm;

@@ -7,7 +7,7 @@ const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const h = require('./helpers');
 
-const { Model, Session, Sampler, MoonlmError, StopFilter } = h.moonlm;
+const { Model, Session, Sampler, MoonlmError } = h.moonlm;
 const skip = h.skipReason('models/stories260K.gguf');
 
 /** A matcher for assert.throws/rejects: the class, the code, the parameter named. */
@@ -138,7 +138,7 @@ describe('argument checks', { skip }, () => {
     assert.throws(() => s.stream([1], { sampler: {} }), bad(TypeError, 'opts.sampler'));
     assert.throws(() => s.stream([1], { sampler: sm, topK: 5 }), bad(TypeError, 'opts.topK'));
     sm.close();
-    assert.throws(() => new StopFilter(5), bad(TypeError, 'stop'));
+    assert.throws(() => s.stream([1], { stop: 5 }), bad(TypeError, 'stop'));
   });
 
   it('refuses malformed chat messages', () => {
