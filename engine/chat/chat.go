@@ -13,10 +13,15 @@ import (
 	"strings"
 )
 
-// Message is one turn of a conversation.
+// Message is one turn of a conversation. An assistant message may carry
+// tool calls; a "tool" message is a call's result, naming the call it
+// answers (ToolCallID) and the tool (Name) where the template wants them.
 type Message struct {
-	Role    string
-	Content string
+	Role       string
+	Content    string
+	ToolCalls  []ToolCall
+	ToolCallID string
+	Name       string
 }
 
 // Template is a parsed chat template, safe for concurrent Render calls.
@@ -52,15 +57,17 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool, bosToken, eo
 // way to pass tool schemas or messages with tool calls); they override the
 // defaults, messages included.
 func (t *Template) RenderVars(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string, vars map[string]any) (string, error) {
-	ms := make([]value, len(msgs))
-	for i, m := range msgs {
-		d := newDict()
-		d.Set("role", m.Role)
-		d.Set("content", m.Content)
-		ms[i] = d
+	return t.renderValues(msgs, addGenerationPrompt, bosToken, eosToken, vars)
+}
+
+// renderValues is RenderVars; vars may also hold template values.
+func (t *Template) renderValues(msgs []Message, addGenerationPrompt bool, bosToken, eosToken string, vars map[string]any) (string, error) {
+	ms, err := messagesValue(msgs)
+	if err != nil {
+		return "", errorf("chat template messages: %w", err)
 	}
 	top := map[string]value{
-		"messages":              &list{Items: ms},
+		"messages":              ms,
 		"add_generation_prompt": addGenerationPrompt,
 		"bos_token":             bosToken,
 		"eos_token":             eosToken,
@@ -102,14 +109,9 @@ func fromGo(v any) (value, error) {
 		}
 		return v, nil
 	case []Message:
-		out := make([]value, len(x))
-		for i, m := range x {
-			d := newDict()
-			d.Set("role", m.Role)
-			d.Set("content", m.Content)
-			out[i] = d
-		}
-		return &list{Items: out}, nil
+		return messagesValue(x)
+	case *list, *dict:
+		return x, nil
 	case []string:
 		out := make([]value, len(x))
 		for i, s := range x {
