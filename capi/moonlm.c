@@ -599,3 +599,20 @@ moonlm_status moonlm_generate_ex(moonlm_session *session, moonlm_sampler *sample
     }
     return st;
 }
+
+/* ---- tool calling ------------------------------------------------------- */
+
+moonlm_status moonlm_chat_apply_template_json(const moonlm_model *model, const char *name, const char *messages_json,
+                                              const char *tools_json, int add_assistant, char *out, size_t cap,
+                                              size_t *n_out) {
+    MOONLM__ENTER("moonlm_chat_apply_template_json");
+    return (moonlm_status)moonlmgo_chat_apply_template_json((uintptr_t)model, (char *)name, (char *)messages_json,
+                                                            (char *)tools_json, add_assistant, out, cap, n_out);
+}
+
+moonlm_status moonlm_chat_parse_tool_calls(const moonlm_model *model, const char *name, const char *text, size_t len,
+                                           char *out, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_chat_parse_tool_calls");
+    return (moonlm_status)moonlmgo_chat_parse_tool_calls((uintptr_t)model, (char *)name, (char *)text, len, out, cap,
+                                                         n_out);
+}

@@ -762,6 +762,52 @@ MOONLM_API moonlm_status moonlm_generate_ex(moonlm_session *session, moonlm_samp
                                             const moonlm_generate_params *params,
                                             moonlm_generate_result *result);
 
+/* ------------------------------------------------------------------------ */
+/* Tool calling                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Renders a conversation given as JSON, with tools, like
+ * moonlm_chat_apply_template_named (name NULL or "" for the model's own
+ * template, else a built-in format). messages_json is a NUL-terminated JSON
+ * array of OpenAI-style messages: "role" (a string), "content" (a string or
+ * null), and optionally "tool_calls" (an array of {"id", "type":
+ * "function", "function": {"name", "arguments"}}, arguments a JSON text or
+ * an object), "tool_call_id" and "name"; any other key is
+ * MOONLM_INVALID_ARGUMENT, as are malformed arguments. tools_json (NULL for
+ * none) is a JSON array of {"type": "function", "function": {"name",
+ * "description", "parameters"}}. A template with tool syntax receives them
+ * as its tools variable and renders calls and results itself; a template
+ * without it, and a built-in format, get them the Hermes way: the tools
+ * described in the system message, calls as <tool_call>{json}</tool_call>
+ * in the assistant's text, results as user turns in <tool_response> tags.
+ * Each text is at most 64 MiB. The output uses the (buf, cap, n_out)
+ * protocol.
+ */
+MOONLM_API moonlm_status moonlm_chat_apply_template_json(const moonlm_model *model, const char *name,
+                                                         const char *messages_json, const char *tools_json,
+                                                         int add_assistant, char *out, size_t cap, size_t *n_out);
+
+/*
+ * Reads the tool calls in text (len bytes: a generated reply) as the
+ * model's template (name NULL or "") or the built-in format name writes
+ * them, and writes the result as NUL-terminated JSON with the (buf, cap,
+ * n_out) protocol: {"format": F, "content": "...", "tool_calls": [{"id",
+ * "type": "function", "function": {"name", "arguments"}}]}, arguments a
+ * JSON text, plus "error" when text holds something that looks like a call
+ * but cannot be read (then tool_calls is empty and content is the whole
+ * text). F, chosen from the template's text, is "hermes" (<tool_call>
+ * JSON: Qwen 2.5/3, Hermes, and every template without tool syntax),
+ * "llama3" (<|python_tag|> or bare {"name", "parameters"} JSON), "mistral"
+ * ([TOOL_CALLS] JSON array or name[ARGS]{...}), "gemma" (```tool_code
+ * name(k=v), JSON, or <tool_call>), "phi4" (<|tool_call|>[...]) or
+ * "harmony" (gpt-oss). Calls without an id get "call" and five digits.
+ * Special-token markers that detokenized text lacks are not required where
+ * the rest is unambiguous (a bare JSON call or array).
+ */
+MOONLM_API moonlm_status moonlm_chat_parse_tool_calls(const moonlm_model *model, const char *name, const char *text,
+                                                      size_t len, char *out, size_t cap, size_t *n_out);
+
 #ifdef __cplusplus
 }
 #endif
