@@ -171,20 +171,36 @@ def strings(what: str, param: str, v: Optional[Any]) -> List[str]:
     return out
 
 
+# The keys of an OpenAI-style message the library knows; others are refused.
+MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+TOOL_KEYS = MESSAGE_KEYS[2:]
+
+
 def messages(what: str, v: Any) -> List[Tuple[bytes, bytes]]:
     """OpenAI-style messages as (role, content) UTF-8 pairs: a sequence of
-    mappings with a str role and a str content (None: "")."""
+    mappings with a str role and a str content (None: ""), and no keys
+    beyond MESSAGE_KEYS (the tool keys are checked by the library)."""
     if isinstance(v, (str, Mapping) + _BYTES) or not isinstance(v, Collection):
         raise type_error(what, "messages", f"must be a list of dicts, got {type(v).__name__}")
     out = []
     for i, m in enumerate(v):
         if not isinstance(m, Mapping):
             raise type_error(what, f"messages[{i}]", f"must be a dict, got {type(m).__name__}")
+        for key in m:
+            if key not in MESSAGE_KEYS:
+                raise type_error(
+                    what, f"messages[{i}]", f"has an unknown key {key!r} (known: {', '.join(MESSAGE_KEYS)})"
+                )
         for key in ("role", "content"):
-            if key not in m:
+            if key not in m and not (key == "content" and "tool_calls" in m):
                 raise type_error(what, f"messages[{i}]", f"needs a {key!r}")
         role = string(what, f"messages[{i}]['role']", m["role"], nul=False)
-        content = m["content"]
+        content = m.get("content")
         content = "" if content is None else string(what, f"messages[{i}]['content']", content, nul=False)
         out.append((role.encode("utf-8"), content.encode("utf-8")))
     return out
+
+
+def uses_tools(msgs: Any) -> bool:
+    """Whether checked messages carry tool calls or results."""
+    return any(k in m for m in msgs for k in TOOL_KEYS) or any(m.get("role") == "tool" for m in msgs)

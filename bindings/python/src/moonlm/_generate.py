@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from . import _args as A
 from . import _lib as L
@@ -31,9 +31,22 @@ class Completion:
     tokens: the generated token ids (an end-of-generation token is not one).
     prompt_tokens, completion_tokens: how many tokens were evaluated as the
     prompt and how many were generated (len(tokens)).
+    tool_calls, content, tool_call_error: for chat(..., tools=...), the
+    calls the reply makes (OpenAI's shape, arguments a JSON text), the
+    reply without them, and why text that looked like a call could not be
+    read (else None); all None without tools.
     """
 
-    __slots__ = ("text", "finish_reason", "tokens", "prompt_tokens", "completion_tokens")
+    __slots__ = (
+        "text",
+        "finish_reason",
+        "tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "tool_calls",
+        "content",
+        "tool_call_error",
+    )
 
     def __init__(self, text: str, finish_reason: str, tokens: List[int], prompt_tokens: int, completion_tokens: int):
         self.text = text
@@ -41,6 +54,10 @@ class Completion:
         self.tokens = tokens
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
+        # chat(..., tools=...): the calls the reply makes, and the rest of it.
+        self.tool_calls: Optional[List[Dict[str, Any]]] = None
+        self.content: Optional[str] = None
+        self.tool_call_error: Optional[str] = None
 
     def __repr__(self) -> str:
         return (
@@ -106,12 +123,15 @@ def run(
     stops: List[bytes],
     borrowed_session: bool,
     cleanup: Callable[[], None],
+    on_done: Optional[Callable[[Completion], None]] = None,
 ) -> TextStream:
     """Starts nothing yet: returns the stream whose first next() runs
     moonlm_generate_ex on session with sampler (objects with _h(what)).
-    cleanup() runs when the generation is over (or abandoned)."""
+    cleanup() runs when the generation is over (or abandoned); on_done
+    completes the Completion before the stream ends."""
     box: List[Optional[Completion]] = [None]
-    return TextStream(_pieces(lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box), box)
+    it = _pieces(lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done)
+    return TextStream(it, box)
 
 
 class _Call:
@@ -227,6 +247,7 @@ def _pieces(
     borrowed_session: bool,
     cleanup: Callable[[], None],
     box: List[Optional[Completion]],
+    on_done: Optional[Callable[[Completion], None]],
 ) -> Iterator[str]:
     call: Optional[_Call] = None
     try:
@@ -257,6 +278,8 @@ def _pieces(
                 # Session.cancel(): what was generated until then comes with the error.
                 setattr(call.error, "completion", done)
             raise call.error
+        if on_done is not None:
+            on_done(done)
         box[0] = done
     finally:
         if call is not None:

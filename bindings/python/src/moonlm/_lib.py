@@ -222,6 +222,11 @@ _OPTIONAL_PROTOTYPES = {
         [_handle, c_char_p, POINTER(Message), c_size_t, c_int, c_void_p, c_size_t, _sizep],
     ),
     "moonlm_chat_builtin_templates": (_status, [c_void_p, c_size_t, _sizep]),
+    "moonlm_chat_apply_template_json": (
+        _status,
+        [_handle, c_char_p, c_char_p, c_char_p, c_int, c_void_p, c_size_t, _sizep],
+    ),
+    "moonlm_chat_parse_tool_calls": (_status, [_handle, c_char_p, c_char_p, c_size_t, c_void_p, c_size_t, _sizep]),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import threading
 import weakref
@@ -433,50 +434,92 @@ class Model:
         messages: Sequence[Mapping[str, Any]],
         add_assistant: bool = True,
         template: Optional[str] = None,
+        tools: Optional[Sequence[Mapping[str, Any]]] = None,
     ) -> str:
         """Renders OpenAI-style messages ({"role": ..., "content": ...}) with the
         model's chat template, or with template="chatml" (or another name from
         moonlm.builtin_chat_templates()) in that built-in format instead.
 
+        tools: OpenAI-style function specs ({"type": "function", "function":
+        {"name", "description", "parameters"}}). Messages may then carry
+        "tool_calls" (assistant) and "tool_call_id"/"name" (role "tool"); a
+        key beyond these raises InvalidArgumentTypeError. A template with
+        tool syntax renders them itself; one without, and a built-in format,
+        get them the Hermes way (<tool_call> JSON).
+
         A model without a template (a base model) raises UnsupportedError
         naming the built-in formats: nothing is guessed. An unknown template
         name raises InvalidArgumentError listing them."""
-        h = self._h("apply_chat_template")
-        checked = A.messages("apply_chat_template", messages)
-        add_assistant = A.boolean("apply_chat_template", "add_assistant", add_assistant)
+        what = "apply_chat_template"
+        h = self._h(what)
+        checked = A.messages(what, messages)
+        add_assistant = A.boolean(what, "add_assistant", add_assistant)
         if template is not None:
-            template = A.string("apply_chat_template", "template", template, nul=False)
-        msgs = (L.Message * len(checked))()
-        keep = []
-        for i, (r, c) in enumerate(checked):
-            keep += [r, c]
-            msgs[i].role, msgs[i].content = r, c
+            template = A.string(what, "template", template, nul=False)
         lib = self._lib
         add = 1 if add_assistant else 0
         try:
-            if lib.chat_apply_template_named is not None:
+            if tools is not None or A.uses_tools(messages):
+                data = self._apply_json(h, messages, tools, template, add)
+            elif lib.chat_apply_template_named is not None:
+                msgs = (L.Message * len(checked))()
+                keep = []
+                for i, (r, c) in enumerate(checked):
+                    keep += [r, c]
+                    msgs[i].role, msgs[i].content = r, c
                 name = template.encode("utf-8") if template else None
-                data = self._textbuf().call(
-                    lib, lib.chat_apply_template_named, "apply_chat_template", h, name, msgs, len(checked), add
-                )
-            elif template:
-                raise UnsupportedError(
-                    4, f"apply_chat_template: {lib.path} predates built-in templates (template=); rebuild the library"
-                )
+                data = self._textbuf().call(lib, lib.chat_apply_template_named, what, h, name, msgs, len(checked), add)
             else:
-                data = self._textbuf().call(
-                    lib, lib.chat_apply_template, "apply_chat_template", h, msgs, len(checked), add
-                )
+                raise UnsupportedError(4, f"{what}: {lib.path} predates built-in templates; rebuild the library")
         except UnsupportedError as e:
             if template:
                 raise
             raise UnsupportedError(e.status, f'{e.message}; pass template="NAME" to use a built-in format') from None
         return data.decode("utf-8", "replace")
 
-    def _chat_tokens(self, messages: Sequence[Mapping[str, Any]], template: Optional[str] = None) -> List[int]:
+    def _apply_json(self, h: int, messages: Any, tools: Any, template: Optional[str], add: int) -> bytes:
+        """moonlm_chat_apply_template_json of checked messages and tools."""
+        what = "apply_chat_template"
+        lib = self._lib
+        if lib.chat_apply_template_json is None:
+            raise UnsupportedError(4, f"{what}: {lib.path} predates tool calling; rebuild the library")
+        if tools is not None and (isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence)):
+            raise A.type_error(what, "tools", f"must be a list of dicts, got {type(tools).__name__}")
+        try:
+            mj = json.dumps(list(messages), ensure_ascii=False).encode("utf-8")
+            tj = None if tools is None else json.dumps(list(tools), ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as e:
+            raise A.type_error(what, "messages", f"must be JSON-serialisable: {e}") from None
+        if b"\0" in mj or (tj is not None and b"\0" in tj):
+            raise A.range_error(what, "messages", "must not contain NUL characters")
+        name = template.encode("utf-8") if template else None
+        return self._textbuf().call(lib, lib.chat_apply_template_json, what, h, name, mj, tj, add)
+
+    def parse_tool_calls(self, text: str, template: Optional[str] = None) -> Dict[str, Any]:
+        """The tool calls in text (a generated reply), read in the format the
+        model's template (or the built-in format template) writes them: a
+        dict {"format", "content", "tool_calls": [{"id", "type": "function",
+        "function": {"name", "arguments"}}]}, arguments a JSON text, plus
+        "error" when something looked like a call but could not be read."""
+        what = "parse_tool_calls"
+        h = self._h(what)
+        lib = self._lib
+        if lib.chat_parse_tool_calls is None:
+            raise UnsupportedError(4, f"{what}: {lib.path} predates tool calling; rebuild the library")
+        data = A.string(what, "text", text).encode("utf-8")
+        if template is not None:
+            template = A.string(what, "template", template, nul=False)
+        name = template.encode("utf-8") if template else None
+        out = self._textbuf().call(lib, lib.chat_parse_tool_calls, what, h, name, data, len(data))
+        parsed: Dict[str, Any] = json.loads(out.decode("utf-8"))
+        return parsed
+
+    def _chat_tokens(
+        self, messages: Sequence[Mapping[str, Any]], template: Optional[str] = None, tools: Any = None
+    ) -> List[int]:
         """The prompt tokens of a conversation: the rendered template with
         special tokens parsed, and BOS added unless the template wrote it."""
-        text = self.apply_chat_template(messages, add_assistant=True, template=template)
+        text = self.apply_chat_template(messages, add_assistant=True, template=template, tools=tools)
         toks = self.tokenize(text, add_special=True, parse_special=True)
         bos = self.bos_token_id
         if bos is not None and len(toks) >= 2 and toks[0] == bos and toks[1] == bos:
@@ -516,6 +559,7 @@ class Model:
         add_special: bool = True,
         parse_special: bool = False,
         n_ctx: Optional[int] = None,
+        _on_done: Optional[Callable[[Completion], None]] = None,
     ) -> Union[str, TextStream, Completion]:
         """Generates a continuation of prompt (text, or token ids used as is).
 
@@ -580,7 +624,7 @@ class Model:
             sess.close()
             sampler.close()
 
-        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup)
+        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done)
         if stream:
             return it
         return _finish(it, details)
@@ -592,6 +636,7 @@ class Model:
         *,
         stream: bool = False,
         template: Optional[str] = None,
+        tools: Optional[Sequence[Mapping[str, Any]]] = None,
         **kwargs: Any,
     ) -> Union[str, TextStream, Completion]:
         """Generates the assistant's reply to OpenAI-style messages
@@ -600,9 +645,27 @@ class Model:
         apply_chat_template: a model without a template raises
         UnsupportedError unless template is given); options as for
         generate(). Returns the reply text (a TextStream of pieces with
-        stream=True, a Completion with details=True)."""
-        tokens = self._chat_tokens(messages, template)
-        return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+        stream=True, a Completion with details=True).
+
+        tools: OpenAI-style function specs (see apply_chat_template). The
+        Completion (details=True, or a stream's completion) then has
+        tool_calls, the calls the reply makes ([{"id", "type": "function",
+        "function": {"name", "arguments"}}], arguments a JSON text), and
+        content, the reply without them; tool_call_error says why text that
+        looked like a call could not be read. Nothing constrains the model
+        to call a tool (tool_choice needs grammar-constrained sampling,
+        which moonlm does not have yet)."""
+        tokens = self._chat_tokens(messages, template, tools)
+        if tools is None:
+            return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+
+        def add_calls(c: Completion) -> None:
+            p = self.parse_tool_calls(c.text, template)
+            c.tool_calls = p["tool_calls"]
+            c.content = p["content"]
+            c.tool_call_error = p.get("error")
+
+        return self.generate(tokens, max_tokens, stream=stream, _on_done=add_calls, **kwargs)
 
 
 def _finish(it: TextStream, details: bool) -> Union[str, Completion]:
