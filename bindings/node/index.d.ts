@@ -141,6 +141,12 @@ export interface Completion {
   promptTokens: number;
   /** Tokens generated (tokens.length). */
   completionTokens: number;
+  /** chat with tools: the calls the reply makes (else null). */
+  toolCalls: ParsedToolCall[] | null;
+  /** chat with tools: the reply without the calls (else null). */
+  content: string | null;
+  /** chat with tools: why text that looked like a call could not be read (else null). */
+  toolCallError: string | null;
 }
 
 /** The pieces of a generation; `completion` is set once it is exhausted (also its return value). */
@@ -178,11 +184,50 @@ export interface SessionStreamOptions extends Omit<StreamOptions, 'addSpecial' |
   sampler?: Sampler;
 }
 
-/** An OpenAI-style chat message. */
+/** A tool call in OpenAI's shape. */
+export interface ToolCall {
+  id?: string;
+  type?: 'function';
+  function: {
+    name: string;
+    /** A JSON text of an object (an object is accepted in messages too). */
+    arguments: string | Record<string, unknown>;
+  };
+}
+
+/** A tool call as parseToolCalls and a Completion report it. */
+export interface ParsedToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** An OpenAI-style function spec. */
+export interface Tool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+/** An OpenAI-style chat message; any other key is refused. */
 export interface ChatMessage {
   role: string;
-  /** Required; null renders as an empty content. */
-  content: string | null;
+  /** Required unless tool_calls is given; null renders as an empty content. */
+  content?: string | null;
+  /** An assistant message's calls. */
+  tool_calls?: ToolCall[];
+  /** A tool result ('tool' role): the call it answers. */
+  tool_call_id?: string;
+  /** A tool result: the tool's name. */
+  name?: string;
+}
+
+/** Model.parseToolCalls(): a reply split into its calls and the rest. */
+export interface ParsedToolCalls {
+  format: 'hermes' | 'llama3' | 'mistral' | 'gemma' | 'phi4' | 'harmony';
+  content: string;
+  tool_calls: ParsedToolCall[];
+  /** Why text that looked like a call could not be read (then tool_calls is empty). */
+  error?: string;
 }
 
 /** A built-in chat format's name, as builtinChatTemplates() lists them. */
@@ -193,11 +238,15 @@ export interface ChatTemplateOptions {
   addAssistant?: boolean;
   /** A built-in format to use instead of the model's template (required for a model without one). */
   template?: BuiltinChatTemplate | null;
+  /** Functions the model may call. */
+  tools?: Tool[] | null;
 }
 
 export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial'> {
   /** A built-in format to use instead of the model's template (required for a model without one). */
   template?: BuiltinChatTemplate | null;
+  /** Functions the model may call; the completion reports the calls (toolCalls). */
+  tools?: Tool[] | null;
 }
 
 export interface ChatOptions extends ChatStreamOptions {
@@ -254,6 +303,8 @@ export declare class Model implements Disposable {
    * without a template rejects with UNSUPPORTED unless `template` is given.
    */
   applyChatTemplate(messages: ChatMessage[], opts?: ChatTemplateOptions): string;
+  /** The tool calls in a reply, read as the model's template (or opts.template) writes them. */
+  parseToolCalls(text: string, opts?: { template?: BuiltinChatTemplate | null }): ParsedToolCalls;
   session(opts?: SessionOptions): Session;
   generate(prompt: string | Tokens, opts: GenerateOptions & { details: true }): Promise<Completion>;
   generate(prompt: string | Tokens, opts?: GenerateOptions & { details?: false }): Promise<string>;

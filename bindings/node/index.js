@@ -170,19 +170,36 @@ const arg = {
 
   /**
    * OpenAI-style messages checked and made C strings: an array of objects
-   * with a string role and a content that is a string or null (null: "").
+   * with a string role and a content that is a string or null (null: ""),
+   * and no keys beyond MESSAGE_KEYS (the tool keys are checked by the
+   * library, which gets such messages as JSON).
    */
   messages(what, messages) {
     if (!Array.isArray(messages)) throw arg.typeError(what, 'messages', `must be an array, got ${shown(messages)}`);
     return messages.map((m, i) => {
       if (m == null || typeof m !== 'object') throw arg.typeError(what, `messages[${i}]`, `must be an object, got ${shown(m)}`);
+      for (const k of Object.keys(m)) {
+        if (!MESSAGE_KEYS.includes(k)) {
+          throw arg.typeError(what, `messages[${i}].${k}`, `is not a message key (known: ${MESSAGE_KEYS.join(', ')})`);
+        }
+      }
       const role = arg.string(what, `messages[${i}].role`, m.role, false);
-      if (!('content' in m)) throw arg.typeError(what, `messages[${i}].content`, 'is missing (a string, or null for none)');
-      const content = m.content === null ? '' : arg.string(what, `messages[${i}].content`, m.content, false);
+      if (!('content' in m) && !('tool_calls' in m)) {
+        throw arg.typeError(what, `messages[${i}].content`, 'is missing (a string, or null for none)');
+      }
+      const content = m.content == null ? '' : arg.string(what, `messages[${i}].content`, m.content, false);
       return { role, content };
     });
   },
 };
+
+// The keys of an OpenAI-style message the library knows; others are refused.
+const MESSAGE_KEYS = ['role', 'content', 'tool_calls', 'tool_call_id', 'name'];
+
+/** Whether messages carry tool calls or results (then they go to the library as JSON). */
+function usesTools(messages) {
+  return messages.some((m) => m.role === 'tool' || MESSAGE_KEYS.slice(2).some((k) => k in m));
+}
 
 // The option names each call takes; anything else is refused.
 const SAMPLER_FIELDS = {
@@ -199,9 +216,11 @@ const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
 // 'details': generate/chat resolve to a Completion instead of the text.
 const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details']);
 // 'template': a built-in chat format by name (checked where the template is applied).
-const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'template', 'details']);
+// 'tools': OpenAI-style function specs; the completion reports the calls.
+const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'template', 'details', 'tools']);
 const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'sampler']);
-const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template']);
+const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template', 'tools']);
+const PARSE_TOOLS_OPTS = new Set(['template']);
 
 /** The sampler's options among a generation call's (already checked) options. */
 function samplerOptions(opts) {
@@ -367,6 +386,15 @@ function lib() {
     c.model_open_stats = f('moonlm_model_open_stats', 'int', [t.model, koffi.inout(P(t.openStats))]);
   } catch {
     c.model_open_stats = null;
+  }
+  try {
+    c.chat_apply_template_json = f('moonlm_chat_apply_template_json', 'int',
+      [t.model, 'const char *', 'const char *', 'const char *', 'int', 'uint8_t *', 'size_t', sizeOut]);
+    c.chat_parse_tool_calls = f('moonlm_chat_parse_tool_calls', 'int',
+      [t.model, 'const char *', 'uint8_t *', 'size_t', 'uint8_t *', 'size_t', sizeOut]);
+  } catch {
+    c.chat_apply_template_json = null;
+    c.chat_parse_tool_calls = null;
   }
   try {
     c.chat_apply_template_named = f('moonlm_chat_apply_template_named', 'int',
@@ -664,32 +692,78 @@ class Model {
    * builtinChatTemplates()) in that built-in format. A model without a
    * template (a base model) is MoonlmError UNSUPPORTED naming the built-in
    * formats: nothing is guessed. An unknown name is INVALID_ARGUMENT.
+   * opts.tools: OpenAI-style function specs; messages may then carry
+   * tool_calls (assistant) and tool_call_id/name (role 'tool'), any other
+   * key is a TypeError. A template with tool syntax renders them itself;
+   * one without, and a built-in format, get them the Hermes way.
    */
   applyChatTemplate(messages, opts) {
-    const h = this._handle('applyChatTemplate');
-    const msgs = arg.messages('applyChatTemplate', messages);
-    opts = arg.options('applyChatTemplate', opts, APPLY_TEMPLATE_OPTS);
-    const add = opts.addAssistant == null || arg.bool('applyChatTemplate', 'opts.addAssistant', opts.addAssistant) ? 1 : 0;
-    const template = opts.template == null ? null : arg.string('applyChatTemplate', 'opts.template', opts.template, false);
+    const what = 'applyChatTemplate';
+    const h = this._handle(what);
+    const msgs = arg.messages(what, messages);
+    opts = arg.options(what, opts, APPLY_TEMPLATE_OPTS);
+    const add = opts.addAssistant == null || arg.bool(what, 'opts.addAssistant', opts.addAssistant) ? 1 : 0;
+    const template = opts.template == null ? null : arg.string(what, 'opts.template', opts.template, false);
     const { c } = lib();
     try {
+      if (opts.tools != null || usesTools(messages)) {
+        return this._applyJson(h, messages, opts.tools ?? null, template, add);
+      }
       if (c.chat_apply_template_named) {
-        return this._tb.call(c.chat_apply_template_named, 'applyChatTemplate', h, template || null, msgs, msgs.length, add)
+        return this._tb.call(c.chat_apply_template_named, what, h, template || null, msgs, msgs.length, add)
           .toString('utf8');
       }
-      if (template) {
-        throw new MoonlmError(Status.UNSUPPORTED,
-          `applyChatTemplate: ${lib().file} predates built-in templates (template); rebuild the library`);
-      }
-      return this._tb.call(c.chat_apply_template, 'applyChatTemplate', h, msgs, msgs.length, add).toString('utf8');
+      throw new MoonlmError(Status.UNSUPPORTED, `${what}: ${lib().file} predates built-in templates; rebuild the library`);
     } catch (e) {
       if (template || !(e instanceof MoonlmError) || e.status !== Status.UNSUPPORTED) throw e;
       throw new MoonlmError(Status.UNSUPPORTED, `${e.message}; pass { template: 'NAME' } to use a built-in format`);
     }
   }
 
-  _chatTokens(messages, template) {
-    const text = this.applyChatTemplate(messages, { addAssistant: true, template });
+  _applyJson(h, messages, tools, template, add) {
+    const what = 'applyChatTemplate';
+    const { c, file } = lib();
+    if (!c.chat_apply_template_json) {
+      throw new MoonlmError(Status.UNSUPPORTED, `${what}: ${file} predates tool calling; rebuild the library`);
+    }
+    if (tools !== null && !Array.isArray(tools)) throw arg.typeError(what, 'opts.tools', `must be an array, got ${shown(tools)}`);
+    let mj;
+    let tj;
+    try {
+      mj = JSON.stringify(messages);
+      tj = tools === null ? null : JSON.stringify(tools);
+    } catch (e) {
+      throw arg.typeError(what, 'messages', `must be JSON-serialisable: ${e.message}`);
+    }
+    if (mj.includes('\u0000') || (tj !== null && tj.includes('\u0000'))) {
+      throw arg.rangeError(what, 'messages', 'must not contain NUL characters');
+    }
+    return this._tb.call(c.chat_apply_template_json, what, h, template || null, mj, tj, add).toString('utf8');
+  }
+
+  /**
+   * The tool calls in text (a generated reply), read in the format the
+   * model's template (or opts.template, a built-in format) writes them:
+   * { format, content, tool_calls: [{ id, type: 'function', function:
+   * { name, arguments } }] }, arguments a JSON text, plus error when
+   * something looked like a call but could not be read.
+   */
+  parseToolCalls(text, opts) {
+    const what = 'parseToolCalls';
+    const h = this._handle(what);
+    arg.string(what, 'text', text);
+    opts = arg.options(what, opts, PARSE_TOOLS_OPTS);
+    const template = opts.template == null ? null : arg.string(what, 'opts.template', opts.template, false);
+    const { c, file } = lib();
+    if (!c.chat_parse_tool_calls) {
+      throw new MoonlmError(Status.UNSUPPORTED, `${what}: ${file} predates tool calling; rebuild the library`);
+    }
+    const data = Buffer.from(text, 'utf8');
+    return JSON.parse(this._tb.call(c.chat_parse_tool_calls, what, h, template || null, data, data.length).toString('utf8'));
+  }
+
+  _chatTokens(messages, template, tools) {
+    const text = this.applyChatTemplate(messages, { addAssistant: true, template, tools });
     let toks = this.tokenize(text, { addSpecial: true, parseSpecial: true });
     const bos = this.bosTokenId;
     if (bos !== null && toks.length >= 2 && toks[0] === bos && toks[1] === bos) toks = toks.subarray(1);
@@ -746,18 +820,38 @@ class Model {
   chatStream(messages, opts) {
     opts = arg.options('chat', opts, CHAT_OPTS);
     noDetails('chat', opts);
-    return this._stream(this._chatTokens(messages, opts.template), opts, 'chat');
+    return this._chat(messages, opts);
   }
 
-  /** The assistant's reply to OpenAI-style messages, as one string or a Completion (opts as for generate). */
+  /**
+   * The assistant's reply to OpenAI-style messages, as one string or a
+   * Completion (opts as for generate). opts.tools: OpenAI-style function
+   * specs (see applyChatTemplate); the Completion then has toolCalls (the
+   * calls the reply makes, [{ id, type: 'function', function: { name,
+   * arguments } }], arguments a JSON text), content (the reply without
+   * them) and toolCallError. Nothing forces the model to call a tool.
+   */
   async chat(messages, opts) {
     opts = arg.options('chat', opts, CHAT_OPTS);
     const details = detailsOption('chat', opts);
-    return finish(this._stream(this._chatTokens(messages, opts.template), opts, 'chat'), details);
+    return finish(this._chat(messages, opts), details);
   }
 
-  // opts: checked against the caller's option names already.
-  _stream(tokens, opts, what) {
+  _chat(messages, opts) {
+    const tokens = this._chatTokens(messages, opts.template, opts.tools);
+    if (opts.tools == null) return this._stream(tokens, opts, 'chat');
+    const onDone = (done) => {
+      const p = this.parseToolCalls(done.text, { template: opts.template });
+      done.toolCalls = p.tool_calls;
+      done.content = p.content;
+      done.toolCallError = p.error ?? null;
+    };
+    return this._stream(tokens, opts, 'chat', onDone);
+  }
+
+  // opts: checked against the caller's option names already. onDone
+  // completes the Completion before the stream ends.
+  _stream(tokens, opts, what, onDone = null) {
     const { maxTokens, stop, signal } = loopArgs(what, opts); // all checked before any allocation
     if (tokens.length === 0) throw arg.rangeError(what, 'prompt', 'has no tokens');
     const nCtx = opts.nCtx != null ? arg.int(what, 'opts.nCtx', opts.nCtx, 1, INT32_MAX)
@@ -770,7 +864,7 @@ class Model {
       sampler.close();
       throw e;
     }
-    return generation(what, session, Int32Array.from(tokens), maxTokens, sampler, stop, signal, true, true);
+    return generation(what, session, Int32Array.from(tokens), maxTokens, sampler, stop, signal, true, true, onDone);
   }
 }
 Model._token = Symbol('Model');
@@ -807,8 +901,8 @@ const FINISH_REASONS = ['none', 'stop', 'length', 'eog', 'context', 'cancelled']
  * sampling, stop strings and UTF-8 holdback. The generator object gets a
  * `completion` property, set when it is exhausted.
  */
-function generation(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler) {
-  const box = { completion: null };
+function generation(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler, onDone = null) {
+  const box = { completion: null, onDone };
   const gen = runGeneration(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler, box);
   Object.defineProperty(gen, 'completion', { get: () => box.completion, enumerable: true });
   return gen;
@@ -905,6 +999,7 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
       if (status === Status.CANCELLED) e.completion = done;
       throw e;
     }
+    if (box.onDone) box.onDone(done);
     box.completion = done;
     return done;
   } catch (e) {
@@ -937,6 +1032,10 @@ function completionOf(call, r) {
     tokens: Int32Array.from(call.tokens),
     promptTokens: Number(r.n_prompt),
     completionTokens: Number(r.n_generated),
+    // chat with opts.tools: the calls the reply makes, and the rest of it.
+    toolCalls: null,
+    content: null,
+    toolCallError: null,
   };
 }
 
