@@ -3,6 +3,7 @@ package chat
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // ToolFormat names how a model family writes tool calls in its output.
@@ -123,9 +124,11 @@ func callID(i int) string {
 }
 
 // jsonAt decodes the JSON value at the start of s (after white space),
-// returning it and the bytes it took.
+// returning it and the bytes it took. The decoder reads s in place (it
+// never writes to its input): copying the rest of a long reply for each
+// call in it would make parsing quadratic.
 func jsonAt(s string) (value, int, error) {
-	d := &jsonDecoder{s: []byte(s)}
+	d := &jsonDecoder{s: unsafe.Slice(unsafe.StringData(s), len(s))}
 	d.space()
 	v, err := d.value(0)
 	if err != nil {
@@ -512,31 +515,50 @@ func literalOnly(v value, depth int) error {
 // <|message|>, is the arguments, ended by <|call|>; the content is the
 // final channel's message. Text with no channel markers is content.
 func parseHarmony(text string) (string, []ToolCall, error) {
+	const to = "to=functions."
 	var calls []ToolCall
 	rest := text
 	for {
-		i := strings.Index(rest, "to=functions.")
+		i := strings.Index(rest, to)
 		if i < 0 {
 			break
 		}
-		rest = rest[i+len("to=functions."):]
-		end := strings.IndexAny(rest, " \t\n<")
-		if end <= 0 {
+		rest = rest[i+len(to):]
+		// This call's text ends where the next one starts: searching
+		// beyond it for each call would make many calls quadratic.
+		win := rest
+		if j := strings.Index(rest, to); j >= 0 {
+			win = rest[:j]
+		}
+		end := strings.IndexAny(win, " \t\n<{")
+		if end < 0 {
+			end = len(win)
+		}
+		name := win[:end]
+		if name == "" {
 			return "", nil, errorf("harmony: a call without a function name")
 		}
-		name := rest[:end]
-		m := strings.Index(rest, "<|message|>")
-		if m < 0 {
-			return "", nil, errorf("harmony: call of %s has no <|message|>", name)
-		}
-		body := rest[m+len("<|message|>"):]
-		stop := len(body)
-		for _, t := range []string{"<|call|>", "<|end|>", "<|start|>"} {
-			if k := strings.Index(body, t); k >= 0 && k < stop {
-				stop = k
+		var args string
+		if m := strings.Index(win, "<|message|>"); m >= 0 {
+			body := win[m+len("<|message|>"):]
+			stop := len(body)
+			for _, t := range []string{"<|call|>", "<|end|>", "<|start|>"} {
+				if k := strings.Index(body, t); k >= 0 && k < stop {
+					stop = k
+				}
 			}
+			args = trimBlank(body[:stop])
+		} else if b := strings.IndexByte(win, '{'); b >= 0 {
+			// Detokenized without its control tokens: the arguments are
+			// the JSON object after the name (and "json", if constrained).
+			_, n, err := jsonAt(win[b:])
+			if err != nil {
+				return "", nil, errorf("harmony: call of %s: %w", name, err)
+			}
+			args = win[b : b+n]
+		} else {
+			return "", nil, errorf("harmony: call of %s has no arguments", name)
 		}
-		args := trimBlank(body[:stop])
 		av, err := argumentsValue(args)
 		if err != nil {
 			return "", nil, errorf("harmony: call of %s: %w", name, err)
@@ -546,7 +568,7 @@ func parseHarmony(text string) (string, []ToolCall, error) {
 			return "", nil, err
 		}
 		calls = append(calls, ToolCall{Name: name, Arguments: s})
-		rest = body[stop:]
+		rest = rest[len(win):]
 	}
 	const final = "<|channel|>final<|message|>"
 	if i := strings.Index(text, final); i >= 0 {

@@ -279,6 +279,9 @@ func TestParseToolCallsForms(t *testing.T) {
 		{ToolFormatHarmony, `<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>`, "",
 			[]ToolCall{{Name: "get_weather", Arguments: `{"city": "Paris"}`}}},
 		{ToolFormatHarmony, `<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>`, "Hello!", nil},
+		// Harmony detokenized without its control tokens.
+		{ToolFormatHarmony, `analysisNeed weather.assistantcommentary to=functions.get_weather json{"city":"Paris"}`, "",
+			[]ToolCall{{Name: "get_weather", Arguments: `{"city": "Paris"}`}}},
 		// Hermes with the last closing tag cut off by the end of generation.
 		{ToolFormatHermes, "<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n", "", []ToolCall{{Name: "add", Arguments: `{}`}}},
 	}
@@ -369,4 +372,76 @@ func TestToolCallsJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(ToolCallsJSON(bad)), &got))
 	require.Contains(t, got["error"], "<tool_call>")
 	require.Empty(t, got["tool_calls"])
+}
+
+// FuzzParseToolCalls: any text, in any format, parses without a panic, and
+// what it returns is consistent: calls with names and object arguments, or
+// an error with the whole text as content.
+func FuzzParseToolCalls(f *testing.F) {
+	for _, s := range []string{
+		"<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>",
+		"[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]", "[TOOL_CALLS]f[CALL_ID]x[ARGS]{}",
+		"<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", "```tool_code\nf(a=[1, {'b': None}])\n```",
+		"<|tool_call|>[{\"name\": \"f\"}]<|/tool_call|>", "<|channel|>commentary to=functions.f<|message|>{}<|call|>",
+		"to=functions.", "{", "[", "```json\n", "<tool_call>", "```tool_code\nf(",
+	} {
+		for i := range ToolFormats() {
+			f.Add(s, i)
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string, fi int) {
+		fs := ToolFormats()
+		format := fs[(fi%len(fs)+len(fs))%len(fs)]
+		p := ParseToolCalls(format, text)
+		if p.Err != "" {
+			require.Empty(t, p.Calls)
+			require.Equal(t, strings.TrimSpace(text), p.Content)
+			return
+		}
+		for _, c := range p.Calls {
+			require.NotEmpty(t, c.Name)
+			require.NotEmpty(t, c.ID)
+			v, err := decodeJSON([]byte(c.Arguments))
+			require.NoError(t, err)
+			require.IsType(t, &dict{}, v)
+		}
+		var got map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ToolCallsJSON(p)), &got))
+	})
+}
+
+// FuzzParseMessagesJSON: any JSON text is read or refused without a panic,
+// and what is read renders.
+func FuzzParseMessagesJSON(f *testing.F) {
+	f.Add(`[{"role": "user", "content": "Hi"}]`)
+	f.Add(`[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]`)
+	f.Add(`[{"role": "tool", "content": "3", "tool_call_id": "c", "name": "f"}]`)
+	f.Fuzz(func(t *testing.T, src string) {
+		msgs, err := ParseMessagesJSON([]byte(src))
+		if err != nil {
+			return
+		}
+		_, err = HermesMessages(msgs, weatherTools)
+		require.NoError(t, err)
+		_, err = messagesValue(msgs)
+		require.NoError(t, err)
+	})
+}
+
+// Parsing is linear in the text: a reply of many calls, or of many call
+// openings, does not copy the rest of the text per call.
+func TestParseToolCallsLongText(t *testing.T) {
+	call := "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"
+	many := strings.Repeat(call, 50000) // 2.4 MB, 50k calls
+	start := time.Now()
+	p := ParseToolCalls(ToolFormatHermes, many)
+	require.Empty(t, p.Err)
+	require.Len(t, p.Calls, 50000)
+	for _, f := range ToolFormats() {
+		ParseToolCalls(f, strings.Repeat("<tool_call>{", 100000))
+		ParseToolCalls(f, strings.Repeat("{\"name\": \"f\"};", 100000))
+		ParseToolCalls(f, strings.Repeat("to=functions.f {}", 100000))
+	}
+	// Quadratic copying would take minutes here; linear work takes well under a second.
+	require.Less(t, time.Since(start), 30*time.Second)
 }
