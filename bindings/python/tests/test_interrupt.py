@@ -21,6 +21,10 @@ print("started", flush=True)
 try:
     if mode == "prefill":
         s.prefill(toks)
+    elif mode == "decode":
+        # A short prompt and many tokens: the signal lands while decoding.
+        for piece in m.generate(toks[:17], max_tokens=1500, temperature=0, n_ctx=2048, stream=True):
+            pass
     else:
         m.generate(toks, max_tokens=8, temperature=0, n_ctx=2048)
 except KeyboardInterrupt:
@@ -72,3 +76,7 @@ def test_ctrl_c_cancels_a_long_prefill():
 
 def test_ctrl_c_cancels_generate_during_its_prefill():
     check("generate")
+
+
+def test_ctrl_c_cancels_a_streamed_generate_while_it_decodes():
+    check("decode")
