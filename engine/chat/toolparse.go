@@ -216,23 +216,29 @@ func callFromValue(v value) (ToolCall, error) {
 
 // parseTagged reads calls written as JSON between open and close tags
 // (each tag may hold one call or an array of them); the closing tag of the
-// last call may be missing (generation stopped there). Content is the text
-// before the first tag.
+// last call may be missing (generation stopped there). A tag not followed
+// by JSON is a mention of it in prose, not a call. Content is the text
+// before the first call.
 func parseTagged(text, open, close string) (string, []ToolCall, error) {
-	i := strings.Index(text, open)
-	if i < 0 {
-		return text, nil, nil
-	}
-	content := text[:i]
 	var calls []ToolCall
-	rest := text[i:]
+	first := -1
+	pos := 0
 	for {
-		j := strings.Index(rest, open)
+		j := strings.Index(text[pos:], open)
 		if j < 0 {
 			break
 		}
-		rest = rest[j+len(open):]
-		v, n, err := jsonAt(rest)
+		at := pos + j
+		after := at + len(open)
+		pos = after
+		body := strings.TrimLeft(text[after:], " \t\r\n")
+		if body == "" || body[0] != '{' && body[0] != '[' {
+			continue
+		}
+		if first < 0 {
+			first = at
+		}
+		v, n, err := jsonAt(text[after:])
 		if err != nil {
 			return "", nil, errorf("%s: %w", open, err)
 		}
@@ -241,14 +247,19 @@ func parseTagged(text, open, close string) (string, []ToolCall, error) {
 			return "", nil, errorf("%s: %w", open, err)
 		}
 		calls = append(calls, cs...)
-		rest = strings.TrimLeft(rest[n:], " \t\r\n")
-		if strings.HasPrefix(rest, close) {
-			rest = rest[len(close):]
-		} else if rest != "" {
+		pos = after + n
+		rest := strings.TrimLeft(text[pos:], " \t\r\n")
+		switch {
+		case strings.HasPrefix(rest, close):
+			pos = len(text) - len(rest) + len(close)
+		case rest != "":
 			return "", nil, errorf("%s: the call is followed by %q, not %s", open, head(rest), close)
 		}
 	}
-	return content, calls, nil
+	if first < 0 {
+		return text, nil, nil
+	}
+	return text[:first], calls, nil
 }
 
 // head is the start of s, for messages.

@@ -282,6 +282,10 @@ func TestParseToolCallsForms(t *testing.T) {
 		// Harmony detokenized without its control tokens.
 		{ToolFormatHarmony, `analysisNeed weather.assistantcommentary to=functions.get_weather json{"city":"Paris"}`, "",
 			[]ToolCall{{Name: "get_weather", Arguments: `{"city": "Paris"}`}}},
+		// A tag mentioned in prose is not a call.
+		{ToolFormatHermes, "Write calls in <tool_call></tool_call> tags: <tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>",
+			"Write calls in <tool_call></tool_call> tags:", []ToolCall{{Name: "add", Arguments: `{}`}}},
+		{ToolFormatHermes, "Use <tool_call> tags.", "Use <tool_call> tags.", nil},
 		// Hermes with the last closing tag cut off by the end of generation.
 		{ToolFormatHermes, "<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n", "", []ToolCall{{Name: "add", Arguments: `{}`}}},
 	}
