@@ -189,6 +189,8 @@ fuzz-all: fuzz
 	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzPreSplit -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/chat -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/chat -run '^$$' -fuzz FuzzJSON -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/chat -run '^$$' -fuzz FuzzToolCalls -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/chat -run '^$$' -fuzz FuzzMessagesJSON -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/sample -run '^$$' -fuzz FuzzSample -fuzztime $(FUZZTIME)
 	$(GO) test ./engine -run '^$$' -fuzz FuzzOpenMetadata -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/packcache -run '^$$' -fuzz FuzzGet -fuzztime $(FUZZTIME)

@@ -378,10 +378,10 @@ func TestToolCallsJSON(t *testing.T) {
 	require.Empty(t, got["tool_calls"])
 }
 
-// FuzzParseToolCalls: any text, in any format, parses without a panic, and
+// FuzzToolCalls: any text, in any format, parses without a panic, and
 // what it returns is consistent: calls with names and object arguments, or
 // an error with the whole text as content.
-func FuzzParseToolCalls(f *testing.F) {
+func FuzzToolCalls(f *testing.F) {
 	for _, s := range []string{
 		"<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>",
 		"[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]", "[TOOL_CALLS]f[CALL_ID]x[ARGS]{}",
@@ -414,9 +414,9 @@ func FuzzParseToolCalls(f *testing.F) {
 	})
 }
 
-// FuzzParseMessagesJSON: any JSON text is read or refused without a panic,
+// FuzzMessagesJSON: any JSON text is read or refused without a panic,
 // and what is read renders.
-func FuzzParseMessagesJSON(f *testing.F) {
+func FuzzMessagesJSON(f *testing.F) {
 	f.Add(`[{"role": "user", "content": "Hi"}]`)
 	f.Add(`[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]`)
 	f.Add(`[{"role": "tool", "content": "3", "tool_call_id": "c", "name": "f"}]`)
