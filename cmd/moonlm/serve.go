@@ -29,7 +29,7 @@ func init() {
 var serveUsage = `usage: moonlm serve -m FILE [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N]
                     [--api-key KEY | --api-key-file FILE] [--alias NAME] [--chat-template NAME|FILE]
                     [--max-queue N] [--max-prompt-tokens N] [--max-tokens N] [--max-body BYTES]
-                    [--timeout DUR] [--shutdown-timeout DUR] [--no-prefix-reuse] [-t THREADS]
+                    [--timeout DUR] [--shutdown-timeout DUR] [--prefix-reuse] [-t THREADS]
 Serves the model over the OpenAI HTTP API:
   POST /v1/chat/completions   chat, streamed (SSE) or not
   POST /v1/completions        text completion, streamed or not
@@ -66,7 +66,7 @@ func runServe(args []string) error {
 	maxBody := fs.Int64("max-body", 4<<20, "refuse request bodies over `bytes`")
 	timeout := fs.Duration("timeout", 10*time.Minute, "stop a request after `duration`")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 60*time.Second, "on SIGTERM, wait up to `duration` for requests in flight")
-	noReuse := fs.Bool("no-prefix-reuse", false, "evaluate every prompt whole instead of reusing the prefix a slot's KV cache holds")
+	reuse := fs.Bool("prefix-reuse", false, "keep each slot's KV cache and evaluate only what a prompt adds to it (temperature-0 answers may then differ in later tokens)")
 	if help, err := parseFlags(fs, serveUsage, args); help || err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func runServe(args []string) error {
 	cfg := server.Config{
 		Alias: *alias, APIKey: *apiKey, Parallel: *parallel, Ctx: ef.ctx, KVF32: ef.kvF32,
 		MaxQueue: *maxQueue, MaxPromptTokens: *maxPrompt, MaxTokens: *maxTokens, MaxBodyBytes: *maxBody,
-		Timeout: *timeout, NoPrefixReuse: *noReuse,
+		Timeout: *timeout, PrefixReuse: *reuse,
 		Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
 	}
 	if cfg.Alias == "" {

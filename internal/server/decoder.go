@@ -21,6 +21,9 @@ type Sequence struct {
 	// Emit receives the text as engine.PieceFunc describes; false stops
 	// the sequence.
 	Emit engine.PieceFunc
+	// Reused is set by the Decoder: the prompt tokens it did not evaluate
+	// because the slot's KV cache held them.
+	Reused int
 }
 
 // Decoder runs sequences on a fixed number of slots. The scheduler calls
@@ -185,6 +188,7 @@ func (d *sessionDecoder) Run(ctx context.Context, slot int, seq *Sequence) (engi
 	}
 	if res.PromptTokens > 0 {
 		res.PromptTokens = len(prompt)
+		seq.Reused = keep
 	}
 	return res, err
 }

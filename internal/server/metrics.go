@@ -18,6 +18,7 @@ type metrics struct {
 	requests map[requestKey]int64 // by route and status
 
 	promptTokens    atomic.Int64
+	reusedTokens    atomic.Int64
 	generatedTokens atomic.Int64
 	queueDepth      atomic.Int64
 	active          atomic.Int64
@@ -107,6 +108,7 @@ func (m *metrics) write(w io.Writer, slots int, kvUsed, kvCap int64, ready bool)
 	}
 	m.mu.Unlock()
 	writeCounter(w, "moonlm_prompt_tokens_total", "Prompt tokens of the sequences run (tokens in).", m.promptTokens.Load())
+	writeCounter(w, "moonlm_prompt_tokens_reused_total", "Prompt tokens a slot's KV cache already held (prefix reuse), not evaluated again.", m.reusedTokens.Load())
 	writeCounter(w, "moonlm_generated_tokens_total", "Tokens generated (tokens out).", m.generatedTokens.Load())
 	m.ttft.write(w, "moonlm_time_to_first_token_seconds", "Time from a request's arrival to its first generated token.")
 	m.perToken.write(w, "moonlm_time_per_output_token_seconds", "Time between consecutive generated tokens of a sequence.")

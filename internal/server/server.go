@@ -62,9 +62,14 @@ type Config struct {
 	// template used instead of both.
 	ChatTemplate       string
 	ChatTemplateSource string
-	// NoPrefixReuse makes every sequence evaluate its whole prompt instead
-	// of reusing the longest prefix its slot's KV cache holds.
-	NoPrefixReuse bool
+	// PrefixReuse keeps each slot's KV cache between sequences and
+	// evaluates only the part of a prompt after the longest prefix the
+	// cache holds (a shared system prompt, a conversation's earlier turns).
+	// It is off by default: a prompt evaluated in other chunks rounds
+	// differently in the engine's fast mode, so a temperature-0 answer can
+	// then differ, in its later tokens, from the same request on a fresh
+	// slot; with it off every answer depends on its request only.
+	PrefixReuse bool
 	// Log receives one line per notable event (nil: none).
 	Log func(format string, args ...any)
 }
@@ -153,7 +158,7 @@ func (s *Server) Start(m *engine.Model) error {
 	if train := m.Info().ContextLength; train > 0 && ctx > train {
 		s.cfg.Log("moonlm serve: --ctx %d is more than the model's training context %d", ctx, train)
 	}
-	dec, err := newSessionDecoder(m, s.cfg.Parallel, engine.SessionParams{NCtx: ctx, KVF32: s.cfg.KVF32}, !s.cfg.NoPrefixReuse)
+	dec, err := newSessionDecoder(m, s.cfg.Parallel, engine.SessionParams{NCtx: ctx, KVF32: s.cfg.KVF32}, s.cfg.PrefixReuse)
 	if err != nil {
 		return err
 	}
@@ -820,6 +825,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 		}
 		left--
 		s.met.promptTokens.Add(int64(ev.res.PromptTokens))
+		s.met.reusedTokens.Add(int64(jobs[ev.idx].seq.Reused))
 		s.met.generatedTokens.Add(int64(ev.res.Tokens))
 		u.CompletionTokens += ev.res.Tokens
 		if ev.err != nil {
