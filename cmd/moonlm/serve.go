@@ -120,9 +120,6 @@ func runServe(args []string) error {
 				*tmpl, strings.Join(chat.Families(), ", "), ferr)
 		}
 	}
-	if ef.ctx == 0 {
-		return usageErr(serveUsage, "--ctx 0: give the slots' context size in tokens")
-	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
@@ -160,7 +157,7 @@ func runServe(args []string) error {
 		return err
 	}
 	c := srv.Config()
-	fmt.Fprintf(os.Stderr, "moonlm serve: ready: model %q, %d slots of %d tokens, queue %d\n", c.Alias, c.Parallel, c.Ctx, c.MaxQueue)
+	fmt.Fprintf(os.Stderr, "moonlm serve: ready: model %q, slots %d (context %d tokens each), queue %d\n", c.Alias, c.Parallel, c.Ctx, c.MaxQueue)
 
 	select {
 	case err := <-serveErr:

@@ -36,8 +36,8 @@ type Config struct {
 	// Parallel is the number of slots: sequences that run at once
 	// (default 1).
 	Parallel int
-	// Ctx is each slot's context in tokens (default 4096; the model's
-	// training context when larger is asked for nothing).
+	// Ctx is each slot's context in tokens (0: the model's training
+	// context).
 	Ctx int
 	// KVF32 keeps the KV caches in f32.
 	KVF32 bool
@@ -81,9 +81,6 @@ func (c *Config) defaults() {
 	if c.Parallel <= 0 {
 		c.Parallel = 1
 	}
-	if c.Ctx <= 0 {
-		c.Ctx = 4096
-	}
 	if c.MaxQueue <= 0 {
 		c.MaxQueue = 64
 	}
@@ -95,9 +92,6 @@ func (c *Config) defaults() {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Minute
-	}
-	if c.MaxPromptTokens <= 0 || c.MaxPromptTokens > c.Ctx-1 {
-		c.MaxPromptTokens = c.Ctx - 1
 	}
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}
@@ -155,8 +149,14 @@ func (s *Server) Config() Config { return s.cfg }
 // ready. The server does not own m: close it after Close.
 func (s *Server) Start(m *engine.Model) error {
 	ctx := s.cfg.Ctx
-	if train := m.Info().ContextLength; train > 0 && ctx > train {
-		s.cfg.Log("moonlm serve: --ctx %d is more than the model's training context %d", ctx, train)
+	train := m.Info().ContextLength
+	if ctx == 0 {
+		ctx = train
+	} else if train > 0 && ctx > train {
+		s.cfg.Log("moonlm serve: a context of %d is more than the model's training context %d", ctx, train)
+	}
+	if ctx < 2 {
+		return fmt.Errorf("server: a context of %d tokens (the model says %d): give one of at least 2", ctx, train)
 	}
 	dec, err := newSessionDecoder(m, s.cfg.Parallel, engine.SessionParams{NCtx: ctx, KVF32: s.cfg.KVF32}, s.cfg.PrefixReuse)
 	if err != nil {
@@ -181,6 +181,13 @@ func (s *Server) StartDecoder(m *engine.Model, dec Decoder) error {
 		s.eos = tok.Token(id)
 	}
 	s.m, s.dec = m, dec
+	if s.cfg.Ctx <= 0 {
+		_, kvCap := dec.KVUsage()
+		s.cfg.Ctx = int(kvCap / int64(dec.Slots()))
+	}
+	if s.cfg.MaxPromptTokens <= 0 || s.cfg.MaxPromptTokens > s.cfg.Ctx-1 {
+		s.cfg.MaxPromptTokens = s.cfg.Ctx - 1
+	}
 	s.sched = newScheduler(dec, s.cfg.MaxQueue, s.met)
 	s.state.Store(stateReady)
 	if _, err := s.renderChat([]chat.Message{{Role: "user", Content: "Hi"}}); err != nil {
