@@ -138,7 +138,7 @@ func runServe(args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "moonlm serve: listening on http://%s (%s)\n", ln.Addr(), where)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 

@@ -373,6 +373,41 @@ func TestCompletions(t *testing.T) {
 	}
 }
 
+// n > 1 streams every choice: each its role chunk first, its text, its
+// finish_reason, the same as the whole answer.
+func TestStreamN(t *testing.T) {
+	m := smol(t)
+	_, ts := start(t, m, Config{Parallel: 2, Ctx: 512})
+	for _, route := range []string{"/v1/chat/completions", "/v1/completions"} {
+		isChat := route == "/v1/chat/completions"
+		body := `{"prompt":"The best fruit is","n":3,"max_tokens":8,"temperature":0.9,"seed":5`
+		if isChat {
+			body = `{"messages":[{"role":"user","content":"Name a fruit."}],"n":3,"max_tokens":8,"temperature":0.9,"seed":5`
+		}
+		resp, b := post(t, ts.URL+route, body+`}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", route, resp.StatusCode, b)
+		}
+		whole := decode[chatResp](t, b)
+		st := postStream(t, ts.URL+route, body+`,"stream":true,"stream_options":{"include_usage":true}}`, isChat)
+		if len(whole.Choices) != 3 || !st.done || st.usage == nil || *st.usage != whole.Usage {
+			t.Fatalf("%s: %d choices, stream done %v usage %+v vs %+v", route, len(whole.Choices), st.done, st.usage, whole.Usage)
+		}
+		for i, c := range whole.Choices {
+			text := c.Text
+			if isChat {
+				text = c.Message.Content
+				if st.roles[i] != "assistant" {
+					t.Errorf("%s choice %d: role %q", route, i, st.roles[i])
+				}
+			}
+			if st.texts[i] != text || st.finish[i] != c.FinishReason {
+				t.Errorf("%s choice %d: stream %q %q, whole %q %q", route, i, st.texts[i], st.finish[i], text, c.FinishReason)
+			}
+		}
+	}
+}
+
 // stop ends the text before the stop string, with finish_reason stop.
 func TestStop(t *testing.T) {
 	m := smol(t)
