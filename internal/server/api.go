@@ -33,6 +33,7 @@ type commonRequest struct {
 	TopK          *int     `json:"top_k"`
 	MinP          *float64 `json:"min_p"`
 	RepeatPenalty *float64 `json:"repeat_penalty"`
+	IgnoreEOS     bool     `json:"ignore_eos"`
 
 	// Fields this build refuses (see refuseUnsupported).
 	ResponseFormat json.RawMessage `json:"response_format"`

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -119,6 +120,7 @@ type Server struct {
 	dec   Decoder
 	sched *scheduler
 	tmpl  *chat.Template // parsed ChatTemplateSource
+	eog   []int32        // the end-of-generation tokens, for ignore_eos
 	bos   string         // BOS and EOS token text, for templates
 	eos   string
 }
@@ -181,6 +183,11 @@ func (s *Server) StartDecoder(m *engine.Model, dec Decoder) error {
 		s.eos = tok.Token(id)
 	}
 	s.m, s.dec = m, dec
+	for id := range m.Info().VocabSize {
+		if m.IsEOG(int32(id)) {
+			s.eog = append(s.eog, int32(id))
+		}
+	}
 	if s.cfg.Ctx <= 0 {
 		_, kvCap := dec.KVUsage()
 		s.cfg.Ctx = int(kvCap / int64(dec.Slots()))
@@ -418,8 +425,9 @@ func finishName(f engine.FinishReason) string {
 	return "stop"
 }
 
-// samplingFor builds the sampler parameters of a request and checks them.
-func samplingFor(c *commonRequest, vocab int) (sample.Params, *apiError) {
+// samplingFor builds the sampler parameters of a request and checks them;
+// ignore_eos bans the tokens of eog.
+func samplingFor(c *commonRequest, vocab int, eog []int32) (sample.Params, *apiError) {
 	for _, e := range []*apiError{
 		checkRange("temperature", c.Temperature, 0, 2),
 		checkRange("top_p", c.TopP, 0, 1),
@@ -476,6 +484,14 @@ func samplingFor(c *commonRequest, vocab int) (sample.Params, *apiError) {
 				return p, invalid("logit_bias", "invalid_value", "logit_bias: %g for token %s is outside [-100, 100]", v, k)
 			}
 			p.LogitBias[id] = float32(v)
+		}
+	}
+	if c.IgnoreEOS {
+		if p.LogitBias == nil {
+			p.LogitBias = make(map[int32]float32, len(eog))
+		}
+		for _, id := range eog {
+			p.LogitBias[id] = float32(math.Inf(-1))
 		}
 	}
 	if c.Seed != nil {
@@ -536,7 +552,7 @@ func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan) *apiError {
 	if p.stop, e = parseStop(c.Stop); e != nil {
 		return e
 	}
-	if p.sampler, e = samplingFor(c, m.Info().VocabSize); e != nil {
+	if p.sampler, e = samplingFor(c, m.Info().VocabSize, s.eog); e != nil {
 		return e
 	}
 	p.stream = c.Stream

@@ -596,6 +596,25 @@ func TestCancelledStreamFreesSlot(t *testing.T) {
 	}
 }
 
+// ignore_eos (llama-server's extension) runs a generation to max_tokens
+// where it would end early.
+func TestIgnoreEOS(t *testing.T) {
+	m := smol(t)
+	_, ts := start(t, m, Config{Ctx: 512})
+	body := chatBody("What is the capital of France?", `,"temperature":0,"max_tokens":60`)
+	_, b := post(t, ts.URL+"/v1/chat/completions", body)
+	r := decode[chatResp](t, b)
+	if r.Choices[0].FinishReason != "stop" || r.Usage.CompletionTokens >= 60 {
+		t.Fatalf("the reply does not end early, nothing to test: %s", b)
+	}
+	_, b = post(t, ts.URL+"/v1/chat/completions", body[:len(body)-1]+`,"ignore_eos":true}`)
+	r2 := decode[chatResp](t, b)
+	if r2.Choices[0].FinishReason != "length" || r2.Usage.CompletionTokens != 60 ||
+		!strings.HasPrefix(r2.Choices[0].Message.Content, r.Choices[0].Message.Content) {
+		t.Errorf("ignore_eos: %s; without: %s", b, r.Choices[0].Message.Content)
+	}
+}
+
 // A full queue is a 503 with Retry-After; a queued request whose client
 // leaves leaves the queue.
 func TestQueueFull(t *testing.T) {
