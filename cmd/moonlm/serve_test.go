@@ -201,4 +201,11 @@ func TestServeOptionErrors(t *testing.T) {
 		assert.Equal(t, 1, st, "%v", c.args)
 		assert.Contains(t, stderr, c.msg, "%v", c.args)
 	}
+	// A template file is parsed before anything else happens.
+	bad := filepath.Join(t.TempDir(), "bad.jinja")
+	require.NoError(t, os.WriteFile(bad, []byte("{% if %}"), 0o644))
+	_, stderr, st := runCLI(t, "", "serve", "-m", "x.gguf", "--port", "0", "--chat-template", bad)
+	assert.Equal(t, 1, st)
+	assert.Contains(t, stderr, "chat template")
+	assert.NotContains(t, stderr, "listening")
 }

@@ -581,7 +581,7 @@ func TestCancelledStreamFreesSlot(t *testing.T) {
 	t0 := time.Now()
 	cancel()
 	waitMetric(t, ts.URL, "moonlm_active_sequences", 0)
-	if d := time.Since(t0); d > 2*time.Second {
+	if d := time.Since(t0); d > 5*time.Second {
 		t.Errorf("the sequence stopped %v after the client left", d)
 	}
 	resp, b := post(t, ts.URL+"/v1/completions", `{"prompt":"Hello","max_tokens":2,"temperature":0}`)
