@@ -63,6 +63,13 @@ func start(t *testing.T, m *engine.Model, cfg Config) (*Server, *httptest.Server
 	return s, ts
 }
 
+// newTestServer serves s on an httptest server closed with the test.
+func newTestServer(t *testing.T, s *Server) string {
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
 func do(t *testing.T, method, url, body string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
