@@ -36,7 +36,7 @@ export npm_config_cache ?= $(ABSBUILD)/npm-cache
 export npm_config_update_notifier ?= false
 
 .PHONY: all lib cli test test-go test-race test-variants test-c test-python test-node test-snippets \
-	venv node-deps models run model fuzz fuzz-all vet install clean distclean bench bench-models
+	venv node-deps models run model fuzz fuzz-all vet install clean distclean bench bench-models bench-serve
 
 all: lib cli
 
@@ -178,6 +178,11 @@ bench-models: cli
 # also runs llama.cpp interleaved with it and prints the ratios.
 bench: cli bench-models
 	@MOONLM_CLI=$(CLI) scripts/bench.sh
+
+# Load test of moonlm serve on loopback (scripts/bench-serve.sh says the
+# settings); LLAMA_SERVER=path/to/llama-server runs llama.cpp's beside it.
+bench-serve: cli bench-models
+	@MOONLM_CLI=$(CLI) scripts/bench-serve.sh
 
 # `make fuzz` fuzzes the GGUF reader (the parser that meets hostile files);
 # `make fuzz-all` also runs every other fuzz target, FUZZTIME each.
