@@ -3,180 +3,19 @@ package hub
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"math/rand"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/moonlm/moonlm/internal/hub/hubtest"
 	"github.com/stretchr/testify/require"
 )
 
-// fakeHub answers like the Hub: /api/models/{repo}/revision/{rev} lists the
-// files; HEAD and GET /{repo}/resolve/{rev}/{file} answer an LFS file with a
-// redirect to a CDN on another host (X-Linked-Etag = sha256, X-Linked-Size)
-// and a small file directly (ETag); private repositories want a token.
-type fakeHub struct {
-	hub, cdn *httptest.Server
-	commit   string
-	token    string // the token private repositories accept
-	files    map[string]map[string][]byte
-	private  map[string]bool
-	lfs      map[string]bool
-
-	mu        sync.Mutex
-	cut       int64 // when > 0, the CDN's next full answer stops after this many bytes
-	corrupt   bool  // the CDN flips a byte of what it sends
-	noRanges  bool  // the CDN ignores Range and sends the whole file
-	cdnAuth   []string
-	cdnRanges []string
-	cdnGets   int
-}
-
-func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
-
-func newFakeHub(t *testing.T) *fakeHub {
-	rng := rand.New(rand.NewSource(1))
-	blob := func(n int) []byte { b := make([]byte, n); rng.Read(b); return b }
-	h := &fakeHub{
-		commit: "0123456789abcdef0123456789abcdef01234567",
-		token:  "hf_secret",
-		files: map[string]map[string][]byte{
-			"org/model": {
-				"model-Q4_K_M.gguf": blob(300_000),
-				"model-Q8_0.gguf":   blob(200_000),
-				"README.md":         []byte("# a model\n"),
-			},
-			"org/gated": {"gated-Q4_0.gguf": blob(1000)},
-			"org/split": {"a-q4_k_m.gguf": blob(10), "sub/b-Q4_K_M.gguf": blob(10)},
-		},
-		private: map[string]bool{"org/gated": true},
-		lfs:     map[string]bool{".gguf": true},
-	}
-	h.cdn = httptest.NewServer(http.HandlerFunc(h.serveCDN))
-	h.hub = httptest.NewServer(http.HandlerFunc(h.serveHub))
-	t.Cleanup(func() { h.hub.Close(); h.cdn.Close() })
-	return h
-}
-
-func (h *fakeHub) isLFS(file string) bool { return h.lfs[filepath.Ext(file)] }
-
-func (h *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
-	p := strings.TrimPrefix(r.URL.Path, "/")
-	var repo, rest string
-	if strings.HasPrefix(p, "api/models/") {
-		parts := strings.SplitN(strings.TrimPrefix(p, "api/models/"), "/", 3)
-		if len(parts) < 2 {
-			http.NotFound(w, r)
-			return
-		}
-		repo = parts[0] + "/" + parts[1]
-		if !h.allowed(w, r, repo) {
-			return
-		}
-		var sib []map[string]string
-		for f := range h.files[repo] {
-			sib = append(sib, map[string]string{"rfilename": f})
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": repo, "sha": h.commit, "siblings": sib})
-		return
-	}
-	parts := strings.SplitN(p, "/", 5) // org, name, "resolve", rev, file
-	if len(parts) < 5 || parts[2] != "resolve" {
-		http.NotFound(w, r)
-		return
-	}
-	repo, rest = parts[0]+"/"+parts[1], parts[4]
-	if !h.allowed(w, r, repo) {
-		return
-	}
-	if parts[3] != "main" && parts[3] != h.commit {
-		w.Header().Set("X-Error-Code", "RevisionNotFound")
-		w.WriteHeader(http.StatusNotFound)
-		return
-	}
-	data, ok := h.files[repo][rest]
-	if !ok {
-		w.Header().Set("X-Error-Code", "EntryNotFound")
-		w.Header().Set("X-Error-Message", "Entry not found")
-		w.WriteHeader(http.StatusNotFound)
-		return
-	}
-	w.Header().Set("X-Repo-Commit", h.commit)
-	if h.isLFS(rest) {
-		w.Header().Set("ETag", `"not-the-sha"`)
-		w.Header().Set("X-Linked-Etag", `"`+sha(data)+`"`)
-		w.Header().Set("X-Linked-Size", fmt.Sprint(len(data)))
-		w.Header().Set("Location", h.cdn.URL+"/blobs/"+sha(data))
-		w.WriteHeader(http.StatusFound)
-		return
-	}
-	w.Header().Set("ETag", fmt.Sprintf(`"%040x"`, len(data)))
-	http.ServeContent(w, r, rest, time.Time{}, bytes.NewReader(data))
-}
-
-// allowed answers 401 for a private repository without the token and 404
-// (RepoNotFound, as the Hub does, with 401) for an unknown one.
-func (h *fakeHub) allowed(w http.ResponseWriter, r *http.Request, repo string) bool {
-	if _, ok := h.files[repo]; !ok {
-		w.Header().Set("X-Error-Code", "RepoNotFound")
-		w.WriteHeader(http.StatusUnauthorized)
-		return false
-	}
-	if h.private[repo] && r.Header.Get("Authorization") != "Bearer "+h.token {
-		w.Header().Set("X-Error-Code", "GatedRepo")
-		w.Header().Set("X-Error-Message", "Access to this repo is restricted")
-		w.WriteHeader(http.StatusUnauthorized)
-		return false
-	}
-	return true
-}
-
-func (h *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	h.cdnGets++
-	h.cdnAuth = append(h.cdnAuth, r.Header.Get("Authorization"))
-	h.cdnRanges = append(h.cdnRanges, r.Header.Get("Range"))
-	cut, corrupt, noRanges := h.cut, h.corrupt, h.noRanges
-	h.cut = 0
-	h.mu.Unlock()
-	want := strings.TrimPrefix(r.URL.Path, "/blobs/")
-	for _, files := range h.files {
-		for _, data := range files {
-			if sha(data) != want {
-				continue
-			}
-			if corrupt {
-				data = append([]byte(nil), data...)
-				data[len(data)/2] ^= 1
-			}
-			if noRanges {
-				r.Header.Del("Range")
-			}
-			if cut > 0 && r.Header.Get("Range") == "" {
-				// Promise the whole file, send part of it, drop the connection.
-				w.Header().Set("Content-Length", fmt.Sprint(len(data)))
-				w.WriteHeader(http.StatusOK)
-				_, _ = w.Write(data[:cut])
-				return
-			}
-			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
-			return
-		}
-	}
-	http.NotFound(w, r)
-}
-
-func (h *fakeHub) client(t *testing.T, mod ...func(*Config)) (*Client, Config) {
-	cfg := Config{Endpoint: h.hub.URL, CacheDir: filepath.Join(t.TempDir(), "hub")}
+func client(t *testing.T, h *hubtest.Server, mod ...func(*Config)) (*Client, Config) {
+	cfg := Config{Endpoint: h.Hub.URL, CacheDir: filepath.Join(t.TempDir(), "hub")}
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -230,33 +69,33 @@ func TestChoose(t *testing.T) {
 }
 
 func TestFetchIntoTheHubCacheLayout(t *testing.T) {
-	h := newFakeHub(t)
-	c, cfg := h.client(t, func(c *Config) { c.Token = "hf_secret" })
+	h := hubtest.New(t)
+	c, cfg := client(t, h, func(c *Config) { c.Token = "hf_secret" })
 	ctx := context.Background()
-	data := h.files["org/model"]["model-Q4_K_M.gguf"]
+	data := h.Files["org/model"]["model-Q4_K_M.gguf"]
 
 	p, err := c.Fetch(ctx, Ref{Repo: "org/model", Quant: "q4_k_m"})
 	require.NoError(t, err)
 	repo := filepath.Join(cfg.CacheDir, "models--org--model")
-	require.Equal(t, filepath.Join(repo, "snapshots", h.commit, "model-Q4_K_M.gguf"), p)
+	require.Equal(t, filepath.Join(repo, "snapshots", h.Commit, "model-Q4_K_M.gguf"), p)
 	target, err := os.Readlink(p)
 	require.NoError(t, err)
-	require.Equal(t, filepath.Join("..", "..", "blobs", sha(data)), target, "a relative link to the blob")
+	require.Equal(t, filepath.Join("..", "..", "blobs", hubtest.SHA256(data)), target, "a relative link to the blob")
 	got, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.Equal(t, data, got)
 	ref, err := os.ReadFile(filepath.Join(repo, "refs", "main"))
 	require.NoError(t, err)
-	require.Equal(t, h.commit, string(ref))
-	_, err = os.Stat(filepath.Join(repo, "blobs", sha(data)+".incomplete"))
+	require.Equal(t, h.Commit, string(ref))
+	_, err = os.Stat(filepath.Join(repo, "blobs", hubtest.SHA256(data)+".incomplete"))
 	require.True(t, os.IsNotExist(err), "no .incomplete file left")
-	require.Equal(t, []string{""}, h.cdnAuth, "the token went to the CDN")
+	require.Equal(t, []string{""}, h.CDNAuth, "the token went to the CDN")
 
 	// Again: the blob is there, nothing is downloaded.
 	p2, err := c.Fetch(ctx, Ref{Repo: "org/model", File: "model-Q4_K_M.gguf"})
 	require.NoError(t, err)
 	require.Equal(t, p, p2)
-	require.Equal(t, 1, h.cdnGets)
+	require.Equal(t, 1, h.CDNGets)
 
 	// A small (non-LFS) file comes from the Hub itself, named by its ETag.
 	readme, err := c.Fetch(ctx, Ref{Repo: "org/model", File: "README.md"})
@@ -269,33 +108,33 @@ func TestFetchIntoTheHubCacheLayout(t *testing.T) {
 }
 
 func TestFetchResumesWithRange(t *testing.T) {
-	h := newFakeHub(t)
-	c, cfg := h.client(t)
-	data := h.files["org/model"]["model-Q8_0.gguf"]
-	h.cut = 70_000
+	h := hubtest.New(t)
+	c, cfg := client(t, h)
+	data := h.Files["org/model"]["model-Q8_0.gguf"]
+	h.Cut = 70_000
 	_, err := c.Fetch(context.Background(), Ref{Repo: "org/model", Quant: "Q8_0"})
 	require.Error(t, err, "the connection dropped mid-file")
-	part := filepath.Join(cfg.CacheDir, "models--org--model", "blobs", sha(data)+".incomplete")
+	part := filepath.Join(cfg.CacheDir, "models--org--model", "blobs", hubtest.SHA256(data)+".incomplete")
 	st, err := os.Stat(part)
 	require.NoError(t, err)
 	require.Equal(t, int64(70_000), st.Size())
 
 	p, err := c.Fetch(context.Background(), Ref{Repo: "org/model", Quant: "Q8_0"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"", "bytes=70000-"}, h.cdnRanges, "the second download asks for the rest only")
+	require.Equal(t, []string{"", "bytes=70000-"}, h.CDNRanges, "the second download asks for the rest only")
 	got, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.Equal(t, data, got)
 }
 
 func TestFetchRestartsWhenTheServerIgnoresRange(t *testing.T) {
-	h := newFakeHub(t)
-	c, _ := h.client(t)
-	data := h.files["org/model"]["model-Q8_0.gguf"]
-	h.cut = 50_000
+	h := hubtest.New(t)
+	c, _ := client(t, h)
+	data := h.Files["org/model"]["model-Q8_0.gguf"]
+	h.Cut = 50_000
 	_, err := c.Fetch(context.Background(), Ref{Repo: "org/model", Quant: "Q8_0"})
 	require.Error(t, err)
-	h.noRanges = true
+	h.NoRanges = true
 	p, err := c.Fetch(context.Background(), Ref{Repo: "org/model", Quant: "Q8_0"})
 	require.NoError(t, err)
 	got, err := os.ReadFile(p)
@@ -304,9 +143,9 @@ func TestFetchRestartsWhenTheServerIgnoresRange(t *testing.T) {
 }
 
 func TestFetchRefusesBytesThatFailSha256(t *testing.T) {
-	h := newFakeHub(t)
-	c, cfg := h.client(t)
-	h.corrupt = true
+	h := hubtest.New(t)
+	c, cfg := client(t, h)
+	h.Corrupt = true
 	_, err := c.Fetch(context.Background(), Ref{Repo: "org/model", Quant: "Q8_0"})
 	require.ErrorContains(t, err, "sha256")
 	blobs := filepath.Join(cfg.CacheDir, "models--org--model", "blobs")
@@ -317,8 +156,8 @@ func TestFetchRefusesBytesThatFailSha256(t *testing.T) {
 }
 
 func TestFetchErrorsFromTheHub(t *testing.T) {
-	h := newFakeHub(t)
-	c, _ := h.client(t)
+	h := hubtest.New(t)
+	c, _ := client(t, h)
 	ctx := context.Background()
 	_, err := c.Fetch(ctx, Ref{Repo: "org/gated", Quant: "Q4_0"})
 	require.ErrorContains(t, err, "HTTP 401")
@@ -332,20 +171,20 @@ func TestFetchErrorsFromTheHub(t *testing.T) {
 	_, err = c.Fetch(ctx, Ref{Repo: "org/split", Quant: "Q4_K_M"})
 	require.ErrorContains(t, err, "2 files of org/split match")
 
-	ct, _ := h.client(t, func(c *Config) { c.Token = h.token })
+	ct, _ := client(t, h, func(c *Config) { c.Token = h.Token })
 	p, err := ct.Fetch(ctx, Ref{Repo: "org/gated", Quant: "Q4_0"})
 	require.NoError(t, err)
 	require.FileExists(t, p)
 }
 
 func TestFetchUsesTheCacheOffline(t *testing.T) {
-	h := newFakeHub(t)
-	c, cfg := h.client(t)
+	h := hubtest.New(t)
+	c, cfg := client(t, h)
 	ctx := context.Background()
 	p, err := c.Fetch(ctx, Ref{Repo: "org/model", Quant: "Q8_0"})
 	require.NoError(t, err)
-	h.hub.Close()
-	h.cdn.Close()
+	h.Hub.Close()
+	h.CDN.Close()
 
 	off := cfg
 	off.Offline = true
