@@ -29,6 +29,7 @@ from ._errors import (
     UnsupportedError,
 )
 from ._model import Model, OpenStats, Sampler, Session
+from ._hub import HubError
 
 __version__ = "0.1.0"
 
@@ -65,6 +66,7 @@ __all__ = [
     "Session",
     "Sampler",
     "OpenStats",
+    "HubError",
     "MoonlmError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
