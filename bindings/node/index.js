@@ -1154,7 +1154,24 @@ function builtinChatTemplates() {
   return new TextBuffer(64).call(c.chat_builtin_templates, 'builtinChatTemplates').toString('utf8').split(',');
 }
 
+// Model.fromPretrained and pull: the Hugging Face Hub download (hub.js).
+const hub = require('./hub');
+
+/**
+ * Downloads a GGUF file of a Hugging Face Hub repository into the Hub cache
+ * (unless it is there) and opens it. pattern and opts.revision, cacheDir,
+ * token, endpoint, offline, progress: as hub.pull; the other opts go to
+ * Model.open.
+ */
+Model.fromPretrained = async function fromPretrained(repo, pattern, opts = {}) {
+  const { revision, cacheDir, token, endpoint, offline, progress, ...openOpts } = opts ?? {};
+  const file = await hub.pull(repo, pattern, { revision, cacheDir, token, endpoint, offline, progress });
+  return Model.open(file, openOpts);
+};
+
 module.exports = {
+  pull: hub.pull,
+  HubError: hub.HubError,
   Model,
   Session,
   Sampler,

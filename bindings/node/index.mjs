@@ -12,5 +12,7 @@ export const {
   builtinChatTemplates,
   IncrementalDetokenizer,
   StopFilter,
+  pull,
+  HubError,
 } = moonlm;
 export default moonlm;
