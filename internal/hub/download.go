@@ -204,8 +204,17 @@ func (c *Client) Download(ctx context.Context, repo, file string) (string, error
 	dir := c.repoDir(repo)
 	blob := filepath.Join(dir, "blobs", m.etag)
 	pointer := filepath.Join(dir, "snapshots", m.commit, filepath.FromSlash(file))
-	if st, err := os.Stat(blob); err != nil || (m.size >= 0 && st.Size() != m.size) {
-		if err := c.downloadBlob(ctx, file, m, blob); err != nil {
+	if !haveBlob(blob, m.size) {
+		unlock, err := c.lockBlob(ctx, repo, m.etag)
+		if err != nil {
+			return "", err
+		}
+		// Another download may have finished it while this one waited.
+		if !haveBlob(blob, m.size) {
+			err = c.downloadBlob(ctx, file, m, blob)
+		}
+		unlock()
+		if err != nil {
 			return "", err
 		}
 	}
@@ -222,6 +231,12 @@ func (c *Client) Download(ctx context.Context, repo, file string) (string, error
 		}
 	}
 	return pointer, nil
+}
+
+// haveBlob reports whether the blob is complete (of the size the Hub gave).
+func haveBlob(blob string, size int64) bool {
+	st, err := os.Stat(blob)
+	return err == nil && st.Mode().IsRegular() && (size < 0 || st.Size() == size)
 }
 
 // link makes pointer a relative symlink to blob, as the Hub's tools do.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,6 +141,33 @@ func TestFetchRestartsWhenTheServerIgnoresRange(t *testing.T) {
 	got, err := os.ReadFile(p)
 	require.NoError(t, err)
 	require.Equal(t, data, got)
+}
+
+func TestConcurrentFetchesDownloadOnce(t *testing.T) {
+	h := hubtest.New(t)
+	c, _ := client(t, h)
+	data := h.Files["org/model"]["model-Q4_K_M.gguf"]
+	var wg sync.WaitGroup
+	paths := make([]string, 4)
+	errs := make([]error, 4)
+	for i := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			paths[i], errs[i] = c.Fetch(context.Background(), Ref{Repo: "org/model", Quant: "Q4_K_M"})
+		}()
+	}
+	wg.Wait()
+	for i := range paths {
+		require.NoError(t, errs[i])
+		require.Equal(t, paths[0], paths[i])
+	}
+	got, err := os.ReadFile(paths[0])
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	require.Equal(t, 1, h.CDNGets, "one download; the others waited for its lock and found the blob")
 }
 
 func TestFetchRefusesBytesThatFailSha256(t *testing.T) {

@@ -215,6 +215,26 @@ def test_download_resumes_with_range(fake, tmp_path):
     assert Path(p).read_bytes() == data
 
 
+def test_concurrent_downloads_fetch_once(fake):
+    out, errs = [None] * 4, []
+
+    def run(i):
+        try:
+            out[i] = _hub.Hub().fetch("org/model", "Q4_K_M")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errs.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errs
+    assert len(set(out)) == 1
+    assert Path(out[0]).read_bytes() == fake.files["org/model"]["other-Q4_K_M.gguf"]
+    assert len(fake.cdn_ranges) == 1, "one download; the others waited for its lock"
+
+
 def test_download_refuses_a_corrupt_file(fake, tmp_path):
     fake.corrupt = True
     with pytest.raises(moonlm.HubError, match="sha256"):

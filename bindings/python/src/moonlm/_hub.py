@@ -15,6 +15,7 @@ unreachable Hub uses the cache.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -287,8 +288,15 @@ class Hub:
         d = self._repo_dir(repo)
         blob = d / "blobs" / etag
         pointer = d / "snapshots" / commit / file
-        if not blob.is_file() or (size >= 0 and blob.stat().st_size != size):
-            self._download_blob(file, url, etag, size, blob)
+        def have_blob():
+            return blob.is_file() and (size < 0 or blob.stat().st_size == size)
+
+        if not have_blob():
+            # The lock the Hub's own tools take: two downloads of one file,
+            # ours or theirs, never write it at once.
+            with _flock(self.cache / ".locks" / d.name / (etag + ".lock")):
+                if not have_blob():  # another download may have finished it
+                    self._download_blob(file, url, etag, size, blob)
         pointer.parent.mkdir(parents=True, exist_ok=True)
         rel = os.path.relpath(blob, pointer.parent)
         if not (pointer.is_symlink() and os.readlink(pointer) == rel):
@@ -380,6 +388,23 @@ class Hub:
         if self.progress:
             self.progress(file, have, size)
         return have, h
+
+
+@contextlib.contextmanager
+def _flock(path: Path):
+    """An exclusive flock on path while the block runs (none without fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # not a Unix: downloads of one file are not coordinated
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 class _Restart(Exception):
