@@ -9,7 +9,9 @@
 // blobs/<etag>.incomplete with HTTP Range; an LFS file's sha256 checked
 // against X-Linked-Etag; HF_TOKEN (else HF_HOME/token) sent to the Hub and
 // never to the CDN it redirects to; HF_ENDPOINT; HF_HUB_OFFLINE=1 or an
-// unreachable Hub uses the cache.
+// unreachable Hub uses the cache. Unlike `moonlm pull` and the Python
+// binding, it takes no lock (Node has no flock): two processes downloading
+// the same file at once each write it, and the second rename wins.
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');

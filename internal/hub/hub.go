@@ -8,7 +8,10 @@
 //
 // Downloads resume (HTTP Range) from blobs/<etag>.incomplete, and an LFS
 // file's bytes are checked against the sha256 the Hub gives as its
-// X-Linked-ETag. Offline, files are found through refs/ and snapshots/.
+// X-Linked-ETag. A download holds the lock the Hub's tools hold
+// (flock on <cache>/.locks/models--ORG--NAME/<etag>.lock), so two downloads
+// of one file never write it at once. Offline, files are found through refs/
+// and snapshots/.
 package hub
 
 import (
