@@ -11,7 +11,7 @@
 // never to the CDN it redirects to; HF_ENDPOINT; HF_HUB_OFFLINE=1 or an
 // unreachable Hub uses the cache. Unlike `moonlm pull` and the Python
 // binding, it takes no lock (Node has no flock): two processes downloading
-// the same file at once each write it, and the second rename wins.
+// the same file at once may collide (one of them then fails; run it again).
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
