@@ -346,7 +346,7 @@ class Hub:
             )
         os.replace(part, blob)
 
-    def _get(self, file, url, f, h, have, size, lfs):
+    def _get(self, file, url, f, h, have, size, lfs, hops=0):
         if size >= 0 and have == size:
             return have, h
         headers = {"Range": f"bytes={have}-"} if have > 0 else {}
@@ -355,8 +355,8 @@ class Hub:
         except urllib.error.HTTPError as e:
             if e.code == 416:
                 raise _Restart() from None
-            if 300 <= e.code < 400 and e.headers.get("Location"):  # the CDN moved it on
-                return self._get(file, urllib.parse.urljoin(url, e.headers["Location"]), f, h, have, size, lfs)
+            if 300 <= e.code < 400 and e.headers.get("Location") and hops < 5:  # the CDN moved it on
+                return self._get(file, urllib.parse.urljoin(url, e.headers["Location"]), f, h, have, size, lfs, hops + 1)
             raise _http_error(e, url) from None
         with r:
             if have > 0 and r.status == 206:
