@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // kvCache holds every layer's keys and values. Keys are position-major:
@@ -34,7 +32,7 @@ type kvCache struct {
 
 // mapKV returns a zeroed anonymous mapping of n bytes (at least one page).
 func mapKV(n int) ([]byte, error) {
-	return unix.Mmap(-1, 0, max(n, 1), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	return anonMap(max(n, 1))
 }
 
 // mapped views b as elements of type T.
@@ -51,7 +49,7 @@ func (c *kvCache) free() {
 
 func unmapAll(maps [][]byte) {
 	for _, b := range maps {
-		_ = unix.Munmap(b)
+		_ = unmap(b)
 	}
 }
 

@@ -18,9 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/chat"
@@ -146,7 +145,7 @@ func Open(path string, p ModelParams) (*Model, error) {
 	t1 := time.Now()
 	f, err := parseMapped(data)
 	if err != nil {
-		_ = unix.Munmap(data)
+		_ = unmap(data)
 		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
 	t2 := time.Now()
@@ -154,7 +153,7 @@ func Open(path string, p ModelParams) (*Model, error) {
 	m, err := openFile(f, p, id)
 	if err != nil {
 		f.Close()
-		_ = unix.Munmap(data)
+		_ = unmap(data)
 		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
 	m.ownsFile = true
@@ -191,7 +190,7 @@ func mapModel(path string) ([]byte, *fileIdentity, error) {
 	}
 	// O_NONBLOCK: if the path was swapped for a FIFO since the stat, the
 	// open returns at once and the fstat below refuses it.
-	fd, err := os.OpenFile(abs, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := os.OpenFile(abs, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, nil, classifyGGUF(unwrapPath(err))
 	}
@@ -209,7 +208,7 @@ func mapModel(path string) ([]byte, *fileIdentity, error) {
 	if st.Size() > math.MaxInt {
 		return nil, nil, fmt.Errorf("%w: size %d too large to map", ErrUnsupported, st.Size())
 	}
-	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	data, err := mapFile(fd, int(st.Size()))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: mmap: %w", ErrIO, err)
 	}
@@ -260,7 +259,7 @@ func classifyGGUF(err error) error {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("%w: %w", ErrIO, err)
 	}
-	var errno unix.Errno
+	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		return fmt.Errorf("%w: %w", ErrIO, err)
 	}
@@ -484,7 +483,7 @@ func (m *Model) Close() error {
 	if m.ownsFile {
 		errs = append(errs, m.f.Close())
 		if m.mapping != nil {
-			errs = append(errs, unix.Munmap(m.mapping))
+			errs = append(errs, unmap(m.mapping))
 			m.mapping = nil
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
-	"golang.org/x/sys/unix"
 
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/internal/packcache"
@@ -383,7 +382,7 @@ func (ps *packState) packInMemory(m *Model) error {
 // mapPacked allocates the in-memory packed block (a variable so tests can
 // make it fail).
 var mapPacked = func(n int) ([]byte, error) {
-	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	return anonMap(n)
 }
 
 // packChunkBytes bounds the original bytes packed between two residency
@@ -460,7 +459,7 @@ func (ps *packState) release() error {
 	if ps.mem == nil {
 		return nil
 	}
-	err := unix.Munmap(ps.mem)
+	err := unmap(ps.mem)
 	ps.mem = nil
 	if err != nil {
 		return fmt.Errorf("%w: unmapping packed weights: %w", ErrIO, err)
@@ -486,7 +485,7 @@ func dropResidency(b []byte, from, to int, logf func(format string, args ...any)
 	if hi <= lo {
 		return from
 	}
-	if err := unix.Madvise(b[lo-base:hi-base], unix.MADV_DONTNEED); err != nil {
+	if err := dropPages(b[lo-base : hi-base]); err != nil {
 		logf("madvise(DONTNEED) of %d packed-original bytes: %v", hi-lo, err)
 	}
 	return int(hi - base)

@@ -1,0 +1,33 @@
+//go:build !unix
+
+package engine
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Without mmap (WebAssembly): memory comes from the Go heap, a model file
+// is read into it, and releasing or dropping pages is left to the
+// collector.
+
+const openFlags = 0
+
+// anonMap returns n zeroed bytes (n must be at least 1).
+func anonMap(n int) ([]byte, error) { return make([]byte, n), nil }
+
+// unmap does nothing: the collector frees the slice once unreferenced.
+func unmap(b []byte) error { return nil }
+
+// mapFile reads size bytes of fd into memory.
+func mapFile(fd *os.File, size int) ([]byte, error) {
+	b := make([]byte, size)
+	if _, err := io.ReadFull(fd, b); err != nil {
+		return nil, fmt.Errorf("reading %d bytes: %w", size, err)
+	}
+	return b, nil
+}
+
+// dropPages does nothing: heap memory has no page cache behind it.
+func dropPages(b []byte) error { return nil }
