@@ -162,6 +162,55 @@ test-snippets: all $(TESTSUM) models
 	@set -o pipefail; MOONLM_SNIPPETS=1 $(GOTEST) ./internal/docsnippets 2>&1 | \
 	  $(TESTSUM) -part README -record $(RESULTS)/snippets.txt
 
+# ---- The engine in the browser (build/web) --------------------------------
+# `make web`: the engine compiled to WebAssembly (cmd/moonlm-wasm) with Go's
+# wasm_exec.js and the page of examples/web; any static file server serves
+# build/web. `make test-web` loads models into that page in headless
+# Chromium (Debian's package, apt-get installed when missing and possible)
+# driven by Playwright from PyPI (build/web-venv, using the system
+# Chromium); it skips with the reason when neither can be had.
+WEB       := $(BUILD)/web
+WEBVENV   := $(ABSBUILD)/web-venv
+WASM_EXEC := $(firstword $(wildcard $(shell $(GO) env GOROOT)/lib/wasm/wasm_exec.js $(shell $(GO) env GOROOT)/misc/wasm/wasm_exec.js))
+
+.PHONY: web test-web web-venv
+
+web: $(WEB)/moonlm.wasm $(addprefix $(WEB)/,$(notdir $(wildcard examples/web/*.js examples/web/*.html))) $(WEB)/wasm_exec.js
+
+$(WEB)/moonlm.wasm: $(GOFILES)
+	@mkdir -p $(WEB)
+	GOOS=js GOARCH=wasm CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./cmd/moonlm-wasm
+
+$(WEB)/%: examples/web/%
+	@mkdir -p $(WEB)
+	cp $< $@
+
+$(WEB)/wasm_exec.js: $(WASM_EXEC)
+	@mkdir -p $(WEB)
+	@test -n "$(WASM_EXEC)" || { echo "wasm_exec.js not found in $$($(GO) env GOROOT)"; exit 1; }
+	cp $< $@
+
+web-venv:
+	@if ! cmp -s examples/web/requirements-test.txt $(WEBVENV)/requirements-test.txt || ! $(WEBVENV)/bin/python -c '' 2>/dev/null; then \
+	  echo "== Python virtual environment $(WEBVENV) (examples/web/requirements-test.txt)"; \
+	  rm -rf $(WEBVENV) && python3 -m venv $(WEBVENV) && \
+	  $(WEBVENV)/bin/python -m pip install --quiet --disable-pip-version-check -r examples/web/requirements-test.txt && \
+	  cp examples/web/requirements-test.txt $(WEBVENV)/requirements-test.txt; \
+	fi
+
+test-web: web cli $(TESTSUM) models
+	@mkdir -p $(RESULTS); \
+	if ! command -v chromium >/dev/null && [ -n "$$CI$$MOONLM_INSTALL" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "== apt-get install chromium"; \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >$(RESULTS)/web-apt.log 2>&1 || echo "apt-get install chromium failed (see $(RESULTS)/web-apt.log)"; \
+	fi; \
+	$(MAKE) --no-print-directory web-venv || echo "the Playwright venv could not be made: the browser tests skip"; \
+	py=$(WEBVENV)/bin/python; $$py -c 'import playwright, pytest' 2>/dev/null || py=$(PYTHON); \
+	MOONLM_WEB_DIR=$(abspath $(WEB)) MOONLM_CLI=$(abspath $(CLI)) \
+	  $$py -m pytest -q -rs -p no:cacheprovider --junitxml=$(RESULTS)/web.xml examples/web/test_web.py; st=$$?; \
+	$(TESTSUM) -part Web -junit $(RESULTS)/web.xml -record $(RESULTS)/web.txt || st=1; \
+	exit $$st
+
 # ---- Packages that install without a toolchain (into build/dist) ---------
 # `make wheel`: one manylinux wheel per CPU (x86_64 and aarch64, the aarch64
 # library cross-compiled with Debian's gcc-aarch64-linux-gnu), each bundling
