@@ -146,3 +146,22 @@ def test_smollm2_matches_native(page):
     assert ids == want
     print(f"\nSmolLM2 Q4_1 in Chromium: {stats}; native (generic kernels, 1 thread): "
           f"{native_log.strip().splitlines()[-1] if native_log.strip() else ''}")
+
+
+def test_engine_open_under_node():
+    """The Go tests of cmd/moonlm-wasm compiled for js/wasm and run by Node
+    (Go's go_js_wasm_exec): engine.Open's read-into-memory path, which the
+    page does not use."""
+    go = shutil.which("go")
+    if go is None or shutil.which("node") is None:
+        pytest.skip("go or node is not on PATH")
+    goroot = subprocess.run([go, "env", "GOROOT"], capture_output=True, text=True, check=True).stdout.strip()
+    runner = os.path.join(goroot, "lib", "wasm", "go_js_wasm_exec")
+    if not os.path.exists(runner):
+        runner = os.path.join(goroot, "misc", "wasm", "go_js_wasm_exec")
+    env = dict(os.environ, GOOS="js", GOARCH="wasm", CGO_ENABLED="0",
+               MOONLM_TESTDATA=os.path.abspath(TESTDATA))
+    out = subprocess.run([go, "test", "-count=1", "-v", "-exec", runner, "./cmd/moonlm-wasm/"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "--- PASS: TestOpenFromPath" in out.stdout, out.stdout
