@@ -29,13 +29,14 @@ func init() {
 var serveUsage = `usage: moonlm serve -m FILE [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N]
                     [--api-key KEY | --api-key-file FILE] [--alias NAME] [--chat-template NAME|FILE]
                     [--max-queue N] [--max-prompt-tokens N] [--max-tokens N] [--max-body BYTES]
-                    [--timeout DUR] [--shutdown-timeout DUR] [--prefix-reuse] [-t THREADS]
+                    [--timeout DUR] [--shutdown-timeout DUR] [--prefix-reuse] [--web DIR] [-t THREADS]
 Serves the model over the OpenAI HTTP API:
   POST /v1/chat/completions   chat, streamed (SSE) or not
   POST /v1/completions        text completion, streamed or not
   GET  /v1/models             the model, by its alias (default: the file's name)
   GET  /health                503 while the model loads or the server drains, then 200
   GET  /metrics               Prometheus metrics
+  GET  /web/...               the files of --web DIR (e.g. build/web from make web)
 It listens on loopback only unless --host says otherwise. --parallel slots
 run that many sequences at once (each with a --ctx-token KV cache); more
 wait in a queue of --max-queue, and a request that does not fit gets 503
@@ -66,6 +67,7 @@ func runServe(args []string) error {
 	maxBody := fs.Int64("max-body", 4<<20, "refuse request bodies over `bytes`")
 	timeout := fs.Duration("timeout", 10*time.Minute, "stop a request after `duration`")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 60*time.Second, "on SIGTERM, wait up to `duration` for requests in flight")
+	webDir := fs.String("web", "", "also serve the static files of `dir` under /web/ (the browser page of make web)")
 	reuse := fs.Bool("prefix-reuse", false, "keep each slot's KV cache and evaluate only what a prompt adds to it (temperature-0 answers may then differ in later tokens)")
 	if help, err := parseFlags(fs, serveUsage, args); help || err != nil {
 		return err
@@ -124,6 +126,16 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	handler := srv.Handler()
+	if *webDir != "" {
+		if st, err := os.Stat(*webDir); err != nil || !st.IsDir() {
+			return usageErr(serveUsage, "--web %s: not a directory", *webDir)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServer(http.Dir(*webDir))))
+		mux.Handle("/", handler)
+		handler = mux
+	}
 
 	// Listen before loading, so probes see /health say 503 until ready.
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
@@ -138,7 +150,7 @@ func runServe(args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "moonlm serve: listening on http://%s (%s)\n", ln.Addr(), where)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 

@@ -196,6 +196,7 @@ func TestServeOptionErrors(t *testing.T) {
 		{[]string{"serve", "-m", "x.gguf", "--port", "70000"}, "--port 70000"},
 		{[]string{"serve", "-m", "x.gguf", "--chat-template", "no-such-format-or-file"}, "not a built-in format"},
 		{[]string{"serve", "-m", "x.gguf", "--api-key", "a", "--api-key-file", "b"}, "give one"},
+		{[]string{"serve", "-m", "x.gguf", "--web", "no-such-dir"}, "--web no-such-dir: not a directory"},
 	} {
 		_, stderr, st := runCLI(t, "", c.args...)
 		assert.Equal(t, 1, st, "%v", c.args)
@@ -208,4 +209,33 @@ func TestServeOptionErrors(t *testing.T) {
 	assert.Equal(t, 1, st)
 	assert.Contains(t, stderr, "chat template")
 	assert.NotContains(t, stderr, "listening")
+}
+
+// TestServeWebDir: --web serves a folder's files under /web/ (wasm with its
+// MIME type, which WebAssembly.instantiateStreaming requires) beside the
+// API.
+func TestServeWebDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<p>moonlm</p>"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "m.wasm"), []byte("\x00asm"), 0o644))
+	p := startServe(t, "-m", shareddata.Path(t, "models/stories260K.gguf"), "--web", dir)
+	get := func(path string) (int, string, string) {
+		resp, err := http.Get(p.url + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	code, _, body := get("/web/index.html")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "<p>moonlm</p>", body)
+	code, ctype, _ := get("/web/m.wasm")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "application/wasm", ctype)
+	code, _, _ = get("/web/absent.js")
+	assert.Equal(t, 404, code)
+	code, _, body = get("/v1/models")
+	assert.Equal(t, 200, code, "the API is still served")
+	assert.Contains(t, body, "stories260K.gguf")
 }
