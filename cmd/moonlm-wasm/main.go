@@ -43,6 +43,8 @@ type state struct {
 
 	// generation scratch, reused across calls
 	pending []byte        // text not yet handed to JS
+	running bool          // a generate is between its start and its end
+	abort   bool          // jsAbort asked the running generate to stop
 	resume  chan struct{} // the event-loop turn a yield waits for
 	wake    js.Func       // sends on resume; made once
 }
@@ -54,20 +56,33 @@ func main() {
 		return nil
 	})
 	api := js.Global().Get("Object").New()
-	api.Set("alloc", js.FuncOf(s.jsAlloc))
-	api.Set("write", js.FuncOf(s.jsWrite))
-	api.Set("load", js.FuncOf(s.jsLoad))
-	api.Set("tokenize", js.FuncOf(s.jsTokenize))
-	api.Set("detokenize", js.FuncOf(s.jsDetokenize))
-	api.Set("applyChatTemplate", js.FuncOf(s.jsApplyChatTemplate))
-	api.Set("generate", js.FuncOf(s.jsGenerate))
-	api.Set("abort", js.FuncOf(s.jsAbort))
-	api.Set("close", js.FuncOf(s.jsClose))
+	api.Set("alloc", guarded(s.jsAlloc))
+	api.Set("write", guarded(s.jsWrite))
+	api.Set("load", guarded(s.jsLoad))
+	api.Set("tokenize", guarded(s.jsTokenize))
+	api.Set("detokenize", guarded(s.jsDetokenize))
+	api.Set("applyChatTemplate", guarded(s.jsApplyChatTemplate))
+	api.Set("generate", guarded(s.jsGenerate))
+	api.Set("abort", guarded(s.jsAbort))
+	api.Set("close", guarded(s.jsClose))
 	js.Global().Set("moonlmGo", api)
 	if ready := js.Global().Get("moonlmReady"); ready.Type() == js.TypeFunction {
 		ready.Invoke()
 	}
 	select {}
+}
+
+// guarded makes fn a JS function whose panic becomes an error result
+// instead of ending the Go program (and with it the worker's engine).
+func guarded(fn func(js.Value, []js.Value) any) js.Func {
+	return js.FuncOf(func(this js.Value, args []js.Value) (r any) {
+		defer func() {
+			if p := recover(); p != nil {
+				r = result(nil, fmt.Errorf("moonlm: panic: %v", p))
+			}
+		}()
+		return fn(this, args)
+	})
 }
 
 // result wraps a value or an error for the worker: {ok, value} or
@@ -370,6 +385,8 @@ func (s *state) generate(prompt []int32, p engine.GenerateParams, onText js.Valu
 		return nil, err
 	}
 	s.pending = s.pending[:0]
+	s.running, s.abort = true, false
+	defer func() { s.running, s.abort = false, false }()
 	last := time.Now()
 	flush := func() {
 		if len(s.pending) > 0 {
@@ -384,7 +401,7 @@ func (s *state) generate(prompt []int32, p engine.GenerateParams, onText js.Valu
 			s.yield()
 			last = time.Now()
 		}
-		return true
+		return !s.abort
 	})
 	flush()
 	if err != nil && !errors.Is(err, engine.ErrCancelled) {
@@ -411,10 +428,14 @@ func (s *state) yield() {
 	<-s.resume
 }
 
-// jsAbort() cancels a running generation; it ends with finish "cancelled".
+// jsAbort() stops a running generation at its next token; it ends with
+// finish "cancelled". Without one running it does nothing (Session.Cancel
+// would instead cancel the next call). The request can only arrive while
+// generation yields, which is between tokens, so the callback's answer is
+// as prompt as Session.Cancel would be.
 func (s *state) jsAbort(js.Value, []js.Value) any {
-	if s.session != nil {
-		s.session.Cancel()
+	if s.running {
+		s.abort = true
 	}
 	return nil
 }

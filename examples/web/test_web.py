@@ -121,6 +121,50 @@ def test_stories260k_golden(page):
     print(f"\nstories260K in Chromium: {stats}")
 
 
+def native_tokens(model, text):
+    out = subprocess.run([CLI, "tokenize", "-m", model, text], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [int(x) for x in out.stdout.split()]
+
+
+API_CHECKS = """async () => {
+  const lm = window.moonlm;
+  const ids = Array.from(await lm.tokenize('Once upon a time, there was', { addSpecial: true }));
+  const back = await lm.detokenize(ids.slice(1));
+  // abort: an unlimited generation stopped after its first piece
+  const run = lm.generate('', { maxTokens: 0 });
+  let pieces = 0;
+  for await (const text of run) { if (++pieces === 1) lm.abort(); }
+  const aborted = await run.result;
+  // an abort with nothing running must not cancel the next generation
+  lm.abort();
+  const after = await lm.generate('', { maxTokens: 5 }).result;
+  let chatError = null;
+  try { for await (const t of lm.chat([{ role: 'user', content: 'hi' }])) {} } catch (e) { chatError = e.message; }
+  let badIds = null;
+  try { await lm.generate([1, 1e9]).result; } catch (e) { badIds = e.message; }
+  return { ids, back, aborted, after, chatError, badIds, memory: await lm.memory() };
+}"""
+
+
+def test_api_stories260k(page):
+    model = os.path.join(TESTDATA, "models", "stories260K.gguf")
+    if not os.path.exists(model):
+        pytest.skip(f"{model} is absent (shared test data)")
+    if not os.access(CLI, os.X_OK):
+        pytest.skip(f"{CLI} is absent (make cli)")
+    load_model(page, model)
+    r = page.evaluate(API_CHECKS)
+    assert r["ids"] == native_tokens(model, "Once upon a time, there was")
+    assert r["back"].strip() == "Once upon a time, there was"
+    assert r["aborted"]["finish"] == "cancelled", r["aborted"]
+    assert 0 < r["aborted"]["tokens"] < 500, r["aborted"]
+    assert r["after"]["finish"] == "length" and r["after"]["tokens"] == 5, r["after"]
+    assert r["chatError"] and "template" in r["chatError"], r["chatError"]
+    assert r["badIds"] and "id 1" in r["badIds"], r["badIds"]
+    assert r["memory"]["wasmBytes"] > 0
+
+
 def native_ids(prompt, n):
     """The ids the native build generates greedily with the generic
     kernels (the set the wasm build has)."""
