@@ -188,6 +188,17 @@ def test_smollm2_matches_native(page):
     load_model(page, SMOLLM2)
     _, ids, stats, data = generate(page, prompt, 32)
     assert ids == want
+    # chat through the model's template, streamed, then ended by the limit
+    # or the end-of-turn token
+    r = page.evaluate("""async () => {
+      const run = window.moonlm.chat([{ role: 'user', content: 'What is the capital of France?' }], { maxTokens: 8 });
+      let text = '';
+      for await (const t of run) text += t;
+      return { text, result: await run.result };
+    }""")
+    assert r["result"]["finish"] in ("length", "eog"), r
+    assert r["result"]["promptTokens"] > 10, "the template wraps the message"
+    assert r["text"].strip(), r
     print(f"\nSmolLM2 Q4_1 in Chromium: {stats}; native (generic kernels, 1 thread): "
           f"{native_log.strip().splitlines()[-1] if native_log.strip() else ''}")
 
