@@ -17,9 +17,6 @@ import time
 
 import pytest
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="Playwright is not installed (make web-venv)")
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 WEB_DIR = os.environ.get("MOONLM_WEB_DIR", os.path.join(ROOT, "build", "web"))
@@ -61,6 +58,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser():
+    playwright_api = pytest.importorskip(
+        "playwright.sync_api", reason="Playwright is not installed (make web-venv)")
     exe = chromium_path()
     if exe is None:
         pytest.skip("Chromium is not installed (Debian: apt-get install chromium)")
