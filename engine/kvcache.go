@@ -135,3 +135,36 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 	c.cap = newCap
 	return nil
 }
+
+// elemBytes is the size of one cached value.
+func (c *kvCache) elemBytes() int {
+	if c.f32 {
+		return 4
+	}
+	return 2
+}
+
+// keyBytes is layer il's keys of the first n positions, as bytes.
+func (c *kvCache) keyBytes(il, n int) []byte {
+	return c.maps[2*il][:n*c.kvDim*c.elemBytes()]
+}
+
+// valueRowBytes is value row i (one KV head's dimension) of layer il for
+// the first n positions, as bytes.
+func (c *kvCache) valueRowBytes(il, i, n int) []byte {
+	e := c.elemBytes()
+	off := c.vAt(i) * e
+	return c.maps[2*il+1][off : off+n*e]
+}
+
+// copyFrom copies the first n positions of src, a cache of the same shape
+// and element type, into c, which must already hold n positions. It costs
+// what it copies: n positions of every layer.
+func (c *kvCache) copyFrom(src *kvCache, n int) {
+	for il := 0; il < c.nLayer; il++ {
+		copy(c.keyBytes(il, n), src.keyBytes(il, n))
+		for i := 0; i < c.kvDim; i++ {
+			copy(c.valueRowBytes(il, i, n), src.valueRowBytes(il, i, n))
+		}
+	}
+}

@@ -44,8 +44,16 @@ type Session struct {
 	pool    *pool.Pool
 	ownPool bool
 	nCtx    int
+	params  SessionParams // as given to NewSession, with NCtx resolved (for Fork)
 	cache   *kvCache
 	pos     int
+	// hist is the token at each position held (len(hist) == pos), so that
+	// PrefillReuse can find the prefix it shares with a new sequence and a
+	// saved state can name its tokens. Its capacity follows the cache's,
+	// so appending to it allocates only when the cache grows.
+	hist []int32
+	// stats counts the work done, for SessionStats.
+	stats SessionStats
 
 	busy    atomic.Bool
 	cancel  atomic.Bool
@@ -134,6 +142,8 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	m.mu.Unlock()
 
 	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool, ops: opsFor(m, f32)}
+	s.params = p
+	s.params.NCtx = nCtx
 	if p.Threads != 0 && p.Threads != m.pool.Threads() {
 		s.pool, s.ownPool = pool.New(p.Threads, m.poolOpts...), true
 	}
@@ -287,8 +297,14 @@ func (s *Session) Rewind(nKeep int) error {
 	if nKeep < 0 || nKeep > s.pos {
 		return fmt.Errorf("engine: rewind: %w: keep %d of %d positions", ErrInvalidArgument, nKeep, s.pos)
 	}
-	s.pos = nKeep
+	s.setPos(nKeep)
 	return nil
+}
+
+// setPos drops the positions from n on (n <= s.pos).
+func (s *Session) setPos(n int) {
+	s.pos = n
+	s.hist = s.hist[:n]
 }
 
 // Prefill evaluates tokens after the session's current position and writes
@@ -346,6 +362,21 @@ func (s *Session) Decode(token int32, logits []float32) error {
 	return s.eval("decode", s.tokens[:1], logits, 0)
 }
 
+// fitScratch sizes the buffers that follow the cache's capacity (the
+// attention scratch and the token history) after the cache grew.
+func (s *Session) fitScratch() {
+	if len(s.w16[0]) < s.cache.cap {
+		for i := range s.scores {
+			s.scores[i], s.w16[i] = s.attnScratch()
+		}
+	}
+	if cap(s.hist) < s.cache.cap {
+		h := make([]int32, len(s.hist), s.cache.cap)
+		copy(h, s.hist)
+		s.hist = h
+	}
+}
+
 // eval runs tokens through the model in chunks, writing the logits of
 // tokens[from:] into logits, one row each. On error the session's position
 // is unchanged.
@@ -365,11 +396,7 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	if err := s.cache.ensure(s.pos+len(tokens), s.pos); err != nil {
 		return fmt.Errorf("engine: %s: %w", what, err)
 	}
-	if len(s.w16[0]) < s.cache.cap {
-		for i := range s.scores {
-			s.scores[i], s.w16[i] = s.attnScratch()
-		}
-	}
+	s.fitScratch()
 	start := s.pos
 	old := debug.SetPanicOnFault(true)
 	defer func() {
@@ -378,7 +405,7 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 			err = panicError("engine: "+what, r)
 		}
 		if err != nil {
-			s.pos = start
+			s.setPos(start)
 		}
 	}()
 	vocabOut := s.m.output.Rows
@@ -398,7 +425,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 			}
 			return fmt.Errorf("engine: %s at position %d: %w", what, s.pos, err)
 		}
+		s.hist = append(s.hist, chunk...)
 		s.pos += n
+		s.stats.Evaluated += int64(n)
 		done += n
 		s.m.dropLookupPages()
 	}
