@@ -28,7 +28,9 @@ from ._errors import (
     OutOfMemoryError,
     UnsupportedError,
 )
+from ._conversation import Conversation
 from ._model import Model, OpenStats, Sampler, Session
+from ._state import SessionStats
 
 __version__ = "0.1.0"
 
@@ -65,6 +67,8 @@ __all__ = [
     "Session",
     "Sampler",
     "OpenStats",
+    "Conversation",
+    "SessionStats",
     "MoonlmError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",

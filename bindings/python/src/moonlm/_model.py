@@ -24,6 +24,7 @@ from typing import (
 from . import _args as A
 from . import _lib as L
 from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
+from ._state import SessionStateMixin
 from ._text import IncrementalDetokenizer, StopFilter
 
 _np: Any
@@ -640,7 +641,7 @@ def _generate(
         sampler.close()
 
 
-class Session:
+class Session(SessionStateMixin):
     """A sequence being evaluated: its KV cache and position.
 
     One thread at a time may use a session (a concurrent call raises
