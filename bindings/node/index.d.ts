@@ -275,6 +275,84 @@ export declare function libraryVersion(): string;
 /** The built-in chat formats `template` accepts, sorted. */
 export declare function builtinChatTemplates(): BuiltinChatTemplate[];
 
+/** Session counters (moonlm_session_stats). */
+export interface SessionStats {
+  /** Positions held. */
+  nPos: number;
+  nCtx: number;
+  /** Tokens run through the model since the session was made or its state loaded. */
+  nEvaluated: number;
+  /** Tokens prefillReuse found held and did not evaluate. */
+  nReused: number;
+}
+
+// Session state (state.js), merged into the Session class.
+export declare interface Session {
+  /**
+   * Makes the session hold exactly tokens, evaluating only what it does not
+   * already hold; resolves to the last logits (the last token is always
+   * evaluated for them). lastEvaluated: how many tokens were evaluated.
+   */
+  prefillReuse(tokens: Tokens): Promise<Float32Array>;
+  /** Tokens the last prefillReuse evaluated. */
+  readonly lastEvaluated?: number;
+  stats(): SessionStats;
+  /** The tokens held, one per position. */
+  readonly tokens: Int32Array;
+  /** A new session with a copy of this one's positions (nothing recomputed). */
+  fork(): Session;
+  /** The state as a Buffer, or written to path (then undefined). Synchronous. */
+  saveState(): Buffer;
+  saveState(path: string | URL): undefined;
+  /** Replaces the positions with a saved state (bytes or a file path). Synchronous. */
+  loadState(state: Uint8Array | string | URL): void;
+}
+
+export interface ConversationOptions {
+  messages?: ChatMessage[];
+  system?: string;
+  /** A built-in chat format instead of the model's template. */
+  template?: BuiltinChatTemplate | string;
+  nCtx?: number;
+  threads?: number;
+  kvType?: 'f16' | 'f32';
+}
+
+export interface ReplyOptions extends SamplerOptions {
+  maxTokens?: number;
+  stop?: string | string[];
+  signal?: AbortSignal;
+}
+
+export interface SendOptions extends ReplyOptions {
+  /** The new message's role; default 'user'. */
+  role?: string;
+}
+
+/**
+ * A chat that keeps its messages and a session holding their tokens: each
+ * turn evaluates only the tokens the session does not already hold.
+ */
+export declare class Conversation implements Disposable {
+  constructor(model: Model, opts?: ConversationOptions);
+  readonly model: Model;
+  readonly session: Session;
+  messages: ChatMessage[];
+  /** Tokens the last turn evaluated, and the length of its prompt. */
+  lastEvaluated: number;
+  lastPromptTokens: number;
+  add(role: string, content: string): void;
+  promptTokens(): Int32Array;
+  send(content: string, opts?: SendOptions): Promise<string>;
+  sendStream(content: string, opts?: SendOptions): AsyncGenerator<string, void, undefined>;
+  reply(opts?: ReplyOptions): Promise<string>;
+  replyStream(opts?: ReplyOptions): AsyncGenerator<string, void, undefined>;
+  /** A copy going on independently: messages copied, session forked. */
+  fork(): Conversation;
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
 declare const moonlm: {
   Model: typeof Model;
   Session: typeof Session;
@@ -286,5 +364,6 @@ declare const moonlm: {
   builtinChatTemplates: typeof builtinChatTemplates;
   IncrementalDetokenizer: typeof IncrementalDetokenizer;
   StopFilter: typeof StopFilter;
+  Conversation: typeof Conversation;
 };
 export default moonlm;

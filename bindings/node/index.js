@@ -1152,4 +1152,10 @@ module.exports = {
   IncrementalDetokenizer,
   StopFilter,
 };
+// Session state (prefixReuse, stats, tokens, fork, saveState, loadState) and
+// Conversation: state.js, given the internals it builds on.
+module.exports.Conversation = require('./state.js').install({
+  koffi, lib, check, invalid, arg, shown, Status, MoonlmError, Model, Session, Sampler, registry, callAsync,
+  loopArgs, samplerOptions, SAMPLER_OPT_NAMES, LOOP_OPTS, abortedError, IncrementalDetokenizer,
+}).Conversation;
 module.exports.default = module.exports; // for `import moonlm from 'moonlm'` compiled to CommonJS

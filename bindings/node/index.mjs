@@ -12,5 +12,6 @@ export const {
   builtinChatTemplates,
   IncrementalDetokenizer,
   StopFilter,
+  Conversation,
 } = moonlm;
 export default moonlm;

@@ -37,7 +37,7 @@ it('installs from `npm pack` and finds its bundled library', { skip, timeout: 24
     // appears in the source tree while other test files load the library.
     const pkg = path.join(tmp, 'pkg');
     fs.mkdirSync(pkg);
-    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'README.md', 'scripts']) {
+    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'state.js', 'README.md', 'scripts']) {
       fs.cpSync(path.join(PKG, f), path.join(pkg, f), { recursive: true });
     }
     // prepack copies the library into lib/ for the tarball
@@ -45,7 +45,7 @@ it('installs from `npm pack` and finds its bundled library', { skip, timeout: 24
       { cwd: pkg, env: { ...env, MOONLM_LIBRARY: lib }, encoding: 'utf8' }).trim().split('\n').pop();
     const tgz = path.join(tmp, packed);
     const listing = execFileSync('tar', ['tzf', tgz], { encoding: 'utf8' });
-    for (const f of ['package/index.js', 'package/index.mjs', 'package/index.d.ts', 'package/lib/libmoonlm.so']) {
+    for (const f of ['package/index.js', 'package/index.mjs', 'package/index.d.ts', 'package/state.js', 'package/lib/libmoonlm.so']) {
       assert.ok(listing.includes(f), `${f} missing from the tarball`);
     }
     const app = path.join(tmp, 'app');
