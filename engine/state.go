@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"unsafe"
 
+	"github.com/moonlm/moonlm/gguf"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +29,7 @@ import (
 //	80     4    layers
 //	84     4    KV width: KV heads x head dimension
 //	88     4    vocabulary size
-//	92     4    KV element type (ggml numbering: 0 f32, 1 f16)
+//	92     4    KV element type (ggml numbering: 0 f32, 1 f16, 8 q8_0)
 //	96     4    numerics (Numerics)
 //	100    4    flags (0)
 //	104    8    the saving session's context size
@@ -38,7 +39,8 @@ import (
 //	160         n tokens (int32)
 //	            per layer: the keys, n rows of KV width values (position-
 //	            major), then the values, KV width rows of n values (one row
-//	            per KV head dimension)
+//	            per KV head dimension); for q8_0 the values are n rows of
+//	            KV width values too, and every row is Q8_0 blocks
 //	end-4  4    CRC-32C of every byte before it
 //
 // A reader checks the sizes against the header and each other, the
@@ -122,8 +124,11 @@ func (s *Session) header() stateHeader {
 		nCtx:        uint64(s.nCtx),
 		nPos:        uint64(s.pos),
 	}
-	if s.cache.f32 {
+	switch {
+	case s.cache.f32:
 		h.kvType = 0
+	case s.cache.q8:
+		h.kvType = uint32(gguf.Q8_0)
 	}
 	h.payload = payloadBytes(h)
 	return h
@@ -132,14 +137,20 @@ func (s *Session) header() stateHeader {
 // payloadBytes is the size of the tokens and KV data a header announces,
 // or 0 if it overflows (sizes are bounded before this is trusted).
 func payloadBytes(h stateHeader) uint64 {
-	elem := uint64(2)
-	if h.kvType == 0 {
-		elem = 4
-	}
 	if h.nPos > 1<<32 || h.kvDim > 1<<24 || h.layers > 1<<16 {
 		return 0
 	}
-	return 4*h.nPos + uint64(h.layers)*2*h.nPos*uint64(h.kvDim)*elem
+	row := uint64(h.kvDim) * 2
+	switch gguf.Type(h.kvType) {
+	case gguf.F32:
+		row = uint64(h.kvDim) * 4
+	case gguf.Q8_0:
+		if h.kvDim%32 != 0 {
+			return 0
+		}
+		row = uint64(h.kvDim) / 32 * q8Block
+	}
+	return 4*h.nPos + uint64(h.layers)*2*h.nPos*row
 }
 
 func (h stateHeader) encode() []byte {
@@ -197,10 +208,7 @@ func (s *Session) WriteState(w io.Writer) (int64, error) {
 		cw.write(unsafe.Slice((*byte)(unsafe.Pointer(&s.hist[0])), 4*n))
 	}
 	for il := 0; il < s.cache.nLayer; il++ {
-		cw.write(s.cache.keyBytes(il, n))
-		for i := 0; i < s.cache.kvDim; i++ {
-			cw.write(s.cache.valueRowBytes(il, i, n))
-		}
+		s.cache.layerChunks(il, n, cw.write)
 	}
 	var sum [4]byte
 	binary.LittleEndian.PutUint32(sum[:], cw.crc)
@@ -306,8 +314,8 @@ func parseState(data []byte) (stateHeader, error) {
 	h.nCtx = le.Uint64(data[104:])
 	h.nPos = le.Uint64(data[112:])
 	h.payload = le.Uint64(data[120:])
-	if h.kvType != 0 && h.kvType != 1 {
-		return h, fmt.Errorf("%w: saved state KV type %d (want 0 f32 or 1 f16)", ErrBadFile, h.kvType)
+	if t := gguf.Type(h.kvType); t != gguf.F32 && t != gguf.F16 && t != gguf.Q8_0 {
+		return h, fmt.Errorf("%w: saved state KV type %d (want 0 f32, 1 f16 or 8 q8_0)", ErrBadFile, h.kvType)
 	}
 	want := payloadBytes(h)
 	if want == 0 && h.nPos != 0 || h.payload != want {
@@ -357,12 +365,7 @@ func (s *Session) compatible(h stateHeader) error {
 	return nil
 }
 
-func kvTypeName(t uint32) string {
-	if t == 0 {
-		return "f32"
-	}
-	return "f16"
-}
+func kvTypeName(t uint32) string { return gguf.Type(t).String() }
 
 // LoadState replaces the session's positions with a saved state's. The
 // state must come from a session of the same model file, KV type and
@@ -425,10 +428,7 @@ func (s *Session) loadState(data []byte) (err error) {
 	}
 	p = p[4*n:]
 	for il := 0; il < s.cache.nLayer; il++ {
-		p = p[copy(s.cache.keyBytes(il, n), p):]
-		for i := 0; i < s.cache.kvDim; i++ {
-			p = p[copy(s.cache.valueRowBytes(il, i, n), p):]
-		}
+		s.cache.layerChunks(il, n, func(b []byte) { p = p[copy(b, p):] })
 	}
 	s.pos = n
 	s.stats = SessionStats{}
