@@ -432,7 +432,11 @@ typedef struct moonlm_session moonlm_session;
 /* KV cache element types. */
 typedef enum moonlm_kv_type {
     MOONLM_KV_F16 = 0, /* half the memory; matches llama.cpp's default */
-    MOONLM_KV_F32 = 1
+    MOONLM_KV_F32 = 1,
+    /* about half of F16's memory: keys and values in Q8_0 blocks, attention as
+       llama.cpp's flash attention over them (-ctk q8_0 -ctv q8_0); needs a head
+       dimension that is a multiple of 32 (else MOONLM_UNSUPPORTED) */
+    MOONLM_KV_Q8_0 = 2
 } moonlm_kv_type;
 
 typedef struct moonlm_session_params {

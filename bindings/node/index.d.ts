@@ -100,7 +100,7 @@ export interface SessionOptions {
   /** Worker threads; default the model's. */
   threads?: number;
   /** KV cache element type: 'f16' (default, like llama.cpp) or 'f32'. */
-  kvType?: 'f16' | 'f32';
+  kvType?: 'f16' | 'f32' | 'q8_0';
 }
 
 export interface SamplerOptions {
@@ -225,7 +225,7 @@ export declare class Session implements Disposable {
   readonly model: Model;
   readonly nCtx: number;
   readonly nVocab: number;
-  readonly kvType: 'f16' | 'f32';
+  readonly kvType: 'f16' | 'f32' | 'q8_0';
   /**
    * The logits of the last prefill/decode, refilled by every call (a copy of
    * the private buffer the library writes into; replaced if detached).
@@ -315,7 +315,7 @@ export interface ConversationOptions {
   template?: BuiltinChatTemplate | string;
   nCtx?: number;
   threads?: number;
-  kvType?: 'f16' | 'f32';
+  kvType?: 'f16' | 'f32' | 'q8_0';
 }
 
 export interface ReplyOptions extends SamplerOptions {

@@ -523,7 +523,7 @@ class StopFilter {
 
 // ---- Model -----------------------------------------------------------------
 
-const KV_TYPES = { f16: 0, f32: 1 };
+const KV_TYPES = { f16: 0, f32: 1, q8_0: 2 };
 
 // moonlm_pack_source, by value: the engine's names for where packed weights came from.
 const PACK_SOURCES = ['off', 'none', 'packed', 'packed+cache-write', 'cache-hit'];
@@ -909,7 +909,7 @@ class Session {
     const kv = opts.kvType ?? 'f16';
     if (!Object.hasOwn(KV_TYPES, kv)) {
       const err = typeof kv === 'string' ? arg.rangeError : arg.typeError;
-      throw err('session', 'opts.kvType', `must be 'f16' or 'f32', got ${shown(kv)}`);
+      throw err('session', 'opts.kvType', `must be 'f16', 'f32' or 'q8_0', got ${shown(kv)}`);
     }
     params.kv_type = KV_TYPES[kv];
     const out = [null];

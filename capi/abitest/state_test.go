@@ -396,3 +396,38 @@ func TestSessionStateAcrossProcesses(t *testing.T) {
 	require.Equal(t, 9*vocab, len(want))
 	requireSameBits(t, "across processes", greedySteps(t, l, s, want[:vocab], 8), want[vocab:])
 }
+
+// A Q8_0 KV cache (MOONLM_KV_Q8_0) through the C API: it runs, forks and
+// saves; a model whose head dimension is not a multiple of 32 refuses it.
+func TestSessionKVQ8(t *testing.T) {
+	l, sl := stateFuncs(t)
+	const kvQ8 = 2
+	var p SessionParams
+	l.SessionParamsDefault(&p)
+	p.NCtx, p.KVType = 64, kvQ8
+	st := openModel(t, l, stories)
+	var s uintptr
+	requireStatus(t, l, Unsupported, l.SessionNew(st, &p, &s), "q8_0 cache, head dimension 8")
+	assert.Zero(t, s)
+
+	var m uintptr
+	requireStatus(t, l, OK, l.ModelOpen(shareddata.Model(t, shareddata.SmolLM2), nil, &m), "open SmolLM2")
+	t.Cleanup(func() { l.ModelFree(m) })
+	vocab := int(modelInfo(t, l, m).NVocab)
+	a := newSession(t, l, m, 64, kvQ8)
+	toks := tokenizeText(t, l, m, "The three primary colors are")
+	logits := make([]float32, vocab)
+	requireStatus(t, l, OK, l.Prefill(a, &toks[0], uintptr(len(toks)), &logits[0], uintptr(vocab)), "prefill")
+	state := saveState(t, l, sl, a)
+	assert.EqualValues(t, 8, binary.LittleEndian.Uint32(state[92:]), "KV type q8_0 in the header")
+	var b uintptr
+	requireStatus(t, l, OK, sl.Fork(a, &b), "fork")
+	t.Cleanup(func() { l.SessionFree(b) })
+	r := newSession(t, l, m, 64, kvQ8)
+	requireStatus(t, l, OK, sl.StateLoad(r, &state[0], uintptr(len(state))), "load")
+	want := greedySteps(t, l, a, logits, 3)
+	requireSameBits(t, "fork", greedySteps(t, l, b, logits, 3), want)
+	requireSameBits(t, "restored", greedySteps(t, l, r, logits, 3), want)
+	f16 := newSession(t, l, m, 64, 0)
+	requireStatus(t, l, InvalidArg, sl.StateLoad(f16, &state[0], uintptr(len(state))), "q8_0 state into an f16 session")
+}

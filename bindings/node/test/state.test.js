@@ -211,4 +211,25 @@ describe('session state', { skip }, () => {
     branch.close();
     chat.close();
   });
+
+  it('a q8_0 cache saves, restores and forks bit for bit', async (t) => {
+    const sm = h.defaultModel('SmolLM2-135M-Instruct.Q4_1.gguf');
+    if (sm.skip) { t.skip(sm.skip); return; }
+    assert.throws(() => model.session({ nCtx: 16, kvType: 'q8_0' }), { code: 'UNSUPPORTED' });
+    const m = await Model.open(sm.path);
+    const s = m.session({ nCtx: 64, kvType: 'q8_0' });
+    const logits = (await s.prefill(m.tokenize('The three primary colors are'))).slice();
+    const data = s.saveState();
+    const f = s.fork();
+    assert.equal(f.kvType, 'q8_0');
+    const want = await greedy(s, logits, 3);
+    const r = m.session({ nCtx: 64, kvType: 'q8_0' });
+    r.loadState(data);
+    assert.deepEqual(await greedy(f, logits, 3), want);
+    assert.deepEqual(await greedy(r, logits, 3), want);
+    const f16 = m.session({ nCtx: 64 });
+    assert.throws(() => f16.loadState(data), { code: 'INVALID_ARGUMENT' });
+    for (const x of [s, f, r, f16]) x.close();
+    m.close();
+  });
 });

@@ -180,3 +180,27 @@ def test_state_across_processes(stories_path, tmp_path):
     saved = child("save")
     restored = child("load", json.dumps(saved["start"]))
     assert restored["steps"] == saved["steps"]
+
+
+def test_q8_0_cache_state_and_fork():
+    """A Q8_0 KV cache saves, restores and forks bit for bit; a model whose
+    head dimension is not a multiple of 32 refuses it."""
+    from conftest import default_model
+
+    with moonlm.Model(data_path("models/stories260K.gguf"), n_threads=1) as st:
+        with pytest.raises(moonlm.UnsupportedError):
+            st.session(n_ctx=16, kv_type="q8_0")
+    with moonlm.Model(default_model("SmolLM2-135M-Instruct.Q4_1.gguf")) as m:
+        with m.session(n_ctx=64, kv_type="q8_0") as s:
+            logits = floats(s.prefill(m.tokenize("The three primary colors are")))
+            data = s.save_state()
+            f = s.fork()
+            want = greedy(s, logits, 3)
+        with f, m.session(n_ctx=64, kv_type="q8_0") as r:
+            assert f.kv_type == "q8_0"
+            r.load_state(data)
+            assert bits(greedy(f, logits, 3)) == bits(want)
+            assert bits(greedy(r, logits, 3)) == bits(want)
+        with m.session(n_ctx=64) as f16:
+            with pytest.raises(moonlm.InvalidArgumentError):
+                f16.load_state(data)
