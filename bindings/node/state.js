@@ -318,6 +318,8 @@ function install(internals) {
   for (const [name, d] of Object.entries(Object.getOwnPropertyDescriptors(sessionMethods))) {
     Object.defineProperty(I.Session.prototype, name, { ...d, enumerable: false });
   }
+  // Tokens the last prefillReuse evaluated (0 before the first).
+  Object.defineProperty(I.Session.prototype, 'lastEvaluated', { value: 0, writable: true, enumerable: false });
   REPLY_OPTS = new Set([...I.SAMPLER_OPT_NAMES, ...I.LOOP_OPTS]);
   return { Conversation };
 }

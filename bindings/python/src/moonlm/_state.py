@@ -89,6 +89,9 @@ def _path(what: str, path: Any) -> bytes:
 class SessionStateMixin:
     """Prefix reuse, fork, save and load for moonlm.Session."""
 
+    #: Tokens the last prefill_reuse evaluated (0 before the first).
+    last_evaluated: int = 0
+
     def prefill_reuse(self: "Session", tokens: Any) -> Any:
         """Makes the session hold exactly tokens, evaluating only what it
         does not already hold: the longest common prefix of its tokens and
