@@ -77,7 +77,9 @@ type stateHeader struct {
 // or tensor layout. Two files that differ only inside the tensor data
 // (the same metadata, the same tensor table) are not told apart; hashing
 // every weight would read the whole file. A model built by OpenFile from a
-// gguf.File without a mapping hashes its metadata keys and tensor table.
+// gguf.File hashes its metadata keys and tensor table instead (it has no
+// mapping to read the header from), so its states and those of the same
+// file opened with Open do not load into each other.
 func (m *Model) Fingerprint() [32]byte {
 	m.fpOnce.Do(func() {
 		h := sha256.New()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -486,4 +487,26 @@ func TestPrefixReuseForkStateSmolLM2(t *testing.T) {
 	cont := continueGreedy(t, s, logits, 6)
 	sameBits(t, "fork", continueGreedy(t, f, logits, 6), cont)
 	sameBits(t, "restored", continueGreedy(t, r, logits, 6), cont)
+}
+
+// TestFingerprint: the same file opened twice has one fingerprint; another
+// file, another; a model made by OpenFile has its own, stable one.
+func TestFingerprint(t *testing.T) {
+	a := openStories(t, 1)
+	b := openStories(t, 1)
+	assert.Equal(t, a.Fingerprint(), b.Fingerprint())
+	assert.NotEqual(t, [32]byte{}, a.Fingerprint())
+	other, err := Open(shareddata.Path(t, "models/tiny-random-llama.gguf"), ModelParams{Threads: 1})
+	require.NoError(t, err)
+	defer other.Close()
+	assert.NotEqual(t, a.Fingerprint(), other.Fingerprint())
+	f, err := gguf.Open(shareddata.Path(t, "models/stories260K.gguf"))
+	require.NoError(t, err)
+	defer f.Close()
+	m, err := OpenFile(f, ModelParams{Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	fp := m.Fingerprint()
+	assert.NotEqual(t, a.Fingerprint(), fp)
+	assert.Equal(t, fp, m.Fingerprint())
 }
