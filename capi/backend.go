@@ -72,6 +72,7 @@ type sessionParams struct {
 	NCtx    int // 0: the model's training context
 	Threads int // 0: the model's default
 	KVF32   bool
+	KVQ8    bool // a Q8_0 cache
 }
 
 type samplerParams struct {

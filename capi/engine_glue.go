@@ -7,6 +7,7 @@ import (
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
 	"github.com/moonlm/moonlm/engine/sample"
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/settings"
 )
 
@@ -152,7 +153,11 @@ func (e engineModel) ApplyChatTemplate(name string, msgs []message, addAssistant
 func builtinChatTemplates() []string { return chat.Families() }
 
 func (e engineModel) NewSession(p sessionParams) (backendSession, error) {
-	s, err := e.m.NewSession(engine.SessionParams{NCtx: p.NCtx, Threads: p.Threads, KVF32: p.KVF32})
+	ep := engine.SessionParams{NCtx: p.NCtx, Threads: p.Threads, KVF32: p.KVF32}
+	if p.KVQ8 {
+		ep.KVType = gguf.Q8_0
+	}
+	s, err := e.m.NewSession(ep)
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,16 @@ static int moonlm__forked(const char *fn) {
         }                            \
     } while (0)
 
+/*
+ * MOONLM__ENTER for the wrappers in other files (moonlm_state.c): clears
+ * the thread's last error; nonzero (with the message recorded) in a
+ * fork()ed child.
+ */
+__attribute__((visibility("hidden"))) int moonlmc_enter(const char *fn) {
+    moonlm__clear_error();
+    return moonlm__forked(fn);
+}
+
 /* ---- versioned structs -------------------------------------------------- */
 
 /*

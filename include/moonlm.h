@@ -432,7 +432,11 @@ typedef struct moonlm_session moonlm_session;
 /* KV cache element types. */
 typedef enum moonlm_kv_type {
     MOONLM_KV_F16 = 0, /* half the memory; matches llama.cpp's default */
-    MOONLM_KV_F32 = 1
+    MOONLM_KV_F32 = 1,
+    /* about half of F16's memory: keys and values in Q8_0 blocks, attention as
+       llama.cpp's flash attention over them (-ctk q8_0 -ctv q8_0); needs a head
+       dimension that is a multiple of 32 (else MOONLM_UNSUPPORTED) */
+    MOONLM_KV_Q8_0 = 2
 } moonlm_kv_type;
 
 typedef struct moonlm_session_params {
@@ -807,6 +811,109 @@ MOONLM_API moonlm_status moonlm_chat_apply_template_json(const moonlm_model *mod
  */
 MOONLM_API moonlm_status moonlm_chat_parse_tool_calls(const moonlm_model *model, const char *name, const char *text,
                                                       size_t len, char *out, size_t cap, size_t *n_out);
+
+/* ------------------------------------------------------------------------ */
+/* Session state: prefix reuse, fork, save and restore                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A session remembers the token at each position it holds, so it can find
+ * what a new sequence shares with it, and its whole state (those tokens
+ * and their KV cache) can be copied into another session or saved.
+ */
+
+/*
+ * Makes the session hold exactly tokens[0..n), evaluating as few as it
+ * can: keeps the longest common prefix of the tokens it holds and these,
+ * forgets the positions after it and evaluates the rest. If logits is not
+ * NULL the last position's logits are written (logits_cap >= n_vocab, else
+ * MOONLM_BUFFER_TOO_SMALL before any work); logits come only from
+ * evaluating a position, so then the last token is always evaluated, again
+ * if it was already held. *n_evaluated (may be NULL) receives the number
+ * of tokens evaluated. A conversation passes its whole history each turn
+ * and pays only for the new tokens. n = 0 or a token out of range is
+ * MOONLM_INVALID_ARGUMENT and n > n_ctx MOONLM_CONTEXT_FULL, before
+ * anything changes; if the evaluation itself fails (MOONLM_CANCELLED, ...)
+ * the session holds the common prefix.
+ * The logits equal those of a session that evaluated the same tokens in
+ * the same calls; they equal one moonlm_prefill of all n tokens bit for
+ * bit when the kernels round a token's row the same wherever it sits in a
+ * batch (a register-tiled product, such as the avx512 kernels' Q4_1, can
+ * differ there by float rounding, as decode and prefill do).
+ */
+MOONLM_API moonlm_status moonlm_prefill_reuse(moonlm_session *session, const int32_t *tokens, size_t n,
+                                              float *logits, size_t logits_cap, size_t *n_evaluated);
+
+/* A session's counters; the caller sets size = sizeof(moonlm_session_stats). */
+typedef struct moonlm_session_stats {
+    size_t size;
+    uint64_t n_pos;       /* positions held (moonlm_session_position) */
+    uint64_t n_ctx;       /* the session's context size */
+    uint64_t n_evaluated; /* tokens run through the model since the session was made or
+                             its state loaded */
+    uint64_t n_reused;    /* tokens moonlm_prefill_reuse found held and did not evaluate */
+} moonlm_session_stats;
+
+/* Fills *stats (stats->size >= sizeof(moonlm_session_stats), else MOONLM_INVALID_ARGUMENT). */
+MOONLM_API moonlm_status moonlm_session_stats_get(const moonlm_session *session, moonlm_session_stats *stats);
+
+/*
+ * The tokens the session holds, one per position, with the (buf, cap,
+ * n_out) protocol counted in tokens: *n_out is the position;
+ * MOONLM_BUFFER_TOO_SMALL if cap is smaller (nothing written).
+ */
+MOONLM_API moonlm_status moonlm_session_tokens(const moonlm_session *session, int32_t *tokens, size_t cap,
+                                               size_t *n_out);
+
+/*
+ * Creates *out, a new session of the same model and parameters (n_ctx, KV
+ * type, threads) holding the same positions and tokens as session, which
+ * is unchanged: the two then continue independently, and either gives the
+ * logits the original would have. The KV cache is copied, not shared
+ * (neither session pays for sharing on later writes, and freeing one never
+ * affects the other); the copy costs the held positions only, and nothing
+ * is recomputed. On failure *out is NULL.
+ */
+MOONLM_API moonlm_status moonlm_session_fork(moonlm_session *session, moonlm_session **out);
+
+/*
+ * Saved states. The format (docs/C-API.md) is versioned and ends with a
+ * CRC-32C; it names the model file it belongs to by a fingerprint (a
+ * SHA-256 of the file's metadata and tensor table), its KV type and
+ * numerics mode, and holds the tokens and the KV cache of the held
+ * positions. A state loads into a session of the same model file (opened
+ * in any process), KV type and numerics whose n_ctx holds its positions;
+ * the session then continues bit for bit as the saved one would have.
+ * Errors, all before the session changes: a truncated, corrupted or
+ * malformed state is MOONLM_BAD_FILE (MOONLM_UNSUPPORTED for a newer
+ * format version), one for another model, KV type or numerics
+ * MOONLM_INVALID_ARGUMENT, one with more positions than n_ctx
+ * MOONLM_CONTEXT_FULL, an unreadable file MOONLM_IO.
+ */
+
+/* The size in bytes of the session's state now. */
+MOONLM_API moonlm_status moonlm_session_state_size(const moonlm_session *session, size_t *size);
+
+/*
+ * Writes the session's state into buf with the (buf, cap, n_out) protocol:
+ * *n_out (may be NULL) receives the size; a cap below it is
+ * MOONLM_BUFFER_TOO_SMALL with nothing written (buf may be NULL with cap 0
+ * to ask for the size).
+ */
+MOONLM_API moonlm_status moonlm_session_state_save(const moonlm_session *session, void *buf, size_t cap,
+                                                   size_t *n_out);
+
+/* Replaces the session's positions with the state in buf[0..n). */
+MOONLM_API moonlm_status moonlm_session_state_load(moonlm_session *session, const void *buf, size_t n);
+
+/*
+ * moonlm_session_state_save into the file path (UTF-8), through a
+ * temporary file in the same folder renamed over path at the end.
+ */
+MOONLM_API moonlm_status moonlm_session_state_save_file(const moonlm_session *session, const char *path);
+
+/* moonlm_session_state_load from a file written by either save call. */
+MOONLM_API moonlm_status moonlm_session_state_load_file(moonlm_session *session, const char *path);
 
 #ifdef __cplusplus
 }
