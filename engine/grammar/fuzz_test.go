@@ -9,7 +9,7 @@ import (
 // FuzzParse: any text either parses or gives an error; a grammar that
 // parses can be matched without panics, and its masks agree with Allowed.
 func FuzzParse(f *testing.F) {
-	f.Add(`root ::= "a" [b-d]* ("e" | f){1,3}` + "\nf ::= .", "abce")
+	f.Add(`root ::= "a" [b-d]* ("e" | f){1,3}`+"\nf ::= .", "abce")
 	f.Add(JSONText, `{"a": [1, "x"]}`)
 	f.Add(`root ::= <[3]> !<[4]>* "x"?`, "x")
 	f.Add("root ::= (\"a\" root \")\")?", "aaa)))")
