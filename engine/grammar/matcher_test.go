@@ -218,3 +218,25 @@ func TestMaskKeepsAllowedLogits(t *testing.T) {
 		}
 	}
 }
+
+func TestStrictUTF8(t *testing.T) {
+	for _, c := range []struct {
+		s  string
+		ok bool
+	}{
+		{"é日😀", true}, {"\xed\x9f\xbf", true}, {"\xf4\x8f\xbf\xbf", true}, {"\xe6\x97", true},
+		{"\xed\xa0\x80", false}, {"\xe0\x80\x80", false}, {"\xf0\x80\x80\x80", false},
+		{"\xf4\x90\x80\x80", false}, {"\xc0\x80", false}, {"\xc1\xbf", false}, {"\x80", false},
+		{"\xf8\x88\x80\x80\x80", false}, {"a\x00", false}, {"\xe6a", false},
+	} {
+		if got := truncatedUTF8([]byte(c.s)); got != c.ok {
+			t.Errorf("%q: valid=%v, want %v", c.s, got, c.ok)
+		}
+	}
+	// a grammar accepting any character never lets invalid UTF-8 through
+	g := mustParse(t, `root ::= .*`)
+	m := mustMatcher(t, g, byteVocab("\xed\xa0\x80", "\xf4\x90\x80\x80"))
+	if m.Allowed(256) || m.Allowed(257) {
+		t.Error("a surrogate or an out-of-range code point was allowed")
+	}
+}
