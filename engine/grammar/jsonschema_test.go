@@ -202,7 +202,6 @@ func TestJSONSchemaIntegerRanges(t *testing.T) {
 
 // ---- conformance: samples from a real vocabulary validate ----
 
-
 func smolVocab(t testing.TB) *tokenizer.Tokenizer {
 	return openVocab(t, "smollm2")
 }
