@@ -38,11 +38,11 @@ type state struct {
 	set      []int32 // stack nodes, ascending, distinct; 0 is the empty stack
 	partial  utf8State
 	trans    *[256]int32
-	highLoop int8 // 0 unknown, 1 every char >= 0x80 leads back here, -1 not
+	highLoop int8      // 0 unknown, 1 every char >= 0x80 leads back here, -1 not
 	loopYes  [2]uint64 // ASCII bytes known to lead back here
 	loopNo   [2]uint64 // ASCII bytes known not to
 	base     int32     // for a partial character: 1 + the state without it (0 unknown)
-	hasTok   bool // some stack has a token element on top
+	hasTok   bool      // some stack has a token element on top
 	mask     int32
 }
 
