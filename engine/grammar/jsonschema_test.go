@@ -75,6 +75,13 @@ var schemaCases = []struct {
 	{`{}`, []string{`"s"`}, []string{`s`}},
 	{`{"title":"T","description":"d","type":"boolean","default":true}`, []string{`false`}, []string{`0`}},
 	{`{"type":"object","required":["x"]}`, []string{`{"x":[1]}`}, []string{`{}`}},
+	// keywords beside anyOf apply to every branch
+	{`{"type":"object","anyOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"null"}},"required":["b"]}]}`,
+		[]string{`{"a":1}`, `{"b":null}`}, []string{`{"a":1,"b":null}`, `{}`, `1`}},
+	{`{"allOf":[{"enum":["a","b","c"]},{"enum":["b","c","d"]}]}`, []string{`"b"`, `"c"`}, []string{`"a"`, `"d"`}},
+	{`{"type":"object","allOf":[{"properties":{"a":{"const":1}},"required":["a"]},{"anyOf":[{"properties":{"c":{"const":2}},"required":["c"]},{"properties":{"d":{"const":3}},"required":["d"]}]}]}`,
+		[]string{`{"a":1,"c":2}`, `{"a":1,"d":3}`}, []string{`{"a":1}`, `{"c":2}`, `{"a":1,"c":2,"d":3}`}},
+	{`{"type":"array","prefixItems":{"type":"boolean"}}`, []string{`[]`, `[true,false]`}, []string{`[1]`}},
 }
 
 func TestJSONSchemaSamples(t *testing.T) {
@@ -113,7 +120,8 @@ func TestJSONSchemaErrors(t *testing.T) {
 		{`{"type":"integer","minimum":5,"maximum":4}`, `no integer`},
 		{`{"type":"integer","minimum":1e30}`, `outside the 64-bit range`},
 		{`{"type":"strange"}`, `unknown type "strange"`},
-		{`{"anyOf":[{"type":"string"}],"type":"string"}`, `beside "anyOf"`},
+		{`{"anyOf":[{"type":"string"}],"oneOf":[{}]}`, `anyOf together with oneOf`},
+		{`{"allOf":[{"enum":[1,2]},{"enum":[3]}]}`, `no value in common`},
 		{`{"allOf":[{"type":"string"},{"type":"integer"}]}`, `different values of "type"`},
 		{`false`, `admits no value`},
 		{`{"type":"string"} x`, `after the top-level value`},
