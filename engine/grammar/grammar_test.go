@@ -248,6 +248,9 @@ func TestMaskLargeSubtrees(t *testing.T) {
 		{"japanese", readGrammar(t, filepath.Join("testdata", "grammars", "japanese.gbnf"))},
 		{"any", mustParse(t, `root ::= "{" [^}]* "}"`)},
 		{"ascii", mustParse(t, `root ::= [a-z "\\]+ ","`)},
+		// bounded repetitions: masks from the canonical state plus exact
+		// checks of tokens longer than the count left
+		{"counted", mustParse(t, `root ::= [ab1 é]{2,12} ":" ("{" [ab]{0,7} "}"){1,3}`)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

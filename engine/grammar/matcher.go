@@ -44,6 +44,8 @@ type state struct {
 	base     int32     // for a partial character: 1 + the state without it (0 unknown)
 	hasTok   bool      // some stack has a token element on top
 	mask     int32
+	canon    int32 // 1 + the state with every bounded count at its largest (0 unknown)
+	kmin     int32 // the smallest count left in a bounded repetition, or -1
 }
 
 // Matcher follows one generation through a grammar. It is not safe for
@@ -75,6 +77,8 @@ type Matcher struct {
 	out        []int32
 	walk       []int32
 	sortedBits []uint64
+	tmpMask    []uint64
+	posBuf     []int32
 }
 
 // NewMatcher prepares matching g against a vocabulary. Token references
@@ -118,6 +122,7 @@ func NewMatcher(g *Grammar, v Vocab) (*Matcher, error) {
 	}
 	m.walk = make([]int32, t.maxDepth+1)
 	m.sortedBits = make([]uint64, (len(t.sorted)+63)/64)
+	m.tmpMask = make([]uint64, (t.nVocab+63)/64)
 	m.reset()
 	if m.start < 0 {
 		if m.limitErr != nil {
@@ -267,6 +272,7 @@ func (m *Matcher) internState(set []int32, p utf8State) int32 {
 		return dead
 	}
 	slices.Sort(set)
+	set = slices.Compact(set)
 	k := append(m.key[:0], byte(p.remain), byte(p.val), byte(p.val>>8), byte(p.val>>16))
 	for _, n := range set {
 		k = append(k, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
@@ -511,18 +517,110 @@ func (m *Matcher) ensureMask() ([]uint64, error) {
 	if k := m.states[m.cur].mask; k >= 0 {
 		return m.masks[k], nil
 	}
-	mask := m.computeMask(m.cur)
+	mask := m.maskOf(m.cur)
 	if m.limitErr != nil {
 		// a walk passed a limit: retry once on fresh caches
 		if err := m.prepare(); err != nil {
 			return nil, err
 		}
-		mask = m.computeMask(m.cur)
+		mask = m.maskOf(m.cur)
 		if m.limitErr != nil {
 			return nil, m.limitErr
 		}
 	}
 	return mask, nil
+}
+
+// maskOf returns the mask of s, from the cache, from the mask of its
+// canonical state, or by walking the trie.
+//
+// In a bounded repetition S{m,n} the states after each item differ only in
+// how many items are left, and a token of L bytes cannot use more than L
+// of them, so two states whose counts left are all at least L treat that
+// token alike. The canonical state has every count at its largest; its
+// mask, computed once, serves every state of the repetition for the tokens
+// no longer than the smallest count left, and only longer tokens are
+// checked one by one. Long strings with a maxLength stay fast this way.
+func (m *Matcher) maskOf(s int32) []uint64 {
+	if k := m.states[s].mask; k >= 0 {
+		return m.masks[k]
+	}
+	c, kmin := m.canonical(s)
+	if c < 0 || c == s || kmin < 1 || m.states[s].hasTok {
+		return m.computeMask(s)
+	}
+	copy(m.tmpMask, m.maskOf(c))
+	mask := m.maskSlot(s)
+	copy(mask, m.tmpMask)
+	t := m.t
+	for i, id := range t.byLen {
+		if int(t.lens[i]) <= kmin {
+			break
+		}
+		st := s
+		for _, b := range m.v.Piece(id) {
+			if st = m.next(st, b); st < 0 {
+				break
+			}
+		}
+		if st >= 0 {
+			mask[id>>6] |= 1 << (id & 63)
+		} else {
+			mask[id>>6] &^= 1 << (id & 63)
+		}
+	}
+	return mask
+}
+
+// canonical returns the state s with the position in every bounded
+// repetition moved to the repetition's largest count, and the smallest
+// count left in s (-1 when s is in no repetition, 0 when in the last item).
+func (m *Matcher) canonical(s int32) (int32, int) {
+	st := &m.states[s]
+	if st.canon != 0 {
+		return st.canon - 1, int(st.kmin)
+	}
+	g := m.g
+	kmin := -1
+	var set []int32
+	for _, n := range m.states[s].set {
+		pos := m.posBuf[:0]
+		for ; n > 0; n = m.nodes[n].parent {
+			pos = append(pos, m.nodes[n].pos)
+		}
+		m.posBuf = pos
+		for i, p := range pos {
+			r := g.ruleOf[p]
+			ch := g.chainOf[r]
+			if ch < 0 {
+				continue
+			}
+			k := int(g.chainPos[r])
+			if kmin < 0 || k < kmin {
+				kmin = k
+			}
+			if k >= 1 {
+				chain := g.chains[ch]
+				top := chain[len(chain)-1]
+				pos[i] = g.ruleStart[top] + (p - g.ruleStart[r])
+			}
+		}
+		n = 0
+		for i := len(pos) - 1; i >= 0 && n >= 0; i-- {
+			n = m.intern(pos[i], n)
+		}
+		if n < 0 {
+			return dead, kmin
+		}
+		set = append(set, n)
+	}
+	c := s
+	if kmin >= 1 {
+		c = m.internState(set, m.states[s].partial)
+	}
+	m.states[s].canon = c + 1
+	m.states[s].kmin = int32(kmin)
+	return c, kmin
 }
 
 func setRange(b []uint64, lo, hi int32) {

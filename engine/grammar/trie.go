@@ -48,6 +48,8 @@ type trie struct {
 	maxDepth int
 	eog      []int32
 	eogBits  []uint64
+	byLen    []int32  // the ids of sorted, longest piece first
+	lens     []uint16 // their piece lengths
 }
 
 // summary describes the bytes below a node, to accept a whole subtree
@@ -87,6 +89,12 @@ func buildTrie(v Vocab) (*trie, error) {
 		}
 		return int(a - b)
 	})
+	t.byLen = slices.Clone(t.sorted)
+	slices.SortStableFunc(t.byLen, func(a, b int32) int { return len(pieces[b]) - len(pieces[a]) })
+	t.lens = make([]uint16, len(t.byLen))
+	for i, id := range t.byLen {
+		t.lens[i] = uint16(len(pieces[id]))
+	}
 	invalid := make([]bool, len(t.sorted))
 	for k, id := range t.sorted {
 		invalid[k] = !truncatedUTF8(pieces[id])
