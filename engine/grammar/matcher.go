@@ -35,17 +35,20 @@ type node struct {
 
 // state is a set of stacks plus a partial UTF-8 character.
 type state struct {
-	set      []int32 // stack nodes, ascending, distinct; 0 is the empty stack
-	partial  utf8State
-	trans    *[256]int32
-	highLoop int8      // 0 unknown, 1 every char >= 0x80 leads back here, -1 not
-	loopYes  [2]uint64 // ASCII bytes known to lead back here
-	loopNo   [2]uint64 // ASCII bytes known not to
-	base     int32     // for a partial character: 1 + the state without it (0 unknown)
-	hasTok   bool      // some stack has a token element on top
-	mask     int32
-	canon    int32 // 1 + the state with every bounded count at its largest (0 unknown)
-	kmin     int32 // the smallest count left in a bounded repetition, or -1
+	set       []int32 // stack nodes, ascending, distinct; 0 is the empty stack
+	partial   utf8State
+	trans     *[256]int32
+	highLoop  int8      // 0 unknown, 1 every char >= 0x80 leads back here, -1 not
+	loopYes   [2]uint64 // ASCII bytes known to lead back here
+	loopNo    [2]uint64 // ASCII bytes known not to
+	base      int32     // for a partial character: 1 + the state without it (0 unknown)
+	canonYes  [2]uint64 // ASCII bytes known to lead to states with this canonical state
+	canonNo   [2]uint64
+	highCanon int8
+	hasTok    bool // some stack has a token element on top
+	mask      int32
+	canon     int32 // 1 + the state with every bounded count at its largest (0 unknown)
+	kmin      int32 // the smallest count left in a bounded repetition, or -1
 }
 
 // Matcher follows one generation through a grammar. It is not safe for
@@ -396,10 +399,15 @@ func (m *Matcher) next(s int32, b byte) int32 {
 	return r
 }
 
-// highLoops reports whether every character >= 0x80 leads from s back to s.
-func (m *Matcher) highLoops(s int32) bool {
-	if h := m.states[s].highLoop; h != 0 {
-		return h > 0
+// highLoops reports whether every character >= 0x80 leads from s back to
+// s (with canon: to a state whose canonical state is s).
+func (m *Matcher) highLoops(s int32, canon bool) bool {
+	h := &m.states[s].highLoop
+	if canon {
+		h = &m.states[s].highCanon
+	}
+	if *h != 0 {
+		return *h > 0
 	}
 	any := false
 	ok := true
@@ -420,51 +428,92 @@ func (m *Matcher) highLoops(s int32) bool {
 			ok = false
 		}
 	}
-	ok = ok && any && m.step(s, 0x4E00) == s
+	ok = ok && any && m.leadsBack(s, m.step(s, 0x4E00), canon)
+	r := int8(-1)
 	if ok {
-		m.states[s].highLoop = 1
+		r = 1
+	}
+	if canon {
+		m.states[s].highCanon = r
 	} else {
-		m.states[s].highLoop = -1
+		m.states[s].highLoop = r
 	}
 	return ok
+}
+
+// leadsBack reports whether next is s (with canon: next is alive and its
+// canonical state is s).
+func (m *Matcher) leadsBack(s, next int32, canon bool) bool {
+	if !canon || next < 0 {
+		return next == s
+	}
+	c, _ := m.canonical(next)
+	return c == s
+}
+
+// baseOf returns the state s without its partial character.
+func (m *Matcher) baseOf(s int32) int32 {
+	base := m.states[s].base
+	if base == 0 {
+		base = m.internState(append(m.out[:0], m.states[s].set...), utf8State{}) + 1
+		m.states[s].base = base
+	}
+	return base - 1
 }
 
 // loops reports whether every token of a subtree with summary sum, read
 // from s, ends in s: then all of them are allowed.
 func (m *Matcher) loops(s int32, sum *summary) bool {
+	return m.loopsFrom(s, sum, false)
+}
+
+// canonLoops is loops modulo canonical states: every token of the subtree
+// leads from s to states with s's canonical state, and s has more items
+// left in each bounded repetition than the subtree has bytes below
+// (remaining), so no count runs out: then all of them are allowed.
+func (m *Matcher) canonLoops(s int32, sum *summary, remaining int) bool {
+	c, k := m.canonical(s)
+	if c < 0 || k <= remaining {
+		return false
+	}
+	return m.loopsFrom(c, sum, true)
+}
+
+func (m *Matcher) loopsFrom(s int32, sum *summary, canon bool) bool {
 	if m.states[s].partial.remain != 0 {
 		// inside a character: when every character >= 0x80 leads from the
 		// state before it back there, completing it returns there too
 		if sum.invalid {
 			return false
 		}
-		base := m.states[s].base
-		if base == 0 {
-			base = m.internState(append(m.out[:0], m.states[s].set...), utf8State{}) + 1
-			m.states[s].base = base
-		}
-		if base <= 0 || !m.highLoops(base-1) {
+		if s = m.baseOf(s); s < 0 || !m.highLoops(s, canon) {
 			return false
 		}
-		s = base - 1
-	} else if sum.high && (sum.invalid || !m.highLoops(s)) {
+	} else if sum.high && (sum.invalid || !m.highLoops(s, canon)) {
 		return false
 	}
-	st := &m.states[s]
-	if sum.ascii[0]&st.loopNo[0] != 0 || sum.ascii[1]&st.loopNo[1] != 0 {
+	yes, no := &m.states[s].loopYes, &m.states[s].loopNo
+	if canon {
+		yes, no = &m.states[s].canonYes, &m.states[s].canonNo
+	}
+	if sum.ascii[0]&no[0] != 0 || sum.ascii[1]&no[1] != 0 {
 		return false
 	}
 	for w := 0; w < 2; w++ {
-		for x := sum.ascii[w] &^ m.states[s].loopYes[w]; x != 0; x &= x - 1 {
+		for x := sum.ascii[w] &^ yes[w]; x != 0; x &= x - 1 {
 			bit := uint64(1) << bits.TrailingZeros64(x)
 			b := byte(w*64 + bits.TrailingZeros64(x))
-			ok := m.next(s, b) == s
-			st := &m.states[s] // next may grow m.states
+			ok := m.leadsBack(s, m.next(s, b), canon)
+			// next may grow m.states: find the bits again
+			yes, no = &m.states[s].loopYes, &m.states[s].loopNo
+			if canon {
+				yes, no = &m.states[s].canonYes, &m.states[s].canonNo
+			}
 			if !ok {
-				st.loopNo[w] |= bit
+				no[w] |= bit
 				return false
 			}
-			st.loopYes[w] |= bit
+			yes[w] |= bit
 		}
 	}
 	return true
@@ -675,7 +724,7 @@ func (m *Matcher) computeMask(s int32) []uint64 {
 			i = t.end[i]
 			continue
 		}
-		if k := t.sum[i]; k >= 0 && m.loops(ns, &t.sums[k]) {
+		if k := t.sum[i]; k >= 0 && (m.loops(ns, &t.sums[k]) || m.canonLoops(ns, &t.sums[k], int(t.sums[k].maxLen)-int(d))) {
 			setRange(sb, t.lo[i], t.hi[i])
 			i = t.end[i]
 			continue

@@ -58,6 +58,7 @@ type summary struct {
 	ascii   [2]uint64 // ASCII bytes below the node
 	high    bool      // some byte >= 0x80 below the node
 	invalid bool      // some token of the subtree is not (truncated) UTF-8
+	maxLen  uint16    // the longest piece of the subtree
 }
 
 // minSummaryTokens is the smallest subtree worth a summary.
@@ -170,11 +171,21 @@ func buildTrie(v Vocab) (*trie, error) {
 		if t.hi[i]-t.lo[i] >= minSummaryTokens {
 			s := acc[i]
 			s.invalid = pre[t.hi[i]] > pre[t.lo[i]]
+			s.maxLen = uint16(t.maxDepthBelow(int32(i)))
 			t.sum[i] = int32(len(t.sums))
 			t.sums = append(t.sums, s)
 		}
 	}
 	return t, nil
+}
+
+// maxDepthBelow returns the depth of the deepest node of i's subtree.
+func (t *trie) maxDepthBelow(i int32) int {
+	d := int(t.depth[i])
+	for j := i; j < t.end[i]; j++ {
+		d = max(d, int(t.depth[j]))
+	}
+	return d
 }
 
 func (t *trie) addNode(b byte, depth int, lo int32) int32 {
