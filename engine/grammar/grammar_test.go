@@ -1,9 +1,11 @@
 package grammar
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -237,7 +239,10 @@ func comboVocab(alphabet []string) *fakeVocab {
 	return v
 }
 
-func TestMaskLargeSubtrees(t *testing.T) {
+func TestMaskLargeSubtrees(t *testing.T) { testMaskLargeSubtrees(t, "") }
+
+// testMaskLargeSubtrees runs the cases whose names start with prefix.
+func testMaskLargeSubtrees(t *testing.T, prefix string) {
 	alphabet := []string{"a", "b", "\"", "\\", "{", "}", ":", ",", "1", " ", "\n", "é", "日", "\xc3", "\xa9", "\x80", "\xe6"}
 	v := comboVocab(alphabet)
 	cases := []struct {
@@ -254,6 +259,9 @@ func TestMaskLargeSubtrees(t *testing.T) {
 		{"counted-long", mustParse(t, `root ::= "{" [ab1 é,]{0,30} "}" [ab]{3,40} ":"`)},
 	}
 	for _, c := range cases {
+		if !strings.HasPrefix(c.name, prefix) {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			m := mustMatcher(t, c.g, v)
 			rng := rand.New(rand.NewPCG(3, 4))
@@ -266,8 +274,19 @@ func TestMaskLargeSubtrees(t *testing.T) {
 }
 
 // Masks in a bounded repetition as its count runs out, against the
-// reference at every step.
+// reference at every step, with masks from canonical states as often as
+// the matcher would take them and always.
 func TestCountedRepetitionMasks(t *testing.T) {
+	for _, share := range []int{exactCheckShare, 1} {
+		saved := exactCheckShare
+		exactCheckShare = share
+		t.Run(fmt.Sprint("share-", share), testCountedRepetitionMasks)
+		t.Run(fmt.Sprint("large-share-", share), func(t *testing.T) { testMaskLargeSubtrees(t, "counted") })
+		exactCheckShare = saved
+	}
+}
+
+func testCountedRepetitionMasks(t *testing.T) {
 	// every string of a and b up to six letters, so subtrees hold only
 	// characters of the repetition and can be taken whole
 	v := &fakeVocab{eog: map[int32]bool{0: true}, pieces: []string{"</s>", "}", "x", "y", "z", "é", "\xc3", "\xa9", "xéé", "\xa9é", "bé ", "ééé", "abé", " "}}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sort"
 )
 
 // Limits on a matcher's caches and stacks. When the caches pass their size
@@ -590,6 +591,11 @@ func (m *Matcher) ensureMask() ([]uint64, error) {
 // mask, computed once, serves every state of the repetition for the tokens
 // no longer than the smallest count left, and only longer tokens are
 // checked one by one. Long strings with a maxLength stay fast this way.
+// exactCheckShare: a mask comes from the canonical state when at most
+// 1/exactCheckShare of the vocabulary needs a check of its own (tests
+// lower it to force that path).
+var exactCheckShare = 16
+
 func (m *Matcher) maskOf(s int32) []uint64 {
 	if k := m.states[s].mask; k >= 0 {
 		return m.masks[k]
@@ -598,10 +604,15 @@ func (m *Matcher) maskOf(s int32) []uint64 {
 	if c < 0 || c == s || kmin < 1 || m.states[s].hasTok {
 		return m.computeMask(s)
 	}
+	// with few items left most tokens would need a check of their own,
+	// and the walk, cut short by the count, is cheaper
+	t := m.t
+	if longer := sort.Search(len(t.lens), func(i int) bool { return int(t.lens[i]) <= kmin }); longer > len(t.lens)/exactCheckShare {
+		return m.computeMask(s)
+	}
 	copy(m.tmpMask, m.maskOf(c))
 	mask := m.maskSlot(s)
 	copy(mask, m.tmpMask)
-	t := m.t
 	for i, id := range t.byLen {
 		if int(t.lens[i]) <= kmin {
 			break
