@@ -257,6 +257,7 @@ func testMaskLargeSubtrees(t *testing.T, prefix string) {
 		// checks of tokens longer than the count left
 		{"counted", mustParse(t, `root ::= [ab1 é]{2,12} ":" ("{" [ab]{0,7} "}"){1,3}`)},
 		{"counted-long", mustParse(t, `root ::= "{" [ab1 é,]{0,30} "}" [ab]{3,40} ":"`)},
+		{"counted-entry", mustParse(t, `root ::= ( "{" [ab1 é,]{1,30} "}" ){1,3} ":" [é]{1,4} "\n"`)},
 	}
 	for _, c := range cases {
 		if !strings.HasPrefix(c.name, prefix) {
@@ -289,7 +290,7 @@ func TestCountedRepetitionMasks(t *testing.T) {
 func testCountedRepetitionMasks(t *testing.T) {
 	// every string of a and b up to six letters, so subtrees hold only
 	// characters of the repetition and can be taken whole
-	v := &fakeVocab{eog: map[int32]bool{0: true}, pieces: []string{"</s>", "}", "x", "y", "z", "é", "\xc3", "\xa9", "xéé", "\xa9é", "bé ", "ééé", "abé", " "}}
+	v := &fakeVocab{eog: map[int32]bool{0: true}, pieces: []string{"</s>", "}", "x", "y", "z", "w", "éé", "éa", "éééé", "ééééé", "é", "\xc3", "\xa9", "xéé", "\xa9é", "bé ", "ééé", "abé", " "}}
 	var rec func(p string)
 	rec = func(p string) {
 		if p != "" {
@@ -301,7 +302,7 @@ func testCountedRepetitionMasks(t *testing.T) {
 		}
 	}
 	rec("")
-	g := mustParse(t, `root ::= "x" [ab é]{0,20} "}" | "y" ([ab]{2}){0,7} "}" | "z" [ab]{0,4} "}"`)
+	g := mustParse(t, `root ::= "x" [ab é]{0,20} "}" | "y" ([ab]{2}){0,7} "}" | "z" [ab]{0,4} "}" | "w" [^}]{1,4} "}"`)
 	id := func(s string) int32 {
 		for i, p := range v.pieces {
 			if p == s {
@@ -317,6 +318,7 @@ func testCountedRepetitionMasks(t *testing.T) {
 		{"xéé", "\xc3", "\xa9é", "aaa", "aaa", "aaa", "aaa"},
 		{"x", "aaaaaa", "bbbbbb", "ababab", "a", "b", "}"},
 		{"z", "a", "bb", "a", "}"},
+		{"w", "éé", "a", "}"},
 	} {
 		m := mustMatcher(t, g, v)
 		ref := newRef(g)

@@ -46,7 +46,8 @@ type state struct {
 	canonYes  [2]uint64 // ASCII bytes known to lead to states with this canonical state
 	canonNo   [2]uint64
 	highCanon int8
-	hasTok    bool // some stack has a token element on top
+	highTo    int32 // 2 + highTarget (0 unknown)
+	hasTok    bool  // some stack has a token element on top
 	mask      int32
 	canon     int32 // 1 + the state with every bounded count at its largest (0 unknown)
 	kmin      int32 // the smallest count left in a bounded repetition, or -1
@@ -474,10 +475,54 @@ func (m *Matcher) loops(s int32, sum *summary) bool {
 // (remaining), so no count runs out: then all of them are allowed.
 func (m *Matcher) canonLoops(s int32, sum *summary, remaining int) bool {
 	c, k := m.canonical(s)
-	if c < 0 || k <= remaining {
+	if c >= 0 && k > remaining && m.loopsFrom(c, sum, true) {
+		return true
+	}
+	// inside the character that enters a repetition (the first item of
+	// a string): when every character >= 0x80 leads to one state and the
+	// subtree loops from there, the whole subtree is allowed too
+	if m.states[s].partial.remain == 0 || sum.invalid {
 		return false
 	}
-	return m.loopsFrom(c, sum, true)
+	y := m.highTarget(m.baseOf(s))
+	if y < 0 {
+		return false
+	}
+	cy, ky := m.canonical(y)
+	return cy >= 0 && ky > remaining && m.loopsFrom(cy, sum, true)
+}
+
+// highTarget returns the state every character >= 0x80 leads to from s,
+// or dead when they lead to different states or some to none.
+func (m *Matcher) highTarget(s int32) int32 {
+	if s < 0 {
+		return dead
+	}
+	if h := m.states[s].highTo; h != 0 {
+		return h - 2
+	}
+	any, ok := false, true
+	for _, n := range m.states[s].set {
+		if n == 0 {
+			continue
+		}
+		ci := m.g.classAt[m.nodes[n].pos]
+		if ci < 0 {
+			continue
+		}
+		switch c := &m.g.classes[ci]; {
+		case c.highAll:
+			any = true
+		case !c.highNone:
+			ok = false
+		}
+	}
+	r := dead
+	if ok && any {
+		r = m.step(s, 0x4E00)
+	}
+	m.states[s].highTo = r + 2
+	return r
 }
 
 func (m *Matcher) loopsFrom(s int32, sum *summary, canon bool) bool {
