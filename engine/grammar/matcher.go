@@ -73,6 +73,7 @@ type Matcher struct {
 	start     int32
 	cur       int32
 	limitErr  error
+	broken    error // the state could not be kept when the caches were dropped; until Reset
 	masks     [][]uint64
 	maskOwner []int32
 	maskNext  int
@@ -157,7 +158,8 @@ func (m *Matcher) reset() {
 
 // Reset returns to the start of the grammar.
 func (m *Matcher) Reset() {
-	if len(m.nodes) > maxNodes/2 || len(m.states) > maxStates/2 {
+	m.broken = nil
+	if m.start < 0 || len(m.nodes) > maxNodes/2 || len(m.states) > maxStates/2 {
 		m.reset()
 		return
 	}
@@ -568,6 +570,9 @@ func (m *Matcher) loopsFrom(s int32, sum *summary, canon bool) bool {
 // prepare drops the caches when they are too large or a limit was hit,
 // keeping the current state.
 func (m *Matcher) prepare() error {
+	if m.broken != nil {
+		return m.broken
+	}
 	if m.limitErr == nil && len(m.nodes) < maxNodes/2 && len(m.states) < maxStates/2 {
 		return nil
 	}
@@ -582,7 +587,8 @@ func (m *Matcher) prepare() error {
 	}
 	m.reset()
 	if m.start < 0 {
-		return m.limitErr
+		m.broken = fmt.Errorf("grammar: cannot restart the grammar: %w", m.limitErr)
+		return m.broken
 	}
 	set := make([]int32, 0, len(stacks))
 	for _, st := range stacks {
@@ -591,14 +597,19 @@ func (m *Matcher) prepare() error {
 			n = m.intern(st[i], n)
 		}
 		if n < 0 {
-			return m.limitErr
+			break
 		}
 		set = append(set, n)
 	}
-	m.cur = m.internState(set, cur.partial)
+	if len(set) == len(stacks) {
+		m.cur = m.internState(set, cur.partial)
+	} else {
+		m.cur = dead
+	}
 	if m.cur < 0 {
 		m.cur = m.start
-		return fmt.Errorf("grammar: cannot restore the parse state: %w", m.limitErr)
+		m.broken = fmt.Errorf("grammar: cannot restore the parse state: %w", m.limitErr)
+		return m.broken
 	}
 	return nil
 }
@@ -991,6 +1002,9 @@ func (m *Matcher) Accept(tok int32) error {
 // CanEnd reports whether the output so far is a complete sentence of the
 // grammar.
 func (m *Matcher) CanEnd() bool {
+	if m.broken != nil || m.cur < 0 {
+		return false
+	}
 	st := &m.states[m.cur]
 	return st.partial.remain == 0 && st.set[0] == 0
 }
@@ -998,6 +1012,9 @@ func (m *Matcher) CanEnd() bool {
 // Done reports whether the grammar is complete and no token can continue
 // it: generation must end.
 func (m *Matcher) Done() bool {
+	if m.broken != nil {
+		return true
+	}
 	if !m.CanEnd() {
 		return false
 	}
