@@ -301,3 +301,41 @@ func TestCacheDropKeepsState(t *testing.T) {
 		t.Fatal("both should be done")
 	}
 }
+
+// Matchers made concurrently share the grammar and the vocabulary's trie;
+// run with -race this checks that sharing them is safe.
+func TestConcurrentMatchers(t *testing.T) {
+	g := JSON()
+	v := byteVocab("{\"", "\": ", "é", "12", "[", "]}")
+	done := make(chan string, 4)
+	for w := range 4 {
+		go func() {
+			m, err := NewMatcher(g, v)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			logits := make([]float32, v.VocabSize())
+			for range 200 {
+				if m.Done() {
+					m.Reset()
+				}
+				tok := sampleFast(m, logits, rng, 1)
+				if tok < 0 || m.Accept(tok) != nil {
+					done <- "sampling failed"
+					return
+				}
+				if v.IsEOG(tok) {
+					m.Reset()
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 4 {
+		if msg := <-done; msg != "" {
+			t.Fatal(msg)
+		}
+	}
+}
