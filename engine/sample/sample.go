@@ -299,8 +299,9 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	}
 	s.dry.apply(&s.p, w)
 	s.lastN = n
-	// Greedy without a stage that can drop the best token: the argmax.
-	if s.p.Temperature == 0 && !s.typicalOn() && !s.xtcOn() {
+	// Greedy without a stage that can drop the best token (mirostat
+	// replaces typical-p and XTC): the argmax.
+	if s.p.Temperature == 0 && (s.p.Mirostat != 0 || !s.typicalOn() && !s.xtcOn()) {
 		return argmax(w)
 	}
 	// Candidates: every token not banned (-Inf).
