@@ -84,6 +84,17 @@ type samplerParams struct {
 	FrequencyPenalty float32
 	PenaltyLastN     int
 	Seed             uint64
+
+	TypicalP                     float32
+	XTCProbability, XTCThreshold float32
+	Mirostat                     int
+	MirostatTau, MirostatEta     float32
+	MirostatM                    int
+	DRYMultiplier, DRYBase       float32
+	DRYAllowedLength             int
+	DRYPenaltyLastN              int
+	DRYBreakers                  []string
+	LogitBias                    map[int32]float32
 }
 
 // generateParams is a generation's options after validation.
@@ -91,6 +102,16 @@ type generateParams struct {
 	MaxTokens  int // 0: no limit
 	Stop       []string
 	DecodeLast bool
+	// OnLogprobs, if not nil, gets each generated token's log-probability
+	// and TopLogprobs alternatives (top valid during the call only).
+	OnLogprobs  func(tok int32, logprob float32, top []tokenLogprob)
+	TopLogprobs int
+}
+
+// tokenLogprob is moonlm_top_logprob.
+type tokenLogprob struct {
+	Token   int32
+	Logprob float32
 }
 
 // finishReason is numbered as moonlm_finish_reason.
@@ -149,4 +170,8 @@ type backendSampler interface {
 	Sample(logits []float32) int32
 	Accept(tok int32)
 	Reset()
+	// SetModel gives the sampler a model's vocabulary (DRY's breakers);
+	// NeedsModel reports whether moonlm_sample needs that first.
+	SetModel(m backendModel) error
+	NeedsModel() bool
 }
