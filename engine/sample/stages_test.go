@@ -605,3 +605,55 @@ func TestReproducibleAllStages(t *testing.T) {
 		assert.Equal(t, first, run(a), "Reset replays")
 	}
 }
+
+// FuzzSampleStages: typical-p, XTC, DRY and mirostat on arbitrary logits
+// (NaN, infinities, extremes) return a token inside the vocabulary, never
+// the banned one while another is possible, with a finite log-probability
+// then, and no panic.
+func FuzzSampleStages(f *testing.F) {
+	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64}, uint8(50), uint8(90), uint8(40), uint8(3), uint8(0), uint64(1))
+	f.Add([]byte{0, 0, 192, 127, 0, 0, 128, 127, 0, 0, 128, 255, 255, 255, 127, 127}, uint8(1), uint8(10), uint8(5), uint8(9), uint8(1), uint64(7))
+	f.Add([]byte{255, 255, 127, 255, 255, 255, 127, 127, 0, 0, 0, 0}, uint8(255), uint8(0), uint8(100), uint8(2), uint8(2), uint64(3))
+	f.Fuzz(func(t *testing.T, raw []byte, temp, typ, xtcP, dry, miro uint8, seed uint64) {
+		n := len(raw) / 4
+		if n == 0 || n > 4096 {
+			return
+		}
+		logits := make([]float32, n)
+		for i := range logits {
+			logits[i] = math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
+		}
+		p := Params{
+			Temperature: float32(temp) / 50, TypicalP: float32(typ%101) / 100,
+			XTCProbability: float32(xtcP%101) / 100, XTCThreshold: float32(xtcP%51) / 100,
+			DRYMultiplier: float32(dry) / 10, DRYBase: 1 + float32(dry)/20, DRYAllowedLength: int(dry % 4), DRYPenaltyLastN: int(dry%9) - 1,
+			Mirostat: int(miro % 3), MirostatTau: float32(miro) / 20, MirostatEta: float32(miro%7) / 10, MirostatM: int(miro % 5),
+			Seed:      seed,
+			LogitBias: map[int32]float32{0: float32(math.Inf(-1))},
+		}
+		s, err := New(p)
+		if err != nil {
+			t.Fatalf("valid params rejected: %v", err)
+		}
+		s.SetDRYBreakerTokens([][]int32{{1}, {2, 0}})
+		possible := false
+		for _, l := range logits[1:] {
+			if !math.IsNaN(float64(l)) && !math.IsInf(float64(l), -1) {
+				possible = true
+			}
+		}
+		for i := 0; i < 6; i++ {
+			tok := s.Sample(logits)
+			if tok < 0 || int(tok) >= n {
+				t.Fatalf("token %d outside vocabulary of %d", tok, n)
+			}
+			if tok == 0 && possible {
+				t.Fatalf("banned token drawn with %v", logits)
+			}
+			if lp, _ := s.Logprobs(tok, make([]TokenLogprob, 3)); possible && (lp != lp || lp > 0 || math.IsInf(float64(lp), 0)) {
+				t.Fatalf("log-probability %v of drawn token %d", lp, tok)
+			}
+			s.Accept(tok % 3)
+		}
+	})
+}
