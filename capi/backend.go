@@ -106,6 +106,9 @@ type generateParams struct {
 	// and TopLogprobs alternatives (top valid during the call only).
 	OnLogprobs  func(tok int32, logprob float32, top []tokenLogprob)
 	TopLogprobs int
+	// Grammar, if not nil, constrains the tokens; Generate starts it from
+	// its beginning.
+	Grammar backendGrammar
 }
 
 // tokenLogprob is moonlm_top_logprob.
@@ -164,6 +167,12 @@ type backendSession interface {
 	NCtx() int
 	Cancel()
 	Close()
+}
+
+// backendGrammar is a grammar bound to a model's vocabulary, with the
+// state of the generation that follows it.
+type backendGrammar interface {
+	Reset()
 }
 
 type backendSampler interface {

@@ -46,8 +46,12 @@ func (s engineSampler) SetModel(m backendModel) error {
 
 func (s engineSampler) NeedsModel() bool { return s.NeedsVocab() }
 
-// extendGenerateParams passes the log-probability request on.
+// extendGenerateParams passes the grammar and the log-probability request
+// on.
 func extendGenerateParams(gp *engine.GenerateParams, p generateParams) {
+	if p.Grammar != nil {
+		gp.Constraint = grammarConstraint(p.Grammar)
+	}
 	if p.OnLogprobs == nil {
 		return
 	}

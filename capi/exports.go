@@ -850,6 +850,11 @@ func moonlmgo_generate_ex(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, p 
 	if st != stOK {
 		return st
 	}
+	gr, st := lockRequestGrammar(fn, p, &req, o)
+	if st != stOK {
+		return st
+	}
+	defer gr.unlock()
 	res, st := o.generate(fn, smp, prompt, n, req)
 	r.finish_reason = C.int32_t(res.Finish)
 	r.last_token = C.int32_t(res.LastToken)

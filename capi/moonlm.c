@@ -549,6 +549,33 @@ moonlm_status moonlm_sampler_free(moonlm_sampler *sampler) {
     return (moonlm_status)moonlmgo_sampler_free((uintptr_t)sampler);
 }
 
+moonlm_status moonlm_grammar_new(const moonlm_model *model, const char *gbnf, size_t len, moonlm_grammar **out) {
+    MOONLM__ENTER("moonlm_grammar_new");
+    if (out == NULL) {
+        moonlm__errorf("moonlm_grammar_new: out is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    if (gbnf == NULL && len > 0) {
+        moonlm__errorf("moonlm_grammar_new: gbnf is NULL but len is %zu", len);
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    uintptr_t h = 0;
+    moonlm_status st = (moonlm_status)moonlmgo_grammar_new((uintptr_t)model, (char *)gbnf, len, &h);
+    if (st == MOONLM_OK) {
+        *out = (moonlm_grammar *)h;
+    }
+    return st;
+}
+
+moonlm_status moonlm_grammar_free(moonlm_grammar *grammar) {
+    MOONLM__ENTER("moonlm_grammar_free");
+    if (grammar == NULL) {
+        return MOONLM_OK;
+    }
+    return (moonlm_status)moonlmgo_grammar_free((uintptr_t)grammar);
+}
+
 moonlm_status moonlm_sampler_set_model(moonlm_sampler *sampler, const moonlm_model *model) {
     MOONLM__ENTER("moonlm_sampler_set_model");
     return (moonlm_status)moonlmgo_sampler_set_model((uintptr_t)sampler, (uintptr_t)model);

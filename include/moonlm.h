@@ -675,6 +675,42 @@ MOONLM_API moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *log
                                        int32_t *token);
 
 /* ------------------------------------------------------------------------ */
+/* Grammars                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A grammar bound to a model's vocabulary. Passed in
+ * moonlm_generate_params.grammar, it constrains generation: every token
+ * keeps the text a valid prefix of the grammar, an end-of-generation token
+ * is possible only where the text is complete, and generation ends
+ * (MOONLM_FINISH_EOG) once nothing can follow. A grammar follows one
+ * generation at a time (another call using it meanwhile gets MOONLM_BUSY)
+ * and starts from its beginning at every call (the prompt is not matched).
+ *
+ * A compatible addition: look these up with dlsym() to run with older
+ * libraries.
+ */
+typedef struct moonlm_grammar moonlm_grammar;
+
+/* At most this many bytes of grammar text. */
+#define MOONLM_MAX_GRAMMAR_BYTES (1u << 24)
+
+/*
+ * Parses len bytes of GBNF (llama.cpp's grammar format; generation starts
+ * at the rule "root"; gbnf need not be NUL-terminated) and prepares it for
+ * model's vocabulary. Text that does not parse is MOONLM_INVALID_ARGUMENT
+ * with the place in moonlm_last_error() as "line:col" (1-based, the column
+ * in characters), as is a token reference (<[id]>, <name>) the vocabulary
+ * lacks. The grammar holds a reference to the model: freeing the model
+ * handle first is safe. Use it only with sessions of this model.
+ */
+MOONLM_API moonlm_status moonlm_grammar_new(const moonlm_model *model, const char *gbnf, size_t len,
+                                            moonlm_grammar **out);
+
+/* Releases the grammar; NULL is a no-op, a freed handle INVALID_ARGUMENT. */
+MOONLM_API moonlm_status moonlm_grammar_free(moonlm_grammar *grammar);
+
+/* ------------------------------------------------------------------------ */
 /* Convenience: a whole generation loop                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -721,7 +757,7 @@ typedef enum moonlm_finish_reason {
     MOONLM_FINISH_NONE = 0,     /* not finished: the call failed (see its status) */
     MOONLM_FINISH_STOP = 1,     /* a stop string appeared */
     MOONLM_FINISH_LENGTH = 2,   /* max_tokens tokens were generated */
-    MOONLM_FINISH_EOG = 3,      /* the model produced an end-of-generation token */
+    MOONLM_FINISH_EOG = 3,      /* the model produced an end-of-generation token, or the grammar is complete */
     MOONLM_FINISH_CONTEXT = 4,  /* the context is full */
     MOONLM_FINISH_CANCELLED = 5 /* the callback returned nonzero, or moonlm_session_cancel() */
 } moonlm_finish_reason;
@@ -795,6 +831,9 @@ typedef struct moonlm_generate_params {
     moonlm_token_logprob *logprobs;
     size_t logprobs_cap;
     int32_t top_logprobs;
+    /* A grammar of the session's model constraining the generated text
+       (see moonlm_grammar_new); default NULL: none. */
+    moonlm_grammar *grammar;
 } moonlm_generate_params;
 
 /*

@@ -133,6 +133,7 @@ type GenerateParams struct {
 	Logprobs    *TokenLogprob
 	LogprobsCap uintptr
 	TopLogprobs int32
+	Grammar     uintptr // moonlm_grammar *
 }
 
 // generateParamsV1Size is sizeof(moonlm_generate_params) before the
