@@ -287,3 +287,25 @@ func TestGenerateConstraintLogprobsNoAllocsPerToken(t *testing.T) {
 	assert.Equal(t, short, long, "allocations per call with 10 and 60 tokens")
 	assert.Positive(t, lps)
 }
+
+// Generate gives a sampler the model's vocabulary, so DRY's breakers work
+// without the caller's help, and a DRY penalty steers greedy decoding off
+// a repeat.
+func TestGenerateBindsVocabForDRY(t *testing.T) {
+	m := openStories(t, 1)
+	smp, err := sample.New(sample.Params{DRYMultiplier: 100, DRYBase: 1.75, DRYAllowedLength: 1, DRYPenaltyLastN: -1,
+		DRYSequenceBreakers: []string{"\n", " upon"}})
+	require.NoError(t, err)
+	require.True(t, smp.NeedsVocab())
+	s := newStoriesSession(t, m, 256)
+	plain := newStoriesSession(t, m, 256)
+	prompt := []int32{1}
+	res, err := s.Generate(prompt, GenerateParams{MaxTokens: 60, TokenSampler: smp}, nil)
+	require.NoError(t, err)
+	assert.False(t, smp.NeedsVocab(), "Generate resolved the breakers")
+	ref, err := plain.Generate(prompt, GenerateParams{MaxTokens: 60}, nil)
+	require.NoError(t, err)
+	// Greedy decoding of this model repeats phrases within 60 tokens; a
+	// heavy DRY penalty changes the text.
+	assert.NotEqual(t, ref.Generated, res.Generated)
+}
