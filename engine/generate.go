@@ -219,6 +219,7 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 	g := &s.gen
 	cons := p.Constraint
 	lps, _ := smp.(LogprobSource)
+	pp, _ := smp.(interface{ Possible(tok int32) bool })
 	for {
 		if s.cancelled() {
 			return FinishCancelled, fmt.Errorf("engine: generate: %w", ErrCancelled)
@@ -234,7 +235,7 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 		if tok < 0 || int(tok) >= s.m.output.Rows {
 			return FinishNone, fmt.Errorf("engine: generate: %w: sampler returned token %d", ErrInternal, tok)
 		}
-		if cons != nil && math.IsInf(float64(logits[tok]), -1) {
+		if cons != nil && (math.IsInf(float64(logits[tok]), -1) || pp != nil && !pp.Possible(tok)) {
 			return FinishNone, fmt.Errorf("engine: generate: %w: the constraint (with the logit bias) allows no token here", ErrInvalidArgument)
 		}
 		if s.m.tok.IsEOG(tok) {

@@ -129,6 +129,13 @@ func TestGenerateConstraintDeadEnd(t *testing.T) {
 	}, nil)
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 	assert.ErrorContains(t, err, "allows no token")
+	// Also when the fallback token (0) is one the constraint allows.
+	s2 := newStoriesSession(t, m, 128)
+	_, err = s2.Generate([]int32{1}, GenerateParams{
+		Sampler:    sample.Params{LogitBias: map[int32]float32{0: float32(math.Inf(-1)), tok: float32(math.Inf(-1))}},
+		Constraint: &setConstraint{set: []int32{0, tok}, minLen: 5},
+	}, nil)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
 }
 
 // recorder keeps a copy of the logits each Sample saw; with inner set it

@@ -90,3 +90,10 @@ func (s *Sampler) Logprobs(tok int32, top []TokenLogprob) (float32, int) {
 	}
 	return LogSoftmaxTop(s.work[:s.lastN], tok, top)
 }
+
+// Possible reports whether tok had a finite logit in the last Sample call
+// after the logit bias, penalties and DRY: false for a banned token, which
+// Sample returns only when every token is banned.
+func (s *Sampler) Possible(tok int32) bool {
+	return tok >= 0 && int(tok) < s.lastN && !math.IsInf(float64(s.work[tok]), -1)
+}
