@@ -119,3 +119,23 @@ func generate(t testing.TB, m *Matcher, v Vocab, rng *rand.Rand, temp float64, m
 	}
 	return string(out), false
 }
+
+// sampleFast draws from softmax(z/temp) over the allowed tokens with
+// z ~ N(0,1) drawn only for those, by the Gumbel-max trick; zero is a
+// scratch slice as long as the vocabulary. It returns -1 when every token
+// is masked.
+func sampleFast(m *Matcher, zero []float32, rng *rand.Rand, temp float64) int32 {
+	clear(zero)
+	m.Mask(zero)
+	best, bestV := int32(-1), math.Inf(-1)
+	for i, l := range zero {
+		if l != 0 {
+			continue
+		}
+		g := -math.Log(-math.Log(rng.Float64() + 1e-300))
+		if v := rng.NormFloat64()/temp + g; v > bestV {
+			best, bestV = int32(i), v
+		}
+	}
+	return best
+}

@@ -1,6 +1,5 @@
 package grammar
 
-
 // refParser is a slow, direct recognizer over the compiled rules, written
 // without the matcher's interning, caches and trie, to check it: stacks are
 // plain slices of element positions, characters are matched by scanning the

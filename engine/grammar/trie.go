@@ -206,9 +206,9 @@ type utf8State struct {
 
 // push adds a byte. It returns the new state; complete is true when the
 // byte finishes a character, which is then the state's val; ok is false
-// for a byte that cannot continue. NUL, stray
-// continuation bytes, overlong two-byte leads (C0, C1) and leads above F4
-// are invalid.
+// for a byte that cannot continue. The decoding is strict UTF-8: NUL,
+// stray continuation bytes, overlong forms, surrogates and code points
+// above U+10FFFF are invalid, so every accepted output is valid UTF-8.
 func (d utf8State) push(c byte) (next utf8State, complete, ok bool) {
 	if d.remain == 0 {
 		switch {
@@ -230,8 +230,16 @@ func (d utf8State) push(c byte) (next utf8State, complete, ok bool) {
 	if c&0xC0 != 0x80 {
 		return d, false, false
 	}
+	first3 := d.remain == 2 && d.val <= 0x0F // after a three-byte lead
+	first4 := d.remain == 3                  // after a four-byte lead
 	d.val = d.val<<6 | uint32(c&0x3F)
 	d.remain--
+	switch {
+	case first3 && (d.val < 0x20 || d.val >= 0x360 && d.val <= 0x37F):
+		return d, false, false // overlong, or a surrogate
+	case first4 && (d.val < 0x10 || d.val > 0x10F):
+		return d, false, false // overlong, or above U+10FFFF
+	}
 	return d, d.remain == 0, true
 }
 
