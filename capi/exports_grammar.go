@@ -37,6 +37,20 @@ func moonlmgo_grammar_new(mh C.uintptr_t, text *C.char, n C.size_t, out *C.uintp
 	const fn = "moonlm_grammar_new"
 	defer guard(fn, &st)
 	enter(fn)
+	return grammarNew(fn, "grammar", mh, text, n, out, newGrammar)
+}
+
+//export moonlmgo_grammar_from_json_schema
+func moonlmgo_grammar_from_json_schema(mh C.uintptr_t, text *C.char, n C.size_t, out *C.uintptr_t) (st C.int) {
+	const fn = "moonlm_grammar_from_json_schema"
+	defer guard(fn, &st)
+	enter(fn)
+	return grammarNew(fn, "schema", mh, text, n, out, newSchemaGrammar)
+}
+
+// grammarNew makes a grammar handle from n bytes of text with compile.
+func grammarNew(fn, what string, mh C.uintptr_t, text *C.char, n C.size_t, out *C.uintptr_t,
+	compile func(backendModel, string) (backendGrammar, error)) C.int {
 	m, st := getModel(fn, mh)
 	if m == nil {
 		return st
@@ -48,13 +62,13 @@ func moonlmgo_grammar_new(mh C.uintptr_t, text *C.char, n C.size_t, out *C.uintp
 		}
 	}()
 	if uint64(n) > C.MOONLM_MAX_GRAMMAR_BYTES {
-		return fail(stInvalid, fn, "the grammar is %d bytes; at most %d", uint64(n), C.MOONLM_MAX_GRAMMAR_BYTES)
+		return fail(stInvalid, fn, "the %s is %d bytes; at most %d", what, uint64(n), C.MOONLM_MAX_GRAMMAR_BYTES)
 	}
 	src := ""
 	if n > 0 {
 		src = C.GoStringN(text, C.int(n))
 	}
-	g, err := newGrammar(m.m, src)
+	g, err := compile(m.m, src)
 	if err != nil {
 		return failErr(fn, err)
 	}

@@ -568,6 +568,27 @@ moonlm_status moonlm_grammar_new(const moonlm_model *model, const char *gbnf, si
     return st;
 }
 
+moonlm_status moonlm_grammar_from_json_schema(const moonlm_model *model, const char *schema, size_t len,
+                                              moonlm_grammar **out) {
+    MOONLM__ENTER("moonlm_grammar_from_json_schema");
+    if (out == NULL) {
+        moonlm__errorf("moonlm_grammar_from_json_schema: out is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    if (schema == NULL && len > 0) {
+        moonlm__errorf("moonlm_grammar_from_json_schema: schema is NULL but len is %zu", len);
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    uintptr_t h = 0;
+    moonlm_status st =
+        (moonlm_status)moonlmgo_grammar_from_json_schema((uintptr_t)model, (char *)schema, len, &h);
+    if (st == MOONLM_OK) {
+        *out = (moonlm_grammar *)h;
+    }
+    return st;
+}
+
 moonlm_status moonlm_grammar_free(moonlm_grammar *grammar) {
     MOONLM__ENTER("moonlm_grammar_free");
     if (grammar == NULL) {

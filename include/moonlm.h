@@ -707,6 +707,19 @@ typedef struct moonlm_grammar moonlm_grammar;
 MOONLM_API moonlm_status moonlm_grammar_new(const moonlm_model *model, const char *gbnf, size_t len,
                                             moonlm_grammar **out);
 
+/*
+ * A grammar for the JSON values that validate against a JSON schema (len
+ * bytes of JSON text), as llama.cpp's json-schema-to-grammar converts it:
+ * types, enum, const, required and optional properties, nested objects and
+ * arrays with minItems/maxItems, string patterns and the formats it
+ * supports, $ref/$defs, anyOf/oneOf/allOf, additionalProperties. Text that
+ * is not JSON, or a schema feature the converter does not support, is
+ * MOONLM_INVALID_ARGUMENT with the reason in moonlm_last_error() (never
+ * silently ignored). Otherwise as moonlm_grammar_new.
+ */
+MOONLM_API moonlm_status moonlm_grammar_from_json_schema(const moonlm_model *model, const char *schema,
+                                                         size_t len, moonlm_grammar **out);
+
 /* Releases the grammar; NULL is a no-op, a freed handle INVALID_ARGUMENT. */
 MOONLM_API moonlm_status moonlm_grammar_free(moonlm_grammar *grammar);
 
