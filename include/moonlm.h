@@ -879,7 +879,8 @@ typedef struct moonlm_generate_result {
  * decodes it, until a finish reason:
  *
  *  - EOG: an end-of-generation token (neither counted, nor passed to the
- *    callback, nor decoded);
+ *    callback, nor decoded), or params->grammar is complete and nothing can
+ *    follow;
  *  - STOP: the text contains a stop string; the text before it is passed on,
  *    the stop string and anything after it never are;
  *  - LENGTH: max_tokens tokens were generated;
