@@ -56,9 +56,12 @@ func samplerParamsExt(fn string, p *C.moonlm_sampler_params, sp *samplerParams) 
 		return fail(stInvalid, fn, "moonlm_sampler_params.dry_penalty_last_n is %d; want -1 (all tokens) to %d", sp.DRYPenaltyLastN, maxPenaltyLastN)
 	}
 	// DRY sequence breakers: NULL means the defaults.
-	if p.dry_sequence_breakers == nil {
+	switch {
+	case p.dry_sequence_breakers == nil && p.n_dry_sequence_breakers != 0:
+		return fail(stInvalid, fn, "moonlm_sampler_params.dry_sequence_breakers is NULL but n_dry_sequence_breakers is %d", uint64(p.n_dry_sequence_breakers))
+	case p.dry_sequence_breakers == nil:
 		sp.DRYBreakers = []string{"\n", ":", "\"", "*"}
-	} else {
+	default:
 		n := uint64(p.n_dry_sequence_breakers)
 		if n > maxDRYBreakers {
 			return fail(stInvalid, fn, "moonlm_sampler_params.n_dry_sequence_breakers is %d; at most %d", n, maxDRYBreakers)

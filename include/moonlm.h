@@ -607,7 +607,8 @@ typedef struct moonlm_sampler_params {
     /*
      * DRY sequence breakers: text that stops a repeat (NUL-terminated, cut
      * to 40 bytes). NULL (the default) means llama.cpp's "\n", ":", "\"", "*";
-     * non-NULL with n_dry_sequence_breakers 0 means none. Read during
+     * non-NULL with n_dry_sequence_breakers 0 means none (NULL with a
+     * nonzero count is MOONLM_INVALID_ARGUMENT). Read during
      * moonlm_sampler_new only. Breakers are matched against a model's
      * vocabulary: moonlm_generate and moonlm_generate_ex use the session's
      * model; moonlm_sample needs moonlm_sampler_set_model first when DRY is

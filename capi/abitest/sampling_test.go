@@ -256,6 +256,10 @@ func TestSamplerNewParamsValidated(t *testing.T) {
 	_, st, _ = newSamplerP(t, l, &p)
 	assert.Equal(t, InvalidArg, st)
 	runtime.KeepAlive(empty)
+	p.DRYSequenceBreakers = nil
+	_, st, msg = newSamplerP(t, l, &p)
+	assert.Equal(t, InvalidArg, st)
+	assert.Contains(t, msg, "dry_sequence_breakers is NULL but n_dry_sequence_breakers is 1")
 }
 
 // XTC, typical-p and mirostat are reachable from C and reproducible.
