@@ -236,7 +236,10 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			return FinishNone, fmt.Errorf("engine: generate: %w: sampler returned token %d", ErrInternal, tok)
 		}
 		if cons != nil && (math.IsInf(float64(logits[tok]), -1) || pp != nil && !pp.Possible(tok)) {
-			return FinishNone, fmt.Errorf("engine: generate: %w: the constraint (with the logit bias) allows no token here", ErrInvalidArgument)
+			// Accept says why, when the constraint knows (a grammar that
+			// hit a limit masks every token).
+			why := cons.Accept(tok)
+			return FinishNone, fmt.Errorf("engine: generate: %w: the constraint (with the logit bias) allows no token here (%v)", ErrInvalidArgument, why)
 		}
 		if s.m.tok.IsEOG(tok) {
 			return s.finishText(FinishEOG, onPiece), nil
