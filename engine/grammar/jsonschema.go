@@ -244,15 +244,29 @@ func (c *schemaConverter) visitObject(s *object, name, path string) (string, err
 		if has("oneOf") {
 			kw = "oneOf"
 		}
-		if err := only(kw); err != nil {
-			return "", err
+		if has("anyOf") && has("oneOf") {
+			return "", fmt.Errorf("%s: anyOf together with oneOf is not supported", path)
 		}
 		alts, ok := s.vals[kw].([]any)
 		if !ok || len(alts) == 0 {
 			return "", fmt.Errorf("%s/%s: must be a non-empty array", path, kw)
 		}
+		// keywords beside the alternatives apply to each of them
+		var siblings *object
+		if only(kw) != nil {
+			siblings = &object{vals: map[string]any{}}
+			for _, k := range constraints {
+				if k != kw {
+					siblings.keys = append(siblings.keys, k)
+					siblings.vals[k] = s.vals[k]
+				}
+			}
+		}
 		var parts []string
 		for i, a := range alts {
+			if siblings != nil {
+				a = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{siblings, a}}}
+			}
 			r, err := c.visit(a, fmt.Sprintf("%s-%d", name, i), fmt.Sprintf("%s/%s/%d", path, kw, i))
 			if err != nil {
 				return "", err
@@ -426,19 +440,33 @@ func (c *schemaConverter) ref(v any, name, path string) (string, error) {
 // mergeAllOf folds allOf's schemas (references resolved) into one: their
 // properties and required lists join; any other keyword must agree.
 func (c *schemaConverter) mergeAllOf(s *object, path string) (*object, error) {
-	list, ok := s.vals["allOf"].([]any)
-	if !ok || len(list) == 0 {
-		return nil, fmt.Errorf("%s/allOf: must be a non-empty array", path)
-	}
 	out := &object{vals: map[string]any{}}
 	props := &object{vals: map[string]any{}}
 	var required []any
-	add := func(o *object, at string) error {
+	var add func(o *object, at string, depth int) error
+	add = func(o *object, at string, depth int) error {
+		if depth > maxSchemaDepth {
+			return fmt.Errorf("%s: allOf nested too deeply", at)
+		}
 		for _, k := range o.keys {
 			v := o.vals[k]
 			switch k {
 			case "allOf":
-				return fmt.Errorf("%s: nested allOf is not supported", at)
+				list, ok := v.([]any)
+				if !ok || len(list) == 0 {
+					return fmt.Errorf("%s/allOf: must be a non-empty array", at)
+				}
+				for i, e := range list {
+					sub := fmt.Sprintf("%s/allOf/%d", at, i)
+					so, err := c.resolveShallow(e, sub)
+					if err != nil {
+						return err
+					}
+					if err := add(so, sub, depth+1); err != nil {
+						return err
+					}
+				}
+				continue
 			case "properties":
 				po, ok := v.(*object)
 				if !ok {
@@ -463,6 +491,33 @@ func (c *schemaConverter) mergeAllOf(s *object, path string) (*object, error) {
 			if annotationKeywords[k] {
 				continue
 			}
+			if old, ok := out.vals[k]; ok && k == "enum" {
+				// both enums hold: keep the common values
+				ol, ok1 := old.([]any)
+				nl, ok2 := v.([]any)
+				if !ok1 || !ok2 {
+					return fmt.Errorf("%s/enum: must be an array", at)
+				}
+				keep := map[string]bool{}
+				for _, x := range nl {
+					var b strings.Builder
+					encodeCompact(&b, x)
+					keep[b.String()] = true
+				}
+				var common []any
+				for _, x := range ol {
+					var b strings.Builder
+					encodeCompact(&b, x)
+					if keep[b.String()] {
+						common = append(common, x)
+					}
+				}
+				if len(common) == 0 {
+					return fmt.Errorf("%s: the enums of allOf have no value in common", at)
+				}
+				out.vals[k] = common
+				continue
+			}
 			if old, ok := out.vals[k]; ok {
 				var a, b strings.Builder
 				encodeCompact(&a, old)
@@ -477,25 +532,8 @@ func (c *schemaConverter) mergeAllOf(s *object, path string) (*object, error) {
 		}
 		return nil
 	}
-	rest := &object{vals: map[string]any{}}
-	for _, k := range s.keys {
-		if k != "allOf" {
-			rest.keys = append(rest.keys, k)
-			rest.vals[k] = s.vals[k]
-		}
-	}
-	if err := add(rest, path); err != nil {
+	if err := add(s, path, 0); err != nil {
 		return nil, err
-	}
-	for i, e := range list {
-		at := fmt.Sprintf("%s/allOf/%d", path, i)
-		o, err := c.resolveShallow(e, at)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(o, at); err != nil {
-			return nil, err
-		}
 	}
 	if len(props.keys) > 0 {
 		out.keys = append(out.keys, "properties")
@@ -644,6 +682,10 @@ func (c *schemaConverter) array(s *object, name, path string) (string, error) {
 	}
 	items, hasItems := s.vals["items"]
 	prefix, hasPrefix := s.vals["prefixItems"]
+	if _, isList := prefix.([]any); hasPrefix && !isList && !hasItems {
+		// a schema instead of a list: the item schema, as llama.cpp reads it
+		items, hasItems, hasPrefix = prefix, true, false
+	}
 	if tuple, ok := items.([]any); ok { // the older tuple form of items
 		if hasPrefix {
 			return "", fmt.Errorf("%s: items as a list together with prefixItems", path)

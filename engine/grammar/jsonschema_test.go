@@ -28,55 +28,64 @@ func mustSchema(t testing.TB, schema string) *Grammar {
 	return g
 }
 
+// schemaCases are schemas with outputs they must accept and reject.
+var schemaCases = []struct {
+	schema    string
+	good, bad []string
+}{
+	{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"},"c":{"type":"boolean"}},"required":["b"]}`,
+		[]string{`{"b":"x"}`, `{"a":1,"b":"x"}`, `{ "a": -5, "b": "", "c": true }`, `{"b":"x","c":false}`},
+		[]string{`{}`, `{"a":1}`, `{"b":"x","a":1}`, `{"b":"x","d":1}`, `{"a":1.5,"b":"x"}`, `{"b":"x",}`}},
+	{`{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"null"}}}`,
+		[]string{`{}`, `{"x":1.5e3}`, `{"y":null}`, `{"x":0,"y":null}`},
+		[]string{`{"y":null,"x":1}`, `{"x":01}`, `{,}`}},
+	{`{"type":"object","properties":{"k":{"type":"string"}},"additionalProperties":{"type":"integer"}}`,
+		[]string{`{"k":"v","n":1}`, `{"z":2,"kk":3}`, `{"k":"v"}`, `{"ka":1}`},
+		[]string{`{"k":1}`, `{"k":"v","n":"s"}`, `{"n":1,"k":"v"}`}},
+	{`{"type":"object"}`, []string{`{}`, `{"any":[1,{"x":null}]}`}, []string{`[]`}},
+	{`{"type":"object","properties":{},"additionalProperties":false}`, []string{`{}`}, []string{`{"a":1}`}},
+	{`{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":3}`,
+		[]string{`[1,2]`, `[1, 2, 3]`}, []string{`[]`, `[1]`, `[1,2,3,4]`, `[1,"a"]`}},
+	{`{"type":"array","items":{"type":"string"},"maxItems":0}`, []string{`[]`}, []string{`[""]`}},
+	{`{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}]}`,
+		[]string{`["a",1]`}, []string{`["a"]`, `["a",1,2]`, `[1,"a"]`}},
+	{`{"type":"array","prefixItems":[{"const":1}],"items":{"type":"boolean"},"maxItems":3}`,
+		[]string{`[1]`, `[1,true]`, `[1,true,false]`}, []string{`[true]`, `[1,true,true,true]`}},
+	{`{"type":"string","minLength":2,"maxLength":3}`, []string{`"ab"`, `"abc"`, `"é\n"`}, []string{`"a"`, `"abcd"`}},
+	{`{"type":"string","format":"date"}`, []string{`"2024-02-29"`}, []string{`"2024-13-01"`, `"24-01-01"`}},
+	{`{"type":"string","format":"time"}`, []string{`"23:59:59Z"`, `"01:02:03.123+05:30"`}, []string{`"24:00:00Z"`, `"12:00:00"`}},
+	{`{"type":"string","format":"date-time"}`, []string{`"2024-01-02T03:04:05Z"`}, []string{`"2024-01-02 03:04:05Z"`}},
+	{`{"type":"string","format":"uuid"}`, []string{`"123e4567-e89b-12d3-a456-426614174000"`}, []string{`"123e4567e89b12d3a456426614174000"`}},
+	{`{"type":"string","pattern":"^[A-Z]{2}-\\d{3}(\\.x)?$"}`, []string{`"AB-123"`, `"XY-000.x"`}, []string{`"AB-12"`, `"ab-123"`, `"AB-123.y"`}},
+	{`{"type":"string","pattern":"a\"b\\\\c"}`, []string{`"a\"b\\c"`, `"xxa\"b\\cyy"`}, []string{`"a"b\c"`, `"abc"`}},
+	{`{"type":"string","pattern":"^(?:cat|dog)s?[^\\s]*$"}`, []string{`"cats"`, `"dog!x"`}, []string{`"cow"`, `"cat x"`}},
+	{`{"enum":["red","green",1,null,{"a":[true]}]}`, []string{`"red"`, `1`, `null`, `{"a":[true]}`}, []string{`"blue"`, `2`, `{"a": [true]}`}},
+	{`{"const":"a<b&c"}`, []string{`"a<b&c"`}, []string{`"a\u003cb&c"`}},
+	{`{"type":["string","null"],"maxLength":1}`, []string{`"a"`, `null`}, []string{`"ab"`, `1`}},
+	{`{"anyOf":[{"type":"integer"},{"type":"array","items":{"$ref":"#/$defs/leaf"}}],"$defs":{"leaf":{"enum":["x","y"]}}}`,
+		[]string{`3`, `["x","y"]`, `[]`}, []string{`["z"]`, `"x"`}},
+	{`{"oneOf":[{"type":"boolean"},{"type":"null"}]}`, []string{`true`, `null`}, []string{`1`}},
+	{`{"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"}}}]}`,
+		[]string{`{"a":1}`, `{"a":1,"b":"x"}`}, []string{`{"b":"x"}`}},
+	{`{"$ref":"#/definitions/node","definitions":{"node":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/definitions/node"},{"type":"null"}]}},"required":["v","next"]}}}`,
+		[]string{`{"v":1,"next":null}`, `{"v":1,"next":{"v":2,"next":null}}`}, []string{`{"v":1}`, `{"v":1,"next":{"v":2}}`}},
+	{`{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}},"required":["kids"]}`,
+		[]string{`{"kids":[]}`, `{"kids":[{"kids":[]}]}`}, []string{`{"kids":[1]}`}},
+	{`true`, []string{`1`, `{"a":[]}`}, []string{`{`}},
+	{`{}`, []string{`"s"`}, []string{`s`}},
+	{`{"title":"T","description":"d","type":"boolean","default":true}`, []string{`false`}, []string{`0`}},
+	{`{"type":"object","required":["x"]}`, []string{`{"x":[1]}`}, []string{`{}`}},
+	// keywords beside anyOf apply to every branch
+	{`{"type":"object","anyOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"null"}},"required":["b"]}]}`,
+		[]string{`{"a":1}`, `{"b":null}`}, []string{`{"a":1,"b":null}`, `{}`, `1`}},
+	{`{"allOf":[{"enum":["a","b","c"]},{"enum":["b","c","d"]}]}`, []string{`"b"`, `"c"`}, []string{`"a"`, `"d"`}},
+	{`{"type":"object","allOf":[{"properties":{"a":{"const":1}},"required":["a"]},{"anyOf":[{"properties":{"c":{"const":2}},"required":["c"]},{"properties":{"d":{"const":3}},"required":["d"]}]}]}`,
+		[]string{`{"a":1,"c":2}`, `{"a":1,"d":3}`}, []string{`{"a":1}`, `{"c":2}`, `{"a":1,"c":2,"d":3}`}},
+	{`{"type":"array","prefixItems":{"type":"boolean"}}`, []string{`[]`, `[true,false]`}, []string{`[1]`}},
+}
+
 func TestJSONSchemaSamples(t *testing.T) {
-	cases := []struct {
-		schema    string
-		good, bad []string
-	}{
-		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"},"c":{"type":"boolean"}},"required":["b"]}`,
-			[]string{`{"b":"x"}`, `{"a":1,"b":"x"}`, `{ "a": -5, "b": "", "c": true }`, `{"b":"x","c":false}`},
-			[]string{`{}`, `{"a":1}`, `{"b":"x","a":1}`, `{"b":"x","d":1}`, `{"a":1.5,"b":"x"}`, `{"b":"x",}`}},
-		{`{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"null"}}}`,
-			[]string{`{}`, `{"x":1.5e3}`, `{"y":null}`, `{"x":0,"y":null}`},
-			[]string{`{"y":null,"x":1}`, `{"x":01}`, `{,}`}},
-		{`{"type":"object","properties":{"k":{"type":"string"}},"additionalProperties":{"type":"integer"}}`,
-			[]string{`{"k":"v","n":1}`, `{"z":2,"kk":3}`, `{"k":"v"}`, `{"ka":1}`},
-			[]string{`{"k":1}`, `{"k":"v","n":"s"}`, `{"n":1,"k":"v"}`}},
-		{`{"type":"object"}`, []string{`{}`, `{"any":[1,{"x":null}]}`}, []string{`[]`}},
-		{`{"type":"object","properties":{},"additionalProperties":false}`, []string{`{}`}, []string{`{"a":1}`}},
-		{`{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":3}`,
-			[]string{`[1,2]`, `[1, 2, 3]`}, []string{`[]`, `[1]`, `[1,2,3,4]`, `[1,"a"]`}},
-		{`{"type":"array","items":{"type":"string"},"maxItems":0}`, []string{`[]`}, []string{`[""]`}},
-		{`{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}]}`,
-			[]string{`["a",1]`}, []string{`["a"]`, `["a",1,2]`, `[1,"a"]`}},
-		{`{"type":"array","prefixItems":[{"const":1}],"items":{"type":"boolean"},"maxItems":3}`,
-			[]string{`[1]`, `[1,true]`, `[1,true,false]`}, []string{`[true]`, `[1,true,true,true]`}},
-		{`{"type":"string","minLength":2,"maxLength":3}`, []string{`"ab"`, `"abc"`, `"é\n"`}, []string{`"a"`, `"abcd"`}},
-		{`{"type":"string","format":"date"}`, []string{`"2024-02-29"`}, []string{`"2024-13-01"`, `"24-01-01"`}},
-		{`{"type":"string","format":"time"}`, []string{`"23:59:59Z"`, `"01:02:03.123+05:30"`}, []string{`"24:00:00Z"`, `"12:00:00"`}},
-		{`{"type":"string","format":"date-time"}`, []string{`"2024-01-02T03:04:05Z"`}, []string{`"2024-01-02 03:04:05Z"`}},
-		{`{"type":"string","format":"uuid"}`, []string{`"123e4567-e89b-12d3-a456-426614174000"`}, []string{`"123e4567e89b12d3a456426614174000"`}},
-		{`{"type":"string","pattern":"^[A-Z]{2}-\\d{3}(\\.x)?$"}`, []string{`"AB-123"`, `"XY-000.x"`}, []string{`"AB-12"`, `"ab-123"`, `"AB-123.y"`}},
-		{`{"type":"string","pattern":"a\"b\\\\c"}`, []string{`"a\"b\\c"`, `"xxa\"b\\cyy"`}, []string{`"a"b\c"`, `"abc"`}},
-		{`{"type":"string","pattern":"^(?:cat|dog)s?[^\\s]*$"}`, []string{`"cats"`, `"dog!x"`}, []string{`"cow"`, `"cat x"`}},
-		{`{"enum":["red","green",1,null,{"a":[true]}]}`, []string{`"red"`, `1`, `null`, `{"a":[true]}`}, []string{`"blue"`, `2`, `{"a": [true]}`}},
-		{`{"const":"a<b&c"}`, []string{`"a<b&c"`}, []string{`"a\u003cb&c"`}},
-		{`{"type":["string","null"],"maxLength":1}`, []string{`"a"`, `null`}, []string{`"ab"`, `1`}},
-		{`{"anyOf":[{"type":"integer"},{"type":"array","items":{"$ref":"#/$defs/leaf"}}],"$defs":{"leaf":{"enum":["x","y"]}}}`,
-			[]string{`3`, `["x","y"]`, `[]`}, []string{`["z"]`, `"x"`}},
-		{`{"oneOf":[{"type":"boolean"},{"type":"null"}]}`, []string{`true`, `null`}, []string{`1`}},
-		{`{"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"}}}]}`,
-			[]string{`{"a":1}`, `{"a":1,"b":"x"}`}, []string{`{"b":"x"}`}},
-		{`{"$ref":"#/definitions/node","definitions":{"node":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/definitions/node"},{"type":"null"}]}},"required":["v","next"]}}}`,
-			[]string{`{"v":1,"next":null}`, `{"v":1,"next":{"v":2,"next":null}}`}, []string{`{"v":1}`, `{"v":1,"next":{"v":2}}`}},
-		{`{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}},"required":["kids"]}`,
-			[]string{`{"kids":[]}`, `{"kids":[{"kids":[]}]}`}, []string{`{"kids":[1]}`}},
-		{`true`, []string{`1`, `{"a":[]}`}, []string{`{`}},
-		{`{}`, []string{`"s"`}, []string{`s`}},
-		{`{"title":"T","description":"d","type":"boolean","default":true}`, []string{`false`}, []string{`0`}},
-		{`{"type":"object","required":["x"]}`, []string{`{"x":[1]}`}, []string{`{}`}},
-	}
-	for _, c := range cases {
+	for _, c := range schemaCases {
 		g := mustSchema(t, c.schema)
 		for _, s := range c.good {
 			if !acceptString(t, g, s) || !completeOK(g, s) {
@@ -111,7 +120,8 @@ func TestJSONSchemaErrors(t *testing.T) {
 		{`{"type":"integer","minimum":5,"maximum":4}`, `no integer`},
 		{`{"type":"integer","minimum":1e30}`, `outside the 64-bit range`},
 		{`{"type":"strange"}`, `unknown type "strange"`},
-		{`{"anyOf":[{"type":"string"}],"type":"string"}`, `beside "anyOf"`},
+		{`{"anyOf":[{"type":"string"}],"oneOf":[{}]}`, `anyOf together with oneOf`},
+		{`{"allOf":[{"enum":[1,2]},{"enum":[3]}]}`, `no value in common`},
 		{`{"allOf":[{"type":"string"},{"type":"integer"}]}`, `different values of "type"`},
 		{`false`, `admits no value`},
 		{`{"type":"string"} x`, `after the top-level value`},
@@ -201,7 +211,6 @@ func TestJSONSchemaIntegerRanges(t *testing.T) {
 }
 
 // ---- conformance: samples from a real vocabulary validate ----
-
 
 func smolVocab(t testing.TB) *tokenizer.Tokenizer {
 	return openVocab(t, "smollm2")
@@ -470,6 +479,9 @@ func FuzzJSONSchema(f *testing.F) {
 	f.Add(`{"type":"integer","minimum":-37,"maximum":1205}`)
 	f.Add(`{"type":"string","pattern":"^(a|[b-d]+)\\d{2,5}.x*$"}`)
 	f.Add(`{"type":"object","properties":{"a":{},"b":{"type":"array"}},"additionalProperties":true}`)
+	for _, c := range schemaCases {
+		f.Add(c.schema)
+	}
 	f.Fuzz(func(t *testing.T, schema string) {
 		src, err := FromJSONSchema([]byte(schema))
 		if err != nil {

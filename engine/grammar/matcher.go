@@ -38,8 +38,11 @@ type state struct {
 	set      []int32 // stack nodes, ascending, distinct; 0 is the empty stack
 	partial  utf8State
 	trans    *[256]int32
-	highLoop int8 // 0 unknown, 1 every char >= 0x80 leads back here, -1 not
-	hasTok   bool // some stack has a token element on top
+	highLoop int8      // 0 unknown, 1 every char >= 0x80 leads back here, -1 not
+	loopYes  [2]uint64 // ASCII bytes known to lead back here
+	loopNo   [2]uint64 // ASCII bytes known not to
+	base     int32     // for a partial character: 1 + the state without it (0 unknown)
+	hasTok   bool      // some stack has a token element on top
 	mask     int32
 }
 
@@ -424,17 +427,38 @@ func (m *Matcher) highLoops(s int32) bool {
 // from s, ends in s: then all of them are allowed.
 func (m *Matcher) loops(s int32, sum *summary) bool {
 	if m.states[s].partial.remain != 0 {
+		// inside a character: when every character >= 0x80 leads from the
+		// state before it back there, completing it returns there too
+		if sum.invalid {
+			return false
+		}
+		base := m.states[s].base
+		if base == 0 {
+			base = m.internState(append(m.out[:0], m.states[s].set...), utf8State{}) + 1
+			m.states[s].base = base
+		}
+		if base <= 0 || !m.highLoops(base-1) {
+			return false
+		}
+		s = base - 1
+	} else if sum.high && (sum.invalid || !m.highLoops(s)) {
 		return false
 	}
-	if sum.high && (sum.invalid || !m.highLoops(s)) {
+	st := &m.states[s]
+	if sum.ascii[0]&st.loopNo[0] != 0 || sum.ascii[1]&st.loopNo[1] != 0 {
 		return false
 	}
 	for w := 0; w < 2; w++ {
-		for x := sum.ascii[w]; x != 0; x &= x - 1 {
+		for x := sum.ascii[w] &^ m.states[s].loopYes[w]; x != 0; x &= x - 1 {
+			bit := uint64(1) << bits.TrailingZeros64(x)
 			b := byte(w*64 + bits.TrailingZeros64(x))
-			if m.next(s, b) != s {
+			ok := m.next(s, b) == s
+			st := &m.states[s] // next may grow m.states
+			if !ok {
+				st.loopNo[w] |= bit
 				return false
 			}
+			st.loopYes[w] |= bit
 		}
 	}
 	return true

@@ -240,3 +240,29 @@ func TestStrictUTF8(t *testing.T) {
 		t.Error("a surrogate or an out-of-range code point was allowed")
 	}
 }
+
+// Once a matcher has seen a document, masking and accepting it again
+// allocates nothing: the hot loop of generation stays allocation-free.
+func TestNoAllocationsWhenWarm(t *testing.T) {
+	tok := openVocab(t, "smollm2")
+	doc := longJSON(3)
+	ids, err := tok.Encode(doc, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mustMatcher(t, JSON(), tok)
+	logits := make([]float32, tok.VocabSize())
+	run := func() {
+		m.Reset()
+		for _, id := range ids {
+			m.Mask(logits)
+			if err := m.Accept(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(3, run); n != 0 {
+		t.Fatalf("%v allocations per pass over %d tokens", n, len(ids))
+	}
+}

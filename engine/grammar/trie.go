@@ -59,7 +59,7 @@ type summary struct {
 }
 
 // minSummaryTokens is the smallest subtree worth a summary.
-const minSummaryTokens = 16
+const minSummaryTokens = 4
 
 func buildTrie(v Vocab) (*trie, error) {
 	n := v.VocabSize()
