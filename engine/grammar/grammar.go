@@ -136,6 +136,15 @@ type Grammar struct {
 	classes    []class
 	tokenNames []string // <name> references, resolved per vocabulary
 	hasTokens  bool
+
+	// Bounded repetitions S{m,n} become chains of rules S'(k) ::= S S'(k-1)
+	// | with k items left; chains[c][i] is the rule with i+1 left. Rules
+	// from index 1 on have the same layout, which lets the matcher treat
+	// states that differ only in large counts alike.
+	ruleOf   []int32 // element -> its rule
+	chains   [][]int32
+	chainOf  []int32 // rule -> its chain, or -1
+	chainPos []int32 // rule -> its index in the chain
 }
 
 // NumRules returns the number of rules, including the ones made for groups

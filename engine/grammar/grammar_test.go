@@ -1,9 +1,11 @@
 package grammar
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -237,7 +239,10 @@ func comboVocab(alphabet []string) *fakeVocab {
 	return v
 }
 
-func TestMaskLargeSubtrees(t *testing.T) {
+func TestMaskLargeSubtrees(t *testing.T) { testMaskLargeSubtrees(t, "") }
+
+// testMaskLargeSubtrees runs the cases whose names start with prefix.
+func testMaskLargeSubtrees(t *testing.T, prefix string) {
 	alphabet := []string{"a", "b", "\"", "\\", "{", "}", ":", ",", "1", " ", "\n", "é", "日", "\xc3", "\xa9", "\x80", "\xe6"}
 	v := comboVocab(alphabet)
 	cases := []struct {
@@ -248,8 +253,16 @@ func TestMaskLargeSubtrees(t *testing.T) {
 		{"japanese", readGrammar(t, filepath.Join("testdata", "grammars", "japanese.gbnf"))},
 		{"any", mustParse(t, `root ::= "{" [^}]* "}"`)},
 		{"ascii", mustParse(t, `root ::= [a-z "\\]+ ","`)},
+		// bounded repetitions: masks from the canonical state plus exact
+		// checks of tokens longer than the count left
+		{"counted", mustParse(t, `root ::= [ab1 é]{2,12} ":" ("{" [ab]{0,7} "}"){1,3}`)},
+		{"counted-long", mustParse(t, `root ::= "{" [ab1 é,]{0,30} "}" [ab]{3,40} ":"`)},
+		{"counted-entry", mustParse(t, `root ::= ( "{" [ab1 é,]{1,30} "}" ){1,3} ":" [é]{1,4} "\n"`)},
 	}
 	for _, c := range cases {
+		if !strings.HasPrefix(c.name, prefix) {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			m := mustMatcher(t, c.g, v)
 			rng := rand.New(rand.NewPCG(3, 4))
@@ -258,5 +271,78 @@ func TestMaskLargeSubtrees(t *testing.T) {
 				generateChecked(t, c.g, m, v, rng, true)
 			}
 		})
+	}
+}
+
+// Masks in a bounded repetition as its count runs out, against the
+// reference at every step, with masks from canonical states as often as
+// the matcher would take them and always.
+func TestCountedRepetitionMasks(t *testing.T) {
+	for _, share := range []int{exactCheckShare, 1} {
+		saved := exactCheckShare
+		exactCheckShare = share
+		t.Run(fmt.Sprint("share-", share), testCountedRepetitionMasks)
+		t.Run(fmt.Sprint("large-share-", share), func(t *testing.T) { testMaskLargeSubtrees(t, "counted") })
+		exactCheckShare = saved
+	}
+}
+
+func testCountedRepetitionMasks(t *testing.T) {
+	// every string of a and b up to six letters, so subtrees hold only
+	// characters of the repetition and can be taken whole
+	v := &fakeVocab{eog: map[int32]bool{0: true}, pieces: []string{"</s>", "}", "x", "y", "z", "w", "éé", "éa", "éééé", "ééééé", "é", "\xc3", "\xa9", "xéé", "\xa9é", "bé ", "ééé", "abé", " "}}
+	var rec func(p string)
+	rec = func(p string) {
+		if p != "" {
+			v.pieces = append(v.pieces, p)
+		}
+		if len(p) < 6 {
+			rec(p + "a")
+			rec(p + "b")
+		}
+	}
+	rec("")
+	g := mustParse(t, `root ::= "x" [ab é]{0,20} "}" | "y" ([ab]{2}){0,7} "}" | "z" [ab]{0,4} "}" | "w" [^}]{1,4} "}"`)
+	id := func(s string) int32 {
+		for i, p := range v.pieces {
+			if p == s {
+				return int32(i)
+			}
+		}
+		t.Fatalf("no token %q", s)
+		return -1
+	}
+	for _, path := range [][]string{
+		{"x", "aaa", "bé ", "aaa", "ééé", "abé", "ab", "a", "b", "a"},
+		{"y", "aba", "bab", "ab", "aaa", "b", "}"},
+		{"xéé", "\xc3", "\xa9é", "aaa", "aaa", "aaa", "aaa"},
+		{"x", "aaaaaa", "bbbbbb", "ababab", "a", "b", "}"},
+		{"z", "a", "bb", "a", "}"},
+		{"w", "éé", "a", "}"},
+	} {
+		m := mustMatcher(t, g, v)
+		ref := newRef(g)
+		logits := make([]float32, v.VocabSize())
+		var out string
+		for _, p := range path {
+			clear(logits)
+			m.Mask(logits)
+			for tok := int32(0); tok < int32(v.VocabSize()); tok++ {
+				var want bool
+				if v.IsEOG(tok) {
+					want = ref.canEnd()
+				} else if len(v.Piece(tok)) > 0 {
+					want = ref.clone().feed(string(v.Piece(tok)))
+				}
+				if got := logits[tok] == 0; got != want {
+					t.Fatalf("after %q token %q: mask %v, reference %v", out, v.Piece(tok), got, want)
+				}
+			}
+			if err := m.Accept(id(p)); err != nil {
+				t.Fatalf("after %q: %v", out, err)
+			}
+			ref.feed(p)
+			out += p
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sort"
 )
 
 // Limits on a matcher's caches and stacks. When the caches pass their size
@@ -35,15 +36,21 @@ type node struct {
 
 // state is a set of stacks plus a partial UTF-8 character.
 type state struct {
-	set      []int32 // stack nodes, ascending, distinct; 0 is the empty stack
-	partial  utf8State
-	trans    *[256]int32
-	highLoop int8      // 0 unknown, 1 every char >= 0x80 leads back here, -1 not
-	loopYes  [2]uint64 // ASCII bytes known to lead back here
-	loopNo   [2]uint64 // ASCII bytes known not to
-	base     int32     // for a partial character: 1 + the state without it (0 unknown)
-	hasTok   bool      // some stack has a token element on top
-	mask     int32
+	set       []int32 // stack nodes, ascending, distinct; 0 is the empty stack
+	partial   utf8State
+	trans     *[256]int32
+	highLoop  int8      // 0 unknown, 1 every char >= 0x80 leads back here, -1 not
+	loopYes   [2]uint64 // ASCII bytes known to lead back here
+	loopNo    [2]uint64 // ASCII bytes known not to
+	base      int32     // for a partial character: 1 + the state without it (0 unknown)
+	canonYes  [2]uint64 // ASCII bytes known to lead to states with this canonical state
+	canonNo   [2]uint64
+	highCanon int8
+	highTo    int32 // 2 + highTarget (0 unknown)
+	hasTok    bool  // some stack has a token element on top
+	mask      int32
+	canon     int32 // 1 + the state with every bounded count at its largest (0 unknown)
+	kmin      int32 // the smallest count left in a bounded repetition, or -1
 }
 
 // Matcher follows one generation through a grammar. It is not safe for
@@ -66,6 +73,7 @@ type Matcher struct {
 	start     int32
 	cur       int32
 	limitErr  error
+	broken    error // the state could not be kept when the caches were dropped; until Reset
 	masks     [][]uint64
 	maskOwner []int32
 	maskNext  int
@@ -75,6 +83,8 @@ type Matcher struct {
 	out        []int32
 	walk       []int32
 	sortedBits []uint64
+	tmpMask    []uint64
+	posBuf     []int32
 }
 
 // NewMatcher prepares matching g against a vocabulary. Token references
@@ -118,6 +128,7 @@ func NewMatcher(g *Grammar, v Vocab) (*Matcher, error) {
 	}
 	m.walk = make([]int32, t.maxDepth+1)
 	m.sortedBits = make([]uint64, (len(t.sorted)+63)/64)
+	m.tmpMask = make([]uint64, (t.nVocab+63)/64)
 	m.reset()
 	if m.start < 0 {
 		if m.limitErr != nil {
@@ -147,7 +158,8 @@ func (m *Matcher) reset() {
 
 // Reset returns to the start of the grammar.
 func (m *Matcher) Reset() {
-	if len(m.nodes) > maxNodes/2 || len(m.states) > maxStates/2 {
+	m.broken = nil
+	if m.start < 0 || len(m.nodes) > maxNodes/2 || len(m.states) > maxStates/2 {
 		m.reset()
 		return
 	}
@@ -267,6 +279,7 @@ func (m *Matcher) internState(set []int32, p utf8State) int32 {
 		return dead
 	}
 	slices.Sort(set)
+	set = slices.Compact(set)
 	k := append(m.key[:0], byte(p.remain), byte(p.val), byte(p.val>>8), byte(p.val>>16))
 	for _, n := range set {
 		k = append(k, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
@@ -390,10 +403,15 @@ func (m *Matcher) next(s int32, b byte) int32 {
 	return r
 }
 
-// highLoops reports whether every character >= 0x80 leads from s back to s.
-func (m *Matcher) highLoops(s int32) bool {
-	if h := m.states[s].highLoop; h != 0 {
-		return h > 0
+// highLoops reports whether every character >= 0x80 leads from s back to
+// s (with canon: to a state whose canonical state is s).
+func (m *Matcher) highLoops(s int32, canon bool) bool {
+	h := &m.states[s].highLoop
+	if canon {
+		h = &m.states[s].highCanon
+	}
+	if *h != 0 {
+		return *h > 0
 	}
 	any := false
 	ok := true
@@ -414,51 +432,136 @@ func (m *Matcher) highLoops(s int32) bool {
 			ok = false
 		}
 	}
-	ok = ok && any && m.step(s, 0x4E00) == s
+	ok = ok && any && m.leadsBack(s, m.step(s, 0x4E00), canon)
+	r := int8(-1)
 	if ok {
-		m.states[s].highLoop = 1
+		r = 1
+	}
+	if canon {
+		m.states[s].highCanon = r
 	} else {
-		m.states[s].highLoop = -1
+		m.states[s].highLoop = r
 	}
 	return ok
+}
+
+// leadsBack reports whether next is s (with canon: next is alive and its
+// canonical state is s).
+func (m *Matcher) leadsBack(s, next int32, canon bool) bool {
+	if !canon || next < 0 {
+		return next == s
+	}
+	c, _ := m.canonical(next)
+	return c == s
+}
+
+// baseOf returns the state s without its partial character.
+func (m *Matcher) baseOf(s int32) int32 {
+	base := m.states[s].base
+	if base == 0 {
+		base = m.internState(append(m.out[:0], m.states[s].set...), utf8State{}) + 1
+		m.states[s].base = base
+	}
+	return base - 1
 }
 
 // loops reports whether every token of a subtree with summary sum, read
 // from s, ends in s: then all of them are allowed.
 func (m *Matcher) loops(s int32, sum *summary) bool {
+	return m.loopsFrom(s, sum, false)
+}
+
+// canonLoops is loops modulo canonical states: every token of the subtree
+// leads from s to states with s's canonical state, and s has more items
+// left in each bounded repetition than the subtree has bytes below
+// (remaining), so no count runs out: then all of them are allowed.
+func (m *Matcher) canonLoops(s int32, sum *summary, remaining int) bool {
+	c, k := m.canonical(s)
+	if c >= 0 && k > remaining && m.loopsFrom(c, sum, true) {
+		return true
+	}
+	// inside the character that enters a repetition (the first item of
+	// a string): when every character >= 0x80 leads to one state and the
+	// subtree loops from there, the whole subtree is allowed too
+	if m.states[s].partial.remain == 0 || sum.invalid {
+		return false
+	}
+	y := m.highTarget(m.baseOf(s))
+	if y < 0 {
+		return false
+	}
+	cy, ky := m.canonical(y)
+	return cy >= 0 && ky > remaining && m.loopsFrom(cy, sum, true)
+}
+
+// highTarget returns the state every character >= 0x80 leads to from s,
+// or dead when they lead to different states or some to none.
+func (m *Matcher) highTarget(s int32) int32 {
+	if s < 0 {
+		return dead
+	}
+	if h := m.states[s].highTo; h != 0 {
+		return h - 2
+	}
+	any, ok := false, true
+	for _, n := range m.states[s].set {
+		if n == 0 {
+			continue
+		}
+		ci := m.g.classAt[m.nodes[n].pos]
+		if ci < 0 {
+			continue
+		}
+		switch c := &m.g.classes[ci]; {
+		case c.highAll:
+			any = true
+		case !c.highNone:
+			ok = false
+		}
+	}
+	r := dead
+	if ok && any {
+		r = m.step(s, 0x4E00)
+	}
+	m.states[s].highTo = r + 2
+	return r
+}
+
+func (m *Matcher) loopsFrom(s int32, sum *summary, canon bool) bool {
 	if m.states[s].partial.remain != 0 {
 		// inside a character: when every character >= 0x80 leads from the
 		// state before it back there, completing it returns there too
 		if sum.invalid {
 			return false
 		}
-		base := m.states[s].base
-		if base == 0 {
-			base = m.internState(append(m.out[:0], m.states[s].set...), utf8State{}) + 1
-			m.states[s].base = base
-		}
-		if base <= 0 || !m.highLoops(base-1) {
+		if s = m.baseOf(s); s < 0 || !m.highLoops(s, canon) {
 			return false
 		}
-		s = base - 1
-	} else if sum.high && (sum.invalid || !m.highLoops(s)) {
+	} else if sum.high && (sum.invalid || !m.highLoops(s, canon)) {
 		return false
 	}
-	st := &m.states[s]
-	if sum.ascii[0]&st.loopNo[0] != 0 || sum.ascii[1]&st.loopNo[1] != 0 {
+	yes, no := &m.states[s].loopYes, &m.states[s].loopNo
+	if canon {
+		yes, no = &m.states[s].canonYes, &m.states[s].canonNo
+	}
+	if sum.ascii[0]&no[0] != 0 || sum.ascii[1]&no[1] != 0 {
 		return false
 	}
 	for w := 0; w < 2; w++ {
-		for x := sum.ascii[w] &^ m.states[s].loopYes[w]; x != 0; x &= x - 1 {
+		for x := sum.ascii[w] &^ yes[w]; x != 0; x &= x - 1 {
 			bit := uint64(1) << bits.TrailingZeros64(x)
 			b := byte(w*64 + bits.TrailingZeros64(x))
-			ok := m.next(s, b) == s
-			st := &m.states[s] // next may grow m.states
+			ok := m.leadsBack(s, m.next(s, b), canon)
+			// next may grow m.states: find the bits again
+			yes, no = &m.states[s].loopYes, &m.states[s].loopNo
+			if canon {
+				yes, no = &m.states[s].canonYes, &m.states[s].canonNo
+			}
 			if !ok {
-				st.loopNo[w] |= bit
+				no[w] |= bit
 				return false
 			}
-			st.loopYes[w] |= bit
+			yes[w] |= bit
 		}
 	}
 	return true
@@ -467,6 +570,9 @@ func (m *Matcher) loops(s int32, sum *summary) bool {
 // prepare drops the caches when they are too large or a limit was hit,
 // keeping the current state.
 func (m *Matcher) prepare() error {
+	if m.broken != nil {
+		return m.broken
+	}
 	if m.limitErr == nil && len(m.nodes) < maxNodes/2 && len(m.states) < maxStates/2 {
 		return nil
 	}
@@ -481,7 +587,8 @@ func (m *Matcher) prepare() error {
 	}
 	m.reset()
 	if m.start < 0 {
-		return m.limitErr
+		m.broken = fmt.Errorf("grammar: cannot restart the grammar: %w", m.limitErr)
+		return m.broken
 	}
 	set := make([]int32, 0, len(stacks))
 	for _, st := range stacks {
@@ -490,14 +597,19 @@ func (m *Matcher) prepare() error {
 			n = m.intern(st[i], n)
 		}
 		if n < 0 {
-			return m.limitErr
+			break
 		}
 		set = append(set, n)
 	}
-	m.cur = m.internState(set, cur.partial)
+	if len(set) == len(stacks) {
+		m.cur = m.internState(set, cur.partial)
+	} else {
+		m.cur = dead
+	}
 	if m.cur < 0 {
 		m.cur = m.start
-		return fmt.Errorf("grammar: cannot restore the parse state: %w", m.limitErr)
+		m.broken = fmt.Errorf("grammar: cannot restore the parse state: %w", m.limitErr)
+		return m.broken
 	}
 	return nil
 }
@@ -511,18 +623,120 @@ func (m *Matcher) ensureMask() ([]uint64, error) {
 	if k := m.states[m.cur].mask; k >= 0 {
 		return m.masks[k], nil
 	}
-	mask := m.computeMask(m.cur)
+	mask := m.maskOf(m.cur)
 	if m.limitErr != nil {
 		// a walk passed a limit: retry once on fresh caches
 		if err := m.prepare(); err != nil {
 			return nil, err
 		}
-		mask = m.computeMask(m.cur)
+		mask = m.maskOf(m.cur)
 		if m.limitErr != nil {
 			return nil, m.limitErr
 		}
 	}
 	return mask, nil
+}
+
+// maskOf returns the mask of s, from the cache, from the mask of its
+// canonical state, or by walking the trie.
+//
+// In a bounded repetition S{m,n} the states after each item differ only in
+// how many items are left, and a token of L bytes cannot use more than L
+// of them, so two states whose counts left are all at least L treat that
+// token alike. The canonical state has every count at its largest; its
+// mask, computed once, serves every state of the repetition for the tokens
+// no longer than the smallest count left, and only longer tokens are
+// checked one by one. Long strings with a maxLength stay fast this way.
+// exactCheckShare: a mask comes from the canonical state when at most
+// 1/exactCheckShare of the vocabulary needs a check of its own (tests
+// lower it to force that path).
+var exactCheckShare = 16
+
+func (m *Matcher) maskOf(s int32) []uint64 {
+	if k := m.states[s].mask; k >= 0 {
+		return m.masks[k]
+	}
+	c, kmin := m.canonical(s)
+	if c < 0 || c == s || kmin < 1 || m.states[s].hasTok {
+		return m.computeMask(s)
+	}
+	// with few items left most tokens would need a check of their own,
+	// and the walk, cut short by the count, is cheaper
+	t := m.t
+	if longer := sort.Search(len(t.lens), func(i int) bool { return int(t.lens[i]) <= kmin }); longer > len(t.lens)/exactCheckShare {
+		return m.computeMask(s)
+	}
+	copy(m.tmpMask, m.maskOf(c))
+	mask := m.maskSlot(s)
+	copy(mask, m.tmpMask)
+	for i, id := range t.byLen {
+		if int(t.lens[i]) <= kmin {
+			break
+		}
+		st := s
+		for _, b := range m.v.Piece(id) {
+			if st = m.next(st, b); st < 0 {
+				break
+			}
+		}
+		if st >= 0 {
+			mask[id>>6] |= 1 << (id & 63)
+		} else {
+			mask[id>>6] &^= 1 << (id & 63)
+		}
+	}
+	return mask
+}
+
+// canonical returns the state s with the position in every bounded
+// repetition moved to the repetition's largest count, and the smallest
+// count left in s (-1 when s is in no repetition, 0 when in the last item).
+func (m *Matcher) canonical(s int32) (int32, int) {
+	st := &m.states[s]
+	if st.canon != 0 {
+		return st.canon - 1, int(st.kmin)
+	}
+	g := m.g
+	kmin := -1
+	var set []int32
+	for _, n := range m.states[s].set {
+		pos := m.posBuf[:0]
+		for ; n > 0; n = m.nodes[n].parent {
+			pos = append(pos, m.nodes[n].pos)
+		}
+		m.posBuf = pos
+		for i, p := range pos {
+			r := g.ruleOf[p]
+			ch := g.chainOf[r]
+			if ch < 0 {
+				continue
+			}
+			k := int(g.chainPos[r])
+			if kmin < 0 || k < kmin {
+				kmin = k
+			}
+			if k >= 1 {
+				chain := g.chains[ch]
+				top := chain[len(chain)-1]
+				pos[i] = g.ruleStart[top] + (p - g.ruleStart[r])
+			}
+		}
+		n = 0
+		for i := len(pos) - 1; i >= 0 && n >= 0; i-- {
+			n = m.intern(pos[i], n)
+		}
+		if n < 0 {
+			return dead, kmin
+		}
+		set = append(set, n)
+	}
+	c := s
+	if kmin >= 1 {
+		c = m.internState(set, m.states[s].partial)
+	}
+	m.states[s].canon = c + 1
+	m.states[s].kmin = int32(kmin)
+	return c, kmin
 }
 
 func setRange(b []uint64, lo, hi int32) {
@@ -577,7 +791,7 @@ func (m *Matcher) computeMask(s int32) []uint64 {
 			i = t.end[i]
 			continue
 		}
-		if k := t.sum[i]; k >= 0 && m.loops(ns, &t.sums[k]) {
+		if k := t.sum[i]; k >= 0 && (m.loops(ns, &t.sums[k]) || m.canonLoops(ns, &t.sums[k], int(t.sums[k].maxLen)-int(d))) {
 			setRange(sb, t.lo[i], t.hi[i])
 			i = t.end[i]
 			continue
@@ -788,6 +1002,9 @@ func (m *Matcher) Accept(tok int32) error {
 // CanEnd reports whether the output so far is a complete sentence of the
 // grammar.
 func (m *Matcher) CanEnd() bool {
+	if m.broken != nil || m.cur < 0 {
+		return false
+	}
 	st := &m.states[m.cur]
 	return st.partial.remain == 0 && st.set[0] == 0
 }
@@ -795,6 +1012,9 @@ func (m *Matcher) CanEnd() bool {
 // Done reports whether the grammar is complete and no token can continue
 // it: generation must end.
 func (m *Matcher) Done() bool {
+	if m.broken != nil {
+		return true
+	}
 	if !m.CanEnd() {
 		return false
 	}

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -264,5 +265,77 @@ func TestNoAllocationsWhenWarm(t *testing.T) {
 	run()
 	if n := testing.AllocsPerRun(3, run); n != 0 {
 		t.Fatalf("%v allocations per pass over %d tokens", n, len(ids))
+	}
+}
+
+// Dropping the caches midway (as the matcher does when they grow past
+// their limits) keeps the parse: masks stay those of a matcher that never
+// dropped them.
+func TestCacheDropKeepsState(t *testing.T) {
+	v := byteVocab("{\"", "\": ", "é", "\xc3", "\xa9", "12", "[", "]}")
+	g := JSON()
+	doc := `{"a": [1, {"é": "x\u00e9y"}, "日本"], "b": -12.5e3}`
+	m := mustMatcher(t, g, v)
+	fresh := mustMatcher(t, g, v)
+	la, lb := make([]float32, v.VocabSize()), make([]float32, v.VocabSize())
+	for i := 0; i < len(doc); i++ {
+		if i%3 == 0 {
+			m.limitErr = errors.New("pretend a limit was hit")
+		}
+		clear(la)
+		clear(lb)
+		m.Mask(la)
+		fresh.Mask(lb)
+		for j := range la {
+			if la[j] != lb[j] {
+				t.Fatalf("after %q: token %q differs after dropping the caches", doc[:i], v.Piece(int32(j)))
+			}
+		}
+		for _, mm := range []*Matcher{m, fresh} {
+			if err := mm.Accept(int32(doc[i])); err != nil {
+				t.Fatalf("after %q: %v", doc[:i], err)
+			}
+		}
+	}
+	if !m.Done() || !fresh.Done() {
+		t.Fatal("both should be done")
+	}
+}
+
+// Matchers made concurrently share the grammar and the vocabulary's trie;
+// run with -race this checks that sharing them is safe.
+func TestConcurrentMatchers(t *testing.T) {
+	g := JSON()
+	v := byteVocab("{\"", "\": ", "é", "12", "[", "]}")
+	done := make(chan string, 4)
+	for w := range 4 {
+		go func() {
+			m, err := NewMatcher(g, v)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			logits := make([]float32, v.VocabSize())
+			for range 200 {
+				if m.Done() {
+					m.Reset()
+				}
+				tok := sampleFast(m, logits, rng, 1)
+				if tok < 0 || m.Accept(tok) != nil {
+					done <- "sampling failed"
+					return
+				}
+				if v.IsEOG(tok) {
+					m.Reset()
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 4 {
+		if msg := <-done; msg != "" {
+			t.Fatal(msg)
+		}
 	}
 }

@@ -34,6 +34,7 @@ type parser struct {
 	tokNames []string
 	tokIdx   map[string]uint32
 	depth    int
+	chains   [][]int32 // rules of bounded repetitions, by remaining count - 1
 }
 
 func (p *parser) errAt(pos int, format string, args ...any) error {
@@ -531,11 +532,13 @@ func (p *parser) repeat(at int, name string, r *[]elem, lastStart int, nPrev *ui
 		nOpt = hi - lo
 	}
 	var last int32
+	var chain []int32
 	for i := uint64(0); i < nOpt; i++ {
 		id, err := p.generated(name, at)
 		if err != nil {
 			return err
 		}
+		chain = append(chain, id)
 		rec := append(make([]elem, 0, len(prev)+3), prev...)
 		if noMax {
 			rec = append(rec, elem{op: opRef, val: uint32(id)})
@@ -547,6 +550,9 @@ func (p *parser) repeat(at int, name string, r *[]elem, lastStart int, nPrev *ui
 			return err
 		}
 		last = id
+	}
+	if !noMax && len(chain) > 1 {
+		p.chains = append(p.chains, chain)
 	}
 	if nOpt > 0 {
 		*r = append(*r, elem{op: opRef, val: uint32(last)})
@@ -576,6 +582,28 @@ func (p *parser) finish() (*Grammar, error) {
 	for id, r := range p.rules {
 		g.ruleStart[id] = int32(len(g.elems))
 		g.elems = append(g.elems, r...)
+	}
+	g.ruleOf = make([]int32, len(g.elems))
+	for id := range p.rules {
+		end := len(g.elems)
+		if id+1 < len(p.rules) {
+			end = int(g.ruleStart[id+1])
+		}
+		for i := g.ruleStart[id]; i < int32(end); i++ {
+			g.ruleOf[i] = int32(id)
+		}
+	}
+	g.chainOf = make([]int32, len(p.rules))
+	g.chainPos = make([]int32, len(p.rules))
+	for i := range g.chainOf {
+		g.chainOf[i] = -1
+	}
+	g.chains = p.chains
+	for c, chain := range p.chains {
+		for i, r := range chain {
+			g.chainOf[r] = int32(c)
+			g.chainPos[r] = int32(i)
+		}
 	}
 	g.classAt = make([]int32, len(g.elems))
 	for i := range g.classAt {

@@ -48,6 +48,8 @@ type trie struct {
 	maxDepth int
 	eog      []int32
 	eogBits  []uint64
+	byLen    []int32  // the ids of sorted, longest piece first
+	lens     []uint16 // their piece lengths
 }
 
 // summary describes the bytes below a node, to accept a whole subtree
@@ -56,6 +58,7 @@ type summary struct {
 	ascii   [2]uint64 // ASCII bytes below the node
 	high    bool      // some byte >= 0x80 below the node
 	invalid bool      // some token of the subtree is not (truncated) UTF-8
+	maxLen  uint16    // the longest piece of the subtree
 }
 
 // minSummaryTokens is the smallest subtree worth a summary.
@@ -87,6 +90,12 @@ func buildTrie(v Vocab) (*trie, error) {
 		}
 		return int(a - b)
 	})
+	t.byLen = slices.Clone(t.sorted)
+	slices.SortStableFunc(t.byLen, func(a, b int32) int { return len(pieces[b]) - len(pieces[a]) })
+	t.lens = make([]uint16, len(t.byLen))
+	for i, id := range t.byLen {
+		t.lens[i] = uint16(len(pieces[id]))
+	}
 	invalid := make([]bool, len(t.sorted))
 	for k, id := range t.sorted {
 		invalid[k] = !truncatedUTF8(pieces[id])
@@ -162,11 +171,21 @@ func buildTrie(v Vocab) (*trie, error) {
 		if t.hi[i]-t.lo[i] >= minSummaryTokens {
 			s := acc[i]
 			s.invalid = pre[t.hi[i]] > pre[t.lo[i]]
+			s.maxLen = uint16(t.maxDepthBelow(int32(i)))
 			t.sum[i] = int32(len(t.sums))
 			t.sums = append(t.sums, s)
 		}
 	}
 	return t, nil
+}
+
+// maxDepthBelow returns the depth of the deepest node of i's subtree.
+func (t *trie) maxDepthBelow(i int32) int {
+	d := int(t.depth[i])
+	for j := i; j < t.end[i]; j++ {
+		d = max(d, int(t.depth[j]))
+	}
+	return d
 }
 
 func (t *trie) addNode(b byte, depth int, lo int32) int32 {
