@@ -173,10 +173,10 @@ func (s *Session) stageToken(t, worker int) {
 			s.kern.Scale(x, c.EmbScale)
 		}
 		pos := s.p0 + t
-		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: m.ropeFreqs},
+		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: s.ropeFreq, AttnFactor: c.AttnFactor},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
-			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: 1},
+			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: 1, AttnFactor: c.AttnFactor},
 				pos, s.ropeSWA[t*c.Rot:(t+1)*c.Rot])
 		}
 		s.tokenOps(m.plan.phases[0].ops, 0, t)

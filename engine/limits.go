@@ -32,6 +32,7 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 		{"context_length", c.CtxTrain}, {"embedding_length", c.Dim}, {"block_count", c.Layers},
 		{"feed_forward_length", c.FF}, {"attention.head_count", c.Heads}, {"attention.head_count_kv", c.KVHeads},
 		{"attention.key_length", c.HeadDim}, {"rope.dimension_count", c.Rot}, {"attention.sliding_window", c.SWAWindow},
+		{"rope.scaling.original_context_length", c.CtxOrig},
 	} {
 		if v.n < 0 || v.n > math.MaxInt32 {
 			return fmt.Errorf("%w: metadata key %s = %d is out of range", ErrBadFile, key(v.k), v.n)
@@ -93,6 +94,8 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 	case !positive(c.RopeScale):
 		return fmt.Errorf("%w: metadata key %s (or %s) gives a position scale of %v; want a finite factor > 0",
 			ErrBadFile, key("rope.scaling.factor"), key("rope.scale_linear"), c.RopeScale)
+	case !positive(c.AttnFactor):
+		return fmt.Errorf("%w: metadata key %s = %v; want a finite factor > 0", ErrBadFile, key("rope.scaling.attn_factor"), c.AttnFactor)
 	case !positive(c.EmbScale), !positive(c.QScale), !positive(c.KQScale):
 		return fmt.Errorf("%w: attention scales (embedding %v, query %v, scores %v) from %s and %s are not finite",
 			ErrBadFile, c.EmbScale, c.QScale, c.KQScale, key("embedding_length"), key("attention.key_length"))
@@ -142,7 +145,7 @@ func tensorName(fam *arch.Family, r arch.Role) (string, bool) {
 		}
 	}
 	for _, t := range fam.Layer {
-		if t.Role == r {
+		if t.Role == r && t.Name != "" {
 			return "blk.0." + t.Name, true
 		}
 	}

@@ -62,6 +62,7 @@ var families = []*Family{
 	&gemma3,
 	&smollm3,
 	&granite,
+	&phi3,
 }
 
 // Lookup returns the family named name.
@@ -132,6 +133,8 @@ type Params struct {
 	NoRopeStep int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
 	ResScale   float32 // what a Residual step adds is multiplied by this, 1 = none
 	LogitScale float32 // the logits are multiplied by this, 1 = none
+	AttnFactor float32 // RoPE's cosines and sines are multiplied by this (rope.scaling.attn_factor), 1 = none
+	CtxOrig    int     // the context the RoPE factors were trained for (rope.scaling.original_context_length)
 }
 
 // QDim is the width of all query heads.
@@ -164,6 +167,8 @@ const (
 	HeadDim             // one head
 	FF                  // feed-forward length
 	RotHalf             // Rot / 2 (per-pair RoPE factors)
+	QKVDim              // QDim + 2*KVDim (fused Q, K, V)
+	FF2                 // 2*FF (fused gate and up)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -183,6 +188,10 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.FF
 	case RotHalf:
 		return p.Rot / 2
+	case QKVDim:
+		return p.QDim() + 2*p.KVDim()
+	case FF2:
+		return 2 * p.FF
 	}
 	return -1
 }
@@ -218,6 +227,15 @@ const (
 	BUp
 	BDown
 	PostFFNNorm
+	// LongRoPE's per-pair frequency divisors (phi3), for contexts beyond
+	// and within the original training context.
+	RopeLong
+	RopeShort
+	// Fused matrices and biases, loaded as views of consecutive row
+	// ranges that fill their parts' roles (Tensor.Fused).
+	WQKV
+	BQKV
+	GateUp
 	NumRoles
 )
 
@@ -233,6 +251,12 @@ type Tensor struct {
 	// TiedTo is the role whose tensor stands in when this one is absent
 	// (the output head reusing token_embd).
 	TiedTo Role
+	// Fused, on a fused tensor, lists the roles its consecutive row ranges
+	// (a vector's value ranges) hold, in order, each declared in the same
+	// list after it. When the file has the fused tensor its parts are views
+	// of it and are not looked up by name; a part with an empty Name exists
+	// only inside the fused tensor.
+	Fused []Role
 }
 
 // Matrix reports whether t is a weight matrix (multiplied by activations)
@@ -485,6 +509,12 @@ func readShared(m Meta, p *Params) error {
 		}
 	default:
 		return fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
+	}
+	if p.CtxOrig, err = m.Uint("rope.scaling.original_context_length", p.CtxTrain, false); err != nil {
+		return err
+	}
+	if p.AttnFactor, err = m.Float("rope.scaling.attn_factor", 1); err != nil {
+		return err
 	}
 	p.EmbScale, p.QScale, p.ResScale, p.LogitScale = 1, 1, 1, 1
 	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))

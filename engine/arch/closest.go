@@ -14,7 +14,7 @@ var resembles = map[string]string{
 	"xverse":        "llama",
 	"internlm2":     "llama", // fused QKV
 	"exaone":        "llama",
-	"phi3":          "llama", // fused QKV and gate/up, LongRoPE
+	"phimoe":        "phi3",  // mixture-of-experts FFN
 	"qwen":          "qwen2", // fused QKV with a bias
 	"qwen2moe":      "qwen2",
 	"qwen2vl":       "qwen2",
