@@ -72,7 +72,19 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	if c := s.c; c.LogitScale != 1 {
 		s.kern.Scale(out[:s.nTok*m.output.Rows], c.LogitScale)
 	}
+	if c := s.c; c.FinalSoftcap != 0 {
+		softcap(out[:s.nTok*m.output.Rows], c.FinalSoftcap)
+	}
 	return nil
+}
+
+// softcap replaces each x by c*tanh(x/c), as ggml computes it: x times
+// 1/c, tanh in float32, times c.
+func softcap(x []float32, c float32) {
+	inv := 1 / c
+	for i, v := range x {
+		x[i] = float32(math.Tanh(float64(v*inv))) * c
+	}
 }
 
 func (s *Session) act(mt *kernels.Matrix) []byte { return s.acts[kernels.ActType(mt)] }
@@ -176,7 +188,7 @@ func (s *Session) stageToken(t, worker int) {
 		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: s.ropeFreq, AttnFactor: c.AttnFactor},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
-			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: 1, AttnFactor: c.AttnFactor},
+			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: c.RopeScaleSWA, AttnFactor: c.AttnFactor},
 				pos, s.ropeSWA[t*c.Rot:(t+1)*c.Rot])
 		}
 		s.tokenOps(m.plan.phases[0].ops, 0, t)
@@ -331,6 +343,9 @@ func (s *Session) attendGroup(t, g, worker int) {
 	s.kern.AttnDotF16RowsMulti(q, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
 	for j := 0; j < G; j++ {
 		row := sc[j*n : (j+1)*n]
+		if c.AttnSoftcap != 0 {
+			softcap(row[first-base:], c.AttnSoftcap)
+		}
 		s.kern.Scale(row[first-base:], c.KQScale)
 		for i := range row[:first-base] {
 			row[i] = float32(math.Inf(-1))
@@ -387,6 +402,9 @@ func (s *Session) attendHead(t, h, worker int) {
 		// for a batch and ggml_vec_dot_f32 for one token.
 		K, V := kc.k32[s.il], kc.v32[s.il]
 		s.kern.AttnDotF32RowsSingle(q, K[first*kvDim+g*hd:], kvDim, live, false)
+		if c.AttnSoftcap != 0 {
+			softcap(live, c.AttnSoftcap)
+		}
 		s.kern.Scale(live, c.KQScale)
 		for i := range sc[:first-base] {
 			sc[i] = float32(math.Inf(-1))
@@ -411,6 +429,9 @@ func (s *Session) attendHead(t, h, worker int) {
 		s.kern.AttnDotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, live)
 	} else {
 		s.kern.AttnDotF16RowsSingle(q16, K[first*kvDim+g*hd:], kvDim, live, false)
+	}
+	if c.AttnSoftcap != 0 {
+		softcap(live, c.AttnSoftcap)
 	}
 	s.kern.Scale(live, c.KQScale)
 	for i := range sc[:first-base] {

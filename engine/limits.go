@@ -94,6 +94,11 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 	case !positive(c.RopeScale):
 		return fmt.Errorf("%w: metadata key %s (or %s) gives a position scale of %v; want a finite factor > 0",
 			ErrBadFile, key("rope.scaling.factor"), key("rope.scale_linear"), c.RopeScale)
+	case c.AttnSoftcap != 0 && !positive(c.AttnSoftcap), c.FinalSoftcap != 0 && !positive(c.FinalSoftcap):
+		return fmt.Errorf("%w: soft-capping (attention %v, logits %v) from %s and %s; want finite values > 0",
+			ErrBadFile, c.AttnSoftcap, c.FinalSoftcap, key("attn_logit_softcapping"), key("final_logit_softcapping"))
+	case !positive(c.RopeScaleSWA):
+		return fmt.Errorf("%w: sliding-window RoPE scale %v; want a finite scale > 0", ErrBadFile, c.RopeScaleSWA)
 	case !positive(c.AttnFactor):
 		return fmt.Errorf("%w: metadata key %s = %v; want a finite factor > 0", ErrBadFile, key("rope.scaling.attn_factor"), c.AttnFactor)
 	case !positive(c.EmbScale), !positive(c.QScale), !positive(c.KQScale):

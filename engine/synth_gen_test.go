@@ -120,6 +120,41 @@ var synthSpecs = []synthSpec{
 		// A context beyond 256 takes the long factors.
 		{"rope.scaling.original_context_length", uint32(256)},
 	}, f32SHA256: "7ace731d9803e8671713301ece17dc1e8f3b618c19c8dd97992953ffbd71bbc1"},
+	// Gemma 2 2B's metadata but for a sliding window of 8, so that the
+	// prompts reach past it on the even layers, and an attention
+	// soft-cap of 5 instead of 50: this model's scores are a few units,
+	// which a cap of 50 would barely bend (0.007 in log-probability).
+	{arch: "gemma2", layers: 4, seed: 6, tensors: func(layers int) []synthTensor { return withPostNorms(llamaSynthTensors(layers)) },
+		keys: []synthKey{
+			{"context_length", uint32(8192)},
+			{"rope.freq_base", float32(10000)},
+			{"attention.layer_norm_rms_epsilon", float32(1e-6)},
+			{"attention.sliding_window", uint32(8)},
+			{"attn_logit_softcapping", float32(5)},
+			{"final_logit_softcapping", float32(30)},
+		}, ablations: []synthKey{
+			{"attn_logit_softcapping", float32(1e9)},
+			{"final_logit_softcapping", float32(1e9)},
+			{"attention.sliding_window", uint32(4096)},
+		}, f32SHA256: "8bae772f1abe6573f983fa89974ed62483d27c66d7b870cebcc4df82fd7a7e47"},
+}
+
+// withPostNorms is a tensor set with post_attention_norm after each
+// attn_output and post_ffw_norm after each ffn_down (Gemma's names).
+func withPostNorms(ts []synthTensor) []synthTensor {
+	var out []synthTensor
+	for _, t := range ts {
+		out = append(out, t)
+		for _, post := range []struct{ after, name string }{
+			{"attn_output.weight", "post_attention_norm.weight"},
+			{"ffn_down.weight", "post_ffw_norm.weight"},
+		} {
+			if p, ok := strings.CutSuffix(t.name, post.after); ok {
+				out = append(out, synthTensor{name: p + post.name, shape: []int64{synthDim}})
+			}
+		}
+	}
+	return out
 }
 
 // phi3SynthTensors is phi3's set: attn_qkv and the fused ffn_up (gate rows

@@ -20,7 +20,6 @@ var resembles = map[string]string{
 	"qwen2vl":       "qwen2",
 	"qwen3moe":      "qwen3",
 	"gemma":         "gemma3",
-	"gemma2":        "gemma3", // soft-capping instead of Q/K norms
 	"gemma3n":       "gemma3",
 	"granitemoe":    "granite",
 	"granitehybrid": "granite",
