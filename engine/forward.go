@@ -188,7 +188,7 @@ func (s *Session) stageToken(t, worker int) {
 		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: s.ropeFreq, AttnFactor: c.AttnFactor},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
-			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: c.RopeScaleSWA, AttnFactor: c.AttnFactor},
+			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: c.RopeScaleSWA, AttnFactor: c.AttnFactorSWA},
 				pos, s.ropeSWA[t*c.Rot:(t+1)*c.Rot])
 		}
 		s.tokenOps(m.plan.phases[0].ops, 0, t)

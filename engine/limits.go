@@ -99,7 +99,7 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 			ErrBadFile, c.AttnSoftcap, c.FinalSoftcap, key("attn_logit_softcapping"), key("final_logit_softcapping"))
 	case !positive(c.RopeScaleSWA):
 		return fmt.Errorf("%w: sliding-window RoPE scale %v; want a finite scale > 0", ErrBadFile, c.RopeScaleSWA)
-	case !positive(c.AttnFactor):
+	case !positive(c.AttnFactor), !positive(c.AttnFactorSWA):
 		return fmt.Errorf("%w: metadata key %s = %v; want a finite factor > 0", ErrBadFile, key("rope.scaling.attn_factor"), c.AttnFactor)
 	case !positive(c.EmbScale), !positive(c.QScale), !positive(c.KQScale):
 		return fmt.Errorf("%w: attention scales (embedding %v, query %v, scores %v) from %s and %s are not finite",

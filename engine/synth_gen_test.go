@@ -137,6 +137,42 @@ var synthSpecs = []synthSpec{
 			{"final_logit_softcapping", float32(1e9)},
 			{"attention.sliding_window", uint32(4096)},
 		}, f32SHA256: "8bae772f1abe6573f983fa89974ed62483d27c66d7b870cebcc4df82fd7a7e47"},
+	// OLMo 2 1B's metadata, with OLMo 3's sliding window on three layers
+	// of four (window 8 here, so that the prompts pass it).
+	{arch: "olmo2", layers: 4, seed: 7, tensors: olmo2SynthTensors, keys: []synthKey{
+		{"rope.freq_base", float32(500000)},
+		{"attention.layer_norm_rms_epsilon", float32(1e-6)},
+		{"attention.sliding_window", uint32(8)},
+	}, ablations: []synthKey{
+		{"attention.sliding_window", uint32(0)},
+	}, f32SHA256: "51c4a3c3896c88fb41a56268d9f5b06cb5f8411a8c03040c21c6c2138900cfcd"},
+}
+
+// olmo2SynthTensors is olmo2's set: no input norms; Q and K norms over the
+// whole projections, norms after attention and the FFN; an untied output.
+func olmo2SynthTensors(layers int) []synthTensor {
+	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
+	ts := []synthTensor{{name: "token_embd.weight", shape: []int64{synthDim, 512}}}
+	for il := 0; il < layers; il++ {
+		p := fmt.Sprintf("blk.%d.", il)
+		ts = append(ts,
+			synthTensor{name: p + "attn_q.weight", shape: []int64{synthDim, qDim}},
+			synthTensor{name: p + "attn_k.weight", shape: []int64{synthDim, kvDim}},
+			synthTensor{name: p + "attn_v.weight", shape: []int64{synthDim, kvDim}},
+			synthTensor{name: p + "attn_q_norm.weight", shape: []int64{qDim}},
+			synthTensor{name: p + "attn_k_norm.weight", shape: []int64{kvDim}},
+			synthTensor{name: p + "attn_output.weight", shape: []int64{qDim, synthDim}},
+			synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}},
+			synthTensor{name: p + "ffn_gate.weight", shape: []int64{synthDim, synthFF}},
+			synthTensor{name: p + "ffn_up.weight", shape: []int64{synthDim, synthFF}},
+			synthTensor{name: p + "ffn_down.weight", shape: []int64{synthFF, synthDim}},
+			synthTensor{name: p + "post_ffw_norm.weight", shape: []int64{synthDim}},
+		)
+	}
+	return append(ts,
+		synthTensor{name: "output_norm.weight", shape: []int64{synthDim}},
+		synthTensor{name: "output.weight", shape: []int64{synthDim, 512}},
+	)
 }
 
 // withPostNorms is a tensor set with post_attention_norm after each

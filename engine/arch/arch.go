@@ -64,6 +64,7 @@ var families = []*Family{
 	&granite,
 	&phi3,
 	&gemma2,
+	&olmo2,
 }
 
 // Lookup returns the family named name.
@@ -109,36 +110,37 @@ const (
 // Params are a model's hyperparameters, with llama.cpp's defaults for
 // missing optional keys.
 type Params struct {
-	Arch         string
-	Name         string
-	CtxTrain     int
-	Dim          int
-	Layers       int
-	Heads        int
-	KVHeads      int
-	HeadDim      int // key length (n_embd_head_k)
-	HeadDimV     int // value length (n_embd_head_v)
-	FF           int
-	Rot          int // RoPE dimensions per head
-	Eps          float32
-	RopeBase     float32
-	RopeScale    float32 // linear position scale (1/factor), 1 = none
-	Neox         bool    // NeoX RoPE layout (pairs i, i+n/2)
-	Act          Activation
-	EmbScale     float32 // embeddings multiplied by this, 1 = none
-	QScale       float32 // Q multiplied by this before attention (a ScaleQ step), 1 = none
-	KQScale      float32 // attention scores multiplied by this in softmax
-	SWAWindow    int     // sliding window in positions; 0 = none
-	SWAPattern   int     // every SWAPattern-th layer is global; the others slide
-	RopeSWA      float32 // RoPE base for sliding-window layers
-	RopeScaleSWA float32 // linear position scale for sliding-window layers, 1 = none
-	AttnSoftcap  float32 // attention scores become c*tanh(s/c) before the softmax; 0 = none
-	FinalSoftcap float32 // the logits become c*tanh(l/c); 0 = none
-	NoRopeStep   int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
-	ResScale     float32 // what a Residual step adds is multiplied by this, 1 = none
-	LogitScale   float32 // the logits are multiplied by this, 1 = none
-	AttnFactor   float32 // RoPE's cosines and sines are multiplied by this (rope.scaling.attn_factor), 1 = none
-	CtxOrig      int     // the context the RoPE factors were trained for (rope.scaling.original_context_length)
+	Arch          string
+	Name          string
+	CtxTrain      int
+	Dim           int
+	Layers        int
+	Heads         int
+	KVHeads       int
+	HeadDim       int // key length (n_embd_head_k)
+	HeadDimV      int // value length (n_embd_head_v)
+	FF            int
+	Rot           int // RoPE dimensions per head
+	Eps           float32
+	RopeBase      float32
+	RopeScale     float32 // linear position scale (1/factor), 1 = none
+	Neox          bool    // NeoX RoPE layout (pairs i, i+n/2)
+	Act           Activation
+	EmbScale      float32 // embeddings multiplied by this, 1 = none
+	QScale        float32 // Q multiplied by this before attention (a ScaleQ step), 1 = none
+	KQScale       float32 // attention scores multiplied by this in softmax
+	SWAWindow     int     // sliding window in positions; 0 = none
+	SWAPattern    int     // every SWAPattern-th layer is global; the others slide
+	RopeSWA       float32 // RoPE base for sliding-window layers
+	RopeScaleSWA  float32 // linear position scale for sliding-window layers, 1 = none
+	AttnFactorSWA float32 // AttnFactor of sliding-window layers
+	AttnSoftcap   float32 // attention scores become c*tanh(s/c) before the softmax; 0 = none
+	FinalSoftcap  float32 // the logits become c*tanh(l/c); 0 = none
+	NoRopeStep    int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
+	ResScale      float32 // what a Residual step adds is multiplied by this, 1 = none
+	LogitScale    float32 // the logits are multiplied by this, 1 = none
+	AttnFactor    float32 // RoPE's cosines and sines are multiplied by this (rope.scaling.attn_factor), 1 = none
+	CtxOrig       int     // the context the RoPE factors were trained for (rope.scaling.original_context_length)
 }
 
 // QDim is the width of all query heads.
@@ -521,6 +523,7 @@ func readShared(m Meta, p *Params) error {
 		return err
 	}
 	p.EmbScale, p.QScale, p.ResScale, p.LogitScale, p.RopeScaleSWA = 1, 1, 1, 1, 1
+	p.AttnFactorSWA = p.AttnFactor
 	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
 	return nil
 }

@@ -19,6 +19,7 @@ var resembles = map[string]string{
 	"qwen2moe":      "qwen2",
 	"qwen2vl":       "qwen2",
 	"qwen3moe":      "qwen3",
+	"olmoe":         "olmo2", // mixture-of-experts FFN
 	"gemma":         "gemma3",
 	"gemma3n":       "gemma3",
 	"granitemoe":    "granite",
