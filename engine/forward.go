@@ -78,6 +78,14 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	return nil
 }
 
+// attnTemp is Llama 4's attention temperature at position pos, computed
+// as llama.cpp does: the position over the floor scale in float32, the
+// logarithm and the rest in float64, rounded to float32.
+func attnTemp(c *config, pos int) float32 {
+	fl := math.Floor(float64(float32(pos) / float32(c.AttnTempFloor)))
+	return float32(math.Log(fl+1)*float64(c.AttnTempScale) + 1)
+}
+
 // softcap replaces each x by c*tanh(x/c), as ggml computes it: x times
 // 1/c, tanh in float32, times c.
 func softcap(x []float32, c float32) {
@@ -185,7 +193,8 @@ func (s *Session) stageToken(t, worker int) {
 			s.kern.Scale(x, c.EmbScale)
 		}
 		pos := s.p0 + t
-		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: s.ropeFreq, AttnFactor: c.AttnFactor},
+		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: s.ropeFreq, AttnFactor: c.AttnFactor,
+			ExtFactor: c.YarnExt, CorrDims: m.yarnCorr},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
 			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: c.RopeScaleSWA, AttnFactor: c.AttnFactorSWA},
@@ -250,6 +259,12 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		case tkScaleQ:
 			if c.QScale != 1 && !s.ops.qScaleInAttention {
 				s.kern.Scale(s.tok(arch.Q, t), c.QScale)
+			}
+		case tkTempQ:
+			if c.AttnTempScale != 0 {
+				if f := attnTemp(c, s.p0+t); f != 1 {
+					s.kern.Scale(s.tok(arch.Q, t), f)
+				}
 			}
 		case tkStoreKV:
 			s.storeKV(il, t)

@@ -99,6 +99,11 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 			ErrBadFile, c.AttnSoftcap, c.FinalSoftcap, key("attn_logit_softcapping"), key("final_logit_softcapping"))
 	case !positive(c.RopeScaleSWA):
 		return fmt.Errorf("%w: sliding-window RoPE scale %v; want a finite scale > 0", ErrBadFile, c.RopeScaleSWA)
+	case c.YarnExt != 0 && (!positive(c.YarnBetaFast) || !positive(c.YarnBetaSlow) || c.CtxOrig <= 0 || math.IsNaN(float64(c.YarnLogMul)) || math.IsInf(float64(c.YarnLogMul), 0)):
+		return fmt.Errorf("%w: YaRN parameters (beta fast %v, slow %v, original context %d, log multiplier %v) from %s; want finite values > 0",
+			ErrBadFile, c.YarnBetaFast, c.YarnBetaSlow, c.CtxOrig, c.YarnLogMul, key("rope.scaling.*"))
+	case c.AttnTempScale != 0 && (math.IsNaN(float64(c.AttnTempScale)) || math.IsInf(float64(c.AttnTempScale), 0) || c.AttnTempFloor <= 0):
+		return fmt.Errorf("%w: metadata key %s = %v with an original context of %d", ErrBadFile, key("attention.temperature_scale"), c.AttnTempScale, c.AttnTempFloor)
 	case !positive(c.AttnFactor), !positive(c.AttnFactorSWA):
 		return fmt.Errorf("%w: metadata key %s = %v; want a finite factor > 0", ErrBadFile, key("rope.scaling.attn_factor"), c.AttnFactor)
 	case !positive(c.EmbScale), !positive(c.QScale), !positive(c.KQScale):

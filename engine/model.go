@@ -102,9 +102,10 @@ type Model struct {
 	embd       *kernels.Matrix // token_embd: vocab rows of dim
 	output     *kernels.Matrix // output head (a copy of token_embd's when tied)
 	outputNorm []float32
-	ropeFreqs  []float32 // llama3 per-pair frequency divisors, or nil
-	ropeLong   []float32 // LongRoPE's divisors beyond the original context, or nil
-	ropeShort  []float32 // LongRoPE's divisors within it, or nil
+	ropeFreqs  []float32  // llama3 per-pair frequency divisors, or nil
+	ropeLong   []float32  // LongRoPE's divisors beyond the original context, or nil
+	ropeShort  []float32  // LongRoPE's divisors within it, or nil
+	yarnCorr   [2]float32 // YaRN's correction dimensions (Params.YarnExt)
 	layers     []layer
 	pool       *pool.Pool
 	info       Info
@@ -323,6 +324,9 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	m = &Model{f: f, fam: fam, cfg: cfg, numerics: numerics, kern: kern}
 	if m.plan, err = compilePlan(fam, &m.cfg); err != nil {
 		return nil, err
+	}
+	if cfg.YarnExt != 0 {
+		m.yarnCorr = kernels.RoPEYarnCorrDims(cfg.Rot, cfg.CtxOrig, cfg.RopeBase, cfg.YarnBetaFast, cfg.YarnBetaSlow)
 	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {

@@ -56,6 +56,7 @@ const (
 	tkStoreKV
 	tkResidual
 	tkGLU
+	tkTempQ
 	tkQuantize
 )
 
@@ -187,6 +188,8 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 				return nil, descriptionError(fam, "a residual of %d values", pl.width[st.In])
 			}
 			cur.ops = append(cur.ops, tokOp{kind: tkResidual, in: st.In})
+		case arch.OpTempQ:
+			cur.ops = append(cur.ops, tokOp{kind: tkTempQ})
 		case arch.OpGLU:
 			if pl.width[arch.G] != pl.width[arch.U] {
 				return nil, descriptionError(fam, "a GLU of %d gate and %d up values", pl.width[arch.G], pl.width[arch.U])

@@ -146,6 +146,24 @@ var synthSpecs = []synthSpec{
 	}, ablations: []synthKey{
 		{"attention.sliding_window", uint32(0)},
 	}, f32SHA256: "51c4a3c3896c88fb41a56268d9f5b06cb5f8411a8c03040c21c6c2138900cfcd"},
+	// Ministral 3 3B's metadata: YaRN from 16K to 256K (the ramp covers
+	// pairs 10-19 of 32 here), Llama 4's attention temperature 0.1 (1 up
+	// to position 16K; TestMistral3AttnTemp shortens the original context
+	// to reach it).
+	{arch: "mistral3", layers: 4, seed: 8, keys: []synthKey{
+		{"context_length", uint32(262144)},
+		{"rope.freq_base", float32(1e6)},
+		{"attention.layer_norm_rms_epsilon", float32(1e-5)},
+		{"rope.scaling.type", "yarn"},
+		{"rope.scaling.factor", float32(16)},
+		{"rope.scaling.original_context_length", uint32(16384)},
+		{"rope.scaling.yarn_beta_fast", float32(32)},
+		{"rope.scaling.yarn_beta_slow", float32(1)},
+		{"rope.scaling.yarn_log_multiplier", float32(1)},
+		{"attention.temperature_scale", float32(0.1)},
+	}, ablations: []synthKey{
+		{"rope.scaling.type", "linear"},
+	}, f32SHA256: "b16551d5313f6aea8ebe5208a7bdbd5bbd3f879f22698e2d4427c0bb37ec7826"},
 }
 
 // olmo2SynthTensors is olmo2's set: no input norms; Q and K norms over the

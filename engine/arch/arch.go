@@ -65,6 +65,7 @@ var families = []*Family{
 	&phi3,
 	&gemma2,
 	&olmo2,
+	&mistral3,
 }
 
 // Lookup returns the family named name.
@@ -141,6 +142,15 @@ type Params struct {
 	LogitScale    float32 // the logits are multiplied by this, 1 = none
 	AttnFactor    float32 // RoPE's cosines and sines are multiplied by this (rope.scaling.attn_factor), 1 = none
 	CtxOrig       int     // the context the RoPE factors were trained for (rope.scaling.original_context_length)
+	// YaRN (rope.scaling.type "yarn"): YarnExt is its extrapolation mix
+	// (1, or 0 for other scaling types), its betas pick the pairs that
+	// extrapolate and interpolate, and YarnLogMul is the multiplier of its
+	// magnitude correction (rope.scaling.yarn_log_multiplier).
+	YarnExt, YarnBetaFast, YarnBetaSlow, YarnLogMul float32
+	// Llama 4's attention temperature: a TempQ step multiplies the queries
+	// at position p by 1 + AttnTempScale*ln(floor(p/AttnTempFloor)+1).
+	AttnTempScale float32
+	AttnTempFloor int
 }
 
 // QDim is the width of all query heads.
@@ -297,6 +307,7 @@ const (
 	OpAttend             // store K and V in the cache; Att = attention(Q)
 	OpResidual           // X += Params.ResScale * In
 	OpGLU                // G = Act(G) * U
+	OpTempQ              // Q *= Llama 4's attention temperature at the token's position
 )
 
 // Proj is one matrix product of a Project step.
@@ -335,6 +346,10 @@ func Attend() Step { return Step{Op: OpAttend, In: Q, Out: Att} }
 
 // Residual adds in, times Params.ResScale, to the residual stream.
 func Residual(in Buf) Step { return Step{Op: OpResidual, In: in, Out: X} }
+
+// TempQ multiplies the queries by the attention temperature of their
+// position (Params.AttnTempScale; nothing when it is 0).
+func TempQ() Step { return Step{Op: OpTempQ, In: Q, Out: Q} }
 
 // GLU is G = act(G) * U, with the activation in Params.Act.
 func GLU() Step { return Step{Op: OpGLU, In: G, Out: G} }
@@ -446,8 +461,31 @@ func Read(f *gguf.File) (*Family, Params, error) {
 			return nil, p, err
 		}
 	}
+	if p.YarnExt != 0 {
+		p.AttnFactor *= yarnAttnFactor(1/p.RopeScale, p.YarnLogMul)
+	}
 	return fam, p, nil
 }
+
+// yarnAttnFactor is the magnitude llama.cpp gives YaRN's RoPE for a
+// context scaled by factor, in float32 as it computes it: its mscale
+// ratio (1 + 0.1 ln factor, over 1 + 0.1 logMul ln factor when logMul is
+// set), divided by the 1 + 0.1 ln factor that ggml's rope multiplies back.
+func yarnAttnFactor(factor, logMul float32) float32 {
+	mscale := func(m float32) float32 {
+		if factor <= 1 {
+			return 1
+		}
+		return float32(float32(0.1*m)*logf(factor)) + 1
+	}
+	a := mscale(1)
+	if logMul != 0 {
+		a = mscale(1) / mscale(logMul)
+	}
+	return a * (1 / (1 + float32(0.1*logf(factor))))
+}
+
+func logf(x float32) float32 { return float32(math.Log(float64(x))) }
 
 // readShared reads the keys every family has.
 func readShared(m Meta, p *Params) error {
@@ -500,7 +538,7 @@ func readShared(m Meta, p *Params) error {
 	}
 	p.RopeScale = 1
 	switch st := m.String("rope.scaling.type", "linear"); st {
-	case "linear", "none":
+	case "linear", "none", "yarn":
 		factor, err := m.Float("rope.scaling.factor", 0)
 		if err != nil {
 			return err
@@ -510,8 +548,11 @@ func readShared(m Meta, p *Params) error {
 				return err
 			}
 		}
-		if factor != 0 && st == "linear" {
+		if factor != 0 && st != "none" {
 			p.RopeScale = 1 / factor
+		}
+		if st == "yarn" {
+			p.YarnExt = 1
 		}
 	default:
 		return fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
@@ -524,6 +565,7 @@ func readShared(m Meta, p *Params) error {
 	}
 	p.EmbScale, p.QScale, p.ResScale, p.LogitScale, p.RopeScaleSWA = 1, 1, 1, 1, 1
 	p.AttnFactorSWA = p.AttnFactor
+	p.YarnBetaFast, p.YarnBetaSlow = 32, 1
 	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
 	return nil
 }

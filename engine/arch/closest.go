@@ -7,7 +7,6 @@ package arch
 // grow from", not "this runs": an architecture not listed has no close
 // family (mamba's state-space block, encoder models, ...).
 var resembles = map[string]string{
-	"mistral3":      "llama", // the llama block plus an attention temperature
 	"llama4":        "llama", // mixture-of-experts FFN, chunked attention
 	"deci":          "llama", // per-layer head counts
 	"baichuan":      "llama",
