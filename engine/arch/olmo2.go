@@ -7,8 +7,9 @@ import "fmt"
 // projections (not per head) before NeoX RoPE, and norms on the attention
 // and FFN outputs before each is added to the residual stream; an untied
 // output head. A model with attention.sliding_window slides on three
-// layers of four (OLMo 3), those layers rotating without position
-// scaling, with their own base when rope.freq_base_swa gives one.
+// layers of four (OLMo 3), those layers rotating with the same base but
+// without position scaling (llama.cpp reads rope.freq_base_swa for olmo2
+// and does not use it).
 var olmo2 = Family{
 	Name: "olmo2",
 	Hparams: func(m Meta, p *Params) error {
@@ -30,10 +31,7 @@ var olmo2 = Family{
 			if p.SWAPattern < 1 {
 				return fmt.Errorf("%w: %s.attention.sliding_window_pattern = %d", ErrUnsupported, m.Arch, p.SWAPattern)
 			}
-			if p.RopeSWA, err = m.Float("rope.freq_base_swa", p.RopeBase); err != nil {
-				return err
-			}
-			p.RopeScaleSWA, p.AttnFactorSWA = 1, 1
+			p.RopeSWA, p.RopeScaleSWA, p.AttnFactorSWA = p.RopeBase, 1, 1
 		}
 		return nil
 	},
