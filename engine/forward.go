@@ -251,7 +251,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 				continue
 			}
 			rc := s.rope[t*c.Rot : (t+1)*c.Rot]
-			if L.sliding {
+			if L.sliding && s.ropeSWA != nil {
 				rc = s.ropeSWA[t*c.Rot : (t+1)*c.Rot]
 			}
 			s.ops.rope(s.tok(arch.Q, t), c.HeadDim, c.Heads, rc, c.Neox)

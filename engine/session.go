@@ -183,7 +183,7 @@ func (s *Session) alloc(f32 bool) (err error) {
 	s.q, s.att = s.bufs[arch.Q], s.bufs[arch.Att]
 	s.rope = make([]float32, nb*c.Rot)
 	s.ropeFreq = m.ropeFactors(s.nCtx)
-	if c.SWAWindow > 0 {
+	if c.SWAWindow > 0 && c.RopeSWA != 0 {
 		s.ropeSWA = make([]float32, nb*c.Rot)
 	}
 	s.tokens = make([]int32, nb)

@@ -164,6 +164,46 @@ var synthSpecs = []synthSpec{
 	}, ablations: []synthKey{
 		{"rope.scaling.type", "linear"},
 	}, f32SHA256: "b16551d5313f6aea8ebe5208a7bdbd5bbd3f879f22698e2d4427c0bb37ec7826"},
+	// EXAONE 4.0 1.2B's metadata, with a llama3 frequency-factor table
+	// (1 for the first 10 pairs, 16 from pair 20, linear between).
+	{arch: "exaone4", layers: 4, seed: 9, tensors: exaone4SynthTensors, keys: []synthKey{
+		{"context_length", uint32(65536)},
+		{"rope.freq_base", float32(1e6)},
+		{"attention.layer_norm_rms_epsilon", float32(1e-5)},
+	}, ablations: []synthKey{
+		// No key turns its block's parts off (they are tensors); the RoPE
+		// base at least shows the rotation is there.
+		{"rope.freq_base", float32(10000)},
+	}, f32SHA256: "b3cbbf48376a2f4537e074c27f97a3c606ec4e09895285b748aa53f8048befa2"},
+}
+
+// exaone4SynthTensors is exaone4's set: olmo2's layout with per-head Q/K
+// norms, a tied output and a llama3 frequency-factor table.
+func exaone4SynthTensors(layers int) []synthTensor {
+	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
+	ts := []synthTensor{{name: "token_embd.weight", shape: []int64{synthDim, 512}}}
+	for il := 0; il < layers; il++ {
+		p := fmt.Sprintf("blk.%d.", il)
+		ts = append(ts,
+			synthTensor{name: p + "attn_q.weight", shape: []int64{synthDim, qDim}},
+			synthTensor{name: p + "attn_k.weight", shape: []int64{synthDim, kvDim}},
+			synthTensor{name: p + "attn_v.weight", shape: []int64{synthDim, kvDim}},
+			synthTensor{name: p + "attn_q_norm.weight", shape: []int64{synthHeadDim}},
+			synthTensor{name: p + "attn_k_norm.weight", shape: []int64{synthHeadDim}},
+			synthTensor{name: p + "attn_output.weight", shape: []int64{qDim, synthDim}},
+			synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}},
+			synthTensor{name: p + "ffn_gate.weight", shape: []int64{synthDim, synthFF}},
+			synthTensor{name: p + "ffn_up.weight", shape: []int64{synthDim, synthFF}},
+			synthTensor{name: p + "ffn_down.weight", shape: []int64{synthFF, synthDim}},
+			synthTensor{name: p + "post_ffw_norm.weight", shape: []int64{synthDim}},
+		)
+	}
+	return append(ts,
+		synthTensor{name: "output_norm.weight", shape: []int64{synthDim}},
+		synthTensor{name: "rope_freqs.weight", shape: []int64{synthHeadDim / 2}, fill: func(i int) float32 {
+			return float32(1 + 15*min(1, max(0, float64(i-10)/10)))
+		}},
+	)
 }
 
 // olmo2SynthTensors is olmo2's set: no input norms; Q and K norms over the

@@ -66,6 +66,7 @@ var families = []*Family{
 	&gemma2,
 	&olmo2,
 	&mistral3,
+	&exaone4,
 }
 
 // Lookup returns the family named name.
@@ -132,7 +133,7 @@ type Params struct {
 	KQScale       float32 // attention scores multiplied by this in softmax
 	SWAWindow     int     // sliding window in positions; 0 = none
 	SWAPattern    int     // every SWAPattern-th layer is global; the others slide
-	RopeSWA       float32 // RoPE base for sliding-window layers
+	RopeSWA       float32 // RoPE base for sliding-window layers; 0: they rotate as the others
 	RopeScaleSWA  float32 // linear position scale for sliding-window layers, 1 = none
 	AttnFactorSWA float32 // AttnFactor of sliding-window layers
 	AttnSoftcap   float32 // attention scores become c*tanh(s/c) before the softmax; 0 = none
@@ -498,6 +499,18 @@ func readShared(m Meta, p *Params) error {
 	}
 	if p.Layers, err = m.Uint("block_count", 0, true); err != nil {
 		return err
+	}
+	// Multi-token-prediction layers come last; llama.cpp keeps them in the
+	// file and does not run them.
+	nextn, err := m.Uint("nextn_predict_layers", 0, false)
+	if err != nil {
+		return err
+	}
+	if nextn > 0 {
+		if nextn >= p.Layers {
+			return fmt.Errorf("%w: %d of %d blocks are multi-token-prediction layers", ErrBadFile, nextn, p.Layers)
+		}
+		p.Layers -= nextn
 	}
 	if p.FF, err = m.Uint("feed_forward_length", 0, true); err != nil {
 		return err
