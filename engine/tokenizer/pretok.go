@@ -59,7 +59,7 @@ func lookupPre(name string) (preInfo, bool) {
 	case "command-r", "smollm":
 		return preInfo{typ: preStarcoder, noClean: true}, true
 	case "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en",
-		"jina-v2-es", "jina-v2-de", "jina-v2-code", "roberta-bpe":
+		"jina-v2-es", "jina-v2-de", "jina-v2-code", "roberta-bpe", "exaone4":
 		return preInfo{typ: preGPT2}, true
 	case "qwen2", "deepseek-r1-qwen":
 		return preInfo{typ: preQwen2, noClean: true}, true
