@@ -213,8 +213,64 @@ func (s *Session) stageToken(t, worker int) {
 			return
 		}
 		xn := s.tok(arch.XN, t)
-		s.ops.rmsNorm(xn, s.tok(arch.X, t), m.outputNorm, c.Eps)
+		s.norm(xn, s.tok(arch.X, t), m.outputNorm)
 		s.quantizeFor(xn, t-s.outFirst, m.output)
+	}
+}
+
+// norm is the model's norm kind: RMS (in the numerics mode's order) or a
+// layer norm.
+func (s *Session) norm(dst, x, w []float32) {
+	if s.c.LayerNorm {
+		layerNorm(dst, x, w, s.c.Eps)
+		return
+	}
+	s.ops.rmsNorm(dst, x, w, s.c.Eps)
+}
+
+// layerNorm is ggml's norm followed by the weight, in its order on x86
+// with AVX-512: the mean from a float64 sum, the centered values and the
+// variance from their squares (16 at a time, each group reduced as
+// _mm512_reduce_add_ps does and added in float64), then scaled by
+// 1/sqrt(variance+eps) and multiplied by w. dst may be x.
+func layerNorm(dst, x, w []float32, eps float32) {
+	n := len(x)
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := float32(sum) / float32(n)
+	var sq float64
+	i := 0
+	var lane [16]float32
+	for ; i+15 < n; i += 16 {
+		for j := range 16 {
+			d := x[i+j] - mean
+			dst[i+j] = d
+			lane[j] = d * d
+		}
+		var t3 [8]float32
+		for j := range 8 {
+			t3[j] = lane[8+j] + lane[j]
+		}
+		var t6 [4]float32
+		for j := range 4 {
+			t6[j] = t3[4+j] + t3[j]
+		}
+		sq += float64((t6[0] + t6[2]) + (t6[1] + t6[3]))
+	}
+	for ; i < n; i++ {
+		d := x[i] - mean
+		dst[i] = d
+		sq += float64(d * d)
+	}
+	variance := float32(sq / float64(n))
+	scale := 1 / float32(math.Sqrt(float64(variance+eps)))
+	for i := range dst[:n] {
+		dst[i] *= scale
+		if w != nil {
+			dst[i] *= w[i]
+		}
 	}
 }
 
@@ -227,7 +283,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		switch op.kind {
 		case tkNorm:
 			if w := L.vecs[op.w]; w != nil {
-				s.ops.rmsNorm(s.tok(op.out, t), s.tok(op.in, t), w, c.Eps)
+				s.norm(s.tok(op.out, t), s.tok(op.in, t), w)
 			}
 		case tkHeadNorm:
 			w := L.vecs[op.w]

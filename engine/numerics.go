@@ -170,6 +170,9 @@ func rmsNormIk(dst, x, w []float32, eps float32) {
 // checkNumerics refuses a model that mode n cannot follow its reference
 // engine on, naming what it cannot follow.
 func checkNumerics(n Numerics, c *config) error {
+	if n == NumericsIk && c.LayerNorm {
+		return fmt.Errorf("%w: numerics mode ik: layer norms", ErrUnsupported)
+	}
 	if n == NumericsIk && c.AttnSoftcap != 0 {
 		// attendHeadIk follows ik_llama.cpp's flash attention, which is
 		// not followed with soft-capped scores.

@@ -175,6 +175,29 @@ var synthSpecs = []synthSpec{
 		// base at least shows the rotation is there.
 		{"rope.freq_base", float32(10000)},
 	}, f32SHA256: "b3cbbf48376a2f4537e074c27f97a3c606ec4e09895285b748aa53f8048befa2"},
+	// Command R7B's metadata but for a sliding window of 8, so that the
+	// prompts pass it on layers 0-2 (layer 3 is global, without RoPE).
+	{arch: "cohere2", layers: 4, seed: 10, tensors: cohere2SynthTensors, keys: []synthKey{
+		{"context_length", uint32(8192)},
+		{"rope.freq_base", float32(50000)},
+		{"attention.layer_norm_epsilon", float32(1e-5)},
+		{"attention.sliding_window", uint32(8)},
+		{"logit_scale", float32(0.25)},
+	}, ablations: []synthKey{
+		{"attention.sliding_window", uint32(4096)},
+		{"logit_scale", float32(1)},
+	}, f32SHA256: "36f17a17fdd86a731c164beb48c87ead69a2ff377f87f0dc4c25e50f826db037"},
+}
+
+// cohere2SynthTensors is cohere2's set: the llama set without ffn_norm.
+func cohere2SynthTensors(layers int) []synthTensor {
+	var out []synthTensor
+	for _, t := range llamaSynthTensors(layers) {
+		if !strings.HasSuffix(t.name, "ffn_norm.weight") {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // exaone4SynthTensors is exaone4's set: olmo2's layout with per-head Q/K

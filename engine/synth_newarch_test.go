@@ -34,7 +34,8 @@ import (
 // of the Q8_0 file, rounded up: smollm3 measured 0.147 and 0.074, granite
 // (whose logits are divided by 8) 0.0093 and 0.0039, phi3 0.139 and
 // 0.069, gemma2 0.092 and 0.042, olmo2 0.078 and 0.045, mistral3 0.135
-// and 0.068, exaone4 0.075 and 0.041.
+// and 0.068, exaone4 0.075 and 0.041, cohere2 (logits times 0.25) 0.0175
+// and 0.0104.
 var synthNewQ8Spread = map[string]struct{ max, median float64 }{
 	"smollm3":  {0.15, 0.075},
 	"granite":  {0.01, 0.004},
@@ -43,6 +44,7 @@ var synthNewQ8Spread = map[string]struct{ max, median float64 }{
 	"olmo2":    {0.08, 0.045},
 	"mistral3": {0.14, 0.07},
 	"exaone4":  {0.08, 0.045},
+	"cohere2":  {0.02, 0.011},
 }
 
 func synthNewPath(name string) string { return filepath.Join("testdata", "synth", name) }

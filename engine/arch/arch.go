@@ -67,6 +67,7 @@ var families = []*Family{
 	&olmo2,
 	&mistral3,
 	&exaone4,
+	&cohere2,
 }
 
 // Lookup returns the family named name.
@@ -152,6 +153,9 @@ type Params struct {
 	// at position p by 1 + AttnTempScale*ln(floor(p/AttnTempFloor)+1).
 	AttnTempScale float32
 	AttnTempFloor int
+	// LayerNorm makes every Norm step and the output norm a layer norm
+	// (mean removed, no bias) instead of an RMS norm.
+	LayerNorm bool
 }
 
 // QDim is the width of all query heads.
@@ -293,6 +297,7 @@ const (
 	O              // a projection back to Dim
 	G              // FFN gate (FF)
 	U              // FFN up (FF)
+	O2             // a second projection back to Dim (parallel blocks)
 	NumBufs
 )
 

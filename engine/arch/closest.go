@@ -18,7 +18,8 @@ var resembles = map[string]string{
 	"qwen2moe":      "qwen2",
 	"qwen2vl":       "qwen2",
 	"qwen3moe":      "qwen3",
-	"olmoe":         "olmo2", // mixture-of-experts FFN
+	"olmoe":         "olmo2",   // mixture-of-experts FFN
+	"command-r":     "cohere2", // no sliding window, optional Q/K norms
 	"gemma":         "gemma3",
 	"gemma3n":       "gemma3",
 	"granitemoe":    "granite",
