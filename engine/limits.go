@@ -88,7 +88,11 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 	positive := func(x float32) bool { return x > 0 && !math.IsInf(float64(x), 0) } // false for NaN
 	switch {
 	case !positive(c.Eps):
-		return fmt.Errorf("%w: metadata key %s = %v; want a finite epsilon > 0", ErrBadFile, key("attention.layer_norm_rms_epsilon"), c.Eps)
+		epsKey := "attention.layer_norm_rms_epsilon"
+		if c.LayerNorm {
+			epsKey = "attention.layer_norm_epsilon"
+		}
+		return fmt.Errorf("%w: metadata key %s = %v; want a finite epsilon > 0", ErrBadFile, key(epsKey), c.Eps)
 	case !positive(c.RopeBase):
 		return fmt.Errorf("%w: metadata key %s = %v; want a finite base > 0", ErrBadFile, key("rope.freq_base"), c.RopeBase)
 	case !positive(c.RopeScale):

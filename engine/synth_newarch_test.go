@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,4 +218,40 @@ func copyGGUFAs(t *testing.T, src, from, to string) string {
 	require.NoError(t, err)
 	require.NoError(t, out.Close())
 	return dst
+}
+
+// TestNewArchBadMetadata: the new families' own keys with values a
+// model cannot have are ErrBadFile naming the key (or its meaning), never
+// a crash or a model that runs with them.
+func TestNewArchBadMetadata(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		arch, key string
+		v         any
+		want      string
+	}{
+		{"phi3", "rope.scaling.attn_factor", float32(-1), "attn_factor"},
+		{"phi3", "rope.scaling.attn_factor", nan, "attn_factor"},
+		{"phi3", "rope.scaling.original_context_length", uint64(1 << 40), "original_context_length"},
+		{"gemma2", "attn_logit_softcapping", float32(0), "soft-capping"},
+		{"gemma2", "final_logit_softcapping", float32(-30), "soft-capping"},
+		{"gemma2", "attention.sliding_window_pattern", uint32(0), "sliding_window_pattern"},
+		{"mistral3", "rope.scaling.yarn_beta_fast", float32(0), "YaRN"},
+		{"mistral3", "rope.scaling.yarn_log_multiplier", nan, "YaRN"},
+		{"mistral3", "attention.temperature_scale", nan, "temperature_scale"},
+		{"exaone4", "nextn_predict_layers", uint32(4), "prediction layers"},
+		{"cohere2", "logit_scale", nan, "logit_scale"},
+		{"cohere2", "attention.layer_norm_epsilon", float32(0), "cohere2.attention.layer_norm_epsilon"},
+	} {
+		t.Run(c.arch+"/"+c.key, func(t *testing.T) {
+			path := withKey(t, synthNewPath("synth-"+c.arch+"-Q8_0.gguf"), c.arch+"."+c.key, c.v)
+			m, err := Open(path, ModelParams{Threads: 1})
+			if err == nil {
+				m.Close()
+			}
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrBadFile) || errors.Is(err, ErrUnsupported), "%v", err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
 }
