@@ -71,6 +71,7 @@ type Session struct {
 	acts     map[gguf.Type][]byte    // activations in each vec-dot type used
 	actTypes []gguf.Type             // keys of acts, fixed order
 	rope     []float32               // nb x nRot cos/sin, global layers
+	ropeFreq []float32               // the RoPE frequency divisors for this context, or nil
 	ropeSWA  []float32               // nb x nRot cos/sin, sliding layers
 	scores   [][]float32             // per thread, cache capacity
 	q16      [][]uint16              // per thread, head dim
@@ -206,7 +207,8 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	}
 	s.q, s.att = s.bufs[arch.Q], s.bufs[arch.Att]
 	s.rope = make([]float32, nb*c.Rot)
-	if c.SWAWindow > 0 {
+	s.ropeFreq = m.ropeFactors(s.nCtx)
+	if c.SWAWindow > 0 && c.RopeSWA != 0 {
 		s.ropeSWA = make([]float32, nb*c.Rot)
 	}
 	s.tokens = make([]int32, nb)
