@@ -138,7 +138,7 @@ func TestShapeErrorNamesTensor(t *testing.T) {
 func TestUnsupportedArchitectureNamesIt(t *testing.T) {
 	src := shareddata.Path(t, "models/stories260K.gguf")
 	// A transformer with a close family and a state-space model with none.
-	for _, name := range []string{"phi3", "mamba"} {
+	for _, name := range []string{"internlm2", "mamba"} {
 		path := copyGGUF(t, src, func(k string, v any) any {
 			if k == "general.architecture" {
 				return name

@@ -72,7 +72,27 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	if c := s.c; c.LogitScale != 1 {
 		s.kern.Scale(out[:s.nTok*m.output.Rows], c.LogitScale)
 	}
+	if c := s.c; c.FinalSoftcap != 0 {
+		softcap(out[:s.nTok*m.output.Rows], c.FinalSoftcap)
+	}
 	return nil
+}
+
+// attnTemp is Llama 4's attention temperature at position pos, computed
+// as llama.cpp does: the position over the floor scale in float32, the
+// logarithm and the rest in float64, rounded to float32.
+func attnTemp(c *config, pos int) float32 {
+	fl := math.Floor(float64(float32(pos) / float32(c.AttnTempFloor)))
+	return float32(math.Log(fl+1)*float64(c.AttnTempScale) + 1)
+}
+
+// softcap replaces each x by c*tanh(x/c), as ggml computes it: x times
+// 1/c, tanh in float32, times c.
+func softcap(x []float32, c float32) {
+	inv := 1 / c
+	for i, v := range x {
+		x[i] = float32(math.Tanh(float64(v*inv))) * c
+	}
 }
 
 func (s *Session) act(mt *kernels.Matrix) []byte { return s.acts[kernels.ActType(mt)] }
@@ -173,10 +193,11 @@ func (s *Session) stageToken(t, worker int) {
 			s.kern.Scale(x, c.EmbScale)
 		}
 		pos := s.p0 + t
-		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: m.ropeFreqs},
+		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: s.ropeFreq, AttnFactor: c.AttnFactor,
+			ExtFactor: c.YarnExt, CorrDims: m.yarnCorr},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
-			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: 1},
+			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: c.RopeScaleSWA, AttnFactor: c.AttnFactorSWA},
 				pos, s.ropeSWA[t*c.Rot:(t+1)*c.Rot])
 		}
 		s.tokenOps(m.plan.phases[0].ops, 0, t)
@@ -192,8 +213,64 @@ func (s *Session) stageToken(t, worker int) {
 			return
 		}
 		xn := s.tok(arch.XN, t)
-		s.ops.rmsNorm(xn, s.tok(arch.X, t), m.outputNorm, c.Eps)
+		s.norm(xn, s.tok(arch.X, t), m.outputNorm)
 		s.quantizeFor(xn, t-s.outFirst, m.output)
+	}
+}
+
+// norm is the model's norm kind: RMS (in the numerics mode's order) or a
+// layer norm.
+func (s *Session) norm(dst, x, w []float32) {
+	if s.c.LayerNorm {
+		layerNorm(dst, x, w, s.c.Eps)
+		return
+	}
+	s.ops.rmsNorm(dst, x, w, s.c.Eps)
+}
+
+// layerNorm is ggml's norm followed by the weight, in its order on x86
+// with AVX-512: the mean from a float64 sum, the centered values and the
+// variance from their squares (16 at a time, each group reduced as
+// _mm512_reduce_add_ps does and added in float64), then scaled by
+// 1/sqrt(variance+eps) and multiplied by w. dst may be x.
+func layerNorm(dst, x, w []float32, eps float32) {
+	n := len(x)
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := float32(sum) / float32(n)
+	var sq float64
+	i := 0
+	var lane [16]float32
+	for ; i+15 < n; i += 16 {
+		for j := range 16 {
+			d := x[i+j] - mean
+			dst[i+j] = d
+			lane[j] = d * d
+		}
+		var t3 [8]float32
+		for j := range 8 {
+			t3[j] = lane[8+j] + lane[j]
+		}
+		var t6 [4]float32
+		for j := range 4 {
+			t6[j] = t3[4+j] + t3[j]
+		}
+		sq += float64((t6[0] + t6[2]) + (t6[1] + t6[3]))
+	}
+	for ; i < n; i++ {
+		d := x[i] - mean
+		dst[i] = d
+		sq += float64(d * d)
+	}
+	variance := float32(sq / float64(n))
+	scale := 1 / float32(math.Sqrt(float64(variance+eps)))
+	for i := range dst[:n] {
+		dst[i] *= scale
+		if w != nil {
+			dst[i] *= w[i]
+		}
 	}
 }
 
@@ -206,7 +283,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		switch op.kind {
 		case tkNorm:
 			if w := L.vecs[op.w]; w != nil {
-				s.ops.rmsNorm(s.tok(op.out, t), s.tok(op.in, t), w, c.Eps)
+				s.norm(s.tok(op.out, t), s.tok(op.in, t), w)
 			}
 		case tkHeadNorm:
 			w := L.vecs[op.w]
@@ -230,7 +307,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 				continue
 			}
 			rc := s.rope[t*c.Rot : (t+1)*c.Rot]
-			if L.sliding {
+			if L.sliding && s.ropeSWA != nil {
 				rc = s.ropeSWA[t*c.Rot : (t+1)*c.Rot]
 			}
 			s.ops.rope(s.tok(arch.Q, t), c.HeadDim, c.Heads, rc, c.Neox)
@@ -238,6 +315,12 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		case tkScaleQ:
 			if c.QScale != 1 && !s.ops.qScaleInAttention {
 				s.kern.Scale(s.tok(arch.Q, t), c.QScale)
+			}
+		case tkTempQ:
+			if c.AttnTempScale != 0 {
+				if f := attnTemp(c, s.p0+t); f != 1 {
+					s.kern.Scale(s.tok(arch.Q, t), f)
+				}
 			}
 		case tkStoreKV:
 			s.storeKV(il, t)
@@ -267,6 +350,10 @@ func (s *Session) storeKV(il, t int) {
 	kvDim := len(k)
 	pos := s.p0 + t
 	kc := s.cache
+	if kc.q8 {
+		s.storeKVQ8(il, pos, k, v)
+		return
+	}
 	if kc.f32 {
 		copy(kc.k32[il][pos*kvDim:(pos+1)*kvDim], k)
 		V := kc.v32[il]
@@ -288,6 +375,12 @@ func (s *Session) runAttention(i, n int) {
 	c := s.c
 	// Causal rows grow with the token, so a contiguous split would give the
 	// last thread most of the work: deal (token, head) pairs round-robin.
+	if s.cache.q8 {
+		for w := i; w < s.nTok*c.Heads; w += n {
+			s.attendHeadQ8(w/c.Heads, w%c.Heads, i)
+		}
+		return
+	}
 	if s.groupAttention() {
 		for w := i; w < s.nTok*c.KVHeads; w += n {
 			s.attendGroup(w/c.KVHeads, w%c.KVHeads, i)
@@ -331,6 +424,9 @@ func (s *Session) attendGroup(t, g, worker int) {
 	s.kern.AttnDotF16RowsMulti(q, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
 	for j := 0; j < G; j++ {
 		row := sc[j*n : (j+1)*n]
+		if c.AttnSoftcap != 0 {
+			softcap(row[first-base:], c.AttnSoftcap)
+		}
 		s.kern.Scale(row[first-base:], c.KQScale)
 		for i := range row[:first-base] {
 			row[i] = float32(math.Inf(-1))
@@ -387,6 +483,9 @@ func (s *Session) attendHead(t, h, worker int) {
 		// for a batch and ggml_vec_dot_f32 for one token.
 		K, V := kc.k32[s.il], kc.v32[s.il]
 		s.kern.AttnDotF32RowsSingle(q, K[first*kvDim+g*hd:], kvDim, live, false)
+		if c.AttnSoftcap != 0 {
+			softcap(live, c.AttnSoftcap)
+		}
 		s.kern.Scale(live, c.KQScale)
 		for i := range sc[:first-base] {
 			sc[i] = float32(math.Inf(-1))
@@ -411,6 +510,9 @@ func (s *Session) attendHead(t, h, worker int) {
 		s.kern.AttnDotF16Rows(q16, K[first*kvDim+g*hd:], kvDim, live)
 	} else {
 		s.kern.AttnDotF16RowsSingle(q16, K[first*kvDim+g*hd:], kvDim, live, false)
+	}
+	if c.AttnSoftcap != 0 {
+		softcap(live, c.AttnSoftcap)
 	}
 	s.kern.Scale(live, c.KQScale)
 	for i := range sc[:first-base] {

@@ -32,6 +32,7 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 		{"context_length", c.CtxTrain}, {"embedding_length", c.Dim}, {"block_count", c.Layers},
 		{"feed_forward_length", c.FF}, {"attention.head_count", c.Heads}, {"attention.head_count_kv", c.KVHeads},
 		{"attention.key_length", c.HeadDim}, {"rope.dimension_count", c.Rot}, {"attention.sliding_window", c.SWAWindow},
+		{"rope.scaling.original_context_length", c.CtxOrig},
 	} {
 		if v.n < 0 || v.n > math.MaxInt32 {
 			return fmt.Errorf("%w: metadata key %s = %d is out of range", ErrBadFile, key(v.k), v.n)
@@ -87,12 +88,28 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 	positive := func(x float32) bool { return x > 0 && !math.IsInf(float64(x), 0) } // false for NaN
 	switch {
 	case !positive(c.Eps):
-		return fmt.Errorf("%w: metadata key %s = %v; want a finite epsilon > 0", ErrBadFile, key("attention.layer_norm_rms_epsilon"), c.Eps)
+		epsKey := "attention.layer_norm_rms_epsilon"
+		if c.LayerNorm {
+			epsKey = "attention.layer_norm_epsilon"
+		}
+		return fmt.Errorf("%w: metadata key %s = %v; want a finite epsilon > 0", ErrBadFile, key(epsKey), c.Eps)
 	case !positive(c.RopeBase):
 		return fmt.Errorf("%w: metadata key %s = %v; want a finite base > 0", ErrBadFile, key("rope.freq_base"), c.RopeBase)
 	case !positive(c.RopeScale):
 		return fmt.Errorf("%w: metadata key %s (or %s) gives a position scale of %v; want a finite factor > 0",
 			ErrBadFile, key("rope.scaling.factor"), key("rope.scale_linear"), c.RopeScale)
+	case c.AttnSoftcap != 0 && !positive(c.AttnSoftcap), c.FinalSoftcap != 0 && !positive(c.FinalSoftcap):
+		return fmt.Errorf("%w: soft-capping (attention %v, logits %v) from %s and %s; want finite values > 0",
+			ErrBadFile, c.AttnSoftcap, c.FinalSoftcap, key("attn_logit_softcapping"), key("final_logit_softcapping"))
+	case !positive(c.RopeScaleSWA):
+		return fmt.Errorf("%w: sliding-window RoPE scale %v; want a finite scale > 0", ErrBadFile, c.RopeScaleSWA)
+	case c.YarnExt != 0 && (!positive(c.YarnBetaFast) || !positive(c.YarnBetaSlow) || c.CtxOrig <= 0 || math.IsNaN(float64(c.YarnLogMul)) || math.IsInf(float64(c.YarnLogMul), 0)):
+		return fmt.Errorf("%w: YaRN parameters (beta fast %v, slow %v, original context %d, log multiplier %v) from %s; want finite values > 0",
+			ErrBadFile, c.YarnBetaFast, c.YarnBetaSlow, c.CtxOrig, c.YarnLogMul, key("rope.scaling.*"))
+	case c.AttnTempScale != 0 && (math.IsNaN(float64(c.AttnTempScale)) || math.IsInf(float64(c.AttnTempScale), 0) || c.AttnTempFloor <= 0):
+		return fmt.Errorf("%w: metadata key %s = %v with an original context of %d", ErrBadFile, key("attention.temperature_scale"), c.AttnTempScale, c.AttnTempFloor)
+	case !positive(c.AttnFactor), !positive(c.AttnFactorSWA):
+		return fmt.Errorf("%w: metadata key %s = %v; want a finite factor > 0", ErrBadFile, key("rope.scaling.attn_factor"), c.AttnFactor)
 	case !positive(c.EmbScale), !positive(c.QScale), !positive(c.KQScale):
 		return fmt.Errorf("%w: attention scales (embedding %v, query %v, scores %v) from %s and %s are not finite",
 			ErrBadFile, c.EmbScale, c.QScale, c.KQScale, key("embedding_length"), key("attention.key_length"))
@@ -142,7 +159,7 @@ func tensorName(fam *arch.Family, r arch.Role) (string, bool) {
 		}
 	}
 	for _, t := range fam.Layer {
-		if t.Role == r {
+		if t.Role == r && t.Name != "" {
 			return "blk.0." + t.Name, true
 		}
 	}

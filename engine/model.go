@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,7 +101,10 @@ type Model struct {
 	embd       *kernels.Matrix // token_embd: vocab rows of dim
 	output     *kernels.Matrix // output head (a copy of token_embd's when tied)
 	outputNorm []float32
-	ropeFreqs  []float32 // llama3 per-pair frequency divisors, or nil
+	ropeFreqs  []float32  // llama3 per-pair frequency divisors, or nil
+	ropeLong   []float32  // LongRoPE's divisors beyond the original context, or nil
+	ropeShort  []float32  // LongRoPE's divisors within it, or nil
+	yarnCorr   [2]float32 // YaRN's correction dimensions (Params.YarnExt)
 	layers     []layer
 	pool       *pool.Pool
 	info       Info
@@ -128,6 +132,9 @@ type Model struct {
 	mu       sync.Mutex
 	sessions int
 	closed   bool
+
+	fpOnce sync.Once // computes fp, the saved-state fingerprint, on first use
+	fp     [32]byte
 }
 
 // Open maps the GGUF file at path and loads the model from it. An
@@ -320,6 +327,9 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	if m.plan, err = compilePlan(fam, &m.cfg); err != nil {
 		return nil, err
 	}
+	if cfg.YarnExt != 0 {
+		m.yarnCorr = kernels.RoPEYarnCorrDims(cfg.Rot, cfg.CtxOrig, cfg.RopeBase, cfg.YarnBetaFast, cfg.YarnBetaSlow)
+	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		if errors.Is(err, tokenizer.ErrUnsupported) {
@@ -362,7 +372,10 @@ type tensorLoader struct {
 // load reads tensor t (named prefix+t.Name) into w, checking its shape:
 // an absent tensor is left zero when optional, replaced by the tensor it
 // is tied to when it has one, and an error naming it otherwise.
-func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights) error {
+func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights, list []arch.Tensor) error {
+	if w.mats[t.Role].Data != nil || w.vecs[t.Role] != nil || t.Name == "" {
+		return nil // a part already cut from its fused tensor, or one that exists only there
+	}
 	name := prefix + t.Name
 	tt, ok := l.f.Tensor(name)
 	if !ok {
@@ -379,6 +392,9 @@ func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights) error {
 	if !t.Matrix() {
 		v, err := asVector(tt, cols)
 		w.vecs[t.Role] = v
+		if err == nil {
+			err = l.split(t, list, w)
+		}
 		return err
 	}
 	mt, err := asMatrix(tt, cols, l.c.Of(t.Rows, l.vocab))
@@ -389,7 +405,71 @@ func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights) error {
 	if t.Role == arch.TokenEmbd {
 		l.vocab = mt.Rows
 	}
+	return l.split(t, list, w)
+}
+
+// split fills the parts of fused tensor t (already in w) with views of its
+// consecutive row ranges (value ranges for a vector), each as its part's
+// declaration in list sizes it.
+func (l *tensorLoader) split(t *arch.Tensor, list []arch.Tensor, w *weights) error {
+	if len(t.Fused) == 0 {
+		return nil
+	}
+	off := 0
+	for _, r := range t.Fused {
+		d := declOf(list, r)
+		if d == nil {
+			return fmt.Errorf("%w: %w: part %d of %s is not declared", ErrInternal, errArchDescription, r, t.Name)
+		}
+		if t.Matrix() {
+			whole := w.mats[t.Role]
+			n := l.c.Of(d.Rows, l.vocab)
+			if n < 0 || off+n > whole.Rows {
+				return fmt.Errorf("%w: %w: parts of %s exceed its %d rows", ErrInternal, errArchDescription, t.Name, whole.Rows)
+			}
+			rb := whole.RowBytes()
+			w.mats[r] = kernels.Matrix{Type: whole.Type, Rows: n, Cols: whole.Cols, Data: whole.Data[off*rb : (off+n)*rb]}
+			off += n
+			continue
+		}
+		whole := w.vecs[t.Role]
+		n := l.c.Of(d.Cols, l.vocab)
+		if n < 0 || off+n > len(whole) {
+			return fmt.Errorf("%w: %w: parts of %s exceed its %d values", ErrInternal, errArchDescription, t.Name, len(whole))
+		}
+		w.vecs[r] = whole[off : off+n : off+n]
+		off += n
+	}
 	return nil
+}
+
+// declOf is role r's declaration in list, or nil.
+func declOf(list []arch.Tensor, r arch.Role) *arch.Tensor {
+	for i := range list {
+		if list[i].Role == r {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// missingMatrix names, for a block matrix the plan multiplies by that the
+// file did not give, the tensor (or tensors) that would have.
+func missingMatrix(fam *arch.Family, prefix string, r arch.Role) error {
+	d := declOf(fam.Layer, r)
+	var names []string
+	if d != nil && d.Name != "" {
+		names = append(names, prefix+d.Name)
+	}
+	for _, f := range fam.Layer {
+		if slices.Contains(f.Fused, r) {
+			names = append(names, prefix+f.Name)
+		}
+	}
+	if len(names) > 1 {
+		return fmt.Errorf("%w: missing tensor %s (or %s)", ErrBadFile, names[0], strings.Join(names[1:], ", "))
+	}
+	return fmt.Errorf("%w: missing tensor %s", ErrBadFile, strings.Join(names, ""))
 }
 
 func asMatrix(t *gguf.Tensor, cols, rows int) (kernels.Matrix, error) {
@@ -435,12 +515,13 @@ func (m *Model) loadTensors() error {
 	c := &m.cfg
 	l := &tensorLoader{f: m.f, c: c, vocab: -1}
 	for i := range m.fam.Model {
-		if err := l.load(&m.fam.Model[i], "", &m.glob); err != nil {
+		if err := l.load(&m.fam.Model[i], "", &m.glob, m.fam.Model); err != nil {
 			return err
 		}
 	}
 	m.embd, m.output = &m.glob.mats[arch.TokenEmbd], &m.glob.mats[arch.Output]
 	m.outputNorm, m.ropeFreqs = m.glob.vecs[arch.OutputNorm], m.glob.vecs[arch.RopeFreqs]
+	m.ropeLong, m.ropeShort = m.glob.vecs[arch.RopeLong], m.glob.vecs[arch.RopeShort]
 	if m.embd.Data == nil || m.output.Data == nil || m.outputNorm == nil {
 		return descriptionError(m.fam, "token_embd, output and output_norm are required")
 	}
@@ -454,12 +535,34 @@ func (m *Model) loadTensors() error {
 		L.sliding = c.Sliding(i)
 		L.noRope = !c.Rotates(i)
 		for j := range m.fam.Layer {
-			if err := l.load(&m.fam.Layer[j], p, &L.weights); err != nil {
+			if err := l.load(&m.fam.Layer[j], p, &L.weights, m.fam.Layer); err != nil {
 				return err
+			}
+		}
+		for _, ph := range m.plan.phases {
+			for _, pr := range ph.proj {
+				if L.mats[pr.W].Data == nil {
+					return missingMatrix(m.fam, p, pr.W)
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// ropeFactors are the RoPE frequency divisors of a session of nCtx
+// positions: llama3's table when the file has one, else, as llama.cpp
+// picks LongRoPE's, the long factors for a context beyond the one the model
+// was trained with (rope.scaling.original_context_length) and the short
+// ones within it; nil when the file has none.
+func (m *Model) ropeFactors(nCtx int) []float32 {
+	switch {
+	case m.ropeFreqs != nil:
+		return m.ropeFreqs
+	case nCtx > m.cfg.CtxOrig:
+		return m.ropeLong
+	}
+	return m.ropeShort
 }
 
 // Close releases the model's worker pool and, if Open mapped the file,

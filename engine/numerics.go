@@ -170,6 +170,14 @@ func rmsNormIk(dst, x, w []float32, eps float32) {
 // checkNumerics refuses a model that mode n cannot follow its reference
 // engine on, naming what it cannot follow.
 func checkNumerics(n Numerics, c *config) error {
+	if n == NumericsIk && c.LayerNorm {
+		return fmt.Errorf("%w: numerics mode ik: layer norms", ErrUnsupported)
+	}
+	if n == NumericsIk && c.AttnSoftcap != 0 {
+		// attendHeadIk follows ik_llama.cpp's flash attention, which is
+		// not followed with soft-capped scores.
+		return fmt.Errorf("%w: numerics mode ik: attention soft-capping", ErrUnsupported)
+	}
 	if n == NumericsIk && c.HeadDim%16 != 0 {
 		// attendHeadIk follows ik_llama.cpp's iqk flash attention, which
 		// takes keys 16 values at a time; ik_llama.cpp computes other head

@@ -162,7 +162,7 @@ func (m *Model) packTargets() ([]packTarget, int) {
 		p := "blk." + strconv.Itoa(i) + "."
 		for _, t := range mats {
 			if L.mats[t.Role].Data != nil {
-				add(p+t.Name, &L.mats[t.Role])
+				add(p+matrixName(m.fam, t), &L.mats[t.Role])
 			}
 		}
 	}

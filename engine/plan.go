@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/moonlm/moonlm/engine/arch"
 )
 
@@ -53,6 +56,7 @@ const (
 	tkStoreKV
 	tkResidual
 	tkGLU
+	tkTempQ
 	tkQuantize
 )
 
@@ -82,6 +86,32 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 			}
 		}
 		return nil
+	}
+	// A fused tensor comes before its parts, which add up to it.
+	for i := range fam.Layer {
+		f := &fam.Layer[i]
+		if len(f.Fused) == 0 {
+			continue
+		}
+		sum := 0
+		for _, r := range f.Fused {
+			j := slices.IndexFunc(fam.Layer, func(t arch.Tensor) bool { return t.Role == r })
+			if j <= i || fam.Layer[j].Matrix() != f.Matrix() || (f.Matrix() && fam.Layer[j].Cols != f.Cols) {
+				return nil, descriptionError(fam, "part %d of %s is not declared after it with its columns", r, f.Name)
+			}
+			if f.Matrix() {
+				sum += c.Of(fam.Layer[j].Rows, -1)
+			} else {
+				sum += c.Of(fam.Layer[j].Cols, -1)
+			}
+		}
+		whole := f.Cols
+		if f.Matrix() {
+			whole = f.Rows
+		}
+		if sum != c.Of(whole, -1) {
+			return nil, descriptionError(fam, "the parts of %s add up to %d, not %d", f.Name, sum, c.Of(whole, -1))
+		}
 	}
 	// Products first: their outputs give the other buffers' widths.
 	for _, st := range fam.Block {
@@ -158,6 +188,8 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 				return nil, descriptionError(fam, "a residual of %d values", pl.width[st.In])
 			}
 			cur.ops = append(cur.ops, tokOp{kind: tkResidual, in: st.In})
+		case arch.OpTempQ:
+			cur.ops = append(cur.ops, tokOp{kind: tkTempQ})
 		case arch.OpGLU:
 			if pl.width[arch.G] != pl.width[arch.U] {
 				return nil, descriptionError(fam, "a GLU of %d gate and %d up values", pl.width[arch.G], pl.width[arch.U])
@@ -183,14 +215,30 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 	return pl, nil
 }
 
-// blockMatrices lists the block matrices of fam, in declaration
-// order (the packing order).
+// blockMatrices lists the block matrices of fam that products read, in
+// declaration order (the packing order): a fused matrix is read through
+// its parts, which are listed instead.
 func blockMatrices(fam *arch.Family) []*arch.Tensor {
 	var ts []*arch.Tensor
 	for i := range fam.Layer {
-		if fam.Layer[i].Matrix() {
+		if fam.Layer[i].Matrix() && len(fam.Layer[i].Fused) == 0 {
 			ts = append(ts, &fam.Layer[i])
 		}
 	}
 	return ts
+}
+
+// matrixName is block matrix t's name for messages: its own, or, for a
+// part that exists only inside a fused tensor, that tensor's with the
+// part's index.
+func matrixName(fam *arch.Family, t *arch.Tensor) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	for _, f := range fam.Layer {
+		if i := slices.Index(f.Fused, t.Role); i >= 0 {
+			return fmt.Sprintf("%s[%d]", f.Name, i)
+		}
+	}
+	return fmt.Sprintf("role %d", t.Role)
 }

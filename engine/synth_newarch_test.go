@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,10 +34,19 @@ import (
 // synthNewQ8Spread is, per family, the largest and the median
 // log-probability difference between llama.cpp's F16- and F32-cache runs
 // of the Q8_0 file, rounded up: smollm3 measured 0.147 and 0.074, granite
-// (whose logits are divided by 8) 0.0093 and 0.0039.
+// (whose logits are divided by 8) 0.0093 and 0.0039, phi3 0.139 and
+// 0.069, gemma2 0.092 and 0.042, olmo2 0.078 and 0.045, mistral3 0.135
+// and 0.068, exaone4 0.075 and 0.041, cohere2 (logits times 0.25) 0.0175
+// and 0.0104.
 var synthNewQ8Spread = map[string]struct{ max, median float64 }{
-	"smollm3": {0.15, 0.075},
-	"granite": {0.01, 0.004},
+	"smollm3":  {0.15, 0.075},
+	"granite":  {0.01, 0.004},
+	"phi3":     {0.14, 0.07},
+	"gemma2":   {0.1, 0.045},
+	"olmo2":    {0.08, 0.045},
+	"mistral3": {0.14, 0.07},
+	"exaone4":  {0.08, 0.045},
+	"cohere2":  {0.02, 0.011},
 }
 
 func synthNewPath(name string) string { return filepath.Join("testdata", "synth", name) }
@@ -48,7 +59,7 @@ func TestSynthNewArchF32(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var diffs []float64
 			runRefFiles(t, refOptions{
-				model: synthNewPath(name + ".gguf"), refs: synthNewPath(name + ".ref.jsonl"), kvf32: true,
+				model: synthF32(t, spec), refs: synthNewPath(name + ".ref.jsonl"), kvf32: true,
 				tol: 2e-3, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs,
 			})
 			require.NotEmpty(t, diffs)
@@ -103,41 +114,60 @@ func TestSynthNewArchQ8LlamaCppExact(t *testing.T) {
 	}
 }
 
-// TestSynthNewArchAsLlamaDiffers: each file read as a llama model (without
-// what its family adds: smollm3's NoPE layer, granite's multipliers)
+// TestSynthNewArchAsLlamaDiffers: each file without what its family adds
 // misses its reference by far more than the tolerance, so the reference
-// tests see those features. smollm3 still matches at position 0, where
-// RoPE is the identity.
+// tests see those features. smollm3's and granite's files are read as
+// llama models (without smollm3's NoPE layer, granite's multipliers);
+// smollm3 still matches at position 0, where RoPE is the identity. A
+// family whose tensors llama cannot read has each of its features turned
+// off by a metadata key instead (synthSpec.ablations).
 func TestSynthNewArchAsLlamaDiffers(t *testing.T) {
 	for _, spec := range synthSpecs {
 		t.Run(spec.arch, func(t *testing.T) {
 			name := "synth-" + spec.arch + "-f32"
-			asLlama := copyGGUFAs(t, synthNewPath(name+".gguf"), spec.arch, "llama")
-			m, err := Open(asLlama, ModelParams{Threads: 2})
-			require.NoError(t, err)
-			defer m.Close()
+			src := synthF32(t, spec)
 			rc := loadRefs(t, synthNewPath(name+".ref.jsonl"))[1]
-			toks, err := m.Tokenize(rc.Prompt, true, false)
-			require.NoError(t, err)
-			require.Equal(t, rc.Tokens, toks)
-			s, err := m.NewSession(SessionParams{KVF32: true, NCtx: 512})
-			require.NoError(t, err)
-			defer s.Close()
-			vocab := m.Info().VocabSize
-			all := make([]float32, len(toks)*vocab)
-			require.NoError(t, s.PrefillAll(toks, all))
-			pos0 := worstLogProbDiff(all[:vocab], rc.PromptLogits[0])
+			if len(spec.ablations) > 0 {
+				for _, ab := range spec.ablations {
+					pos0, worst := synthWorst(t, withKey(t, src, spec.arch+"."+ab.name, ab.v), rc)
+					t.Logf("%s = %v: worst log-probability difference %.4f (position 0: %.4f)", ab.name, ab.v, worst, pos0)
+					assert.Greater(t, worst, 0.05, "%s = %v should move the logits", ab.name, ab.v)
+				}
+				return
+			}
+			pos0, worst := synthWorst(t, copyGGUFAs(t, src, spec.arch, "llama"), rc)
 			if spec.arch == "smollm3" {
 				assert.Less(t, pos0, 2e-3, "position 0 (RoPE is the identity there)")
-			}
-			worst := pos0
-			for i := 1; i < len(toks); i++ {
-				worst = max(worst, worstLogProbDiff(all[i*vocab:(i+1)*vocab], rc.PromptLogits[i]))
 			}
 			t.Logf("read as llama: worst log-probability difference %.4f", worst)
 			assert.Greater(t, worst, 0.05, "the family's own features should move the logits")
 		})
 	}
+}
+
+// synthWorst runs reference case rc's prompt through the model at path
+// (F32 KV cache) and returns the log-probability difference from the
+// reference at position 0 and the largest over all prompt positions.
+func synthWorst(t *testing.T, path string, rc refCase) (pos0, worst float64) {
+	t.Helper()
+	m, err := Open(path, ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	toks, err := m.Tokenize(rc.Prompt, true, false)
+	require.NoError(t, err)
+	require.Equal(t, rc.Tokens, toks)
+	s, err := m.NewSession(SessionParams{KVF32: true, NCtx: 512})
+	require.NoError(t, err)
+	defer s.Close()
+	vocab := m.Info().VocabSize
+	all := make([]float32, len(toks)*vocab)
+	require.NoError(t, s.PrefillAll(toks, all))
+	pos0 = worstLogProbDiff(all[:vocab], rc.PromptLogits[0])
+	worst = pos0
+	for i := 1; i < len(toks); i++ {
+		worst = max(worst, worstLogProbDiff(all[i*vocab:(i+1)*vocab], rc.PromptLogits[i]))
+	}
+	return pos0, worst
 }
 
 // TestGraniteRopeFinetunedOff: rope.scaling.finetuned = false, which
@@ -188,4 +218,40 @@ func copyGGUFAs(t *testing.T, src, from, to string) string {
 	require.NoError(t, err)
 	require.NoError(t, out.Close())
 	return dst
+}
+
+// TestNewArchBadMetadata: the new families' own keys with values a
+// model cannot have are ErrBadFile naming the key (or its meaning), never
+// a crash or a model that runs with them.
+func TestNewArchBadMetadata(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		arch, key string
+		v         any
+		want      string
+	}{
+		{"phi3", "rope.scaling.attn_factor", float32(-1), "attn_factor"},
+		{"phi3", "rope.scaling.attn_factor", nan, "attn_factor"},
+		{"phi3", "rope.scaling.original_context_length", uint64(1 << 40), "original_context_length"},
+		{"gemma2", "attn_logit_softcapping", float32(0), "soft-capping"},
+		{"gemma2", "final_logit_softcapping", float32(-30), "soft-capping"},
+		{"gemma2", "attention.sliding_window_pattern", uint32(0), "sliding_window_pattern"},
+		{"mistral3", "rope.scaling.yarn_beta_fast", float32(0), "YaRN"},
+		{"mistral3", "rope.scaling.yarn_log_multiplier", nan, "YaRN"},
+		{"mistral3", "attention.temperature_scale", nan, "temperature_scale"},
+		{"exaone4", "nextn_predict_layers", uint32(4), "prediction layers"},
+		{"cohere2", "logit_scale", nan, "logit_scale"},
+		{"cohere2", "attention.layer_norm_epsilon", float32(0), "cohere2.attention.layer_norm_epsilon"},
+	} {
+		t.Run(c.arch+"/"+c.key, func(t *testing.T) {
+			path := withKey(t, synthNewPath("synth-"+c.arch+"-Q8_0.gguf"), c.arch+"."+c.key, c.v)
+			m, err := Open(path, ModelParams{Threads: 1})
+			if err == nil {
+				m.Close()
+			}
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrBadFile) || errors.Is(err, ErrUnsupported), "%v", err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
 }

@@ -245,15 +245,37 @@ func AxpyF16(y []float32, a float32, x []uint16) {
 	}
 }
 
-// RoPEParams describe a rotary embedding as ggml's rope op takes them
-// (without YaRN extrapolation, ext_factor = 0).
+// RoPEParams describe a rotary embedding as ggml's rope op takes them.
 type RoPEParams struct {
 	NDims       int       // rotated dimensions per head (even, <= head dim)
 	FreqBase    float32   // theta base, e.g. 10000
 	FreqScale   float32   // linear position scaling (1 = none; 0 means 1)
 	FreqFactors []float32 // optional per-pair divisors (len NDims/2), e.g. Llama 3 rope scaling
 	AttnFactor  float32   // magnitude scale on cos/sin (1 = none; 0 means 1)
+	// ExtFactor is YaRN's extrapolation mix (0 = none, 1 for YaRN): pairs
+	// below CorrDims[0] keep their unscaled angle, pairs past CorrDims[1]
+	// take the scaled one, with a linear ramp between, and the magnitude
+	// is multiplied by 1 + 0.1 ln(1/FreqScale).
+	ExtFactor float32
+	CorrDims  [2]float32 // from RoPEYarnCorrDims
 }
+
+// RoPEYarnCorrDims are YaRN's correction dimensions for nDims rotated
+// dimensions trained on nCtxOrig positions, as ggml_rope_yarn_corr_dims
+// computes them in float32: the pairs whose wavelength turns betaFast and
+// betaSlow times over the original context.
+func RoPEYarnCorrDims(nDims, nCtxOrig int, base, betaFast, betaSlow float32) [2]float32 {
+	dim := func(nRot float32) float32 {
+		num := float32(nDims) * logf32(float32(nCtxOrig)/(nRot*2*float32(math.Pi)))
+		return num / (2 * logf32(base))
+	}
+	start := float32(math.Floor(float64(dim(betaFast))))
+	end := float32(math.Ceil(float64(dim(betaSlow))))
+	return [2]float32{max(0, start), min(float32(nDims-1), end)}
+}
+
+// logf32 is logf: the natural logarithm rounded to float32.
+func logf32(x float32) float32 { return float32(math.Log(float64(x))) }
 
 // RoPECache fills cache[0:NDims] with interleaved cos, sin for position pos,
 // computed as ggml_rope_cache_init does in float32: theta starts at pos and is
@@ -271,14 +293,22 @@ func RoPECache(p RoPEParams, pos int, cache []float32) {
 	if mscale == 0 {
 		mscale = 1
 	}
+	if p.ExtFactor != 0 {
+		mscale *= 1 + 0.1*logf32(1/freqScale)
+	}
 	theta := float32(pos)
 	cache = cache[:p.NDims]
 	for i0 := 0; i0 < p.NDims; i0 += 2 {
-		t := theta
+		extrap := theta
 		if p.FreqFactors != nil {
-			t = theta / p.FreqFactors[i0/2]
+			extrap = theta / p.FreqFactors[i0/2]
 		}
-		t = freqScale * t
+		t := freqScale * extrap
+		if p.ExtFactor != 0 {
+			y := (float32(i0/2) - p.CorrDims[0]) / max(0.001, p.CorrDims[1]-p.CorrDims[0])
+			mix := (1 - min(1, max(0, y))) * p.ExtFactor
+			t = t*(1-mix) + extrap*mix
+		}
 		sin, cos := SinCosF32(t)
 		cache[i0] = cos * mscale
 		cache[i0+1] = sin * mscale

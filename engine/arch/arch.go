@@ -62,6 +62,12 @@ var families = []*Family{
 	&gemma3,
 	&smollm3,
 	&granite,
+	&phi3,
+	&gemma2,
+	&olmo2,
+	&mistral3,
+	&exaone4,
+	&cohere2,
 }
 
 // Lookup returns the family named name.
@@ -107,31 +113,49 @@ const (
 // Params are a model's hyperparameters, with llama.cpp's defaults for
 // missing optional keys.
 type Params struct {
-	Arch       string
-	Name       string
-	CtxTrain   int
-	Dim        int
-	Layers     int
-	Heads      int
-	KVHeads    int
-	HeadDim    int // key length (n_embd_head_k)
-	HeadDimV   int // value length (n_embd_head_v)
-	FF         int
-	Rot        int // RoPE dimensions per head
-	Eps        float32
-	RopeBase   float32
-	RopeScale  float32 // linear position scale (1/factor), 1 = none
-	Neox       bool    // NeoX RoPE layout (pairs i, i+n/2)
-	Act        Activation
-	EmbScale   float32 // embeddings multiplied by this, 1 = none
-	QScale     float32 // Q multiplied by this before attention (a ScaleQ step), 1 = none
-	KQScale    float32 // attention scores multiplied by this in softmax
-	SWAWindow  int     // sliding window in positions; 0 = none
-	SWAPattern int     // every SWAPattern-th layer is global; the others slide
-	RopeSWA    float32 // RoPE base for sliding-window layers
-	NoRopeStep int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
-	ResScale   float32 // what a Residual step adds is multiplied by this, 1 = none
-	LogitScale float32 // the logits are multiplied by this, 1 = none
+	Arch          string
+	Name          string
+	CtxTrain      int
+	Dim           int
+	Layers        int
+	Heads         int
+	KVHeads       int
+	HeadDim       int // key length (n_embd_head_k)
+	HeadDimV      int // value length (n_embd_head_v)
+	FF            int
+	Rot           int // RoPE dimensions per head
+	Eps           float32
+	RopeBase      float32
+	RopeScale     float32 // linear position scale (1/factor), 1 = none
+	Neox          bool    // NeoX RoPE layout (pairs i, i+n/2)
+	Act           Activation
+	EmbScale      float32 // embeddings multiplied by this, 1 = none
+	QScale        float32 // Q multiplied by this before attention (a ScaleQ step), 1 = none
+	KQScale       float32 // attention scores multiplied by this in softmax
+	SWAWindow     int     // sliding window in positions; 0 = none
+	SWAPattern    int     // every SWAPattern-th layer is global; the others slide
+	RopeSWA       float32 // RoPE base for sliding-window layers; 0: they rotate as the others
+	RopeScaleSWA  float32 // linear position scale for sliding-window layers, 1 = none
+	AttnFactorSWA float32 // AttnFactor of sliding-window layers
+	AttnSoftcap   float32 // attention scores become c*tanh(s/c) before the softmax; 0 = none
+	FinalSoftcap  float32 // the logits become c*tanh(l/c); 0 = none
+	NoRopeStep    int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
+	ResScale      float32 // what a Residual step adds is multiplied by this, 1 = none
+	LogitScale    float32 // the logits are multiplied by this, 1 = none
+	AttnFactor    float32 // RoPE's cosines and sines are multiplied by this (rope.scaling.attn_factor), 1 = none
+	CtxOrig       int     // the context the RoPE factors were trained for (rope.scaling.original_context_length)
+	// YaRN (rope.scaling.type "yarn"): YarnExt is its extrapolation mix
+	// (1, or 0 for other scaling types), its betas pick the pairs that
+	// extrapolate and interpolate, and YarnLogMul is the multiplier of its
+	// magnitude correction (rope.scaling.yarn_log_multiplier).
+	YarnExt, YarnBetaFast, YarnBetaSlow, YarnLogMul float32
+	// Llama 4's attention temperature: a TempQ step multiplies the queries
+	// at position p by 1 + AttnTempScale*ln(floor(p/AttnTempFloor)+1).
+	AttnTempScale float32
+	AttnTempFloor int
+	// LayerNorm makes every Norm step and the output norm a layer norm
+	// (mean removed, no bias) instead of an RMS norm.
+	LayerNorm bool
 }
 
 // QDim is the width of all query heads.
@@ -164,6 +188,8 @@ const (
 	HeadDim             // one head
 	FF                  // feed-forward length
 	RotHalf             // Rot / 2 (per-pair RoPE factors)
+	QKVDim              // QDim + 2*KVDim (fused Q, K, V)
+	FF2                 // 2*FF (fused gate and up)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -183,6 +209,10 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.FF
 	case RotHalf:
 		return p.Rot / 2
+	case QKVDim:
+		return p.QDim() + 2*p.KVDim()
+	case FF2:
+		return 2 * p.FF
 	}
 	return -1
 }
@@ -218,6 +248,15 @@ const (
 	BUp
 	BDown
 	PostFFNNorm
+	// LongRoPE's per-pair frequency divisors (phi3), for contexts beyond
+	// and within the original training context.
+	RopeLong
+	RopeShort
+	// Fused matrices and biases, loaded as views of consecutive row
+	// ranges that fill their parts' roles (Tensor.Fused).
+	WQKV
+	BQKV
+	GateUp
 	NumRoles
 )
 
@@ -233,6 +272,12 @@ type Tensor struct {
 	// TiedTo is the role whose tensor stands in when this one is absent
 	// (the output head reusing token_embd).
 	TiedTo Role
+	// Fused, on a fused tensor, lists the roles its consecutive row ranges
+	// (a vector's value ranges) hold, in order, each declared in the same
+	// list after it. When the file has the fused tensor its parts are views
+	// of it and are not looked up by name; a part with an empty Name exists
+	// only inside the fused tensor.
+	Fused []Role
 }
 
 // Matrix reports whether t is a weight matrix (multiplied by activations)
@@ -252,6 +297,7 @@ const (
 	O              // a projection back to Dim
 	G              // FFN gate (FF)
 	U              // FFN up (FF)
+	O2             // a second projection back to Dim (parallel blocks)
 	NumBufs
 )
 
@@ -267,6 +313,7 @@ const (
 	OpAttend             // store K and V in the cache; Att = attention(Q)
 	OpResidual           // X += Params.ResScale * In
 	OpGLU                // G = Act(G) * U
+	OpTempQ              // Q *= Llama 4's attention temperature at the token's position
 )
 
 // Proj is one matrix product of a Project step.
@@ -305,6 +352,10 @@ func Attend() Step { return Step{Op: OpAttend, In: Q, Out: Att} }
 
 // Residual adds in, times Params.ResScale, to the residual stream.
 func Residual(in Buf) Step { return Step{Op: OpResidual, In: in, Out: X} }
+
+// TempQ multiplies the queries by the attention temperature of their
+// position (Params.AttnTempScale; nothing when it is 0).
+func TempQ() Step { return Step{Op: OpTempQ, In: Q, Out: Q} }
 
 // GLU is G = act(G) * U, with the activation in Params.Act.
 func GLU() Step { return Step{Op: OpGLU, In: G, Out: G} }
@@ -416,8 +467,31 @@ func Read(f *gguf.File) (*Family, Params, error) {
 			return nil, p, err
 		}
 	}
+	if p.YarnExt != 0 {
+		p.AttnFactor *= yarnAttnFactor(1/p.RopeScale, p.YarnLogMul)
+	}
 	return fam, p, nil
 }
+
+// yarnAttnFactor is the magnitude llama.cpp gives YaRN's RoPE for a
+// context scaled by factor, in float32 as it computes it: its mscale
+// ratio (1 + 0.1 ln factor, over 1 + 0.1 logMul ln factor when logMul is
+// set), divided by the 1 + 0.1 ln factor that ggml's rope multiplies back.
+func yarnAttnFactor(factor, logMul float32) float32 {
+	mscale := func(m float32) float32 {
+		if factor <= 1 {
+			return 1
+		}
+		return float32(float32(0.1*m)*logf(factor)) + 1
+	}
+	a := mscale(1)
+	if logMul != 0 {
+		a = mscale(1) / mscale(logMul)
+	}
+	return a * (1 / (1 + float32(0.1*logf(factor))))
+}
+
+func logf(x float32) float32 { return float32(math.Log(float64(x))) }
 
 // readShared reads the keys every family has.
 func readShared(m Meta, p *Params) error {
@@ -430,6 +504,18 @@ func readShared(m Meta, p *Params) error {
 	}
 	if p.Layers, err = m.Uint("block_count", 0, true); err != nil {
 		return err
+	}
+	// Multi-token-prediction layers come last; llama.cpp keeps them in the
+	// file and does not run them.
+	nextn, err := m.Uint("nextn_predict_layers", 0, false)
+	if err != nil {
+		return err
+	}
+	if nextn > 0 {
+		if nextn >= p.Layers {
+			return fmt.Errorf("%w: %d of %d blocks are multi-token-prediction layers", ErrBadFile, nextn, p.Layers)
+		}
+		p.Layers -= nextn
 	}
 	if p.FF, err = m.Uint("feed_forward_length", 0, true); err != nil {
 		return err
@@ -470,7 +556,7 @@ func readShared(m Meta, p *Params) error {
 	}
 	p.RopeScale = 1
 	switch st := m.String("rope.scaling.type", "linear"); st {
-	case "linear", "none":
+	case "linear", "none", "yarn":
 		factor, err := m.Float("rope.scaling.factor", 0)
 		if err != nil {
 			return err
@@ -480,13 +566,24 @@ func readShared(m Meta, p *Params) error {
 				return err
 			}
 		}
-		if factor != 0 && st == "linear" {
+		if factor != 0 && st != "none" {
 			p.RopeScale = 1 / factor
+		}
+		if st == "yarn" {
+			p.YarnExt = 1
 		}
 	default:
 		return fmt.Errorf("%w: rope scaling type %q", ErrUnsupported, st)
 	}
-	p.EmbScale, p.QScale, p.ResScale, p.LogitScale = 1, 1, 1, 1
+	if p.CtxOrig, err = m.Uint("rope.scaling.original_context_length", p.CtxTrain, false); err != nil {
+		return err
+	}
+	if p.AttnFactor, err = m.Float("rope.scaling.attn_factor", 1); err != nil {
+		return err
+	}
+	p.EmbScale, p.QScale, p.ResScale, p.LogitScale, p.RopeScaleSWA = 1, 1, 1, 1, 1
+	p.AttnFactorSWA = p.AttnFactor
+	p.YarnBetaFast, p.YarnBetaSlow = 32, 1
 	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
 	return nil
 }

@@ -7,20 +7,20 @@ package arch
 // grow from", not "this runs": an architecture not listed has no close
 // family (mamba's state-space block, encoder models, ...).
 var resembles = map[string]string{
-	"mistral3":      "llama", // the llama block plus an attention temperature
 	"llama4":        "llama", // mixture-of-experts FFN, chunked attention
 	"deci":          "llama", // per-layer head counts
 	"baichuan":      "llama",
 	"xverse":        "llama",
 	"internlm2":     "llama", // fused QKV
 	"exaone":        "llama",
-	"phi3":          "llama", // fused QKV and gate/up, LongRoPE
+	"phimoe":        "phi3",  // mixture-of-experts FFN
 	"qwen":          "qwen2", // fused QKV with a bias
 	"qwen2moe":      "qwen2",
 	"qwen2vl":       "qwen2",
 	"qwen3moe":      "qwen3",
+	"olmoe":         "olmo2",   // mixture-of-experts FFN
+	"command-r":     "cohere2", // no sliding window, optional Q/K norms
 	"gemma":         "gemma3",
-	"gemma2":        "gemma3", // soft-capping instead of Q/K norms
 	"gemma3n":       "gemma3",
 	"granitemoe":    "granite",
 	"granitehybrid": "granite",

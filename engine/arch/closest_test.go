@@ -18,7 +18,7 @@ func TestClosestNamesOnlySupportedFamilies(t *testing.T) {
 
 func TestClosest(t *testing.T) {
 	for name, want := range map[string]string{
-		"mistral3": "llama", "minicpm": "granite", "gemma2": "gemma3",
+		"internlm2": "llama", "minicpm": "granite", "gemma3n": "gemma3",
 		"mamba": "", "": "", "bert": "",
 	} {
 		if got := Closest(name); got != want {

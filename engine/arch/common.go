@@ -26,6 +26,22 @@ func qkv() []Tensor {
 	}
 }
 
+// fusableQKV is Q, K and V as llama.cpp's create_tensor_qkv loads them:
+// either one fused attn_qkv matrix or three, each with an optional bias
+// (fused or not).
+func fusableQKV() []Tensor {
+	return []Tensor{
+		{Role: WQKV, Name: "attn_qkv.weight", Cols: Dim, Rows: QKVDim, Optional: true, Fused: []Role{WQ, WK, WV}},
+		{Role: WQ, Name: "attn_q.weight", Cols: Dim, Rows: QDim, Optional: true},
+		{Role: WK, Name: "attn_k.weight", Cols: Dim, Rows: KVDim, Optional: true},
+		{Role: WV, Name: "attn_v.weight", Cols: Dim, Rows: KVDim, Optional: true},
+		{Role: BQKV, Name: "attn_qkv.bias", Cols: QKVDim, Optional: true, Fused: []Role{BQ, BK, BV}},
+		{Role: BQ, Name: "attn_q.bias", Cols: QDim, Optional: true},
+		{Role: BK, Name: "attn_k.bias", Cols: KVDim, Optional: true},
+		{Role: BV, Name: "attn_v.bias", Cols: KVDim, Optional: true},
+	}
+}
+
 // qkvBias is the biases of Q, K and V, required or optional.
 func qkvBias(optional bool) []Tensor {
 	return []Tensor{

@@ -25,7 +25,13 @@ var gemma3 = Family{
 			return err
 		}
 		p.SWAPattern = 6
-		p.RopeSWA = 10000
+		if p.RopeSWA, err = m.Float("rope.freq_base_swa", 10000); err != nil {
+			return err
+		}
+		// Absent (0) in the published files; read as llama.cpp does.
+		if p.FinalSoftcap, err = m.Float("final_logit_softcapping", 0); err != nil {
+			return err
+		}
 		return nil
 	},
 	Model: tiedHead(),

@@ -26,6 +26,7 @@ const (
 	preDeepseekV3
 	preTekken
 	preChameleon
+	preGPT4o // also llama4
 )
 
 type preInfo struct {
@@ -59,7 +60,7 @@ func lookupPre(name string) (preInfo, bool) {
 	case "command-r", "smollm":
 		return preInfo{typ: preStarcoder, noClean: true}, true
 	case "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en",
-		"jina-v2-es", "jina-v2-de", "jina-v2-code", "roberta-bpe":
+		"jina-v2-es", "jina-v2-de", "jina-v2-code", "roberta-bpe", "exaone4":
 		return preInfo{typ: preGPT2}, true
 	case "qwen2", "deepseek-r1-qwen":
 		return preInfo{typ: preQwen2, noClean: true}, true
@@ -79,6 +80,8 @@ func lookupPre(name string) (preInfo, bool) {
 		return preInfo{typ: preTekken, noClean: true, ignoreMerges: true, addBOS: true}, true
 	case "chameleon":
 		return preInfo{typ: preChameleon, noClean: true, addBOS: true}, true
+	case "gpt-4o", "llama4":
+		return preInfo{typ: preGPT4o, noClean: true}, true
 	}
 	return preInfo{}, false
 }
@@ -109,6 +112,7 @@ var preStages = map[preType][]stage{
 	preViking:        {{match: matchPoro}, {match: matchOne(colNumber)}},
 	preDeepseekV3:    {{match: matchNumber3}, {match: matchRun(wKana)}, {match: matchDeepseekV3}},
 	preTekken:        {{match: matchTekken}},
+	preGPT4o:         {{match: matchGPT4o}},
 	preChameleon: {
 		{match: matchSentinel}, {match: matchImage}, {match: matchChameleonSpace},
 		{match: matchOne(colNumber)}, {match: matchOne(colChameleonPunct)}, {partition: splitGPT2},
@@ -821,4 +825,112 @@ func colChameleonPunct(r rune) bool {
 		return (r >= '!' && r <= '/') || (r >= ':' && r <= '@') || (r >= '[' && r <= '`') || (r >= '{' && r <= '~')
 	}
 	return cP(col(r))
+}
+
+// matchGPT4o is GPT-4o's expression (Phi-4-mini, Llama 4) as llama.cpp
+// runs it, through std::regex on the collapsed text:
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?
+//	|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:...)?
+//	|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// A letter is "upper" (U: not a-z) or "lower" (L: not A-Z); a non-ASCII
+// letter, collapsed to one category byte, is both. The first alternative
+// is U*L+ with ECMAScript backtracking: the whole U run when a lower
+// letter follows it, else up to the last non-ASCII letter of the run
+// (which then is the L+), else no match; the second is U+L*.
+func matchGPT4o(c []rune, i, s, e int) int {
+	at := func(k int) byte { return colAt(c, k, e) }
+	upper := func(k int) bool { b := at(k); return b == 0xD2 || (b >= 'A' && b <= 'Z') }
+	lower := func(k int) bool { b := at(k); return b == 0xD2 || (b >= 'a' && b <= 'z') }
+	contraction := func(k int) int {
+		if at(k) != '\'' {
+			return k
+		}
+		n, nn := at(k+1)|0x20, at(k+2)|0x20
+		switch {
+		case n == 's' || n == 't':
+			return k + 2
+		case (n == 'r' || n == 'v') && nn == 'e':
+			return k + 3
+		case n == 'm':
+			return k + 2
+		case n == 'l' && nn == 'l':
+			return k + 3
+		case n == 'd':
+			return k + 2
+		}
+		return k
+	}
+	b := at(i)
+	j := i
+	if b != '\r' && b != '\n' && !cL(b) && !cN(b) && i < e {
+		j = i + 1 // the optional leading character
+	}
+	// U*L+
+	u := j
+	for upper(u) {
+		u++
+	}
+	if lower(u) {
+		for lower(u) {
+			u++
+		}
+		return contraction(u) - i
+	}
+	for k := u - 1; k >= j; k-- {
+		if at(k) == 0xD2 {
+			return contraction(k+1) - i
+		}
+	}
+	// U+L*
+	if upper(j) {
+		u = j
+		for upper(u) {
+			u++
+		}
+		for lower(u) {
+			u++
+		}
+		return contraction(u) - i
+	}
+	if cN(b) {
+		n := 1
+		for n < 3 && cN(at(i+n)) {
+			n++
+		}
+		return n
+	}
+	other := func(k int) bool { x := at(k); return k < e && !cWS(x) && !cL(x) && !cN(x) }
+	k := i
+	if b == ' ' && other(i+1) {
+		k++
+	}
+	if other(k) {
+		for other(k) {
+			k++
+		}
+		for x := at(k); k < e && (x == '\r' || x == '\n' || x == '/'); x = at(k) {
+			k++
+		}
+		return k - i
+	}
+	// Whitespace: up to the last newline of the run, else the run but its
+	// last character when something follows it, else the run.
+	n, lastNL := 0, 0
+	for i+n < e && cWS(at(i+n)) {
+		if x := at(i + n); x == '\r' || x == '\n' {
+			lastNL = n + 1
+		}
+		n++
+	}
+	switch {
+	case lastNL > 0:
+		return lastNL
+	case n > 1 && i+n < e:
+		return n - 1
+	case n > 0:
+		return n
+	}
+	return 1
 }

@@ -39,9 +39,16 @@ type vocabCase struct {
 // (the file ends with one), outputs are one line each.
 func readCases(tb testing.TB, name string) []vocabCase {
 	tb.Helper()
-	inp, err := os.ReadFile(shareddata.Path(tb, "vocab/ggml-vocab-"+name+".gguf.inp"))
+	return readCaseFiles(tb, name, shareddata.Path(tb, "vocab/ggml-vocab-"+name+".gguf.inp"),
+		shareddata.Path(tb, "vocab/ggml-vocab-"+name+".gguf.out"))
+}
+
+// readCaseFiles reads test vectors in readCases' format from two paths.
+func readCaseFiles(tb testing.TB, name, inpPath, outPath string) []vocabCase {
+	tb.Helper()
+	inp, err := os.ReadFile(inpPath)
 	require.NoError(tb, err)
-	out, err := os.ReadFile(shareddata.Path(tb, "vocab/ggml-vocab-"+name+".gguf.out"))
+	out, err := os.ReadFile(outPath)
 	require.NoError(tb, err)
 
 	const sep = "\n__ggml_vocab_test__\n"
