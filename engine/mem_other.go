@@ -20,14 +20,17 @@ func anonMap(n int) ([]byte, error) { return make([]byte, n), nil }
 // unmap does nothing: the collector frees the slice once unreferenced.
 func unmap(b []byte) error { return nil }
 
-// mapFile reads size bytes of fd into memory.
+// mapFile reads the first size bytes of fd into memory.
 func mapFile(fd *os.File, size int) ([]byte, error) {
 	b := make([]byte, size)
-	if _, err := io.ReadFull(fd, b); err != nil {
+	if _, err := io.ReadFull(io.NewSectionReader(fd, 0, int64(size)), b); err != nil {
 		return nil, fmt.Errorf("reading %d bytes: %w", size, err)
 	}
 	return b, nil
 }
+
+// mapFilePrivate reads size bytes of fd into memory.
+func mapFilePrivate(fd *os.File, size int) ([]byte, error) { return mapFile(fd, size) }
 
 // dropPages does nothing: heap memory has no page cache behind it.
 func dropPages(b []byte) error { return nil }

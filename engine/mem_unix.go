@@ -29,6 +29,11 @@ func mapFile(fd *os.File, size int) ([]byte, error) {
 	return unix.Mmap(int(fd.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
 }
 
+// mapFilePrivate maps size bytes of fd read-only and private.
+func mapFilePrivate(fd *os.File, size int) ([]byte, error) {
+	return unix.Mmap(int(fd.Fd()), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
+}
+
 // dropPages tells the kernel the pages of b are not needed (they come back
 // from the page cache on demand).
 func dropPages(b []byte) error { return unix.Madvise(b, unix.MADV_DONTNEED) }

@@ -15,7 +15,6 @@ import (
 	"unsafe"
 
 	"github.com/moonlm/moonlm/gguf"
-	"golang.org/x/sys/unix"
 )
 
 // A session's saved state is one little-endian byte string:
@@ -461,11 +460,11 @@ func (s *Session) LoadStateFile(path string) error {
 	if size < stateHeaderSize+4 || size > 1<<46 {
 		return fmt.Errorf("engine: load state %s: %w: %d bytes is not the size of a saved state", path, ErrBadFile, size)
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_PRIVATE)
+	data, err := mapFilePrivate(f, int(size))
 	if err != nil {
 		return fmt.Errorf("engine: load state %s: %w: map: %w", path, ErrIO, err)
 	}
-	defer unix.Munmap(data)
+	defer unmap(data)
 	if err := s.loadState(data); err != nil {
 		return fmt.Errorf("%w (file %s)", err, path)
 	}

@@ -11,9 +11,10 @@ import (
 	"github.com/moonlm/moonlm/engine"
 )
 
-// TestOpenFromPath runs the engine's file path without mmap (mem_other.go:
-// the file is read into the heap) under Node, which gives js/wasm a file
-// system: stories260K must give its golden greedy text.
+// TestOpenFromPath runs the engine's file paths without mmap (mem_other.go:
+// files are read into the heap) under Node, which gives js/wasm a file
+// system: stories260K must give its golden greedy text, and a saved
+// session state must load back.
 func TestOpenFromPath(t *testing.T) {
 	dir := os.Getenv("MOONLM_TESTDATA")
 	if dir == "" {
@@ -44,6 +45,23 @@ func TestOpenFromPath(t *testing.T) {
 	if len(got) < 200 || !strings.HasPrefix(string(golden), got) {
 		t.Errorf("greedy text %q is not the start of the golden text", got)
 	}
+	// A saved state read back (LoadStateFile maps the file on unix, reads
+	// it here) restores the position.
+	state := filepath.Join(t.TempDir(), "s.state")
+	if err := s.SaveStateFile(state); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := m.NewSession(engine.SessionParams{NCtx: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.LoadStateFile(state); err != nil {
+		t.Fatal(err)
+	}
+	if s2.Pos() != s.Pos() || s2.Pos() == 0 {
+		t.Errorf("loaded state at position %d, saved at %d", s2.Pos(), s.Pos())
+	}
+	s2.Close()
 	s.Close()
 	if err := m.Close(); err != nil {
 		t.Errorf("close: %v", err)
