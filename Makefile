@@ -88,7 +88,7 @@ models: venv
 
 # `make test` runs every part, even after one fails, prints each part's
 # summary again at the end, and fails if any part failed.
-TEST_PARTS := go race variants c python node snippets packages
+TEST_PARTS := go race variants c python node snippets packages web
 
 test: all vet $(TESTSUM) venv node-deps models
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS); fail=0; start=$$(date +%s); \
