@@ -173,6 +173,9 @@ func (s *Session) stageToken(t, worker int) {
 			s.kern.Scale(x, c.EmbScale)
 		}
 		pos := s.p0 + t
+		if m.encoder {
+			s.encoderEmbed(t, pos)
+		}
 		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: m.ropeFreqs},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
@@ -257,6 +260,14 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			}
 		case tkQuantize:
 			s.quantize(s.tok(op.in, t), t, L, op.proj)
+		case tkLayerNorm:
+			layerNorm(s.tok(op.out, t), s.tok(op.in, t), L.vecs[op.w], L.vecs[op.b], c.Eps)
+		case tkAct:
+			if x := s.tok(op.in, t); c.Act == arch.GELU {
+				s.ops.gelu(x, x)
+			} else {
+				kernels.SiLU(x, x)
+			}
 		}
 	}
 }
@@ -342,13 +353,18 @@ func (s *Session) attendGroup(t, g, worker int) {
 }
 
 // headView returns what attention head h of batch token t works on: its KV
-// head g, its position, the first position it may see (the sliding window's
-// start, else 0), its query and its output.
+// head g, its position (for a non-causal model the sequence's last: the
+// last position it may see), the first position it may see (the sliding
+// window's start, else 0), its query and its output.
 func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 	c := s.c
 	hd, qDim := c.HeadDim, c.Heads*c.HeadDim
 	g = h / (c.Heads / c.KVHeads)
 	pos = s.p0 + t
+	if c.NonCausal {
+		// pos is the last position the head sees: the sequence's end.
+		pos = s.p0 + s.nTok - 1
+	}
 	if s.m.layers[s.il].sliding {
 		first = max(0, pos-c.SWAWindow+1)
 	}

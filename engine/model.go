@@ -102,6 +102,7 @@ type Model struct {
 	output     *kernels.Matrix // output head (a copy of token_embd's when tied)
 	outputNorm []float32
 	ropeFreqs  []float32 // llama3 per-pair frequency divisors, or nil
+	encoder    bool      // non-causal, no output head: embeddings only (encoder.go)
 	layers     []layer
 	pool       *pool.Pool
 	info       Info
@@ -442,7 +443,12 @@ func (m *Model) loadTensors() error {
 	}
 	m.embd, m.output = &m.glob.mats[arch.TokenEmbd], &m.glob.mats[arch.Output]
 	m.outputNorm, m.ropeFreqs = m.glob.vecs[arch.OutputNorm], m.glob.vecs[arch.RopeFreqs]
-	if m.embd.Data == nil || m.output.Data == nil || m.outputNorm == nil {
+	m.encoder = c.NonCausal
+	if m.encoder {
+		if err := m.checkEncoder(); err != nil {
+			return err
+		}
+	} else if m.embd.Data == nil || m.output.Data == nil || m.outputNorm == nil {
 		return descriptionError(m.fam, "token_embd, output and output_norm are required")
 	}
 	if m.embd.Rows < m.tok.VocabSize() {

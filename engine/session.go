@@ -80,6 +80,9 @@ type Session struct {
 	fnAttn   pool.Task
 	fnStage  pool.Task
 
+	// embed is Embed's pooling state (embed.go), nil until the first Embed.
+	embed *embedState
+
 	// gen is Generate's scratch, reused so that generating allocates
 	// nothing per token.
 	gen genScratch
@@ -110,7 +113,11 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	if nCtx < 0 {
 		return nil, fmt.Errorf("engine: new session: %w: context %d, threads %d", ErrInvalidArgument, p.NCtx, p.Threads)
 	}
-	f32 := p.KVF32
+	if m.encoder && nCtx > c.CtxTrain {
+		// Learned position embeddings end at the training context.
+		return nil, fmt.Errorf("engine: new session: %w: context %d > the encoder's %d positions", ErrInvalidArgument, nCtx, c.CtxTrain)
+	}
+	f32 := p.KVF32 || m.encoder // encoders attend in f32, as llama.cpp's cacheless attention
 	// A make() too large for memory is a fatal runtime error, not a panic
 	// we could recover, so refuse absurd caches up front.
 	elem := int64(2)
@@ -172,6 +179,9 @@ func (s *Session) alloc(f32 bool) (err error) {
 	// decode).
 	s.cacheCleanup = runtime.AddCleanup(s, (*kvCache).free, s.cache)
 	nb := min(s.ops.batch, s.nCtx)
+	if m.encoder {
+		nb = s.nCtx // a sequence is computed in one pass (non-causal attention)
+	}
 	s.nb = nb
 	pl := m.plan
 	for b, w := range pl.width {
@@ -353,6 +363,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	if len(tokens) == 0 {
 		return fmt.Errorf("engine: %s: %w: no tokens", what, ErrInvalidArgument)
 	}
+	if s.m.encoder && !s.embedding() {
+		return fmt.Errorf("engine: %s: %w: %s is an embedding model (it has no logits; use Embed)", what, ErrUnsupported, s.m.cfg.Arch)
+	}
 	vocab := int32(s.m.embd.Rows)
 	for i, t := range tokens {
 		if t < 0 || t >= vocab {
@@ -397,6 +410,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 				return panicError(fmt.Sprintf("engine: %s at position %d", what, s.pos), pe)
 			}
 			return fmt.Errorf("engine: %s at position %d: %w", what, s.pos, err)
+		}
+		if s.embedding() {
+			s.embedChunk(done, n)
 		}
 		s.pos += n
 		done += n

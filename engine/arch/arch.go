@@ -62,6 +62,7 @@ var families = []*Family{
 	&gemma3,
 	&smollm3,
 	&granite,
+	&bert,
 }
 
 // Lookup returns the family named name.
@@ -132,6 +133,15 @@ type Params struct {
 	NoRopeStep int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
 	ResScale   float32 // what a Residual step adds is multiplied by this, 1 = none
 	LogitScale float32 // the logits are multiplied by this, 1 = none
+	// NonCausal: every token attends to the whole sequence (the
+	// encoders); a sequence is then computed in one forward pass.
+	NonCausal bool
+	// Pooling is ARCH.pooling_type in llama.cpp's numbering (0 none,
+	// 1 mean, 2 cls, 3 last, 4 rank), -1 when the file has none.
+	Pooling int
+	// ClsLabels is the classifier head's outputs (rank pooling): the
+	// length of ARCH.classifier.output_labels, else 1.
+	ClsLabels int
 }
 
 // QDim is the width of all query heads.
@@ -164,6 +174,8 @@ const (
 	HeadDim             // one head
 	FF                  // feed-forward length
 	RotHalf             // Rot / 2 (per-pair RoPE factors)
+	Ctx                 // training context (learned position embeddings)
+	Labels              // classifier outputs (Params.ClsLabels)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -183,6 +195,10 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.FF
 	case RotHalf:
 		return p.Rot / 2
+	case Ctx:
+		return p.CtxTrain
+	case Labels:
+		return p.ClsLabels
 	}
 	return -1
 }
@@ -218,6 +234,21 @@ const (
 	BUp
 	BDown
 	PostFFNNorm
+	// Encoder tensors: learned position and token-type embeddings, the
+	// embeddings' LayerNorm, the classifier head of rank pooling, and
+	// the block's post-norms (LayerNorm weights and biases).
+	PosEmbd
+	TokenTypes
+	EmbdNorm
+	EmbdNormB
+	Cls
+	ClsB
+	ClsOut
+	ClsOutB
+	AttnOutNorm
+	AttnOutNormB
+	LayerOutNorm
+	LayerOutNormB
 	NumRoles
 )
 
@@ -233,6 +264,10 @@ type Tensor struct {
 	// TiedTo is the role whose tensor stands in when this one is absent
 	// (the output head reusing token_embd).
 	TiedTo Role
+	// Lookup marks a model matrix whose rows are read one at a time
+	// (position embeddings, a classifier head applied once per text):
+	// it is never packed.
+	Lookup bool
 }
 
 // Matrix reports whether t is a weight matrix (multiplied by activations)
@@ -259,14 +294,16 @@ const (
 type Op int
 
 const (
-	OpNorm     Op = iota // Out = RMSNorm(In) * W
-	OpHeadNorm           // In = per-head RMSNorm(In) * W (W of HeadDim)
-	OpProject            // each Proj: Out = W . In, plus Bias when present
-	OpRoPE               // rotate Q and K at their positions
-	OpScaleQ             // Q *= Params.QScale
-	OpAttend             // store K and V in the cache; Att = attention(Q)
-	OpResidual           // X += Params.ResScale * In
-	OpGLU                // G = Act(G) * U
+	OpNorm      Op = iota // Out = RMSNorm(In) * W
+	OpHeadNorm            // In = per-head RMSNorm(In) * W (W of HeadDim)
+	OpProject             // each Proj: Out = W . In, plus Bias when present
+	OpRoPE                // rotate Q and K at their positions
+	OpScaleQ              // Q *= Params.QScale
+	OpAttend              // store K and V in the cache; Att = attention(Q)
+	OpResidual            // X += Params.ResScale * In
+	OpGLU                 // G = Act(G) * U
+	OpLayerNorm           // Out = LayerNorm(In) * W + B (mean and variance)
+	OpAct                 // In = Act(In), in place (an ungated FFN)
 )
 
 // Proj is one matrix product of a Project step.
@@ -281,6 +318,7 @@ type Step struct {
 	Op      Op
 	In, Out Buf
 	W       Role
+	B       Role // OpLayerNorm's bias
 	Proj    []Proj
 }
 
@@ -308,6 +346,15 @@ func Residual(in Buf) Step { return Step{Op: OpResidual, In: in, Out: X} }
 
 // GLU is G = act(G) * U, with the activation in Params.Act.
 func GLU() Step { return Step{Op: OpGLU, In: G, Out: G} }
+
+// LayerNorm is Out = LayerNorm(In) * w + b; with In == Out it norms in
+// place. An absent optional b is skipped.
+func LayerNorm(w, b Role, in, out Buf) Step {
+	return Step{Op: OpLayerNorm, W: w, B: b, In: in, Out: out}
+}
+
+// Act applies Params.Act to b in place (the ungated FFN of the encoders).
+func Act(b Buf) Step { return Step{Op: OpAct, In: b, Out: b} }
 
 // Meta reads one architecture's typed metadata keys ("ARCH.key").
 type Meta struct {
@@ -488,5 +535,12 @@ func readShared(m Meta, p *Params) error {
 	}
 	p.EmbScale, p.QScale, p.ResScale, p.LogitScale = 1, 1, 1, 1
 	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
+	if p.Pooling, err = m.Uint("pooling_type", -1, false); err != nil {
+		return err
+	}
+	if p.Pooling < -1 || p.Pooling > 4 {
+		return fmt.Errorf("%w: metadata key %s.pooling_type = %d (want 0..4)", ErrBadFile, m.Arch, p.Pooling)
+	}
+	p.ClsLabels = 1
 	return nil
 }

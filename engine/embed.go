@@ -1,0 +1,368 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+// Pooling is how a text's per-token hidden states become its embedding.
+type Pooling int
+
+const (
+	// PoolingModel is the model file's ARCH.pooling_type, or mean pooling
+	// when the file names none (llama.cpp would return per-token vectors
+	// there; a library call asking for one vector per text wants one).
+	PoolingModel Pooling = iota
+	// PoolingNone returns every token's hidden state, one row each.
+	PoolingNone
+	// PoolingMean averages the tokens' hidden states.
+	PoolingMean
+	// PoolingCLS takes the first token's (BERT's [CLS]).
+	PoolingCLS
+	// PoolingLast takes the last token's (Qwen3-Embedding).
+	PoolingLast
+	// PoolingRank applies the model's classifier head to the first
+	// token's hidden state: a reranker's relevance score(s).
+	PoolingRank
+)
+
+var poolingNames = [...]string{"model", "none", "mean", "cls", "last", "rank"}
+
+func (p Pooling) String() string {
+	if p >= 0 && int(p) < len(poolingNames) {
+		return poolingNames[p]
+	}
+	return fmt.Sprintf("Pooling(%d)", int(p))
+}
+
+// ParsePooling reads a pooling name: model, none, mean, cls, last or rank.
+func ParsePooling(s string) (Pooling, error) {
+	for i, n := range poolingNames {
+		if strings.EqualFold(s, n) {
+			return Pooling(i), nil
+		}
+	}
+	return 0, fmt.Errorf("engine: %w: pooling %q (want one of %s)", ErrInvalidArgument, s, strings.Join(poolingNames[:], ", "))
+}
+
+// EmbedParams configure embedding.
+type EmbedParams struct {
+	// Pooling is the pooling; the zero value is the model's.
+	Pooling Pooling
+	// Normalize scales each vector (each token's, with PoolingNone) to
+	// unit Euclidean length. Rank scores are never normalized.
+	Normalize bool
+}
+
+// Pooling is the pooling PoolingModel stands for with this model.
+func (m *Model) Pooling() Pooling {
+	// ARCH.pooling_type in llama.cpp's numbering is ours minus one.
+	if p := m.cfg.Pooling; p >= 0 {
+		return Pooling(p + 1)
+	}
+	return PoolingMean
+}
+
+// resolvePooling checks p against the model and resolves PoolingModel.
+func (m *Model) resolvePooling(p Pooling) (Pooling, error) {
+	if p == PoolingModel {
+		p = m.Pooling()
+	}
+	switch p {
+	case PoolingNone, PoolingMean, PoolingCLS, PoolingLast:
+		return p, nil
+	case PoolingRank:
+		if !m.encoder {
+			return p, fmt.Errorf("%w: rank pooling on %s (it needs an encoder's classifier head)", ErrUnsupported, m.cfg.Arch)
+		}
+		return p, nil
+	}
+	return p, fmt.Errorf("%w: pooling %d", ErrInvalidArgument, int(p))
+}
+
+// EmbedSize is the length of one vector of pooling p: the hidden size, or
+// for rank pooling the classifier's outputs (the hidden size for a model
+// without a classifier head). With PoolingNone each token has one.
+func (m *Model) EmbedSize(p Pooling) (int, error) {
+	p, err := m.resolvePooling(p)
+	if err != nil {
+		return 0, fmt.Errorf("engine: embed: %w", err)
+	}
+	if p == PoolingRank && m.glob.mats[arch.ClsOut].Data != nil {
+		return m.glob.mats[arch.ClsOut].Rows, nil
+	}
+	return m.cfg.Dim, nil
+}
+
+// embedState is one Embed call's pooling, read by embedChunk after each
+// forward chunk.
+type embedState struct {
+	pooling Pooling
+	n       int       // the text's tokens
+	out     []float32 // the result
+	acc     []float64 // mean pooling's sums (hidden size)
+	row     []float32 // a hidden state (hidden size)
+	head    []float32 // the classifier's dense output (hidden size)
+	xq      []byte    // a head's input in its vec-dot type
+}
+
+// embedding reports whether an Embed call is running (eval then pools each
+// chunk instead of computing logits).
+func (s *Session) embedding() bool { return s.embed != nil && s.embed.out != nil }
+
+// Embed computes the embedding of one text's tokens into out and returns
+// how many values it wrote: EmbedSize values, or one row of the hidden size
+// per token with PoolingNone. The session is used from position 0 and left
+// empty (Pos 0). An encoder's text must fit the session's context in one
+// piece; a decoder's goes in chunks, attending causally.
+func (s *Session) Embed(tokens []int32, p EmbedParams, out []float32) (n int, err error) {
+	m := s.m
+	pooling, err := m.resolvePooling(p.Pooling)
+	if err != nil {
+		return 0, fmt.Errorf("engine: embed: %w", err)
+	}
+	size, _ := m.EmbedSize(pooling)
+	if len(tokens) == 0 {
+		return 0, fmt.Errorf("engine: embed: %w: no tokens", ErrInvalidArgument)
+	}
+	if len(tokens) > s.nCtx {
+		return 0, fmt.Errorf("engine: embed: %w: %d tokens > context %d", ErrContextFull, len(tokens), s.nCtx)
+	}
+	need := size
+	if pooling == PoolingNone {
+		need = len(tokens) * m.cfg.Dim
+	}
+	if len(out) < need {
+		return 0, fmt.Errorf("engine: embed: %w: output of %d values for %d", ErrInvalidArgument, len(out), need)
+	}
+	if err := s.enter("embed"); err != nil {
+		return 0, err
+	}
+	s.pos = 0
+	dim := m.cfg.Dim
+	if s.embed == nil {
+		s.embed = &embedState{acc: make([]float64, dim), row: make([]float32, dim),
+			head: make([]float32, dim), xq: make([]byte, kernels.RowBytes(gguf.F32, dim))}
+	}
+	e := s.embed
+	e.pooling, e.n, e.out = pooling, len(tokens), out[:need]
+	clear(e.acc)
+	err = s.eval("embed", tokens, nil, len(tokens))
+	e.out = nil
+	s.pos = 0
+	s.leave()
+	if err != nil {
+		return 0, err
+	}
+	switch pooling {
+	case PoolingMean:
+		for i, v := range e.acc {
+			out[i] = float32(v / float64(len(tokens)))
+		}
+	case PoolingRank:
+		s.rankHead(out[:size])
+	}
+	if p.Normalize && pooling != PoolingRank {
+		for r := 0; r+dim <= need; r += dim {
+			normalizeL2(out[r : r+dim])
+		}
+	}
+	return need, nil
+}
+
+// embedChunk pools the hidden states of the chunk just computed: tokens
+// done.. done+n of the text.
+func (s *Session) embedChunk(done, n int) {
+	e := s.embed
+	for t := 0; t < n; t++ {
+		i := done + t
+		want := e.pooling == PoolingNone || e.pooling == PoolingMean ||
+			(i == 0 && (e.pooling == PoolingCLS || e.pooling == PoolingRank)) ||
+			(i == e.n-1 && e.pooling == PoolingLast)
+		if !want {
+			continue
+		}
+		h := s.hidden(t)
+		switch e.pooling {
+		case PoolingNone:
+			copy(e.out[i*len(h):], h)
+		case PoolingMean:
+			for j, v := range h {
+				e.acc[j] += float64(v)
+			}
+		case PoolingRank:
+			copy(e.row, h)
+		default:
+			copy(e.out, h)
+		}
+	}
+}
+
+// hidden is chunk token t's final hidden state: the residual stream after
+// the output norm (decoders, as llama.cpp's embeddings) or as the last
+// block left it (encoders).
+func (s *Session) hidden(t int) []float32 {
+	x := s.tok(arch.X, t)
+	if s.m.encoder {
+		return x
+	}
+	xn := s.tok(arch.XN, t)
+	s.ops.rmsNorm(xn, x, s.m.outputNorm, s.c.Eps)
+	return xn
+}
+
+// rankHead applies the classifier head to the first token's hidden state
+// (in embed.row): tanh(cls . h + cls.bias), then cls.output and its bias,
+// each present only if the file has it, as llama.cpp's rank pooling.
+func (s *Session) rankHead(out []float32) {
+	m, e := s.m, s.embed
+	g := &m.glob
+	x := e.row
+	if cls := &g.mats[arch.Cls]; cls.Data != nil {
+		y := e.head[:cls.Rows]
+		s.rowsTimes(cls, x, y)
+		if b := g.vecs[arch.ClsB]; b != nil {
+			kernels.Add(y, y, b)
+		}
+		for i, v := range y {
+			y[i] = float32(math.Tanh(float64(v)))
+		}
+		x = y
+	}
+	if co := &g.mats[arch.ClsOut]; co.Data != nil {
+		s.rowsTimes(co, x, out)
+		if b := g.vecs[arch.ClsOutB]; b != nil {
+			kernels.Add(out, out, b)
+		}
+		return
+	}
+	copy(out, x)
+}
+
+// rowsTimes sets y = mt . x with the activations converted to the
+// matrix's vec-dot type, as ggml multiplies (the head's matrices are never
+// packed: Tensor.Lookup).
+func (s *Session) rowsTimes(mt *kernels.Matrix, x, y []float32) {
+	e := s.embed
+	at := kernels.VecDotType(mt.Type)
+	xq := e.xq[:kernels.RowBytes(at, len(x))]
+	kernels.QuantizeRow(at, x, xq)
+	s.kern.MatVec(mt, xq, y[:mt.Rows], 0, mt.Rows)
+}
+
+// normalizeL2 scales v to unit Euclidean length (a zero vector stays zero).
+func normalizeL2(v []float32) {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	if sum == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(sum))
+	for i := range v {
+		v[i] *= inv
+	}
+}
+
+// EmbedTokens embeds each token list in a session of its own sized to the
+// longest (and closed before returning) and returns one result per list,
+// as Session.Embed writes it.
+func (m *Model) EmbedTokens(seqs [][]int32, p EmbedParams) ([][]float32, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	longest := 0
+	for i, sq := range seqs {
+		if len(sq) == 0 {
+			return nil, fmt.Errorf("engine: embed: %w: text %d has no tokens", ErrInvalidArgument, i)
+		}
+		longest = max(longest, len(sq))
+	}
+	if m.encoder && longest > m.cfg.CtxTrain {
+		return nil, fmt.Errorf("engine: embed: %w: a text of %d tokens > the encoder's %d positions", ErrContextFull, longest, m.cfg.CtxTrain)
+	}
+	size, err := m.EmbedSize(p.Pooling)
+	if err != nil {
+		return nil, err
+	}
+	pooling, _ := m.resolvePooling(p.Pooling)
+	s, err := m.NewSession(SessionParams{NCtx: longest})
+	if err != nil {
+		return nil, fmt.Errorf("engine: embed: %w", err)
+	}
+	defer s.Close()
+	res := make([][]float32, len(seqs))
+	for i, sq := range seqs {
+		n := size
+		if pooling == PoolingNone {
+			n = len(sq) * m.cfg.Dim
+		}
+		res[i] = make([]float32, n)
+		if _, err := s.Embed(sq, p, res[i]); err != nil {
+			return nil, fmt.Errorf("text %d: %w", i, err)
+		}
+	}
+	return res, nil
+}
+
+// Embed tokenizes each text (with the model's special tokens added, as
+// BERT's [CLS] ... [SEP]; special-token text in it is not parsed) and
+// embeds it (EmbedTokens).
+func (m *Model) Embed(texts []string, p EmbedParams) ([][]float32, error) {
+	seqs := make([][]int32, len(texts))
+	for i, t := range texts {
+		ids, err := m.Tokenize(t, true, false)
+		if err != nil {
+			return nil, fmt.Errorf("engine: embed: text %d: %w", i, err)
+		}
+		seqs[i] = ids
+	}
+	return m.EmbedTokens(seqs, p)
+}
+
+// RerankTokens is the token list a reranker scores for a query and a
+// document, as llama.cpp joins a pair: the query as Tokenize frames it, then
+// the document framed the same way without a leading BOS ([CLS] query
+// [SEP] document [SEP] for BERT).
+func (m *Model) RerankTokens(query, doc string) ([]int32, error) {
+	q, err := m.Tokenize(query, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("engine: rerank: query: %w", err)
+	}
+	d, err := m.Tokenize(doc, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("engine: rerank: document: %w", err)
+	}
+	if bos := m.tok.BOS(); m.tok.AddBOS() && len(d) > 0 && d[0] == bos {
+		d = d[1:]
+	}
+	return append(q, d...), nil
+}
+
+// Rerank scores each document's relevance to query with rank pooling (the
+// classifier head's first output; higher is more relevant).
+func (m *Model) Rerank(query string, docs []string) ([]float32, error) {
+	seqs := make([][]int32, len(docs))
+	for i, d := range docs {
+		ids, err := m.RerankTokens(query, d)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		seqs[i] = ids
+	}
+	res, err := m.EmbedTokens(seqs, EmbedParams{Pooling: PoolingRank})
+	if err != nil {
+		return nil, err
+	}
+	scores := make([]float32, len(res))
+	for i, r := range res {
+		scores[i] = r[0]
+	}
+	return scores, nil
+}

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+// Encoders (the bert family) differ from the decoders in three places,
+// all driven by their description: learned position and token-type
+// embeddings with a LayerNorm before the first block (encoderEmbed),
+// LayerNorm steps with biases (layerNorm), and attention over the whole
+// sequence (Params.NonCausal, in headView), which is why a sequence is
+// computed in one forward pass and the session's batch is its context.
+// They have no output head; Embed pools their last hidden states.
+
+// checkEncoder checks the tensors an encoder needs beyond the declared
+// shapes.
+func (m *Model) checkEncoder() error {
+	g := &m.glob
+	if m.embd.Data == nil || g.mats[arch.PosEmbd].Data == nil || g.vecs[arch.EmbdNorm] == nil || g.vecs[arch.EmbdNormB] == nil {
+		return descriptionError(m.fam, "token_embd, position_embd and token_embd_norm are required")
+	}
+	if tt := &g.mats[arch.TokenTypes]; tt.Data != nil && tt.Rows < 1 {
+		return fmt.Errorf("%w: token_types.weight has no rows", ErrBadFile)
+	}
+	return nil
+}
+
+// encoderEmbed adds to token t's embedding (in X) the type-0 embedding and
+// position pos's, and norms the sum, as llama.cpp's BERT input.
+func (s *Session) encoderEmbed(t, pos int) {
+	m := s.m
+	x, row := s.tok(arch.X, t), s.tok(arch.XN, t)
+	if tt := &m.glob.mats[arch.TokenTypes]; tt.Data != nil {
+		kernels.DequantizeRow(tt.Type, tt.Row(0), row)
+		kernels.Add(x, x, row)
+	}
+	pe := &m.glob.mats[arch.PosEmbd]
+	kernels.DequantizeRow(pe.Type, pe.Row(pos), row)
+	kernels.Add(x, row, x)
+	layerNorm(x, x, m.glob.vecs[arch.EmbdNorm], m.glob.vecs[arch.EmbdNormB], s.c.Eps)
+}
+
+// layerNorm sets dst = (x - mean) / sqrt(variance + eps) * w + b, with the
+// sums in float64 (ggml sums in higher precision too); an absent w or b is
+// skipped. dst may alias x.
+func layerNorm(dst, x, w, b []float32, eps float32) {
+	n := len(x)
+	dst = dst[:n]
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := float32(sum / float64(n))
+	var sq float64
+	for i, v := range x {
+		d := v - mean
+		dst[i] = d
+		sq += float64(d) * float64(d)
+	}
+	scale := float32(1 / math.Sqrt(float64(float32(sq/float64(n))+eps)))
+	for i := range dst {
+		dst[i] *= scale
+	}
+	if w != nil {
+		kernels.Mul(dst, dst, w[:n])
+	}
+	if b != nil {
+		kernels.Add(dst, dst, b[:n])
+	}
+}
