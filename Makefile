@@ -36,7 +36,7 @@ export npm_config_cache ?= $(ABSBUILD)/npm-cache
 export npm_config_update_notifier ?= false
 
 .PHONY: all lib cli test test-go test-race test-variants test-c test-python test-node test-snippets \
-	venv node-deps models run model fuzz fuzz-all vet install clean distclean bench bench-models
+	venv node-deps models run model fuzz fuzz-all vet install clean distclean bench bench-models bench-serve
 
 all: lib cli
 
@@ -88,7 +88,7 @@ models: venv
 
 # `make test` runs every part, even after one fails, prints each part's
 # summary again at the end, and fails if any part failed.
-TEST_PARTS := go race variants c python node snippets
+TEST_PARTS := go race variants c python node snippets packages
 
 test: all vet $(TESTSUM) venv node-deps models
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS); fail=0; start=$$(date +%s); \
@@ -103,7 +103,7 @@ test: all vet $(TESTSUM) venv node-deps models
 
 # Go's python3 cross-checks (gguf against gguf-py) use the venv's Python.
 test-go: all $(TESTSUM) venv models
-	@set -o pipefail; PATH=$(VENV)/bin:$$PATH $(GOTEST) $$($(GO) list ./... | grep -v /internal/docsnippets) 2>&1 | \
+	@set -o pipefail; PATH=$(VENV)/bin:$$PATH $(GOTEST) $$($(GO) list ./... | grep -v '/internal/docsnippets\|/internal/packagetest') 2>&1 | \
 	  $(TESTSUM) -part Go -record $(RESULTS)/go.txt
 
 # The race detector over the packages whose concurrency matters.
@@ -158,8 +158,62 @@ test-node: all $(TESTSUM) node-deps
 # Every C, Python and JavaScript block of README.md and the bindings'
 # READMEs, run as documented (internal/docsnippets says how).
 test-snippets: all $(TESTSUM) models
+	@$(MAKE) --no-print-directory lib-arm64 || echo "build/linux-arm64/libmoonlm.so could not be built: the npm tarball check skips linux-arm64"
 	@set -o pipefail; MOONLM_SNIPPETS=1 $(GOTEST) ./internal/docsnippets 2>&1 | \
 	  $(TESTSUM) -part README -record $(RESULTS)/snippets.txt
+
+# ---- Packages that install without a toolchain (into build/dist) ---------
+# `make wheel`: one manylinux wheel per CPU (x86_64 and aarch64, the aarch64
+# library cross-compiled with Debian's gcc-aarch64-linux-gnu), each bundling
+# libmoonlm.so and checked by auditwheel, plus an sdist that builds the
+# library with Go. `make npm-pack`: the npm tarball with the libraries of
+# both CPUs inside. The tools come from apt-get (only when missing) and
+# PyPI (into build/pkg-venv); the build machine is x86_64 Linux.
+PKGVENV   := $(ABSBUILD)/pkg-venv
+DIST      := $(ABSBUILD)/dist
+LIB_ARM64 := $(BUILD)/linux-arm64/libmoonlm.so
+
+.PHONY: lib-arm64 pkg-venv wheel npm-pack dist test-packages
+
+lib-arm64: $(LIB_ARM64)
+
+$(LIB_ARM64): $(GOFILES) include/moonlm.h $(wildcard capi/*.c capi/*.map)
+	@scripts/need-apt.sh aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	@mkdir -p $(dir $@)
+	CGO_ENABLED=1 GOARCH=arm64 CC=aarch64-linux-gnu-gcc $(GO) build -buildmode=c-shared -trimpath -ldflags '$(LDFLAGS)' -o $@ ./capi
+	@rm -f $(basename $@).h
+
+pkg-venv:
+	@if ! cmp -s scripts/requirements-package.txt $(PKGVENV)/requirements-package.txt || ! $(PKGVENV)/bin/python -c '' 2>/dev/null; then \
+	  echo "== Python virtual environment $(PKGVENV) (scripts/requirements-package.txt)"; \
+	  rm -rf $(PKGVENV) && python3 -m venv $(PKGVENV) && \
+	  $(PKGVENV)/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-package.txt && \
+	  cp scripts/requirements-package.txt $(PKGVENV)/requirements-package.txt; \
+	fi
+
+wheel: $(LIB) $(LIB_ARM64) pkg-venv
+	@test "$$(uname -m)" = x86_64 || { echo "make wheel: the build machine must be x86_64 Linux (build/libmoonlm.so is the x86_64 wheel's library)"; exit 1; }
+	@PYTHON=$(PKGVENV)/bin/python scripts/wheel.sh $(DIST) x86_64=$(LIB) aarch64=$(LIB_ARM64)
+
+npm-pack: $(LIB) $(LIB_ARM64)
+	@mkdir -p $(DIST); rm -f $(DIST)/moonlm-*.tgz
+	@cd bindings/node && MOONLM_PACK_ALL=1 npm pack --silent --pack-destination $(DIST) >/dev/null
+	@echo "npm: $$(ls $(DIST)/moonlm-*.tgz)"
+
+dist: wheel npm-pack
+
+# The packages as a user gets them: the x86_64 wheel in a fresh venv with no
+# Go on PATH, the sdist built with Go, the aarch64 library under qemu.
+# Without the cross compiler, the x86_64 wheel is still built and tested
+# (the aarch64 tests then skip, saying why).
+test-packages: $(TESTSUM) lib cli
+	@arm=aarch64=$(LIB_ARM64); $(MAKE) --no-print-directory lib-arm64 || { arm=; rm -f $(LIB_ARM64); \
+	  echo "the aarch64 library could not be built: its tests will be skipped"; }; \
+	$(MAKE) --no-print-directory pkg-venv && PYTHON=$(PKGVENV)/bin/python scripts/wheel.sh $(DIST) x86_64=$(LIB) $$arm || \
+	  echo "building the packages failed: the package tests will say so"
+	@scripts/need-apt.sh qemu-aarch64 qemu-user >/dev/null 2>&1 || true
+	@set -o pipefail; MOONLM_DIST=$(DIST) MOONLM_LIB_ARM64=$(abspath $(LIB_ARM64)) PKG_PYTHON=$(PKGVENV)/bin/python \
+	  $(GOTEST) ./internal/packagetest 2>&1 | $(TESTSUM) -part Packages -record $(RESULTS)/packages.txt
 
 # The default model, into $(MOONLM_MODELS) (build/models); prints its path.
 model:
@@ -178,6 +232,11 @@ bench-models: cli
 # also runs llama.cpp interleaved with it and prints the ratios.
 bench: cli bench-models
 	@MOONLM_CLI=$(CLI) scripts/bench.sh
+
+# Load test of moonlm serve on loopback (scripts/bench-serve.sh says the
+# settings); LLAMA_SERVER=path/to/llama-server runs llama.cpp's beside it.
+bench-serve: cli bench-models
+	@MOONLM_CLI=$(CLI) scripts/bench-serve.sh
 
 # `make fuzz` fuzzes the GGUF reader (the parser that meets hostile files);
 # `make fuzz-all` also runs every other fuzz target, FUZZTIME each.

@@ -284,6 +284,11 @@ export declare class Model implements Disposable {
   private constructor();
   /** Opens a GGUF model on a worker thread. */
   static open(path: string, opts?: OpenOptions): Promise<Model>;
+  /**
+   * Downloads a GGUF file of a Hugging Face Hub repository into the Hub
+   * cache (unless it is there) and opens it; see pull for pattern.
+   */
+  static fromPretrained(repo: string, pattern?: string | null, opts?: PullOptions & OpenOptions): Promise<Model>;
   /** Releases the model (idempotent); open sessions keep working. */
   close(): void;
   [Symbol.dispose](): void;
@@ -382,6 +387,36 @@ export declare class Sampler implements Disposable {
   [Symbol.dispose](): void;
 }
 
+/** Options of pull and Model.fromPretrained. */
+export interface PullOptions {
+  /** Branch, tag or commit (default 'main'). */
+  revision?: string;
+  /** The Hub cache (default HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub). */
+  cacheDir?: string;
+  /** Sent to the Hub, never to its CDN (default HF_TOKEN, else HF_HOME/token). */
+  token?: string;
+  /** The Hub's address (default HF_ENDPOINT, else https://huggingface.co). */
+  endpoint?: string;
+  /** Use the cache only (default HF_HUB_OFFLINE). */
+  offline?: boolean;
+  /** true (default): progress on stderr; false: none; or called as bytes arrive (total -1 if unknown). */
+  progress?: boolean | ((file: string, done: number, total: number) => void);
+}
+
+/** The Hub refused or could not serve a file. */
+export declare class HubError extends Error {
+  /** The HTTP status, 0 if there was none. */
+  readonly status: number;
+}
+
+/**
+ * The local path of a GGUF file of a Hugging Face Hub repository,
+ * downloaded into the Hub cache unless it is there (resuming, sha256
+ * checked). pattern: a file name, a glob ('*Q4_K_M.gguf') or a quantization
+ * its name contains ('q8_0'); none: the only GGUF file, or the Q4_K_M one.
+ */
+export declare function pull(repo: string, pattern?: string | null, opts?: PullOptions): Promise<string>;
+
 export declare function libraryPath(): string;
 export declare function libraryVersion(): string;
 /** The built-in chat formats `template` accepts, sorted. */
@@ -396,5 +431,7 @@ declare const moonlm: {
   libraryPath: typeof libraryPath;
   libraryVersion: typeof libraryVersion;
   builtinChatTemplates: typeof builtinChatTemplates;
+  pull: typeof pull;
+  HubError: typeof HubError;
 };
 export default moonlm;

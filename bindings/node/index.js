@@ -278,9 +278,27 @@ function candidates() {
   const env = process.env.MOONLM_LIBRARY;
   if (env) return [path.resolve(env)]; // an explicit choice is never second-guessed
   return [
-    path.join(__dirname, 'lib', LIBNAME), // bundled by `npm pack` (scripts/bundle-library.js)
+    path.join(__dirname, 'lib', `${process.platform}-${process.arch}`, LIBNAME), // bundled by `npm pack`
     path.resolve(__dirname, '..', '..', 'build', LIBNAME), // a source checkout after `make lib`
   ];
+}
+
+/** The error for no library found: in an installed package whose lib/ has
+ * other platforms' libraries, which exist and how to build from source. */
+function notFound(tried) {
+  const here = `${process.platform}-${process.arch}`;
+  let plats = [];
+  try {
+    plats = fs.readdirSync(path.join(__dirname, 'lib')).filter((d) => fs.existsSync(path.join(__dirname, 'lib', d, LIBNAME)));
+  } catch { /* a source checkout: no lib/ */ }
+  if (plats.length > 0) {
+    return new MoonlmError(0, `moonlm: this package has no prebuilt library for ${here}; ` +
+      `it carries libraries for ${plats.join(', ')} only. To use moonlm here, build the library from source ` +
+      '(Go 1.26 and a C compiler: `git clone` the moonlm repository, run `make lib`) and set ' +
+      'MOONLM_LIBRARY to the file it makes (build/libmoonlm.so)');
+  }
+  return new MoonlmError(0, `moonlm: ${LIBNAME} not found (looked at ${tried.join(', ')}); ` +
+    'build it with `make lib` or set MOONLM_LIBRARY');
 }
 
 let L = null;
@@ -289,10 +307,7 @@ function lib() {
   if (L) return L;
   const tried = candidates();
   const file = tried.find((p) => fs.existsSync(p));
-  if (!file) {
-    throw new MoonlmError(0, `moonlm: ${LIBNAME} not found (looked at ${tried.join(', ')}); ` +
-      'build it with `make lib` or set MOONLM_LIBRARY');
-  }
+  if (!file) throw notFound(tried);
   let dll;
   try {
     dll = koffi.load(file);
@@ -1431,7 +1446,24 @@ function builtinChatTemplates() {
   return new TextBuffer(64).call(c.chat_builtin_templates, 'builtinChatTemplates').toString('utf8').split(',');
 }
 
+// Model.fromPretrained and pull: the Hugging Face Hub download (hub.js).
+const hub = require('./hub');
+
+/**
+ * Downloads a GGUF file of a Hugging Face Hub repository into the Hub cache
+ * (unless it is there) and opens it. pattern and opts.revision, cacheDir,
+ * token, endpoint, offline, progress: as hub.pull; the other opts go to
+ * Model.open.
+ */
+Model.fromPretrained = async function fromPretrained(repo, pattern, opts = {}) {
+  const { revision, cacheDir, token, endpoint, offline, progress, ...openOpts } = opts ?? {};
+  const file = await hub.pull(repo, pattern, { revision, cacheDir, token, endpoint, offline, progress });
+  return Model.open(file, openOpts);
+};
+
 module.exports = {
+  pull: hub.pull,
+  HubError: hub.HubError,
   Model,
   Session,
   Sampler,

@@ -10,5 +10,7 @@ export const {
   libraryPath,
   libraryVersion,
   builtinChatTemplates,
+  pull,
+  HubError,
 } = moonlm;
 export default moonlm;

@@ -6,7 +6,13 @@ this folder lives in and puts libmoonlm.so inside the package, so a wheel is
 self-contained and tagged for the platform (py3-none-<platform>), not "any".
 
 Set MOONLM_PREBUILT_LIBRARY=/path/libmoonlm.so to package an already built
-library instead of running Go (for packagers building on a machine without Go).
+library instead of running Go (for packagers building on a machine without Go,
+and for cross-built libraries: the wheel is tagged for the library's CPU, read
+from its ELF header). MOONLM_WHEEL_PLATFORM=manylinux_2_34_x86_64 (say) sets
+the platform tag; it must name that CPU. `make wheel` uses both.
+
+An sdist made by `make wheel` carries the engine's Go source in gosrc/, so
+installing it where no wheel fits builds the library with Go.
 """
 
 import os
@@ -29,11 +35,29 @@ MODULE = "module github.com/moonlm/moonlm"
 
 
 def _repo_root():
-    root = HERE.parent.parent
-    gomod = root / "go.mod"
-    if gomod.is_file() and MODULE in gomod.read_text():
-        return root
+    """The Go module to build: gosrc/ in an sdist, else the checkout this
+    folder lives in (bindings/python)."""
+    for root in (HERE / "gosrc", HERE.parent.parent):
+        gomod = root / "go.mod"
+        if gomod.is_file() and MODULE in gomod.read_text():
+            return root
     return None
+
+
+# ELF e_machine values of the CPUs wheels are made for, and their wheel names.
+_ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+def _elf_arch(path):
+    """The CPU a shared library was built for, from its ELF header."""
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if len(head) < 20 or head[:4] != b"\x7fELF" or head[5] != 1:
+        raise RuntimeError("moonlm: %s is not a little-endian ELF file" % path)
+    machine = int.from_bytes(head[18:20], "little")
+    if machine not in _ELF_MACHINES:
+        raise RuntimeError("moonlm: %s is for ELF machine %d, not one wheels are made for" % (path, machine))
+    return _ELF_MACHINES[machine]
 
 
 def _build_library(dest):
@@ -88,6 +112,17 @@ class PlatformWheel(bdist_wheel):
 
     def get_tag(self):
         plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+        prebuilt = os.environ.get("MOONLM_PREBUILT_LIBRARY")
+        if prebuilt:  # maybe cross-built: the library's CPU, not this machine's
+            plat = "linux_" + _elf_arch(prebuilt)
+        wanted = os.environ.get("MOONLM_WHEEL_PLATFORM")
+        if wanted:
+            arch = plat.split("_", 1)[1]
+            if not wanted.endswith("_" + arch):
+                raise RuntimeError(
+                    "moonlm: MOONLM_WHEEL_PLATFORM=%s does not match the library's CPU (%s)" % (wanted, arch)
+                )
+            plat = wanted
         return "py3", "none", plat
 
 

@@ -29,6 +29,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,12 +247,40 @@ func runJS(t *testing.T, root string, snippets []snippet) {
 	st, err := os.Lstat(pkg)
 	require.NoError(t, err)
 	require.True(t, st.Mode().IsDir(), "%s is not a folder (a link?)", pkg)
+	checkBundledLibraries(t, root, pkg)
 	for _, s := range snippets {
 		t.Run(s.name(), func(t *testing.T) {
 			f := filepath.Join(app, fmt.Sprintf("example-%d.mjs", s.line))
 			require.NoError(t, os.WriteFile(f, []byte(s.code), 0o644))
 			out := run(t, app, env(), 5*time.Minute, "node", f)
 			s.checkOutput(t, out)
+		})
+	}
+}
+
+// checkBundledLibraries checks that the installed package carries the
+// prebuilt library of each platform the release tarball is for: always this
+// machine's (linux-x64), and linux-arm64 when `make lib-arm64` has built it
+// (`make test-snippets` tries to), each for its own CPU.
+func checkBundledLibraries(t *testing.T, root, pkg string) {
+	t.Helper()
+	// ELF e_machine by platform.
+	machines := map[string]uint16{"linux-x64": 62, "linux-arm64": 183}
+	for _, plat := range []string{"linux-x64", "linux-arm64"} {
+		t.Run("bundles "+plat, func(t *testing.T) {
+			if plat == "linux-arm64" {
+				if _, err := os.Stat(filepath.Join(root, "build", "linux-arm64", "libmoonlm.so")); err != nil {
+					t.Skip("build/linux-arm64/libmoonlm.so was not built (`make lib-arm64` needs gcc-aarch64-linux-gnu)")
+				}
+			}
+			f, err := os.Open(filepath.Join(pkg, "lib", plat, "libmoonlm.so"))
+			require.NoError(t, err, "the installed package has no %s library", plat)
+			defer f.Close()
+			head := make([]byte, 20)
+			_, err = io.ReadFull(f, head)
+			require.NoError(t, err)
+			require.Equal(t, "\x7fELF", string(head[:4]))
+			require.Equal(t, machines[plat], uint16(head[18])|uint16(head[19])<<8, "%s library built for another CPU", plat)
 		})
 	}
 }

@@ -28,7 +28,11 @@ it('loads as an ES module with named and default exports', { skip }, () => {
   assert.ok(text.startsWith(', there was'), text);
 });
 
-it('installs from `npm pack` and finds its bundled library', { skip, timeout: 240000 }, () => {
+// The arm64 library `make lib-arm64` cross-compiles, when it has been built.
+const ARM64_LIB = path.resolve(PKG, '..', '..', 'build', 'linux-arm64', 'libmoonlm.so');
+const HOST = `${process.platform}-${process.arch}`;
+
+it('installs from `npm pack` and finds its bundled library; other platforms get a clear error', { skip, timeout: 240000 }, () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'moonlm-pack-'));
   try {
     const env = { ...process.env };
@@ -37,16 +41,23 @@ it('installs from `npm pack` and finds its bundled library', { skip, timeout: 24
     // appears in the source tree while other test files load the library.
     const pkg = path.join(tmp, 'pkg');
     fs.mkdirSync(pkg);
-    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'README.md', 'scripts']) {
+    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'hub.js', 'README.md', 'scripts']) {
       fs.cpSync(path.join(PKG, f), path.join(pkg, f), { recursive: true });
     }
-    // prepack copies the library into lib/ for the tarball
+    const packEnv = { ...env, MOONLM_LIBRARY: lib };
+    const withArm64 = HOST !== 'linux-arm64' && fs.existsSync(ARM64_LIB);
+    if (withArm64) packEnv.MOONLM_LIBRARY_LINUX_ARM64 = ARM64_LIB;
+    // prepack copies the libraries into lib/<platform>/ for the tarball
     const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', tmp],
-      { cwd: pkg, env: { ...env, MOONLM_LIBRARY: lib }, encoding: 'utf8' }).trim().split('\n').pop();
+      { cwd: pkg, env: packEnv, encoding: 'utf8' }).trim().split('\n').pop();
     const tgz = path.join(tmp, packed);
-    const listing = execFileSync('tar', ['tzf', tgz], { encoding: 'utf8' });
-    for (const f of ['package/index.js', 'package/index.mjs', 'package/index.d.ts', 'package/lib/libmoonlm.so']) {
-      assert.ok(listing.includes(f), `${f} missing from the tarball`);
+    const listing = execFileSync('tar', ['tzf', tgz], { encoding: 'utf8' }).split('\n');
+    const want = ['package/index.js', 'package/index.mjs', 'package/index.d.ts', 'package/hub.js', `package/lib/${HOST}/libmoonlm.so`];
+    if (withArm64) want.push('package/lib/linux-arm64/libmoonlm.so');
+    for (const f of want) assert.ok(listing.includes(f), `${f} missing from the tarball`);
+    const manifest = JSON.parse(execFileSync('tar', ['xzOf', tgz, 'package/package.json'], { encoding: 'utf8' }));
+    for (const hook of ['preinstall', 'install', 'postinstall']) {
+      assert.equal(manifest.scripts?.[hook], undefined, `package.json has a ${hook} script`);
     }
     const app = path.join(tmp, 'app');
     fs.mkdirSync(app);
@@ -63,8 +74,24 @@ it('installs from `npm pack` and finds its bundled library', { skip, timeout: 24
     const out = execFileSync(process.execPath, ['-e', src, h.dataPath('models/stories260K.gguf')],
       { cwd: app, env, encoding: 'utf8' });
     const [libPath, text] = JSON.parse(out);
-    assert.equal(fs.realpathSync(libPath), fs.realpathSync(path.join(app, 'node_modules', 'moonlm', 'lib', 'libmoonlm.so')));
+    assert.equal(fs.realpathSync(libPath),
+      fs.realpathSync(path.join(app, 'node_modules', 'moonlm', 'lib', HOST, 'libmoonlm.so')));
     assert.ok(text.startsWith(', there was'), text);
+
+    // On a platform the tarball has no library for (here: this machine made
+    // to say it is a riscv64 one once koffi, which ships its own binaries for
+    // many platforms, has loaded), opening anything names the platforms that
+    // exist and how to build from source.
+    const fake = path.join(tmp, 'riscv64.js');
+    fs.writeFileSync(fake, "require('node:module').createRequire(process.cwd() + '/')('koffi');\n" +
+      "Object.defineProperty(process, 'arch', { value: 'riscv64' });\n");
+    const probe = `try { require('moonlm').libraryPath(); console.log('loaded'); } catch (e) { console.log(e.message); }`;
+    const msg = execFileSync(process.execPath, ['-r', fake, '-e', probe], { cwd: app, env, encoding: 'utf8' });
+    assert.match(msg, new RegExp(`no prebuilt library for ${process.platform}-riscv64`));
+    assert.match(msg, new RegExp(`carries libraries for [^.]*${HOST}`));
+    if (withArm64) assert.match(msg, /linux-arm64/);
+    assert.match(msg, /make lib/);
+    assert.match(msg, /MOONLM_LIBRARY/);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

@@ -30,6 +30,7 @@ from ._errors import (
 )
 from ._generate import Completion, TextStream
 from ._model import Model, OpenStats, Sampler, Session
+from ._hub import HubError
 
 __version__ = "0.1.0"
 
@@ -68,6 +69,7 @@ __all__ = [
     "OpenStats",
     "Completion",
     "TextStream",
+    "HubError",
     "MoonlmError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",

@@ -215,6 +215,40 @@ class Model:
     threads; give each thread its own Session.
     """
 
+    @classmethod
+    def from_pretrained(
+        cls,
+        repo_id: str,
+        filename: Optional[str] = None,
+        *,
+        revision: str = "main",
+        cache_dir: Optional[PathLike] = None,
+        token: Optional[str] = None,
+        progress: bool = True,
+        **kwargs: Any,
+    ) -> "Model":
+        """Downloads a GGUF file of a Hugging Face Hub repository (unless the
+        Hub cache has it) and opens it; kwargs go to Model().
+
+        filename: the file's name, a glob ("*Q4_K_M.gguf") or a quantization
+        its name contains (any case, "q8_0"); None takes the repository's only
+        GGUF file, or its Q4_K_M one. The cache is the Hub's own
+        (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub) unless
+        cache_dir names another; token defaults to HF_TOKEN (or HF_HOME/token);
+        HF_ENDPOINT names another Hub; HF_HUB_OFFLINE=1 uses the cache only.
+        Downloads resume, LFS files are checked against their sha256, and
+        progress goes to stderr (progress=False: none). Raises
+        moonlm.HubError (an OSError) when the Hub refuses or is unreachable
+        and the cache lacks the file.
+        """
+        from . import _hub
+
+        hub = _hub.Hub(
+            cache=cache_dir, token=token, revision=revision,
+            progress=_hub.TerminalProgress() if progress else None,
+        )
+        return cls(hub.fetch(repo_id, filename), **kwargs)
+
     def __init__(
         self,
         path: PathLike,

@@ -1,0 +1,485 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/moonlm/moonlm/engine"
+	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/engine/sample"
+)
+
+// finishName is the OpenAI finish_reason of an engine finish reason.
+func finishName(f engine.FinishReason) string {
+	switch f {
+	case engine.FinishLength, engine.FinishContext:
+		return "length"
+	}
+	return "stop"
+}
+
+// samplingFor builds the sampler parameters of a request and checks them;
+// ignore_eos bans the tokens of eog.
+func samplingFor(c *commonRequest, vocab int, eog []int32) (sample.Params, *apiError) {
+	for _, e := range []*apiError{
+		checkRange("temperature", c.Temperature, 0, 2),
+		checkRange("top_p", c.TopP, 0, 1),
+		checkRange("presence_penalty", c.PresencePenalty, -2, 2),
+		checkRange("frequency_penalty", c.FrequencyPenalty, -2, 2),
+		checkRange("min_p", c.MinP, 0, 1),
+		checkRange("repeat_penalty", c.RepeatPenalty, 0, 10),
+	} {
+		if e != nil {
+			return sample.Params{}, e
+		}
+	}
+	p := sample.Params{Temperature: 1, TopP: 1}
+	if c.Temperature != nil {
+		p.Temperature = float32(*c.Temperature)
+	}
+	if c.TopP != nil {
+		p.TopP = float32(*c.TopP)
+	}
+	if c.TopK != nil {
+		if *c.TopK < 0 || *c.TopK > vocab {
+			return p, invalid("top_k", "invalid_value", "top_k: %d is outside [0, %d]", *c.TopK, vocab)
+		}
+		p.TopK = *c.TopK
+	}
+	if c.MinP != nil {
+		p.MinP = float32(*c.MinP)
+	}
+	penalties := false
+	if c.PresencePenalty != nil && *c.PresencePenalty != 0 {
+		p.PresencePenalty, penalties = float32(*c.PresencePenalty), true
+	}
+	if c.FrequencyPenalty != nil && *c.FrequencyPenalty != 0 {
+		p.FrequencyPenalty, penalties = float32(*c.FrequencyPenalty), true
+	}
+	if c.RepeatPenalty != nil && *c.RepeatPenalty != 0 && *c.RepeatPenalty != 1 {
+		p.RepeatPenalty, penalties = float32(*c.RepeatPenalty), true
+	}
+	if penalties {
+		// The penalties look at the whole context: prompt and reply.
+		p.PenaltyLastN = -1
+	}
+	if len(c.LogitBias) > 0 {
+		if len(c.LogitBias) > vocab {
+			return p, invalid("logit_bias", "invalid_value", "logit_bias: %d entries for a vocabulary of %d", len(c.LogitBias), vocab)
+		}
+		p.LogitBias = make(map[int32]float32, len(c.LogitBias))
+		for k, v := range c.LogitBias {
+			var id int32
+			if _, err := fmt.Sscanf(k, "%d", &id); err != nil || fmt.Sprint(id) != k || id < 0 || int(id) >= vocab {
+				return p, invalid("logit_bias", "invalid_value", "logit_bias: %q is not a token id of the vocabulary (0 to %d)", k, vocab-1)
+			}
+			if v < -100 || v > 100 {
+				return p, invalid("logit_bias", "invalid_value", "logit_bias: %g for token %s is outside [-100, 100]", v, k)
+			}
+			p.LogitBias[id] = float32(v)
+		}
+	}
+	if c.IgnoreEOS {
+		if p.LogitBias == nil {
+			p.LogitBias = make(map[int32]float32, len(eog))
+		}
+		for _, id := range eog {
+			p.LogitBias[id] = float32(math.Inf(-1))
+		}
+	}
+	if c.Seed != nil {
+		p.Seed = uint64(*c.Seed)
+	} else {
+		var b [8]byte
+		rand.Read(b[:])
+		for _, x := range b {
+			p.Seed = p.Seed<<8 | uint64(x)
+		}
+	}
+	if _, err := sample.New(p); err != nil {
+		return p, invalid("", "invalid_value", "sampling parameters: %v", err)
+	}
+	return p, nil
+}
+
+// genPlan is a validated generation request: its prompts and how to run
+// them.
+type genPlan struct {
+	prompts      [][]int32
+	n            int
+	sampler      sample.Params
+	maxTokens    int
+	stop         []string
+	stream       bool
+	includeUsage bool
+}
+
+// plan checks the fields both routes share and fills p.
+func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan) *apiError {
+	if e := c.refuseUnsupported(); e != nil {
+		return e
+	}
+	p.n = 1
+	if c.N != nil {
+		if *c.N < 1 || *c.N > s.cfg.MaxN {
+			return invalid("n", "invalid_value", "n: %d is outside [1, %d]", *c.N, s.cfg.MaxN)
+		}
+		p.n = *c.N
+	}
+	mt := c.MaxCompletionTokens
+	name := "max_completion_tokens"
+	if mt == nil {
+		mt, name = c.MaxTokens, "max_tokens"
+	}
+	p.maxTokens = s.cfg.MaxTokens
+	if mt != nil {
+		if *mt < 1 {
+			return invalid(name, "invalid_value", "%s: %d, want at least 1", name, *mt)
+		}
+		if s.cfg.MaxTokens > 0 && *mt > s.cfg.MaxTokens {
+			return invalid(name, "invalid_value", "%s: %d is more than this server's limit of %d", name, *mt, s.cfg.MaxTokens)
+		}
+		p.maxTokens = *mt
+	}
+	var e *apiError
+	if p.stop, e = parseStop(c.Stop); e != nil {
+		return e
+	}
+	if p.sampler, e = samplingFor(c, m.Info().VocabSize, s.eog); e != nil {
+		return e
+	}
+	p.stream = c.Stream
+	if c.StreamOptions != nil {
+		if !c.Stream {
+			return invalid("stream_options", "invalid_value", "stream_options is only allowed when stream is true")
+		}
+		p.includeUsage = c.StreamOptions.IncludeUsage
+	}
+	return nil
+}
+
+// checkPrompt bounds a prompt's length.
+func (s *Server) checkPrompt(toks []int32, param string) *apiError {
+	if len(toks) == 0 {
+		return invalid(param, "invalid_value", "%s: the prompt is empty", param)
+	}
+	if len(toks) > s.cfg.MaxPromptTokens {
+		return invalid(param, "context_length_exceeded",
+			"the prompt is %d tokens; this server takes at most %d (its context is %d tokens)", len(toks), s.cfg.MaxPromptTokens, s.cfg.Ctx)
+	}
+	return nil
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	t0 := time.Now()
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	var req chatRequest
+	if e := decodeBody(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	m, sched, e := s.ready()
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var p genPlan
+	if e := s.plan(&req.commonRequest, m, &p); e != nil {
+		writeError(w, e)
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, invalid("messages", "invalid_value", "messages: at least one message is required"))
+		return
+	}
+	msgs := make([]chat.Message, len(req.Messages))
+	for i, in := range req.Messages {
+		role := in.Role
+		switch role {
+		case "system", "user", "assistant":
+		case "developer":
+			role = "system"
+		case "":
+			writeError(w, invalid(fmt.Sprintf("messages[%d].role", i), "invalid_value", "messages[%d].role is missing", i))
+			return
+		case "tool", "function":
+			writeError(w, unsupported(fmt.Sprintf("messages[%d].role %q", i, role)))
+			return
+		default:
+			writeError(w, invalid(fmt.Sprintf("messages[%d].role", i), "invalid_value",
+				"messages[%d].role: %q is not one of system, developer, user, assistant", i, role))
+			return
+		}
+		if !isOff(in.ToolCalls) {
+			writeError(w, unsupported(fmt.Sprintf("messages[%d].tool_calls", i)))
+			return
+		}
+		text, e := messageText(i, in.Content)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		msgs[i] = chat.Message{Role: role, Content: text}
+	}
+	text, err := s.renderChat(msgs)
+	if err != nil {
+		code := "invalid_messages"
+		if errors.Is(err, engine.ErrUnsupported) {
+			code = "chat_template_unavailable"
+			err = fmt.Errorf("%w (start the server with --chat-template NAME|FILE)", err)
+		}
+		writeError(w, invalid("messages", code, "%v", err))
+		return
+	}
+	// The template writes BOS itself where the model wants it.
+	toks, err := m.Tokenize(text, false, true)
+	if err != nil {
+		writeError(w, invalid("messages", "invalid_value", "%v", err))
+		return
+	}
+	if info := m.Info(); info.AddBOS && info.BOS >= 0 && (len(toks) == 0 || toks[0] != info.BOS) {
+		toks = append([]int32{info.BOS}, toks...)
+	}
+	if e := s.checkPrompt(toks, "messages"); e != nil {
+		writeError(w, e)
+		return
+	}
+	p.prompts = [][]int32{toks}
+	s.run(w, r, sched, &p, true, t0)
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	t0 := time.Now()
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	var req completionRequest
+	if e := decodeBody(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	m, sched, e := s.ready()
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var p genPlan
+	if e := s.plan(&req.commonRequest, m, &p); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Echo {
+		writeError(w, unsupported("echo"))
+		return
+	}
+	if req.Suffix != nil && *req.Suffix != "" {
+		writeError(w, unsupported("suffix"))
+		return
+	}
+	if req.BestOf != nil && *req.BestOf != p.n {
+		writeError(w, unsupported("best_of"))
+		return
+	}
+	prompts, e := s.completionPrompts(m, req.Prompt)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	p.prompts = prompts
+	s.run(w, r, sched, &p, false, t0)
+}
+
+// completionPrompts reads prompt: a string, an array of strings, an array
+// of token ids, or an array of arrays of token ids.
+func (s *Server) completionPrompts(m *engine.Model, raw json.RawMessage) ([][]int32, *apiError) {
+	if isNull(raw) {
+		return nil, invalid("prompt", "missing_prompt", "prompt is required")
+	}
+	vocab := int32(m.Info().VocabSize)
+	tokens := func(ids []int64, param string) ([]int32, *apiError) {
+		out := make([]int32, len(ids))
+		for i, id := range ids {
+			if id < 0 || id >= int64(vocab) {
+				return nil, invalid(param, "invalid_value", "%s: token %d is outside the vocabulary of %d", param, id, vocab)
+			}
+			out[i] = int32(id)
+		}
+		return out, s.checkPrompt(out, param)
+	}
+	text := func(t, param string) ([]int32, *apiError) {
+		toks, err := m.Tokenize(t, true, true)
+		if err != nil {
+			return nil, invalid(param, "invalid_value", "%s: %v", param, err)
+		}
+		return toks, s.checkPrompt(toks, param)
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		t, e := text(one, "prompt")
+		return [][]int32{t}, e
+	}
+	var strs []string
+	if json.Unmarshal(raw, &strs) == nil && len(strs) > 0 {
+		if len(strs) > s.cfg.MaxN {
+			return nil, invalid("prompt", "invalid_value", "prompt: %d prompts, at most %d", len(strs), s.cfg.MaxN)
+		}
+		out := make([][]int32, len(strs))
+		for i, t := range strs {
+			var e *apiError
+			if out[i], e = text(t, fmt.Sprintf("prompt[%d]", i)); e != nil {
+				return nil, e
+			}
+		}
+		return out, nil
+	}
+	var ids []int64
+	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
+		t, e := tokens(ids, "prompt")
+		return [][]int32{t}, e
+	}
+	var idss [][]int64
+	if json.Unmarshal(raw, &idss) == nil && len(idss) > 0 {
+		if len(idss) > s.cfg.MaxN {
+			return nil, invalid("prompt", "invalid_value", "prompt: %d prompts, at most %d", len(idss), s.cfg.MaxN)
+		}
+		out := make([][]int32, len(idss))
+		for i, ids := range idss {
+			var e *apiError
+			if out[i], e = tokens(ids, fmt.Sprintf("prompt[%d]", i)); e != nil {
+				return nil, e
+			}
+		}
+		return out, nil
+	}
+	return nil, invalid("prompt", "invalid_type", "prompt: expected a string, an array of strings, or token ids")
+}
+
+// event is what a sequence sends the request's goroutine: text, or the
+// sequence's end (final).
+type event struct {
+	idx   int
+	text  string
+	final bool
+	res   engine.GenerateResult
+	err   error
+}
+
+// run queues the plan's sequences and writes the response, streamed or
+// whole.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p *genPlan, isChat bool, t0 time.Time) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	total := len(p.prompts) * p.n
+	if total > s.cfg.MaxQueue {
+		writeError(w, invalid("n", "invalid_value", "%d sequences are more than the server's queue holds (%d)", total, s.cfg.MaxQueue))
+		return
+	}
+	events := make(chan event, 4*total)
+	jobs := make([]*job, total)
+	var firstTok atomic.Bool
+	for pi, prompt := range p.prompts {
+		for k := range p.n {
+			idx := pi*p.n + k
+			sp := p.sampler
+			sp.Seed += uint64(k)
+			var last time.Time
+			j := &job{ctx: ctx}
+			j.seq = Sequence{
+				Prompt: prompt,
+				Params: engine.GenerateParams{MaxTokens: p.maxTokens, Sampler: sp, Stop: p.stop},
+				Emit: func(text []byte, tok int32) bool {
+					now := time.Now()
+					if tok >= 0 {
+						if last.IsZero() {
+							if firstTok.CompareAndSwap(false, true) {
+								s.met.ttft.observe(now.Sub(t0))
+							}
+						} else {
+							s.met.perToken.observe(now.Sub(last))
+						}
+						last = now
+					}
+					if len(text) == 0 {
+						return true
+					}
+					select {
+					case events <- event{idx: idx, text: string(text)}:
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				},
+			}
+			j.done = func(res engine.GenerateResult, err error) {
+				events <- event{idx: idx, final: true, res: res, err: err}
+			}
+			jobs[idx] = j
+		}
+	}
+	if e := sched.submit(jobs); e != nil {
+		writeError(w, e)
+		return
+	}
+	var out responder
+	if p.stream {
+		out = newStreamResponder(w, s.cfg.Alias, isChat, total, p.includeUsage)
+	} else {
+		out = &wholeResponder{w: w, model: s.cfg.Alias, chat: isChat, texts: make([]strings.Builder, total), reasons: make([]string, total)}
+	}
+	var u usage
+	for _, pr := range p.prompts {
+		u.PromptTokens += len(pr)
+	}
+	var failure error
+	clientGone, stopped := false, false
+	for left := total; left > 0; {
+		ev := <-events
+		if !ev.final {
+			if !clientGone && out.text(ev.idx, ev.text) != nil {
+				clientGone = true
+				cancel()
+			}
+			continue
+		}
+		left--
+		s.met.promptTokens.Add(int64(ev.res.PromptTokens))
+		s.met.reusedTokens.Add(int64(jobs[ev.idx].seq.Reused))
+		s.met.generatedTokens.Add(int64(ev.res.Tokens))
+		u.CompletionTokens += ev.res.Tokens
+		if ev.err != nil {
+			if failure == nil {
+				failure = ev.err
+				s.cfg.Log("moonlm serve: generation failed: %v", ev.err)
+			}
+			cancel()
+			continue
+		}
+		if ev.res.Finish == engine.FinishCancelled {
+			stopped = true
+		}
+		if ev.res.Finish != engine.FinishCancelled && !clientGone {
+			if out.finish(ev.idx, finishName(ev.res.Finish)) != nil {
+				clientGone = true
+				cancel()
+			}
+		}
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	switch {
+	case r.Context().Err() != nil || clientGone:
+		// Nobody to answer.
+	case failure != nil:
+		out.fail(serverError(http.StatusInternalServerError, "generation_failed", "generation failed: %v", failure))
+	case stopped && ctx.Err() != nil:
+		out.fail(serverError(http.StatusGatewayTimeout, "timeout", "the request took longer than the server's limit of %v", s.cfg.Timeout))
+	default:
+		out.done(u)
+	}
+	s.met.duration.observe(time.Since(t0))
+}

@@ -1,0 +1,161 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// responder writes a generation's answer: streamed chunks, or one
+// response at the end. text and finish report a failed write (the client
+// is gone).
+type responder interface {
+	text(idx int, t string) error
+	finish(idx int, reason string) error
+	done(u usage)
+	fail(e *apiError)
+}
+
+// wholeResponder collects the text and writes one response.
+type wholeResponder struct {
+	w       http.ResponseWriter
+	model   string
+	chat    bool
+	texts   []strings.Builder
+	reasons []string
+}
+
+func (o *wholeResponder) text(idx int, t string) error { o.texts[idx].WriteString(t); return nil }
+
+func (o *wholeResponder) finish(idx int, reason string) error { o.reasons[idx] = reason; return nil }
+
+func (o *wholeResponder) done(u usage) {
+	created := time.Now().Unix()
+	if o.chat {
+		resp := chatResponse{ID: newID("chatcmpl-"), Object: "chat.completion", Created: created, Model: o.model, Usage: u}
+		for i := range o.texts {
+			resp.Choices = append(resp.Choices, chatChoice{Index: i, FinishReason: o.reasons[i],
+				Message: chatMessageOut{Role: "assistant", Content: o.texts[i].String()}})
+		}
+		writeJSON(o.w, http.StatusOK, resp)
+		return
+	}
+	resp := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: created, Model: o.model, Usage: &u}
+	for i := range o.texts {
+		f := o.reasons[i]
+		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: o.texts[i].String(), FinishReason: &f})
+	}
+	writeJSON(o.w, http.StatusOK, resp)
+}
+
+func (o *wholeResponder) fail(e *apiError) { writeError(o.w, e) }
+
+// streamResponder writes server-sent events: a chunk per piece of text,
+// one with each choice's finish_reason, the usage chunk if asked for, then
+// "data: [DONE]".
+type streamResponder struct {
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	id           string
+	model        string
+	created      int64
+	chat         bool
+	includeUsage bool
+	buf          []byte
+	err          error
+}
+
+func newStreamResponder(w http.ResponseWriter, model string, isChat bool, n int, includeUsage bool) *streamResponder {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	o := &streamResponder{w: w, rc: http.NewResponseController(w), model: model, created: time.Now().Unix(), chat: isChat, includeUsage: includeUsage}
+	if isChat {
+		o.id = newID("chatcmpl-")
+		// The first chunk of each choice names the role.
+		for i := range n {
+			empty := ""
+			o.send(o.chatChunk(i, chatDelta{Role: "assistant", Content: &empty}, nil))
+		}
+	} else {
+		o.id = newID("cmpl-")
+	}
+	return o
+}
+
+func (o *streamResponder) chatChunk(idx int, d chatDelta, finish *string) chatChunk {
+	return chatChunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.model,
+		Choices: []chatChunkChoice{{Index: idx, Delta: d, FinishReason: finish}}}
+}
+
+func (o *streamResponder) completionChunk(idx int, t string, finish *string) completionResponse {
+	return completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.model,
+		Choices: []completionChoice{{Index: idx, Text: t, FinishReason: finish}}}
+}
+
+// send writes one event and flushes it; the first failed write is kept.
+func (o *streamResponder) send(v any) error {
+	if o.err != nil {
+		return o.err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		o.err = err
+		return err
+	}
+	o.buf = append(append(append(o.buf[:0], "data: "...), b...), "\n\n"...)
+	if _, err := o.w.Write(o.buf); err != nil {
+		o.err = err
+		return err
+	}
+	if err := o.rc.Flush(); err != nil {
+		o.err = err
+	}
+	return o.err
+}
+
+func (o *streamResponder) text(idx int, t string) error {
+	if o.chat {
+		return o.send(o.chatChunk(idx, chatDelta{Content: &t}, nil))
+	}
+	return o.send(o.completionChunk(idx, t, nil))
+}
+
+func (o *streamResponder) finish(idx int, reason string) error {
+	if o.chat {
+		return o.send(o.chatChunk(idx, chatDelta{}, &reason))
+	}
+	return o.send(o.completionChunk(idx, "", &reason))
+}
+
+func (o *streamResponder) done(u usage) {
+	if o.includeUsage {
+		if o.chat {
+			o.send(chatChunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.model, Choices: []chatChunkChoice{}, Usage: &u})
+		} else {
+			o.send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: o.model, Choices: []completionChoice{}, Usage: &u})
+		}
+	}
+	o.sendDone()
+}
+
+// fail sends the error as an event in OpenAI's shape (the status line has
+// gone out already), then ends the stream.
+func (o *streamResponder) fail(e *apiError) {
+	o.send(struct {
+		Error *apiError `json:"error"`
+	}{e})
+	o.sendDone()
+}
+
+func (o *streamResponder) sendDone() {
+	if o.err != nil {
+		return
+	}
+	if _, err := o.w.Write([]byte("data: [DONE]\n\n")); err == nil {
+		o.rc.Flush()
+	}
+}
