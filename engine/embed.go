@@ -366,3 +366,7 @@ func (m *Model) Rerank(query string, docs []string) ([]float32, error) {
 	}
 	return scores, nil
 }
+
+// Encoder reports whether the model is an encoder (BERT): it only embeds
+// (no logits), and a text must fit its training context.
+func (m *Model) Encoder() bool { return m.encoder }
