@@ -99,34 +99,37 @@ func (m *Model) EmbedSize(p Pooling) (int, error) {
 	return m.cfg.Dim, nil
 }
 
-// embedState is one Embed call's pooling, read by embedChunk after each
-// forward chunk.
+// embedState is one embedding pass's pooling, read by embedChunk after
+// each forward chunk: one text (Embed, a decoder's texts) or several packed
+// into one batch (an encoder's EmbedBatch).
 type embedState struct {
 	pooling Pooling
-	n       int       // the text's tokens
-	out     []float32 // the result
-	acc     []float64 // mean pooling's sums (hidden size)
-	row     []float32 // a hidden state (hidden size)
+	texts   []embedText
+	active  bool      // a pass is running (eval pools instead of computing logits)
+	acc     []float64 // mean pooling's sums, hidden size per text
+	rows    []float32 // rank pooling's first-token states, hidden size per text
 	head    []float32 // the classifier's dense output (hidden size)
 	xq      []byte    // a head's input in its vec-dot type
+	tokens  []int32   // the packed pass's tokens
 }
 
-// embedding reports whether an Embed call is running (eval then pools each
-// chunk instead of computing logits).
-func (s *Session) embedding() bool { return s.embed != nil && s.embed.out != nil }
+// embedText is one text of a pass: its result and token count.
+type embedText struct {
+	out []float32
+	n   int
+}
 
-// Embed computes the embedding of one text's tokens into out and returns
-// how many values it wrote: EmbedSize values, or one row of the hidden size
-// per token with PoolingNone. The session is used from position 0 and left
-// empty (Pos 0). An encoder's text must fit the session's context in one
-// piece; a decoder's goes in chunks, attending causally.
-func (s *Session) Embed(tokens []int32, p EmbedParams, out []float32) (n int, err error) {
-	m := s.m
-	pooling, err := m.resolvePooling(p.Pooling)
+// embedding reports whether an embedding pass is running (eval then pools
+// each chunk instead of computing logits).
+func (s *Session) embedding() bool { return s.embed != nil && s.embed.active }
+
+// embedCheck checks tokens and out for pooling and returns the values the
+// result takes.
+func (s *Session) embedCheck(tokens []int32, pooling Pooling, out []float32) (int, error) {
+	size, err := s.m.EmbedSize(pooling)
 	if err != nil {
-		return 0, fmt.Errorf("engine: embed: %w", err)
+		return 0, err
 	}
-	size, _ := m.EmbedSize(pooling)
 	if len(tokens) == 0 {
 		return 0, fmt.Errorf("engine: embed: %w: no tokens", ErrInvalidArgument)
 	}
@@ -135,70 +138,190 @@ func (s *Session) Embed(tokens []int32, p EmbedParams, out []float32) (n int, er
 	}
 	need := size
 	if pooling == PoolingNone {
-		need = len(tokens) * m.cfg.Dim
+		need = len(tokens) * s.m.cfg.Dim
 	}
 	if len(out) < need {
 		return 0, fmt.Errorf("engine: embed: %w: output of %d values for %d", ErrInvalidArgument, len(out), need)
 	}
-	if err := s.enter("embed"); err != nil {
-		return 0, err
+	return need, nil
+}
+
+// Embed computes the embedding of one text's tokens into out and returns
+// how many values it wrote: EmbedSize values, or one row of the hidden size
+// per token with PoolingNone. The session is used from position 0 and left
+// empty (Pos 0). An encoder's text must fit the session's context in one
+// piece; a decoder's goes in chunks, attending causally.
+func (s *Session) Embed(tokens []int32, p EmbedParams, out []float32) (n int, err error) {
+	pooling, err := s.m.resolvePooling(p.Pooling)
+	if err != nil {
+		return 0, fmt.Errorf("engine: embed: %w", err)
 	}
-	s.pos = 0
-	dim := m.cfg.Dim
-	if s.embed == nil {
-		s.embed = &embedState{acc: make([]float64, dim), row: make([]float32, dim),
-			head: make([]float32, dim), xq: make([]byte, kernels.RowBytes(gguf.F32, dim))}
-	}
-	e := s.embed
-	e.pooling, e.n, e.out = pooling, len(tokens), out[:need]
-	clear(e.acc)
-	err = s.eval("embed", tokens, nil, len(tokens))
-	e.out = nil
-	s.pos = 0
-	s.leave()
+	need, err := s.embedCheck(tokens, pooling, out)
 	if err != nil {
 		return 0, err
 	}
-	switch pooling {
-	case PoolingMean:
-		for i, v := range e.acc {
-			out[i] = float32(v / float64(len(tokens)))
-		}
-	case PoolingRank:
-		s.rankHead(out[:size])
+	if err := s.enter("embed"); err != nil {
+		return 0, err
 	}
-	if p.Normalize && pooling != PoolingRank {
-		for r := 0; r+dim <= need; r += dim {
-			normalizeL2(out[r : r+dim])
-		}
+	defer s.leave()
+	if err := s.embedPass(tokens, []embedText{{out: out[:need], n: len(tokens)}}, pooling, p.Normalize); err != nil {
+		return 0, err
 	}
 	return need, nil
 }
 
+// EmbedBatch embeds each token list into the matching outs entry (as
+// Embed writes one). An encoder's texts are packed, as many as the
+// session's context holds, into one forward pass each: every token
+// attends to its own text only, and a batch of short texts costs few
+// passes. A decoder's are computed one after another.
+func (s *Session) EmbedBatch(seqs [][]int32, p EmbedParams, outs [][]float32) error {
+	pooling, err := s.m.resolvePooling(p.Pooling)
+	if err != nil {
+		return fmt.Errorf("engine: embed: %w", err)
+	}
+	if len(outs) != len(seqs) {
+		return fmt.Errorf("engine: embed: %w: %d outputs for %d texts", ErrInvalidArgument, len(outs), len(seqs))
+	}
+	texts := make([]embedText, len(seqs))
+	for i, sq := range seqs {
+		need, err := s.embedCheck(sq, pooling, outs[i])
+		if err != nil {
+			return fmt.Errorf("text %d: %w", i, err)
+		}
+		texts[i] = embedText{out: outs[i][:need], n: len(sq)}
+	}
+	if err := s.enter("embed"); err != nil {
+		return err
+	}
+	defer s.leave()
+	if !s.m.encoder {
+		for i, sq := range seqs {
+			if err := s.embedPass(sq, texts[i:i+1], pooling, p.Normalize); err != nil {
+				return fmt.Errorf("text %d: %w", i, err)
+			}
+		}
+		return nil
+	}
+	s.ensurePacking()
+	e := s.embed
+	for i := 0; i < len(seqs); {
+		// Texts i..j-1 fill one pass.
+		j, total := i, 0
+		for j < len(seqs) && total+len(seqs[j]) <= s.nb {
+			total += len(seqs[j])
+			j++
+		}
+		e.tokens = e.tokens[:0]
+		for k := i; k < j; k++ {
+			for pos := range seqs[k] {
+				t := len(e.tokens)
+				s.packText[t], s.packPos[t] = int32(k-i), int32(pos)
+				s.packFirst[t], s.packLast[t] = int32(t-pos), int32(t-pos+len(seqs[k])-1)
+				e.tokens = append(e.tokens, seqs[k][pos])
+			}
+		}
+		s.packed = true
+		err := s.embedPass(e.tokens, texts[i:j], pooling, p.Normalize)
+		s.packed = false
+		if err != nil {
+			return fmt.Errorf("texts %d to %d: %w", i, j-1, err)
+		}
+		i = j
+	}
+	return nil
+}
+
+// ensurePacking makes an encoder session's per-token packing tables.
+func (s *Session) ensurePacking() {
+	if s.packPos == nil {
+		s.packPos = make([]int32, s.nb)
+		s.packFirst = make([]int32, s.nb)
+		s.packLast = make([]int32, s.nb)
+		s.packText = make([]int32, s.nb)
+	}
+	s.embedScratch(1)
+	if cap(s.embed.tokens) < s.nb {
+		s.embed.tokens = make([]int32, 0, s.nb)
+	}
+}
+
+// embedScratch sizes the pooling state for n texts.
+func (s *Session) embedScratch(n int) {
+	dim := s.m.cfg.Dim
+	if s.embed == nil {
+		s.embed = &embedState{head: make([]float32, dim), xq: make([]byte, kernels.RowBytes(gguf.F32, dim))}
+	}
+	e := s.embed
+	if len(e.acc) < n*dim {
+		e.acc = make([]float64, n*dim)
+		e.rows = make([]float32, n*dim)
+	}
+}
+
+// embedPass runs tokens (one text, or with s.packed the texts' tokens
+// packed) from position 0 and pools them into texts' outputs.
+func (s *Session) embedPass(tokens []int32, texts []embedText, pooling Pooling, normalize bool) error {
+	s.embedScratch(len(texts))
+	e := s.embed
+	dim := s.m.cfg.Dim
+	e.pooling, e.texts, e.active = pooling, texts, true
+	clear(e.acc[:len(texts)*dim])
+	s.pos = 0
+	err := s.eval("embed", tokens, nil, len(tokens))
+	e.active, e.texts = false, nil
+	s.pos = 0
+	if err != nil {
+		return err
+	}
+	for ti, tx := range texts {
+		switch pooling {
+		case PoolingMean:
+			for j, v := range e.acc[ti*dim : (ti+1)*dim] {
+				tx.out[j] = float32(v / float64(tx.n))
+			}
+		case PoolingRank:
+			s.rankHead(e.rows[ti*dim:(ti+1)*dim], tx.out)
+		}
+		if normalize && pooling != PoolingRank {
+			for r := 0; r+dim <= len(tx.out); r += dim {
+				normalizeL2(tx.out[r : r+dim])
+			}
+		}
+	}
+	return nil
+}
+
 // embedChunk pools the hidden states of the chunk just computed: tokens
-// done.. done+n of the text.
+// done.. done+n of the pass.
 func (s *Session) embedChunk(done, n int) {
 	e := s.embed
+	dim := s.m.cfg.Dim
 	for t := 0; t < n; t++ {
-		i := done + t
+		ti, i := 0, done+t // the token's text and its position there
+		if s.packed {
+			ti, i = int(s.packText[t]), int(s.packPos[t])
+		}
+		tx := &e.texts[ti]
 		want := e.pooling == PoolingNone || e.pooling == PoolingMean ||
 			(i == 0 && (e.pooling == PoolingCLS || e.pooling == PoolingRank)) ||
-			(i == e.n-1 && e.pooling == PoolingLast)
+			(i == tx.n-1 && e.pooling == PoolingLast)
 		if !want {
 			continue
 		}
 		h := s.hidden(t)
 		switch e.pooling {
 		case PoolingNone:
-			copy(e.out[i*len(h):], h)
+			copy(tx.out[i*dim:], h)
 		case PoolingMean:
+			acc := e.acc[ti*dim : (ti+1)*dim]
 			for j, v := range h {
-				e.acc[j] += float64(v)
+				acc[j] += float64(v)
 			}
 		case PoolingRank:
-			copy(e.row, h)
+			copy(e.rows[ti*dim:], h)
 		default:
-			copy(e.out, h)
+			copy(tx.out, h)
 		}
 	}
 }
@@ -216,13 +339,12 @@ func (s *Session) hidden(t int) []float32 {
 	return xn
 }
 
-// rankHead applies the classifier head to the first token's hidden state
-// (in embed.row): tanh(cls . h + cls.bias), then cls.output and its bias,
-// each present only if the file has it, as llama.cpp's rank pooling.
-func (s *Session) rankHead(out []float32) {
+// rankHead applies the classifier head to x, a text's first-token hidden
+// state: tanh(cls . x + cls.bias), then cls.output and its bias, each
+// present only if the file has it, as llama.cpp's rank pooling.
+func (s *Session) rankHead(x, out []float32) {
 	m, e := s.m, s.embed
 	g := &m.glob
-	x := e.row
 	if cls := &g.mats[arch.Cls]; cls.Data != nil {
 		y := e.head[:cls.Rows]
 		s.rowsTimes(cls, x, y)
@@ -270,19 +392,22 @@ func normalizeL2(v []float32) {
 	}
 }
 
-// EmbedTokens embeds each token list in a session of its own sized to the
-// longest (and closed before returning) and returns one result per list,
-// as Session.Embed writes it.
+// EmbedTokens embeds each token list (Session.EmbedBatch) in a session of
+// its own, closed before returning, and returns one result per list. An
+// encoder's session holds as many tokens as its training context allows
+// (the texts are packed into passes of that size); a decoder's, the
+// longest list.
 func (m *Model) EmbedTokens(seqs [][]int32, p EmbedParams) ([][]float32, error) {
 	if len(seqs) == 0 {
 		return nil, nil
 	}
-	longest := 0
+	longest, total := 0, 0
 	for i, sq := range seqs {
 		if len(sq) == 0 {
 			return nil, fmt.Errorf("engine: embed: %w: text %d has no tokens", ErrInvalidArgument, i)
 		}
 		longest = max(longest, len(sq))
+		total += len(sq)
 	}
 	if m.encoder && longest > m.cfg.CtxTrain {
 		return nil, fmt.Errorf("engine: embed: %w: a text of %d tokens > the encoder's %d positions", ErrContextFull, longest, m.cfg.CtxTrain)
@@ -292,7 +417,11 @@ func (m *Model) EmbedTokens(seqs [][]int32, p EmbedParams) ([][]float32, error) 
 		return nil, err
 	}
 	pooling, _ := m.resolvePooling(p.Pooling)
-	s, err := m.NewSession(SessionParams{NCtx: longest})
+	nCtx := longest
+	if m.encoder {
+		nCtx = min(m.cfg.CtxTrain, max(longest, total))
+	}
+	s, err := m.NewSession(SessionParams{NCtx: nCtx})
 	if err != nil {
 		return nil, fmt.Errorf("engine: embed: %w", err)
 	}
@@ -304,9 +433,9 @@ func (m *Model) EmbedTokens(seqs [][]int32, p EmbedParams) ([][]float32, error) 
 			n = len(sq) * m.cfg.Dim
 		}
 		res[i] = make([]float32, n)
-		if _, err := s.Embed(sq, p, res[i]); err != nil {
-			return nil, fmt.Errorf("text %d: %w", i, err)
-		}
+	}
+	if err := s.EmbedBatch(seqs, p, res); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

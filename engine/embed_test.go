@@ -322,3 +322,56 @@ func TestEmbedDecoderRefusesRank(t *testing.T) {
 	assert.Len(t, res[0], m.Info().EmbeddingSize)
 	assert.Equal(t, PoolingMean, m.Pooling(), "no pooling_type: mean")
 }
+
+// TestEmbedBatchPacks: an encoder's texts packed into shared passes (here
+// a context of 64 tokens, so five texts take several passes, and one of 78
+// tokens is refused) give what each text alone gives, every pooling.
+func TestEmbedBatchPacks(t *testing.T) {
+	m, ref := openSynthBert(t, "f32", ModelParams{Threads: 2})
+	texts := ref.Cases[0].Texts
+	seqs := make([][]int32, 0, len(texts))
+	for _, s := range texts {
+		ids, err := m.Tokenize(s, true, false)
+		require.NoError(t, err)
+		if len(ids) <= 64 {
+			seqs = append(seqs, ids)
+		}
+	}
+	require.Len(t, seqs, 5)
+	s, err := m.NewSession(SessionParams{NCtx: 64})
+	require.NoError(t, err)
+	defer s.Close()
+	for _, pooling := range []Pooling{PoolingNone, PoolingMean, PoolingCLS, PoolingLast, PoolingRank} {
+		p := EmbedParams{Pooling: pooling, Normalize: true}
+		outs := make([][]float32, len(seqs))
+		alone := make([][]float32, len(seqs))
+		for i, sq := range seqs {
+			n := 256
+			if pooling == PoolingNone {
+				n *= len(sq)
+			}
+			if pooling == PoolingRank {
+				n = 1
+			}
+			outs[i], alone[i] = make([]float32, n), make([]float32, n)
+			_, err := s.Embed(sq, p, alone[i])
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.EmbedBatch(seqs, p, outs))
+		// Not bit for bit: a pass of other tokens sums some products in
+		// another order, and GELU's f16 table turns that into the spread
+		// llama.cpp shows between its batched and single runs; the F32
+		// rule holds.
+		for i := range seqs {
+			for r := 0; r < len(outs[i]); r += 256 {
+				end := min(r+256, len(outs[i]))
+				assert.Empty(t, embedRuleF32.check(outs[i][r:end], alone[i][r:end]), "%s text %d row %d", pooling, i, r/256)
+			}
+		}
+	}
+	long, _ := m.Tokenize(texts[4], true, false)
+	err = s.EmbedBatch([][]int32{seqs[0], long}, EmbedParams{}, [][]float32{make([]float32, 256), make([]float32, 256)})
+	assert.ErrorIs(t, err, ErrContextFull)
+	assert.ErrorIs(t, s.EmbedBatch(seqs, EmbedParams{}, nil), ErrInvalidArgument)
+	assert.Equal(t, 0, s.Pos())
+}

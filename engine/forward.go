@@ -173,6 +173,9 @@ func (s *Session) stageToken(t, worker int) {
 			s.kern.Scale(x, c.EmbScale)
 		}
 		pos := s.p0 + t
+		if s.packed {
+			pos = int(s.packPos[t]) // its position in its own text
+		}
 		if m.encoder {
 			s.encoderEmbed(t, pos)
 		}
@@ -364,6 +367,13 @@ func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 	if c.NonCausal {
 		// pos is the last position the head sees: the sequence's end.
 		pos = s.p0 + s.nTok - 1
+	}
+	if s.packed {
+		// Several texts in the batch: a token sees its own text's cells.
+		first = s.p0 + int(s.packFirst[t])
+		if c.NonCausal {
+			pos = s.p0 + int(s.packLast[t])
+		}
 	}
 	if s.m.layers[s.il].sliding {
 		first = max(0, pos-c.SWAWindow+1)

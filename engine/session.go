@@ -82,6 +82,11 @@ type Session struct {
 
 	// embed is Embed's pooling state (embed.go), nil until the first Embed.
 	embed *embedState
+	// packed: the batch holds several texts of an encoder (EmbedBatch);
+	// per batch token, its text, its position in it and the batch indices
+	// of the text's first and last tokens.
+	packed                                 bool
+	packText, packPos, packFirst, packLast []int32
 
 	// gen is Generate's scratch, reused so that generating allocates
 	// nothing per token.
