@@ -203,8 +203,15 @@ func TestBertSynthEmbedF32(t *testing.T) {
 }
 
 func TestBertSynthEmbedQ8(t *testing.T) {
-	m, ref := openSynthBert(t, "Q8_0", ModelParams{Threads: 2})
-	assert.Empty(t, runEmbedRef(t, m, ref, embedRuleQ8))
+	for _, n := range []Numerics{NumericsFast, NumericsLlamaCpp, NumericsIk} {
+		t.Run(n.String(), func(t *testing.T) {
+			if n != NumericsFast && testing.Short() {
+				t.Skip("the reference numerics modes' pure-Go products take seconds; not in -short")
+			}
+			m, ref := openSynthBert(t, "Q8_0", ModelParams{Threads: 2, Numerics: n})
+			assert.Empty(t, runEmbedRef(t, m, ref, embedRuleQ8))
+		})
+	}
 }
 
 // TestBertSynthEmbedCausalDiffers runs the F32 file with causal attention:
