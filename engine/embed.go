@@ -409,8 +409,8 @@ func (m *Model) EmbedTokens(seqs [][]int32, p EmbedParams) ([][]float32, error) 
 		longest = max(longest, len(sq))
 		total += len(sq)
 	}
-	if m.encoder && longest > m.cfg.CtxTrain {
-		return nil, fmt.Errorf("engine: embed: %w: a text of %d tokens > the encoder's %d positions", ErrContextFull, longest, m.cfg.CtxTrain)
+	if limit := min(m.cfg.CtxTrain, maxEncoderCtx); m.encoder && longest > limit {
+		return nil, fmt.Errorf("engine: embed: %w: a text of %d tokens > the encoder's %d positions", ErrContextFull, longest, limit)
 	}
 	size, err := m.EmbedSize(p.Pooling)
 	if err != nil {
@@ -419,7 +419,7 @@ func (m *Model) EmbedTokens(seqs [][]int32, p EmbedParams) ([][]float32, error) 
 	pooling, _ := m.resolvePooling(p.Pooling)
 	nCtx := longest
 	if m.encoder {
-		nCtx = min(m.cfg.CtxTrain, max(longest, total))
+		nCtx = min(m.cfg.CtxTrain, maxEncoderCtx, max(longest, total))
 	}
 	s, err := m.NewSession(SessionParams{NCtx: nCtx})
 	if err != nil {

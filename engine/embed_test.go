@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
@@ -381,4 +382,68 @@ func TestEmbedBatchPacks(t *testing.T) {
 	assert.ErrorIs(t, err, ErrContextFull)
 	assert.ErrorIs(t, s.EmbedBatch(seqs, EmbedParams{}, nil), ErrInvalidArgument)
 	assert.Equal(t, 0, s.Pos())
+}
+
+// TestBertRefusesBadFiles: what a BERT file must have, each refusal naming
+// what is wrong.
+func TestBertRefusesBadFiles(t *testing.T) {
+	src := synthNewPath("synth-bert-Q8_0.gguf")
+	drop := func(name string) func(*gguf.Tensor, func(string, gguf.Type, []int64, []byte)) {
+		return func(ts *gguf.Tensor, add func(string, gguf.Type, []int64, []byte)) {
+			if ts.Name != name {
+				add(ts.Name, ts.Type, ts.Shape, ts.Data)
+			}
+		}
+	}
+	setKey := func(key string, val any) func(string, any) any {
+		return func(k string, v any) any {
+			if k == key {
+				return val
+			}
+			return v
+		}
+	}
+	for _, c := range []struct {
+		what   string
+		key    func(string, any) any
+		tensor func(*gguf.Tensor, func(string, gguf.Type, []int64, []byte))
+		want   error
+		msg    string
+	}{
+		{"no position embeddings", nil, drop("position_embd.weight"), ErrBadFile, "position_embd.weight"},
+		{"no embedding norm bias", nil, drop("token_embd_norm.bias"), ErrBadFile, "token_embd_norm.bias"},
+		{"no layer output norm", nil, drop("blk.2.layer_output_norm.weight"), ErrBadFile, "blk.2.layer_output_norm.weight"},
+		{"causal attention", setKey("bert.attention.causal", true), nil, ErrUnsupported, "causal"},
+		{"pooling type 9", setKey("bert.pooling_type", uint32(9)), nil, ErrBadFile, "pooling_type"},
+		{"no layer norm epsilon", setKey("bert.attention.layer_norm_epsilon", nil), nil, ErrBadFile, "layer_norm_epsilon"},
+		{"more positions than the file has", setKey("bert.context_length", uint32(1024)), nil, ErrBadFile, "position_embd.weight"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			path := copyGGUF(t, src, c.key, c.tensor)
+			m, err := Open(path, ModelParams{Threads: 1})
+			if m != nil {
+				m.Close()
+			}
+			require.ErrorIs(t, err, c.want)
+			assert.Contains(t, err.Error(), c.msg)
+		})
+	}
+	// Without the classifier head the file still embeds; rank pooling then
+	// returns the first token's state, as llama.cpp's does.
+	path := copyGGUF(t, src, nil, func(ts *gguf.Tensor, add func(string, gguf.Type, []int64, []byte)) {
+		if !strings.HasPrefix(ts.Name, "cls.") {
+			add(ts.Name, ts.Type, ts.Shape, ts.Data)
+		}
+	})
+	m, err := Open(path, ModelParams{Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	n, err := m.EmbedSize(PoolingRank)
+	require.NoError(t, err)
+	assert.Equal(t, 256, n)
+	cls, err := m.EmbedTokens([][]int32{{101, 1107, 102}}, EmbedParams{Pooling: PoolingCLS})
+	require.NoError(t, err)
+	rank, err := m.EmbedTokens([][]int32{{101, 1107, 102}}, EmbedParams{Pooling: PoolingRank})
+	require.NoError(t, err)
+	assert.Equal(t, cls, rank)
 }

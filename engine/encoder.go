@@ -16,6 +16,11 @@ import (
 // computed in one forward pass and the session's batch is its context.
 // They have no output head; Embed pools their last hidden states.
 
+// maxEncoderCtx bounds an encoder session's context, which is also its
+// batch (every buffer holds that many tokens): the BERT family's models
+// train on 512 to 8192 positions.
+const maxEncoderCtx = 1 << 15
+
 // checkEncoder checks the tensors an encoder needs beyond the declared
 // shapes.
 func (m *Model) checkEncoder() error {

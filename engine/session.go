@@ -122,6 +122,10 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 		// Learned position embeddings end at the training context.
 		return nil, fmt.Errorf("engine: new session: %w: context %d > the encoder's %d positions", ErrInvalidArgument, nCtx, c.CtxTrain)
 	}
+	if m.encoder && nCtx > maxEncoderCtx {
+		// An encoder's batch is its context: bound the scratch it sizes.
+		return nil, fmt.Errorf("engine: new session: %w: an encoder context of %d (at most %d)", ErrInvalidArgument, nCtx, maxEncoderCtx)
+	}
 	f32 := p.KVF32 || m.encoder // encoders attend in f32, as llama.cpp's cacheless attention
 	// A make() too large for memory is a fatal runtime error, not a panic
 	// we could recover, so refuse absurd caches up front.
