@@ -77,8 +77,8 @@ func (m *Model) resolvePooling(p Pooling) (Pooling, error) {
 	case PoolingNone, PoolingMean, PoolingCLS, PoolingLast:
 		return p, nil
 	case PoolingRank:
-		if !m.encoder {
-			return p, fmt.Errorf("%w: rank pooling on %s (it needs an encoder's classifier head)", ErrUnsupported, m.cfg.Arch)
+		if !m.encoder && m.glob.mats[arch.ClsOut].Data == nil {
+			return p, fmt.Errorf("%w: rank pooling on %s without a reranker head (cls.output)", ErrUnsupported, m.cfg.Arch)
 		}
 		return p, nil
 	}
@@ -303,8 +303,15 @@ func (s *Session) embedChunk(done, n int) {
 			ti, i = int(s.packText[t]), int(s.packPos[t])
 		}
 		tx := &e.texts[ti]
-		want := e.pooling == PoolingNone || e.pooling == PoolingMean ||
-			(i == 0 && (e.pooling == PoolingCLS || e.pooling == PoolingRank)) ||
+		// Rank pooling reads an encoder's first token, a decoder's last
+		// (the one that has seen the whole text), as llama.cpp.
+		rankAt := 0
+		if !s.c.NonCausal {
+			rankAt = tx.n - 1
+		}
+		rankHere := e.pooling == PoolingRank && i == rankAt
+		want := e.pooling == PoolingNone || e.pooling == PoolingMean || rankHere ||
+			(i == 0 && e.pooling == PoolingCLS) ||
 			(i == tx.n-1 && e.pooling == PoolingLast)
 		if !want {
 			continue
@@ -340,8 +347,10 @@ func (s *Session) hidden(t int) []float32 {
 }
 
 // rankHead applies the classifier head to x, a text's first-token hidden
-// state: tanh(cls . x + cls.bias), then cls.output and its bias, each
-// present only if the file has it, as llama.cpp's rank pooling.
+// state (a decoder's: its last token's, after the output norm): tanh(cls .
+// x + cls.bias), then cls.output and its bias, each present only if the
+// file has it, then a softmax where the family asks for one
+// (Params.RankSoftmax), as llama.cpp's rank pooling.
 func (s *Session) rankHead(x, out []float32) {
 	m, e := s.m, s.embed
 	g := &m.glob
@@ -361,6 +370,9 @@ func (s *Session) rankHead(x, out []float32) {
 		if b := g.vecs[arch.ClsOutB]; b != nil {
 			kernels.Add(out, out, b)
 		}
+		if s.c.RankSoftmax {
+			softmax(out[:co.Rows])
+		}
 		return
 	}
 	copy(out, x)
@@ -375,6 +387,23 @@ func (s *Session) rowsTimes(mt *kernels.Matrix, x, y []float32) {
 	xq := e.xq[:kernels.RowBytes(at, len(x))]
 	kernels.QuantizeRow(at, x, xq)
 	s.kern.MatVec(mt, xq, y[:mt.Rows], 0, mt.Rows)
+}
+
+// softmax replaces v by its softmax.
+func softmax(v []float32) {
+	mx := float32(math.Inf(-1))
+	for _, x := range v {
+		mx = max(mx, x)
+	}
+	var sum float64
+	for i, x := range v {
+		e := math.Exp(float64(x - mx))
+		v[i] = float32(e)
+		sum += e
+	}
+	for i := range v {
+		v[i] = float32(float64(v[i]) / sum)
+	}
 }
 
 // normalizeL2 scales v to unit Euclidean length (a zero vector stays zero).
@@ -456,10 +485,23 @@ func (m *Model) Embed(texts []string, p EmbedParams) ([][]float32, error) {
 }
 
 // RerankTokens is the token list a reranker scores for a query and a
-// document, as llama.cpp joins a pair: the query as Tokenize frames it, then
-// the document framed the same way without a leading BOS ([CLS] query
-// [SEP] document [SEP] for BERT).
+// document, as llama.cpp makes it. A model with a rerank prompt template
+// (tokenizer.chat_template.rerank, as Qwen3-Reranker's files carry) gets
+// the template with {query} and {document} replaced, tokenized with its
+// special tokens; others get the query as Tokenize frames it, then the
+// document framed the same way without a leading BOS ([CLS] query [SEP]
+// document [SEP] for BERT).
 func (m *Model) RerankTokens(query, doc string) ([]int32, error) {
+	if v, ok := m.f.Lookup("tokenizer.chat_template.rerank"); ok {
+		if tmpl, err := v.String(); err == nil && tmpl != "" {
+			text := strings.NewReplacer("{query}", query, "{document}", doc).Replace(tmpl)
+			ids, err := m.Tokenize(text, true, true)
+			if err != nil {
+				return nil, fmt.Errorf("engine: rerank: %w", err)
+			}
+			return ids, nil
+		}
+	}
 	q, err := m.Tokenize(query, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("engine: rerank: query: %w", err)
@@ -475,7 +517,8 @@ func (m *Model) RerankTokens(query, doc string) ([]int32, error) {
 }
 
 // Rerank scores each document's relevance to query with rank pooling (the
-// classifier head's first output; higher is more relevant).
+// classifier head's first output: a logit for BERT rerankers, the
+// probability of "yes" for Qwen3-Reranker; higher is more relevant).
 func (m *Model) Rerank(query string, docs []string) ([]float32, error) {
 	seqs := make([][]int32, len(docs))
 	for i, d := range docs {

@@ -447,3 +447,30 @@ func TestBertRefusesBadFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, cls, rank)
 }
+
+// TestRerankDecoderSynth: a decoder reranker as Qwen3-Reranker's files
+// are (the shared synthetic qwen3 with a yes/no cls.output head and a
+// rerank prompt template) scores as llama.cpp does: the last token's
+// normed state through the head, then a softmax; Rerank gives P(yes).
+func TestRerankDecoderSynth(t *testing.T) {
+	ref := readEmbedRef(t, "synth-qwen3-reranker-f32.embed.json")
+	img := buildSynthQwen3Reranker(t)
+	require.Equal(t, ref.SHA256, sha256Hex(img), "the reranker is not the file the references were made from")
+	path := filepath.Join(t.TempDir(), ref.Model)
+	require.NoError(t, os.WriteFile(path, img, 0o644))
+	m, err := Open(path, ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	n, err := m.EmbedSize(PoolingRank)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "yes and no")
+	assert.Empty(t, runEmbedRef(t, m, ref, embedRuleF32))
+	c := ref.Cases[0]
+	var want [][]float32
+	require.NoError(t, json.Unmarshal(c.Embeddings, &want))
+	for i, pair := range c.Pairs {
+		scores, err := m.Rerank(pair[0], []string{pair[1]})
+		require.NoError(t, err)
+		assert.InDelta(t, want[i][0], scores[0], 1e-3, "pair %d", i)
+	}
+}

@@ -199,3 +199,50 @@ func TestWriteSynthBert(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
 }
+
+// rerankTemplate is the synthetic Qwen3 reranker's prompt template
+// (tokenizer.chat_template.rerank), one line as the reference tool reads
+// prompts.
+const rerankTemplate = "query: {query} document: {document} relevant:"
+
+// buildSynthQwen3Reranker is the shared synthetic qwen3 (F32) made a
+// reranker as Qwen3-Reranker's files are: a cls.output head of two
+// labels ("yes", "no"; rows N(0, 0.08²)) and a rerank prompt template.
+func buildSynthQwen3Reranker(t *testing.T) []byte {
+	t.Helper()
+	f, err := gguf.Open(shareddata.Path(t, "synth/synth-qwen3-f32.gguf"))
+	require.NoError(t, err)
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, k := range f.Keys() {
+		v, _ := f.Lookup(k)
+		require.NoError(t, w.Set(k, v))
+	}
+	require.NoError(t, w.Set("general.name", "synth-qwen3-reranker"))
+	require.NoError(t, w.Set("qwen3.classifier.output_labels", []string{"yes", "no"}))
+	require.NoError(t, w.Set("tokenizer.chat_template.rerank", rerankTemplate))
+	for _, ts := range f.Tensors() {
+		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data))
+	}
+	rng := rand.New(rand.NewPCG(8, 0x5eed))
+	data := make([]byte, 4*256*2)
+	for i := 0; i < 256*2; i++ {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(0.08*rng.NormFloat64())))
+	}
+	require.NoError(t, w.AddTensor("cls.output.weight", gguf.F32, []int64{256, 2}, data))
+	var buf bytes.Buffer
+	_, err = w.WriteTo(&buf)
+	require.NoError(t, err)
+	return buf.Bytes()
+}
+
+// TestWriteSynthQwen3Reranker writes the reranker to build/synth/ with
+// -update-synth (for making references); the tests build it themselves.
+func TestWriteSynthQwen3Reranker(t *testing.T) {
+	img := buildSynthQwen3Reranker(t)
+	if *updateSynth {
+		dir := filepath.Join("..", "build", "synth")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "synth-qwen3-reranker-f32.gguf"), img, 0o644))
+	}
+}

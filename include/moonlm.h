@@ -823,7 +823,7 @@ typedef enum moonlm_pooling {
     MOONLM_POOLING_MEAN = 2,  /* the average over the text's tokens */
     MOONLM_POOLING_CLS = 3,   /* the first token's (BERT's [CLS]) */
     MOONLM_POOLING_LAST = 4,  /* the last token's */
-    MOONLM_POOLING_RANK = 5   /* an encoder's classifier head on the first token: reranker scores */
+    MOONLM_POOLING_RANK = 5   /* a reranker's head (an encoder's on the first token, a decoder's on the last) */
 } moonlm_pooling;
 
 /* moonlm_embed_params.flags: scale each vector (each row, with NONE) to unit length. */
@@ -843,8 +843,8 @@ MOONLM_API void moonlm_embed_params_init(moonlm_embed_params *params, size_t siz
 /*
  * The length of one vector of pooling (a moonlm_pooling) with this model,
  * into *n_out: the hidden size, or with RANK the classifier's outputs (1
- * for bge-reranker). RANK on a model without an encoder's head is
- * MOONLM_UNSUPPORTED.
+ * for bge-reranker, 2 for Qwen3-Reranker). RANK on a model without a
+ * reranker head is MOONLM_UNSUPPORTED.
  */
 MOONLM_API moonlm_status moonlm_embed_size(const moonlm_model *model, int32_t pooling, size_t *n_out);
 
@@ -874,10 +874,13 @@ MOONLM_API moonlm_status moonlm_embed_tokens(const moonlm_model *model, const in
 
 /*
  * Scores each of n_docs documents (NUL-terminated) against query with a
- * reranker (an encoder with a classifier head, MOONLM_POOLING_RANK): the
- * pair is tokenized as [CLS] query [SEP] document [SEP] and the score is
- * the head's first output (higher is more relevant; a logit, not
- * normalized). scores uses the (buf, cap, n_out) protocol: n_docs floats.
+ * reranker (MOONLM_POOLING_RANK): a BERT encoder with a classifier head,
+ * the pair tokenized as [CLS] query [SEP] document [SEP], scored by the
+ * head's first output (a logit); or a decoder with a cls.output head
+ * (Qwen3-Reranker), the pair put in its rerank prompt template
+ * (tokenizer.chat_template.rerank), scored by the probability of its
+ * first label ("yes"). Higher is more relevant. scores uses the (buf,
+ * cap, n_out) protocol: n_docs floats.
  */
 MOONLM_API moonlm_status moonlm_rerank(const moonlm_model *model, const char *query, const char *const *docs,
                                        size_t n_docs, float *scores, size_t cap, size_t *n_out);

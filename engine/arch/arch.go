@@ -142,6 +142,9 @@ type Params struct {
 	// ClsLabels is the classifier head's outputs (rank pooling): the
 	// length of ARCH.classifier.output_labels, else 1.
 	ClsLabels int
+	// RankSoftmax: rank pooling ends in a softmax over the labels
+	// (Qwen3-Reranker's yes/no head, as llama.cpp runs it).
+	RankSoftmax bool
 }
 
 // QDim is the width of all query heads.
@@ -542,5 +545,12 @@ func readShared(m Meta, p *Params) error {
 		return fmt.Errorf("%w: metadata key %s.pooling_type = %d (want 0..4)", ErrBadFile, m.Arch, p.Pooling)
 	}
 	p.ClsLabels = 1
+	if v, ok := m.lookup("classifier.output_labels"); ok {
+		a, err := v.Array()
+		if err != nil || a.Len() == 0 || a.Len() > 1<<16 {
+			return fmt.Errorf("%w: metadata key %s.classifier.output_labels is not a list of 1 to 65536 labels", ErrBadFile, m.Arch)
+		}
+		p.ClsLabels = a.Len()
+	}
 	return nil
 }

@@ -32,13 +32,6 @@ var bert = Family{
 				return fmt.Errorf("%w: %s with causal attention", ErrUnsupported, m.Arch)
 			}
 		}
-		if v, ok := m.lookup("classifier.output_labels"); ok {
-			a, err := v.Array()
-			if err != nil || a.Len() == 0 || a.Len() > 1<<16 {
-				return fmt.Errorf("%w: metadata key %s.classifier.output_labels is not a list of 1 to 65536 labels", ErrBadFile, m.Arch)
-			}
-			p.ClsLabels = a.Len()
-		}
 		return nil
 	},
 	Model: []Tensor{
@@ -49,7 +42,7 @@ var bert = Family{
 		{Role: EmbdNormB, Name: "token_embd_norm.bias", Cols: Dim},
 		{Role: Cls, Name: "cls.weight", Cols: Dim, Rows: Dim, Optional: true, Lookup: true},
 		{Role: ClsB, Name: "cls.bias", Cols: Dim, Optional: true},
-		{Role: ClsOut, Name: "cls.output.weight", Cols: Dim, Rows: Labels, Optional: true, Lookup: true},
+		clsOutHead,
 		{Role: ClsOutB, Name: "cls.output.bias", Cols: Labels, Optional: true},
 	},
 	Layer: []Tensor{
@@ -83,3 +76,8 @@ var bert = Family{
 		LayerNorm(LayerOutNorm, LayerOutNormB, X, X),
 	},
 }
+
+// clsOutHead is a reranker's output head (rank pooling): an encoder's
+// last classifier layer, or a decoder reranker's (Qwen3-Reranker) rows of
+// its answer tokens.
+var clsOutHead = Tensor{Role: ClsOut, Name: "cls.output.weight", Cols: Dim, Rows: Labels, Optional: true, Lookup: true}
