@@ -884,8 +884,9 @@ class Model {
 
   /**
    * Relevance scores of documents (an array of strings) for query with a
-   * reranker (an encoder with a classifier head, such as bge-reranker):
-   * the classifier's first output per document, higher is more relevant.
+   * reranker: a BERT cross-encoder with a classifier head (its first
+   * output, a logit) or a Qwen3-Reranker file (the probability of "yes").
+   * Higher is more relevant.
    */
   rerank(query, documents) {
     const what = 'rerank';

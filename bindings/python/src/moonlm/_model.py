@@ -658,8 +658,9 @@ class Model:
 
     def rerank(self, query: str, documents: Any) -> List[float]:
         """Relevance scores of documents (a list of str) for query, with a
-        reranker (an encoder with a classifier head, such as bge-reranker):
-        the classifier's first output per document, higher is more relevant."""
+        reranker: a BERT cross-encoder with a classifier head (its first
+        output, a logit) or a Qwen3-Reranker file (the probability of
+        "yes"). Higher is more relevant."""
         what = "rerank"
         h = self._h(what)
         self._embed_params(what, None, False)  # the library has embeddings
