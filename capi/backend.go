@@ -72,6 +72,7 @@ type sessionParams struct {
 	NCtx    int // 0: the model's training context
 	Threads int // 0: the model's default
 	KVF32   bool
+	KVQ8    bool // a Q8_0 cache
 }
 
 type samplerParams struct {
@@ -84,6 +85,17 @@ type samplerParams struct {
 	FrequencyPenalty float32
 	PenaltyLastN     int
 	Seed             uint64
+
+	TypicalP                     float32
+	XTCProbability, XTCThreshold float32
+	Mirostat                     int
+	MirostatTau, MirostatEta     float32
+	MirostatM                    int
+	DRYMultiplier, DRYBase       float32
+	DRYAllowedLength             int
+	DRYPenaltyLastN              int
+	DRYBreakers                  []string
+	LogitBias                    map[int32]float32
 }
 
 // generateParams is a generation's options after validation.
@@ -91,6 +103,19 @@ type generateParams struct {
 	MaxTokens  int // 0: no limit
 	Stop       []string
 	DecodeLast bool
+	// OnLogprobs, if not nil, gets each generated token's log-probability
+	// and TopLogprobs alternatives (top valid during the call only).
+	OnLogprobs  func(tok int32, logprob float32, top []tokenLogprob)
+	TopLogprobs int
+	// Grammar, if not nil, constrains the tokens; Generate starts it from
+	// its beginning.
+	Grammar backendGrammar
+}
+
+// tokenLogprob is moonlm_top_logprob.
+type tokenLogprob struct {
+	Token   int32
+	Logprob float32
 }
 
 // finishReason is numbered as moonlm_finish_reason.
@@ -145,8 +170,18 @@ type backendSession interface {
 	Close()
 }
 
+// backendGrammar is a grammar bound to a model's vocabulary, with the
+// state of the generation that follows it.
+type backendGrammar interface {
+	Reset()
+}
+
 type backendSampler interface {
 	Sample(logits []float32) int32
 	Accept(tok int32)
 	Reset()
+	// SetModel gives the sampler a model's vocabulary (DRY's breakers);
+	// NeedsModel reports whether moonlm_sample needs that first.
+	SetModel(m backendModel) error
+	NeedsModel() bool
 }

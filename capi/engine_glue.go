@@ -7,6 +7,7 @@ import (
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
 	"github.com/moonlm/moonlm/engine/sample"
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/settings"
 )
 
@@ -82,6 +83,7 @@ func newSampler(p samplerParams) (backendSampler, error) {
 	if sp.TopP >= 1 {
 		sp.TopP = 1
 	}
+	extendSamplerParams(&sp, p)
 	if p.Seed == seedRandom {
 		// math/rand/v2's global generator is seeded from the OS's entropy
 		// at start; crypto/rand would link Go's FIPS crypto module (about
@@ -92,7 +94,7 @@ func newSampler(p samplerParams) (backendSampler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return engineSampler{s}, nil
 }
 
 type engineModel struct{ m *engine.Model }
@@ -152,7 +154,11 @@ func (e engineModel) ApplyChatTemplate(name string, msgs []message, addAssistant
 func builtinChatTemplates() []string { return chat.Families() }
 
 func (e engineModel) NewSession(p sessionParams) (backendSession, error) {
-	s, err := e.m.NewSession(engine.SessionParams{NCtx: p.NCtx, Threads: p.Threads, KVF32: p.KVF32})
+	ep := engine.SessionParams{NCtx: p.NCtx, Threads: p.Threads, KVF32: p.KVF32}
+	if p.KVQ8 {
+		ep.KVType = gguf.Q8_0
+	}
+	s, err := e.m.NewSession(ep)
 	if err != nil {
 		return nil, err
 	}
@@ -181,9 +187,14 @@ var finishReasons = [...]finishReason{
 }
 
 func (e engineSession) Generate(prompt []int32, smp backendSampler, p generateParams, onPiece func([]byte, int32) bool) (generateResult, error) {
-	res, err := e.s.Generate(prompt, engine.GenerateParams{
+	gp := engine.GenerateParams{
 		MaxTokens: p.MaxTokens, TokenSampler: smp, Stop: p.Stop, DecodeLast: p.DecodeLast,
-	}, onPiece)
+	}
+	if es, ok := smp.(engineSampler); ok {
+		gp.TokenSampler = es.Sampler // the engine binds the vocabulary and reads logprobs through it
+	}
+	extendGenerateParams(&gp, p)
+	res, err := e.s.Generate(prompt, gp, onPiece)
 	out := generateResult{PromptTokens: res.PromptTokens, Generated: res.Tokens, Evalled: res.Tokens, LastToken: res.LastToken}
 	if res.Tokens > 0 && !res.LastTokenCached {
 		out.Evalled--

@@ -414,10 +414,10 @@ func moonlmgo_session_new(h C.uintptr_t, p *C.moonlm_session_params, out *C.uint
 	if p.n_threads < 0 || p.n_threads > maxThreads {
 		return fail(stInvalid, fn, "moonlm_session_params.n_threads is %d; want 0 (the model's pool) to %d", int32(p.n_threads), maxThreads)
 	}
-	if p.kv_type != C.MOONLM_KV_F16 && p.kv_type != C.MOONLM_KV_F32 {
+	if p.kv_type != C.MOONLM_KV_F16 && p.kv_type != C.MOONLM_KV_F32 && p.kv_type != C.MOONLM_KV_Q8_0 {
 		return fail(stInvalid, fn, "moonlm_session_params.kv_type %d is not a moonlm_kv_type", int32(p.kv_type))
 	}
-	s, err := m.m.NewSession(sessionParams{NCtx: int(p.n_ctx), Threads: int(p.n_threads), KVF32: p.kv_type == C.MOONLM_KV_F32})
+	s, err := m.m.NewSession(sessionParams{NCtx: int(p.n_ctx), Threads: int(p.n_threads), KVF32: p.kv_type == C.MOONLM_KV_F32, KVQ8: p.kv_type == C.MOONLM_KV_Q8_0})
 	if err != nil {
 		return failErr(fn, err)
 	}
@@ -632,6 +632,9 @@ func moonlmgo_sampler_new(p *C.moonlm_sampler_params, out *C.uintptr_t) (st C.in
 		PenaltyLastN:     int(p.penalty_last_n),
 		Seed:             uint64(p.seed),
 	}
+	if st := samplerParamsExt(fn, p, &sp); st != stOK {
+		return st
+	}
 	if sp.PenaltyLastN < -1 || sp.PenaltyLastN > maxPenaltyLastN {
 		return fail(stInvalid, fn, "moonlm_sampler_params.penalty_last_n is %d; want -1 (all tokens) to %d", sp.PenaltyLastN, maxPenaltyLastN)
 	}
@@ -728,6 +731,9 @@ func moonlmgo_sample(h C.uintptr_t, logits *C.float, n C.size_t, tok *C.int32_t)
 		return fail(stInvalid, fn, "logits (%p), n (%d) and token (%p) must be non-NULL/non-zero", logits, n, tok)
 	}
 	if st := checkCount(fn, "n", n); st != stOK {
+		return st
+	}
+	if st := checkSamplerReady(fn, o); st != stOK {
 		return st
 	}
 	*tok = C.int32_t(o.s.Sample(unsafe.Slice((*float32)(unsafe.Pointer(logits)), int(n))))
@@ -844,6 +850,11 @@ func moonlmgo_generate_ex(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, p 
 	if st != stOK {
 		return st
 	}
+	gr, st := lockRequestGrammar(fn, p, &req, o)
+	if st != stOK {
+		return st
+	}
+	defer gr.unlock()
 	res, st := o.generate(fn, smp, prompt, n, req)
 	r.finish_reason = C.int32_t(res.Finish)
 	r.last_token = C.int32_t(res.LastToken)
@@ -867,6 +878,9 @@ func generateRequest(fn string, p *C.moonlm_generate_params) (genRequest, C.int)
 		return req, fail(stInvalid, fn, "moonlm_generate_params.flags has unknown bits %#x", unknown)
 	}
 	req.p.DecodeLast = p.flags&C.MOONLM_GENERATE_DECODE_LAST != 0
+	if st := generateRequestExt(fn, p, &req); st != stOK {
+		return req, st
+	}
 	if p.n_stop == 0 {
 		return req, stOK
 	}

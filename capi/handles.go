@@ -20,6 +20,7 @@ const (
 	kindModel   = 1
 	kindSession = 2
 	kindSampler = 3
+	kindGrammar = 4
 	kindShift   = 4
 	kindMask    = 1<<kindShift - 1
 )
@@ -36,6 +37,8 @@ func kindName(k uintptr) string {
 		return "session"
 	case kindSampler:
 		return "sampler"
+	case kindGrammar:
+		return "grammar"
 	}
 	return "unknown"
 }
@@ -95,7 +98,7 @@ func badHandle(fn, want string, h uintptr) C.int {
 		return fail(stInvalid, fn, "%s handle is NULL", want)
 	}
 	k := h & kindMask
-	if h>>kindShift > 1<<12 && uint64(h>>kindShift) <= handleSeq.Load() && k >= kindModel && k <= kindSampler && kindName(k) != want {
+	if h>>kindShift > 1<<12 && uint64(h>>kindShift) <= handleSeq.Load() && k >= kindModel && k <= kindGrammar && kindName(k) != want {
 		return fail(stInvalid, fn, "handle %#x is a %s, not a %s", h, kindName(k), want)
 	}
 	return fail(stInvalid, fn, "%s handle %#x is not live (already freed, or not from moonlm)", want, h)

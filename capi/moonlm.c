@@ -123,6 +123,16 @@ static int moonlm__forked(const char *fn) {
         }                            \
     } while (0)
 
+/*
+ * MOONLM__ENTER for the wrappers in other files (moonlm_state.c): clears
+ * the thread's last error; nonzero (with the message recorded) in a
+ * fork()ed child.
+ */
+__attribute__((visibility("hidden"))) int moonlmc_enter(const char *fn) {
+    moonlm__clear_error();
+    return moonlm__forked(fn);
+}
+
 /* ---- versioned structs -------------------------------------------------- */
 
 /*
@@ -162,6 +172,8 @@ static moonlm_status moonlm__read_struct(const char *fn, const char *what, const
  * added after it.
  */
 #define MOONLM__MODEL_PARAMS_V1_SIZE offsetof(moonlm_model_params, pack)
+#define MOONLM__SAMPLER_PARAMS_V1_SIZE offsetof(moonlm_sampler_params, typical_p)
+#define MOONLM__GENERATE_PARAMS_V1_SIZE offsetof(moonlm_generate_params, logprobs)
 
 /* ---- versions, status strings, defaults -------------------------------- */
 
@@ -249,6 +261,21 @@ void (moonlm_sampler_params_default)(moonlm_sampler_params *params) {
     params->frequency_penalty = 0.0f;
     params->penalty_last_n = 64;
     params->seed = MOONLM_SEED_RANDOM;
+    params->typical_p = 1.0f;
+    params->xtc_probability = 0.0f;
+    params->xtc_threshold = 0.1f;
+    params->mirostat = 0;
+    params->mirostat_tau = 5.0f;
+    params->mirostat_eta = 0.1f;
+    params->mirostat_m = 100;
+    params->dry_multiplier = 0.0f;
+    params->dry_base = 1.75f;
+    params->dry_allowed_length = 2;
+    params->dry_penalty_last_n = 64;
+    params->dry_sequence_breakers = NULL;
+    params->n_dry_sequence_breakers = 0;
+    params->logit_bias = NULL;
+    params->n_logit_bias = 0;
 }
 
 void moonlm_sampler_params_init(moonlm_sampler_params *params, size_t size) {
@@ -511,7 +538,7 @@ moonlm_status moonlm_sampler_new(const moonlm_sampler_params *params, moonlm_sam
     moonlm_sampler_params_default(&p);
     if (params != NULL) {
         moonlm_status st = moonlm__read_struct("moonlm_sampler_new", "moonlm_sampler_params", params,
-                                               sizeof(moonlm_sampler_params), sizeof(moonlm_sampler_params), &p);
+                                               MOONLM__SAMPLER_PARAMS_V1_SIZE, sizeof(moonlm_sampler_params), &p);
         if (st != MOONLM_OK) {
             return st;
         }
@@ -530,6 +557,59 @@ moonlm_status moonlm_sampler_free(moonlm_sampler *sampler) {
         return MOONLM_OK;
     }
     return (moonlm_status)moonlmgo_sampler_free((uintptr_t)sampler);
+}
+
+moonlm_status moonlm_grammar_new(const moonlm_model *model, const char *gbnf, size_t len, moonlm_grammar **out) {
+    MOONLM__ENTER("moonlm_grammar_new");
+    if (out == NULL) {
+        moonlm__errorf("moonlm_grammar_new: out is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    if (gbnf == NULL && len > 0) {
+        moonlm__errorf("moonlm_grammar_new: gbnf is NULL but len is %zu", len);
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    uintptr_t h = 0;
+    moonlm_status st = (moonlm_status)moonlmgo_grammar_new((uintptr_t)model, (char *)gbnf, len, &h);
+    if (st == MOONLM_OK) {
+        *out = (moonlm_grammar *)h;
+    }
+    return st;
+}
+
+moonlm_status moonlm_grammar_from_json_schema(const moonlm_model *model, const char *schema, size_t len,
+                                              moonlm_grammar **out) {
+    MOONLM__ENTER("moonlm_grammar_from_json_schema");
+    if (out == NULL) {
+        moonlm__errorf("moonlm_grammar_from_json_schema: out is NULL");
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    if (schema == NULL && len > 0) {
+        moonlm__errorf("moonlm_grammar_from_json_schema: schema is NULL but len is %zu", len);
+        return MOONLM_INVALID_ARGUMENT;
+    }
+    uintptr_t h = 0;
+    moonlm_status st =
+        (moonlm_status)moonlmgo_grammar_from_json_schema((uintptr_t)model, (char *)schema, len, &h);
+    if (st == MOONLM_OK) {
+        *out = (moonlm_grammar *)h;
+    }
+    return st;
+}
+
+moonlm_status moonlm_grammar_free(moonlm_grammar *grammar) {
+    MOONLM__ENTER("moonlm_grammar_free");
+    if (grammar == NULL) {
+        return MOONLM_OK;
+    }
+    return (moonlm_status)moonlmgo_grammar_free((uintptr_t)grammar);
+}
+
+moonlm_status moonlm_sampler_set_model(moonlm_sampler *sampler, const moonlm_model *model) {
+    MOONLM__ENTER("moonlm_sampler_set_model");
+    return (moonlm_status)moonlmgo_sampler_set_model((uintptr_t)sampler, (uintptr_t)model);
 }
 
 moonlm_status moonlm_sampler_accept(moonlm_sampler *sampler, int32_t token) {
@@ -585,7 +665,7 @@ moonlm_status moonlm_generate_ex(moonlm_session *session, moonlm_sampler *sample
     moonlm_status st = MOONLM_OK;
     if (params != NULL) {
         st = moonlm__read_struct("moonlm_generate_ex", "moonlm_generate_params", params,
-                                 sizeof(moonlm_generate_params), sizeof(moonlm_generate_params), &p);
+                                 MOONLM__GENERATE_PARAMS_V1_SIZE, sizeof(moonlm_generate_params), &p);
     }
     if (st == MOONLM_OK) {
         st = (moonlm_status)moonlmgo_generate_ex((uintptr_t)session, (uintptr_t)sampler, (int32_t *)prompt,

@@ -267,10 +267,10 @@ func (s *Session) embedPass(tokens []int32, texts []embedText, pooling Pooling, 
 	dim := s.m.cfg.Dim
 	e.pooling, e.texts, e.active = pooling, texts, true
 	clear(e.acc[:len(texts)*dim])
-	s.pos = 0
+	s.setPos(0)
 	err := s.eval("embed", tokens, nil, len(tokens))
 	e.active, e.texts = false, nil
-	s.pos = 0
+	s.setPos(0)
 	if err != nil {
 		return err
 	}

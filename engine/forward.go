@@ -281,6 +281,10 @@ func (s *Session) storeKV(il, t int) {
 	kvDim := len(k)
 	pos := s.p0 + t
 	kc := s.cache
+	if kc.q8 {
+		s.storeKVQ8(il, pos, k, v)
+		return
+	}
 	if kc.f32 {
 		copy(kc.k32[il][pos*kvDim:(pos+1)*kvDim], k)
 		V := kc.v32[il]
@@ -302,6 +306,12 @@ func (s *Session) runAttention(i, n int) {
 	c := s.c
 	// Causal rows grow with the token, so a contiguous split would give the
 	// last thread most of the work: deal (token, head) pairs round-robin.
+	if s.cache.q8 {
+		for w := i; w < s.nTok*c.Heads; w += n {
+			s.attendHeadQ8(w/c.Heads, w%c.Heads, i)
+		}
+		return
+	}
 	if s.groupAttention() {
 		for w := i; w < s.nTok*c.KVHeads; w += n {
 			s.attendGroup(w/c.KVHeads, w%c.KVHeads, i)

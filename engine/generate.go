@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -16,6 +17,18 @@ import (
 type TokenSampler interface {
 	Sample(logits []float32) int32
 	Accept(tok int32)
+}
+
+// LogprobSource is a TokenSampler that reports the log-probabilities of
+// the distribution its last Sample call saw (*sample.Sampler is one).
+type LogprobSource interface {
+	Logprobs(tok int32, top []sample.TokenLogprob) (float32, int)
+}
+
+// VocabUser is a TokenSampler that needs the model's vocabulary (DRY's
+// sequence breakers); Generate passes it before sampling.
+type VocabUser interface {
+	SetVocab(v sample.Vocab) error
 }
 
 // GenerateParams configure Generate.
@@ -37,6 +50,23 @@ type GenerateParams struct {
 	// decode). Then a token sampled when the context is already full is
 	// dropped (not counted, not passed to the callback).
 	DecodeLast bool
+	// Constraint, if not nil, restricts the tokens (a grammar). It masks
+	// the logits before the sampler sees them; generation ends (FinishEOG)
+	// once it is Done, and an end-of-generation token is allowed exactly
+	// where it CanEnd. Generate advances it with every generated token and
+	// does not reset it.
+	Constraint sample.Constraint
+	// OnLogprobs, if not nil, receives every generated token (counted in
+	// the result) with its log-probability and the TopLogprobs most likely
+	// tokens, best first, before onPiece sees that token; top is valid
+	// during the call only. The values are those of the sampler's
+	// distribution when it is a LogprobSource (*sample.Sampler: after the
+	// constraint's mask, the logit bias, the penalties and DRY, before
+	// truncation and temperature), else log_softmax of the masked logits.
+	OnLogprobs func(tok int32, logprob float32, top []sample.TokenLogprob)
+	// TopLogprobs is how many alternatives OnLogprobs gets, 0 to
+	// sample.MaxTopLogprobs.
+	TopLogprobs int
 }
 
 // FinishReason says why Generate stopped.
@@ -46,7 +76,7 @@ const (
 	FinishNone      FinishReason = iota // not finished: the call failed
 	FinishStop                          // a stop string appeared
 	FinishLength                        // MaxTokens reached
-	FinishEOG                           // the model produced an end-of-generation token
+	FinishEOG                           // an end-of-generation token, or the constraint is done
 	FinishContext                       // the context is full
 	FinishCancelled                     // Cancel, or the callback returned false
 )
@@ -99,6 +129,9 @@ type genScratch struct {
 	dec    *tokenizer.StreamDecoder
 	text   []byte
 	stop   stopFilter
+	eog    []int32 // the end-of-generation ids within the logits
+	eogL   []float32
+	top    [sample.MaxTopLogprobs]sample.TokenLogprob
 }
 
 // Generate prefills prompt after the session's current position, then
@@ -124,6 +157,9 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 	if len(prompt) == 0 {
 		return res, fmt.Errorf("engine: generate: %w: empty prompt (the next token needs logits)", ErrInvalidArgument)
 	}
+	if p.TopLogprobs < 0 || p.TopLogprobs > sample.MaxTopLogprobs {
+		return res, fmt.Errorf("engine: generate: %w: top logprobs %d; want 0 to %d", ErrInvalidArgument, p.TopLogprobs, sample.MaxTopLogprobs)
+	}
 	smp := p.TokenSampler
 	if smp == nil {
 		ns, err := sample.New(p.Sampler)
@@ -132,9 +168,22 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 		}
 		smp = ns
 	}
+	if vu, ok := smp.(VocabUser); ok {
+		if err := vu.SetVocab(s.m.SamplerVocab()); err != nil {
+			return res, fmt.Errorf("engine: generate: %w: %w", ErrInvalidArgument, err)
+		}
+	}
 	g := &s.gen
 	if vocab := s.m.output.Rows; len(g.logits) < vocab {
 		g.logits = make([]float32, vocab)
+	}
+	if g.eog == nil {
+		for _, id := range s.m.tok.EOGTokens() {
+			if int(id) < s.m.output.Rows {
+				g.eog = append(g.eog, id)
+			}
+		}
+		g.eogL = make([]float32, len(g.eog))
 	}
 	if g.dec == nil {
 		g.dec = tokenizer.NewContinuationDecoder(s.m.tok)
@@ -168,13 +217,29 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 // generateLoop samples, streams and decodes until a finish reason.
 func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece PieceFunc, res *GenerateResult) (FinishReason, error) {
 	g := &s.gen
+	cons := p.Constraint
+	lps, _ := smp.(LogprobSource)
+	pp, _ := smp.(interface{ Possible(tok int32) bool })
 	for {
 		if s.cancelled() {
 			return FinishCancelled, fmt.Errorf("engine: generate: %w", ErrCancelled)
 		}
-		tok := smp.Sample(g.logits[:s.m.output.Rows])
+		logits := g.logits[:s.m.output.Rows]
+		if cons != nil {
+			if cons.Done() {
+				return s.finishText(FinishEOG, onPiece), nil
+			}
+			s.mask(cons, logits)
+		}
+		tok := smp.Sample(logits)
 		if tok < 0 || int(tok) >= s.m.output.Rows {
 			return FinishNone, fmt.Errorf("engine: generate: %w: sampler returned token %d", ErrInternal, tok)
+		}
+		if cons != nil && (math.IsInf(float64(logits[tok]), -1) || pp != nil && !pp.Possible(tok)) {
+			// Accept says why, when the constraint knows (a grammar that
+			// hit a limit masks every token).
+			why := cons.Accept(tok)
+			return FinishNone, fmt.Errorf("engine: generate: %w: the constraint (with the logit bias) allows no token here (%v)", ErrInvalidArgument, why)
 		}
 		if s.m.tok.IsEOG(tok) {
 			return s.finishText(FinishEOG, onPiece), nil
@@ -182,9 +247,25 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 		if p.DecodeLast && s.pos >= s.nCtx {
 			return s.finishText(FinishContext, onPiece), nil
 		}
+		if cons != nil {
+			if err := cons.Accept(tok); err != nil {
+				return FinishNone, fmt.Errorf("engine: generate: %w: the constraint refused token %d it allowed: %w", ErrInternal, tok, err)
+			}
+		}
 		smp.Accept(tok)
 		g.tokens = append(g.tokens, tok)
 		res.LastToken, res.LastTokenCached = tok, false
+		if p.OnLogprobs != nil {
+			top := g.top[:p.TopLogprobs]
+			var lp float32
+			var n int
+			if lps != nil {
+				lp, n = lps.Logprobs(tok, top)
+			} else {
+				lp, n = sample.LogSoftmaxTop(logits, tok, top)
+			}
+			p.OnLogprobs(tok, lp, top[:n])
+		}
 		g.text = g.dec.AppendAdd(g.text[:0], tok)
 		text, stopped := g.stop.push(g.text)
 		end := FinishNone
@@ -193,6 +274,8 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			end = FinishCancelled
 		case stopped:
 			end = FinishStop
+		case cons != nil && cons.Done():
+			end = FinishEOG
 		case p.MaxTokens > 0 && len(g.tokens) >= p.MaxTokens:
 			end = FinishLength
 		case !p.DecodeLast && s.pos >= s.nCtx:
@@ -218,6 +301,24 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			return end, nil
 		default:
 			return s.finishText(end, onPiece), nil
+		}
+	}
+}
+
+// mask applies cons to logits, then allows the end-of-generation tokens
+// (with their own logits) exactly where cons can end.
+func (s *Session) mask(cons sample.Constraint, logits []float32) {
+	g := &s.gen
+	for i, id := range g.eog {
+		g.eogL[i] = logits[id]
+	}
+	cons.Mask(logits)
+	end := cons.CanEnd()
+	for i, id := range g.eog {
+		if end {
+			logits[id] = g.eogL[i]
+		} else {
+			logits[id] = float32(math.Inf(-1))
 		}
 	}
 }

@@ -16,20 +16,31 @@ import (
 // and doubles up to the session's context size, so short conversations on
 // long-context models do not reserve gigabytes.
 //
+// A Q8_0 cache (q8) keeps keys and values both position-major, each
+// position's row of kvDim values in Q8_0 blocks of 32 (a block never spans
+// two KV heads: the head dimension is a multiple of 32), as llama.cpp's
+// flash attention reads a quantized cache.
+//
 // The arrays live in anonymous mappings outside the Go heap: the collector
 // sizes its heap goal from the live heap, so a cache of hundreds of MiB on
 // the heap would let as much garbage accumulate again before a collection,
 // and the arrays a doubling replaces would linger until then. free (at
 // Session.Close, or by the session's cleanup) unmaps them.
 type kvCache struct {
-	f32      bool
-	nLayer   int
-	kvDim    int
-	cap      int // positions allocated
-	max      int // positions allowed (the session's NCtx)
-	k16, v16 [][]uint16
-	k32, v32 [][]float32
-	maps     [][]byte // the mappings behind the arrays above
+	f32   bool
+	q8    bool
+	rowQ8 int // q8: bytes of one position's row (kvDim values)
+	// q8: the Walsh-Hadamard rotation sizes of keys (and queries) and of
+	// values, 0 for none (see attn_q8.go)
+	rotK, rotV int
+	nLayer     int
+	kvDim      int
+	cap        int // positions allocated
+	max        int // positions allowed (the session's NCtx)
+	k16, v16   [][]uint16
+	k32, v32   [][]float32
+	kq8, vq8   [][]byte
+	maps       [][]byte // the mappings behind the arrays above
 }
 
 // mapKV returns a zeroed anonymous mapping of n bytes (at least one page).
@@ -46,7 +57,7 @@ func mapped[T uint16 | float32](b []byte, n int) []T {
 func (c *kvCache) free() {
 	unmapAll(c.maps)
 	c.maps = nil
-	c.k16, c.v16, c.k32, c.v32 = nil, nil, nil, nil
+	c.k16, c.v16, c.k32, c.v32, c.kq8, c.vq8 = nil, nil, nil, nil, nil, nil
 }
 
 func unmapAll(maps [][]byte) {
@@ -58,11 +69,30 @@ func unmapAll(maps [][]byte) {
 // initialPositions is the capacity a cache starts with (or NCtx if smaller).
 const initialPositions = 512
 
-func newKVCache(nLayer, kvDim, nCtx int, f32 bool) (*kvCache, error) {
-	c := &kvCache{f32: f32, nLayer: nLayer, kvDim: kvDim, max: nCtx}
-	if f32 {
+// kvKind is a KV cache's element type.
+type kvKind int
+
+const (
+	kvF16 kvKind = iota
+	kvF32
+	kvQ8
+)
+
+// q8Block is the size of a Q8_0 block: an f16 scale and 32 int8 values.
+const q8Block = 34
+
+func newKVCache(nLayer, kvDim, nCtx int, kind kvKind) (*kvCache, error) {
+	c := &kvCache{f32: kind == kvF32, q8: kind == kvQ8, nLayer: nLayer, kvDim: kvDim, max: nCtx}
+	switch kind {
+	case kvF32:
 		c.k32, c.v32 = make([][]float32, nLayer), make([][]float32, nLayer)
-	} else {
+	case kvQ8:
+		if kvDim%32 != 0 {
+			return nil, fmt.Errorf("%w: a Q8_0 KV cache needs rows of whole blocks of 32, got %d values", ErrUnsupported, kvDim)
+		}
+		c.rowQ8 = kvDim / 32 * q8Block
+		c.kq8, c.vq8 = make([][]byte, nLayer), make([][]byte, nLayer)
+	default:
 		c.k16, c.v16 = make([][]uint16, nLayer), make([][]uint16, nLayer)
 	}
 	if err := c.grow(min(initialPositions, nCtx), 0); err != nil {
@@ -95,13 +125,13 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 	n := newCap * c.kvDim
 	keep := used * c.kvDim
 	used = min(used, c.cap)
-	elem := 2
-	if c.f32 {
-		elem = 4
+	bytes := n * c.elemBytes()
+	if c.q8 {
+		bytes = newCap * c.rowQ8
 	}
 	maps := make([][]byte, 0, 2*c.nLayer)
 	for range 2 * c.nLayer {
-		b, err := mapKV(n * elem)
+		b, err := mapKV(bytes)
 		if err != nil {
 			unmapAll(maps)
 			return fmt.Errorf("%w: KV cache of %d positions x %d values x %d layers: %w", ErrOutOfMemory, newCap, c.kvDim, c.nLayer, err)
@@ -110,6 +140,14 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 	}
 	for il := 0; il < c.nLayer; il++ {
 		kb, vb := maps[2*il], maps[2*il+1]
+		if c.q8 {
+			if c.kq8[il] != nil {
+				copy(kb, c.kq8[il][:used*c.rowQ8])
+				copy(vb, c.vq8[il][:used*c.rowQ8])
+			}
+			c.kq8[il], c.vq8[il] = kb, vb
+			continue
+		}
 		if c.f32 {
 			k, v := mapped[float32](kb, n), mapped[float32](vb, n)
 			if c.k32[il] != nil {
@@ -134,4 +172,55 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 	c.maps = maps
 	c.cap = newCap
 	return nil
+}
+
+// elemBytes is the size of one cached value.
+func (c *kvCache) elemBytes() int {
+	if c.f32 {
+		return 4
+	}
+	return 2
+}
+
+// keyBytes is layer il's keys of the first n positions, as bytes.
+func (c *kvCache) keyBytes(il, n int) []byte {
+	if c.q8 {
+		return c.maps[2*il][:n*c.rowQ8]
+	}
+	return c.maps[2*il][:n*c.kvDim*c.elemBytes()]
+}
+
+// layerChunks calls f with layer il's bytes for the first n positions in
+// the saved-state order: the keys, then the values (one row per KV head
+// dimension for f16 and f32, which store them transposed; position-major
+// for Q8_0).
+func (c *kvCache) layerChunks(il, n int, f func([]byte)) {
+	f(c.keyBytes(il, n))
+	if c.q8 {
+		f(c.maps[2*il+1][:n*c.rowQ8])
+		return
+	}
+	for i := 0; i < c.kvDim; i++ {
+		f(c.valueRowBytes(il, i, n))
+	}
+}
+
+// valueRowBytes is value row i (one KV head's dimension) of layer il for
+// the first n positions, as bytes.
+func (c *kvCache) valueRowBytes(il, i, n int) []byte {
+	e := c.elemBytes()
+	off := c.vAt(i) * e
+	return c.maps[2*il+1][off : off+n*e]
+}
+
+// copyFrom copies the first n positions of src, a cache of the same shape
+// and element type, into c, which must already hold n positions. It costs
+// what it copies: n positions of every layer.
+func (c *kvCache) copyFrom(src *kvCache, n int) {
+	for il := 0; il < c.nLayer; il++ {
+		var chunks [][]byte
+		src.layerChunks(il, n, func(b []byte) { chunks = append(chunks, b) })
+		i := 0
+		c.layerChunks(il, n, func(b []byte) { copy(b, chunks[i]); i++ })
+	}
 }

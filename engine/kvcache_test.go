@@ -13,14 +13,18 @@ func TestKVCacheOffHeap(t *testing.T) {
 	for _, f32 := range []bool{false, true} {
 		const nLayer, kvDim, nCtx = 4, 256, 16384
 		heap0 := heapObjectBytes()
-		c, err := newKVCache(nLayer, kvDim, nCtx, f32)
+		kind := kvF16
+		if f32 {
+			kind = kvF32
+		}
+		c, err := newKVCache(nLayer, kvDim, nCtx, kind)
 		require.NoError(t, err)
 		require.NoError(t, c.ensure(nCtx, 0)) // 4 layers x 2 x 256 x 16384 x 2-4 bytes
 		grown := heapObjectBytes() - heap0
 		require.Less(t, grown, int64(4<<20), "f32=%v: the cache grew the Go heap by %d bytes", f32, grown)
 		c.free()
 
-		c, err = newKVCache(nLayer, kvDim, nCtx, f32)
+		c, err = newKVCache(nLayer, kvDim, nCtx, kind)
 		require.NoError(t, err)
 		used := c.cap - 3
 		val := func(il, i, pos int) float32 { return float32((il*7+i*3+pos)%251) - 125 }

@@ -130,6 +130,9 @@ type Model struct {
 	mu       sync.Mutex
 	sessions int
 	closed   bool
+
+	fpOnce sync.Once // computes fp, the saved-state fingerprint, on first use
+	fp     [32]byte
 }
 
 // Open maps the GGUF file at path and loads the model from it. An

@@ -19,8 +19,12 @@ type SessionParams struct {
 	// training context.
 	NCtx int
 	// KVType is the KV cache element type: gguf.F16 (the default, as
-	// llama.cpp) or gguf.F32. Because gguf.F32 is the zero value, an F32
-	// cache is requested with KVF32 (or KVType F32 together with KVF32).
+	// llama.cpp), gguf.F32 or gguf.Q8_0. Because gguf.F32 is the zero
+	// value, an F32 cache is requested with KVF32 (or KVType F32 together
+	// with KVF32). A Q8_0 cache (about half of F16's memory, as llama.cpp's
+	// -ctk q8_0 -ctv q8_0) computes attention as llama.cpp's flash
+	// attention does over it; it needs a head dimension that is a multiple
+	// of 32 and the fast or llama.cpp numerics.
 	KVType gguf.Type
 	// KVF32 selects an F32 KV cache (no f16 rounding in attention).
 	KVF32 bool
@@ -44,8 +48,16 @@ type Session struct {
 	pool    *pool.Pool
 	ownPool bool
 	nCtx    int
+	params  SessionParams // as given to NewSession, with NCtx resolved (for Fork)
 	cache   *kvCache
 	pos     int
+	// hist is the token at each position held (len(hist) == pos), so that
+	// PrefillReuse can find the prefix it shares with a new sequence and a
+	// saved state can name its tokens. Its capacity follows the cache's,
+	// so appending to it allocates only when the cache grows.
+	hist []int32
+	// stats counts the work done, for SessionStats.
+	stats SessionStats
 
 	busy    atomic.Bool
 	cancel  atomic.Bool
@@ -63,6 +75,8 @@ type Session struct {
 	scores   [][]float32             // per thread, cache capacity
 	q16      [][]uint16              // per thread, head dim
 	w16      [][]uint16              // per thread, cache capacity: f16 softmax weights
+	q8q      [][]byte                // per thread, Q8_0 cache: one head's query in Q8_0
+	vrow     [][]float32             // per thread, Q8_0 cache: one head's values, dequantized
 	tokens   []int32                 // Decode's one-token batch
 	batch    []int32                 // the tokens of the current forward pass
 
@@ -127,19 +141,28 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 		return nil, fmt.Errorf("engine: new session: %w: an encoder context of %d (at most %d)", ErrInvalidArgument, nCtx, maxEncoderCtx)
 	}
 	f32 := p.KVF32 || m.encoder // encoders attend in f32, as llama.cpp's cacheless attention
-	// A make() too large for memory is a fatal runtime error, not a panic
-	// we could recover, so refuse absurd caches up front.
-	elem := int64(2)
-	if f32 {
-		elem = 4
-	}
-	if full := int64(nCtx) * int64(c.KVHeads*c.HeadDim) * int64(c.Layers) * 2 * elem; nCtx > 1<<26 || full > 1<<40 {
-		return nil, fmt.Errorf("engine: new session: %w: a context of %d needs a %d-byte KV cache", ErrOutOfMemory, nCtx, full)
-	}
-	switch p.KVType {
-	case gguf.F16, gguf.F32:
+	kind := kvF16
+	switch {
+	case f32:
+		kind = kvF32
+	case p.KVType == gguf.F16, p.KVType == gguf.F32:
+	case p.KVType == gguf.Q8_0:
+		kind = kvQ8
+		if c.HeadDim%32 != 0 {
+			return nil, fmt.Errorf("engine: new session: %w: a Q8_0 KV cache needs a head dimension that is a multiple of 32, this model's is %d", ErrUnsupported, c.HeadDim)
+		}
+		if m.numerics == NumericsIk {
+			return nil, fmt.Errorf("engine: new session: %w: a Q8_0 KV cache with the ik numerics", ErrUnsupported)
+		}
 	default:
-		return nil, fmt.Errorf("engine: new session: %w: KV cache type %s (want f16 or f32)", ErrUnsupported, p.KVType)
+		return nil, fmt.Errorf("engine: new session: %w: KV cache type %s (want f16, f32 or q8_0)", ErrUnsupported, p.KVType)
+	}
+	// A make() too large for memory is a fatal runtime error, not a panic
+	// we could recover, so refuse absurd caches up front. (Sizes in
+	// eighths of a byte per value: Q8_0 is 34 bytes per 32 values.)
+	eighths := map[kvKind]int64{kvF16: 16, kvF32: 32, kvQ8: 34 * 8 / 32}[kind]
+	if full := int64(nCtx) * int64(c.KVHeads*c.HeadDim) * int64(c.Layers) * 2 * eighths / 8; nCtx > 1<<26 || full > 1<<40 {
+		return nil, fmt.Errorf("engine: new session: %w: a context of %d needs a %d-byte KV cache", ErrOutOfMemory, nCtx, full)
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -150,10 +173,12 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	m.mu.Unlock()
 
 	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool, ops: opsFor(m, f32)}
+	s.params = p
+	s.params.NCtx = nCtx
 	if p.Threads != 0 && p.Threads != m.pool.Threads() {
 		s.pool, s.ownPool = pool.New(p.Threads, m.poolOpts...), true
 	}
-	if err := s.alloc(f32); err != nil {
+	if err := s.alloc(kind); err != nil {
 		s.release()
 		return nil, fmt.Errorf("engine: new session: %w", err)
 	}
@@ -169,7 +194,7 @@ func (s *Session) attnScratch() ([]float32, []uint16) {
 	return make([]float32, max(n, ikKStep)), make([]uint16, s.cache.cap)
 }
 
-func (s *Session) alloc(f32 bool) (err error) {
+func (s *Session) alloc(kind kvKind) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: session buffers: %v", ErrOutOfMemory, r)
@@ -177,7 +202,7 @@ func (s *Session) alloc(f32 bool) (err error) {
 	}()
 	c := s.c
 	m := s.m
-	s.cache, err = newKVCache(c.Layers, c.KVHeads*c.HeadDim, s.nCtx, f32)
+	s.cache, err = newKVCache(c.Layers, c.KVHeads*c.HeadDim, s.nCtx, kind)
 	if err != nil {
 		return err
 	}
@@ -228,6 +253,15 @@ func (s *Session) alloc(f32 bool) (err error) {
 	for i := range s.scores {
 		s.scores[i], s.w16[i] = s.attnScratch()
 		s.q16[i] = make([]uint16, c.HeadDim)
+	}
+	if kind == kvQ8 {
+		s.cache.rotK, s.cache.rotV = kvRotation(c.HeadDim)
+		s.q8q = make([][]byte, s.workers)
+		s.vrow = make([][]float32, s.workers)
+		for i := range s.q8q {
+			s.q8q[i] = make([]byte, c.HeadDim/32*q8Block)
+			s.vrow[i] = make([]float32, c.HeadDim)
+		}
 	}
 	s.fnMat = s.runMatrices
 	s.fnAttn = s.runAttention
@@ -306,8 +340,14 @@ func (s *Session) Rewind(nKeep int) error {
 	if nKeep < 0 || nKeep > s.pos {
 		return fmt.Errorf("engine: rewind: %w: keep %d of %d positions", ErrInvalidArgument, nKeep, s.pos)
 	}
-	s.pos = nKeep
+	s.setPos(nKeep)
 	return nil
+}
+
+// setPos drops the positions from n on (n <= s.pos).
+func (s *Session) setPos(n int) {
+	s.pos = n
+	s.hist = s.hist[:n]
 }
 
 // Prefill evaluates tokens after the session's current position and writes
@@ -365,6 +405,21 @@ func (s *Session) Decode(token int32, logits []float32) error {
 	return s.eval("decode", s.tokens[:1], logits, 0)
 }
 
+// fitScratch sizes the buffers that follow the cache's capacity (the
+// attention scratch and the token history) after the cache grew.
+func (s *Session) fitScratch() {
+	if len(s.w16[0]) < s.cache.cap {
+		for i := range s.scores {
+			s.scores[i], s.w16[i] = s.attnScratch()
+		}
+	}
+	if cap(s.hist) < s.cache.cap {
+		h := make([]int32, len(s.hist), s.cache.cap)
+		copy(h, s.hist)
+		s.hist = h
+	}
+}
+
 // eval runs tokens through the model in chunks, writing the logits of
 // tokens[from:] into logits, one row each. On error the session's position
 // is unchanged.
@@ -387,11 +442,7 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	if err := s.cache.ensure(s.pos+len(tokens), s.pos); err != nil {
 		return fmt.Errorf("engine: %s: %w", what, err)
 	}
-	if len(s.w16[0]) < s.cache.cap {
-		for i := range s.scores {
-			s.scores[i], s.w16[i] = s.attnScratch()
-		}
-	}
+	s.fitScratch()
 	start := s.pos
 	old := debug.SetPanicOnFault(true)
 	defer func() {
@@ -400,7 +451,7 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 			err = panicError("engine: "+what, r)
 		}
 		if err != nil {
-			s.pos = start
+			s.setPos(start)
 		}
 	}()
 	vocabOut := s.m.output.Rows
@@ -423,7 +474,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 		if s.embedding() {
 			s.embedChunk(done, n)
 		}
+		s.hist = append(s.hist, chunk...)
 		s.pos += n
+		s.stats.Evaluated += int64(n)
 		done += n
 		s.m.dropLookupPages()
 	}

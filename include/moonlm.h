@@ -432,7 +432,11 @@ typedef struct moonlm_session moonlm_session;
 /* KV cache element types. */
 typedef enum moonlm_kv_type {
     MOONLM_KV_F16 = 0, /* half the memory; matches llama.cpp's default */
-    MOONLM_KV_F32 = 1
+    MOONLM_KV_F32 = 1,
+    /* about half of F16's memory: keys and values in Q8_0 blocks, attention as
+       llama.cpp's flash attention over them (-ctk q8_0 -ctv q8_0); needs a head
+       dimension that is a multiple of 32 (else MOONLM_UNSUPPORTED) */
+    MOONLM_KV_Q8_0 = 2
 } moonlm_kv_type;
 
 typedef struct moonlm_session_params {
@@ -544,13 +548,32 @@ typedef struct moonlm_sampler moonlm_sampler;
 /* moonlm_sampler_params.seed value that asks for a seed from the OS. */
 #define MOONLM_SEED_RANDOM UINT64_MAX
 
+/* A logit bias: bias is added to token's logit; -INFINITY bans the token. */
+typedef struct moonlm_logit_bias {
+    int32_t token;
+    float bias;
+} moonlm_logit_bias;
+
+/* At most this many logit biases and DRY sequence breakers per sampler. */
+#define MOONLM_MAX_LOGIT_BIAS (1u << 20)
+#define MOONLM_MAX_DRY_BREAKERS 1024
+
 /*
- * Filters apply in this order (llama.cpp's default chain): penalties, top_k,
- * top_p, min_p, temperature, then a draw from a generator whose arithmetic is
- * the same on every platform. temperature <= 0 is greedy (argmax after the
- * penalties; ties go to the lowest id). Invalid values (NaN, top_p or min_p
- * above 1 other than top_p >= 1 meaning off, penalty_last_n below -1) give
- * MOONLM_INVALID_ARGUMENT.
+ * Stages apply in this order (llama.cpp's default chain): logit_bias,
+ * penalties (repeat, presence, frequency), DRY, top_k, typical_p, top_p,
+ * min_p, XTC, temperature, then a draw from a generator whose arithmetic is
+ * the same on every platform. With mirostat 1 or 2, mirostat replaces
+ * top_k, typical_p, top_p, min_p and XTC and draws after the temperature
+ * (logit bias, penalties and DRY still apply, as in llama-cpp-python).
+ * temperature <= 0 is greedy: the highest logit (ties to the lowest id)
+ * among the tokens the stages keep. Invalid values (NaN, top_p or min_p
+ * above 1 other than top_p >= 1 meaning off, penalty_last_n below -1,
+ * mirostat other than 0, 1, 2, a negative token in logit_bias, an empty
+ * DRY breaker) give MOONLM_INVALID_ARGUMENT.
+ *
+ * The members from typical_p on were added after the first version; a
+ * caller whose struct ends at seed (size = offsetof(moonlm_sampler_params,
+ * typical_p)) gets their defaults.
  */
 typedef struct moonlm_sampler_params {
     size_t size;             /* sizeof(moonlm_sampler_params) */
@@ -563,6 +586,45 @@ typedef struct moonlm_sampler_params {
     float frequency_penalty; /* default 0 (off); subtracted per occurrence */
     int32_t penalty_last_n;  /* default 64; accepted tokens the penalties look at; 0: off, -1: all */
     uint64_t seed;           /* default MOONLM_SEED_RANDOM; equal seeds give equal draws */
+
+    /* Typical sampling: keep the tokens whose surprise is closest to the
+       entropy until their probability exceeds typical_p. */
+    float typical_p;         /* default 1; <= 0 or >= 1: off */
+    /* XTC: with probability xtc_probability per token, remove every token
+       at least xtc_threshold likely except the least likely of them. */
+    float xtc_probability;   /* default 0 (off) */
+    float xtc_threshold;     /* default 0.1; above 0.5: off */
+    /* Mirostat: target a surprise of mirostat_tau bits, learning rate
+       mirostat_eta; v1 estimates the distribution from the mirostat_m most
+       likely tokens. */
+    int32_t mirostat;        /* default 0 (off); 1: v1, 2: v2 */
+    float mirostat_tau;      /* default 5 */
+    float mirostat_eta;      /* default 0.1 */
+    int32_t mirostat_m;      /* default 100; >= 1 */
+    /* DRY: a token that would extend a sequence of n >= dry_allowed_length
+       tokens repeated from the last dry_penalty_last_n accepted tokens gets
+       dry_multiplier * dry_base^(n - dry_allowed_length) subtracted. */
+    float dry_multiplier;       /* default 0 (off) */
+    float dry_base;             /* default 1.75; below 1: off */
+    int32_t dry_allowed_length; /* default 2; >= 0 */
+    int32_t dry_penalty_last_n; /* default 64; 0: off, -1: all accepted tokens */
+    /*
+     * DRY sequence breakers: text that stops a repeat (NUL-terminated, cut
+     * to 40 bytes). NULL (the default) means llama.cpp's "\n", ":", "\"", "*";
+     * non-NULL with n_dry_sequence_breakers 0 means none (NULL with a
+     * nonzero count is MOONLM_INVALID_ARGUMENT). Read during
+     * moonlm_sampler_new only. Breakers are matched against a model's
+     * vocabulary: moonlm_generate and moonlm_generate_ex use the session's
+     * model; moonlm_sample needs moonlm_sampler_set_model first when DRY is
+     * on and there are breakers.
+     */
+    const char *const *dry_sequence_breakers;
+    size_t n_dry_sequence_breakers;
+    /* n_logit_bias (token, bias) pairs, read during moonlm_sampler_new; a
+       token listed twice gets the sum; tokens beyond the vocabulary are
+       ignored. Default none. */
+    const moonlm_logit_bias *logit_bias;
+    size_t n_logit_bias;
 } moonlm_sampler_params;
 
 /*
@@ -589,6 +651,16 @@ MOONLM_API moonlm_status moonlm_sampler_new(const moonlm_sampler_params *params,
 MOONLM_API moonlm_status moonlm_sampler_free(moonlm_sampler *sampler);
 
 /*
+ * Resolves the sampler's DRY sequence breakers against model's vocabulary,
+ * for moonlm_sample (the generate calls do it with the session's model).
+ * Does nothing when DRY is off or has no breakers. The sampler keeps no
+ * reference to the model.
+ *
+ * A compatible addition: look it up with dlsym() to run with older libraries.
+ */
+MOONLM_API moonlm_status moonlm_sampler_set_model(moonlm_sampler *sampler, const moonlm_model *model);
+
+/*
  * Records token as part of the text (prompt or generated) for the
  * penalties. moonlm_sample does not do it: accept the tokens you keep.
  */
@@ -606,6 +678,55 @@ MOONLM_API moonlm_status moonlm_sampler_reset(moonlm_sampler *sampler);
  */
 MOONLM_API moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *logits, size_t n,
                                        int32_t *token);
+
+/* ------------------------------------------------------------------------ */
+/* Grammars                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A grammar bound to a model's vocabulary. Passed in
+ * moonlm_generate_params.grammar, it constrains generation: every token
+ * keeps the text a valid prefix of the grammar, an end-of-generation token
+ * is possible only where the text is complete, and generation ends
+ * (MOONLM_FINISH_EOG) once nothing can follow. A grammar follows one
+ * generation at a time (another call using it meanwhile gets MOONLM_BUSY)
+ * and starts from its beginning at every call (the prompt is not matched).
+ *
+ * A compatible addition: look these up with dlsym() to run with older
+ * libraries.
+ */
+typedef struct moonlm_grammar moonlm_grammar;
+
+/* At most this many bytes of grammar text. */
+#define MOONLM_MAX_GRAMMAR_BYTES (1u << 24)
+
+/*
+ * Parses len bytes of GBNF (llama.cpp's grammar format; generation starts
+ * at the rule "root"; gbnf need not be NUL-terminated) and prepares it for
+ * model's vocabulary. Text that does not parse is MOONLM_INVALID_ARGUMENT
+ * with the place in moonlm_last_error() as "line:col" (1-based, the column
+ * in characters), as is a token reference (<[id]>, <name>) the vocabulary
+ * lacks. The grammar holds a reference to the model: freeing the model
+ * handle first is safe. Use it only with sessions of this model.
+ */
+MOONLM_API moonlm_status moonlm_grammar_new(const moonlm_model *model, const char *gbnf, size_t len,
+                                            moonlm_grammar **out);
+
+/*
+ * A grammar for the JSON values that validate against a JSON schema (len
+ * bytes of JSON text), as llama.cpp's json-schema-to-grammar converts it:
+ * types, enum, const, required and optional properties, nested objects and
+ * arrays with minItems/maxItems, string patterns and the formats it
+ * supports, $ref/$defs, anyOf/oneOf/allOf, additionalProperties. Text that
+ * is not JSON, or a schema feature the converter does not support, is
+ * MOONLM_INVALID_ARGUMENT with the reason in moonlm_last_error() (never
+ * silently ignored). Otherwise as moonlm_grammar_new.
+ */
+MOONLM_API moonlm_status moonlm_grammar_from_json_schema(const moonlm_model *model, const char *schema,
+                                                         size_t len, moonlm_grammar **out);
+
+/* Releases the grammar; NULL is a no-op, a freed handle INVALID_ARGUMENT. */
+MOONLM_API moonlm_status moonlm_grammar_free(moonlm_grammar *grammar);
 
 /* ------------------------------------------------------------------------ */
 /* Convenience: a whole generation loop                                      */
@@ -654,7 +775,7 @@ typedef enum moonlm_finish_reason {
     MOONLM_FINISH_NONE = 0,     /* not finished: the call failed (see its status) */
     MOONLM_FINISH_STOP = 1,     /* a stop string appeared */
     MOONLM_FINISH_LENGTH = 2,   /* max_tokens tokens were generated */
-    MOONLM_FINISH_EOG = 3,      /* the model produced an end-of-generation token */
+    MOONLM_FINISH_EOG = 3,      /* the model produced an end-of-generation token, or the grammar is complete */
     MOONLM_FINISH_CONTEXT = 4,  /* the context is full */
     MOONLM_FINISH_CANCELLED = 5 /* the callback returned nonzero, or moonlm_session_cancel() */
 } moonlm_finish_reason;
@@ -668,6 +789,32 @@ MOONLM_API const char *moonlm_finish_reason_string(moonlm_finish_reason reason);
 /* moonlm_generate_params.flags. */
 /* Also evaluate the last generated token, so that every generated token is in the session. */
 #define MOONLM_GENERATE_DECODE_LAST 1u
+
+/* At most this many alternatives per token in moonlm_token_logprob. */
+#define MOONLM_MAX_TOP_LOGPROBS 20
+
+/* A token and its log-probability (natural log). */
+typedef struct moonlm_top_logprob {
+    int32_t token;
+    float logprob;
+} moonlm_top_logprob;
+
+/*
+ * One generated token's log-probabilities, written by moonlm_generate_ex
+ * into moonlm_generate_params.logprobs. The log-probabilities are
+ * log_softmax of the logits the sampler saw after the grammar's mask, the
+ * logit bias, the repetition penalties and DRY, and before top_k,
+ * typical_p, top_p, min_p, XTC, mirostat and the temperature (OpenAI's
+ * definition: the model's distribution for this token as adjusted, not the
+ * truncated or tempered one). A banned token has -INFINITY and is never an
+ * alternative.
+ */
+typedef struct moonlm_token_logprob {
+    int32_t token;                               /* the generated token */
+    float logprob;                               /* its log-probability */
+    int32_t n_top;                               /* entries of top filled */
+    moonlm_top_logprob top[MOONLM_MAX_TOP_LOGPROBS]; /* the most likely tokens, best first (ties: lower id) */
+} moonlm_token_logprob;
 
 /* At most this many stop strings, of at most this many bytes together. */
 #define MOONLM_MAX_STOP_STRINGS 1024
@@ -688,6 +835,23 @@ typedef struct moonlm_generate_params {
     size_t n_stop;
     moonlm_piece_callback callback; /* may be NULL */
     void *user_data;                /* passed to callback */
+    /*
+     * The members below were added after the first version; a caller whose
+     * struct ends at user_data gets their defaults.
+     *
+     * Log-probabilities: logprobs (default NULL: none) has room for
+     * logprobs_cap entries; entry i is written for the i-th generated token
+     * before the callback sees that token (so a streaming caller can read it
+     * there), with top_logprobs (0 to MOONLM_MAX_TOP_LOGPROBS) alternatives.
+     * Entries [0, result->n_generated) are valid afterwards. With logprobs,
+     * max_tokens must be 0 to logprobs_cap (not -1).
+     */
+    moonlm_token_logprob *logprobs;
+    size_t logprobs_cap;
+    int32_t top_logprobs;
+    /* A grammar of the session's model constraining the generated text
+       (see moonlm_grammar_new); default NULL: none. */
+    moonlm_grammar *grammar;
 } moonlm_generate_params;
 
 /*
@@ -720,7 +884,8 @@ typedef struct moonlm_generate_result {
  * decodes it, until a finish reason:
  *
  *  - EOG: an end-of-generation token (neither counted, nor passed to the
- *    callback, nor decoded);
+ *    callback, nor decoded), or params->grammar is complete and nothing can
+ *    follow;
  *  - STOP: the text contains a stop string; the text before it is passed on,
  *    the stop string and anything after it never are;
  *  - LENGTH: max_tokens tokens were generated;
@@ -807,6 +972,109 @@ MOONLM_API moonlm_status moonlm_chat_apply_template_json(const moonlm_model *mod
  */
 MOONLM_API moonlm_status moonlm_chat_parse_tool_calls(const moonlm_model *model, const char *name, const char *text,
                                                       size_t len, char *out, size_t cap, size_t *n_out);
+
+/* ------------------------------------------------------------------------ */
+/* Session state: prefix reuse, fork, save and restore                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A session remembers the token at each position it holds, so it can find
+ * what a new sequence shares with it, and its whole state (those tokens
+ * and their KV cache) can be copied into another session or saved.
+ */
+
+/*
+ * Makes the session hold exactly tokens[0..n), evaluating as few as it
+ * can: keeps the longest common prefix of the tokens it holds and these,
+ * forgets the positions after it and evaluates the rest. If logits is not
+ * NULL the last position's logits are written (logits_cap >= n_vocab, else
+ * MOONLM_BUFFER_TOO_SMALL before any work); logits come only from
+ * evaluating a position, so then the last token is always evaluated, again
+ * if it was already held. *n_evaluated (may be NULL) receives the number
+ * of tokens evaluated. A conversation passes its whole history each turn
+ * and pays only for the new tokens. n = 0 or a token out of range is
+ * MOONLM_INVALID_ARGUMENT and n > n_ctx MOONLM_CONTEXT_FULL, before
+ * anything changes; if the evaluation itself fails (MOONLM_CANCELLED, ...)
+ * the session holds the common prefix.
+ * The logits equal those of a session that evaluated the same tokens in
+ * the same calls; they equal one moonlm_prefill of all n tokens bit for
+ * bit when the kernels round a token's row the same wherever it sits in a
+ * batch (a register-tiled product, such as the avx512 kernels' Q4_1, can
+ * differ there by float rounding, as decode and prefill do).
+ */
+MOONLM_API moonlm_status moonlm_prefill_reuse(moonlm_session *session, const int32_t *tokens, size_t n,
+                                              float *logits, size_t logits_cap, size_t *n_evaluated);
+
+/* A session's counters; the caller sets size = sizeof(moonlm_session_stats). */
+typedef struct moonlm_session_stats {
+    size_t size;
+    uint64_t n_pos;       /* positions held (moonlm_session_position) */
+    uint64_t n_ctx;       /* the session's context size */
+    uint64_t n_evaluated; /* tokens run through the model since the session was made or
+                             its state loaded */
+    uint64_t n_reused;    /* tokens moonlm_prefill_reuse found held and did not evaluate */
+} moonlm_session_stats;
+
+/* Fills *stats (stats->size >= sizeof(moonlm_session_stats), else MOONLM_INVALID_ARGUMENT). */
+MOONLM_API moonlm_status moonlm_session_stats_get(const moonlm_session *session, moonlm_session_stats *stats);
+
+/*
+ * The tokens the session holds, one per position, with the (buf, cap,
+ * n_out) protocol counted in tokens: *n_out is the position;
+ * MOONLM_BUFFER_TOO_SMALL if cap is smaller (nothing written).
+ */
+MOONLM_API moonlm_status moonlm_session_tokens(const moonlm_session *session, int32_t *tokens, size_t cap,
+                                               size_t *n_out);
+
+/*
+ * Creates *out, a new session of the same model and parameters (n_ctx, KV
+ * type, threads) holding the same positions and tokens as session, which
+ * is unchanged: the two then continue independently, and either gives the
+ * logits the original would have. The KV cache is copied, not shared
+ * (neither session pays for sharing on later writes, and freeing one never
+ * affects the other); the copy costs the held positions only, and nothing
+ * is recomputed. On failure *out is NULL.
+ */
+MOONLM_API moonlm_status moonlm_session_fork(moonlm_session *session, moonlm_session **out);
+
+/*
+ * Saved states. The format (docs/C-API.md) is versioned and ends with a
+ * CRC-32C; it names the model file it belongs to by a fingerprint (a
+ * SHA-256 of the file's metadata and tensor table), its KV type and
+ * numerics mode, and holds the tokens and the KV cache of the held
+ * positions. A state loads into a session of the same model file (opened
+ * in any process), KV type and numerics whose n_ctx holds its positions;
+ * the session then continues bit for bit as the saved one would have.
+ * Errors, all before the session changes: a truncated, corrupted or
+ * malformed state is MOONLM_BAD_FILE (MOONLM_UNSUPPORTED for a newer
+ * format version), one for another model, KV type or numerics
+ * MOONLM_INVALID_ARGUMENT, one with more positions than n_ctx
+ * MOONLM_CONTEXT_FULL, an unreadable file MOONLM_IO.
+ */
+
+/* The size in bytes of the session's state now. */
+MOONLM_API moonlm_status moonlm_session_state_size(const moonlm_session *session, size_t *size);
+
+/*
+ * Writes the session's state into buf with the (buf, cap, n_out) protocol:
+ * *n_out (may be NULL) receives the size; a cap below it is
+ * MOONLM_BUFFER_TOO_SMALL with nothing written (buf may be NULL with cap 0
+ * to ask for the size).
+ */
+MOONLM_API moonlm_status moonlm_session_state_save(const moonlm_session *session, void *buf, size_t cap,
+                                                   size_t *n_out);
+
+/* Replaces the session's positions with the state in buf[0..n). */
+MOONLM_API moonlm_status moonlm_session_state_load(moonlm_session *session, const void *buf, size_t n);
+
+/*
+ * moonlm_session_state_save into the file path (UTF-8), through a
+ * temporary file in the same folder renamed over path at the end.
+ */
+MOONLM_API moonlm_status moonlm_session_state_save_file(const moonlm_session *session, const char *path);
+
+/* moonlm_session_state_load from a file written by either save call. */
+MOONLM_API moonlm_status moonlm_session_state_load_file(moonlm_session *session, const char *path);
 
 /* ------------------------------------------------------------------------ */
 /* Embeddings and reranking                                                  */

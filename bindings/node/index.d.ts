@@ -100,7 +100,7 @@ export interface SessionOptions {
   /** Worker threads; default the model's. */
   threads?: number;
   /** KV cache element type: 'f16' (default, like llama.cpp) or 'f32'. */
-  kvType?: 'f16' | 'f32';
+  kvType?: 'f16' | 'f32' | 'q8_0';
 }
 
 export interface SamplerOptions {
@@ -352,7 +352,7 @@ export declare class Session implements Disposable {
   readonly model: Model;
   readonly nCtx: number;
   readonly nVocab: number;
-  readonly kvType: 'f16' | 'f32';
+  readonly kvType: 'f16' | 'f32' | 'q8_0';
   /**
    * The logits of the last prefill/decode, refilled by every call (a copy of
    * the private buffer the library writes into; replaced if detached).
@@ -422,6 +422,87 @@ export declare function libraryVersion(): string;
 /** The built-in chat formats `template` accepts, sorted. */
 export declare function builtinChatTemplates(): BuiltinChatTemplate[];
 
+/** Session counters (moonlm_session_stats). */
+export interface SessionStats {
+  /** Positions held. */
+  nPos: number;
+  nCtx: number;
+  /** Tokens run through the model since the session was made or its state loaded. */
+  nEvaluated: number;
+  /** Tokens prefillReuse found held and did not evaluate. */
+  nReused: number;
+}
+
+// Session state (state.js), merged into the Session class.
+export declare interface Session {
+  /**
+   * Makes the session hold exactly tokens, evaluating only what it does not
+   * already hold; resolves to the last logits (the last token is always
+   * evaluated for them). lastEvaluated: how many tokens were evaluated.
+   */
+  prefillReuse(tokens: Tokens): Promise<Float32Array>;
+  /** With { logits: false } no logits are wanted: held tokens are not evaluated again; resolves to null. */
+  prefillReuse(tokens: Tokens, opts: { logits: false }): Promise<null>;
+  prefillReuse(tokens: Tokens, opts?: { logits?: boolean }): Promise<Float32Array | null>;
+  /** Tokens the last prefillReuse evaluated. */
+  readonly lastEvaluated?: number;
+  stats(): SessionStats;
+  /** The tokens held, one per position. */
+  readonly tokens: Int32Array;
+  /** A new session with a copy of this one's positions (nothing recomputed). */
+  fork(): Session;
+  /** The state as a Buffer, or written to path (then undefined). Synchronous. */
+  saveState(): Buffer;
+  saveState(path: string | URL): undefined;
+  /** Replaces the positions with a saved state (bytes or a file path). Synchronous. */
+  loadState(state: Uint8Array | string | URL): void;
+}
+
+export interface ConversationOptions {
+  messages?: ChatMessage[];
+  system?: string;
+  /** A built-in chat format instead of the model's template. */
+  template?: BuiltinChatTemplate | string;
+  nCtx?: number;
+  threads?: number;
+  kvType?: 'f16' | 'f32' | 'q8_0';
+}
+
+export interface ReplyOptions extends SamplerOptions {
+  maxTokens?: number;
+  stop?: string | string[];
+  signal?: AbortSignal;
+}
+
+export interface SendOptions extends ReplyOptions {
+  /** The new message's role; default 'user'. */
+  role?: string;
+}
+
+/**
+ * A chat that keeps its messages and a session holding their tokens: each
+ * turn evaluates only the tokens the session does not already hold.
+ */
+export declare class Conversation implements Disposable {
+  constructor(model: Model, opts?: ConversationOptions);
+  readonly model: Model;
+  readonly session: Session;
+  messages: ChatMessage[];
+  /** Tokens the last turn evaluated, and the length of its prompt. */
+  lastEvaluated: number;
+  lastPromptTokens: number;
+  add(role: string, content: string): void;
+  promptTokens(): Int32Array;
+  send(content: string, opts?: SendOptions): Promise<string>;
+  sendStream(content: string, opts?: SendOptions): AsyncGenerator<string, void, undefined>;
+  reply(opts?: ReplyOptions): Promise<string>;
+  replyStream(opts?: ReplyOptions): AsyncGenerator<string, void, undefined>;
+  /** A copy going on independently: messages copied, session forked. */
+  fork(): Conversation;
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
 declare const moonlm: {
   Model: typeof Model;
   Session: typeof Session;
@@ -433,5 +514,6 @@ declare const moonlm: {
   builtinChatTemplates: typeof builtinChatTemplates;
   pull: typeof pull;
   HubError: typeof HubError;
+  Conversation: typeof Conversation;
 };
 export default moonlm;

@@ -518,7 +518,7 @@ class TextBuffer {
 
 // ---- Model -----------------------------------------------------------------
 
-const KV_TYPES = { f16: 0, f32: 1 };
+const KV_TYPES = { f16: 0, f32: 1, q8_0: 2 };
 
 // moonlm_pack_source, by value: the engine's names for where packed weights came from.
 const PACK_SOURCES = ['off', 'none', 'packed', 'packed+cache-write', 'cache-hit'];
@@ -1216,7 +1216,7 @@ class Session {
     const kv = opts.kvType ?? 'f16';
     if (!Object.hasOwn(KV_TYPES, kv)) {
       const err = typeof kv === 'string' ? arg.rangeError : arg.typeError;
-      throw err('session', 'opts.kvType', `must be 'f16' or 'f32', got ${shown(kv)}`);
+      throw err('session', 'opts.kvType', `must be 'f16', 'f32' or 'q8_0', got ${shown(kv)}`);
     }
     params.kv_type = KV_TYPES[kv];
     const out = [null];
@@ -1474,4 +1474,10 @@ module.exports = {
   libraryVersion,
   builtinChatTemplates,
 };
+// Session state (prefixReuse, stats, tokens, fork, saveState, loadState) and
+// Conversation: state.js, given the internals it builds on.
+module.exports.Conversation = require('./state.js').install({
+  koffi, lib, check, invalid, arg, shown, Status, MoonlmError, Model, Session, Sampler, registry, callAsync,
+  loopArgs, samplerOptions, SAMPLER_OPT_NAMES, LOOP_OPTS, abortedError, generation,
+}).Conversation;
 module.exports.default = module.exports; // for `import moonlm from 'moonlm'` compiled to CommonJS

@@ -12,5 +12,6 @@ export const {
   builtinChatTemplates,
   pull,
   HubError,
+  Conversation,
 } = moonlm;
 export default moonlm;

@@ -91,7 +91,33 @@ type SamplerParams struct {
 	FrequencyPenalty float32
 	PenaltyLastN     int32
 	Seed             uint64
+
+	TypicalP             float32
+	XTCProbability       float32
+	XTCThreshold         float32
+	Mirostat             int32
+	MirostatTau          float32
+	MirostatEta          float32
+	MirostatM            int32
+	DRYMultiplier        float32
+	DRYBase              float32
+	DRYAllowedLength     int32
+	DRYPenaltyLastN      int32
+	DRYSequenceBreakers  unsafe.Pointer // const char *const *
+	NDRYSequenceBreakers uintptr
+	LogitBias            *LogitBias
+	NLogitBias           uintptr
 }
+
+// LogitBias mirrors moonlm_logit_bias.
+type LogitBias struct {
+	Token int32
+	Bias  float32
+}
+
+// samplerParamsV1Size is sizeof(moonlm_sampler_params) before typical_p:
+// callers built against that header pass it.
+const samplerParamsV1Size = unsafe.Offsetof(SamplerParams{}.TypicalP)
 
 // GenerateParams mirrors moonlm_generate_params.
 type GenerateParams struct {
@@ -103,7 +129,16 @@ type GenerateParams struct {
 	NStop     uintptr
 	Callback  uintptr
 	UserData  uintptr
+
+	Logprobs    *TokenLogprob
+	LogprobsCap uintptr
+	TopLogprobs int32
+	Grammar     uintptr // moonlm_grammar *
 }
+
+// generateParamsV1Size is sizeof(moonlm_generate_params) before the
+// log-probability members.
+const generateParamsV1Size = unsafe.Offsetof(GenerateParams{}.Logprobs)
 
 // GenerateResult mirrors moonlm_generate_result.
 type GenerateResult struct {

@@ -1,8 +1,10 @@
 // Package sample picks the next token from a model's logits. The stages
 // and their order follow llama.cpp's default sampler chain: logit bias,
-// repetition penalties, top-k, top-p, min-p, temperature, then a draw from
-// a seeded generator of our own whose arithmetic is the same on every
-// platform, so a seed reproduces the same tokens everywhere.
+// repetition penalties, DRY, top-k, typical-p, top-p, min-p, XTC,
+// temperature, then a draw (or, with mirostat, temperature and a mirostat
+// draw in place of the truncation stages), from a seeded generator of our
+// own whose arithmetic is the same on every platform, so a seed reproduces
+// the same tokens everywhere.
 package sample
 
 import (
@@ -15,10 +17,14 @@ import (
 // ErrInvalidParams is wrapped by New's errors.
 var ErrInvalidParams = errors.New("invalid sampler parameters")
 
-// MaxPenaltyLastN bounds Params.PenaltyLastN: more tokens than any context
-// holds (2^24), so no window that can matter is refused. The window's
-// storage grows with the tokens accepted, never to more than this many.
+// MaxPenaltyLastN bounds Params.PenaltyLastN and DRYPenaltyLastN: more
+// tokens than any context holds (2^24), so no window that can matter is
+// refused. A window's storage grows with the tokens accepted, never to more
+// than this many.
 const MaxPenaltyLastN = 1 << 24
+
+// MaxMirostatM bounds Params.MirostatM.
+const MaxMirostatM = 1 << 20
 
 // eagerWindow is the largest penalty window allocated in full by New.
 const eagerWindow = 4096
@@ -27,16 +33,25 @@ const eagerWindow = 4096
 // penalties.
 type Params struct {
 	// Temperature divides the logits before the draw; 0 picks the highest
-	// logit (greedy, ties to the lowest id).
+	// logit (greedy, ties to the lowest id) among the tokens the other
+	// stages keep.
 	Temperature float32
 	// TopK keeps the K most likely tokens; 0 disables.
 	TopK int
+	// TypicalP keeps the locally typical tokens (those whose surprise is
+	// closest to the distribution's entropy) until their probability
+	// exceeds TypicalP; 0 or 1 disables.
+	TypicalP float32
 	// TopP keeps the smallest set of most likely tokens whose probability
 	// reaches TopP; 0 or 1 disables.
 	TopP float32
 	// MinP drops tokens less likely than MinP times the most likely one;
 	// 0 disables.
 	MinP float32
+	// XTCProbability is the chance, per token, that XTC ("exclude top
+	// choices") removes every token at least XTCThreshold likely except
+	// the least likely of them; 0 disables, as does a threshold above 0.5.
+	XTCProbability, XTCThreshold float32
 	// RepeatPenalty divides positive logits and multiplies negative ones of
 	// tokens seen in the window; 0 or 1 disables.
 	RepeatPenalty float32
@@ -48,12 +63,35 @@ type Params struct {
 	// token accepted since the last Reset, up to MaxPenaltyLastN. Larger
 	// windows are refused.
 	PenaltyLastN int
+	// DRY ("don't repeat yourself") penalizes a token that would extend a
+	// sequence already seen in the last DRYPenaltyLastN accepted tokens
+	// (-1: all, 0: off) by DRYMultiplier * DRYBase^(length -
+	// DRYAllowedLength) when the repeated sequence is at least
+	// DRYAllowedLength tokens long. A sequence breaker's text stops the
+	// matching; breakers are given as text and need the vocabulary
+	// (SetVocab). DRYMultiplier 0 or DRYBase below 1 disables.
+	DRYMultiplier, DRYBase float32
+	DRYAllowedLength       int
+	DRYPenaltyLastN        int
+	DRYSequenceBreakers    []string
+	// Mirostat 1 or 2 replaces top-k, typical-p, top-p, min-p and XTC by
+	// mirostat (v1 or v2) after the temperature, targeting a surprise of
+	// MirostatTau bits with learning rate MirostatEta; v1 estimates the
+	// distribution's shape from the MirostatM most likely tokens (0:
+	// llama.cpp's 100). Logit bias, penalties and DRY still apply.
+	Mirostat                 int
+	MirostatTau, MirostatEta float32
+	MirostatM                int
 	// LogitBias is added to the logits of the given token ids; -Inf bans a
 	// token. Ids beyond the vocabulary are ignored.
 	LogitBias map[int32]float32
 	// Seed seeds the random generator; the same seed gives the same draws.
 	Seed uint64
 }
+
+// DefaultDRYSequenceBreakers are llama.cpp's default DRY sequence
+// breakers.
+func DefaultDRYSequenceBreakers() []string { return []string{"\n", ":", "\"", "*"} }
 
 // Sampler turns logits into tokens. It is not safe for concurrent use.
 type Sampler struct {
@@ -62,24 +100,25 @@ type Sampler struct {
 	biasVals []float32
 	rng      rng
 
-	// penalty history: a ring of the last window tokens, grown as tokens
-	// are accepted (a window of 2^24 costs nothing until it fills).
-	window  int
-	hist    []int32
-	histPos int
-	histLen int
+	hist tokenRing // penalty window
+	dry  dryState
+	mu   float64 // mirostat's current maximum surprise
 
 	// scratch, sized on the first Sample for a vocabulary
 	work   []float32
 	cands  []cand
 	counts []int32
 	seen   []int32
+	// lastN is the vocabulary size of the last Sample: work[:lastN] holds
+	// the logits it saw after bias, penalties and DRY (for Logprobs).
+	lastN int
 }
 
 type cand struct {
 	id    int32
 	logit float32
 	p     float64
+	aux   float64 // a stage's sort key (typical-p's score)
 }
 
 // New validates p and returns a sampler.
@@ -93,21 +132,50 @@ func New(p Params) (*Sampler, error) {
 		return bad("temperature %v must be finite and >= 0", p.Temperature)
 	case p.TopK < 0:
 		return bad("top-k %d must be >= 0", p.TopK)
+	case !finite(p.TypicalP) || p.TypicalP < 0 || p.TypicalP > 1:
+		return bad("typical-p %v must be in [0, 1]", p.TypicalP)
 	case !finite(p.TopP) || p.TopP < 0 || p.TopP > 1:
 		return bad("top-p %v must be in [0, 1]", p.TopP)
 	case !finite(p.MinP) || p.MinP < 0 || p.MinP > 1:
 		return bad("min-p %v must be in [0, 1]", p.MinP)
+	case !finite(p.XTCProbability) || p.XTCProbability < 0 || p.XTCProbability > 1:
+		return bad("XTC probability %v must be in [0, 1]", p.XTCProbability)
+	case !finite(p.XTCThreshold) || p.XTCThreshold < 0 || p.XTCThreshold > 1:
+		return bad("XTC threshold %v must be in [0, 1]", p.XTCThreshold)
 	case !finite(p.RepeatPenalty) || p.RepeatPenalty < 0:
 		return bad("repeat penalty %v must be finite and >= 0", p.RepeatPenalty)
 	case !finite(p.PresencePenalty) || !finite(p.FrequencyPenalty):
 		return bad("presence and frequency penalties must be finite")
 	case p.PenaltyLastN < -1 || p.PenaltyLastN > MaxPenaltyLastN:
 		return bad("penalty window %d must be -1 (all tokens) to %d", p.PenaltyLastN, MaxPenaltyLastN)
+	case !finite(p.DRYMultiplier) || p.DRYMultiplier < 0:
+		return bad("DRY multiplier %v must be finite and >= 0", p.DRYMultiplier)
+	case !finite(p.DRYBase) || p.DRYBase < 0:
+		return bad("DRY base %v must be finite and >= 0", p.DRYBase)
+	case p.DRYAllowedLength < 0 || p.DRYAllowedLength > MaxPenaltyLastN:
+		return bad("DRY allowed length %d must be 0 to %d", p.DRYAllowedLength, MaxPenaltyLastN)
+	case p.DRYPenaltyLastN < -1 || p.DRYPenaltyLastN > MaxPenaltyLastN:
+		return bad("DRY window %d must be -1 (all tokens) to %d", p.DRYPenaltyLastN, MaxPenaltyLastN)
+	case len(p.DRYSequenceBreakers) > MaxDRYBreakers:
+		return bad("%d DRY sequence breakers; at most %d", len(p.DRYSequenceBreakers), MaxDRYBreakers)
+	case p.Mirostat < 0 || p.Mirostat > 2:
+		return bad("mirostat %d must be 0 (off), 1 or 2", p.Mirostat)
+	case !finite(p.MirostatTau) || p.MirostatTau < 0:
+		return bad("mirostat tau %v must be finite and >= 0", p.MirostatTau)
+	case !finite(p.MirostatEta) || p.MirostatEta < 0:
+		return bad("mirostat eta %v must be finite and >= 0", p.MirostatEta)
+	case p.MirostatM < 0 || p.MirostatM > MaxMirostatM:
+		return bad("mirostat m %d must be 0 (100) to %d", p.MirostatM, MaxMirostatM)
 	}
 	s := &Sampler{p: p}
 	if s.p.RepeatPenalty == 0 {
 		s.p.RepeatPenalty = 1
 	}
+	if s.p.MirostatM == 0 {
+		s.p.MirostatM = 100
+	}
+	s.p.DRYSequenceBreakers = slices.Clone(p.DRYSequenceBreakers)
+	s.p.LogitBias = nil
 	ids := make([]int32, 0, len(p.LogitBias))
 	for id, b := range p.LogitBias {
 		if id < 0 {
@@ -120,55 +188,74 @@ func New(p Params) (*Sampler, error) {
 	}
 	// Map order is random; sort so the work is identical run to run.
 	slices.Sort(ids)
+	if len(ids) > 0 {
+		s.p.LogitBias = make(map[int32]float32, len(ids))
+	}
 	for _, id := range ids {
 		s.biasIDs = append(s.biasIDs, id)
 		s.biasVals = append(s.biasVals, p.LogitBias[id])
+		s.p.LogitBias[id] = p.LogitBias[id]
 	}
+	window := 0
 	switch {
 	case p.PenaltyLastN > 0:
-		s.window = p.PenaltyLastN
+		window = p.PenaltyLastN
 	case p.PenaltyLastN < 0:
-		s.window = MaxPenaltyLastN
+		window = MaxPenaltyLastN
 	}
 	// Windows up to a few thousand tokens (llama.cpp's default is 64) are
 	// allocated now, so accepting tokens does not allocate; larger ones
 	// grow as they fill.
-	if s.window > 0 {
-		s.hist = make([]int32, 0, min(s.window, eagerWindow))
+	if !s.penaltiesOn() {
+		window = 0
+	}
+	s.hist = newTokenRing(window, eagerWindow)
+	if err := s.dry.init(&s.p); err != nil {
+		return bad("%v", err)
 	}
 	s.rng.seed(p.Seed)
+	s.mu = 2 * float64(s.p.MirostatTau)
 	return s, nil
 }
 
 // Params returns the sampler's parameters.
-func (s *Sampler) Params() Params { return s.p }
+func (s *Sampler) Params() Params {
+	p := s.p
+	p.DRYSequenceBreakers = slices.Clone(p.DRYSequenceBreakers)
+	if p.LogitBias != nil {
+		m := make(map[int32]float32, len(p.LogitBias))
+		for k, v := range p.LogitBias {
+			m[k] = v
+		}
+		p.LogitBias = m
+	}
+	return p
+}
 
 func (s *Sampler) penaltiesOn() bool {
 	return s.p.PenaltyLastN != 0 && (s.p.RepeatPenalty != 1 || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0)
 }
 
-// Accept records a token (prompt tokens too) for the penalties. Until the
-// window is full the history grows (amortized, like append); then it is a
-// ring.
+func (s *Sampler) typicalOn() bool { return s.p.TypicalP > 0 && s.p.TypicalP < 1 }
+
+func (s *Sampler) xtcOn() bool { return s.p.XTCProbability > 0 && s.p.XTCThreshold <= 0.5 }
+
+// Accept records a token (prompt tokens too) for the penalties and DRY.
+// Until a window is full its history grows (amortized, like append); then
+// it is a ring.
 func (s *Sampler) Accept(tok int32) {
-	if s.window == 0 {
-		return
-	}
-	if len(s.hist) < s.window {
-		s.hist = append(s.hist, tok)
-		s.histLen = len(s.hist)
-		return
-	}
-	s.hist[s.histPos] = tok
-	s.histPos = (s.histPos + 1) % len(s.hist)
+	s.hist.push(tok)
+	s.dry.hist.push(tok)
 }
 
-// Reset forgets the accepted tokens and restarts the generator from the
-// seed, so the sampler then behaves as a new one.
+// Reset forgets the accepted tokens, restarts the generator from the seed
+// and mirostat from its initial state, so the sampler then behaves as a new
+// one (a vocabulary given to SetVocab is kept).
 func (s *Sampler) Reset() {
-	s.histPos, s.histLen = 0, 0
-	s.hist = s.hist[:0]
+	s.hist.reset()
+	s.dry.hist.reset()
 	s.rng.seed(s.p.Seed)
+	s.mu = 2 * float64(s.p.MirostatTau)
 }
 
 func (s *Sampler) ensure(n int) {
@@ -178,6 +265,7 @@ func (s *Sampler) ensure(n int) {
 	s.work = make([]float32, n)
 	s.cands = make([]cand, n)
 	s.counts = make([]int32, n)
+	s.dry.ensure(n)
 }
 
 // Sample returns the next token for logits, or -1 if logits is empty. It
@@ -185,6 +273,7 @@ func (s *Sampler) ensure(n int) {
 // does not allocate.
 func (s *Sampler) Sample(logits []float32) int32 {
 	n := len(logits)
+	s.lastN = 0
 	if n == 0 {
 		return -1
 	}
@@ -205,10 +294,14 @@ func (s *Sampler) Sample(logits []float32) int32 {
 			w[id] = clampFinite(w[id]+b, w[id], b)
 		}
 	}
-	if s.penaltiesOn() && s.histLen > 0 {
+	if s.penaltiesOn() && s.hist.len() > 0 {
 		s.applyPenalties(w)
 	}
-	if s.p.Temperature == 0 {
+	s.dry.apply(&s.p, w)
+	s.lastN = n
+	// Greedy without a stage that can drop the best token (mirostat
+	// replaces typical-p and XTC): the argmax.
+	if s.p.Temperature == 0 && (s.p.Mirostat != 0 || !s.typicalOn() && !s.xtcOn()) {
 		return argmax(w)
 	}
 	// Candidates: every token not banned (-Inf).
@@ -221,11 +314,22 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	if len(c) == 0 {
 		return argmax(w)
 	}
+	t := float64(s.p.Temperature)
+	if s.p.Mirostat != 0 && t > 0 {
+		if s.p.Mirostat == 1 {
+			return s.mirostatV1(c, t, n)
+		}
+		return s.mirostatV2(c, t)
+	}
 	sorted := false
 	if k := s.p.TopK; k > 0 && k < len(c) {
 		selectTop(c, k)
 		c = c[:k]
 		sorted = true
+	}
+	if s.typicalOn() {
+		c = typical(c, float64(s.p.TypicalP))
+		sorted = false
 	}
 	if p := float64(s.p.TopP); p > 0 && p < 1 {
 		c = topP(c, p, sorted)
@@ -234,7 +338,28 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	if mp := s.p.MinP; mp > 0 {
 		c = minP(c, float64(mp), sorted)
 	}
-	return s.draw(c, float64(s.p.Temperature))
+	if s.xtcOn() && len(c) >= 2 {
+		// Draw first, as llama.cpp: the generator advances whether or not
+		// XTC then applies.
+		if s.rng.float64() <= float64(s.p.XTCProbability) {
+			c = xtc(c, float64(s.p.XTCThreshold))
+		}
+	}
+	if t == 0 {
+		return best(c)
+	}
+	return c[s.draw(c, t)].id
+}
+
+// best returns the id of c's best candidate (highest logit, lowest id).
+func best(c []cand) int32 {
+	b := c[0]
+	for _, x := range c[1:] {
+		if better(x, b) {
+			b = x
+		}
+	}
+	return b.id
 }
 
 // applyPenalties applies llama.cpp's repetition penalties for the tokens in
@@ -242,8 +367,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 func (s *Sampler) applyPenalties(w []float32) {
 	n := len(w)
 	seen := s.seen[:0]
-	for i := 0; i < s.histLen; i++ {
-		t := s.hist[i]
+	for _, t := range s.hist.buf {
 		if t < 0 || int(t) >= n {
 			continue
 		}
@@ -436,10 +560,11 @@ func minP(c []cand, p float64, sorted bool) []cand {
 	return out
 }
 
-// draw picks from c with probability proportional to exp(logit/t). The
-// temperature divides the (finite) distance to the best logit, in float64,
-// so a small t cannot overflow.
-func (s *Sampler) draw(c []cand, t float64) int32 {
+// draw picks from c with probability proportional to exp(logit/t) and
+// returns its index. The temperature divides the (finite) distance to the
+// best logit, in float64, so a small t cannot overflow. It leaves the
+// unnormalised weights in c[i].p.
+func (s *Sampler) draw(c []cand, t float64) int {
 	mx := maxLogit(c)
 	sum := 0.0
 	for i := range c {
@@ -452,14 +577,14 @@ func (s *Sampler) draw(c []cand, t float64) int32 {
 	for i := range c {
 		cum += c[i].p
 		if u < cum {
-			return c[i].id
+			return i
 		}
 	}
 	// Rounding left u at the very top: take the last likely candidate.
 	for i := len(c) - 1; i >= 0; i-- {
 		if c[i].p > 0 {
-			return c[i].id
+			return i
 		}
 	}
-	return c[0].id
+	return 0
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Make llama.cpp reference logits in the shared test data's *.ref.jsonl format.
 
-Usage: make_refs.py MODEL.gguf PROMPTS.txt [--greedy N] [--kv-f32] [--no-repack]
+Usage: make_refs.py MODEL.gguf PROMPTS.txt [--greedy N] [--kv-f32 | --kv-q8] [--no-repack]
                     [--parse-special] > OUT.ref.jsonl
 
 Needs llama-cpp-python (0.3.36 made the files here) on PYTHONPATH. Runs the
 CPU backend with 2 threads, n_ctx 512, the prompt as one batch, flash
-attention off; the KV cache is F16 unless --kv-f32. --no-repack turns off
+attention off; the KV cache is F16 unless --kv-f32, or Q8_0 (K and V,
+with flash attention on) with --kv-q8. --no-repack turns off
 llama.cpp's repacked weight layouts (use_extra_bufts; on x86 with AVX2 it
 repacks Q4_K into q4_K_8x8, which sums the dot products in another order).
 Prompts are one a line with \\n standing for a newline; an empty line is BOS
@@ -24,6 +25,7 @@ def main():
     ap.add_argument("prompts")
     ap.add_argument("--greedy", type=int, default=24)
     ap.add_argument("--kv-f32", action="store_true")
+    ap.add_argument("--kv-q8", action="store_true", help="Q8_0 K and V caches (flash attention on, as llama.cpp needs for a quantized V)")
     ap.add_argument("--no-repack", action="store_true")
     ap.add_argument("--parse-special", action="store_true")
     a = ap.parse_args()
@@ -68,6 +70,9 @@ def main():
         cp.flash_attn_type = 0
         if a.kv_f32:
             cp.type_k = cp.type_v = 0
+        if a.kv_q8:
+            cp.type_k = cp.type_v = 8  # GGML_TYPE_Q8_0
+            cp.flash_attn_type = 1  # enabled
         ctx = L.llama_init_from_model(model, cp)
         toks = tokenize(prompt)
         batch = L.llama_batch_init(max(len(toks), 1), 0, 1)

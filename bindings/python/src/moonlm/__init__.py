@@ -31,6 +31,8 @@ from ._errors import (
 from ._generate import Completion, TextStream
 from ._model import Model, OpenStats, Sampler, Session
 from ._hub import HubError
+from ._conversation import Conversation
+from ._state import SessionStats
 
 __version__ = "0.1.0"
 
@@ -70,6 +72,8 @@ __all__ = [
     "Completion",
     "TextStream",
     "HubError",
+    "Conversation",
+    "SessionStats",
     "MoonlmError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",

@@ -25,8 +25,9 @@ from typing import (
 from . import _args as A
 from . import _generate as G
 from . import _lib as L
-from ._errors import InternalError, InvalidArgumentError, UnsupportedError
+from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
 from ._generate import Completion, TextStream
+from ._state import SessionStateMixin
 
 _np: Any
 try:  # NumPy is optional: logits are NumPy views when present, array('f') otherwise.
@@ -38,7 +39,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 Tokens = Union[Sequence[int], "array[int]", Any]
 Logits = Any  # numpy.ndarray (float32) when NumPy is installed, else array('f')
 
-_KV_TYPES = {"f16": L.KV_F16, "f32": L.KV_F32}
+_KV_TYPES = {"f16": L.KV_F16, "f32": L.KV_F32, "q8_0": L.KV_Q8_0}
 
 # Tri-state open options (pack, packed_cache): None or "default" leaves the
 # choice to the library (its environment variables, else on).
@@ -700,8 +701,9 @@ class Model:
         kv_type: str = "f16",
     ) -> "Session":
         """A new session (KV cache and position). n_ctx defaults to the
-        model's context_length; kv_type is "f16" (default, like llama.cpp)
-        or "f32"."""
+        model's context_length; kv_type is "f16" (default, like llama.cpp),
+        "f32", or "q8_0" (about half of f16's memory, as llama.cpp's -ctk
+        q8_0 -ctv q8_0; needs a head dimension that is a multiple of 32)."""
         return Session(self, n_ctx=n_ctx, n_threads=n_threads, kv_type=kv_type)
 
     def generate(
@@ -846,7 +848,7 @@ def _finish(it: TextStream, details: bool) -> Union[str, Completion]:
     return c if details else c.text
 
 
-class Session:
+class Session(SessionStateMixin):
     """A sequence being evaluated: its KV cache and position.
 
     One thread at a time may use a session (a concurrent call raises
@@ -875,7 +877,7 @@ class Session:
             params.n_threads = A.integer("session", "n_threads", n_threads, 0, A.INT32_MAX)
         A.string("session", "kv_type", kv_type)
         if kv_type not in _KV_TYPES:
-            raise A.range_error("session", "kv_type", f"must be 'f16' or 'f32', got {kv_type!r}")
+            raise A.range_error("session", "kv_type", f"must be 'f16', 'f32' or 'q8_0', got {kv_type!r}")
         params.kv_type = _KV_TYPES[kv_type]
         handle = ctypes.c_void_p()
         st = lib.session_new(model._h("session"), ctypes.byref(params), ctypes.byref(handle))

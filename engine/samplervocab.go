@@ -1,0 +1,18 @@
+package engine
+
+import (
+	"github.com/moonlm/moonlm/engine/sample"
+	"github.com/moonlm/moonlm/engine/tokenizer"
+)
+
+// SamplerVocab is the vocabulary as the samplers see it (DRY's sequence
+// breakers): token texts with special tokens rendered, and tokenization
+// without special tokens. Values for one model compare equal, so a sampler
+// resolves its breakers once per model.
+func (m *Model) SamplerVocab() sample.Vocab { return samplerVocab{m.tok} }
+
+type samplerVocab struct{ t *tokenizer.Tokenizer }
+
+func (v samplerVocab) NumTokens() int                     { return v.t.VocabSize() }
+func (v samplerVocab) TokenText(id int32) []byte          { return v.t.PieceSpecial(id) }
+func (v samplerVocab) Tokenize(s string) ([]int32, error) { return v.t.Encode(s, false, false) }
