@@ -163,3 +163,20 @@ func TestEmbeddingsDecoder(t *testing.T) {
 		t.Fatalf("%d values of norm %g", len(v), norm)
 	}
 }
+
+// An encoder served has no logits: completions fail with an error, the
+// server stays up.
+func TestEmbeddingsEncoderRefusesCompletions(t *testing.T) {
+	m := synthBert(t)
+	_, ts := start(t, m, Config{Alias: "bert"})
+	t.Cleanup(func() { m.Close() })
+	resp, b := post(t, ts.URL+"/v1/completions", `{"prompt": "hello", "max_tokens": 2}`)
+	if resp.StatusCode == http.StatusOK {
+		t.Fatalf("completions on an encoder answered 200: %s", b)
+	}
+	checkError(t, "completions", resp, b, resp.StatusCode, "")
+	resp, b = post(t, ts.URL+"/v1/embeddings", `{"input": "still serving"}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("embeddings after a refused completion: %d %s", resp.StatusCode, b)
+	}
+}
