@@ -140,7 +140,7 @@ func TestInspectArchitectureSupport(t *testing.T) {
 		line      string
 	}{
 		{"llama", true, "", `arch:        "llama" (supported)`},
-		{"mistral3", false, "llama", `arch:        "mistral3" (not supported; closest supported family: llama; supported: gemma3, granite, llama,`},
+		{"mistral3", false, "llama", `arch:        "mistral3" (not supported; closest supported family: llama; supported: bert, gemma3, granite, llama,`},
 		{"mamba", false, "none", `arch:        "mamba" (not supported; closest supported family: none;`},
 	}
 	for _, c := range cases {
