@@ -164,17 +164,16 @@ func TestEmbeddingsDecoder(t *testing.T) {
 	}
 }
 
-// An encoder served has no logits: completions fail with an error, the
-// server stays up.
+// An encoder served has no logits: completions are refused (400
+// unsupported_model), and the server keeps embedding.
 func TestEmbeddingsEncoderRefusesCompletions(t *testing.T) {
 	m := synthBert(t)
 	_, ts := start(t, m, Config{Alias: "bert"})
 	t.Cleanup(func() { m.Close() })
 	resp, b := post(t, ts.URL+"/v1/completions", `{"prompt": "hello", "max_tokens": 2}`)
-	if resp.StatusCode == http.StatusOK {
-		t.Fatalf("completions on an encoder answered 200: %s", b)
-	}
-	checkError(t, "completions", resp, b, resp.StatusCode, "")
+	checkError(t, "completions", resp, b, http.StatusBadRequest, "unsupported_model")
+	resp, b = post(t, ts.URL+"/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}]}`)
+	checkError(t, "chat", resp, b, http.StatusBadRequest, "unsupported_model")
 	resp, b = post(t, ts.URL+"/v1/embeddings", `{"input": "still serving"}`)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("embeddings after a refused completion: %d %s", resp.StatusCode, b)
