@@ -696,3 +696,66 @@ moonlm_status moonlm_chat_parse_tool_calls(const moonlm_model *model, const char
     return (moonlm_status)moonlmgo_chat_parse_tool_calls((uintptr_t)model, (char *)name, (char *)text, len, out, cap,
                                                          n_out);
 }
+
+/* ---- embeddings and reranking ------------------------------------------ */
+
+static void moonlm__embed_params_defaults(moonlm_embed_params *params) {
+    memset(params, 0, sizeof *params);
+    params->size = sizeof *params;
+    params->pooling = MOONLM_POOLING_MODEL;
+}
+
+void moonlm_embed_params_init(moonlm_embed_params *params, size_t size) {
+    if (params == NULL || size < sizeof(size_t)) {
+        return;
+    }
+    moonlm_embed_params d;
+    moonlm__embed_params_defaults(&d);
+    moonlm__fill_struct(params, size, &d, sizeof d);
+}
+
+moonlm_status moonlm_embed_size(const moonlm_model *model, int32_t pooling, size_t *n_out) {
+    MOONLM__ENTER("moonlm_embed_size");
+    return (moonlm_status)moonlmgo_embed_size((uintptr_t)model, pooling, n_out);
+}
+
+/* Reads params (NULL: defaults) into p. */
+static moonlm_status moonlm__embed_params(const char *fn, const moonlm_embed_params *params, moonlm_embed_params *p) {
+    moonlm__embed_params_defaults(p);
+    if (params == NULL) {
+        return MOONLM_OK;
+    }
+    return moonlm__read_struct(fn, "moonlm_embed_params", params, sizeof(moonlm_embed_params),
+                               sizeof(moonlm_embed_params), p);
+}
+
+moonlm_status moonlm_embed(const moonlm_model *model, const char *const *texts, const size_t *lens, size_t n_texts,
+                           const moonlm_embed_params *params, float *out, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_embed");
+    moonlm_embed_params p;
+    moonlm_status st = moonlm__embed_params("moonlm_embed", params, &p);
+    if (st != MOONLM_OK) {
+        return st;
+    }
+    return (moonlm_status)moonlmgo_embed((uintptr_t)model, 0, (char **)texts, (size_t *)lens, n_texts, NULL, NULL,
+                                         p.pooling, p.flags, out, cap, n_out);
+}
+
+moonlm_status moonlm_embed_tokens(const moonlm_model *model, const int32_t *const *tokens, const size_t *n_tokens,
+                                  size_t n_texts, const moonlm_embed_params *params, float *out, size_t cap,
+                                  size_t *n_out) {
+    MOONLM__ENTER("moonlm_embed_tokens");
+    moonlm_embed_params p;
+    moonlm_status st = moonlm__embed_params("moonlm_embed_tokens", params, &p);
+    if (st != MOONLM_OK) {
+        return st;
+    }
+    return (moonlm_status)moonlmgo_embed((uintptr_t)model, 1, NULL, NULL, n_texts, (int32_t **)tokens,
+                                         (size_t *)n_tokens, p.pooling, p.flags, out, cap, n_out);
+}
+
+moonlm_status moonlm_rerank(const moonlm_model *model, const char *query, const char *const *docs, size_t n_docs,
+                            float *scores, size_t cap, size_t *n_out) {
+    MOONLM__ENTER("moonlm_rerank");
+    return (moonlm_status)moonlmgo_rerank((uintptr_t)model, (char *)query, (char **)docs, n_docs, scores, cap, n_out);
+}

@@ -32,12 +32,21 @@ func TestFamiliesCompile(t *testing.T) {
 					seen[d.Role] = d.Name
 				}
 			}
-			for _, r := range []arch.Role{arch.TokenEmbd, arch.Output, arch.OutputNorm} {
+			// Decoders end in an output head; encoders (learned
+			// positions) in pooled hidden states.
+			head := []arch.Role{arch.TokenEmbd, arch.Output, arch.OutputNorm}
+			if fam.Tensor(arch.PosEmbd) != nil {
+				head = []arch.Role{arch.TokenEmbd, arch.PosEmbd, arch.EmbdNorm, arch.EmbdNormB}
+			}
+			for _, r := range head {
 				assert.Contains(t, seen, r, "model role %d", r)
 			}
 			for _, st := range fam.Block {
 				if st.W != arch.NoRole {
 					assert.Contains(t, seen, st.W, "step %d's weight", st.Op)
+				}
+				if st.B != arch.NoRole {
+					assert.Contains(t, seen, st.B, "step %d's bias", st.Op)
 				}
 				for _, p := range st.Proj {
 					assert.Contains(t, seen, p.W)
@@ -55,7 +64,7 @@ func TestFamiliesCompile(t *testing.T) {
 			assert.Equal(t, 128, pl.width[arch.Q])
 			assert.Equal(t, 64, pl.width[arch.K])
 			assert.Equal(t, 128, pl.width[arch.Att])
-			assert.Equal(t, 160, pl.width[arch.G])
+			assert.Equal(t, 160, max(pl.width[arch.G], pl.width[arch.U])) // gated or not
 			assert.Equal(t, 160, pl.maxIn)
 			assert.Equal(t, phTokens, pl.phases[len(pl.phases)-1].kind)
 		})

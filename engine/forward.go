@@ -193,6 +193,12 @@ func (s *Session) stageToken(t, worker int) {
 			s.kern.Scale(x, c.EmbScale)
 		}
 		pos := s.p0 + t
+		if s.packed {
+			pos = int(s.packPos[t]) // its position in its own text
+		}
+		if m.encoder {
+			s.encoderEmbed(t, pos)
+		}
 		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: s.ropeFreq, AttnFactor: c.AttnFactor,
 			ExtFactor: c.YarnExt, CorrDims: m.yarnCorr},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
@@ -222,7 +228,7 @@ func (s *Session) stageToken(t, worker int) {
 // layer norm.
 func (s *Session) norm(dst, x, w []float32) {
 	if s.c.LayerNorm {
-		layerNorm(dst, x, w, s.c.Eps)
+		layerNorm(dst, x, w, nil, s.c.Eps)
 		return
 	}
 	s.ops.rmsNorm(dst, x, w, s.c.Eps)
@@ -232,8 +238,9 @@ func (s *Session) norm(dst, x, w []float32) {
 // with AVX-512: the mean from a float64 sum, the centered values and the
 // variance from their squares (16 at a time, each group reduced as
 // _mm512_reduce_add_ps does and added in float64), then scaled by
-// 1/sqrt(variance+eps) and multiplied by w. dst may be x.
-func layerNorm(dst, x, w []float32, eps float32) {
+// 1/sqrt(variance+eps), multiplied by w and plus b (either may be nil:
+// then skipped). dst may be x.
+func layerNorm(dst, x, w, b []float32, eps float32) {
 	n := len(x)
 	var sum float64
 	for _, v := range x {
@@ -271,6 +278,9 @@ func layerNorm(dst, x, w []float32, eps float32) {
 		if w != nil {
 			dst[i] *= w[i]
 		}
+	}
+	if b != nil {
+		kernels.Add(dst[:n], dst[:n], b[:n])
 	}
 }
 
@@ -340,6 +350,14 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			}
 		case tkQuantize:
 			s.quantize(s.tok(op.in, t), t, L, op.proj)
+		case tkLayerNorm:
+			layerNorm(s.tok(op.out, t), s.tok(op.in, t), L.vecs[op.w], L.vecs[op.b], c.Eps)
+		case tkAct:
+			if x := s.tok(op.in, t); c.Act == arch.GELU {
+				s.ops.gelu(x, x)
+			} else {
+				kernels.SiLU(x, x)
+			}
 		}
 	}
 }
@@ -438,13 +456,25 @@ func (s *Session) attendGroup(t, g, worker int) {
 }
 
 // headView returns what attention head h of batch token t works on: its KV
-// head g, its position, the first position it may see (the sliding window's
-// start, else 0), its query and its output.
+// head g, its position (for a non-causal model the sequence's last: the
+// last position it may see), the first position it may see (the sliding
+// window's start, else 0), its query and its output.
 func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 	c := s.c
 	hd, qDim := c.HeadDim, c.Heads*c.HeadDim
 	g = h / (c.Heads / c.KVHeads)
 	pos = s.p0 + t
+	if c.NonCausal {
+		// pos is the last position the head sees: the sequence's end.
+		pos = s.p0 + s.nTok - 1
+	}
+	if s.packed {
+		// Several texts in the batch: a token sees its own text's cells.
+		first = s.p0 + int(s.packFirst[t])
+		if c.NonCausal {
+			pos = s.p0 + int(s.packLast[t])
+		}
+	}
 	if s.m.layers[s.il].sliding {
 		first = max(0, pos-c.SWAWindow+1)
 	}

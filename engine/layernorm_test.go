@@ -28,9 +28,9 @@ func TestLayerNorm(t *testing.T) {
 		}
 		v /= float64(n)
 		dst := make([]float32, n)
-		layerNorm(dst, x, w, 1e-5)
+		layerNorm(dst, x, w, nil, 1e-5)
 		in := append([]float32(nil), x...)
-		layerNorm(in, in, w, 1e-5)
+		layerNorm(in, in, w, nil, 1e-5)
 		for i := range x {
 			want := (float64(x[i]) - mean) / math.Sqrt(v+1e-5) * float64(w[i])
 			if math.Abs(float64(dst[i])-want) > 1e-5 || dst[i] != in[i] {

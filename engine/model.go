@@ -105,6 +105,7 @@ type Model struct {
 	ropeLong   []float32  // LongRoPE's divisors beyond the original context, or nil
 	ropeShort  []float32  // LongRoPE's divisors within it, or nil
 	yarnCorr   [2]float32 // YaRN's correction dimensions (Params.YarnExt)
+	encoder    bool       // non-causal, no output head: embeddings only (encoder.go)
 	layers     []layer
 	pool       *pool.Pool
 	info       Info
@@ -522,7 +523,12 @@ func (m *Model) loadTensors() error {
 	m.embd, m.output = &m.glob.mats[arch.TokenEmbd], &m.glob.mats[arch.Output]
 	m.outputNorm, m.ropeFreqs = m.glob.vecs[arch.OutputNorm], m.glob.vecs[arch.RopeFreqs]
 	m.ropeLong, m.ropeShort = m.glob.vecs[arch.RopeLong], m.glob.vecs[arch.RopeShort]
-	if m.embd.Data == nil || m.output.Data == nil || m.outputNorm == nil {
+	m.encoder = c.NonCausal
+	if m.encoder {
+		if err := m.checkEncoder(); err != nil {
+			return err
+		}
+	} else if m.embd.Data == nil || m.output.Data == nil || m.outputNorm == nil {
 		return descriptionError(m.fam, "token_embd, output and output_norm are required")
 	}
 	if m.embd.Rows < m.tok.VocabSize() {

@@ -166,10 +166,11 @@ func (m *Model) packTargets() ([]packTarget, int) {
 			}
 		}
 	}
-	// The model's matrices but the embeddings, which are only looked up.
+	// The model's matrices but the embeddings and the other matrices
+	// whose rows are only looked up.
 	for i := range m.fam.Model {
 		t := &m.fam.Model[i]
-		if !t.Matrix() || t.Role == arch.TokenEmbd || m.glob.mats[t.Role].Data == nil {
+		if !t.Matrix() || t.Role == arch.TokenEmbd || t.Lookup || m.glob.mats[t.Role].Data == nil {
 			continue
 		}
 		name := t.Name

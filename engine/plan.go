@@ -58,6 +58,8 @@ const (
 	tkGLU
 	tkTempQ
 	tkQuantize
+	tkLayerNorm
+	tkAct
 )
 
 // tokOp is one per-token operation of a token phase.
@@ -65,6 +67,7 @@ type tokOp struct {
 	kind    tokKind
 	in, out arch.Buf
 	w       arch.Role
+	b       arch.Role   // tkLayerNorm's bias
 	proj    []arch.Proj // tkBias, tkQuantize
 }
 
@@ -195,6 +198,13 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 				return nil, descriptionError(fam, "a GLU of %d gate and %d up values", pl.width[arch.G], pl.width[arch.U])
 			}
 			cur.ops = append(cur.ops, tokOp{kind: tkGLU})
+		case arch.OpLayerNorm:
+			if pl.width[st.In] != pl.width[st.Out] {
+				return nil, descriptionError(fam, "a layer norm from %d to %d values", pl.width[st.In], pl.width[st.Out])
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkLayerNorm, in: st.In, out: st.Out, w: st.W, b: st.B})
+		case arch.OpAct:
+			cur.ops = append(cur.ops, tokOp{kind: tkAct, in: st.In})
 		default:
 			return nil, descriptionError(fam, "unknown step %d", st.Op)
 		}

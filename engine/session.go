@@ -95,6 +95,14 @@ type Session struct {
 	fnAttn   pool.Task
 	fnStage  pool.Task
 
+	// embed is Embed's pooling state (embed.go), nil until the first Embed.
+	embed *embedState
+	// packed: the batch holds several texts of an encoder (EmbedBatch);
+	// per batch token, its text, its position in it and the batch indices
+	// of the text's first and last tokens.
+	packed                                 bool
+	packText, packPos, packFirst, packLast []int32
+
 	// gen is Generate's scratch, reused so that generating allocates
 	// nothing per token.
 	gen genScratch
@@ -125,7 +133,15 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	if nCtx < 0 {
 		return nil, fmt.Errorf("engine: new session: %w: context %d, threads %d", ErrInvalidArgument, p.NCtx, p.Threads)
 	}
-	f32 := p.KVF32
+	if m.encoder && nCtx > c.CtxTrain {
+		// Learned position embeddings end at the training context.
+		return nil, fmt.Errorf("engine: new session: %w: context %d > the encoder's %d positions", ErrInvalidArgument, nCtx, c.CtxTrain)
+	}
+	if m.encoder && nCtx > maxEncoderCtx {
+		// An encoder's batch is its context: bound the scratch it sizes.
+		return nil, fmt.Errorf("engine: new session: %w: an encoder context of %d (at most %d)", ErrInvalidArgument, nCtx, maxEncoderCtx)
+	}
+	f32 := p.KVF32 || m.encoder // encoders attend in f32, as llama.cpp's cacheless attention
 	kind := kvF16
 	switch {
 	case f32:
@@ -198,6 +214,9 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	// decode).
 	s.cacheCleanup = runtime.AddCleanup(s, (*kvCache).free, s.cache)
 	nb := min(s.ops.batch, s.nCtx)
+	if m.encoder {
+		nb = s.nCtx // a sequence is computed in one pass (non-causal attention)
+	}
 	s.nb = nb
 	pl := m.plan
 	for b, w := range pl.width {
@@ -410,6 +429,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	if len(tokens) == 0 {
 		return fmt.Errorf("engine: %s: %w: no tokens", what, ErrInvalidArgument)
 	}
+	if s.m.encoder && !s.embedding() {
+		return fmt.Errorf("engine: %s: %w: %s is an embedding model (it has no logits; use Embed)", what, ErrUnsupported, s.m.cfg.Arch)
+	}
 	vocab := int32(s.m.embd.Rows)
 	for i, t := range tokens {
 		if t < 0 || t >= vocab {
@@ -450,6 +472,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 				return panicError(fmt.Sprintf("engine: %s at position %d", what, s.pos), pe)
 			}
 			return fmt.Errorf("engine: %s at position %d: %w", what, s.pos, err)
+		}
+		if s.embedding() {
+			s.embedChunk(done, n)
 		}
 		s.hist = append(s.hist, chunk...)
 		s.pos += n

@@ -1076,6 +1076,83 @@ MOONLM_API moonlm_status moonlm_session_state_save_file(const moonlm_session *se
 /* moonlm_session_state_load from a file written by either save call. */
 MOONLM_API moonlm_status moonlm_session_state_load_file(moonlm_session *session, const char *path);
 
+/* ------------------------------------------------------------------------ */
+/* Embeddings and reranking                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * How a text's per-token hidden states become its embedding. The hidden
+ * states are an encoder's (BERT: bge, all-MiniLM, e5) last block output or
+ * a decoder's after its final norm (Qwen3-Embedding: LAST).
+ */
+typedef enum moonlm_pooling {
+    MOONLM_POOLING_MODEL = 0, /* the file's ARCH.pooling_type; MEAN when it has none */
+    MOONLM_POOLING_NONE = 1,  /* every token's hidden state, one row each */
+    MOONLM_POOLING_MEAN = 2,  /* the average over the text's tokens */
+    MOONLM_POOLING_CLS = 3,   /* the first token's (BERT's [CLS]) */
+    MOONLM_POOLING_LAST = 4,  /* the last token's */
+    MOONLM_POOLING_RANK = 5   /* a reranker's head (an encoder's on the first token, a decoder's on the last) */
+} moonlm_pooling;
+
+/* moonlm_embed_params.flags: scale each vector (each row, with NONE) to unit length. */
+#define MOONLM_EMBED_NORMALIZE 1u
+
+/* Options of moonlm_embed and moonlm_embed_tokens. */
+typedef struct moonlm_embed_params {
+    size_t size;     /* sizeof(moonlm_embed_params) */
+    int32_t pooling; /* a moonlm_pooling; default MOONLM_POOLING_MODEL */
+    uint32_t flags;  /* MOONLM_EMBED_NORMALIZE; default none */
+} moonlm_embed_params;
+
+/* Fills params with the defaults for a struct of size bytes. */
+MOONLM_API void moonlm_embed_params_init(moonlm_embed_params *params, size_t size);
+#define moonlm_embed_params_default(params) moonlm_embed_params_init((params), sizeof *(params))
+
+/*
+ * The length of one vector of pooling (a moonlm_pooling) with this model,
+ * into *n_out: the hidden size, or with RANK the classifier's outputs (1
+ * for bge-reranker, 2 for Qwen3-Reranker). RANK on a model without a
+ * reranker head is MOONLM_UNSUPPORTED.
+ */
+MOONLM_API moonlm_status moonlm_embed_size(const moonlm_model *model, int32_t pooling, size_t *n_out);
+
+/*
+ * Embeds n_texts texts (texts[i] of lens[i] bytes, or NUL-terminated when
+ * lens is NULL), each tokenized with the model's special tokens added
+ * (BERT: [CLS] text [SEP]; special-token text inside is not parsed) and
+ * computed as its own sequence, and writes the vectors one after another
+ * into out: n_texts vectors of moonlm_embed_size floats, or with
+ * MOONLM_POOLING_NONE one row of the hidden size per token of each text
+ * (as many as moonlm_tokenize with MOONLM_TOKENIZE_ADD_SPECIAL gives).
+ * params may be NULL for the defaults. The (buf, cap, n_out) protocol in
+ * floats: *n_out (when not NULL) receives the floats needed, and a cap
+ * below it is MOONLM_BUFFER_TOO_SMALL before anything is computed. An
+ * encoder's text longer than its training context is MOONLM_CONTEXT_FULL.
+ * The model's worker pool computes it; the call is safe from any thread.
+ */
+MOONLM_API moonlm_status moonlm_embed(const moonlm_model *model, const char *const *texts, const size_t *lens,
+                                      size_t n_texts, const moonlm_embed_params *params, float *out, size_t cap,
+                                      size_t *n_out);
+
+/* moonlm_embed of token lists: tokens[i] holds n_tokens[i] (>= 1) ids. */
+MOONLM_API moonlm_status moonlm_embed_tokens(const moonlm_model *model, const int32_t *const *tokens,
+                                             const size_t *n_tokens, size_t n_texts,
+                                             const moonlm_embed_params *params, float *out, size_t cap,
+                                             size_t *n_out);
+
+/*
+ * Scores each of n_docs documents (NUL-terminated) against query with a
+ * reranker (MOONLM_POOLING_RANK): a BERT encoder with a classifier head,
+ * the pair tokenized as [CLS] query [SEP] document [SEP], scored by the
+ * head's first output (a logit); or a decoder with a cls.output head
+ * (Qwen3-Reranker), the pair put in its rerank prompt template
+ * (tokenizer.chat_template.rerank), scored by the probability of its
+ * first label ("yes"). Higher is more relevant. scores uses the (buf,
+ * cap, n_out) protocol: n_docs floats.
+ */
+MOONLM_API moonlm_status moonlm_rerank(const moonlm_model *model, const char *query, const char *const *docs,
+                                       size_t n_docs, float *scores, size_t cap, size_t *n_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -195,6 +195,20 @@ export interface ToolCall {
   };
 }
 
+/**
+ * How embed() pools a text's per-token hidden states: 'model' (the file's
+ * pooling_type, else 'mean'), 'mean', 'cls' (first token), 'last' (last
+ * token, as Qwen3-Embedding), 'none' (every token's) or 'rank' (a
+ * reranker's classifier head).
+ */
+export type Pooling = 'model' | 'none' | 'mean' | 'cls' | 'last' | 'rank';
+
+export interface EmbedOptions {
+  pooling?: Pooling | null;
+  /** Scale each vector to unit length. */
+  normalize?: boolean;
+}
+
 /** A tool call as parseToolCalls and a Completion report it. */
 export interface ParsedToolCall {
   id: string;
@@ -310,6 +324,20 @@ export declare class Model implements Disposable {
   applyChatTemplate(messages: ChatMessage[], opts?: ChatTemplateOptions): string;
   /** The tool calls in a reply, read as the model's template (or opts.template) writes them. */
   parseToolCalls(text: string, opts?: { template?: BuiltinChatTemplate | null }): ParsedToolCalls;
+  /**
+   * Embedding vectors: one Float32Array per text (one for a single string),
+   * or with pooling 'none' an array of per-token Float32Arrays per text.
+   */
+  embed(texts: string, opts?: EmbedOptions & { pooling?: Exclude<Pooling, 'none'> }): Float32Array;
+  embed(texts: string[], opts?: EmbedOptions & { pooling?: Exclude<Pooling, 'none'> }): Float32Array[];
+  embed(texts: string[], opts: EmbedOptions & { pooling: 'none' }): Float32Array[][];
+  /** embed() of token lists (each not empty). */
+  embedTokens(tokenLists: Tokens[], opts?: EmbedOptions & { pooling?: Exclude<Pooling, 'none'> }): Float32Array[];
+  embedTokens(tokenLists: Tokens[], opts: EmbedOptions & { pooling: 'none' }): Float32Array[][];
+  /** The length of one embedding vector with pooling (default the model's). */
+  embeddingLength(pooling?: Pooling | null): number;
+  /** A reranker's relevance score per document (higher is more relevant). */
+  rerank(query: string, documents: string[]): number[];
   session(opts?: SessionOptions): Session;
   generate(prompt: string | Tokens, opts: GenerateOptions & { details: true }): Promise<Completion>;
   generate(prompt: string | Tokens, opts?: GenerateOptions & { details?: false }): Promise<string>;

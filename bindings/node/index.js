@@ -193,6 +193,10 @@ const arg = {
   },
 };
 
+// moonlm_pooling by name, and the options of embed.
+const POOLINGS = { model: 0, none: 1, mean: 2, cls: 3, last: 4, rank: 5 };
+const EMBED_OPTS = new Set(['pooling', 'normalize']);
+
 // The keys of an OpenAI-style message the library knows; others are refused.
 const MESSAGE_KEYS = ['role', 'content', 'tool_calls', 'tool_call_id', 'name'];
 
@@ -344,6 +348,7 @@ function lib() {
       n_prompt: 'size_t', n_generated: 'size_t', n_evaluated: 'size_t',
     }),
   };
+  t.embedParams = koffi.struct({ size: 'size_t', pooling: 'int32_t', flags: 'uint32_t' });
   t.generateParams = koffi.struct({
     size: 'size_t', max_tokens: 'int32_t', flags: 'uint32_t',
     stop: koffi.pointer(koffi.pointer('uint8_t')), stop_len: koffi.pointer('size_t'), n_stop: 'size_t',
@@ -418,6 +423,18 @@ function lib() {
   } catch {
     c.chat_apply_template_named = null;
     c.chat_builtin_templates = null;
+  }
+  try {
+    c.embed_params_init = f('moonlm_embed_params_init', 'void', [out(t.embedParams), 'size_t']);
+    c.embed_size = f('moonlm_embed_size', 'int', [t.model, 'int32_t', sizeOut]);
+    c.embed = f('moonlm_embed', 'int',
+      [t.model, P('const char *'), 'size_t *', 'size_t', P(t.embedParams), 'float *', 'size_t', sizeOut]);
+    c.embed_tokens = f('moonlm_embed_tokens', 'int',
+      [t.model, P('int32_t *'), 'size_t *', 'size_t', P(t.embedParams), 'float *', 'size_t', sizeOut]);
+    c.rerank = f('moonlm_rerank', 'int',
+      [t.model, 'const char *', P('const char *'), 'size_t', 'float *', 'size_t', sizeOut]);
+  } catch {
+    c.embed = c.embed_tokens = c.embed_size = c.rerank = c.embed_params_init = null;
   }
   const abi = c.abi_version();
   if (abi !== ABI_VERSION) {
@@ -775,6 +792,111 @@ class Model {
     }
     const data = Buffer.from(text, 'utf8');
     return JSON.parse(this._tb.call(c.chat_parse_tool_calls, what, h, template || null, data, data.length).toString('utf8'));
+  }
+
+  // opts of embed: { pooling, normalize } checked; the moonlm_embed_params.
+  _embedParams(what, opts) {
+    const { c, t, file } = lib();
+    if (!c.embed) {
+      throw new MoonlmError(Status.UNSUPPORTED, `${what}: ${file} predates embeddings; rebuild the library`);
+    }
+    opts = arg.options(what, opts, EMBED_OPTS);
+    const name = opts.pooling == null ? 'model' : arg.string(what, 'opts.pooling', opts.pooling);
+    if (!(name in POOLINGS)) {
+      throw arg.rangeError(what, 'opts.pooling', `must be one of ${Object.keys(POOLINGS).join(', ')}, got ${shown(name)}`);
+    }
+    const normalize = opts.normalize == null ? false : arg.bool(what, 'opts.normalize', opts.normalize);
+    const p = {};
+    c.embed_params_init(p, koffi.sizeof(t.embedParams));
+    p.size = koffi.sizeof(t.embedParams);
+    p.pooling = POOLINGS[name];
+    p.flags = normalize ? 1 : 0;
+    return { p, name };
+  }
+
+  /** The length of one embedding vector with pooling (default the model's). */
+  embeddingLength(pooling) {
+    const what = 'embeddingLength';
+    const h = this._handle(what);
+    const { p } = this._embedParams(what, pooling == null ? null : { pooling });
+    const n = [0];
+    check(lib().c.embed_size(h, p.pooling, n), what);
+    return Number(n[0]);
+  }
+
+  // Runs an embed call for its size, then its floats; splits them into
+  // rows of dim.
+  _embedCall(what, call, dim) {
+    const n = [0];
+    const st = call(null, 0, n);
+    if (st !== Status.BUFFER_TOO_SMALL) check(st, what);
+    const out = new Float32Array(Math.max(Number(n[0]), 1));
+    check(call(out, Number(n[0]), n), what);
+    const rows = [];
+    for (let i = 0; i < Number(n[0]); i += dim) rows.push(out.slice(i, i + dim));
+    return rows;
+  }
+
+  /**
+   * Embedding vectors of texts (an array of strings, or one string): each
+   * tokenized with the model's special tokens ([CLS] text [SEP] for BERT)
+   * and computed as its own sequence. opts: pooling (the model file's by
+   * default, else 'mean'; 'mean', 'cls', 'last', 'none', 'rank'), normalize
+   * (unit vectors). Returns one Float32Array per text (for one string, one
+   * Float32Array); with pooling 'none', one array of per-token
+   * Float32Arrays per text.
+   */
+  embed(texts, opts) {
+    const what = 'embed';
+    const h = this._handle(what);
+    const single = typeof texts === 'string';
+    const items = single ? [texts] : texts;
+    if (!Array.isArray(items)) throw arg.typeError(what, 'texts', `must be a string or an array of strings, got ${shown(texts)}`);
+    items.forEach((s, i) => arg.string(what, `texts[${i}]`, s, false));
+    const { p, name } = this._embedParams(what, opts);
+    if (name === 'none') {
+      const res = this.embedTokens(items.map((s) => this.tokenize(s)), opts);
+      return single ? res[0] : res;
+    }
+    const dim = this.embeddingLength(name);
+    const { c } = lib();
+    const rows = this._embedCall(what, (out, cap, n) => c.embed(h, items, null, items.length, p, out, cap, n), dim);
+    return single ? rows[0] : rows;
+  }
+
+  /** embed() of token lists (each an Int32Array or an array of ids, not empty). */
+  embedTokens(tokenLists, opts) {
+    const what = 'embedTokens';
+    const h = this._handle(what);
+    if (!Array.isArray(tokenLists)) throw arg.typeError(what, 'tokenLists', `must be an array of token lists, got ${shown(tokenLists)}`);
+    const lists = tokenLists.map((tk, i) => arg.tokens(what, `tokenLists[${i}]`, tk));
+    const { p, name } = this._embedParams(what, opts);
+    const dim = this.embeddingLength(name);
+    const lens = new BigUint64Array(lists.map((l) => BigInt(l.length)));
+    const { c } = lib();
+    const rows = this._embedCall(what, (out, cap, n) => c.embed_tokens(h, lists, lists.length ? lens : null, lists.length, p, out, cap, n), dim);
+    if (name !== 'none') return rows;
+    const res = [];
+    let r = 0;
+    for (const l of lists) { res.push(rows.slice(r, r + l.length)); r += l.length; }
+    return res;
+  }
+
+  /**
+   * Relevance scores of documents (an array of strings) for query with a
+   * reranker: a BERT cross-encoder with a classifier head (its first
+   * output, a logit) or a Qwen3-Reranker file (the probability of "yes").
+   * Higher is more relevant.
+   */
+  rerank(query, documents) {
+    const what = 'rerank';
+    const h = this._handle(what);
+    this._embedParams(what, null);
+    arg.string(what, 'query', query, false);
+    if (!Array.isArray(documents)) throw arg.typeError(what, 'documents', `must be an array of strings, got ${shown(documents)}`);
+    documents.forEach((s, i) => arg.string(what, `documents[${i}]`, s, false));
+    const { c } = lib();
+    return this._embedCall(what, (out, cap, n) => c.rerank(h, query, documents, documents.length, out, cap, n), 1).map((r) => r[0]);
   }
 
   _chatTokens(messages, template, tools) {

@@ -68,6 +68,7 @@ var families = []*Family{
 	&mistral3,
 	&exaone4,
 	&cohere2,
+	&bert,
 }
 
 // Lookup returns the family named name.
@@ -156,6 +157,18 @@ type Params struct {
 	// LayerNorm makes every Norm step and the output norm a layer norm
 	// (mean removed, no bias) instead of an RMS norm.
 	LayerNorm bool
+	// NonCausal: every token attends to the whole sequence (the
+	// encoders); a sequence is then computed in one forward pass.
+	NonCausal bool
+	// Pooling is ARCH.pooling_type in llama.cpp's numbering (0 none,
+	// 1 mean, 2 cls, 3 last, 4 rank), -1 when the file has none.
+	Pooling int
+	// ClsLabels is the classifier head's outputs (rank pooling): the
+	// length of ARCH.classifier.output_labels, else 1.
+	ClsLabels int
+	// RankSoftmax: rank pooling ends in a softmax over the labels
+	// (Qwen3-Reranker's yes/no head, as llama.cpp runs it).
+	RankSoftmax bool
 }
 
 // QDim is the width of all query heads.
@@ -190,6 +203,8 @@ const (
 	RotHalf             // Rot / 2 (per-pair RoPE factors)
 	QKVDim              // QDim + 2*KVDim (fused Q, K, V)
 	FF2                 // 2*FF (fused gate and up)
+	Ctx                 // training context (learned position embeddings)
+	Labels              // classifier outputs (Params.ClsLabels)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -213,6 +228,10 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.QDim() + 2*p.KVDim()
 	case FF2:
 		return 2 * p.FF
+	case Ctx:
+		return p.CtxTrain
+	case Labels:
+		return p.ClsLabels
 	}
 	return -1
 }
@@ -257,6 +276,21 @@ const (
 	WQKV
 	BQKV
 	GateUp
+	// Encoder tensors: learned position and token-type embeddings, the
+	// embeddings' LayerNorm, the classifier head of rank pooling, and
+	// the block's post-norms (LayerNorm weights and biases).
+	PosEmbd
+	TokenTypes
+	EmbdNorm
+	EmbdNormB
+	Cls
+	ClsB
+	ClsOut
+	ClsOutB
+	AttnOutNorm
+	AttnOutNormB
+	LayerOutNorm
+	LayerOutNormB
 	NumRoles
 )
 
@@ -278,6 +312,10 @@ type Tensor struct {
 	// of it and are not looked up by name; a part with an empty Name exists
 	// only inside the fused tensor.
 	Fused []Role
+	// Lookup marks a model matrix whose rows are read one at a time
+	// (position embeddings, a classifier head applied once per text):
+	// it is never packed.
+	Lookup bool
 }
 
 // Matrix reports whether t is a weight matrix (multiplied by activations)
@@ -305,15 +343,17 @@ const (
 type Op int
 
 const (
-	OpNorm     Op = iota // Out = RMSNorm(In) * W
-	OpHeadNorm           // In = per-head RMSNorm(In) * W (W of HeadDim)
-	OpProject            // each Proj: Out = W . In, plus Bias when present
-	OpRoPE               // rotate Q and K at their positions
-	OpScaleQ             // Q *= Params.QScale
-	OpAttend             // store K and V in the cache; Att = attention(Q)
-	OpResidual           // X += Params.ResScale * In
-	OpGLU                // G = Act(G) * U
-	OpTempQ              // Q *= Llama 4's attention temperature at the token's position
+	OpNorm      Op = iota // Out = RMSNorm(In) * W
+	OpHeadNorm            // In = per-head RMSNorm(In) * W (W of HeadDim)
+	OpProject             // each Proj: Out = W . In, plus Bias when present
+	OpRoPE                // rotate Q and K at their positions
+	OpScaleQ              // Q *= Params.QScale
+	OpAttend              // store K and V in the cache; Att = attention(Q)
+	OpResidual            // X += Params.ResScale * In
+	OpGLU                 // G = Act(G) * U
+	OpTempQ               // Q *= Llama 4's attention temperature at the token's position
+	OpLayerNorm           // Out = LayerNorm(In) * W + B (mean and variance)
+	OpAct                 // In = Act(In), in place (an ungated FFN)
 )
 
 // Proj is one matrix product of a Project step.
@@ -328,6 +368,7 @@ type Step struct {
 	Op      Op
 	In, Out Buf
 	W       Role
+	B       Role // OpLayerNorm's bias
 	Proj    []Proj
 }
 
@@ -359,6 +400,15 @@ func TempQ() Step { return Step{Op: OpTempQ, In: Q, Out: Q} }
 
 // GLU is G = act(G) * U, with the activation in Params.Act.
 func GLU() Step { return Step{Op: OpGLU, In: G, Out: G} }
+
+// LayerNorm is Out = LayerNorm(In) * w + b; with In == Out it norms in
+// place. An absent optional b is skipped.
+func LayerNorm(w, b Role, in, out Buf) Step {
+	return Step{Op: OpLayerNorm, W: w, B: b, In: in, Out: out}
+}
+
+// Act applies Params.Act to b in place (the ungated FFN of the encoders).
+func Act(b Buf) Step { return Step{Op: OpAct, In: b, Out: b} }
 
 // Meta reads one architecture's typed metadata keys ("ARCH.key").
 type Meta struct {
@@ -585,5 +635,19 @@ func readShared(m Meta, p *Params) error {
 	p.AttnFactorSWA = p.AttnFactor
 	p.YarnBetaFast, p.YarnBetaSlow = 32, 1
 	p.KQScale = float32(1 / math.Sqrt(float64(p.HeadDim)))
+	if p.Pooling, err = m.Uint("pooling_type", -1, false); err != nil {
+		return err
+	}
+	if p.Pooling < -1 || p.Pooling > 4 {
+		return fmt.Errorf("%w: metadata key %s.pooling_type = %d (want 0..4)", ErrBadFile, m.Arch, p.Pooling)
+	}
+	p.ClsLabels = 1
+	if v, ok := m.lookup("classifier.output_labels"); ok {
+		a, err := v.Array()
+		if err != nil || a.Len() == 0 || a.Len() > 1<<16 {
+			return fmt.Errorf("%w: metadata key %s.classifier.output_labels is not a list of 1 to 65536 labels", ErrBadFile, m.Arch)
+		}
+		p.ClsLabels = a.Len()
+	}
 	return nil
 }

@@ -5,7 +5,7 @@ package arch
 // gated FFN and RoPE, differing in what the target lacks (fused or mixture
 // FFNs, extra norms, other scales). It answers "which family would this
 // grow from", not "this runs": an architecture not listed has no close
-// family (mamba's state-space block, encoder models, ...).
+// family (mamba's state-space block, encoder-decoders, ...).
 var resembles = map[string]string{
 	"llama4":        "llama", // mixture-of-experts FFN, chunked attention
 	"deci":          "llama", // per-layer head counts
@@ -25,6 +25,9 @@ var resembles = map[string]string{
 	"granitemoe":    "granite",
 	"granitehybrid": "granite",
 	"minicpm":       "granite", // scaled embeddings, residuals and logits
+	"nomic-bert":    "bert",    // rotary positions and a SwiGLU FFN
+	"jina-bert-v2":  "bert",    // ALiBi positions, GeGLU FFN
+	"modern-bert":   "bert",
 }
 
 // Closest returns the supported family an unsupported architecture name

@@ -1,14 +1,16 @@
 package arch
 
 // qwen3 is Qwen3 (dense): the llama block with per-head RMSNorm on Q and K
-// before NeoX-layout RoPE.
+// before NeoX-layout RoPE. Qwen3-Reranker files add a head of their answer
+// tokens' rows (cls.output) for rank pooling.
 var qwen3 = Family{
 	Name: "qwen3",
 	Hparams: func(m Meta, p *Params) error {
 		p.Neox = true
+		p.RankSoftmax = true // Qwen3-Reranker: softmax over its yes/no head
 		return nil
 	},
-	Model: tiedHead(),
+	Model: tiedHead(clsOutHead),
 	Layer: join(qkv(), qkNorm(), []Tensor{attnOut}, gluFFN(), []Tensor{ffnNorm}),
 	Block: []Step{
 		Norm(AttnNorm, X, XN),

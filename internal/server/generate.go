@@ -124,6 +124,9 @@ type genPlan struct {
 
 // plan checks the fields both routes share and fills p.
 func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan) *apiError {
+	if m.Encoder() {
+		return invalid("model", "unsupported_model", "this model (%s) is an embedding model: it has no logits, and serves /v1/embeddings only", m.Info().Arch)
+	}
 	if e := c.refuseUnsupported(); e != nil {
 		return e
 	}

@@ -112,6 +112,9 @@ type Server struct {
 	state   atomic.Int32
 	created int64
 
+	// embedMu lets one /v1/embeddings request compute at a time.
+	embedMu sync.Mutex
+
 	mu    sync.Mutex
 	m     *engine.Model
 	dec   Decoder
@@ -233,7 +236,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		route, method = "/metrics", http.MethodGet
 	case "/v1/models":
 		route, method = "/v1/models", http.MethodGet
-	case "/v1/chat/completions", "/v1/completions":
+	case "/v1/chat/completions", "/v1/completions", "/v1/embeddings":
 		route, method = path, http.MethodPost
 	default:
 		if m, ok := strings.CutPrefix(path, "/v1/models/"); ok && m != "" {
@@ -277,6 +280,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.chatCompletions(w, r)
 	case "/v1/completions":
 		s.completions(w, r)
+	case "/v1/embeddings":
+		s.embeddings(w, r)
 	}
 }
 

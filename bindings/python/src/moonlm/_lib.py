@@ -50,6 +50,19 @@ PACK_DEFAULT, PACK_ON, PACK_OFF = 0, 1, 2  # moonlm_pack_mode and moonlm_packed_
 NUMERICS_DEFAULT, NUMERICS_LLAMACPP, NUMERICS_LLAMACPP_NOREPACK, NUMERICS_IK = 0, 1, 2, 3
 
 
+# moonlm_pooling and moonlm_embed_params.flags
+POOLINGS = {"model": 0, "none": 1, "mean": 2, "cls": 3, "last": 4, "rank": 5}
+EMBED_NORMALIZE = 1
+
+
+class EmbedParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("pooling", c_int32),
+        ("flags", c_uint32),
+    ]
+
+
 class ModelParams(Structure):
     _fields_ = [
         ("size", c_size_t),
@@ -228,6 +241,17 @@ _OPTIONAL_PROTOTYPES = {
         [_handle, c_char_p, c_char_p, c_char_p, c_int, c_void_p, c_size_t, _sizep],
     ),
     "moonlm_chat_parse_tool_calls": (_status, [_handle, c_char_p, c_char_p, c_size_t, c_void_p, c_size_t, _sizep]),
+    "moonlm_embed_params_init": (None, [POINTER(EmbedParams), c_size_t]),
+    "moonlm_embed_size": (_status, [_handle, c_int32, _sizep]),
+    "moonlm_embed": (
+        _status,
+        [_handle, POINTER(c_char_p), _sizep, c_size_t, POINTER(EmbedParams), _f32p, c_size_t, _sizep],
+    ),
+    "moonlm_embed_tokens": (
+        _status,
+        [_handle, POINTER(_i32p), _sizep, c_size_t, POINTER(EmbedParams), _f32p, c_size_t, _sizep],
+    ),
+    "moonlm_rerank": (_status, [_handle, c_char_p, POINTER(c_char_p), c_size_t, _f32p, c_size_t, _sizep]),
 }
 
 

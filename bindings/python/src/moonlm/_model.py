@@ -549,6 +549,137 @@ class Model:
         parsed: Dict[str, Any] = json.loads(out.decode("utf-8"))
         return parsed
 
+    # -- embeddings ---------------------------------------------------------
+
+    def _embed_params(self, what: str, pooling: Optional[str], normalize: Any) -> "tuple[L.EmbedParams, str]":
+        lib = self._lib
+        if lib.embed is None:
+            raise UnsupportedError(4, f"{what}: {lib.path} predates embeddings; rebuild the library")
+        name = "model" if pooling is None else A.string(what, "pooling", pooling)
+        if name not in L.POOLINGS:
+            raise A.range_error(what, "pooling", f"must be one of {', '.join(L.POOLINGS)}, got {name!r}")
+        p = L.EmbedParams()
+        lib.embed_params_init(ctypes.byref(p), ctypes.sizeof(p))
+        p.pooling = L.POOLINGS[name]
+        p.flags = L.EMBED_NORMALIZE if A.boolean(what, "normalize", normalize) else 0
+        return p, name
+
+    def embedding_length(self, pooling: Optional[str] = None) -> int:
+        """The length of one embedding vector with pooling (default the
+        model's): the hidden size, or a reranker's outputs with "rank"."""
+        what = "embedding_length"
+        h = self._h(what)
+        p, _ = self._embed_params(what, pooling, False)
+        n = ctypes.c_size_t(0)
+        self._lib.check(self._lib.embed_size(h, p.pooling, ctypes.byref(n)), what)
+        return n.value
+
+    def _embed_call(self, what: str, call: Callable[..., int], n: int, dim: int) -> Any:
+        """Runs an embed call twice (size, then data); returns the floats as
+        a NumPy float32 array of n rows when NumPy is importable, else a
+        list of n lists."""
+        lib = self._lib
+        n_out = ctypes.c_size_t(0)
+        st = call(None, 0, ctypes.byref(n_out))
+        if st != L.BUFFER_TOO_SMALL:
+            lib.check(st, what)
+        out = (ctypes.c_float * max(n_out.value, 1))()
+        lib.check(call(out, n_out.value, ctypes.byref(n_out)), what)
+        total = n_out.value
+        if A._np is not None:
+            return A._np.frombuffer(out, dtype=A._np.float32, count=total).reshape(-1, dim).copy()
+        flat = out[:total]
+        return [flat[i : i + dim] for i in range(0, total, dim)]
+
+    def embed(self, texts: Any, *, pooling: Optional[str] = None, normalize: bool = False) -> Any:
+        """Embedding vectors of texts (a list of str, or one str).
+
+        Each text is tokenized with the model's special tokens ([CLS] text
+        [SEP] for BERT) and computed as its own sequence. pooling: None (the
+        model file's, else "mean"), "mean", "cls", "last" (Qwen3-Embedding),
+        "none" (every token's vector) or "rank" (a reranker's scores).
+        normalize scales each vector to unit length.
+
+        Returns a NumPy float32 array of shape (len(texts), n) when NumPy is
+        importable, else a list of lists of floats; for one str, one vector.
+        With pooling "none" each text gives its own (tokens, n) array (or
+        list of lists), in a list.
+        """
+        what = "embed"
+        h = self._h(what)
+        single = isinstance(texts, str)
+        items = A.strings(what, "texts", texts)
+        p, name = self._embed_params(what, pooling, normalize)
+        if name == "none":
+            rows = self.embed_tokens([self.tokenize(t) for t in items], pooling="none", normalize=normalize)
+            return rows[0] if single else rows
+        dim = self.embedding_length(pooling)
+        data = [t.encode("utf-8") for t in items]
+        n = len(data)
+        arr = (ctypes.c_char_p * max(n, 1))(*data)
+        lens = (ctypes.c_size_t * max(n, 1))(*[len(d) for d in data])
+        lib = self._lib
+
+        def call(out: Any, cap: int, n_out: Any) -> int:
+            return int(lib.embed(h, arr, lens, n, ctypes.byref(p), out, cap, n_out))
+
+        res = self._embed_call(what, call, n, dim)
+        return res[0] if single else res
+
+    def embed_tokens(self, token_lists: Any, *, pooling: Optional[str] = None, normalize: bool = False) -> Any:
+        """embed() of token lists (each a sequence of ids, not empty): an
+        array (or list) of one vector per list, or with pooling "none" a
+        list of one (tokens, n) array (or list of lists) per list."""
+        what = "embed_tokens"
+        h = self._h(what)
+        p, name = self._embed_params(what, pooling, normalize)
+        if isinstance(token_lists, (str, bytes)):
+            raise A.type_error(what, "token_lists", "must be a list of token lists")
+        lists = [A.tokens(what, f"token_lists[{i}]", t) for i, t in enumerate(token_lists)]
+        n = len(lists)
+        dim = self.embedding_length(pooling)
+        ptrs = (ctypes.POINTER(ctypes.c_int32) * max(n, 1))(
+            *[ctypes.cast(ctypes.c_void_p(ptr), ctypes.POINTER(ctypes.c_int32)) for ptr, _, _ in lists]
+        )
+        lens = (ctypes.c_size_t * max(n, 1))(*[cnt for _, cnt, _ in lists])
+        lib = self._lib
+
+        def call(out: Any, cap: int, n_out: Any) -> int:
+            return int(lib.embed_tokens(h, ptrs, lens, n, ctypes.byref(p), out, cap, n_out))
+
+        res = self._embed_call(what, call, n, dim)
+        del lists  # kept alive through the calls
+        if name != "none":
+            return res
+        out, row = [], 0
+        for cnt in lens[:n]:
+            out.append(res[row : row + cnt])
+            row += cnt
+        return out
+
+    def rerank(self, query: str, documents: Any) -> List[float]:
+        """Relevance scores of documents (a list of str) for query, with a
+        reranker: a BERT cross-encoder with a classifier head (its first
+        output, a logit) or a Qwen3-Reranker file (the probability of
+        "yes"). Higher is more relevant."""
+        what = "rerank"
+        h = self._h(what)
+        self._embed_params(what, None, False)  # the library has embeddings
+        q = A.string(what, "query", query, nul=False).encode("utf-8")
+        docs = A.strings(what, "documents", documents)
+        for i, d in enumerate(docs):
+            A.string(what, f"documents[{i}]", d, nul=False)
+        data = [d.encode("utf-8") for d in docs]
+        n = len(data)
+        arr = (ctypes.c_char_p * max(n, 1))(*data)
+        lib = self._lib
+
+        def call(out: Any, cap: int, n_out: Any) -> int:
+            return int(lib.rerank(h, q, arr, n, out, cap, n_out))
+
+        res = self._embed_call(what, call, n, 1)
+        return [float(r[0]) for r in res]
+
     def _chat_tokens(
         self, messages: Sequence[Mapping[str, Any]], template: Optional[str] = None, tools: Any = None
     ) -> List[int]:
