@@ -165,6 +165,9 @@ func (m *Model) packTargets() ([]packTarget, int) {
 			if L.mats[t.Role].Data != nil {
 				add(p+t.Name, &L.mats[t.Role])
 			}
+			for e := range L.exps[t.Role] {
+				add(p+t.Name+"["+strconv.Itoa(e)+"]", &L.exps[t.Role][e])
+			}
 		}
 	}
 	// The model's matrices but the embeddings, which are only looked up.

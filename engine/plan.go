@@ -23,6 +23,8 @@ type plan struct {
 	// scalesQ: the block has a ScaleQ step (which a numerics mode may move
 	// into attention).
 	scalesQ bool
+	// moe: the block has a MoE step (the session needs its scratch).
+	moe bool
 }
 
 type phaseKind uint8
@@ -31,6 +33,7 @@ const (
 	phTokens phaseKind = iota
 	phMatMul
 	phAttend
+	phMoE // the experts of a MoE step (runMoE)
 )
 
 // phase is one dispatch of the block.
@@ -158,6 +161,13 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 				return nil, descriptionError(fam, "a residual of %d values", pl.width[st.In])
 			}
 			cur.ops = append(cur.ops, tokOp{kind: tkResidual, in: st.In})
+		case arch.OpMoE:
+			if err := checkMoE(fam, c, pl, st); err != nil {
+				return nil, err
+			}
+			flush()
+			pl.phases = append(pl.phases, phase{kind: phMoE})
+			pl.moe = true
 		case arch.OpGLU:
 			if pl.width[arch.G] != pl.width[arch.U] {
 				return nil, descriptionError(fam, "a GLU of %d gate and %d up values", pl.width[arch.G], pl.width[arch.U])

@@ -80,6 +80,9 @@ type Session struct {
 	fnAttn   pool.Task
 	fnStage  pool.Task
 
+	// moe is the MoE step's scratch, nil for a dense model.
+	moe *moeScratch
+
 	// gen is Generate's scratch, reused so that generating allocates
 	// nothing per token.
 	gen genScratch
@@ -209,6 +212,9 @@ func (s *Session) alloc(f32 bool) (err error) {
 	for i := range s.scores {
 		s.scores[i], s.w16[i] = s.attnScratch()
 		s.q16[i] = make([]uint16, c.HeadDim)
+	}
+	if pl.moe {
+		s.moe = s.newMoEScratch(nb)
 	}
 	s.fnMat = s.runMatrices
 	s.fnAttn = s.runAttention

@@ -62,6 +62,7 @@ var families = []*Family{
 	&gemma3,
 	&smollm3,
 	&granite,
+	&qwen3moe,
 }
 
 // Lookup returns the family named name.
@@ -132,6 +133,9 @@ type Params struct {
 	NoRopeStep int     // every NoRopeStep-th layer (counting from 1) skips RoPE; 0 = none
 	ResScale   float32 // what a Residual step adds is multiplied by this, 1 = none
 	LogitScale float32 // the logits are multiplied by this, 1 = none
+
+	// MoE describes the experts of a mixture-of-experts FFN (a MoE step).
+	MoE MoEParams
 }
 
 // QDim is the width of all query heads.
@@ -164,6 +168,8 @@ const (
 	HeadDim             // one head
 	FF                  // feed-forward length
 	RotHalf             // Rot / 2 (per-pair RoPE factors)
+	Experts             // MoE.Experts (the router's rows)
+	ExpFF               // MoE.FF (one expert's feed-forward length)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -183,6 +189,10 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.FF
 	case RotHalf:
 		return p.Rot / 2
+	case Experts:
+		return p.MoE.Experts
+	case ExpFF:
+		return p.MoE.FF
 	}
 	return -1
 }
@@ -218,6 +228,10 @@ const (
 	BUp
 	BDown
 	PostFFNNorm
+	GateInp  // MoE router: one row per expert
+	GateExps // MoE experts' gate matrices (PerExpert)
+	UpExps   // MoE experts' up matrices (PerExpert)
+	DownExps // MoE experts' down matrices (PerExpert)
 	NumRoles
 )
 
@@ -233,6 +247,9 @@ type Tensor struct {
 	// TiedTo is the role whose tensor stands in when this one is absent
 	// (the output head reusing token_embd).
 	TiedTo Role
+	// PerExpert marks a 3-D tensor of MoE.Experts matrices of Cols x Rows
+	// (GGUF shape [Cols, Rows, Experts]), one per expert.
+	PerExpert bool
 }
 
 // Matrix reports whether t is a weight matrix (multiplied by activations)
@@ -252,6 +269,7 @@ const (
 	O              // a projection back to Dim
 	G              // FFN gate (FF)
 	U              // FFN up (FF)
+	R              // MoE router logits (Experts)
 	NumBufs
 )
 
@@ -267,6 +285,7 @@ const (
 	OpAttend             // store K and V in the cache; Att = attention(Q)
 	OpResidual           // X += Params.ResScale * In
 	OpGLU                // G = Act(G) * U
+	OpMoE                // Out = the chosen experts' FFNs of In, weighted by the router logits in R
 )
 
 // Proj is one matrix product of a Project step.
@@ -308,6 +327,12 @@ func Residual(in Buf) Step { return Step{Op: OpResidual, In: in, Out: X} }
 
 // GLU is G = act(G) * U, with the activation in Params.Act.
 func GLU() Step { return Step{Op: OpGLU, In: G, Out: G} }
+
+// MoE is the experts' feed-forward network of a mixture of experts: each
+// token's router logits (buffer R) choose MoE.Used experts, whose SwiGLU
+// networks (GateExps, UpExps, DownExps) of in are summed into out, each
+// weighted as MoEParams says.
+func MoE(in, out Buf) Step { return Step{Op: OpMoE, In: in, Out: out} }
 
 // Meta reads one architecture's typed metadata keys ("ARCH.key").
 type Meta struct {

@@ -18,7 +18,6 @@ var resembles = map[string]string{
 	"qwen":          "qwen2", // fused QKV with a bias
 	"qwen2moe":      "qwen2",
 	"qwen2vl":       "qwen2",
-	"qwen3moe":      "qwen3",
 	"gemma":         "gemma3",
 	"gemma2":        "gemma3", // soft-capping instead of Q/K norms
 	"gemma3n":       "gemma3",

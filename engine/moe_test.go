@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/engine/arch"
+)
+
+// TestChooseExperts: the top-k by probability, most probable first, with
+// the weights renormalized (or not) and scaled, as llama.cpp's
+// build_moe_ffn computes them.
+func TestChooseExperts(t *testing.T) {
+	probs := []float32{0.05, 0.30, 0.10, 0.25, 0.30, 0}
+	sel, w := make([]int32, 3), make([]float32, 3)
+	chooseExperts(append([]float32(nil), probs...), sel, w, &arch.MoEParams{NormW: true, WScale: 1})
+	assert.Equal(t, []int32{1, 4, 3}, sel, "most probable first, the lower index first among equals")
+	sum := float32(0.30 + 0.30 + 0.25)
+	assert.Equal(t, []float32{0.30 / sum, 0.30 / sum, 0.25 / sum}, w)
+
+	chooseExperts(append([]float32(nil), probs...), sel, w, &arch.MoEParams{WScale: 2})
+	assert.Equal(t, []float32{0.60, 0.60, 0.50}, w, "not renormalized, scaled")
+
+	// All-zero chosen weights: the sum is clamped, not divided by zero.
+	sel, w = make([]int32, 2), make([]float32, 2)
+	chooseExperts([]float32{0, 0, 0}, sel, w, &arch.MoEParams{NormW: true, WScale: 1})
+	assert.Equal(t, []int32{0, 1}, sel)
+	assert.Equal(t, []float32{0, 0}, w)
+
+	// NaN probabilities are chosen last, and every index stays in range.
+	nan := float32(math.NaN())
+	chooseExperts([]float32{nan, nan, 0.5}, sel, w, &arch.MoEParams{WScale: 1})
+	assert.Equal(t, []int32{2, 0}, sel)
+}
+
+// TestQwen3MoeDecodeMatchesPrefill: decoding token by token (the inline
+// one-token MoE path) gives the logits of prefilling the same tokens (the
+// batched path with its slots sorted by expert).
+func TestQwen3MoeDecodeMatchesPrefill(t *testing.T) {
+	m, err := Open(synthNewPath("synth-qwen3moe-Q8_0.gguf"), ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	toks, err := m.Tokenize("Once upon a time there was a little dog", true, false)
+	require.NoError(t, err)
+	vocab := m.Info().VocabSize
+	s, err := m.NewSession(SessionParams{KVF32: true, NCtx: 64})
+	require.NoError(t, err)
+	defer s.Close()
+	all := make([]float32, len(toks)*vocab)
+	require.NoError(t, s.PrefillAll(toks, all))
+	require.NoError(t, s.Rewind(0))
+	lg := make([]float32, vocab)
+	for i, tok := range toks {
+		require.NoError(t, s.Decode(tok, lg))
+		want := all[i*vocab : (i+1)*vocab]
+		for v := range lg {
+			require.InDelta(t, want[v], lg[v], 1e-3, "position %d, token %d", i, v)
+		}
+	}
+}
+
+// TestQwen3MoeDecodeAllocs: a MoE decode step allocates nothing.
+func TestQwen3MoeDecodeAllocs(t *testing.T) {
+	m, err := Open(synthNewPath("synth-qwen3moe-Q8_0.gguf"), ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	s, err := m.NewSession(SessionParams{NCtx: 256})
+	require.NoError(t, err)
+	defer s.Close()
+	lg := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{1, 403, 407}, lg))
+	tok := int32(261)
+	allocs := testing.AllocsPerRun(20, func() {
+		require.NoError(t, s.Decode(tok, lg))
+	})
+	assert.Zero(t, allocs, "allocations per decoded token")
+}
+
+// TestQwen3MoeRoutingMatters: the same file routed to one expert instead
+// of two misses the reference by far more than the parity tolerance, so
+// the reference tests see the routing and the weighting.
+func TestQwen3MoeRoutingMatters(t *testing.T) {
+	spec := synthMoESpecs[0]
+	path := withKey(t, synthMoEF32(t, spec), "qwen3moe.expert_used_count", uint32(1))
+	m, err := Open(path, ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	rc := loadRefs(t, synthNewPath(synthMoEName(spec, false)+".ref.jsonl"))[1]
+	s, err := m.NewSession(SessionParams{KVF32: true, NCtx: 128})
+	require.NoError(t, err)
+	defer s.Close()
+	vocab := m.Info().VocabSize
+	all := make([]float32, len(rc.Tokens)*vocab)
+	require.NoError(t, s.PrefillAll(rc.Tokens, all))
+	worst := 0.0
+	for i := range rc.Tokens {
+		worst = max(worst, worstLogProbDiff(all[i*vocab:(i+1)*vocab], rc.PromptLogits[i]))
+	}
+	t.Logf("top-1 routing: worst log-probability difference %.4f", worst)
+	assert.Greater(t, worst, 0.05)
+}
+
+// TestQwen3MoeBadFiles: expert counts out of range and expert tensors of
+// the wrong shape are ErrBadFile naming what is wrong, never a crash.
+func TestQwen3MoeBadFiles(t *testing.T) {
+	src := synthNewPath("synth-qwen3moe-Q8_0.gguf")
+	for _, c := range []struct {
+		key  string
+		v    any
+		want string
+	}{
+		{"qwen3moe.expert_used_count", uint32(9), "expert_used_count"},
+		{"qwen3moe.expert_used_count", uint32(0), "expert_used_count"},
+		{"qwen3moe.expert_count", uint32(0), "expert_count"},
+		{"qwen3moe.expert_count", uint32(1 << 20), "expert_count"},
+		{"qwen3moe.expert_count", uint32(16), "ffn_gate_inp"},
+		{"qwen3moe.expert_feed_forward_length", uint32(256), "ffn_gate_exps"},
+	} {
+		_, err := Open(withKey(t, src, c.key, c.v), ModelParams{Threads: 1})
+		require.Error(t, err, "%s = %v", c.key, c.v)
+		assert.True(t, errors.Is(err, ErrBadFile), "%s = %v: %v", c.key, c.v, err)
+		assert.Contains(t, err.Error(), c.want)
+	}
+}
