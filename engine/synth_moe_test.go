@@ -37,6 +37,10 @@ type synthMoESpec struct {
 	experts, used int
 	expFF         int
 	qkNorm        bool       // per-head Q and K norms (qwen3moe)
+	qkNormFull    bool       // Q and K norms over the whole projections (olmoe)
+	ffKey         bool       // the experts' width is feed_forward_length (no expert_feed_forward_length)
+	untied        bool       // an output head of its own
+	kvHeads       int        // 0: synthKVHeads
 	keys          []synthKey // the family's own metadata
 	f32SHA256     string
 	// q8Spread is the largest and the median log-probability difference
@@ -55,6 +59,16 @@ var synthMoESpecs = []synthMoESpec{
 		},
 		f32SHA256: "86dacec8e7b305053b3828c737ee195194855dccfb3e2751dff89da4473c2f4c",
 		q8Spread:  struct{ max, median float64 }{0.65, 0.05}},
+	// OLMoE-1B-7B's metadata (RoPE base 10000, epsilon 1e-5) on 8 experts,
+	// 2 used, of 128 (feed_forward_length), with an output head of its own
+	// and as many KV heads as heads (llama.cpp's olmoe has no GQA).
+	{arch: "olmoe", layers: 4, seed: 18, experts: 8, used: 2, expFF: 128, qkNormFull: true, ffKey: true, untied: true, kvHeads: 4,
+		keys: []synthKey{
+			{"rope.freq_base", float32(10000)},
+			{"attention.layer_norm_rms_epsilon", float32(1e-5)},
+		},
+		f32SHA256: "12ccb6fb292e55635eb6064d6111a41257007368f7bfe209bb86d9db426efc3e",
+		q8Spread:  struct{ max, median float64 }{0.3, 0.04}},
 }
 
 // buildSynthMoE writes spec's model, in F32 or (q8) Q8_0, into a GGUF
@@ -75,15 +89,25 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 	set(a+".context_length", uint32(4096))
 	set(a+".embedding_length", uint32(synthDim))
 	set(a+".block_count", uint32(spec.layers))
-	set(a+".feed_forward_length", uint32(synthFF))
+	if spec.ffKey {
+		set(a+".feed_forward_length", uint32(spec.expFF))
+	} else {
+		set(a+".feed_forward_length", uint32(synthFF))
+	}
 	set(a+".rope.dimension_count", uint32(synthHeadDim))
 	set(a+".attention.head_count", uint32(synthHeads))
-	set(a+".attention.head_count_kv", uint32(synthKVHeads))
+	kvHeads := synthKVHeads
+	if spec.kvHeads > 0 {
+		kvHeads = spec.kvHeads
+	}
+	set(a+".attention.head_count_kv", uint32(kvHeads))
 	set(a+".attention.key_length", uint32(synthHeadDim))
 	set(a+".attention.value_length", uint32(synthHeadDim))
 	set(a+".expert_count", uint32(spec.experts))
 	set(a+".expert_used_count", uint32(spec.used))
-	set(a+".expert_feed_forward_length", uint32(spec.expFF))
+	if !spec.ffKey {
+		set(a+".expert_feed_forward_length", uint32(spec.expFF))
+	}
 	for _, k := range spec.keys {
 		set(a+"."+k.name, k.v)
 	}
@@ -138,7 +162,7 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 		}
 		require.NoError(t, w.AddTensor(name, gguf.F32, shape, data))
 	}
-	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
+	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(kvHeads*synthHeadDim)
 	E, ff := int64(spec.experts), int64(spec.expFF)
 	add("token_embd.weight", false, synthDim, int64(vocab))
 	for il := 0; il < spec.layers; il++ {
@@ -151,6 +175,10 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 			add(p+"attn_q_norm.weight", false, synthHeadDim)
 			add(p+"attn_k_norm.weight", false, synthHeadDim)
 		}
+		if spec.qkNormFull {
+			add(p+"attn_q_norm.weight", false, qDim)
+			add(p+"attn_k_norm.weight", false, kvDim)
+		}
 		add(p+"attn_output.weight", false, qDim, synthDim)
 		add(p+"ffn_norm.weight", false, synthDim)
 		add(p+"ffn_gate_inp.weight", true, synthDim, E)
@@ -159,6 +187,9 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 		add(p+"ffn_down_exps.weight", false, ff, synthDim, E)
 	}
 	add("output_norm.weight", false, synthDim)
+	if spec.untied {
+		add("output.weight", false, synthDim, int64(vocab))
+	}
 
 	var buf bytes.Buffer
 	_, err = w.WriteTo(&buf)

@@ -63,6 +63,7 @@ var families = []*Family{
 	&smollm3,
 	&granite,
 	&qwen3moe,
+	&olmoe,
 }
 
 // Lookup returns the family named name.
