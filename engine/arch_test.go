@@ -49,7 +49,7 @@ func TestFamiliesCompile(t *testing.T) {
 			// Head size 32 differs from dim/heads, so a width taken from
 			// the wrong hyperparameter shows.
 			c := config{Arch: name, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, HeadDimV: 32, FF: 160, Rot: 32,
-				MoE: arch.MoEParams{Experts: 6, Used: 2, FF: 48, WScale: 1}}
+				MoE: arch.MoEParams{Experts: 6, Used: 2, FF: 48, SharedFF: 40, WScale: 1}}
 			pl, err := compilePlan(fam, &c)
 			require.NoError(t, err)
 			assert.Equal(t, 64, pl.width[arch.X])

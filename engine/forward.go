@@ -259,6 +259,8 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			}
 		case tkQuantize:
 			s.quantize(s.tok(op.in, t), t, L, op.proj)
+		case tkShGate:
+			sharedGate(s.tok(op.out, t), s.tok(arch.SH, t), s.tok(op.in, t), L.vecs[op.w])
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
@@ -369,5 +370,23 @@ func (s *Session) moeSumToken(t int) {
 		for d := range out {
 			out[d] += float32(y[d] * w)
 		}
+	}
+}
+
+// sharedGate adds the shared expert's output sh to out, scaled by
+// sigmoid(w . x); the gate is computed as llama.cpp's qwen2moe does,
+// silu(s)/s, with s = 0 (where that is 0/0) taking sigmoid(0) = 1/2.
+func sharedGate(out, sh, x, w []float32) {
+	var dot float32
+	for i, v := range w {
+		dot += v * x[i]
+	}
+	g := float32(0.5)
+	if dot != 0 {
+		silu := dot / (1 + float32(math.Exp(float64(-dot))))
+		g = silu / dot
+	}
+	for d := range out {
+		out[d] += float32(sh[d] * g)
 	}
 }

@@ -57,6 +57,7 @@ const (
 	tkResidual
 	tkGLU
 	tkQuantize
+	tkShGate // MoE shared expert: out += sigmoid(w . in) * SH
 )
 
 // tokOp is one per-token operation of a token phase.
@@ -168,6 +169,14 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 			flush()
 			pl.phases = append(pl.phases, phase{kind: phMoE})
 			pl.moe = true
+		case arch.OpShGate:
+			if pl.width[st.In] != c.Dim || pl.width[st.Out] != c.Dim || pl.width[arch.SH] != c.Dim {
+				return nil, descriptionError(fam, "a shared-expert gate over %d, %d and %d values", pl.width[st.In], pl.width[st.Out], pl.width[arch.SH])
+			}
+			if t := decl(st.W); t == nil || t.Matrix() || t.Cols != arch.Dim {
+				return nil, descriptionError(fam, "a shared-expert gate whose weight is not a vector of Dim")
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkShGate, in: st.In, out: st.Out, w: st.W})
 		case arch.OpGLU:
 			if pl.width[arch.G] != pl.width[arch.U] {
 				return nil, descriptionError(fam, "a GLU of %d gate and %d up values", pl.width[arch.G], pl.width[arch.U])

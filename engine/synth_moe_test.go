@@ -41,6 +41,7 @@ type synthMoESpec struct {
 	ffKey         bool       // the experts' width is feed_forward_length (no expert_feed_forward_length)
 	untied        bool       // an output head of its own
 	kvHeads       int        // 0: synthKVHeads
+	sharedFF      int        // a gated shared expert of this width (qwen2moe), 0: none
 	keys          []synthKey // the family's own metadata
 	f32SHA256     string
 	// q8Spread is the largest and the median log-probability difference
@@ -69,6 +70,17 @@ var synthMoESpecs = []synthMoESpec{
 		},
 		f32SHA256: "12ccb6fb292e55635eb6064d6111a41257007368f7bfe209bb86d9db426efc3e",
 		q8Spread:  struct{ max, median float64 }{0.3, 0.04}},
+	// Qwen1.5-MoE-A2.7B's metadata (RoPE base 1e6, epsilon 1e-6) on 8
+	// experts, 2 used, of 128, and a gated shared expert of 256, with an
+	// output head of its own.
+	{arch: "qwen2moe", layers: 4, seed: 19, experts: 8, used: 2, expFF: 128, sharedFF: 256, untied: true,
+		keys: []synthKey{
+			{"rope.freq_base", float32(1e6)},
+			{"attention.layer_norm_rms_epsilon", float32(1e-6)},
+			{"expert_shared_feed_forward_length", uint32(256)},
+		},
+		f32SHA256: "8af0a2ea125961acde2a95c193087ca0914b771f94c7c40a834e2aaa74196214",
+		q8Spread:  struct{ max, median float64 }{0.43, 0.06}},
 }
 
 // buildSynthMoE writes spec's model, in F32 or (q8) Q8_0, into a GGUF
@@ -132,7 +144,9 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 	rng := rand.New(rand.NewPCG(spec.seed, 0x5eed))
 	// add draws a tensor: a vector (one dimension) of norm weights, or
 	// matrices (two or three dimensions, the third counting experts),
-	// quantized unless keepF32.
+	// quantized unless keepF32. A vector named by gateVec is drawn as
+	// matrix weights (a product's weights, not a norm's).
+	gateVec := ""
 	add := func(name string, keepF32 bool, shape ...int64) {
 		n := int(shape[0])
 		rows := 1
@@ -141,7 +155,7 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 		}
 		vals := make([]float32, n*rows)
 		for i := range vals {
-			if len(shape) == 1 {
+			if len(shape) == 1 && name != gateVec {
 				vals[i] = float32(1 + 0.1*rng.NormFloat64())
 			} else {
 				vals[i] = float32(0.08 * rng.NormFloat64())
@@ -185,6 +199,13 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 		add(p+"ffn_gate_exps.weight", false, synthDim, ff, E)
 		add(p+"ffn_up_exps.weight", false, synthDim, ff, E)
 		add(p+"ffn_down_exps.weight", false, ff, synthDim, E)
+		if sh := int64(spec.sharedFF); sh > 0 {
+			gateVec = p + "ffn_gate_inp_shexp.weight"
+			add(gateVec, true, synthDim)
+			add(p+"ffn_gate_shexp.weight", false, synthDim, sh)
+			add(p+"ffn_up_shexp.weight", false, synthDim, sh)
+			add(p+"ffn_down_shexp.weight", false, sh, synthDim)
+		}
 	}
 	add("output_norm.weight", false, synthDim)
 	if spec.untied {

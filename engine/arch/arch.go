@@ -64,6 +64,7 @@ var families = []*Family{
 	&granite,
 	&qwen3moe,
 	&olmoe,
+	&qwen2moe,
 }
 
 // Lookup returns the family named name.
@@ -171,6 +172,7 @@ const (
 	RotHalf             // Rot / 2 (per-pair RoPE factors)
 	Experts             // MoE.Experts (the router's rows)
 	ExpFF               // MoE.FF (one expert's feed-forward length)
+	ShFF                // MoE.SharedFF (the shared expert's feed-forward length)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -194,6 +196,8 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.MoE.Experts
 	case ExpFF:
 		return p.MoE.FF
+	case ShFF:
+		return p.MoE.SharedFF
 	}
 	return -1
 }
@@ -229,10 +233,14 @@ const (
 	BUp
 	BDown
 	PostFFNNorm
-	GateInp  // MoE router: one row per expert
-	GateExps // MoE experts' gate matrices (PerExpert)
-	UpExps   // MoE experts' up matrices (PerExpert)
-	DownExps // MoE experts' down matrices (PerExpert)
+	GateInp      // MoE router: one row per expert
+	GateExps     // MoE experts' gate matrices (PerExpert)
+	UpExps       // MoE experts' up matrices (PerExpert)
+	DownExps     // MoE experts' down matrices (PerExpert)
+	GateInpShexp // MoE shared expert's gate: a vector of Dim
+	GateShexp    // MoE shared expert's gate matrix
+	UpShexp      // MoE shared expert's up matrix
+	DownShexp    // MoE shared expert's down matrix
 	NumRoles
 )
 
@@ -271,6 +279,7 @@ const (
 	G              // FFN gate (FF)
 	U              // FFN up (FF)
 	R              // MoE router logits (Experts)
+	SH             // MoE shared expert's output (Dim)
 	NumBufs
 )
 
@@ -287,6 +296,7 @@ const (
 	OpResidual           // X += Params.ResScale * In
 	OpGLU                // G = Act(G) * U
 	OpMoE                // Out = the chosen experts' FFNs of In, weighted by the router logits in R
+	OpShGate             // Out += sigmoid(W . In) * SH (a MoE's gated shared expert)
 )
 
 // Proj is one matrix product of a Project step.
@@ -334,6 +344,12 @@ func GLU() Step { return Step{Op: OpGLU, In: G, Out: G} }
 // networks (GateExps, UpExps, DownExps) of in are summed into out, each
 // weighted as MoEParams says.
 func MoE(in, out Buf) Step { return Step{Op: OpMoE, In: in, Out: out} }
+
+// SharedGate adds the shared expert's output (buffer SH), gated by
+// sigmoid(w . in), to out.
+func SharedGate(in Buf, w Role, out Buf) Step {
+	return Step{Op: OpShGate, In: in, W: w, Out: out}
+}
 
 // Meta reads one architecture's typed metadata keys ("ARCH.key").
 type Meta struct {

@@ -16,7 +16,6 @@ var resembles = map[string]string{
 	"exaone":        "llama",
 	"phi3":          "llama", // fused QKV and gate/up, LongRoPE
 	"qwen":          "qwen2", // fused QKV with a bias
-	"qwen2moe":      "qwen2",
 	"qwen2vl":       "qwen2",
 	"gemma":         "gemma3",
 	"gemma2":        "gemma3", // soft-capping instead of Q/K norms

@@ -10,6 +10,9 @@ type MoEParams struct {
 	Experts int // expert_count
 	Used    int // expert_used_count: the experts each token is routed to
 	FF      int // expert_feed_forward_length: one expert's hidden size
+	// SharedFF is the shared expert's hidden size
+	// (expert_shared_feed_forward_length), 0 without one.
+	SharedFF int
 	// NormW renormalizes each token's chosen weights to sum to 1 (the
 	// sum clamped below at 2^-14, as llama.cpp does).
 	NormW bool
