@@ -141,3 +141,22 @@ func TestSharedGate(t *testing.T) {
 		assert.InDelta(t, -2+5*g, float64(out[1]), 1e-6, "w.x = %v", s)
 	}
 }
+
+// TestLlamaWithExperts: a llama file with expert_count is run as Mixtral
+// (llama's Variant), its experts feed_forward_length wide; the dense
+// llama files keep the dense block.
+func TestLlamaWithExperts(t *testing.T) {
+	m, err := Open(synthNewPath("synth-mixtral-Q8_0.gguf"), ModelParams{Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Equal(t, "llama", m.Info().Arch)
+	assert.NotNil(t, m.fam.Tensor(arch.GateExps), "the MoE variant's tensors")
+	assert.Nil(t, m.fam.Tensor(arch.Gate), "no dense FFN")
+	assert.Equal(t, arch.MoEParams{Experts: 8, Used: 2, FF: 128, NormW: true, WScale: 1}, m.cfg.MoE)
+	assert.True(t, m.plan.moe)
+
+	fam, ok := arch.Lookup("llama")
+	require.True(t, ok)
+	assert.NotNil(t, fam.Tensor(arch.Gate), "the registered llama is dense")
+	assert.Nil(t, fam.Variant(&arch.Params{}), "no experts: no variant")
+}

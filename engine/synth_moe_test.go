@@ -32,6 +32,7 @@ import (
 // synthMoESpec is one synthetic MoE model.
 type synthMoESpec struct {
 	arch          string
+	file          string // the files' name after "synth-"; "" is arch
 	layers        int
 	seed          uint64
 	experts, used int
@@ -81,6 +82,15 @@ var synthMoESpecs = []synthMoESpec{
 		},
 		f32SHA256: "8af0a2ea125961acde2a95c193087ca0914b771f94c7c40a834e2aaa74196214",
 		q8Spread:  struct{ max, median float64 }{0.43, 0.06}},
+	// Mixtral 8x7B's metadata (RoPE base 1e6, epsilon 1e-5): llama with 8
+	// experts of 128 (feed_forward_length), 2 used, tied output.
+	{arch: "llama", file: "mixtral", layers: 4, seed: 20, experts: 8, used: 2, expFF: 128, ffKey: true,
+		keys: []synthKey{
+			{"rope.freq_base", float32(1e6)},
+			{"attention.layer_norm_rms_epsilon", float32(1e-5)},
+		},
+		f32SHA256: "48b9798cd7233fb2b4eccf1202e61e02c6758a90a6e0cb3086a4a6e1d2d6696d",
+		q8Spread:  struct{ max, median float64 }{0.72, 0.05}},
 }
 
 // buildSynthMoE writes spec's model, in F32 or (q8) Q8_0, into a GGUF
@@ -96,7 +106,7 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
 	a := spec.arch
 	set("general.architecture", a)
-	set("general.name", "synth-"+a)
+	set("general.name", strings.TrimSuffix(synthMoEName(spec, false), "-f32"))
 	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
 	set(a+".context_length", uint32(4096))
 	set(a+".embedding_length", uint32(synthDim))
@@ -219,7 +229,11 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 }
 
 func synthMoEName(spec synthMoESpec, q8 bool) string {
-	return "synth-" + spec.arch + map[bool]string{false: "-f32", true: "-Q8_0"}[q8]
+	name := spec.file
+	if name == "" {
+		name = spec.arch
+	}
+	return "synth-" + name + map[bool]string{false: "-f32", true: "-Q8_0"}[q8]
 }
 
 // synthMoEF32 writes spec's F32 file into a temporary directory, after

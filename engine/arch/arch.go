@@ -48,6 +48,10 @@ type Family struct {
 	Layer []Tensor
 	// Block is one transformer block's computation.
 	Block []Step
+	// Variant, when set, returns the family that runs a model of these
+	// hyperparameters in place of this one (llama with experts is
+	// Mixtral's mixture of experts); nil keeps this one.
+	Variant func(p *Params) *Family
 	// ChatFormat is the built-in chat format (an engine/chat family name)
 	// for a model without a usable template; "" guesses from the
 	// vocabulary.
@@ -456,6 +460,11 @@ func Read(f *gguf.File) (*Family, Params, error) {
 	if fam.Hparams != nil {
 		if err := fam.Hparams(m, &p); err != nil {
 			return nil, p, err
+		}
+	}
+	if fam.Variant != nil {
+		if v := fam.Variant(&p); v != nil {
+			fam = v
 		}
 	}
 	return fam, p, nil
