@@ -39,6 +39,7 @@ type synthMoESpec struct {
 	expFF         int
 	qkNorm        bool       // per-head Q and K norms (qwen3moe)
 	qkNormFull    bool       // Q and K norms over the whole projections (olmoe)
+	mxfp4         bool       // also a file with MXFP4 experts (synth-NAME-MXFP4.gguf)
 	ffKey         bool       // the experts' width is feed_forward_length (no expert_feed_forward_length)
 	untied        bool       // an output head of its own
 	kvHeads       int        // 0: synthKVHeads
@@ -54,7 +55,7 @@ type synthMoESpec struct {
 var synthMoESpecs = []synthMoESpec{
 	// Qwen3-30B-A3B's metadata (its RoPE base and epsilon) on 8 experts,
 	// 2 used, of 128.
-	{arch: "qwen3moe", layers: 4, seed: 17, experts: 8, used: 2, expFF: 128, qkNorm: true,
+	{arch: "qwen3moe", layers: 4, seed: 17, experts: 8, used: 2, expFF: 128, qkNorm: true, mxfp4: true,
 		keys: []synthKey{
 			{"rope.freq_base", float32(1e6)},
 			{"attention.layer_norm_rms_epsilon", float32(1e-6)},
@@ -98,6 +99,15 @@ var synthMoESpecs = []synthMoESpec{
 // keeps the vectors and the router in F32, as llama-quantize does.
 func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 	t.Helper()
+	return buildSynthMoEAs(t, spec, q8, false)
+}
+
+// buildSynthMoEAs is buildSynthMoE, with the experts in MXFP4 when mxfp4
+// (and the other matrices in Q8_0, as llama-quantize's MXFP4_MOE type
+// writes them).
+func buildSynthMoEAs(t *testing.T, spec synthMoESpec, q8, mxfp4 bool) []byte {
+	t.Helper()
+	q8 = q8 || mxfp4
 	tokFile, err := gguf.Open(shareddata.Path(t, "models/stories260K.gguf"))
 	require.NoError(t, err)
 	defer tokFile.Close()
@@ -107,7 +117,12 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 	a := spec.arch
 	set("general.architecture", a)
 	set("general.name", strings.TrimSuffix(synthMoEName(spec, false), "-f32"))
-	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
+	switch {
+	case mxfp4:
+		set("general.file_type", uint32(38)) // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+	default:
+		set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
+	}
 	set(a+".context_length", uint32(4096))
 	set(a+".embedding_length", uint32(synthDim))
 	set(a+".block_count", uint32(spec.layers))
@@ -170,6 +185,15 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 			} else {
 				vals[i] = float32(0.08 * rng.NormFloat64())
 			}
+		}
+		if mxfp4 && len(shape) == 3 {
+			rb := n / 32 * 17
+			data := make([]byte, rows*rb)
+			for r := 0; r < rows; r++ {
+				kernels.QuantizeWeightRow(gguf.MXFP4, vals[r*n:(r+1)*n], data[r*rb:(r+1)*rb])
+			}
+			require.NoError(t, w.AddTensor(name, gguf.MXFP4, shape, data))
+			return
 		}
 		if q8 && len(shape) > 1 && !keepF32 {
 			rb := n / 32 * 34
@@ -236,6 +260,10 @@ func synthMoEName(spec synthMoESpec, q8 bool) string {
 	return "synth-" + name + map[bool]string{false: "-f32", true: "-Q8_0"}[q8]
 }
 
+func synthMoEMXFP4Name(spec synthMoESpec) string {
+	return strings.TrimSuffix(synthMoEName(spec, true), "-Q8_0") + "-MXFP4"
+}
+
 // synthMoEF32 writes spec's F32 file into a temporary directory, after
 // checking it is the file the references were made from.
 func synthMoEF32(t *testing.T, spec synthMoESpec) string {
@@ -266,6 +294,19 @@ func TestWriteSynthMoE(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
 		})
+		if spec.mxfp4 {
+			t.Run(synthMoEMXFP4Name(spec), func(t *testing.T) {
+				img := buildSynthMoEAs(t, spec, false, true)
+				path := synthNewPath(synthMoEMXFP4Name(spec) + ".gguf")
+				if *updateSynth {
+					require.NoError(t, os.WriteFile(path, img, 0o644))
+					return
+				}
+				have, err := os.ReadFile(path)
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+			})
+		}
 		t.Run(synthMoEName(spec, false), func(t *testing.T) {
 			img := buildSynthMoE(t, spec, false)
 			sum := fmt.Sprintf("%x", sha256.Sum256(img))
@@ -317,5 +358,43 @@ func TestSynthMoEQ8(t *testing.T) {
 			t.Logf("%d positions: median %.4f, max %.4f", len(diffs), median, diffs[len(diffs)-1])
 			assert.LessOrEqual(t, median, spread.median, "median log-probability difference")
 		})
+	}
+}
+
+// synthMXFP4Spread is llama.cpp's own spread on the MXFP4-expert files
+// (F16 against F32 KV cache, largest and median, rounded up;
+// engine/testdata/README.md).
+var synthMXFP4Spread = map[string]struct{ max, median float64 }{
+	"qwen3moe": {0.8, 0.045},
+}
+
+// TestSynthMoEMXFP4 runs the files with MXFP4 experts (the other matrices
+// Q8_0) against llama.cpp, with either KV cache, within llama.cpp's own
+// spread on the file.
+func TestSynthMoEMXFP4(t *testing.T) {
+	for _, spec := range synthMoESpecs {
+		if !spec.mxfp4 {
+			continue
+		}
+		for _, kvf32 := range []bool{false, true} {
+			name := synthMoEMXFP4Name(spec)
+			ref := name + ".ref.jsonl"
+			if kvf32 {
+				ref = name + ".kvf32.ref.jsonl"
+			}
+			t.Run(name+map[bool]string{true: "-kvf32"}[kvf32], func(t *testing.T) {
+				spread := synthMXFP4Spread[spec.arch]
+				var diffs []float64
+				runRefFiles(t, refOptions{
+					model: synthNewPath(name + ".gguf"), refs: synthNewPath(ref), kvf32: kvf32,
+					tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs,
+				})
+				require.NotEmpty(t, diffs)
+				slices.Sort(diffs)
+				median := diffs[len(diffs)/2]
+				t.Logf("%d positions: median %.4f, max %.4f", len(diffs), median, diffs[len(diffs)-1])
+				assert.LessOrEqual(t, median, spread.median, "median log-probability difference")
+			})
+		}
 	}
 }
