@@ -160,3 +160,43 @@ func TestLlamaWithExperts(t *testing.T) {
 	assert.NotNil(t, fam.Tensor(arch.Gate), "the registered llama is dense")
 	assert.Nil(t, fam.Variant(&arch.Params{}), "no experts: no variant")
 }
+
+// TestMoEThreadsAndChunks: a prompt longer than the fast mode's batch (so
+// prefilled in chunks, experts taking many tokens at once) gives the same
+// logits with 1 and 3 threads (the products split by rows, which changes
+// no sum), and decoding its last tokens one by one matches.
+func TestMoEThreadsAndChunks(t *testing.T) {
+	path := synthNewPath("synth-qwen2moe-Q8_0.gguf")
+	var text string
+	for range 12 {
+		text += "Once upon a time there was a dog. "
+	}
+	logits := map[int][]float32{}
+	var toks []int32
+	for _, threads := range []int{1, 3} {
+		m, err := Open(path, ModelParams{Threads: threads})
+		require.NoError(t, err)
+		toks, err = m.Tokenize(text, true, false)
+		require.NoError(t, err)
+		require.Greater(t, len(toks), maxBatch)
+		vocab := m.Info().VocabSize
+		s, err := m.NewSession(SessionParams{NCtx: 256})
+		require.NoError(t, err)
+		all := make([]float32, len(toks)*vocab)
+		require.NoError(t, s.PrefillAll(toks, all))
+		logits[threads] = all
+		if threads == 3 {
+			// The last 5 tokens again, decoded one at a time.
+			n := len(toks) - 5
+			require.NoError(t, s.Rewind(n))
+			lg := make([]float32, vocab)
+			for i := n; i < len(toks); i++ {
+				require.NoError(t, s.Decode(toks[i], lg))
+				assert.InDeltaSlice(t, all[i*vocab:(i+1)*vocab], lg, 2e-3, "position %d", i)
+			}
+		}
+		s.Close()
+		require.NoError(t, m.Close())
+	}
+	assert.Equal(t, logits[1], logits[3], "1 and 3 threads")
+}
