@@ -57,15 +57,22 @@ func TestFamiliesCompile(t *testing.T) {
 			}
 			// Head size 32 differs from dim/heads, so a width taken from
 			// the wrong hyperparameter shows.
-			c := config{Arch: name, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, HeadDimV: 32, FF: 160, Rot: 32}
+			c := config{Arch: name, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, HeadDimV: 32, FF: 160, Rot: 32,
+				MoE: arch.MoEParams{Experts: 6, Used: 2, FF: 48, SharedFF: 40, WScale: 1}}
 			pl, err := compilePlan(fam, &c)
 			require.NoError(t, err)
 			assert.Equal(t, 64, pl.width[arch.X])
 			assert.Equal(t, 128, pl.width[arch.Q])
 			assert.Equal(t, 64, pl.width[arch.K])
 			assert.Equal(t, 128, pl.width[arch.Att])
-			assert.Equal(t, 160, max(pl.width[arch.G], pl.width[arch.U])) // gated or not
-			assert.Equal(t, 160, pl.maxIn)
+			if pl.moe {
+				// The experts' widths are the MoE step's own.
+				assert.Equal(t, 6, pl.width[arch.R])
+				assert.Equal(t, 128, pl.maxIn)
+			} else {
+				assert.Equal(t, 160, max(pl.width[arch.G], pl.width[arch.U])) // gated or not
+				assert.Equal(t, 160, pl.maxIn)
+			}
 			assert.Equal(t, phTokens, pl.phases[len(pl.phases)-1].kind)
 		})
 	}

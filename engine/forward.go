@@ -42,6 +42,8 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 				err = s.pool.Run(s.fnMat)
 			case phAttend:
 				err = s.pool.Run(s.fnAttn)
+			case phMoE:
+				err = s.runMoE(L)
 			case phTokens:
 				s.phase, s.chain = pi, false
 				s.stageRun(stLayer)
@@ -358,6 +360,8 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			} else {
 				kernels.SiLU(x, x)
 			}
+		case tkShGate:
+			sharedGate(s.tok(op.out, t), s.tok(arch.SH, t), s.tok(op.in, t), L.vecs[op.w])
 		}
 	}
 }

@@ -80,6 +80,7 @@ type Info struct {
 type weights struct {
 	mats [arch.NumRoles]kernels.Matrix
 	vecs [arch.NumRoles][]float32
+	exps [arch.NumRoles][]kernels.Matrix // per-expert matrices (PerExpert tensors), one per expert
 }
 
 // layer holds one transformer block's weights.
@@ -390,6 +391,11 @@ func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights, list []ar
 		return fmt.Errorf("%w: missing tensor %s", ErrBadFile, name)
 	}
 	cols := l.c.Of(t.Cols, l.vocab)
+	if t.PerExpert {
+		exps, err := asExperts(tt, cols, l.c.Of(t.Rows, l.vocab), l.c.MoE.Experts)
+		w.exps[t.Role] = exps
+		return err
+	}
 	if !t.Matrix() {
 		v, err := asVector(tt, cols)
 		w.vecs[t.Role] = v

@@ -164,6 +164,9 @@ func (m *Model) packTargets() ([]packTarget, int) {
 			if L.mats[t.Role].Data != nil {
 				add(p+matrixName(m.fam, t), &L.mats[t.Role])
 			}
+			for e := range L.exps[t.Role] {
+				add(p+t.Name+"["+strconv.Itoa(e)+"]", &L.exps[t.Role][e])
+			}
 		}
 	}
 	// The model's matrices but the embeddings and the other matrices

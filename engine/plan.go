@@ -26,6 +26,8 @@ type plan struct {
 	// scalesQ: the block has a ScaleQ step (which a numerics mode may move
 	// into attention).
 	scalesQ bool
+	// moe: the block has a MoE step (the session needs its scratch).
+	moe bool
 }
 
 type phaseKind uint8
@@ -34,6 +36,7 @@ const (
 	phTokens phaseKind = iota
 	phMatMul
 	phAttend
+	phMoE // the experts of a MoE step (runMoE)
 )
 
 // phase is one dispatch of the block.
@@ -60,6 +63,7 @@ const (
 	tkQuantize
 	tkLayerNorm
 	tkAct
+	tkShGate // MoE shared expert: out += sigmoid(w . in) * SH
 )
 
 // tokOp is one per-token operation of a token phase.
@@ -193,6 +197,21 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 			cur.ops = append(cur.ops, tokOp{kind: tkResidual, in: st.In})
 		case arch.OpTempQ:
 			cur.ops = append(cur.ops, tokOp{kind: tkTempQ})
+		case arch.OpMoE:
+			if err := checkMoE(fam, c, pl, st); err != nil {
+				return nil, err
+			}
+			flush()
+			pl.phases = append(pl.phases, phase{kind: phMoE})
+			pl.moe = true
+		case arch.OpShGate:
+			if pl.width[st.In] != c.Dim || pl.width[st.Out] != c.Dim || pl.width[arch.SH] != c.Dim {
+				return nil, descriptionError(fam, "a shared-expert gate over %d, %d and %d values", pl.width[st.In], pl.width[st.Out], pl.width[arch.SH])
+			}
+			if t := decl(st.W); t == nil || t.Matrix() || t.Cols != arch.Dim {
+				return nil, descriptionError(fam, "a shared-expert gate whose weight is not a vector of Dim")
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkShGate, in: st.In, out: st.Out, w: st.W})
 		case arch.OpGLU:
 			if pl.width[arch.G] != pl.width[arch.U] {
 				return nil, descriptionError(fam, "a GLU of %d gate and %d up values", pl.width[arch.G], pl.width[arch.U])

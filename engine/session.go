@@ -102,6 +102,8 @@ type Session struct {
 	// of the text's first and last tokens.
 	packed                                 bool
 	packText, packPos, packFirst, packLast []int32
+	// moe is the MoE step's scratch, nil for a dense model.
+	moe *moeScratch
 
 	// gen is Generate's scratch, reused so that generating allocates
 	// nothing per token.
@@ -264,6 +266,9 @@ func (s *Session) alloc(kind kvKind) (err error) {
 			s.q8q[i] = make([]byte, c.HeadDim/32*q8Block)
 			s.vrow[i] = make([]float32, c.HeadDim)
 		}
+	}
+	if pl.moe {
+		s.moe = s.newMoEScratch(nb)
 	}
 	s.fnMat = s.runMatrices
 	s.fnAttn = s.runAttention

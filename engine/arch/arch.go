@@ -48,6 +48,10 @@ type Family struct {
 	Layer []Tensor
 	// Block is one transformer block's computation.
 	Block []Step
+	// Variant, when set, returns the family that runs a model of these
+	// hyperparameters in place of this one (llama with experts is
+	// Mixtral's mixture of experts); nil keeps this one.
+	Variant func(p *Params) *Family
 	// ChatFormat is the built-in chat format (an engine/chat family name)
 	// for a model without a usable template; "" guesses from the
 	// vocabulary.
@@ -69,6 +73,9 @@ var families = []*Family{
 	&exaone4,
 	&cohere2,
 	&bert,
+	&qwen3moe,
+	&olmoe,
+	&qwen2moe,
 }
 
 // Lookup returns the family named name.
@@ -169,6 +176,8 @@ type Params struct {
 	// RankSoftmax: rank pooling ends in a softmax over the labels
 	// (Qwen3-Reranker's yes/no head, as llama.cpp runs it).
 	RankSoftmax bool
+	// MoE describes the experts of a mixture-of-experts FFN (a MoE step).
+	MoE MoEParams
 }
 
 // QDim is the width of all query heads.
@@ -205,6 +214,9 @@ const (
 	FF2                 // 2*FF (fused gate and up)
 	Ctx                 // training context (learned position embeddings)
 	Labels              // classifier outputs (Params.ClsLabels)
+	Experts             // MoE.Experts (the router's rows)
+	ExpFF               // MoE.FF (one expert's feed-forward length)
+	ShFF                // MoE.SharedFF (the shared expert's feed-forward length)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -232,6 +244,12 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.CtxTrain
 	case Labels:
 		return p.ClsLabels
+	case Experts:
+		return p.MoE.Experts
+	case ExpFF:
+		return p.MoE.FF
+	case ShFF:
+		return p.MoE.SharedFF
 	}
 	return -1
 }
@@ -291,6 +309,14 @@ const (
 	AttnOutNormB
 	LayerOutNorm
 	LayerOutNormB
+	GateInp      // MoE router: one row per expert
+	GateExps     // MoE experts' gate matrices (PerExpert)
+	UpExps       // MoE experts' up matrices (PerExpert)
+	DownExps     // MoE experts' down matrices (PerExpert)
+	GateInpShexp // MoE shared expert's gate: a vector of Dim
+	GateShexp    // MoE shared expert's gate matrix
+	UpShexp      // MoE shared expert's up matrix
+	DownShexp    // MoE shared expert's down matrix
 	NumRoles
 )
 
@@ -316,6 +342,9 @@ type Tensor struct {
 	// (position embeddings, a classifier head applied once per text):
 	// it is never packed.
 	Lookup bool
+	// PerExpert marks a 3-D tensor of MoE.Experts matrices of Cols x Rows
+	// (GGUF shape [Cols, Rows, Experts]), one per expert.
+	PerExpert bool
 }
 
 // Matrix reports whether t is a weight matrix (multiplied by activations)
@@ -336,6 +365,8 @@ const (
 	G              // FFN gate (FF)
 	U              // FFN up (FF)
 	O2             // a second projection back to Dim (parallel blocks)
+	R              // MoE router logits (Experts)
+	SH             // MoE shared expert's output (Dim)
 	NumBufs
 )
 
@@ -354,6 +385,8 @@ const (
 	OpTempQ               // Q *= Llama 4's attention temperature at the token's position
 	OpLayerNorm           // Out = LayerNorm(In) * W + B (mean and variance)
 	OpAct                 // In = Act(In), in place (an ungated FFN)
+	OpMoE                 // Out = the chosen experts' FFNs of In, weighted by the router logits in R
+	OpShGate              // Out += sigmoid(W . In) * SH (a MoE's gated shared expert)
 )
 
 // Proj is one matrix product of a Project step.
@@ -409,6 +442,18 @@ func LayerNorm(w, b Role, in, out Buf) Step {
 
 // Act applies Params.Act to b in place (the ungated FFN of the encoders).
 func Act(b Buf) Step { return Step{Op: OpAct, In: b, Out: b} }
+
+// MoE is the experts' feed-forward network of a mixture of experts: each
+// token's router logits (buffer R) choose MoE.Used experts, whose SwiGLU
+// networks (GateExps, UpExps, DownExps) of in are summed into out, each
+// weighted as MoEParams says.
+func MoE(in, out Buf) Step { return Step{Op: OpMoE, In: in, Out: out} }
+
+// SharedGate adds the shared expert's output (buffer SH), gated by
+// sigmoid(w . in), to out.
+func SharedGate(in Buf, w Role, out Buf) Step {
+	return Step{Op: OpShGate, In: in, W: w, Out: out}
+}
 
 // Meta reads one architecture's typed metadata keys ("ARCH.key").
 type Meta struct {
@@ -519,6 +564,11 @@ func Read(f *gguf.File) (*Family, Params, error) {
 	}
 	if p.YarnExt != 0 {
 		p.AttnFactor *= yarnAttnFactor(1/p.RopeScale, p.YarnLogMul)
+	}
+	if fam.Variant != nil {
+		if v := fam.Variant(&p); v != nil {
+			fam = v
+		}
 	}
 	return fam, p, nil
 }

@@ -15,10 +15,7 @@ var resembles = map[string]string{
 	"exaone":        "llama",
 	"phimoe":        "phi3",  // mixture-of-experts FFN
 	"qwen":          "qwen2", // fused QKV with a bias
-	"qwen2moe":      "qwen2",
 	"qwen2vl":       "qwen2",
-	"qwen3moe":      "qwen3",
-	"olmoe":         "olmo2",   // mixture-of-experts FFN
 	"command-r":     "cohere2", // no sliding window, optional Q/K norms
 	"gemma":         "gemma3",
 	"gemma3n":       "gemma3",

@@ -1,0 +1,74 @@
+package arch
+
+import "fmt"
+
+// MaxExperts bounds expert_count (llama.cpp's limit).
+const MaxExperts = 1024
+
+// MoEParams describe a mixture-of-experts feed-forward network.
+type MoEParams struct {
+	Experts int // expert_count
+	Used    int // expert_used_count: the experts each token is routed to
+	FF      int // expert_feed_forward_length: one expert's hidden size
+	// SharedFF is the shared expert's hidden size
+	// (expert_shared_feed_forward_length), 0 without one.
+	SharedFF int
+	// NormW renormalizes each token's chosen weights to sum to 1 (the
+	// sum clamped below at 2^-14, as llama.cpp does).
+	NormW bool
+	// WScale multiplies the chosen weights after any renormalization;
+	// 1 = none.
+	WScale float32
+}
+
+// readMoE reads the expert counts shared by the mixture-of-experts
+// families: expert_count and expert_used_count are required and bounded,
+// expert_feed_forward_length defaults to feed_forward_length / used (as
+// llama.cpp's qwen3moe loader does). Gating is softmax, with the chosen
+// weights renormalized when normW is set.
+func readMoE(m Meta, p *Params, normW bool) error {
+	e := &p.MoE
+	var err error
+	if e.Experts, err = m.Uint("expert_count", 0, true); err != nil {
+		return err
+	}
+	if e.Used, err = m.Uint("expert_used_count", 0, true); err != nil {
+		return err
+	}
+	if e.Experts <= 0 || e.Experts > MaxExperts {
+		return fmt.Errorf("%w: metadata key %s.expert_count = %d; want 1 to %d", ErrBadFile, m.Arch, e.Experts, MaxExperts)
+	}
+	if e.Used <= 0 || e.Used > e.Experts {
+		return fmt.Errorf("%w: metadata key %s.expert_used_count = %d for %d experts", ErrBadFile, m.Arch, e.Used, e.Experts)
+	}
+	if e.FF, err = m.Uint("expert_feed_forward_length", p.FF/e.Used, false); err != nil {
+		return err
+	}
+	if e.FF <= 0 {
+		return fmt.Errorf("%w: metadata key %s.expert_feed_forward_length = %d", ErrBadFile, m.Arch, e.FF)
+	}
+	e.NormW = normW
+	e.WScale = 1
+	return nil
+}
+
+// moeFFN is the router and the experts' three matrices of a MoE step.
+func moeFFN() []Tensor {
+	return []Tensor{
+		{Role: GateInp, Name: "ffn_gate_inp.weight", Cols: Dim, Rows: Experts},
+		{Role: GateExps, Name: "ffn_gate_exps.weight", Cols: Dim, Rows: ExpFF, PerExpert: true},
+		{Role: UpExps, Name: "ffn_up_exps.weight", Cols: Dim, Rows: ExpFF, PerExpert: true},
+		{Role: DownExps, Name: "ffn_down_exps.weight", Cols: ExpFF, Rows: Dim, PerExpert: true},
+	}
+}
+
+// moeSteps is the FFN half of a pre-norm MoE block: norm, router logits,
+// the experts, the residual.
+func moeSteps() []Step {
+	return []Step{
+		Norm(FFNNorm, X, XN),
+		Project(XN, Proj{W: GateInp, Out: R}),
+		MoE(XN, O),
+		Residual(O),
+	}
+}

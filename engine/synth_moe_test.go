@@ -1,0 +1,400 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/shareddata"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+// Synthetic mixture-of-experts models, written by buildSynthMoE: the shape
+// of the other synthetic files (hidden 256, 4 heads of 64, 2 KV heads, the
+// stories260K tokenizer, weights N(0, 0.08²), norm weights 1 + 0.1·N(0,1))
+// with a MoE feed-forward network in every block. The Q8_0 file is
+// committed; the F32 one (16 MB) is written by the tests from the
+// generator and checked against its sha256, the file the references were
+// made from. References and spreads: engine/testdata/README.md.
+
+// synthMoESpec is one synthetic MoE model.
+type synthMoESpec struct {
+	arch          string
+	file          string // the files' name after "synth-"; "" is arch
+	layers        int
+	seed          uint64
+	experts, used int
+	expFF         int
+	qkNorm        bool       // per-head Q and K norms (qwen3moe)
+	qkNormFull    bool       // Q and K norms over the whole projections (olmoe)
+	mxfp4         bool       // also a file with MXFP4 experts (synth-NAME-MXFP4.gguf)
+	ffKey         bool       // the experts' width is feed_forward_length (no expert_feed_forward_length)
+	untied        bool       // an output head of its own
+	kvHeads       int        // 0: synthKVHeads
+	sharedFF      int        // a gated shared expert of this width (qwen2moe), 0: none
+	keys          []synthKey // the family's own metadata
+	f32SHA256     string
+	// q8Spread is the largest and the median log-probability difference
+	// between llama.cpp's F16- and F32-cache runs of the Q8_0 file,
+	// rounded up (its own spread; engine/testdata/README.md).
+	q8Spread struct{ max, median float64 }
+}
+
+var synthMoESpecs = []synthMoESpec{
+	// Qwen3-30B-A3B's metadata (its RoPE base and epsilon) on 8 experts,
+	// 2 used, of 128.
+	{arch: "qwen3moe", layers: 4, seed: 17, experts: 8, used: 2, expFF: 128, qkNorm: true, mxfp4: true,
+		keys: []synthKey{
+			{"rope.freq_base", float32(1e6)},
+			{"attention.layer_norm_rms_epsilon", float32(1e-6)},
+		},
+		f32SHA256: "86dacec8e7b305053b3828c737ee195194855dccfb3e2751dff89da4473c2f4c",
+		q8Spread:  struct{ max, median float64 }{0.65, 0.05}},
+	// OLMoE-1B-7B's metadata (RoPE base 10000, epsilon 1e-5) on 8 experts,
+	// 2 used, of 128 (feed_forward_length), with an output head of its own
+	// and as many KV heads as heads (llama.cpp's olmoe has no GQA).
+	{arch: "olmoe", layers: 4, seed: 18, experts: 8, used: 2, expFF: 128, qkNormFull: true, ffKey: true, untied: true, kvHeads: 4,
+		keys: []synthKey{
+			{"rope.freq_base", float32(10000)},
+			{"attention.layer_norm_rms_epsilon", float32(1e-5)},
+		},
+		f32SHA256: "12ccb6fb292e55635eb6064d6111a41257007368f7bfe209bb86d9db426efc3e",
+		q8Spread:  struct{ max, median float64 }{0.3, 0.04}},
+	// Qwen1.5-MoE-A2.7B's metadata (RoPE base 1e6, epsilon 1e-6) on 8
+	// experts, 2 used, of 128, and a gated shared expert of 256, with an
+	// output head of its own.
+	{arch: "qwen2moe", layers: 4, seed: 19, experts: 8, used: 2, expFF: 128, sharedFF: 256, untied: true,
+		keys: []synthKey{
+			{"rope.freq_base", float32(1e6)},
+			{"attention.layer_norm_rms_epsilon", float32(1e-6)},
+			{"expert_shared_feed_forward_length", uint32(256)},
+		},
+		f32SHA256: "8af0a2ea125961acde2a95c193087ca0914b771f94c7c40a834e2aaa74196214",
+		q8Spread:  struct{ max, median float64 }{0.43, 0.06}},
+	// Mixtral 8x7B's metadata (RoPE base 1e6, epsilon 1e-5): llama with 8
+	// experts of 128 (feed_forward_length), 2 used, tied output.
+	{arch: "llama", file: "mixtral", layers: 4, seed: 20, experts: 8, used: 2, expFF: 128, ffKey: true,
+		keys: []synthKey{
+			{"rope.freq_base", float32(1e6)},
+			{"attention.layer_norm_rms_epsilon", float32(1e-5)},
+		},
+		f32SHA256: "48b9798cd7233fb2b4eccf1202e61e02c6758a90a6e0cb3086a4a6e1d2d6696d",
+		q8Spread:  struct{ max, median float64 }{0.72, 0.05}},
+}
+
+// buildSynthMoE writes spec's model, in F32 or (q8) Q8_0, into a GGUF
+// image. Q8_0 quantizes the matrices with ggml's reference quantizer and
+// keeps the vectors and the router in F32, as llama-quantize does.
+func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
+	t.Helper()
+	return buildSynthMoEAs(t, spec, q8, false)
+}
+
+// buildSynthMoEAs is buildSynthMoE, with the experts in MXFP4 when mxfp4
+// (and the other matrices in Q8_0, as llama-quantize's MXFP4_MOE type
+// writes them).
+func buildSynthMoEAs(t *testing.T, spec synthMoESpec, q8, mxfp4 bool) []byte {
+	t.Helper()
+	q8 = q8 || mxfp4
+	tokFile, err := gguf.Open(shareddata.Path(t, "models/stories260K.gguf"))
+	require.NoError(t, err)
+	defer tokFile.Close()
+
+	w := gguf.NewWriter()
+	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
+	a := spec.arch
+	set("general.architecture", a)
+	set("general.name", strings.TrimSuffix(synthMoEName(spec, false), "-f32"))
+	switch {
+	case mxfp4:
+		set("general.file_type", uint32(38)) // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+	default:
+		set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
+	}
+	set(a+".context_length", uint32(4096))
+	set(a+".embedding_length", uint32(synthDim))
+	set(a+".block_count", uint32(spec.layers))
+	if spec.ffKey {
+		set(a+".feed_forward_length", uint32(spec.expFF))
+	} else {
+		set(a+".feed_forward_length", uint32(synthFF))
+	}
+	set(a+".rope.dimension_count", uint32(synthHeadDim))
+	set(a+".attention.head_count", uint32(synthHeads))
+	kvHeads := synthKVHeads
+	if spec.kvHeads > 0 {
+		kvHeads = spec.kvHeads
+	}
+	set(a+".attention.head_count_kv", uint32(kvHeads))
+	set(a+".attention.key_length", uint32(synthHeadDim))
+	set(a+".attention.value_length", uint32(synthHeadDim))
+	set(a+".expert_count", uint32(spec.experts))
+	set(a+".expert_used_count", uint32(spec.used))
+	if !spec.ffKey {
+		set(a+".expert_feed_forward_length", uint32(spec.expFF))
+	}
+	for _, k := range spec.keys {
+		set(a+"."+k.name, k.v)
+	}
+	vocab := 0
+	for _, k := range tokFile.Keys() {
+		if strings.HasPrefix(k, "tokenizer.") {
+			v, _ := tokFile.Lookup(k)
+			set(k, v)
+			if k == "tokenizer.ggml.tokens" {
+				arr, err := v.Array()
+				require.NoError(t, err)
+				vocab = arr.Len()
+			}
+		}
+	}
+	require.Equal(t, 512, vocab)
+	set(a+".vocab_size", uint32(vocab))
+	if q8 {
+		set("general.quantization_version", uint32(2))
+	}
+
+	rng := rand.New(rand.NewPCG(spec.seed, 0x5eed))
+	// add draws a tensor: a vector (one dimension) of norm weights, or
+	// matrices (two or three dimensions, the third counting experts),
+	// quantized unless keepF32. A vector named by gateVec is drawn as
+	// matrix weights (a product's weights, not a norm's).
+	gateVec := ""
+	add := func(name string, keepF32 bool, shape ...int64) {
+		n := int(shape[0])
+		rows := 1
+		for _, d := range shape[1:] {
+			rows *= int(d)
+		}
+		vals := make([]float32, n*rows)
+		for i := range vals {
+			if len(shape) == 1 && name != gateVec {
+				vals[i] = float32(1 + 0.1*rng.NormFloat64())
+			} else {
+				vals[i] = float32(0.08 * rng.NormFloat64())
+			}
+		}
+		if mxfp4 && len(shape) == 3 {
+			rb := n / 32 * 17
+			data := make([]byte, rows*rb)
+			for r := 0; r < rows; r++ {
+				kernels.QuantizeWeightRow(gguf.MXFP4, vals[r*n:(r+1)*n], data[r*rb:(r+1)*rb])
+			}
+			require.NoError(t, w.AddTensor(name, gguf.MXFP4, shape, data))
+			return
+		}
+		if q8 && len(shape) > 1 && !keepF32 {
+			rb := n / 32 * 34
+			data := make([]byte, rows*rb)
+			for r := 0; r < rows; r++ {
+				kernels.QuantizeWeightRow(gguf.Q8_0, vals[r*n:(r+1)*n], data[r*rb:(r+1)*rb])
+			}
+			require.NoError(t, w.AddTensor(name, gguf.Q8_0, shape, data))
+			return
+		}
+		data := make([]byte, 4*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+		}
+		require.NoError(t, w.AddTensor(name, gguf.F32, shape, data))
+	}
+	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(kvHeads*synthHeadDim)
+	E, ff := int64(spec.experts), int64(spec.expFF)
+	add("token_embd.weight", false, synthDim, int64(vocab))
+	for il := 0; il < spec.layers; il++ {
+		p := fmt.Sprintf("blk.%d.", il)
+		add(p+"attn_norm.weight", false, synthDim)
+		add(p+"attn_q.weight", false, synthDim, qDim)
+		add(p+"attn_k.weight", false, synthDim, kvDim)
+		add(p+"attn_v.weight", false, synthDim, kvDim)
+		if spec.qkNorm {
+			add(p+"attn_q_norm.weight", false, synthHeadDim)
+			add(p+"attn_k_norm.weight", false, synthHeadDim)
+		}
+		if spec.qkNormFull {
+			add(p+"attn_q_norm.weight", false, qDim)
+			add(p+"attn_k_norm.weight", false, kvDim)
+		}
+		add(p+"attn_output.weight", false, qDim, synthDim)
+		add(p+"ffn_norm.weight", false, synthDim)
+		add(p+"ffn_gate_inp.weight", true, synthDim, E)
+		add(p+"ffn_gate_exps.weight", false, synthDim, ff, E)
+		add(p+"ffn_up_exps.weight", false, synthDim, ff, E)
+		add(p+"ffn_down_exps.weight", false, ff, synthDim, E)
+		if sh := int64(spec.sharedFF); sh > 0 {
+			gateVec = p + "ffn_gate_inp_shexp.weight"
+			add(gateVec, true, synthDim)
+			add(p+"ffn_gate_shexp.weight", false, synthDim, sh)
+			add(p+"ffn_up_shexp.weight", false, synthDim, sh)
+			add(p+"ffn_down_shexp.weight", false, sh, synthDim)
+		}
+	}
+	add("output_norm.weight", false, synthDim)
+	if spec.untied {
+		add("output.weight", false, synthDim, int64(vocab))
+	}
+
+	var buf bytes.Buffer
+	_, err = w.WriteTo(&buf)
+	require.NoError(t, err)
+	return buf.Bytes()
+}
+
+func synthMoEName(spec synthMoESpec, q8 bool) string {
+	name := spec.file
+	if name == "" {
+		name = spec.arch
+	}
+	return "synth-" + name + map[bool]string{false: "-f32", true: "-Q8_0"}[q8]
+}
+
+func synthMoEMXFP4Name(spec synthMoESpec) string {
+	return strings.TrimSuffix(synthMoEName(spec, true), "-Q8_0") + "-MXFP4"
+}
+
+// synthMoEF32 writes spec's F32 file into a temporary directory, after
+// checking it is the file the references were made from.
+func synthMoEF32(t *testing.T, spec synthMoESpec) string {
+	t.Helper()
+	img := buildSynthMoE(t, spec, false)
+	name := synthMoEName(spec, false) + ".gguf"
+	require.Equal(t, spec.f32SHA256, fmt.Sprintf("%x", sha256.Sum256(img)),
+		"the generator's %s differs from the one the references were made from", name)
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, img, 0o644))
+	return path
+}
+
+// TestWriteSynthMoE checks the committed Q8_0 files are what the generator
+// writes and the F32 ones hash as recorded (with -update-synth it rewrites
+// the Q8_0 files and, with MOONLM_SYNTH_OUT set, writes the F32 ones
+// there for making references).
+func TestWriteSynthMoE(t *testing.T) {
+	for _, spec := range synthMoESpecs {
+		t.Run(synthMoEName(spec, true), func(t *testing.T) {
+			img := buildSynthMoE(t, spec, true)
+			path := synthNewPath(synthMoEName(spec, true) + ".gguf")
+			if *updateSynth {
+				require.NoError(t, os.WriteFile(path, img, 0o644))
+				return
+			}
+			have, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+		})
+		if spec.mxfp4 {
+			t.Run(synthMoEMXFP4Name(spec), func(t *testing.T) {
+				img := buildSynthMoEAs(t, spec, false, true)
+				path := synthNewPath(synthMoEMXFP4Name(spec) + ".gguf")
+				if *updateSynth {
+					require.NoError(t, os.WriteFile(path, img, 0o644))
+					return
+				}
+				have, err := os.ReadFile(path)
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+			})
+		}
+		t.Run(synthMoEName(spec, false), func(t *testing.T) {
+			img := buildSynthMoE(t, spec, false)
+			sum := fmt.Sprintf("%x", sha256.Sum256(img))
+			if dir := os.Getenv("MOONLM_SYNTH_OUT"); *updateSynth && dir != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, synthMoEName(spec, false)+".gguf"), img, 0o644))
+				t.Logf("sha256 %s", sum)
+				return
+			}
+			require.Equal(t, spec.f32SHA256, sum)
+		})
+	}
+}
+
+// TestSynthMoEF32 runs each MoE family's F32 file against llama.cpp with an
+// F32 KV cache, under the parity rules (top-10 log-probabilities within
+// 2e-3, top-1 where the top-2 gap exceeds 0.01, greedy ids up to the first
+// near-tie).
+func TestSynthMoEF32(t *testing.T) {
+	for _, spec := range synthMoESpecs {
+		name := synthMoEName(spec, false)
+		t.Run(name, func(t *testing.T) {
+			var diffs []float64
+			runRefFiles(t, refOptions{
+				model: synthMoEF32(t, spec), refs: synthNewPath(name + ".ref.jsonl"), kvf32: true,
+				tol: 2e-3, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs,
+			})
+			require.NotEmpty(t, diffs)
+			t.Logf("%d positions, worst log-probability difference %.5f", len(diffs), slices.Max(diffs))
+		})
+	}
+}
+
+// TestSynthMoEQ8 runs each MoE family's Q8_0 file, in the default numerics
+// and an F16 KV cache, against llama.cpp's default run, within llama.cpp's
+// own spread on the file.
+func TestSynthMoEQ8(t *testing.T) {
+	for _, spec := range synthMoESpecs {
+		name := synthMoEName(spec, true)
+		t.Run(name, func(t *testing.T) {
+			spread := spec.q8Spread
+			var diffs []float64
+			runRefFiles(t, refOptions{
+				model: synthNewPath(name + ".gguf"), refs: synthNewPath(name + ".ref.jsonl"),
+				tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs,
+			})
+			require.NotEmpty(t, diffs)
+			slices.Sort(diffs)
+			median := diffs[len(diffs)/2]
+			t.Logf("%d positions: median %.4f, max %.4f", len(diffs), median, diffs[len(diffs)-1])
+			assert.LessOrEqual(t, median, spread.median, "median log-probability difference")
+		})
+	}
+}
+
+// synthMXFP4Spread is llama.cpp's own spread on the MXFP4-expert files
+// (F16 against F32 KV cache, largest and median, rounded up;
+// engine/testdata/README.md).
+var synthMXFP4Spread = map[string]struct{ max, median float64 }{
+	"qwen3moe": {0.8, 0.045},
+}
+
+// TestSynthMoEMXFP4 runs the files with MXFP4 experts (the other matrices
+// Q8_0) against llama.cpp, with either KV cache, within llama.cpp's own
+// spread on the file.
+func TestSynthMoEMXFP4(t *testing.T) {
+	for _, spec := range synthMoESpecs {
+		if !spec.mxfp4 {
+			continue
+		}
+		for _, kvf32 := range []bool{false, true} {
+			name := synthMoEMXFP4Name(spec)
+			ref := name + ".ref.jsonl"
+			if kvf32 {
+				ref = name + ".kvf32.ref.jsonl"
+			}
+			t.Run(name+map[bool]string{true: "-kvf32"}[kvf32], func(t *testing.T) {
+				spread := synthMXFP4Spread[spec.arch]
+				var diffs []float64
+				runRefFiles(t, refOptions{
+					model: synthNewPath(name + ".gguf"), refs: synthNewPath(ref), kvf32: kvf32,
+					tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs,
+				})
+				require.NotEmpty(t, diffs)
+				slices.Sort(diffs)
+				median := diffs[len(diffs)/2]
+				t.Logf("%d positions: median %.4f, max %.4f", len(diffs), median, diffs[len(diffs)-1])
+				assert.LessOrEqual(t, median, spread.median, "median log-probability difference")
+			})
+		}
+	}
+}

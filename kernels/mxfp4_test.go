@@ -1,0 +1,117 @@
+package kernels
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// mxfp4Vectors are testdata/mxfp4.json, made by testdata/make_mxfp4.py
+// from gguf-py's implementation of ggml's MXFP4.
+type mxfp4Vectors struct {
+	Blocks  []byte   `json:"blocks"`
+	Dequant []string `json:"dequant"`
+	Values  []string `json:"values"`
+	Quant   []byte   `json:"quant"`
+}
+
+func loadMXFP4(t *testing.T) mxfp4Vectors {
+	b, err := os.ReadFile("testdata/mxfp4.json")
+	require.NoError(t, err)
+	var v mxfp4Vectors
+	require.NoError(t, json.Unmarshal(b, &v))
+	return v
+}
+
+func hexFloats(t *testing.T, s []string) []float32 {
+	out := make([]float32, len(s))
+	for i, h := range s {
+		f, err := strconv.ParseFloat(h, 64)
+		require.NoError(t, err, h)
+		out[i] = float32(f)
+	}
+	return out
+}
+
+// TestE8M0Half: every scale byte is 2^(e-128), subnormals included.
+func TestE8M0Half(t *testing.T) {
+	for e := 0; e < 256; e++ {
+		assert.Equal(t, float32(math.Ldexp(1, e-128)), e8m0Half(uint8(e)), "e = %d", e)
+	}
+}
+
+// TestMXFP4Dequant: bit-exact against ggml's definition on blocks with
+// every scale byte and random codes.
+func TestMXFP4Dequant(t *testing.T) {
+	v := loadMXFP4(t)
+	want := hexFloats(t, v.Dequant)
+	require.Equal(t, len(v.Blocks)/bytesMXFP4*qk32, len(want))
+	got := make([]float32, len(want))
+	DequantizeRow(gguf.MXFP4, v.Blocks, got)
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("value %d (block %d, scale byte %d): %v, want %v", i, i/qk32, v.Blocks[i/qk32*bytesMXFP4], got[i], want[i])
+		}
+	}
+}
+
+// TestMXFP4Quantize: the reference quantizer writes ggml's bytes.
+func TestMXFP4Quantize(t *testing.T) {
+	v := loadMXFP4(t)
+	vals := hexFloats(t, v.Values)
+	got := make([]byte, len(vals)/qk32*bytesMXFP4)
+	QuantizeRow(gguf.MXFP4, vals, got)
+	require.Equal(t, len(v.Quant), len(got))
+	for i := range got {
+		if got[i] != v.Quant[i] {
+			t.Fatalf("byte %d (block %d): %#x, want %#x", i, i/bytesMXFP4, got[i], v.Quant[i])
+		}
+	}
+}
+
+// TestMXFP4Dot: the MXFP4 x Q8_0 row dot equals the dot of the
+// dequantized rows (in float64) to float32 accuracy, and MatVec of every
+// kernel set gives the generic dot.
+func TestMXFP4Dot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 1))
+	const n, rows = 256, 8
+	w := make([]float32, n*rows)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * 0.05)
+	}
+	wq := make([]byte, rows*n/qk32*bytesMXFP4)
+	QuantizeRow(gguf.MXFP4, w, wq)
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	xq := make([]byte, ActivationBytes(gguf.MXFP4, n))
+	QuantizeRow(VecDotType(gguf.MXFP4), x, xq)
+	wd := make([]float32, n)
+	xd := make([]float32, n)
+	DequantizeRow(gguf.Q8_0, xq, xd)
+	m := &Matrix{Type: gguf.MXFP4, Rows: rows, Cols: n, Data: wq}
+	want := make([]float32, rows)
+	for r := range rows {
+		DequantizeRow(gguf.MXFP4, m.Row(r), wd)
+		var ref float64
+		for i := range wd {
+			ref += float64(wd[i]) * float64(xd[i])
+		}
+		want[r] = dotMXFP4Generic(n, m.Row(r), xq)
+		assert.InDelta(t, ref, float64(want[r]), 1e-5*max(1, math.Abs(ref)), "row %d", r)
+	}
+	for _, ks := range testSets(t) {
+		y := make([]float32, rows)
+		ks.MatVec(m, xq, y, 0, rows)
+		assert.Equal(t, want, y, "set %s", ks.Name())
+	}
+}
