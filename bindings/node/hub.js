@@ -277,8 +277,16 @@ class Hub {
     let cur = null;
     try { cur = fs.readlinkSync(pointer); } catch { /* absent */ }
     if (cur !== rel) {
-      fs.rmSync(pointer, { force: true });
-      fs.symlinkSync(rel, pointer);
+      // A link under a name of this call's own, renamed over the pointer:
+      // concurrent fetches of one file each replace it atomically.
+      const tmp = `${pointer}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.link`;
+      fs.symlinkSync(rel, tmp);
+      try {
+        fs.renameSync(tmp, pointer);
+      } catch (e) {
+        fs.rmSync(tmp, { force: true });
+        throw e;
+      }
     }
     if (this.revision !== m.commit) {
       const ref = path.join(d, 'refs', this.revision);

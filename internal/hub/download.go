@@ -251,8 +251,21 @@ func link(blob, pointer string) error {
 	if cur, err := os.Readlink(pointer); err == nil && cur == rel {
 		return nil
 	}
-	_ = os.Remove(pointer)
-	if err := os.Symlink(rel, pointer); err != nil {
+	// A link under a name of this call's own, renamed over the pointer:
+	// concurrent fetches of one file each replace it atomically instead
+	// of racing to create it.
+	f, err := os.CreateTemp(filepath.Dir(pointer), "."+filepath.Base(pointer)+".*.link")
+	if err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name)
+	if err := os.Symlink(rel, name); err != nil {
+		return fmt.Errorf("hub: linking %s: %w", pointer, err)
+	}
+	if err := os.Rename(name, pointer); err != nil {
+		os.Remove(name)
 		return fmt.Errorf("hub: linking %s: %w", pointer, err)
 	}
 	return nil

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -300,9 +301,14 @@ class Hub:
         pointer.parent.mkdir(parents=True, exist_ok=True)
         rel = os.path.relpath(blob, pointer.parent)
         if not (pointer.is_symlink() and os.readlink(pointer) == rel):
-            if pointer.is_symlink() or pointer.exists():
-                pointer.unlink()
-            os.symlink(rel, pointer)
+            # A link under a name of this call's own, renamed over the
+            # pointer: concurrent fetches of one file each replace it
+            # atomically instead of racing to create it.
+            tmp = pointer.with_name(f".{pointer.name}.{os.getpid()}.{threading.get_ident()}.link")
+            if tmp.is_symlink() or tmp.exists():
+                tmp.unlink()
+            os.symlink(rel, tmp)
+            os.replace(tmp, pointer)
         if self.revision != commit:
             ref = d / "refs" / self.revision
             ref.parent.mkdir(parents=True, exist_ok=True)
