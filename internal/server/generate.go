@@ -14,6 +14,7 @@ import (
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/engine/grammar"
 	"github.com/moonlm/moonlm/engine/sample"
 )
 
@@ -104,6 +105,9 @@ func samplingFor(c *commonRequest, vocab int, eog []int32) (sample.Params, *apiE
 			p.Seed = p.Seed<<8 | uint64(x)
 		}
 	}
+	if e := c.samplerExtras.apply(&p); e != nil {
+		return p, e
+	}
 	if _, err := sample.New(p); err != nil {
 		return p, invalid("", "invalid_value", "sampling parameters: %v", err)
 	}
@@ -120,12 +124,48 @@ type genPlan struct {
 	stop         []string
 	stream       bool
 	includeUsage bool
+
+	model       *engine.Model
+	grammar     *grammar.Grammar // constrains the output, nil for none
+	logprobs    bool
+	topLogprobs int
+	tools       toolPlan
+	toolFormat  chat.ToolFormat
 }
 
 // plan checks the fields both routes share and fills p.
-func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan) *apiError {
+func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan, isChat bool) *apiError {
 	if e := c.refuseUnsupported(); e != nil {
 		return e
+	}
+	p.model = m
+	var e *apiError
+	if p.grammar, e = responseFormatGrammar(c.ResponseFormat); e != nil {
+		return e
+	}
+	if p.logprobs, p.topLogprobs, e = logprobsFor(c, isChat); e != nil {
+		return e
+	}
+	if !isChat && (!isOff(c.Tools) || !isNull(c.ToolChoice)) {
+		return invalid("tools", "invalid_value", "tools and tool_choice are chat parameters")
+	}
+	if isChat {
+		if p.tools, e = toolsFor(c, func() (chat.ToolFormat, error) { return s.toolFormat() }); e != nil {
+			return e
+		}
+		if p.tools.parse {
+			f, err := s.toolFormat()
+			if err != nil {
+				return invalid("tools", "chat_template_unavailable", "%v", err)
+			}
+			p.toolFormat = f
+		}
+		if p.tools.grammar != nil {
+			if p.grammar != nil {
+				return invalid("response_format", "invalid_value", "response_format cannot be combined with a forced tool_choice")
+			}
+			p.grammar = p.tools.grammar
+		}
 	}
 	p.n = 1
 	if c.N != nil {
@@ -149,7 +189,6 @@ func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan) *apiError {
 		}
 		p.maxTokens = *mt
 	}
-	var e *apiError
 	if p.stop, e = parseStop(c.Stop); e != nil {
 		return e
 	}
@@ -192,7 +231,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p genPlan
-	if e := s.plan(&req.commonRequest, m, &p); e != nil {
+	if e := s.plan(&req.commonRequest, m, &p, true); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -204,32 +243,38 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	for i, in := range req.Messages {
 		role := in.Role
 		switch role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			role = "system"
 		case "":
 			writeError(w, invalid(fmt.Sprintf("messages[%d].role", i), "invalid_value", "messages[%d].role is missing", i))
 			return
-		case "tool", "function":
+		case "function":
 			writeError(w, unsupported(fmt.Sprintf("messages[%d].role %q", i, role)))
 			return
 		default:
 			writeError(w, invalid(fmt.Sprintf("messages[%d].role", i), "invalid_value",
-				"messages[%d].role: %q is not one of system, developer, user, assistant", i, role))
+				"messages[%d].role: %q is not one of system, developer, user, assistant, tool", i, role))
 			return
 		}
-		if !isOff(in.ToolCalls) {
-			writeError(w, unsupported(fmt.Sprintf("messages[%d].tool_calls", i)))
-			return
-		}
-		text, e := messageText(i, in.Content)
+		calls, e := toolCallsIn(i, in.ToolCalls)
 		if e != nil {
 			writeError(w, e)
 			return
 		}
-		msgs[i] = chat.Message{Role: role, Content: text}
+		if len(calls) > 0 && role != "assistant" {
+			writeError(w, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "invalid_value", "messages[%d]: only assistant messages make tool calls", i))
+			return
+		}
+		// An assistant message that makes calls may have no content.
+		text, e := messageText(i, in.Content, len(calls) > 0)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		msgs[i] = chat.Message{Role: role, Content: text, ToolCalls: calls, ToolCallID: in.ToolCallID, Name: in.Name}
 	}
-	text, err := s.renderChat(msgs)
+	text, err := s.renderChatTools(msgs, p.tools.tools)
 	if err != nil {
 		code := "invalid_messages"
 		if errors.Is(err, engine.ErrUnsupported) {
@@ -270,7 +315,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p genPlan
-	if e := s.plan(&req.commonRequest, m, &p); e != nil {
+	if e := s.plan(&req.commonRequest, m, &p, false); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -365,9 +410,35 @@ func (s *Server) completionPrompts(m *engine.Model, raw json.RawMessage) ([][]in
 type event struct {
 	idx   int
 	text  string
+	lps   []tokenLogprob // the log-probabilities of the tokens that released text
 	final bool
 	res   engine.GenerateResult
 	err   error
+}
+
+// releaseHeld writes a sequence's held text: its tool calls, if the model
+// made any (the finish reason becomes tool_calls), and the rest as content.
+func (s *Server) releaseHeld(out responder, idx int, text string, lps []tokenLogprob, f chat.ToolFormat, reason string) (string, error) {
+	parsed := chat.ParseToolCalls(f, text)
+	if len(parsed.Calls) == 0 {
+		if parsed.Err != "" {
+			s.cfg.Log("moonlm serve: the output looked like a tool call but could not be read: %s", parsed.Err)
+		}
+		if text == "" && len(lps) == 0 {
+			return reason, nil
+		}
+		return reason, out.text(idx, text, lps)
+	}
+	if parsed.Content != "" || len(lps) > 0 {
+		if err := out.text(idx, parsed.Content, lps); err != nil {
+			return reason, err
+		}
+	}
+	calls := make([]toolCallOut, len(parsed.Calls))
+	for i, c := range parsed.Calls {
+		calls[i] = toolCallOut{ID: c.ID, Type: "function", Function: toolFunctionOut{Name: c.Name, Arguments: c.Arguments}}
+	}
+	return "tool_calls", out.toolCalls(idx, calls)
 }
 
 // run queues the plan's sequences and writes the response, streamed or
@@ -389,10 +460,26 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 			sp := p.sampler
 			sp.Seed += uint64(k)
 			var last time.Time
+			var pending []tokenLogprob
 			j := &job{ctx: ctx}
+			params := engine.GenerateParams{MaxTokens: p.maxTokens, Sampler: sp, Stop: p.stop}
+			if p.grammar != nil {
+				mt, err := p.model.GrammarMatcher(p.grammar)
+				if err != nil {
+					writeError(w, invalid("response_format", "invalid_value", "%v", err))
+					return
+				}
+				params.Constraint = mt
+			}
+			if p.logprobs {
+				params.TopLogprobs = p.topLogprobs
+				params.OnLogprobs = func(tok int32, lp float32, top []sample.TokenLogprob) {
+					pending = append(pending, tokenEntry(p.model, tok, lp, top))
+				}
+			}
 			j.seq = Sequence{
 				Prompt: prompt,
-				Params: engine.GenerateParams{MaxTokens: p.maxTokens, Sampler: sp, Stop: p.stop},
+				Params: params,
 				Emit: func(text []byte, tok int32) bool {
 					now := time.Now()
 					if tok >= 0 {
@@ -408,8 +495,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 					if len(text) == 0 {
 						return true
 					}
+					ev := event{idx: idx, text: string(text), lps: pending}
+					pending = nil
 					select {
-					case events <- event{idx: idx, text: string(text)}:
+					case events <- ev:
 						return true
 					case <-ctx.Done():
 						return false
@@ -428,9 +517,16 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 	}
 	var out responder
 	if p.stream {
-		out = newStreamResponder(w, s.cfg.Alias, isChat, total, p.includeUsage)
+		out = newStreamResponder(w, s.cfg.Alias, isChat, total, p.includeUsage, p.logprobs)
 	} else {
-		out = &wholeResponder{w: w, model: s.cfg.Alias, chat: isChat, texts: make([]strings.Builder, total), reasons: make([]string, total)}
+		out = newWholeResponder(w, s.cfg.Alias, isChat, total, p.logprobs)
+	}
+	// With tools the text is held until the sequence ends, then parsed
+	// into content and calls.
+	var held []strings.Builder
+	var heldLps [][]tokenLogprob
+	if p.tools.parse {
+		held, heldLps = make([]strings.Builder, total), make([][]tokenLogprob, total)
 	}
 	var u usage
 	for _, pr := range p.prompts {
@@ -441,7 +537,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 	for left := total; left > 0; {
 		ev := <-events
 		if !ev.final {
-			if !clientGone && out.text(ev.idx, ev.text) != nil {
+			if held != nil {
+				held[ev.idx].WriteString(ev.text)
+				heldLps[ev.idx] = append(heldLps[ev.idx], ev.lps...)
+				continue
+			}
+			if !clientGone && out.text(ev.idx, ev.text, ev.lps) != nil {
 				clientGone = true
 				cancel()
 			}
@@ -464,7 +565,15 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 			stopped = true
 		}
 		if ev.res.Finish != engine.FinishCancelled && !clientGone {
-			if out.finish(ev.idx, finishName(ev.res.Finish)) != nil {
+			reason := finishName(ev.res.Finish)
+			var err error
+			if held != nil {
+				reason, err = s.releaseHeld(out, ev.idx, held[ev.idx].String(), heldLps[ev.idx], p.toolFormat, reason)
+			}
+			if err == nil {
+				err = out.finish(ev.idx, reason)
+			}
+			if err != nil {
 				clientGone = true
 				cancel()
 			}

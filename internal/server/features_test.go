@@ -1,0 +1,378 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/moonlm/moonlm/engine"
+	"github.com/moonlm/moonlm/engine/chat"
+)
+
+// personSchema is nested: an object with an enum, an array of objects and
+// a $ref to a definition.
+const personSchema = `{
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "maxLength": 20},
+    "role": {"enum": ["admin", "user", "guest"]},
+    "address": {"$ref": "#/$defs/address"},
+    "pets": {"type": "array", "maxItems": 3, "items": {
+      "type": "object",
+      "properties": {"kind": {"enum": ["cat", "dog"]}, "age": {"type": "integer", "minimum": 0, "maximum": 30}},
+      "required": ["kind", "age"]}}
+  },
+  "required": ["name", "role", "address", "pets"],
+  "$defs": {"address": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}, "zip": {"type": "integer"}}, "required": ["city", "zip"]}}
+}`
+
+// checkPerson validates text against personSchema by hand.
+func checkPerson(text string) error {
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if !slices.Equal(keys, []string{"address", "name", "pets", "role"}) {
+		return fmt.Errorf("keys %v", keys)
+	}
+	var name, role string
+	if json.Unmarshal(v["name"], &name) != nil || len([]rune(name)) > 20 {
+		return fmt.Errorf("name %s", v["name"])
+	}
+	if json.Unmarshal(v["role"], &role) != nil || !slices.Contains([]string{"admin", "user", "guest"}, role) {
+		return fmt.Errorf("role %s", v["role"])
+	}
+	var addr map[string]json.RawMessage
+	if json.Unmarshal(v["address"], &addr) != nil || len(addr) != 2 {
+		return fmt.Errorf("address %s", v["address"])
+	}
+	var city string
+	var zip int64
+	if json.Unmarshal(addr["city"], &city) != nil || json.Unmarshal(addr["zip"], &zip) != nil {
+		return fmt.Errorf("address %s", v["address"])
+	}
+	var pets []map[string]json.RawMessage
+	if json.Unmarshal(v["pets"], &pets) != nil || len(pets) > 3 {
+		return fmt.Errorf("pets %s", v["pets"])
+	}
+	for _, p := range pets {
+		var kind string
+		var age int
+		if len(p) != 2 || json.Unmarshal(p["kind"], &kind) != nil || (kind != "cat" && kind != "dog") ||
+			json.Unmarshal(p["age"], &age) != nil || age < 0 || age > 30 {
+			return fmt.Errorf("pet %v", p)
+		}
+	}
+	return nil
+}
+
+// chatContent posts a chat request, streamed or not, and returns each
+// choice's content and finish reason.
+func chatContent(t *testing.T, url, body string, stream bool) ([]string, []string) {
+	t.Helper()
+	if stream {
+		body = strings.TrimSuffix(body, "}") + `,"stream":true}`
+	}
+	resp, b := post(t, url, body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if stream {
+		st := readStream(t, strings.NewReader(string(b)), true)
+		if !st.done || st.errBody != "" {
+			t.Fatalf("stream: done %v, error %s", st.done, st.errBody)
+		}
+		var texts, reasons []string
+		for i := 0; i < len(st.finish); i++ {
+			texts, reasons = append(texts, st.texts[i]), append(reasons, st.finish[i])
+		}
+		return texts, reasons
+	}
+	var r struct {
+		Choices []struct {
+			Message struct {
+				Content *string `json:"content"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	var texts, reasons []string
+	for _, c := range r.Choices {
+		s := ""
+		if c.Message.Content != nil {
+			s = *c.Message.Content
+		}
+		texts, reasons = append(texts, s), append(reasons, c.FinishReason)
+	}
+	return texts, reasons
+}
+
+// At temperature 1 the output follows the schema, streamed and not.
+func TestResponseFormatJSONSchema(t *testing.T) {
+	m := smol(t)
+	_, ts := start(t, m, Config{Ctx: 1024, Parallel: 2})
+	url := ts.URL + "/v1/chat/completions"
+	rf := `,"response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":` + personSchema + `}}`
+	for _, stream := range []bool{false, true} {
+		for seed := 1; seed <= 2; seed++ {
+			body := chatBody("Describe a person as JSON.", fmt.Sprintf(`,"temperature":1.0,"seed":%d,"n":2,"max_tokens":400%s`, seed, rf))
+			texts, reasons := chatContent(t, url, body, stream)
+			if len(texts) != 2 {
+				t.Fatalf("stream %v: %d choices", stream, len(texts))
+			}
+			for i, text := range texts {
+				if reasons[i] != "stop" {
+					t.Errorf("stream %v seed %d choice %d: finish %q (text %q)", stream, seed, i, reasons[i], text)
+					continue
+				}
+				if err := checkPerson(text); err != nil {
+					t.Errorf("stream %v seed %d choice %d: %v in %q", stream, seed, i, err, text)
+				}
+			}
+		}
+	}
+	// json_object: any JSON object.
+	for _, stream := range []bool{false, true} {
+		body := chatBody("Say hi in JSON.", `,"temperature":1.0,"seed":7,"max_tokens":200,"response_format":{"type":"json_object"}`)
+		texts, reasons := chatContent(t, url, body, stream)
+		var obj map[string]any
+		if reasons[0] != "stop" || json.Unmarshal([]byte(texts[0]), &obj) != nil {
+			t.Errorf("json_object stream %v: finish %q, text %q", stream, reasons[0], texts[0])
+		}
+	}
+}
+
+// directLogprobs runs prompt greedily for n tokens on its own session and
+// returns, per step, the chosen token, its log_softmax and the top k.
+func directLogprobs(t *testing.T, m *engine.Model, prompt []int32, n, k int) ([]int32, []float64, [][]float64) {
+	t.Helper()
+	s, err := m.NewSession(engine.SessionParams{NCtx: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	logits := make([]float32, m.Info().VocabSize)
+	if err := s.Prefill(prompt, logits); err != nil {
+		t.Fatal(err)
+	}
+	var toks []int32
+	var lps []float64
+	var tops [][]float64
+	for range n {
+		mx := math.Inf(-1)
+		best := 0
+		for i, l := range logits {
+			if float64(l) > mx {
+				mx, best = float64(l), i
+			}
+		}
+		sum := 0.0
+		for _, l := range logits {
+			sum += math.Exp(float64(l) - mx)
+		}
+		lse := mx + math.Log(sum)
+		all := make([]float64, len(logits))
+		for i, l := range logits {
+			all[i] = float64(l) - lse
+		}
+		sort.Sort(sort.Reverse(sort.Float64Slice(all)))
+		toks, lps, tops = append(toks, int32(best)), append(lps, float64(logits[best])-lse), append(tops, all[:k])
+		if err := s.Decode(int32(best), logits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return toks, lps, tops
+}
+
+// A greedy request's log-probabilities equal log_softmax of the logits,
+// in chat (streamed and not) and completions (streamed and not).
+func TestLogprobsGreedy(t *testing.T) {
+	m := smol(t)
+	_, ts := start(t, m, Config{Ctx: 512})
+	prompt, err := m.Tokenize("The capital of France is", true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, k = 6, 5
+	toks, lps, tops := directLogprobs(t, m, prompt, n, k)
+	ids, _ := json.Marshal(prompt)
+	type entry struct {
+		Token       string  `json:"token"`
+		Logprob     float64 `json:"logprob"`
+		Bytes       []int   `json:"bytes"`
+		TopLogprobs []struct {
+			Token   string  `json:"token"`
+			Logprob float64 `json:"logprob"`
+		} `json:"top_logprobs"`
+	}
+	check := func(what string, got []entry) {
+		t.Helper()
+		if len(got) != n {
+			t.Fatalf("%s: %d entries, want %d", what, len(got), n)
+		}
+		for i, e := range got {
+			piece := string(m.TokenPiece(toks[i]))
+			if e.Token != piece || len(e.Bytes) != len(piece) {
+				t.Errorf("%s %d: token %q bytes %v, want %q", what, i, e.Token, e.Bytes, piece)
+			}
+			if math.Abs(e.Logprob-lps[i]) > 1e-3 {
+				t.Errorf("%s %d: logprob %g, want %g", what, i, e.Logprob, lps[i])
+			}
+			if len(e.TopLogprobs) != k {
+				t.Errorf("%s %d: %d top logprobs, want %d", what, i, len(e.TopLogprobs), k)
+				continue
+			}
+			for j, tl := range e.TopLogprobs {
+				if math.Abs(tl.Logprob-tops[i][j]) > 1e-3 {
+					t.Errorf("%s %d top %d: %g, want %g", what, i, j, tl.Logprob, tops[i][j])
+				}
+			}
+		}
+	}
+	// Completions: the legacy shape, whole and streamed.
+	for _, stream := range []bool{false, true} {
+		body := fmt.Sprintf(`{"prompt":%s,"temperature":0,"max_tokens":%d,"logprobs":%d,"stream":%v}`, ids, n, k, stream)
+		resp, b := post(t, ts.URL+"/v1/completions", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("completions: %d %s", resp.StatusCode, b)
+		}
+		var chunks []string
+		if stream {
+			for _, line := range strings.Split(string(b), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok && d != "[DONE]" {
+					chunks = append(chunks, d)
+				}
+			}
+		} else {
+			chunks = []string{string(b)}
+		}
+		var got []entry
+		var offsets []int
+		for _, c := range chunks {
+			var r struct {
+				Choices []struct {
+					Logprobs *struct {
+						Tokens        []string             `json:"tokens"`
+						TokenLogprobs []float64            `json:"token_logprobs"`
+						TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+						TextOffset    []int                `json:"text_offset"`
+					} `json:"logprobs"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(c), &r); err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range r.Choices {
+				if ch.Logprobs == nil {
+					continue
+				}
+				for i, tok := range ch.Logprobs.Tokens {
+					e := entry{Token: tok, Logprob: ch.Logprobs.TokenLogprobs[i], Bytes: make([]int, len(tok))}
+					var vals []float64
+					for _, v := range ch.Logprobs.TopLogprobs[i] {
+						vals = append(vals, v)
+					}
+					sort.Sort(sort.Reverse(sort.Float64Slice(vals)))
+					for _, v := range vals {
+						e.TopLogprobs = append(e.TopLogprobs, struct {
+							Token   string  `json:"token"`
+							Logprob float64 `json:"logprob"`
+						}{Logprob: v})
+					}
+					got = append(got, e)
+					offsets = append(offsets, ch.Logprobs.TextOffset[i])
+				}
+			}
+		}
+		// Distinct tokens of the same text share a key of the legacy
+		// map, which then has fewer than k: pad with the expected values
+		// (the values present are still compared, best first).
+		for i := range got {
+			if i < n && len(got[i].TopLogprobs) < k && len(got[i].TopLogprobs) > 0 {
+				for len(got[i].TopLogprobs) < k {
+					got[i].TopLogprobs = append(got[i].TopLogprobs, got[i].TopLogprobs[0])
+					got[i].TopLogprobs[len(got[i].TopLogprobs)-1].Logprob = tops[i][len(got[i].TopLogprobs)-1]
+				}
+			}
+		}
+		check(fmt.Sprintf("completions stream=%v", stream), got)
+		off := 0
+		for i, o := range offsets {
+			if o != off {
+				t.Errorf("completions stream=%v: text_offset[%d] %d, want %d", stream, i, o, off)
+			}
+			off += len(got[i].Token)
+		}
+	}
+	// Chat: the prompt is the template's, so compare with its tokens.
+	chatToks, err := chatPromptTokens(m, "The capital of France is")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, lps, tops = directLogprobs(t, m, chatToks, n, k)
+	for _, stream := range []bool{false, true} {
+		body := chatBody("The capital of France is", fmt.Sprintf(`,"temperature":0,"max_tokens":%d,"logprobs":true,"top_logprobs":%d,"stream":%v`, n, k, stream))
+		resp, b := post(t, ts.URL+"/v1/chat/completions", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("chat: %d %s", resp.StatusCode, b)
+		}
+		var got []entry
+		var chunks []string
+		if stream {
+			for _, line := range strings.Split(string(b), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok && d != "[DONE]" {
+					chunks = append(chunks, d)
+				}
+			}
+		} else {
+			chunks = []string{string(b)}
+		}
+		for _, c := range chunks {
+			var r struct {
+				Choices []struct {
+					Logprobs *struct {
+						Content []entry `json:"content"`
+					} `json:"logprobs"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(c), &r); err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range r.Choices {
+				if ch.Logprobs != nil {
+					got = append(got, ch.Logprobs.Content...)
+				}
+			}
+		}
+		check(fmt.Sprintf("chat stream=%v", stream), got)
+	}
+}
+
+// chatPromptTokens is the prompt the server makes of one user message.
+func chatPromptTokens(m *engine.Model, user string) ([]int32, error) {
+	text, err := m.ApplyChatTemplateNamed("", []chat.Message{{Role: "user", Content: user}}, true)
+	if err != nil {
+		return nil, err
+	}
+	toks, err := m.Tokenize(text, false, true)
+	if err != nil {
+		return nil, err
+	}
+	if info := m.Info(); info.AddBOS && info.BOS >= 0 && (len(toks) == 0 || toks[0] != info.BOS) {
+		toks = append([]int32{info.BOS}, toks...)
+	}
+	return toks, nil
+}
