@@ -376,3 +376,226 @@ func chatPromptTokens(m *engine.Model, user string) ([]int32, error) {
 	}
 	return toks, nil
 }
+
+const weatherTool = `[{"type":"function","function":{"name":"get_weather","description":"Get the weather in a city",
+ "parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":30},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city","unit"]}}},
+ {"type":"function","function":{"name":"get_time","description":"Get the time in a city",
+ "parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":30}},"required":["city"]}}}]`
+
+type gotCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// toolCallsOf posts a chat request and returns the first choice's tool
+// calls, content and finish reason, from the whole answer or the stream.
+func toolCallsOf(t *testing.T, url, body string, stream bool) ([]gotCall, string, string) {
+	t.Helper()
+	if stream {
+		body = strings.TrimSuffix(body, "}") + `,"stream":true}`
+	}
+	resp, b := post(t, url, body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if !stream {
+		var r struct {
+			Choices []struct {
+				Message struct {
+					Content   *string   `json:"content"`
+					ToolCalls []gotCall `json:"tool_calls"`
+				} `json:"message"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
+			t.Fatalf("answer %s: %v", b, err)
+		}
+		c := r.Choices[0]
+		content := ""
+		if c.Message.Content != nil {
+			content = *c.Message.Content
+		}
+		return c.Message.ToolCalls, content, c.FinishReason
+	}
+	var calls []gotCall
+	content, finish := "", ""
+	for _, line := range strings.Split(string(b), "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content   *string `json:"content"`
+					ToolCalls []struct {
+						Index int `json:"index"`
+						gotCall
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatalf("chunk %s: %v", d, err)
+		}
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				content += *ch.Delta.Content
+			}
+			// OpenAI's delta protocol: a call's first delta has its id,
+			// type and name; later ones append to its arguments.
+			for _, tc := range ch.Delta.ToolCalls {
+				for len(calls) <= tc.Index {
+					calls = append(calls, gotCall{})
+				}
+				cl := &calls[tc.Index]
+				if tc.ID != "" {
+					cl.ID, cl.Type = tc.ID, tc.Type
+				}
+				cl.Function.Name += tc.Function.Name
+				cl.Function.Arguments += tc.Function.Arguments
+			}
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	return calls, content, finish
+}
+
+// checkWeatherArgs validates a call's arguments against its tool's schema.
+func checkCallArgs(c gotCall) error {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(c.Function.Arguments), &args); err != nil {
+		return fmt.Errorf("arguments %q: %v", c.Function.Arguments, err)
+	}
+	city, ok := args["city"].(string)
+	if !ok || len([]rune(city)) > 30 {
+		return fmt.Errorf("city in %q", c.Function.Arguments)
+	}
+	switch c.Function.Name {
+	case "get_weather":
+		if u := args["unit"]; u != "celsius" && u != "fahrenheit" || len(args) != 2 {
+			return fmt.Errorf("arguments %q", c.Function.Arguments)
+		}
+	case "get_time":
+		if len(args) != 1 {
+			return fmt.Errorf("arguments %q", c.Function.Arguments)
+		}
+	default:
+		return fmt.Errorf("function %q", c.Function.Name)
+	}
+	if c.ID == "" || c.Type != "function" {
+		return fmt.Errorf("id %q type %q", c.ID, c.Type)
+	}
+	return nil
+}
+
+// tool_choice "required" and a named function force a valid call at
+// temperature 1, streamed and not; the call and its result go back in.
+func TestToolCalls(t *testing.T) {
+	m := smol(t)
+	_, ts := start(t, m, Config{Ctx: 2048})
+	url := ts.URL + "/v1/chat/completions"
+	for _, stream := range []bool{false, true} {
+		for seed := 1; seed <= 2; seed++ {
+			for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"get_time"}}`} {
+				body := chatBody("What is the weather in Paris?", fmt.Sprintf(`,"temperature":1.0,"seed":%d,"max_tokens":200,"tools":%s,"tool_choice":%s`, seed, weatherTool, choice))
+				calls, _, finish := toolCallsOf(t, url, body, stream)
+				what := fmt.Sprintf("stream %v seed %d choice %s", stream, seed, choice)
+				if finish != "tool_calls" || len(calls) != 1 {
+					t.Errorf("%s: finish %q, %d calls", what, finish, len(calls))
+					continue
+				}
+				if err := checkCallArgs(calls[0]); err != nil {
+					t.Errorf("%s: %v", what, err)
+				}
+				if strings.HasPrefix(choice, "{") && calls[0].Function.Name != "get_time" {
+					t.Errorf("%s: called %q", what, calls[0].Function.Name)
+				}
+			}
+		}
+	}
+	// The round trip: the assistant's call and the tool's result.
+	body := chatBody("What is the weather in Paris?", `,"temperature":0,"max_tokens":200,"tools":`+weatherTool+`,"tool_choice":"required"`)
+	calls, _, _ := toolCallsOf(t, url, body, false)
+	if len(calls) != 1 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	callJSON, _ := json.Marshal(calls)
+	msgs := fmt.Sprintf(`[{"role":"user","content":"What is the weather in Paris?"},
+		{"role":"assistant","content":null,"tool_calls":%s},
+		{"role":"tool","tool_call_id":%q,"content":"{\"temperature\": 21}"}]`, callJSON, calls[0].ID)
+	for _, choice := range []string{`"auto"`, `"none"`} {
+		resp, b := post(t, url, `{"messages":`+msgs+`,"max_tokens":30,"temperature":0,"tools":`+weatherTool+`,"tool_choice":`+choice+`}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("tool result, tool_choice %s: %d %s", choice, resp.StatusCode, b)
+		}
+		var r struct {
+			Choices []struct {
+				Message struct {
+					Content   *string   `json:"content"`
+					ToolCalls []gotCall `json:"tool_calls"`
+				} `json:"message"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
+			t.Fatalf("answer %s: %v", b, err)
+		}
+		c := r.Choices[0]
+		if choice == `"none"` && (len(c.Message.ToolCalls) > 0 || c.FinishReason == "tool_calls" || c.Message.Content == nil) {
+			t.Errorf("tool_choice none: %s", b)
+		}
+		if c.FinishReason == "tool_calls" {
+			for _, cl := range c.Message.ToolCalls {
+				if cl.ID == "" || cl.Function.Name == "" {
+					t.Errorf("auto: a malformed call %s", b)
+				}
+			}
+		}
+	}
+}
+
+// The prompt carries the tools: the template (or the Hermes fallback)
+// describes them to the model.
+func TestToolsInPrompt(t *testing.T) {
+	m := smol(t)
+	s, ts := start(t, m, Config{Ctx: 2048})
+	_ = ts
+	text, err := s.renderChatTools([]chat.Message{{Role: "user", Content: "hi"}}, chat.JSON(weatherTool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "get_weather") || !strings.Contains(text, "get_time") {
+		t.Errorf("the prompt does not name the tools: %q", text)
+	}
+}
+
+// The llama-server sampler extras are accepted, and a seeded request with
+// them repeats itself.
+func TestSamplerExtras(t *testing.T) {
+	m := smol(t)
+	_, ts := start(t, m, Config{Ctx: 512})
+	url := ts.URL + "/v1/chat/completions"
+	for _, extra := range []string{
+		`,"typical_p":0.9`,
+		`,"mirostat":2,"mirostat_tau":4,"mirostat_eta":0.2`,
+		`,"mirostat":1`,
+		`,"dry_multiplier":0.8,"dry_base":1.75,"dry_allowed_length":2,"dry_penalty_last_n":-1,"dry_sequence_breakers":["\n"]`,
+		`,"xtc_probability":0.5,"xtc_threshold":0.1`,
+	} {
+		body := chatBody("Tell me a story.", `,"temperature":1,"seed":3,"max_tokens":12`+extra)
+		a, _ := chatContent(t, url, body, false)
+		b, _ := chatContent(t, url, body, false)
+		if a[0] == "" || a[0] != b[0] {
+			t.Errorf("%s: %q then %q", extra, a[0], b[0])
+		}
+	}
+}
