@@ -366,7 +366,9 @@ func toolsFor(c *commonRequest, format func() (chat.ToolFormat, error)) (toolPla
 	if err != nil {
 		return tp, invalid("tools", "chat_template_unavailable", "%v", err)
 	}
-	if f != chat.ToolFormatHermes {
+	// Gemma's parser reads the Hermes form too, which is what its
+	// template (without tool syntax) is told to use.
+	if f != chat.ToolFormatHermes && f != chat.ToolFormatGemma {
 		return tp, invalid("tool_choice", "unsupported_value",
 			"tool_choice: %s is not supported for this model's tool call format (%s); only the Hermes form can be forced", choice, f)
 	}

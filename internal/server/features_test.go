@@ -12,6 +12,7 @@ import (
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
 // personSchema is nested: an object with an enum, an array of objects and
@@ -559,6 +560,27 @@ func TestToolCalls(t *testing.T) {
 					t.Errorf("auto: a malformed call %s", b)
 				}
 			}
+		}
+	}
+}
+
+// Gemma 3 with the built-in gemma format (told to use the Hermes form)
+// takes a forced call too.
+func TestToolCallsGemma(t *testing.T) {
+	m, err := engine.Open(shareddata.Model(t, "gemma-3-270m-q4_k_m.gguf"), engine.ModelParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() }) // after the server's cleanup
+	_, ts := start(t, m, Config{Ctx: 2048, ChatTemplate: "gemma"})
+	for _, stream := range []bool{false, true} {
+		body := chatBody("What is the weather in Paris?", `,"temperature":1.0,"seed":2,"max_tokens":200,"tools":`+weatherTool+`,"tool_choice":"required"`)
+		calls, _, finish := toolCallsOf(t, ts.URL+"/v1/chat/completions", body, stream)
+		if finish != "tool_calls" || len(calls) != 1 {
+			t.Fatalf("stream %v: finish %q, %d calls", stream, finish, len(calls))
+		}
+		if err := checkCallArgs(calls[0]); err != nil {
+			t.Errorf("stream %v: %v", stream, err)
 		}
 	}
 }
