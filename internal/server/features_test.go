@@ -621,3 +621,61 @@ func TestSamplerExtras(t *testing.T) {
 		}
 	}
 }
+
+// recorder is a responder that records what it is given.
+type recorder struct {
+	texts []string
+	calls []toolCallOut
+}
+
+func (r *recorder) text(_ int, t string, _ []tokenLogprob) error {
+	r.texts = append(r.texts, t)
+	return nil
+}
+func (r *recorder) toolCalls(_ int, c []toolCallOut) error {
+	r.calls = append(r.calls, c...)
+	return nil
+}
+func (r *recorder) finish(int, string) error { return nil }
+func (r *recorder) done(usage)               {}
+func (r *recorder) fail(*apiError)           {}
+
+// Streaming with tools in the Hermes form sends the text before the first
+// call as it comes, holds a possible tag start, and never sends a call's
+// text as content.
+func TestHeldTextHermes(t *testing.T) {
+	s := &Server{cfg: Config{Log: func(string, ...any) {}}}
+	cases := []struct {
+		pieces  []string
+		content string
+		calls   int
+		before  int // pieces of content sent before the end
+	}{
+		{[]string{"Sure, ", "let me <to", "ol_call>\n", `{"name": "f", "arguments": {"a": 1}}`, "\n</tool_call>"}, "Sure, let me ", 1, 2},
+		{[]string{"<tool_call>", `{"name": "f", "arguments": {}}`, "</tool_call>"}, "", 1, 0},
+		{[]string{"a <", "b and <tool_call> is a tag", "."}, "a <b and <tool_call> is a tag.", 0, 2},
+		{[]string{"see <tool_call> then ", "<tool_call>", `{"name": "f", "arguments": {}}`}, "see <tool_call> then ", 1, 1},
+	}
+	for i, c := range cases {
+		var r recorder
+		var h heldText
+		for _, p := range c.pieces {
+			if err := h.add(&r, 0, p, nil, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(r.texts) != c.before {
+			t.Errorf("case %d: %d pieces sent before the end (%q), want %d", i, len(r.texts), r.texts, c.before)
+		}
+		reason, err := s.releaseHeld(&r, 0, &h, chat.ToolFormatHermes, "stop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(r.texts, ""); got != c.content || len(r.calls) != c.calls {
+			t.Errorf("case %d: content %q and %d calls, want %q and %d", i, got, len(r.calls), c.content, c.calls)
+		}
+		if want := map[bool]string{true: "tool_calls", false: "stop"}[c.calls > 0]; reason != want {
+			t.Errorf("case %d: reason %q", i, reason)
+		}
+	}
+}

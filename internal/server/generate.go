@@ -416,21 +416,91 @@ type event struct {
 	err   error
 }
 
-// releaseHeld writes a sequence's held text: its tool calls, if the model
-// made any (the finish reason becomes tool_calls), and the rest as content.
-func (s *Server) releaseHeld(out responder, idx int, text string, lps []tokenLogprob, f chat.ToolFormat, reason string) (string, error) {
+// hermesOpen is the tag a Hermes call starts with.
+const hermesOpen = "<tool_call>"
+
+// heldText is a sequence's text while tools are on: all of it, and how
+// much has been streamed as content.
+type heldText struct {
+	text    strings.Builder
+	sent    int
+	lps     []tokenLogprob
+	holding bool
+}
+
+// add takes a piece of text; with early set (streaming in the Hermes
+// form) it streams the text before the first call tag as content, holding
+// back what may be the start of the tag.
+func (h *heldText) add(out responder, idx int, t string, lps []tokenLogprob, early bool) error {
+	h.text.WriteString(t)
+	h.lps = append(h.lps, lps...)
+	if !early || h.holding {
+		return nil
+	}
+	unsent := h.text.String()[h.sent:]
+	cut := len(unsent)
+	if i := strings.Index(unsent, hermesOpen); i >= 0 {
+		cut, h.holding = i, true
+	} else {
+		for k := min(len(hermesOpen)-1, len(unsent)); k > 0; k-- {
+			if strings.HasSuffix(unsent, hermesOpen[:k]) {
+				cut = len(unsent) - k
+				break
+			}
+		}
+	}
+	if cut == 0 {
+		return nil
+	}
+	h.sent += cut
+	l := h.lps
+	h.lps = nil
+	return out.text(idx, unsent[:cut], l)
+}
+
+// hermesFirstCall is where the first Hermes call at or after from starts
+// (a tag followed by JSON; a tag in prose is not a call), or -1.
+func hermesFirstCall(text string, from int) int {
+	for pos := from; ; {
+		j := strings.Index(text[pos:], hermesOpen)
+		if j < 0 {
+			return -1
+		}
+		at := pos + j
+		pos = at + len(hermesOpen)
+		body := strings.TrimLeft(text[pos:], " \t\r\n")
+		if body != "" && (body[0] == '{' || body[0] == '[') {
+			return at
+		}
+	}
+}
+
+// releaseHeld writes the rest of a sequence's text: its tool calls, if the
+// model made any (the finish reason becomes tool_calls), and the content
+// not streamed yet.
+func (s *Server) releaseHeld(out responder, idx int, h *heldText, f chat.ToolFormat, reason string) (string, error) {
+	text := h.text.String()
 	parsed := chat.ParseToolCalls(f, text)
 	if len(parsed.Calls) == 0 {
 		if parsed.Err != "" {
 			s.cfg.Log("moonlm serve: the output looked like a tool call but could not be read: %s", parsed.Err)
 		}
-		if text == "" && len(lps) == 0 {
-			return reason, nil
+		if rest := text[h.sent:]; rest != "" || len(h.lps) > 0 {
+			return reason, out.text(idx, rest, h.lps)
 		}
-		return reason, out.text(idx, text, lps)
+		return reason, nil
 	}
-	if parsed.Content != "" || len(lps) > 0 {
-		if err := out.text(idx, parsed.Content, lps); err != nil {
+	content := parsed.Content
+	if h.sent > 0 {
+		// Part of the content went out already (Hermes): the rest is up to
+		// the first call.
+		content = ""
+		if first := hermesFirstCall(text, h.sent); first > h.sent {
+			content = text[h.sent:first]
+		}
+	}
+	if content != "" || len(h.lps) > 0 {
+		if err := out.text(idx, content, h.lps); err != nil {
 			return reason, err
 		}
 	}
@@ -521,12 +591,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 	} else {
 		out = newWholeResponder(w, s.cfg.Alias, isChat, total, p.logprobs)
 	}
-	// With tools the text is held until the sequence ends, then parsed
-	// into content and calls.
-	var held []strings.Builder
-	var heldLps [][]tokenLogprob
+	// With tools the text is parsed into content and calls when the
+	// sequence ends; until then it is held (streamed, Hermes: only from
+	// the first call tag on).
+	var held []heldText
 	if p.tools.parse {
-		held, heldLps = make([]strings.Builder, total), make([][]tokenLogprob, total)
+		held = make([]heldText, total)
 	}
 	var u usage
 	for _, pr := range p.prompts {
@@ -538,8 +608,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 		ev := <-events
 		if !ev.final {
 			if held != nil {
-				held[ev.idx].WriteString(ev.text)
-				heldLps[ev.idx] = append(heldLps[ev.idx], ev.lps...)
+				if err := held[ev.idx].add(out, ev.idx, ev.text, ev.lps, p.stream && p.toolFormat == chat.ToolFormatHermes); err != nil && !clientGone {
+					clientGone = true
+					cancel()
+				}
 				continue
 			}
 			if !clientGone && out.text(ev.idx, ev.text, ev.lps) != nil {
@@ -568,7 +640,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 			reason := finishName(ev.res.Finish)
 			var err error
 			if held != nil {
-				reason, err = s.releaseHeld(out, ev.idx, held[ev.idx].String(), heldLps[ev.idx], p.toolFormat, reason)
+				reason, err = s.releaseHeld(out, ev.idx, &held[ev.idx], p.toolFormat, reason)
 			}
 			if err == nil {
 				err = out.finish(ev.idx, reason)
