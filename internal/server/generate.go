@@ -150,7 +150,7 @@ func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan, isChat bool
 		return invalid("tools", "invalid_value", "tools and tool_choice are chat parameters")
 	}
 	if isChat {
-		if p.tools, e = toolsFor(c, func() (chat.ToolFormat, error) { return s.toolFormat() }); e != nil {
+		if p.tools, e = toolsFor(c, s.toolFormat); e != nil {
 			return e
 		}
 		if p.tools.parse {
