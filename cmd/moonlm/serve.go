@@ -43,8 +43,8 @@ wait in a queue of --max-queue, and a request that does not fit gets 503
 with Retry-After. With --api-key (or --api-key-file) the /v1 routes need
 "Authorization: Bearer KEY". A model without a chat template serves chat
 only with --chat-template, a built-in format (` + strings.Join(chat.Families(), ", ") + `)
-or a Jinja template file. response_format, tools and logprobs are refused
-with a 400 (not supported by this build). SIGTERM or SIGINT stops taking
+or a Jinja template file. response_format (json_object, json_schema),
+tools/tool_choice and logprobs are supported. SIGTERM or SIGINT stops taking
 requests, lets those in flight finish (up to --shutdown-timeout), then exits.
 docs/SERVING.md describes it all.`
 

@@ -34,15 +34,18 @@ type commonRequest struct {
 	MinP          *float64 `json:"min_p"`
 	RepeatPenalty *float64 `json:"repeat_penalty"`
 	IgnoreEOS     bool     `json:"ignore_eos"`
+	samplerExtras
+
+	ResponseFormat    json.RawMessage `json:"response_format"`
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	Logprobs          json.RawMessage `json:"logprobs"`
+	TopLogprobs       *int            `json:"top_logprobs"`
 
 	// Fields this build refuses (see refuseUnsupported).
-	ResponseFormat json.RawMessage `json:"response_format"`
-	Tools          json.RawMessage `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
-	Functions      json.RawMessage `json:"functions"`
-	FunctionCall   json.RawMessage `json:"function_call"`
-	Logprobs       json.RawMessage `json:"logprobs"`
-	TopLogprobs    json.RawMessage `json:"top_logprobs"`
+	Functions    json.RawMessage `json:"functions"`
+	FunctionCall json.RawMessage `json:"function_call"`
 }
 
 type streamOptions struct {
@@ -55,10 +58,11 @@ type chatRequest struct {
 }
 
 type chatMessageIn struct {
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	Name      string          `json:"name"`
-	ToolCalls json.RawMessage `json:"tool_calls"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
 }
 
 type completionRequest struct {
@@ -89,27 +93,11 @@ func isOff(raw json.RawMessage) bool {
 // refuseUnsupported refuses fields whose features this build lacks, so a
 // client never gets an answer that silently ignored them.
 func (c *commonRequest) refuseUnsupported() *apiError {
-	if !isNull(c.ResponseFormat) {
-		var rf struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(c.ResponseFormat, &rf) != nil || rf.Type != "text" {
-			return unsupported("response_format")
-		}
+	if !isOff(c.Functions) {
+		return unsupported("functions")
 	}
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-	}{
-		{"tools", c.Tools}, {"tool_choice", c.ToolChoice}, {"functions", c.Functions},
-		{"function_call", c.FunctionCall}, {"logprobs", c.Logprobs}, {"top_logprobs", c.TopLogprobs},
-	} {
-		if f.name == "tool_choice" && string(bytes.TrimSpace(f.raw)) == `"none"` {
-			continue
-		}
-		if !isOff(f.raw) {
-			return unsupported(f.name)
-		}
+	if !isOff(c.FunctionCall) {
+		return unsupported("function_call")
 	}
 	return nil
 }
@@ -185,8 +173,11 @@ func parseStop(raw json.RawMessage) ([]string, *apiError) {
 
 // messageText reads a message's content: a string, or an array of text
 // parts (joined). Absent or null content, or another kind of part, is a 400.
-func messageText(i int, raw json.RawMessage) (string, *apiError) {
+func messageText(i int, raw json.RawMessage, optional bool) (string, *apiError) {
 	param := "messages[" + strconv.Itoa(i) + "].content"
+	if isNull(raw) && optional {
+		return "", nil
+	}
 	if isNull(raw) {
 		return "", invalid(param, "missing_content", "%s is missing: every message needs content", param)
 	}
@@ -229,14 +220,15 @@ type usage struct {
 }
 
 type chatMessageOut struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string        `json:"role"`
+	Content   *string       `json:"content"`
+	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 type chatChoice struct {
 	Index        int            `json:"index"`
 	Message      chatMessageOut `json:"message"`
-	Logprobs     *struct{}      `json:"logprobs"`
+	Logprobs     *chatLogprobs  `json:"logprobs"`
 	FinishReason string         `json:"finish_reason"`
 }
 
@@ -250,15 +242,16 @@ type chatResponse struct {
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type chatChunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        chatDelta `json:"delta"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Delta        chatDelta     `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
 }
 
 type chatChunk struct {
@@ -271,10 +264,10 @@ type chatChunk struct {
 }
 
 type completionChoice struct {
-	Index        int       `json:"index"`
-	Text         string    `json:"text"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
 }
 
 type completionResponse struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/engine/grammar"
 	"github.com/moonlm/moonlm/engine/sample"
 )
 
@@ -104,6 +105,9 @@ func samplingFor(c *commonRequest, vocab int, eog []int32) (sample.Params, *apiE
 			p.Seed = p.Seed<<8 | uint64(x)
 		}
 	}
+	if e := c.samplerExtras.apply(&p); e != nil {
+		return p, e
+	}
 	if _, err := sample.New(p); err != nil {
 		return p, invalid("", "invalid_value", "sampling parameters: %v", err)
 	}
@@ -120,15 +124,51 @@ type genPlan struct {
 	stop         []string
 	stream       bool
 	includeUsage bool
+
+	model       *engine.Model
+	grammar     *grammar.Grammar // constrains the output, nil for none
+	logprobs    bool
+	topLogprobs int
+	tools       toolPlan
+	toolFormat  chat.ToolFormat
 }
 
 // plan checks the fields both routes share and fills p.
-func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan) *apiError {
+func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan, isChat bool) *apiError {
 	if m.Encoder() {
 		return invalid("model", "unsupported_model", "this model (%s) is an embedding model: it has no logits, and serves /v1/embeddings only", m.Info().Arch)
 	}
 	if e := c.refuseUnsupported(); e != nil {
 		return e
+	}
+	p.model = m
+	var e *apiError
+	if p.grammar, e = responseFormatGrammar(c.ResponseFormat); e != nil {
+		return e
+	}
+	if p.logprobs, p.topLogprobs, e = logprobsFor(c, isChat); e != nil {
+		return e
+	}
+	if !isChat && (!isOff(c.Tools) || !isNull(c.ToolChoice)) {
+		return invalid("tools", "invalid_value", "tools and tool_choice are chat parameters")
+	}
+	if isChat {
+		if p.tools, e = toolsFor(c, s.toolFormat); e != nil {
+			return e
+		}
+		if p.tools.parse {
+			f, err := s.toolFormat()
+			if err != nil {
+				return invalid("tools", "chat_template_unavailable", "%v", err)
+			}
+			p.toolFormat = f
+		}
+		if p.tools.grammar != nil {
+			if p.grammar != nil {
+				return invalid("response_format", "invalid_value", "response_format cannot be combined with a forced tool_choice")
+			}
+			p.grammar = p.tools.grammar
+		}
 	}
 	p.n = 1
 	if c.N != nil {
@@ -152,7 +192,6 @@ func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan) *apiError {
 		}
 		p.maxTokens = *mt
 	}
-	var e *apiError
 	if p.stop, e = parseStop(c.Stop); e != nil {
 		return e
 	}
@@ -195,7 +234,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p genPlan
-	if e := s.plan(&req.commonRequest, m, &p); e != nil {
+	if e := s.plan(&req.commonRequest, m, &p, true); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -207,32 +246,38 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	for i, in := range req.Messages {
 		role := in.Role
 		switch role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			role = "system"
 		case "":
 			writeError(w, invalid(fmt.Sprintf("messages[%d].role", i), "invalid_value", "messages[%d].role is missing", i))
 			return
-		case "tool", "function":
+		case "function":
 			writeError(w, unsupported(fmt.Sprintf("messages[%d].role %q", i, role)))
 			return
 		default:
 			writeError(w, invalid(fmt.Sprintf("messages[%d].role", i), "invalid_value",
-				"messages[%d].role: %q is not one of system, developer, user, assistant", i, role))
+				"messages[%d].role: %q is not one of system, developer, user, assistant, tool", i, role))
 			return
 		}
-		if !isOff(in.ToolCalls) {
-			writeError(w, unsupported(fmt.Sprintf("messages[%d].tool_calls", i)))
-			return
-		}
-		text, e := messageText(i, in.Content)
+		calls, e := toolCallsIn(i, in.ToolCalls)
 		if e != nil {
 			writeError(w, e)
 			return
 		}
-		msgs[i] = chat.Message{Role: role, Content: text}
+		if len(calls) > 0 && role != "assistant" {
+			writeError(w, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "invalid_value", "messages[%d]: only assistant messages make tool calls", i))
+			return
+		}
+		// An assistant message that makes calls may have no content.
+		text, e := messageText(i, in.Content, len(calls) > 0)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		msgs[i] = chat.Message{Role: role, Content: text, ToolCalls: calls, ToolCallID: in.ToolCallID, Name: in.Name}
 	}
-	text, err := s.renderChat(msgs)
+	text, err := s.renderChatTools(msgs, p.tools.tools)
 	if err != nil {
 		code := "invalid_messages"
 		if errors.Is(err, engine.ErrUnsupported) {
@@ -273,7 +318,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p genPlan
-	if e := s.plan(&req.commonRequest, m, &p); e != nil {
+	if e := s.plan(&req.commonRequest, m, &p, false); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -368,9 +413,105 @@ func (s *Server) completionPrompts(m *engine.Model, raw json.RawMessage) ([][]in
 type event struct {
 	idx   int
 	text  string
+	lps   []tokenLogprob // the log-probabilities of the tokens that released text
 	final bool
 	res   engine.GenerateResult
 	err   error
+}
+
+// hermesOpen is the tag a Hermes call starts with.
+const hermesOpen = "<tool_call>"
+
+// heldText is a sequence's text while tools are on: all of it, and how
+// much has been streamed as content.
+type heldText struct {
+	text    strings.Builder
+	sent    int
+	lps     []tokenLogprob
+	holding bool
+}
+
+// add takes a piece of text; with early set (streaming in the Hermes
+// form) it streams the text before the first call tag as content, holding
+// back what may be the start of the tag.
+func (h *heldText) add(out responder, idx int, t string, lps []tokenLogprob, early bool) error {
+	h.text.WriteString(t)
+	h.lps = append(h.lps, lps...)
+	if !early || h.holding {
+		return nil
+	}
+	unsent := h.text.String()[h.sent:]
+	cut := len(unsent)
+	if i := strings.Index(unsent, hermesOpen); i >= 0 {
+		cut, h.holding = i, true
+	} else {
+		for k := min(len(hermesOpen)-1, len(unsent)); k > 0; k-- {
+			if strings.HasSuffix(unsent, hermesOpen[:k]) {
+				cut = len(unsent) - k
+				break
+			}
+		}
+	}
+	if cut == 0 {
+		return nil
+	}
+	h.sent += cut
+	l := h.lps
+	h.lps = nil
+	return out.text(idx, unsent[:cut], l)
+}
+
+// hermesFirstCall is where the first Hermes call at or after from starts
+// (a tag followed by JSON; a tag in prose is not a call), or -1.
+func hermesFirstCall(text string, from int) int {
+	for pos := from; ; {
+		j := strings.Index(text[pos:], hermesOpen)
+		if j < 0 {
+			return -1
+		}
+		at := pos + j
+		pos = at + len(hermesOpen)
+		body := strings.TrimLeft(text[pos:], " \t\r\n")
+		if body != "" && (body[0] == '{' || body[0] == '[') {
+			return at
+		}
+	}
+}
+
+// releaseHeld writes the rest of a sequence's text: its tool calls, if the
+// model made any (the finish reason becomes tool_calls), and the content
+// not streamed yet.
+func (s *Server) releaseHeld(out responder, idx int, h *heldText, f chat.ToolFormat, reason string) (string, error) {
+	text := h.text.String()
+	parsed := chat.ParseToolCalls(f, text)
+	if len(parsed.Calls) == 0 {
+		if parsed.Err != "" {
+			s.cfg.Log("moonlm serve: the output looked like a tool call but could not be read: %s", parsed.Err)
+		}
+		if rest := text[h.sent:]; rest != "" || len(h.lps) > 0 {
+			return reason, out.text(idx, rest, h.lps)
+		}
+		return reason, nil
+	}
+	content := parsed.Content
+	if h.sent > 0 {
+		// Part of the content went out already (Hermes): the rest is up to
+		// the first call.
+		content = ""
+		if first := hermesFirstCall(text, h.sent); first > h.sent {
+			content = text[h.sent:first]
+		}
+	}
+	if content != "" || len(h.lps) > 0 {
+		if err := out.text(idx, content, h.lps); err != nil {
+			return reason, err
+		}
+	}
+	calls := make([]toolCallOut, len(parsed.Calls))
+	for i, c := range parsed.Calls {
+		calls[i] = toolCallOut{ID: c.ID, Type: "function", Function: toolFunctionOut{Name: c.Name, Arguments: c.Arguments}}
+	}
+	return "tool_calls", out.toolCalls(idx, calls)
 }
 
 // run queues the plan's sequences and writes the response, streamed or
@@ -392,10 +533,26 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 			sp := p.sampler
 			sp.Seed += uint64(k)
 			var last time.Time
+			var pending []tokenLogprob
 			j := &job{ctx: ctx}
+			params := engine.GenerateParams{MaxTokens: p.maxTokens, Sampler: sp, Stop: p.stop}
+			if p.grammar != nil {
+				mt, err := p.model.GrammarMatcher(p.grammar)
+				if err != nil {
+					writeError(w, invalid("response_format", "invalid_value", "%v", err))
+					return
+				}
+				params.Constraint = mt
+			}
+			if p.logprobs {
+				params.TopLogprobs = p.topLogprobs
+				params.OnLogprobs = func(tok int32, lp float32, top []sample.TokenLogprob) {
+					pending = append(pending, tokenEntry(p.model, tok, lp, top))
+				}
+			}
 			j.seq = Sequence{
 				Prompt: prompt,
-				Params: engine.GenerateParams{MaxTokens: p.maxTokens, Sampler: sp, Stop: p.stop},
+				Params: params,
 				Emit: func(text []byte, tok int32) bool {
 					now := time.Now()
 					if tok >= 0 {
@@ -411,8 +568,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 					if len(text) == 0 {
 						return true
 					}
+					ev := event{idx: idx, text: string(text), lps: pending}
+					pending = nil
 					select {
-					case events <- event{idx: idx, text: string(text)}:
+					case events <- ev:
 						return true
 					case <-ctx.Done():
 						return false
@@ -431,9 +590,16 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 	}
 	var out responder
 	if p.stream {
-		out = newStreamResponder(w, s.cfg.Alias, isChat, total, p.includeUsage)
+		out = newStreamResponder(w, s.cfg.Alias, isChat, total, p.includeUsage, p.logprobs)
 	} else {
-		out = &wholeResponder{w: w, model: s.cfg.Alias, chat: isChat, texts: make([]strings.Builder, total), reasons: make([]string, total)}
+		out = newWholeResponder(w, s.cfg.Alias, isChat, total, p.logprobs)
+	}
+	// With tools the text is parsed into content and calls when the
+	// sequence ends; until then it is held (streamed, Hermes: only from
+	// the first call tag on).
+	var held []heldText
+	if p.tools.parse {
+		held = make([]heldText, total)
 	}
 	var u usage
 	for _, pr := range p.prompts {
@@ -444,7 +610,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 	for left := total; left > 0; {
 		ev := <-events
 		if !ev.final {
-			if !clientGone && out.text(ev.idx, ev.text) != nil {
+			if held != nil {
+				if err := held[ev.idx].add(out, ev.idx, ev.text, ev.lps, p.stream && p.toolFormat == chat.ToolFormatHermes); err != nil && !clientGone {
+					clientGone = true
+					cancel()
+				}
+				continue
+			}
+			if !clientGone && out.text(ev.idx, ev.text, ev.lps) != nil {
 				clientGone = true
 				cancel()
 			}
@@ -467,7 +640,15 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 			stopped = true
 		}
 		if ev.res.Finish != engine.FinishCancelled && !clientGone {
-			if out.finish(ev.idx, finishName(ev.res.Finish)) != nil {
+			reason := finishName(ev.res.Finish)
+			var err error
+			if held != nil {
+				reason, err = s.releaseHeld(out, ev.idx, &held[ev.idx], p.toolFormat, reason)
+			}
+			if err == nil {
+				err = out.finish(ev.idx, reason)
+			}
+			if err != nil {
 				clientGone = true
 				cancel()
 			}

@@ -11,7 +11,10 @@ import (
 // response at the end. text and finish report a failed write (the client
 // is gone).
 type responder interface {
-	text(idx int, t string) error
+	// text writes text and the log-probabilities of the tokens that
+	// released it (nil unless asked for).
+	text(idx int, t string, lps []tokenLogprob) error
+	toolCalls(idx int, calls []toolCallOut) error
 	finish(idx int, reason string) error
 	done(u usage)
 	fail(e *apiError)
@@ -19,14 +22,31 @@ type responder interface {
 
 // wholeResponder collects the text and writes one response.
 type wholeResponder struct {
-	w       http.ResponseWriter
-	model   string
-	chat    bool
-	texts   []strings.Builder
-	reasons []string
+	w        http.ResponseWriter
+	model    string
+	chat     bool
+	logprobs bool
+	texts    []strings.Builder
+	lps      [][]tokenLogprob
+	calls    [][]toolCallOut
+	reasons  []string
 }
 
-func (o *wholeResponder) text(idx int, t string) error { o.texts[idx].WriteString(t); return nil }
+func newWholeResponder(w http.ResponseWriter, model string, isChat bool, n int, logprobs bool) *wholeResponder {
+	return &wholeResponder{w: w, model: model, chat: isChat, logprobs: logprobs, texts: make([]strings.Builder, n),
+		lps: make([][]tokenLogprob, n), calls: make([][]toolCallOut, n), reasons: make([]string, n)}
+}
+
+func (o *wholeResponder) text(idx int, t string, lps []tokenLogprob) error {
+	o.texts[idx].WriteString(t)
+	o.lps[idx] = append(o.lps[idx], lps...)
+	return nil
+}
+
+func (o *wholeResponder) toolCalls(idx int, calls []toolCallOut) error {
+	o.calls[idx] = append(o.calls[idx], calls...)
+	return nil
+}
 
 func (o *wholeResponder) finish(idx int, reason string) error { o.reasons[idx] = reason; return nil }
 
@@ -35,8 +55,17 @@ func (o *wholeResponder) done(u usage) {
 	if o.chat {
 		resp := chatResponse{ID: newID("chatcmpl-"), Object: "chat.completion", Created: created, Model: o.model, Usage: u}
 		for i := range o.texts {
-			resp.Choices = append(resp.Choices, chatChoice{Index: i, FinishReason: o.reasons[i],
-				Message: chatMessageOut{Role: "assistant", Content: o.texts[i].String()}})
+			c := chatChoice{Index: i, FinishReason: o.reasons[i], Message: chatMessageOut{Role: "assistant", ToolCalls: o.calls[i]}}
+			if t := o.texts[i].String(); t != "" || len(o.calls[i]) == 0 {
+				c.Message.Content = &t
+			}
+			if o.logprobs {
+				c.Logprobs = &chatLogprobs{Content: o.lps[i]}
+				if c.Logprobs.Content == nil {
+					c.Logprobs.Content = []tokenLogprob{}
+				}
+			}
+			resp.Choices = append(resp.Choices, c)
 		}
 		writeJSON(o.w, http.StatusOK, resp)
 		return
@@ -44,7 +73,11 @@ func (o *wholeResponder) done(u usage) {
 	resp := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: created, Model: o.model, Usage: &u}
 	for i := range o.texts {
 		f := o.reasons[i]
-		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: o.texts[i].String(), FinishReason: &f})
+		c := completionChoice{Index: i, Text: o.texts[i].String(), FinishReason: &f}
+		if o.logprobs {
+			c.Logprobs = completionLogprobsOf(o.lps[i], 0)
+		}
+		resp.Choices = append(resp.Choices, c)
 	}
 	writeJSON(o.w, http.StatusOK, resp)
 }
@@ -62,17 +95,20 @@ type streamResponder struct {
 	created      int64
 	chat         bool
 	includeUsage bool
+	logprobs     bool
+	offsets      []int // per choice, the text offset of the next token (completions' logprobs)
 	buf          []byte
 	err          error
 }
 
-func newStreamResponder(w http.ResponseWriter, model string, isChat bool, n int, includeUsage bool) *streamResponder {
+func newStreamResponder(w http.ResponseWriter, model string, isChat bool, n int, includeUsage, logprobs bool) *streamResponder {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	o := &streamResponder{w: w, rc: http.NewResponseController(w), model: model, created: time.Now().Unix(), chat: isChat, includeUsage: includeUsage}
+	o := &streamResponder{w: w, rc: http.NewResponseController(w), model: model, created: time.Now().Unix(), chat: isChat,
+		includeUsage: includeUsage, logprobs: logprobs, offsets: make([]int, n)}
 	if isChat {
 		o.id = newID("chatcmpl-")
 		// The first chunk of each choice names the role.
@@ -117,11 +153,35 @@ func (o *streamResponder) send(v any) error {
 	return o.err
 }
 
-func (o *streamResponder) text(idx int, t string) error {
+func (o *streamResponder) text(idx int, t string, lps []tokenLogprob) error {
 	if o.chat {
-		return o.send(o.chatChunk(idx, chatDelta{Content: &t}, nil))
+		c := o.chatChunk(idx, chatDelta{Content: &t}, nil)
+		if o.logprobs {
+			c.Choices[0].Logprobs = &chatLogprobs{Content: lps}
+			if lps == nil {
+				c.Choices[0].Logprobs.Content = []tokenLogprob{}
+			}
+		}
+		return o.send(c)
 	}
-	return o.send(o.completionChunk(idx, t, nil))
+	c := o.completionChunk(idx, t, nil)
+	if o.logprobs {
+		c.Choices[0].Logprobs = completionLogprobsOf(lps, o.offsets[idx])
+		for _, e := range lps {
+			o.offsets[idx] += len(e.Token)
+		}
+	}
+	return o.send(c)
+}
+
+// toolCalls streams each call whole in one delta, as OpenAI's first delta
+// of a call (id, type, name) with the arguments included.
+func (o *streamResponder) toolCalls(idx int, calls []toolCallOut) error {
+	d := chatDelta{ToolCalls: make([]toolCallDelta, len(calls))}
+	for i, c := range calls {
+		d.ToolCalls[i] = toolCallDelta{Index: i, ID: c.ID, Type: c.Type, Function: c.Function}
+	}
+	return o.send(o.chatChunk(idx, d, nil))
 }
 
 func (o *streamResponder) finish(idx int, reason string) error {

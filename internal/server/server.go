@@ -412,6 +412,34 @@ func (s *Server) renderChat(msgs []chat.Message) (string, error) {
 	return s.m.ApplyChatTemplateNamed(s.cfg.ChatTemplate, msgs, true)
 }
 
+// renderChatTools is renderChat for a conversation with tools (nil for
+// none) or tool calls and results.
+func (s *Server) renderChatTools(msgs []chat.Message, tools chat.JSON) (string, error) {
+	plain := len(tools) == 0
+	for _, m := range msgs {
+		if len(m.ToolCalls) > 0 || m.Role == "tool" {
+			plain = false
+		}
+	}
+	if plain {
+		return s.renderChat(msgs)
+	}
+	if s.cfg.ChatTemplateSource != "" {
+		out, _, err := chat.ApplyTools(s.cfg.ChatTemplateSource, msgs, tools, true, s.bos, s.eos)
+		return out, err
+	}
+	return s.m.ApplyChatTemplateTools(s.cfg.ChatTemplate, msgs, tools, true)
+}
+
+// toolFormat is the format the model writes tool calls in with the
+// server's template.
+func (s *Server) toolFormat() (chat.ToolFormat, error) {
+	if s.cfg.ChatTemplateSource != "" {
+		return chat.ToolFormatOf(s.cfg.ChatTemplateSource), nil
+	}
+	return s.m.ToolCallFormat(s.cfg.ChatTemplate)
+}
+
 func newID(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
