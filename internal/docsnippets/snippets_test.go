@@ -30,6 +30,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,4 +284,37 @@ func checkBundledLibraries(t *testing.T, root, pkg string) {
 			require.Equal(t, machines[plat], uint16(head[18])|uint16(head[19])<<8, "%s library built for another CPU", plat)
 		})
 	}
+}
+
+// TestServeSnippet runs the README's `moonlm serve` example as written
+// (bash, from the repository root, model.gguf replaced): the server starts,
+// answers the chat request and drains on the kill. It needs port 8080 free.
+func TestServeSnippet(t *testing.T) {
+	if os.Getenv("MOONLM_SNIPPETS") != "1" {
+		t.Skip("runs the built CLI: run by `make test-snippets` (MOONLM_SNIPPETS=1)")
+	}
+	root := repoRoot(t)
+	model := shareddata.Model(t, shareddata.SmolLM2)
+	require.FileExists(t, filepath.Join(root, "build", "moonlm"), "make cli first")
+	if l, err := net.Listen("tcp", "127.0.0.1:8080"); err != nil {
+		t.Skipf("the example listens on 127.0.0.1:8080, which is taken here: %v", err)
+	} else {
+		l.Close()
+	}
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	var code string
+	for _, blk := range strings.Split(string(b), "```sh\n")[1:] {
+		body, _, _ := strings.Cut(blk, "```")
+		if strings.Contains(body, "build/moonlm serve") {
+			code = body
+		}
+	}
+	require.NotEmpty(t, code, "README.md has no sh block running build/moonlm serve")
+	require.Contains(t, code, "model.gguf")
+	code = strings.ReplaceAll(code, "model.gguf", model)
+	out := run(t, root, env("MOONLM_PACKED_CACHE=off"), 2*time.Minute, "bash", "-e", "-c", code+"\nwait\n")
+	t.Logf("README.md serve example printed:\n%s", out)
+	require.Contains(t, out, `"choices"`, "the chat request got no completion")
+	require.Contains(t, out, `"finish_reason"`)
 }
