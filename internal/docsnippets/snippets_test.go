@@ -3,7 +3,8 @@
 //
 // Which blocks are examples: a fenced block whose info string is exactly
 // `c`, `python` or `js` is a complete program and is run; blocks tagged `sh`
-// (commands) or anything else are not. A block whose info string starts with
+// (commands) or anything else are not, except the README's `moonlm serve`
+// example, which TestServeSnippet runs with bash. A block whose info string starts with
 // one of those words and goes on (```python fragment) or another spelling of
 // them (py, javascript, C) fails the test, so no example escapes by its tag.
 // In every example the file name `model.gguf` stands for the model and is
