@@ -1,7 +1,6 @@
 package grammar
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -585,11 +584,11 @@ func count(s *object, k, path string, def int) (int, error) {
 	if !ok {
 		return def, nil
 	}
-	n, ok := v.(json.Number)
+	n, ok := v.(number)
 	if !ok {
 		return 0, fmt.Errorf("%s/%s: must be a number", path, k)
 	}
-	i, err := strconv.ParseInt(n.String(), 10, 64)
+	i, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil || i < 0 {
 		return 0, fmt.Errorf("%s/%s: must be a non-negative integer", path, k)
 	}
@@ -953,7 +952,7 @@ func (c *schemaConverter) integer(s *object, name, path string) (string, error) 
 		if !ok {
 			return false, nil
 		}
-		n, ok := v.(json.Number)
+		n, ok := v.(number)
 		if !ok {
 			return false, fmt.Errorf("%s/%s: must be a number", path, k)
 		}

@@ -411,11 +411,11 @@ func validate(root, s any, v any, path string) error {
 	}
 	typ, _ := o.vals["type"].(string)
 	num := func(k string) (float64, bool) {
-		n, ok := o.vals[k].(json.Number)
+		n, ok := o.vals[k].(number)
 		if !ok {
 			return 0, false
 		}
-		f, _ := n.Float64()
+		f, _ := strconv.ParseFloat(string(n), 64)
 		return f, true
 	}
 	switch typ {
@@ -528,6 +528,8 @@ func toOrdered(v any) any {
 			out[i] = toOrdered(e)
 		}
 		return out
+	case json.Number:
+		return number(t)
 	}
 	return v
 }
