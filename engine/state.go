@@ -3,11 +3,12 @@ package engine
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/crc32"
+	"hash/crc64"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ import (
 // hostile string is refused with an error and the session is unchanged.
 const (
 	stateMagic      = "MOONLMKV"
-	stateVersion    = 1
+	stateVersion    = 2 // 1 fingerprinted with SHA-256
 	stateHeaderSize = 160
 )
 
@@ -69,20 +70,25 @@ type stateHeader struct {
 	payload     uint64
 }
 
-// Fingerprint identifies the model a saved state belongs to: the SHA-256
-// of the file's size and every byte before its tensor data (all metadata
-// and the tensor table: names, types, shapes, offsets), so a state is
-// refused by a model with other hyperparameters, tokenizer, quantization
-// or tensor layout. Two files that differ only inside the tensor data
-// (the same metadata, the same tensor table) are not told apart; hashing
-// every weight would read the whole file. A model built by OpenFile from a
-// gguf.File hashes its metadata keys and tensor table instead (it has no
-// mapping to read the header from), so its states and those of the same
-// file opened with Open do not load into each other.
+// Fingerprint identifies the model a saved state belongs to: a 256-bit
+// hash (FNV-1a 128, then CRC-64 ECMA and CRC-64 ISO, see modelHash) of
+// the file's size and every byte before its tensor data (all metadata and
+// the tensor table: names, types, shapes, offsets), so a state is refused
+// by a model with other hyperparameters, tokenizer, quantization or tensor
+// layout. It tells model files apart; it is not a defence against a
+// forged file (a state is the caller's own data and is checked for
+// consistency anyway), and crypto/sha256 would pull Go's FIPS crypto
+// module into the shared library, whose size is a goal. Two files that
+// differ only inside the tensor data (the same metadata, the same tensor
+// table) are not told apart; hashing every weight would read the whole
+// file. A model built by OpenFile from a gguf.File hashes its metadata
+// keys and tensor table instead (it has no mapping to read the header
+// from), so its states and those of the same file opened with Open do not
+// load into each other.
 func (m *Model) Fingerprint() [32]byte {
 	m.fpOnce.Do(func() {
-		h := sha256.New()
-		io.WriteString(h, "moonlm model fingerprint 1\x00")
+		h := newModelHash()
+		io.WriteString(h, "moonlm model fingerprint 2\x00")
 		if m.mapping != nil {
 			writeU64(h, uint64(len(m.mapping)))
 			h.Write(m.mapping[:min(m.f.DataOffset, int64(len(m.mapping)))])
@@ -106,7 +112,37 @@ func (m *Model) Fingerprint() [32]byte {
 	return m.fp
 }
 
-func writeU64(h hash.Hash, v uint64) {
+var (
+	crc64ECMA = crc64.MakeTable(crc64.ECMA)
+	crc64ISO  = crc64.MakeTable(crc64.ISO)
+)
+
+// modelHash is the fingerprint's hash: FNV-1a 128 and two CRC-64s with
+// different polynomials over the same bytes, 32 bytes in all.
+type modelHash struct {
+	fnv       hash.Hash
+	ecma, iso hash.Hash64
+}
+
+func newModelHash() *modelHash {
+	return &modelHash{fnv: fnv.New128a(), ecma: crc64.New(crc64ECMA), iso: crc64.New(crc64ISO)}
+}
+
+func (h *modelHash) Write(b []byte) (int, error) {
+	h.fnv.Write(b)
+	h.ecma.Write(b)
+	h.iso.Write(b)
+	return len(b), nil
+}
+
+// Sum appends the 32-byte digest to b.
+func (h *modelHash) Sum(b []byte) []byte {
+	b = h.fnv.Sum(b)
+	b = binary.LittleEndian.AppendUint64(b, h.ecma.Sum64())
+	return binary.LittleEndian.AppendUint64(b, h.iso.Sum64())
+}
+
+func writeU64(h io.Writer, v uint64) {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], v)
 	h.Write(b[:])
@@ -298,6 +334,9 @@ func parseState(data []byte) (stateHeader, error) {
 	if v := le.Uint32(data[8:]); v != stateVersion {
 		if v > stateVersion {
 			return h, fmt.Errorf("%w: saved state format version %d; this library reads version %d", ErrUnsupported, v, stateVersion)
+		}
+		if v >= 1 {
+			return h, fmt.Errorf("%w: saved state format version %d is from an older library (its model fingerprint is not this one's); this library reads version %d: save the state again", ErrUnsupported, v, stateVersion)
 		}
 		return h, fmt.Errorf("%w: saved state format version %d is not a version", ErrBadFile, v)
 	}

@@ -297,6 +297,8 @@ func TestStateRefusals(t *testing.T) {
 		{"magic", edit(func(b []byte) { b[0] = 'X' }), ErrBadFile},
 		{"flipped KV bit", edit(func(b []byte) { b[len(b)-40] ^= 1 }), ErrBadFile},
 		{"flipped token", edit(func(b []byte) { b[stateHeaderSize] ^= 1 }), ErrBadFile},
+		{"older version", reseal(edit(func(b []byte) { le.PutUint32(b[8:], stateVersion-1) })), ErrUnsupported},
+		{"version 0", reseal(edit(func(b []byte) { le.PutUint32(b[8:], 0) })), ErrBadFile},
 		{"newer version", reseal(edit(func(b []byte) { le.PutUint32(b[8:], stateVersion+1) })), ErrUnsupported},
 		{"huge positions", reseal(edit(func(b []byte) { le.PutUint64(b[112:], 1<<62) })), ErrBadFile},
 		{"huge payload", reseal(edit(func(b []byte) { le.PutUint64(b[120:], 1<<62) })), ErrBadFile},
@@ -509,4 +511,29 @@ func TestFingerprint(t *testing.T) {
 	fp := m.Fingerprint()
 	assert.NotEqual(t, a.Fingerprint(), fp)
 	assert.Equal(t, fp, m.Fingerprint())
+}
+
+// TestModelHash: the fingerprint's hash is 32 bytes, the same for the same
+// bytes written in any pieces, and every one of its three parts changes
+// when any single bit of the input does.
+func TestModelHash(t *testing.T) {
+	sum := func(parts ...[]byte) []byte {
+		h := newModelHash()
+		for _, p := range parts {
+			h.Write(p)
+		}
+		return h.Sum(nil)
+	}
+	in := []byte("general.architecture llama; blk.0.attn_q.weight q4_1 [64 64]")
+	whole := sum(in)
+	require.Len(t, whole, 32)
+	assert.Equal(t, whole, sum(in[:7], in[7:30], nil, in[30:]))
+	for i := range len(in) * 8 {
+		b := slices.Clone(in)
+		b[i/8] ^= 1 << (i % 8)
+		got := sum(b)
+		for _, part := range [][2]int{{0, 16}, {16, 24}, {24, 32}} {
+			assert.NotEqual(t, whole[part[0]:part[1]], got[part[0]:part[1]], "bit %d, bytes %v", i, part)
+		}
+	}
 }

@@ -1040,9 +1040,9 @@ MOONLM_API moonlm_status moonlm_session_fork(moonlm_session *session, moonlm_ses
 /*
  * Saved states. The format (docs/C-API.md) is versioned and ends with a
  * CRC-32C; it names the model file it belongs to by a fingerprint (a
- * SHA-256 of the file's metadata and tensor table), its KV type and
- * numerics mode, and holds the tokens and the KV cache of the held
- * positions. A state loads into a session of the same model file (opened
+ * 256-bit non-cryptographic hash of the file's metadata and tensor
+ * table), its KV type and numerics mode, and holds the tokens and the KV
+ * cache of the held positions. A state loads into a session of the same model file (opened
  * in any process), KV type and numerics whose n_ctx holds its positions;
  * the session then continues bit for bit as the saved one would have.
  * Errors, all before the session changes: a truncated, corrupted or

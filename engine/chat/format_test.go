@@ -38,15 +38,6 @@ func TestStrftimeNames(t *testing.T) {
 	}
 }
 
-// TestWriteU4: tojson's \u escapes match fmt's %04x.
-func TestWriteU4(t *testing.T) {
-	for _, r := range []rune{0, 1, 0x1f, 0x7f, 0xe9, 0x20ac, 0xd83d, 0xffff} {
-		var b sbuf
-		writeU4(&b, r)
-		assert.Equal(t, fmt.Sprintf(`\u%04x`, r), b.String())
-	}
-}
-
 // TestFamiliesSorted: Families lists every built-in family once, sorted.
 func TestFamiliesSorted(t *testing.T) {
 	names := Families()

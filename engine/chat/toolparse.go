@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/moonlm/moonlm/engine/internal/jsonread"
 )
 
 // ToolFormat names how a model family writes tool calls in its output.
@@ -128,13 +130,15 @@ func callID(i int) string {
 // never writes to its input): copying the rest of a long reply for each
 // call in it would make parsing quadratic.
 func jsonAt(s string) (value, int, error) {
-	d := &jsonDecoder{s: unsafe.Slice(unsafe.StringData(s), len(s))}
-	d.space()
-	v, err := d.value(0)
+	jv, n, err := jsonread.DecodePrefix(unsafe.Slice(unsafe.StringData(s), len(s)), maxDepth)
+	if err != nil {
+		return nil, 0, chatJSONError(err)
+	}
+	v, err := fromJSON(jv)
 	if err != nil {
 		return nil, 0, err
 	}
-	return v, d.pos, nil
+	return v, n, nil
 }
 
 // callsFromValue reads one call object or an array of them.

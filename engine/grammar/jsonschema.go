@@ -1,10 +1,8 @@
 package grammar
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -586,11 +584,11 @@ func count(s *object, k, path string, def int) (int, error) {
 	if !ok {
 		return def, nil
 	}
-	n, ok := v.(json.Number)
+	n, ok := v.(number)
 	if !ok {
 		return 0, fmt.Errorf("%s/%s: must be a number", path, k)
 	}
-	i, err := strconv.ParseInt(n.String(), 10, 64)
+	i, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil || i < 0 {
 		return 0, fmt.Errorf("%s/%s: must be a non-negative integer", path, k)
 	}
@@ -947,38 +945,28 @@ func classChar(cp uint32) string {
 }
 
 func (c *schemaConverter) integer(s *object, name, path string) (string, error) {
-	lo, hi := new(big.Int), new(big.Int)
+	var lo, hi int64
 	hasLo, hasHi := false, false
-	bound := func(k string, up bool, delta int64) (bool, error) {
+	bound := func(k string, up bool, delta int) (bool, error) {
 		v, ok := s.vals[k]
 		if !ok {
 			return false, nil
 		}
-		n, ok := v.(json.Number)
+		n, ok := v.(number)
 		if !ok {
 			return false, fmt.Errorf("%s/%s: must be a number", path, k)
 		}
-		f, ok := new(big.Float).SetString(n.String())
-		if !ok || f.IsInf() {
+		i, ok, inRange := integerBound(string(n), up, delta)
+		if !ok {
 			return false, fmt.Errorf("%s/%s: bad number %s", path, k, n)
 		}
-		i, acc := f.Int(nil)
-		// round toward the inside of the range
-		if up && acc == big.Below {
-			i.Add(i, big.NewInt(1))
-		} else if !up && acc == big.Above {
-			i.Sub(i, big.NewInt(1))
-		}
-		if acc == big.Exact {
-			i.Add(i, big.NewInt(delta))
-		}
-		if i.Cmp(big.NewInt(math.MinInt64)) < 0 || i.Cmp(big.NewInt(math.MaxInt64)) > 0 {
+		if !inRange {
 			return false, fmt.Errorf("%s/%s: %s is outside the 64-bit range", path, k, n)
 		}
 		if up {
-			lo.Set(i)
+			lo = i
 		} else {
-			hi.Set(i)
+			hi = i
 		}
 		return true, nil
 	}
@@ -986,7 +974,7 @@ func (c *schemaConverter) integer(s *object, name, path string) (string, error) 
 	for _, b := range []struct {
 		k     string
 		up    bool
-		delta int64
+		delta int
 	}{{"minimum", true, 0}, {"exclusiveMinimum", true, 1}, {"maximum", false, 0}, {"exclusiveMaximum", false, -1}} {
 		if _, ok := s.vals[b.k]; !ok {
 			continue
@@ -1007,51 +995,203 @@ func (c *schemaConverter) integer(s *object, name, path string) (string, error) 
 	if !hasLo && !hasHi {
 		return c.addRule(name, c.prim("integer")), nil
 	}
-	if hasLo && hasHi && lo.Cmp(hi) > 0 {
+	if hasLo && hasHi && lo > hi {
 		return "", fmt.Errorf("%s: no integer lies between the minimum and the maximum", path)
 	}
-	var l, h *big.Int
+	var l, h *int64
 	if hasLo {
-		l = lo
+		l = &lo
 	}
 	if hasHi {
-		h = hi
+		h = &hi
 	}
 	return c.addRule(name, "( "+intRange(l, h)+" )"), nil
 }
 
+// integerBound is the integer bound a JSON number text sets: rounded up
+// (up, a minimum) or down to an integer, and moved by delta (+1 or -1, an
+// exclusive bound) when the number is an integer already. ok is false for
+// text that is not a decimal number; inRange is false when the bound lies
+// outside int64. It works on the decimal digits with uint64 arithmetic
+// and explicit overflow checks, so any exponent is handled exactly.
+func integerBound(text string, up bool, delta int) (v int64, ok, inRange bool) {
+	neg, digits, exp, ok := splitDecimal(text)
+	if !ok {
+		return 0, false, false
+	}
+	// the value is ±digits × 10^exp, digits without leading or trailing zeros
+	var whole string // the integer part of the magnitude
+	exact := true
+	switch {
+	case digits == "":
+	case exp >= 0:
+		if len(digits)+exp > 20 {
+			return 0, true, false // at least 10^20
+		}
+		whole = digits + strings.Repeat("0", exp)
+	default:
+		exact = false // trailing zeros are gone, so a fraction remains
+		if -exp < len(digits) {
+			whole = digits[:len(digits)+exp]
+		}
+	}
+	var mag uint64
+	if whole != "" {
+		m, err := strconv.ParseUint(whole, 10, 64)
+		if err != nil {
+			return 0, true, false // above 2^64
+		}
+		mag = m
+	}
+	// value = ±(mag + fraction); adj moves the integer ±mag to the bound
+	adj := 0
+	switch {
+	case exact:
+		adj = delta
+	case up && !neg: // ceil(mag.f) = mag+1
+		adj = 1
+	case !up && neg: // floor(-mag.f) = -mag-1
+		adj = -1
+	}
+	v, inRange = addToSigned(neg, mag, adj)
+	return v, true, inRange
+}
+
+// addToSigned is ±mag + adj (adj in -1..1) when it fits in int64.
+func addToSigned(neg bool, mag uint64, adj int) (int64, bool) {
+	const maxMag = 1 << 63 // the magnitude of math.MinInt64
+	if !neg {
+		switch {
+		case adj < 0 && mag == 0:
+			return -1, true
+		case adj < 0:
+			mag--
+		case adj > 0:
+			if mag == math.MaxUint64 {
+				return 0, false
+			}
+			mag++
+		}
+		if mag > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(mag), true
+	}
+	switch {
+	case adj > 0 && mag == 0:
+		return 1, true
+	case adj > 0:
+		mag--
+	case adj < 0:
+		if mag == math.MaxUint64 {
+			return 0, false
+		}
+		mag++
+	}
+	if mag > maxMag {
+		return 0, false
+	}
+	return int64(0 - mag), true // two's complement: 2^63 becomes MinInt64
+}
+
+// splitDecimal splits a JSON number into its sign, its significant
+// decimal digits (no leading or trailing zeros; "" for zero) and the power
+// of ten they are scaled by. Exponents are clamped far outside any int64
+// (the digits are at most a schema long), so they cannot overflow.
+func splitDecimal(text string) (neg bool, digits string, exp int, ok bool) {
+	s := text
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	intEnd := 0
+	for intEnd < len(s) && s[intEnd] >= '0' && s[intEnd] <= '9' {
+		intEnd++
+	}
+	intPart, frac := s[:intEnd], ""
+	s = s[intEnd:]
+	if strings.HasPrefix(s, ".") {
+		i := 1
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		frac, s = s[1:i], s[i:]
+		if frac == "" {
+			return false, "", 0, false
+		}
+	}
+	if intPart == "" {
+		return false, "", 0, false
+	}
+	if s != "" {
+		if s[0] != 'e' && s[0] != 'E' {
+			return false, "", 0, false
+		}
+		s = s[1:]
+		eneg := false
+		if s != "" && (s[0] == '+' || s[0] == '-') {
+			eneg, s = s[0] == '-', s[1:]
+		}
+		if s == "" {
+			return false, "", 0, false
+		}
+		const clamp = 1 << 30
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false, "", 0, false
+			}
+			if exp < clamp {
+				exp = exp*10 + int(s[i]-'0')
+			}
+		}
+		if eneg {
+			exp = -exp
+		}
+	}
+	digits = strings.TrimLeft(intPart+frac, "0")
+	exp -= len(frac)
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	return neg, trimmed, exp, true
+}
+
 // intRange is GBNF for the integers in [lo, hi] written as JSON writes them
 // (nil: unbounded on that side; unbounded runs stop at 19 digits).
-func intRange(lo, hi *big.Int) string {
+func intRange(lo, hi *int64) string {
 	const maxDigits = 19
 	var alts []string
 	// negative part: -x for x in [max(1, -hi), -lo]
-	if lo == nil || lo.Sign() < 0 {
-		a := big.NewInt(1)
-		if hi != nil && hi.Sign() < 0 {
-			a = new(big.Int).Neg(hi)
+	if lo == nil || *lo < 0 {
+		a := uint64(1)
+		if hi != nil && *hi < 0 {
+			a = 0 - uint64(*hi) // the magnitude, also of MinInt64
 		}
-		var b *big.Int
+		var b *uint64
 		if lo != nil {
-			b = new(big.Int).Neg(lo)
+			m := 0 - uint64(*lo)
+			b = &m
 		}
 		alts = append(alts, `"-" ( `+natRange(a, b, maxDigits)+` )`)
 	}
 	// non-negative part: [max(0, lo), hi]
-	if hi == nil || hi.Sign() >= 0 {
-		a := big.NewInt(0)
-		if lo != nil && lo.Sign() > 0 {
-			a = lo
+	if hi == nil || *hi >= 0 {
+		a := uint64(0)
+		if lo != nil && *lo > 0 {
+			a = uint64(*lo)
 		}
-		alts = append(alts, natRange(a, hi, maxDigits))
+		var b *uint64
+		if hi != nil {
+			m := uint64(*hi)
+			b = &m
+		}
+		alts = append(alts, natRange(a, b, maxDigits))
 	}
 	return strings.Join(alts, " | ")
 }
 
 // natRange is GBNF for the naturals in [a, b] without leading zeros (b
 // nil: up to maxDigits digits).
-func natRange(a, b *big.Int, maxDigits int) string {
-	as := a.String()
+func natRange(a uint64, b *uint64, maxDigits int) string {
+	as := strconv.FormatUint(a, 10)
 	var alts []string
 	if b == nil {
 		for l := len(as); l <= maxDigits; l++ {
@@ -1065,7 +1205,7 @@ func natRange(a, b *big.Int, maxDigits int) string {
 		}
 		return strings.Join(alts, " | ")
 	}
-	bs := b.String()
+	bs := strconv.FormatUint(*b, 10)
 	for l := len(as); l <= len(bs); l++ {
 		lo, hi := as, bs
 		if l > len(as) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"regexp"
@@ -207,7 +208,64 @@ func TestJSONSchemaIntegerRanges(t *testing.T) {
 	if completeOK(g, "9223372036854775808") {
 		t.Error("int64 range accepts 2^63")
 	}
-	_ = big.NewInt
+}
+
+// integerBound agrees with exact rational arithmetic (math/big, which
+// only the test links) on numbers around zero, around the int64 limits,
+// and written with fractions and exponents of either sign.
+func TestIntegerBound(t *testing.T) {
+	var texts []string
+	for _, base := range []string{"0", "1", "7", "10", "9223372036854775807", "9223372036854775808",
+		"9223372036854775806", "18446744073709551615", "18446744073709551616", "99999999999999999999", "100000000000000000000"} {
+		for _, sign := range []string{"", "-"} {
+			texts = append(texts, sign+base)
+			for _, frac := range []string{".0", ".5", ".000", ".0001", ".9999999999999999999999"} {
+				texts = append(texts, sign+base+frac)
+			}
+		}
+	}
+	for _, m := range []string{"1", "1.5", "92233720368547758.07", "9.223372036854775808", "0.00", "25", "-3.25", "-0"} {
+		for _, e := range []string{"e0", "E1", "e+2", "e-1", "e-2", "e18", "e19", "e20", "e-19", "e-400", "e400", "E-0"} {
+			texts = append(texts, m+e)
+		}
+	}
+	minI, maxI := big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
+	for _, text := range texts {
+		r, ok := new(big.Rat).SetString(text)
+		if !ok {
+			t.Fatalf("the reference cannot read %s", text)
+		}
+		for _, c := range []struct {
+			up    bool
+			delta int
+		}{{true, 0}, {true, 1}, {false, 0}, {false, -1}} {
+			want := new(big.Int).Quo(r.Num(), r.Denom()) // truncated toward zero
+			if r.IsInt() {
+				want.Add(want, big.NewInt(int64(c.delta)))
+			} else if c.up && r.Sign() > 0 {
+				want.Add(want, big.NewInt(1))
+			} else if !c.up && r.Sign() < 0 {
+				want.Sub(want, big.NewInt(1))
+			}
+			wantIn := want.Cmp(minI) >= 0 && want.Cmp(maxI) <= 0
+			got, ok, in := integerBound(text, c.up, c.delta)
+			if !ok || in != wantIn || in && got != want.Int64() {
+				t.Errorf("integerBound(%s, up=%v, delta=%d) = %d, %v, %v; want %s, in range %v", text, c.up, c.delta, got, ok, in, want, wantIn)
+			}
+		}
+	}
+	for _, bad := range []string{"", "-", "1.", ".5", "1e", "1e+", "0x10", "1.5.5", "1e5e5", "--1", "+1"} {
+		if _, ok, _ := integerBound(bad, true, 0); ok {
+			t.Errorf("integerBound(%q) accepted", bad)
+		}
+	}
+	// an exponent too long for any integer type is clamped, not overflowed
+	if _, ok, in := integerBound("1e99999999999999999999999", true, 0); !ok || in {
+		t.Errorf("1e99999999999999999999999: ok=%v in range=%v", ok, in)
+	}
+	if v, ok, in := integerBound("1e-99999999999999999999999", true, 0); !ok || !in || v != 1 {
+		t.Errorf("1e-99999999999999999999999 rounded up: %d %v %v", v, ok, in)
+	}
 }
 
 // ---- conformance: samples from a real vocabulary validate ----
@@ -353,11 +411,11 @@ func validate(root, s any, v any, path string) error {
 	}
 	typ, _ := o.vals["type"].(string)
 	num := func(k string) (float64, bool) {
-		n, ok := o.vals[k].(json.Number)
+		n, ok := o.vals[k].(number)
 		if !ok {
 			return 0, false
 		}
-		f, _ := n.Float64()
+		f, _ := strconv.ParseFloat(string(n), 64)
 		return f, true
 	}
 	switch typ {
@@ -470,6 +528,8 @@ func toOrdered(v any) any {
 			out[i] = toOrdered(e)
 		}
 		return out
+	case json.Number:
+		return number(t)
 	}
 	return v
 }

@@ -1,13 +1,11 @@
 package grammar
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
+
+	"github.com/moonlm/moonlm/engine/internal/jsonread"
 )
 
 // object is a JSON object that keeps its keys in document order (the
@@ -27,81 +25,57 @@ const (
 	maxSchemaDepth = 64
 )
 
-// decodeOrdered decodes JSON into nil, bool, json.Number, string, []any
-// and *object, bounded in size and depth.
+// number is a JSON number as written in the schema, so bounds and
+// constants keep their exact digits.
+type number string
+
+// decodeOrdered decodes JSON into nil, bool, number, string, []any and
+// *object, bounded in size and depth; a repeated object key is an error.
 func decodeOrdered(data []byte) (any, error) {
 	if len(data) > maxSchemaBytes {
 		return nil, fmt.Errorf("%d bytes, more than the limit of %d", len(data), maxSchemaBytes)
 	}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	v, err := decodeValue(d, 0)
+	v, err := jsonread.Decode(data, maxSchemaDepth)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := d.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("data after the top-level value")
-	}
-	return v, nil
+	return fromJSON(v)
 }
 
-func decodeValue(d *json.Decoder, depth int) (any, error) {
-	if depth > maxSchemaDepth {
-		return nil, fmt.Errorf("nested deeper than %d", maxSchemaDepth)
-	}
-	tok, err := d.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			o := &object{vals: map[string]any{}}
-			for d.More() {
-				kt, err := d.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key is not a string")
-				}
-				v, err := decodeValue(d, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				if _, dup := o.vals[k]; dup {
-					return nil, fmt.Errorf("duplicate key %q", k)
-				}
-				o.keys = append(o.keys, k)
-				o.vals[k] = v
-			}
-			if _, err := d.Token(); err != nil {
+func fromJSON(v jsonread.Value) (any, error) {
+	switch v.Kind {
+	case jsonread.Bool:
+		return v.Bool, nil
+	case jsonread.Number:
+		return number(v.Text), nil
+	case jsonread.String:
+		return v.Text, nil
+	case jsonread.Array:
+		a := make([]any, len(v.Items))
+		for i, it := range v.Items {
+			e, err := fromJSON(it)
+			if err != nil {
 				return nil, err
 			}
-			return o, nil
-		case '[':
-			var a []any
-			for d.More() {
-				v, err := decodeValue(d, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				a = append(a, v)
-			}
-			if _, err := d.Token(); err != nil {
-				return nil, err
-			}
-			if a == nil {
-				a = []any{}
-			}
-			return a, nil
+			a[i] = e
 		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	default:
-		return tok, nil
+		return a, nil
+	case jsonread.Object:
+		o := &object{keys: make([]string, 0, len(v.Keys)), vals: make(map[string]any, len(v.Keys))}
+		for i, k := range v.Keys {
+			if _, dup := o.vals[k]; dup {
+				return nil, fmt.Errorf("JSON at offset %d: duplicate key %q", v.Items[i].Offset, k)
+			}
+			e, err := fromJSON(v.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			o.keys = append(o.keys, k)
+			o.vals[k] = e
+		}
+		return o, nil
 	}
+	return nil, nil
 }
 
 // encodeCompact writes v as compact JSON, object keys in document order.
@@ -111,8 +85,8 @@ func encodeCompact(b *strings.Builder, v any) {
 		b.WriteString("null")
 	case bool:
 		b.WriteString(strconv.FormatBool(t))
-	case json.Number:
-		b.WriteString(t.String())
+	case number:
+		b.WriteString(string(t))
 	case string:
 		b.WriteString(quoteJSON(t))
 	case []any:
@@ -138,11 +112,7 @@ func encodeCompact(b *strings.Builder, v any) {
 	}
 }
 
-// quoteJSON is s as a JSON string, without HTML escaping.
+// quoteJSON is s as a JSON string (no HTML escaping).
 func quoteJSON(s string) string {
-	var buf bytes.Buffer
-	e := json.NewEncoder(&buf)
-	e.SetEscapeHTML(false)
-	_ = e.Encode(s)
-	return strings.TrimSuffix(buf.String(), "\n")
+	return string(jsonread.AppendQuoted(nil, s, false))
 }
