@@ -19,6 +19,7 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    Tuple,
     Union,
 )
 
@@ -28,6 +29,7 @@ from . import _lib as L
 from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
 from ._generate import Completion, TextStream
 from ._state import SessionStateMixin
+from . import _structured as S
 
 _np: Any
 try:  # NumPy is optional: logits are NumPy views when present, array('f') otherwise.
@@ -595,7 +597,13 @@ class Model:
         add_special: bool = True,
         parse_special: bool = False,
         n_ctx: Optional[int] = None,
+        grammar: Union[None, str, "S.Grammar"] = None,
+        json_schema: Union[None, str, Mapping[str, Any]] = None,
+        response_format: Optional[Mapping[str, Any]] = None,
+        logprobs: bool = False,
+        top_logprobs: Optional[int] = None,
         _on_done: Optional[Callable[[Completion], None]] = None,
+        **sampling: Any,
     ) -> Union[str, TextStream, Completion]:
         """Generates a continuation of prompt (text, or token ids used as is).
 
@@ -617,6 +625,22 @@ class Model:
         uses a fresh session sized for the prompt plus max_tokens unless
         n_ctx is given. The library runs the whole loop (one call per
         generation, on a worker thread): Ctrl-C in the main thread cancels it.
+
+        More sampling options, as Sampler takes them: typical_p,
+        xtc_probability, xtc_threshold, mirostat (0, 1 or 2), mirostat_tau,
+        mirostat_eta, dry_multiplier, dry_base, dry_allowed_length,
+        dry_penalty_last_n, dry_sequence_breakers, logit_bias ({token: bias}).
+
+        Structured output (at most one): grammar (GBNF text, or a
+        moonlm.Grammar of this model), json_schema (a dict or JSON text:
+        the output is a JSON value valid against it), or response_format as
+        OpenAI takes it ({"type": "json_object"} or {"type": "json_schema",
+        "json_schema": {"schema": ...}}). GBNF that does not parse raises
+        InvalidArgumentError naming line:col.
+
+        logprobs=True (with details or stream) fills Completion.logprobs
+        with each token's log-probability and its top_logprobs (0 to 20)
+        most likely alternatives; it needs a max_tokens below 2**31.
         """
         if isinstance(prompt, str):
             tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
@@ -634,6 +658,20 @@ class Model:
             n_ctx = A.integer("generate", "n_ctx", n_ctx, 1, A.INT32_MAX)
         if not tokens:
             raise A.range_error("generate", "prompt", "has no tokens")
+        A.boolean("generate", "logprobs", logprobs)
+        lp: Optional[Tuple[int, Callable[[int], bytes]]] = None
+        if top_logprobs is not None and not logprobs:
+            raise A.range_error("generate", "top_logprobs", "needs logprobs=True")
+        if logprobs:
+            top = 0 if top_logprobs is None else A.integer("generate", "top_logprobs", top_logprobs, 0, L.MAX_TOP_LOGPROBS)
+            if c_max < 0:
+                raise A.range_error("generate", "max_tokens", "must be below 2**31 with logprobs (one entry per token)")
+            if self._lib.grammar_new is None:
+                raise UnsupportedError(4, "generate: this library has no log-probabilities (it predates them)")
+            lp = (top, self.token_to_piece)
+        unknown = set(sampling) - set(S.sampler_kwargs(dict(sampling)))
+        if unknown:
+            raise TypeError(f"generate() got an unexpected keyword argument {sorted(unknown)[0]!r}")
         if n_ctx is None:
             # Sized for the job; a prompt longer than the model's context
             # fails with ContextFullError.
@@ -649,18 +687,27 @@ class Model:
             penalty_last_n=penalty_last_n,
             seed=seed,
             _what="generate",
+            **sampling,
         )
+        gram: Optional[S.Grammar] = None
+        owned = False
         try:
+            gram, owned = S.resolve("generate", self, grammar, json_schema, response_format)
             sess = Session(self, n_ctx=n_ctx)
         except BaseException:
             sampler.close()
+            if owned and gram is not None:
+                gram.close()
             raise
 
         def cleanup() -> None:
             sess.close()
             sampler.close()
+            if owned and gram is not None:
+                gram.close()
 
-        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done)
+        gh = None if gram is None else gram._h("generate")
+        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done, gh, lp)
         if stream:
             return it
         return _finish(it, details)
@@ -892,6 +939,19 @@ class Sampler:
         frequency_penalty: Optional[float] = None,
         penalty_last_n: Optional[int] = None,
         seed: Optional[int] = None,
+        *,
+        typical_p: Optional[float] = None,
+        xtc_probability: Optional[float] = None,
+        xtc_threshold: Optional[float] = None,
+        mirostat: Optional[int] = None,
+        mirostat_tau: Optional[float] = None,
+        mirostat_eta: Optional[float] = None,
+        dry_multiplier: Optional[float] = None,
+        dry_base: Optional[float] = None,
+        dry_allowed_length: Optional[int] = None,
+        dry_penalty_last_n: Optional[int] = None,
+        dry_sequence_breakers: Optional[Sequence[str]] = None,
+        logit_bias: Optional[Mapping[int, float]] = None,
         _what: str = "Sampler",
     ):
         lib = self._lib = L.lib()
@@ -913,9 +973,32 @@ class Sampler:
                 setattr(p, k, A.integer(_what, k, v, A.INT32_MIN, A.INT32_MAX))
         if seed is not None:  # SEED_RANDOM (2**64-1) is what no seed means
             p.seed = A.integer(_what, "seed", seed, 0, L.SEED_RANDOM - 1)
+        keep = S.set_sampler_options(
+            _what,
+            p,
+            {
+                "typical_p": typical_p,
+                "xtc_probability": xtc_probability,
+                "xtc_threshold": xtc_threshold,
+                "mirostat": mirostat,
+                "mirostat_tau": mirostat_tau,
+                "mirostat_eta": mirostat_eta,
+                "dry_multiplier": dry_multiplier,
+                "dry_base": dry_base,
+                "dry_allowed_length": dry_allowed_length,
+                "dry_penalty_last_n": dry_penalty_last_n,
+                "dry_sequence_breakers": dry_sequence_breakers,
+                "logit_bias": logit_bias,
+            },
+        )
         self.params = p
         handle = ctypes.c_void_p()
         lib.check(lib.sampler_new(ctypes.byref(p), ctypes.byref(handle)), "sampler")
+        del keep  # read by sampler_new; p must not point at it afterwards
+        p.dry_sequence_breakers = None
+        p.logit_bias = None
+        p.n_dry_sequence_breakers = 0
+        p.n_logit_bias = 0
         h = int(handle.value or 0)
         self._handle: Optional[int] = h
         self._finalizer = weakref.finalize(self, _free_handle, lib.sampler_free, h)
