@@ -218,3 +218,87 @@ def test_new_sampler_options_are_range_checked(model, kw, exc):
 def test_unknown_keyword_is_a_type_error(model):
     with pytest.raises(TypeError, match="bogus"):
         model.generate("x", 2, bogus=1)
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "maxLength": 24},
+                    "unit": {"$ref": "#/$defs/unit"},
+                    "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                },
+                "required": ["city", "unit"],
+                "additionalProperties": False,
+                "$defs": {"unit": {"enum": ["celsius", "fahrenheit"]}},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "parameters": {
+                "type": "object",
+                "properties": {"zone": {"type": "string", "maxLength": 24}},
+                "required": ["zone"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+ASK = [{"role": "user", "content": "What is the weather like in Paris?"}]
+
+
+def _schema_of(name):
+    return next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == name)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_tool_choice_required_yields_a_valid_call(smol, seed):
+    c = smol.chat(ASK, 200, tools=TOOLS, tool_choice="required", temperature=1.2, seed=seed, details=True)
+    assert c.tool_call_error is None, c.text
+    assert len(c.tool_calls) == 1, c.text
+    fn = c.tool_calls[0]["function"]
+    assert fn["name"] in ("get_weather", "get_time")
+    jsonschema.validate(json.loads(fn["arguments"]), _schema_of(fn["name"]))
+
+
+def test_tool_choice_named_calls_that_tool(smol):
+    for seed in (1, 2):
+        choice = {"type": "function", "function": {"name": "get_time"}}
+        c = smol.chat(ASK, 200, tools=TOOLS, tool_choice=choice, temperature=1.2, seed=seed, details=True)
+        assert [t["function"]["name"] for t in c.tool_calls] == ["get_time"], c.text
+        jsonschema.validate(json.loads(c.tool_calls[0]["function"]["arguments"]), _schema_of("get_time"))
+    s = smol.chat(ASK, 200, tools=TOOLS, tool_choice=choice, temperature=0, stream=True)
+    text = "".join(s)
+    assert s.completion.tool_calls[0]["function"]["name"] == "get_time", text
+
+
+def test_tool_choice_none_and_auto(smol):
+    c = smol.chat(ASK, 20, tools=TOOLS, tool_choice="none", temperature=0, details=True)
+    assert c.tool_calls == [] and c.content == c.text
+    # "none" renders without the tools: the same prompt as no tools at all.
+    assert c.prompt_tokens == smol.chat(ASK, 1, temperature=0, details=True).prompt_tokens
+    a = smol.chat(ASK, 20, tools=TOOLS, temperature=0, details=True)
+    assert a.text == smol.chat(ASK, 20, tools=TOOLS, tool_choice="auto", temperature=0, details=True).text
+
+
+def test_tool_choice_is_checked(smol):
+    with pytest.raises(moonlm.InvalidArgumentError, match="tool_choice"):
+        smol.chat(ASK, 5, tools=TOOLS, tool_choice="always")
+    with pytest.raises(moonlm.InvalidArgumentError, match="tool_choice"):
+        smol.chat(ASK, 5, tools=TOOLS, tool_choice={"type": "function", "function": {}})
+    with pytest.raises(TypeError):
+        smol.chat(ASK, 5, tools=TOOLS, tool_choice=1)
+    with pytest.raises(moonlm.InvalidArgumentError, match="needs tools"):
+        smol.chat(ASK, 5, tool_choice="required")
+    with pytest.raises(moonlm.InvalidArgumentError, match="nosuch"):
+        smol.chat(ASK, 5, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nosuch"}})
+    with pytest.raises(moonlm.InvalidArgumentError, match="cannot be combined"):
+        smol.chat(ASK, 5, tools=TOOLS, tool_choice="required", json_schema={})

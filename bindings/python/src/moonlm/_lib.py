@@ -274,6 +274,7 @@ _OPTIONAL_PROTOTYPES = {
     "moonlm_grammar_new": (_status, [_handle, c_char_p, c_size_t, POINTER(_handle)]),
     "moonlm_grammar_from_json_schema": (_status, [_handle, c_char_p, c_size_t, POINTER(_handle)]),
     "moonlm_grammar_free": (_status, [_handle]),
+    "moonlm_grammar_for_tool_calls": (_status, [_handle, c_char_p, c_char_p, c_char_p, POINTER(_handle)]),
 }
 
 

@@ -720,6 +720,7 @@ class Model:
         stream: bool = False,
         template: Optional[str] = None,
         tools: Optional[Sequence[Mapping[str, Any]]] = None,
+        tool_choice: Union[str, Mapping[str, Any]] = "auto",
         **kwargs: Any,
     ) -> Union[str, TextStream, Completion]:
         """Generates the assistant's reply to OpenAI-style messages
@@ -735,12 +736,34 @@ class Model:
         tool_calls, the calls the reply makes ([{"id", "type": "function",
         "function": {"name", "arguments"}}], arguments a JSON text), and
         content, the reply without them; tool_call_error says why text that
-        looked like a call could not be read. Nothing constrains the model
-        to call a tool (tool_choice needs grammar-constrained sampling,
-        which moonlm does not have yet)."""
+        looked like a call could not be read.
+
+        tool_choice (with tools): "auto" (the default) lets the model
+        choose; "none" leaves the tools out of the prompt and reads no
+        calls; "required" constrains the reply to one call of one of the
+        tools, and {"type": "function", "function": {"name": NAME}} to one
+        call of that tool, with arguments valid against its parameters
+        schema (for templates that write calls the Hermes way, <tool_call>
+        JSON, as Qwen's and the built-in formats do; others raise
+        UnsupportedError)."""
+        mode, name = S.tool_choice_name(tool_choice)
+        if tools is None and mode != "auto":
+            raise A.range_error("chat", "tool_choice", "needs tools")
+        if mode == "none":
+            tools = None
         tokens = self._chat_tokens(messages, template, tools)
         if tools is None:
-            return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+            if mode != "none":
+                return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+
+            def no_calls(c: Completion) -> None:
+                c.tool_calls, c.content = [], c.text
+
+            return self.generate(tokens, max_tokens, stream=stream, _on_done=no_calls, **kwargs)
+        if mode == "required":
+            if any(kwargs.get(k) is not None for k in ("grammar", "json_schema", "response_format")):
+                raise A.range_error("chat", "tool_choice", "cannot be combined with grammar, json_schema or response_format")
+            kwargs["grammar"] = S.Grammar.for_tool_calls(self, tools, name, template)
 
         def add_calls(c: Completion) -> None:
             p = self.parse_tool_calls(c.text, template)

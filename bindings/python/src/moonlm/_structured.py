@@ -44,21 +44,28 @@ class Grammar:
     values valid against schema (a dict or JSON text).
     """
 
-    def __init__(self, model: Any, gbnf: str, _schema: bool = False):
-        what = "json_schema" if _schema else "grammar"
+    def __init__(self, model: Any, gbnf: str, _schema: bool = False, _tools: Optional[Tuple[Any, ...]] = None):
+        what = "tool_choice" if _tools is not None else "json_schema" if _schema else "grammar"
         from ._model import Model  # the modules import each other
 
         if not isinstance(model, Model):
             raise A.type_error(what, "model", f"must be a moonlm.Model, got {type(model).__name__}")
         lib = self._lib = model._lib
-        fn = lib.grammar_from_json_schema if _schema else lib.grammar_new
-        if fn is None:
-            raise UnsupportedError(4, f"{what}: this library has no grammars (it predates them)")
-        data = A.string(what, what, gbnf).encode("utf-8")
-        if len(data) > L.MAX_GRAMMAR_BYTES:
-            raise A.range_error(what, what, f"has {len(data)} bytes; at most {L.MAX_GRAMMAR_BYTES}")
         handle = ctypes.c_void_p()
-        lib.check(fn(model._h(what), data, len(data), ctypes.byref(handle)), what)
+        if _tools is not None:
+            if lib.grammar_for_tool_calls is None:
+                raise UnsupportedError(4, f"{what}: this library has no tool-call grammars (it predates them)")
+            template, tools_json, name = _tools
+            st = lib.grammar_for_tool_calls(model._h(what), template, tools_json, name, ctypes.byref(handle))
+            lib.check(st, what)
+        else:
+            fn = lib.grammar_from_json_schema if _schema else lib.grammar_new
+            if fn is None:
+                raise UnsupportedError(4, f"{what}: this library has no grammars (it predates them)")
+            data = A.string(what, what, gbnf).encode("utf-8")
+            if len(data) > L.MAX_GRAMMAR_BYTES:
+                raise A.range_error(what, what, f"has {len(data)} bytes; at most {L.MAX_GRAMMAR_BYTES}")
+            lib.check(fn(model._h(what), data, len(data), ctypes.byref(handle)), what)
         h = int(handle.value or 0)
         self._handle: Optional[int] = h
         self._finalizer = weakref.finalize(self, _free_grammar, lib.grammar_free, h)
@@ -67,6 +74,30 @@ class Grammar:
     @classmethod
     def from_json_schema(cls, model: Any, schema: Any) -> "Grammar":
         return cls(model, schema_text("json_schema", schema), _schema=True)
+
+    @classmethod
+    def for_tool_calls(
+        cls, model: Any, tools: Any, tool_name: Optional[str] = None, template: Optional[str] = None
+    ) -> "Grammar":
+        """The grammar of one call of one of tools (OpenAI-style function
+        specs; only tool_name if given) in the syntax of the model's
+        template (or the built-in format template), its arguments valid
+        against the function's parameters schema. Templates that write
+        calls the Hermes way (<tool_call> JSON) are supported; others raise
+        UnsupportedError."""
+        what = "tool_choice"
+        if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, (list, tuple)):
+            raise A.type_error(what, "tools", f"must be a list of dicts, got {type(tools).__name__}")
+        try:
+            tj = json.dumps(list(tools), ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as e:
+            raise A.type_error(what, "tools", f"must be JSON-serialisable: {e}") from None
+        name = None if tool_name is None else A.string(what, "tool_name", tool_name, nul=False).encode("utf-8")
+        tmpl = None if template is None else A.string(what, "template", template, nul=False).encode("utf-8")
+        if b"\0" in tj:
+            raise A.range_error(what, "tools", "must not contain NUL characters")
+        return cls(model, "", _tools=(tmpl, tj, name))
+
 
     def close(self) -> None:
         self._handle = None
@@ -185,3 +216,20 @@ def sampler_kwargs(opts: Dict[str, Any]) -> Dict[str, Any]:
     """The sampler options among a call's keyword arguments (removed from opts)."""
     names = FLOAT_OPTIONS + tuple(INT_OPTIONS) + ("dry_sequence_breakers", "logit_bias")
     return {k: opts.pop(k) for k in names if k in opts}
+
+
+def tool_choice_name(tool_choice: Any) -> Tuple[str, Optional[str]]:
+    """tool_choice as (mode, name): mode "auto", "none" or "required", name
+    the function a named choice asks for."""
+    what = "chat"
+    if isinstance(tool_choice, str):
+        if tool_choice not in ("auto", "none", "required"):
+            raise A.range_error(what, "tool_choice", f'must be "auto", "none", "required" or a named tool, got {tool_choice!r}')
+        return tool_choice, None
+    if isinstance(tool_choice, Mapping):
+        fn = tool_choice.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if tool_choice.get("type", "function") != "function" or not isinstance(name, str) or not name:
+            raise A.range_error(what, "tool_choice", 'must be {"type": "function", "function": {"name": NAME}}')
+        return "required", name
+    raise A.type_error(what, "tool_choice", f"must be a str or a dict, got {type(tool_choice).__name__}")
