@@ -302,3 +302,15 @@ def test_tool_choice_is_checked(smol):
         smol.chat(ASK, 5, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nosuch"}})
     with pytest.raises(moonlm.InvalidArgumentError, match="cannot be combined"):
         smol.chat(ASK, 5, tools=TOOLS, tool_choice="required", json_schema={})
+
+
+def test_conversation_takes_the_new_sampler_options(model):
+    tok = model.tokenize("Once", add_special=False)[0]
+    piece = model.token_to_piece(tok).decode("utf-8")
+    replies = []
+    for bias in ({}, {tok: 100.0}):
+        with moonlm.Conversation(model, template="chatml") as chat:
+            chat.add("user", "Hi")
+            replies.append(chat.reply(6, temperature=0, logit_bias=bias))
+    assert replies[1] != replies[0]
+    assert replies[1].strip() and replies[1].replace(piece, "").strip() == "", replies
