@@ -162,7 +162,7 @@ export interface OutputOptions {
   jsonSchema?: object | string;
   /** As OpenAI: { type: 'json_object' } or { type: 'json_schema', json_schema: { schema } }. */
   responseFormat?: { type: 'text' | 'json_object' | 'json_schema'; json_schema?: { name?: string; schema: object }; schema?: object };
-  /** Fill Completion.logprobs (maxTokens must be below 2**31). */
+  /** Fill Completion.logprobs. */
   logprobs?: boolean;
   /** Alternatives per token, 0 to 20 (needs logprobs). */
   topLogprobs?: number;

@@ -923,7 +923,7 @@ class Model {
     if (tokens.length === 0) throw arg.rangeError(what, 'prompt', 'has no tokens');
     const nCtx = opts.nCtx != null ? arg.int(what, 'opts.nCtx', opts.nCtx, 1, INT32_MAX)
       : Math.min(tokens.length + Math.max(Math.min(maxTokens, INT32_MAX), 1), this.contextLength);
-    const lp = logprobsOption(what, opts, maxTokens);
+    const lp = logprobsOption(what, opts);
     const sampler = new Sampler(samplerOptions(opts), what);
     let session;
     let grammar = null;
@@ -938,7 +938,10 @@ class Model {
       throw e;
     }
     const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.tokenToPiece(tok) };
-    return generation(what, session, Int32Array.from(tokens), maxTokens, sampler, stop, signal, true, true, onDone, extra);
+    // One log-probability entry per token: no more than the context can
+    // hold (it ends the generation first), so the buffer is bounded.
+    const max = lp === null ? maxTokens : Math.min(maxTokens, nCtx + 1);
+    return generation(what, session, Int32Array.from(tokens), max, sampler, stop, signal, true, true, onDone, extra);
   }
 }
 Model._token = Symbol('Model');
@@ -1130,16 +1133,13 @@ function openaiLogprobs(entries, pieceOf) {
 }
 
 /** opts.logprobs / opts.topLogprobs, checked: the top count, or null without logprobs. */
-function logprobsOption(what, opts, maxTokens) {
+function logprobsOption(what, opts) {
   const on = opts.logprobs == null ? false : arg.bool(what, 'opts.logprobs', opts.logprobs);
   if (!on) {
     if (opts.topLogprobs != null) throw arg.rangeError(what, 'opts.topLogprobs', 'needs opts.logprobs: true');
     return null;
   }
   const top = opts.topLogprobs == null ? 0 : arg.int(what, 'opts.topLogprobs', opts.topLogprobs, 0, MAX_TOP_LOGPROBS);
-  if (maxTokens > INT32_MAX) {
-    throw arg.rangeError(what, 'opts.maxTokens', 'must be below 2**31 with logprobs (one entry per token)');
-  }
   if (!lib().c.grammar_new) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no log-probabilities`);
   return top;
 }

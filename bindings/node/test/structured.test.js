@@ -184,6 +184,10 @@ describe('logprobs and sampler options on stories260K', { skip }, () => {
       s.close();
     }
     await assert.rejects(model.generate('x', { logprobs: true, topLogprobs: 21 }), RangeError);
+    const all = await model.generate('x', { maxTokens: 2 ** 40, temperature: 0.8, seed: 1, logprobs: true, details: true });
+    assert.ok(['context', 'eog'].includes(all.finishReason));
+    assert.equal(all.logprobs.content.length, all.completionTokens);
+    assert.equal(all.completionTokens, all.tokens.length);
     await assert.rejects(model.generate('x', { topLogprobs: 2 }), /needs opts.logprobs/);
     assert.equal((await model.generate('x', { maxTokens: 2, temperature: 0, details: true })).logprobs, undefined);
   });

@@ -138,8 +138,10 @@ def test_logprobs_options_are_checked(model):
         model.generate("x", 3, logprobs=True, top_logprobs=21)
     with pytest.raises(moonlm.InvalidArgumentError, match="top_logprobs"):
         model.generate("x", 3, top_logprobs=2)
-    with pytest.raises(moonlm.InvalidArgumentError, match="max_tokens"):
-        model.generate("x", 2**40, logprobs=True)
+    # No limit: the context ends it, with an entry per token.
+    c = model.generate("x", 2**40, temperature=0.8, seed=1, logprobs=True, details=True)
+    assert c.finish_reason in ("context", "eog")
+    assert len(c.logprobs["content"]) == c.completion_tokens == len(c.tokens)
     c = model.generate("x", 3, temperature=0, logprobs=True, details=True)
     assert all(e["top_logprobs"] == [] for e in c.logprobs["content"])
     assert model.generate("x", 3, temperature=0, details=True).logprobs is None

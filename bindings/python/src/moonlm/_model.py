@@ -640,7 +640,7 @@ class Model:
 
         logprobs=True (with details or stream) fills Completion.logprobs
         with each token's log-probability and its top_logprobs (0 to 20)
-        most likely alternatives; it needs a max_tokens below 2**31.
+        most likely alternatives.
         """
         if isinstance(prompt, str):
             tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
@@ -664,8 +664,6 @@ class Model:
             raise A.range_error("generate", "top_logprobs", "needs logprobs=True")
         if logprobs:
             top = 0 if top_logprobs is None else A.integer("generate", "top_logprobs", top_logprobs, 0, L.MAX_TOP_LOGPROBS)
-            if c_max < 0:
-                raise A.range_error("generate", "max_tokens", "must be below 2**31 with logprobs (one entry per token)")
             if self._lib.grammar_new is None:
                 raise UnsupportedError(4, "generate: this library has no log-probabilities (it predates them)")
             lp = (top, self.token_to_piece)
@@ -676,6 +674,11 @@ class Model:
             # Sized for the job; a prompt longer than the model's context
             # fails with ContextFullError.
             n_ctx = min(len(tokens) + max(min(max_tokens, A.INT32_MAX), 1), self.context_length)
+        if lp is not None:
+            # One log-probability entry per token: no more than the context
+            # can hold (it ends the generation first), so the buffer is bounded.
+            bound = n_ctx + 1
+            c_max = bound if c_max < 0 else min(c_max, bound)
         sampler = Sampler(
             temperature=temperature,
             top_k=top_k,
