@@ -603,6 +603,7 @@ class Model:
         logprobs: bool = False,
         top_logprobs: Optional[int] = None,
         _on_done: Optional[Callable[[Completion], None]] = None,
+        _own_grammar: bool = False,
         **sampling: Any,
     ) -> Union[str, TextStream, Completion]:
         """Generates a continuation of prompt (text, or token ids used as is).
@@ -696,6 +697,7 @@ class Model:
         owned = False
         try:
             gram, owned = S.resolve("generate", self, grammar, json_schema, response_format)
+            owned = owned or _own_grammar  # made by chat(tool_choice=...) for this call
             sess = Session(self, n_ctx=n_ctx)
         except BaseException:
             sampler.close()
@@ -767,6 +769,7 @@ class Model:
             if any(kwargs.get(k) is not None for k in ("grammar", "json_schema", "response_format")):
                 raise A.range_error("chat", "tool_choice", "cannot be combined with grammar, json_schema or response_format")
             kwargs["grammar"] = S.Grammar.for_tool_calls(self, tools, name, template)
+            kwargs["_own_grammar"] = True
 
         def add_calls(c: Completion) -> None:
             p = self.parse_tool_calls(c.text, template)
