@@ -118,7 +118,7 @@ func rebaseRefs(p []byte, base string) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(p))
 	d.UseNumber()
 	var out bytes.Buffer
-	if err := rebaseValue(d, &out, base, 0); err != nil {
+	if err := rebaseValue(d, &out, base, 0, false); err != nil {
 		return nil, err
 	}
 	if _, err := d.Token(); err != io.EOF {
@@ -129,7 +129,10 @@ func rebaseRefs(p []byte, base string) ([]byte, error) {
 
 const maxRebaseDepth = 256
 
-func rebaseValue(d *json.Decoder, out *bytes.Buffer, base string, depth int) error {
+// rebaseValue copies one value; isRef says it is the value of a "$ref" key
+// (a string there is rewritten; an object or array, as under a property
+// named "$ref", is copied as any other).
+func rebaseValue(d *json.Decoder, out *bytes.Buffer, base string, depth int, isRef bool) error {
 	if depth > maxRebaseDepth {
 		return fmt.Errorf("nested deeper than %d", maxRebaseDepth)
 	}
@@ -154,25 +157,7 @@ func rebaseValue(d *json.Decoder, out *bytes.Buffer, base string, depth int) err
 				kb, _ := json.Marshal(key)
 				out.Write(kb)
 				out.WriteString(": ")
-				if key == "$ref" {
-					v, err := d.Token()
-					if err != nil {
-						return err
-					}
-					if s, ok := v.(string); ok && (s == "#" || strings.HasPrefix(s, "#/")) {
-						v = base + s[1:]
-					}
-					vb, err := json.Marshal(v)
-					if err != nil {
-						return err
-					}
-					if _, isDelim := v.(json.Delim); isDelim {
-						return errors.New("$ref must be a string")
-					}
-					out.Write(vb)
-					continue
-				}
-				if err := rebaseValue(d, out, base, depth+1); err != nil {
+				if err := rebaseValue(d, out, base, depth+1, key == "$ref"); err != nil {
 					return err
 				}
 			}
@@ -186,7 +171,7 @@ func rebaseValue(d *json.Decoder, out *bytes.Buffer, base string, depth int) err
 				if n > 0 {
 					out.WriteString(", ")
 				}
-				if err := rebaseValue(d, out, base, depth+1); err != nil {
+				if err := rebaseValue(d, out, base, depth+1, false); err != nil {
 					return err
 				}
 			}
@@ -198,6 +183,9 @@ func rebaseValue(d *json.Decoder, out *bytes.Buffer, base string, depth int) err
 			return fmt.Errorf("unexpected %v", t)
 		}
 	default:
+		if s, ok := t.(string); ok && isRef && (s == "#" || strings.HasPrefix(s, "#/")) {
+			t = base + s[1:]
+		}
 		b, err := json.Marshal(t)
 		if err != nil {
 			return err

@@ -71,3 +71,25 @@ func TestToolCallErrors(t *testing.T) {
 		}
 	}
 }
+
+// $refs move with their schema; a property named "$ref" is a property.
+func TestToolCallRebasesRefs(t *testing.T) {
+	tools := `[{"type": "function", "function": {"name": "f", "parameters": {
+	  "type": "object", "properties": {"$ref": {"type": "integer"}, "self": {"$ref": "#/$defs/s"}},
+	  "required": ["$ref", "self"], "additionalProperties": false,
+	  "$defs": {"s": {"enum": ["a"]}}}}}]`
+	src, err := ToolCall([]byte(tools), "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(src)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	if !completeOK(g, `{"name": "f", "arguments": {"$ref": 5, "self": "a"}}`) {
+		t.Errorf("refused a valid call\n%s", src)
+	}
+	if completeOK(g, `{"name": "f", "arguments": {"$ref": 5, "self": "b"}}`) {
+		t.Errorf("accepted a value the $ref excludes\n%s", src)
+	}
+}
