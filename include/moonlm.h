@@ -1153,6 +1153,30 @@ MOONLM_API moonlm_status moonlm_embed_tokens(const moonlm_model *model, const in
 MOONLM_API moonlm_status moonlm_rerank(const moonlm_model *model, const char *query, const char *const *docs,
                                        size_t n_docs, float *scores, size_t cap, size_t *n_out);
 
+/* ------------------------------------------------------------------------ */
+/* Tool-call grammars (tool_choice)                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A grammar (as moonlm_grammar_new) that admits exactly one tool call in
+ * the syntax the model's template (template_name NULL or "") or the
+ * built-in format template_name writes calls in: one of the functions of
+ * tools_json (an OpenAI-style JSON array of {"type": "function",
+ * "function": {"name", "parameters"}}; NUL-terminated, at most 64 MiB),
+ * with arguments that validate against its parameters schema (the schema
+ * features of moonlm_grammar_from_json_schema; a schema's local $refs are
+ * its own). tool_name NULL or "" admits any of the functions (OpenAI's
+ * tool_choice "required"), else only that one (a named tool_choice; a name
+ * tools_json lacks is MOONLM_INVALID_ARGUMENT). The "hermes" format
+ * (<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>: Qwen,
+ * Hermes and every template without tool syntax, and the built-in formats)
+ * is supported; other formats are MOONLM_UNSUPPORTED. A compatible
+ * addition: look it up with dlsym() to run with older libraries.
+ */
+MOONLM_API moonlm_status moonlm_grammar_for_tool_calls(const moonlm_model *model, const char *template_name,
+                                                       const char *tools_json, const char *tool_name,
+                                                       moonlm_grammar **out);
+
 #ifdef __cplusplus
 }
 #endif

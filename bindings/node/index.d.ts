@@ -120,6 +120,52 @@ export interface SamplerOptions {
   penaltyLastN?: number;
   /** Equal seeds give equal draws; omitted = random. */
   seed?: number | bigint;
+  /** Typical sampling mass (default 1: off). */
+  typicalP?: number;
+  /** XTC: chance per token (default 0: off) of removing every token at least xtcThreshold likely but the least likely. */
+  xtcProbability?: number;
+  /** Default 0.1; above 0.5 off. */
+  xtcThreshold?: number;
+  /** 0 (off, default), 1 (v1) or 2 (v2). */
+  mirostat?: 0 | 1 | 2;
+  /** Target surprise in bits (default 5). */
+  mirostatTau?: number;
+  /** Learning rate (default 0.1). */
+  mirostatEta?: number;
+  /** DRY repetition penalty strength (default 0: off). */
+  dryMultiplier?: number;
+  /** Default 1.75. */
+  dryBase?: number;
+  /** Repeats this long go unpenalised (default 2; >= 0). */
+  dryAllowedLength?: number;
+  /** Tokens DRY looks back (default 64; 0 off, -1 all). */
+  dryPenaltyLastN?: number;
+  /** Strings that end a repeat (default "\n", ":", "\"", "*"; [] for none). */
+  drySequenceBreakers?: string[];
+  /** Added to a token's logit before sampling: { [token]: bias } or a Map. */
+  logitBias?: Record<number, number> | Map<number, number>;
+}
+
+/** One token's log-probability in OpenAI's shape. */
+export interface TokenLogprob {
+  token: string;
+  id: number;
+  bytes: number[];
+  logprob: number;
+}
+
+/** Structured output and log-probabilities: options of Model.generate/stream/chat/chatStream. */
+export interface OutputOptions {
+  /** GBNF text (start rule "root") or a compiled Grammar of this model. */
+  grammar?: string | Grammar;
+  /** A JSON schema (object or JSON text): the output is a JSON value valid against it. */
+  jsonSchema?: object | string;
+  /** As OpenAI: { type: 'json_object' } or { type: 'json_schema', json_schema: { schema } }. */
+  responseFormat?: { type: 'text' | 'json_object' | 'json_schema'; json_schema?: { name?: string; schema: object }; schema?: object };
+  /** Fill Completion.logprobs. */
+  logprobs?: boolean;
+  /** Alternatives per token, 0 to 20 (needs logprobs). */
+  topLogprobs?: number;
 }
 
 /** Why a generation ended. */
@@ -147,6 +193,8 @@ export interface Completion {
   content: string | null;
   /** chat with tools: why text that looked like a call could not be read (else null). */
   toolCallError: string | null;
+  /** With opts.logprobs: each generated token's log-probability and its top alternatives (the model's distribution after grammar, bias and penalties, before truncation and temperature). */
+  logprobs?: { content: Array<TokenLogprob & { topLogprobs: TokenLogprob[] }> };
 }
 
 /** The pieces of a generation; `completion` is set once it is exhausted (also its return value). */
@@ -174,7 +222,9 @@ export interface StreamOptions extends SamplerOptions {
   nCtx?: number;
 }
 
-export interface GenerateOptions extends StreamOptions {
+export interface GenerateStreamOptions extends StreamOptions, OutputOptions {}
+
+export interface GenerateOptions extends GenerateStreamOptions {
   /** Resolve to a Completion instead of the text. */
   details?: boolean;
 }
@@ -256,11 +306,18 @@ export interface ChatTemplateOptions {
   tools?: Tool[] | null;
 }
 
-export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial'> {
+export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial'>, OutputOptions {
   /** A built-in format to use instead of the model's template (required for a model without one). */
   template?: BuiltinChatTemplate | null;
   /** Functions the model may call; the completion reports the calls (toolCalls). */
   tools?: Tool[] | null;
+  /**
+   * With tools: 'auto' (default); 'none' (tools left out of the prompt, no
+   * calls read); 'required' (the reply is one call of one of the tools,
+   * arguments valid against its schema) or a named tool (one call of it).
+   * required/named need a template writing calls the Hermes way (<tool_call> JSON).
+   */
+  toolChoice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
 }
 
 export interface ChatOptions extends ChatStreamOptions {
@@ -341,7 +398,7 @@ export declare class Model implements Disposable {
   session(opts?: SessionOptions): Session;
   generate(prompt: string | Tokens, opts: GenerateOptions & { details: true }): Promise<Completion>;
   generate(prompt: string | Tokens, opts?: GenerateOptions & { details?: false }): Promise<string>;
-  stream(prompt: string | Tokens, opts?: StreamOptions): TextStream;
+  stream(prompt: string | Tokens, opts?: GenerateStreamOptions): TextStream;
   chat(messages: ChatMessage[], opts: ChatOptions & { details: true }): Promise<Completion>;
   chat(messages: ChatMessage[], opts?: ChatOptions & { details?: false }): Promise<string>;
   chatStream(messages: ChatMessage[], opts?: ChatStreamOptions): TextStream;
@@ -375,6 +432,19 @@ export declare class Session implements Disposable {
   stream(tokens: Tokens, opts?: SessionStreamOptions): TextStream;
   close(): void;
   [Symbol.dispose](): void;
+}
+
+/** A grammar compiled for one model's vocabulary; reusable across its generations (one at a time). */
+export declare class Grammar {
+  /** Parses GBNF; a parse error throws MoonlmError INVALID_ARGUMENT naming line:col. */
+  constructor(model: Model, gbnf: string);
+  /** The JSON values valid against schema. */
+  static fromJsonSchema(model: Model, schema: object | string): Grammar;
+  /** One call of one of tools (only toolName if given) in the template's (Hermes) syntax. */
+  static forToolCalls(model: Model, tools: Tool[], opts?: { toolName?: string; template?: BuiltinChatTemplate }): Grammar;
+  readonly model: Model;
+  readonly closed: boolean;
+  close(): void;
 }
 
 export declare class Sampler implements Disposable {

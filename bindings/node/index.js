@@ -211,17 +211,31 @@ const SAMPLER_FIELDS = {
   minP: ['min_p', 'float'], repeatPenalty: ['repeat_penalty', 'float'],
   presencePenalty: ['presence_penalty', 'float'], frequencyPenalty: ['frequency_penalty', 'float'],
   penaltyLastN: ['penalty_last_n', 'int'],
+  typicalP: ['typical_p', 'float'], xtcProbability: ['xtc_probability', 'float'],
+  xtcThreshold: ['xtc_threshold', 'float'], mirostat: ['mirostat', 'int', 0, 2],
+  mirostatTau: ['mirostat_tau', 'float'], mirostatEta: ['mirostat_eta', 'float'],
+  dryMultiplier: ['dry_multiplier', 'float'], dryBase: ['dry_base', 'float'],
+  dryAllowedLength: ['dry_allowed_length', 'int', 0, 2 ** 31 - 1],
+  dryPenaltyLastN: ['dry_penalty_last_n', 'int', -1, 2 ** 31 - 1],
 };
-const SAMPLER_OPT_NAMES = new Set([...Object.keys(SAMPLER_FIELDS), 'seed']);
+const SAMPLER_OPT_NAMES = new Set([...Object.keys(SAMPLER_FIELDS), 'seed', 'drySequenceBreakers', 'logitBias']);
+// Structured output and log-probabilities: options of generate/chat and their streams.
+const OUTPUT_OPTS = ['grammar', 'jsonSchema', 'responseFormat', 'logprobs', 'topLogprobs'];
+// Bounds of moonlm_sampler_params and moonlm_generate_params (moonlm.h).
+const MAX_LOGIT_BIAS = 1 << 20;
+const MAX_DRY_BREAKERS = 1024;
+const MAX_TOP_LOGPROBS = 20;
+const MAX_GRAMMAR_BYTES = 1 << 24;
 const OPEN_OPTS = new Set(['threads', 'pack', 'packedCache', 'packedCacheDir', 'packedCacheBytes', 'numerics']);
 const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
 const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
 const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
 // 'details': generate/chat resolve to a Completion instead of the text.
-const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details']);
+const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details']);
 // 'template': a built-in chat format by name (checked where the template is applied).
 // 'tools': OpenAI-style function specs; the completion reports the calls.
-const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'nCtx', 'template', 'details', 'tools']);
+// 'toolChoice': 'auto', 'none', 'required' or { type: 'function', function: { name } }.
+const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, 'nCtx', 'template', 'details', 'tools', 'toolChoice']);
 const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'sampler']);
 const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template', 'tools']);
 const PARSE_TOOLS_OPTS = new Set(['template']);
@@ -340,6 +354,12 @@ function lib() {
       size: 'size_t', temperature: 'float', top_k: 'int32_t', top_p: 'float', min_p: 'float',
       repeat_penalty: 'float', presence_penalty: 'float', frequency_penalty: 'float',
       penalty_last_n: 'int32_t', seed: 'uint64_t',
+      typical_p: 'float', xtc_probability: 'float', xtc_threshold: 'float',
+      mirostat: 'int32_t', mirostat_tau: 'float', mirostat_eta: 'float', mirostat_m: 'int32_t',
+      dry_multiplier: 'float', dry_base: 'float', dry_allowed_length: 'int32_t', dry_penalty_last_n: 'int32_t',
+      dry_sequence_breakers: koffi.pointer(koffi.pointer('uint8_t')), n_dry_sequence_breakers: 'size_t',
+      logit_bias: koffi.pointer(koffi.struct('moonlm_logit_bias', { token: 'int32_t', bias: 'float' })),
+      n_logit_bias: 'size_t',
     }),
     // moonlm_piece_callback: the piece is a pointer (its len bytes may hold NUL).
     pieceCallback: koffi.proto('int', ['void *', 'size_t', 'int32_t', 'void *']),
@@ -349,10 +369,15 @@ function lib() {
     }),
   };
   t.embedParams = koffi.struct({ size: 'size_t', pooling: 'int32_t', flags: 'uint32_t' });
+  t.topLogprob = koffi.struct('moonlm_top_logprob', { token: 'int32_t', logprob: 'float' });
+  t.tokenLogprob = koffi.struct('moonlm_token_logprob', {
+    token: 'int32_t', logprob: 'float', n_top: 'int32_t', top: koffi.array(t.topLogprob, MAX_TOP_LOGPROBS),
+  });
   t.generateParams = koffi.struct({
     size: 'size_t', max_tokens: 'int32_t', flags: 'uint32_t',
     stop: koffi.pointer(koffi.pointer('uint8_t')), stop_len: koffi.pointer('size_t'), n_stop: 'size_t',
     callback: koffi.pointer(t.pieceCallback), user_data: 'void *',
+    logprobs: 'void *', logprobs_cap: 'size_t', top_logprobs: 'int32_t', grammar: 'void *',
   });
   const P = (x) => koffi.pointer(x);
   const out = (x) => koffi.out(koffi.pointer(x));
@@ -415,6 +440,20 @@ function lib() {
   } catch {
     c.chat_apply_template_json = null;
     c.chat_parse_tool_calls = null;
+  }
+  try {
+    c.grammar_new = f('moonlm_grammar_new', 'int', ['void *', 'uint8_t *', 'size_t', koffi.out(P('void *'))]);
+    c.grammar_from_json_schema = f('moonlm_grammar_from_json_schema', 'int',
+      ['void *', 'uint8_t *', 'size_t', koffi.out(P('void *'))]);
+    c.grammar_free = f('moonlm_grammar_free', 'int', ['void *']);
+  } catch {
+    c.grammar_new = c.grammar_from_json_schema = c.grammar_free = null;
+  }
+  try {
+    c.grammar_for_tool_calls = f('moonlm_grammar_for_tool_calls', 'int',
+      ['void *', 'const char *', 'const char *', 'const char *', koffi.out(P('void *'))]);
+  } catch {
+    c.grammar_for_tool_calls = null;
   }
   try {
     c.chat_apply_template_named = f('moonlm_chat_apply_template_named', 'int',
@@ -975,8 +1014,21 @@ class Model {
   }
 
   _chat(messages, opts) {
-    const tokens = this._chatTokens(messages, opts.template, opts.tools);
-    if (opts.tools == null) return this._stream(tokens, opts, 'chat');
+    const { mode, name } = toolChoiceOf(opts.toolChoice);
+    if (opts.tools == null && mode !== 'auto') throw arg.rangeError('chat', 'opts.toolChoice', 'needs opts.tools');
+    const tools = mode === 'none' ? null : opts.tools;
+    const tokens = this._chatTokens(messages, opts.template, tools);
+    if (mode === 'none') {
+      return this._stream(tokens, opts, 'chat', (done) => { done.toolCalls = []; done.content = done.text; });
+    }
+    if (tools == null) return this._stream(tokens, opts, 'chat');
+    if (mode === 'required') {
+      if (OUTPUT_OPTS.slice(0, 3).some((k) => opts[k] != null)) {
+        throw arg.rangeError('chat', 'opts.toolChoice', 'cannot be combined with grammar, jsonSchema or responseFormat');
+      }
+      opts = { ...opts, grammar: Grammar.forToolCalls(this, tools, { toolName: name, template: opts.template }) };
+      opts._ownGrammar = true;
+    }
     const onDone = (done) => {
       const p = this.parseToolCalls(done.text, { template: opts.template });
       done.toolCalls = p.tool_calls;
@@ -993,15 +1045,25 @@ class Model {
     if (tokens.length === 0) throw arg.rangeError(what, 'prompt', 'has no tokens');
     const nCtx = opts.nCtx != null ? arg.int(what, 'opts.nCtx', opts.nCtx, 1, INT32_MAX)
       : Math.min(tokens.length + Math.max(Math.min(maxTokens, INT32_MAX), 1), this.contextLength);
+    const lp = logprobsOption(what, opts);
     const sampler = new Sampler(samplerOptions(opts), what);
     let session;
+    let grammar = null;
+    let ownGrammar = false;
     try {
+      [grammar, ownGrammar] = resolveGrammar(what, this, opts);
+      if (opts._ownGrammar) ownGrammar = true;
       session = new Session(this, { nCtx });
     } catch (e) {
       sampler.close();
+      if (ownGrammar) grammar.close();
       throw e;
     }
-    return generation(what, session, Int32Array.from(tokens), maxTokens, sampler, stop, signal, true, true, onDone);
+    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.tokenToPiece(tok) };
+    // One log-probability entry per token: no more than the context can
+    // hold (it ends the generation first), so the buffer is bounded.
+    const max = lp === null ? maxTokens : Math.min(maxTokens, nCtx + 1);
+    return generation(what, session, Int32Array.from(tokens), max, sampler, stop, signal, true, true, onDone, extra);
   }
 }
 Model._token = Symbol('Model');
@@ -1038,8 +1100,8 @@ const FINISH_REASONS = ['none', 'stop', 'length', 'eog', 'context', 'cancelled']
  * sampling, stop strings and UTF-8 holdback. The generator object gets a
  * `completion` property, set when it is exhausted.
  */
-function generation(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler, onDone = null) {
-  const box = { completion: null, onDone };
+function generation(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler, onDone = null, extra = null) {
+  const box = { completion: null, onDone, extra };
   const gen = runGeneration(what, session, tokens, maxTokens, sampler, stop, signal, ownSession, ownSampler, box);
   Object.defineProperty(gen, 'completion', { get: () => box.completion, enumerable: true });
   return gen;
@@ -1074,6 +1136,8 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
   const onAbort = () => requestStop();
   let result = null;
   let status = Status.OK;
+  let lpBuf = null;
+  let lpCap = 0;
   try {
     if (signal) {
       if (signal.aborted) throw abortedError(signal);
@@ -1089,6 +1153,15 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
       params.stop = stop;
       params.stop_len = stop.map((b) => b.length);
       params.n_stop = stop.length;
+    }
+    const extra = box.extra;
+    if (extra && extra.grammar) params.grammar = extra.grammar._handle(what);
+    if (extra && extra.topLogprobs != null) {
+      lpCap = Math.max(maxTokens, 1);
+      lpBuf = koffi.alloc(t.tokenLogprob, lpCap);
+      params.logprobs = lpBuf;
+      params.logprobs_cap = lpCap;
+      params.top_logprobs = extra.topLogprobs;
     }
     // Runs on the main thread while the worker waits for it: must not throw.
     cb = koffi.register((ptr, n, tok) => {
@@ -1130,6 +1203,10 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
     }
     if (call.failure) throw call.failure;
     const done = completionOf(call, result);
+    if (lpBuf) {
+      const n = Math.min(Number(result.n_generated), lpCap);
+      done.logprobs = openaiLogprobs(koffi.decode(lpBuf, koffi.array(t.tokenLogprob, n)), box.extra.pieceOf);
+    }
     if (status !== Status.OK) {
       const e = session._asyncError(status, what, () => -1);
       // session.cancel(): what was generated until then comes with the error.
@@ -1156,8 +1233,156 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
       if (!ownSession && call.cancelSent && status !== Status.CANCELLED) drainCancel(session, tokens);
     }
     if (cb) koffi.unregister(cb);
+    if (lpBuf) koffi.free(lpBuf);
     if (ownSession) session.close();
     if (ownSampler) sampler.close();
+    if (box.extra && box.extra.ownGrammar) box.extra.grammar.close();
+  }
+}
+
+/** moonlm_token_logprob entries in OpenAI's shape ({ content: [...] }). */
+function openaiLogprobs(entries, pieceOf) {
+  const one = (tok, logprob) => {
+    const b = pieceOf(tok);
+    return { token: b.toString('utf8'), id: tok, bytes: [...b], logprob };
+  };
+  return {
+    content: entries.map((e) => ({
+      ...one(e.token, e.logprob),
+      topLogprobs: e.top.slice(0, Math.max(0, Math.min(e.n_top, MAX_TOP_LOGPROBS))).map((x) => one(x.token, x.logprob)),
+    })),
+  };
+}
+
+/** opts.logprobs / opts.topLogprobs, checked: the top count, or null without logprobs. */
+function logprobsOption(what, opts) {
+  const on = opts.logprobs == null ? false : arg.bool(what, 'opts.logprobs', opts.logprobs);
+  if (!on) {
+    if (opts.topLogprobs != null) throw arg.rangeError(what, 'opts.topLogprobs', 'needs opts.logprobs: true');
+    return null;
+  }
+  const top = opts.topLogprobs == null ? 0 : arg.int(what, 'opts.topLogprobs', opts.topLogprobs, 0, MAX_TOP_LOGPROBS);
+  if (!lib().c.grammar_new) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no log-probabilities`);
+  return top;
+}
+
+/** The grammar opts.grammar, opts.jsonSchema or opts.responseFormat ask for (at most one), and whether it is made here. */
+function resolveGrammar(what, model, opts) {
+  const given = ['grammar', 'jsonSchema', 'responseFormat'].filter((k) => opts[k] != null);
+  if (given.length > 1) throw arg.rangeError(what, `opts.${given[1]}`, `cannot be combined with opts.${given[0]}`);
+  if (opts.grammar != null) {
+    if (opts.grammar instanceof Grammar) {
+      if (opts.grammar.model !== model) throw arg.rangeError(what, 'opts.grammar', 'was compiled for another model');
+      return [opts.grammar, false];
+    }
+    if (typeof opts.grammar !== 'string') {
+      throw arg.typeError(what, 'opts.grammar', `must be GBNF text or a Grammar, got ${shown(opts.grammar)}`);
+    }
+    return [new Grammar(model, opts.grammar), true];
+  }
+  if (opts.jsonSchema != null) return [Grammar.fromJsonSchema(model, opts.jsonSchema), true];
+  const rf = opts.responseFormat;
+  if (rf != null) {
+    if (typeof rf !== 'object' || Array.isArray(rf)) {
+      throw arg.typeError(what, 'opts.responseFormat', `must be an object, got ${shown(rf)}`);
+    }
+    if (rf.type === 'text') return [null, false];
+    if (rf.type === 'json_object') return [Grammar.fromJsonSchema(model, rf.schema ?? { type: 'object' }), true];
+    if (rf.type === 'json_schema') {
+      const schema = rf.json_schema?.schema ?? rf.jsonSchema?.schema ?? rf.schema;
+      if (schema == null) {
+        throw arg.rangeError(what, 'opts.responseFormat', "of type 'json_schema' needs { json_schema: { schema } }");
+      }
+      return [Grammar.fromJsonSchema(model, schema), true];
+    }
+    throw arg.rangeError(what, 'opts.responseFormat', `type must be 'text', 'json_object' or 'json_schema', got ${shown(rf.type)}`);
+  }
+  return [null, false];
+}
+
+/** opts.toolChoice as { mode: 'auto' | 'none' | 'required', name }. */
+function toolChoiceOf(tc) {
+  if (tc == null) return { mode: 'auto', name: null };
+  if (typeof tc === 'string') {
+    if (!['auto', 'none', 'required'].includes(tc)) {
+      throw arg.rangeError('chat', 'opts.toolChoice', `must be 'auto', 'none', 'required' or a named tool, got ${shown(tc)}`);
+    }
+    return { mode: tc, name: null };
+  }
+  if (typeof tc === 'object' && !Array.isArray(tc)) {
+    const name = tc.function?.name;
+    if ((tc.type ?? 'function') !== 'function' || typeof name !== 'string' || name === '') {
+      throw arg.rangeError('chat', 'opts.toolChoice', "must be { type: 'function', function: { name } }");
+    }
+    return { mode: 'required', name };
+  }
+  throw arg.typeError('chat', 'opts.toolChoice', `must be a string or an object, got ${shown(tc)}`);
+}
+
+/** A JSON schema (an object or JSON text) as JSON text. */
+function schemaText(what, schema) {
+  if (typeof schema === 'string') return schema;
+  if (typeof schema === 'object' || typeof schema === 'boolean') return JSON.stringify(schema);
+  throw arg.typeError(what, 'jsonSchema', `must be an object or a string, got ${shown(schema)}`);
+}
+
+/**
+ * A grammar compiled for one model's vocabulary, reusable across that
+ * model's generations (one at a time): new Grammar(model, gbnf) parses GBNF
+ * (a parse error throws MoonlmError INVALID_ARGUMENT naming line:col);
+ * Grammar.fromJsonSchema(model, schema) admits the JSON values valid
+ * against schema; Grammar.forToolCalls(model, tools, { toolName, template })
+ * admits one call of a tool in the template's (Hermes) syntax.
+ */
+class Grammar {
+  constructor(model, gbnf, _kind = 'grammar', _tools = null) {
+    const what = _kind;
+    if (!(model instanceof Model)) throw arg.typeError(what, 'model', `must be a Model, got ${shown(model)}`);
+    const { c } = lib();
+    const out = [null];
+    if (_tools) {
+      if (!c.grammar_for_tool_calls) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no tool-call grammars`);
+      check(c.grammar_for_tool_calls(model._handle(what), _tools.template, _tools.json, _tools.name, out), what);
+    } else {
+      const fn = _kind === 'jsonSchema' ? c.grammar_from_json_schema : c.grammar_new;
+      if (!fn) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no grammars`);
+      const data = Buffer.from(arg.string(what, what, gbnf), 'utf8');
+      if (data.length > MAX_GRAMMAR_BYTES) throw arg.rangeError(what, what, `has ${data.length} bytes; at most ${MAX_GRAMMAR_BYTES}`);
+      check(fn(model._handle(what), data, data.length, out), what);
+    }
+    this._h = out[0];
+    this.model = model;
+    this._unreg = {};
+    registry.register(this, { free: c.grammar_free, handle: this._h }, this._unreg);
+  }
+
+  static fromJsonSchema(model, schema) {
+    return new Grammar(model, schemaText('jsonSchema', schema), 'jsonSchema');
+  }
+
+  static forToolCalls(model, tools, opts) {
+    const what = 'toolChoice';
+    opts = arg.options(what, opts, new Set(['toolName', 'template']));
+    if (!Array.isArray(tools)) throw arg.typeError(what, 'tools', `must be an array, got ${shown(tools)}`);
+    const json = JSON.stringify(tools);
+    if (json.includes('\u0000')) throw arg.rangeError(what, 'tools', 'must not contain NUL characters');
+    const name = opts.toolName == null ? null : arg.string(what, 'opts.toolName', opts.toolName, false);
+    const template = opts.template == null ? null : arg.string(what, 'opts.template', opts.template, false);
+    return new Grammar(model, '', what, { json, name, template });
+  }
+
+  close() {
+    if (this._h === null) return;
+    registry.unregister(this._unreg);
+    lib().c.grammar_free(this._h);
+    this._h = null;
+  }
+
+  get closed() { return this._h === null; }
+
+  _handle(what) {
+    if (this._h === null) throw invalid(`${what}: the grammar is closed`);
+    return this._h;
   }
 }
 
@@ -1371,10 +1596,35 @@ class Sampler {
     opts = arg.options(what, opts, SAMPLER_OPT_NAMES);
     const p = {};
     c.sampler_params_init(p, koffi.sizeof(t.samplerParams));
-    for (const [js, [cname, kind]] of Object.entries(SAMPLER_FIELDS)) {
+    for (const [js, [cname, kind, lo = INT32_MIN, hi = INT32_MAX]] of Object.entries(SAMPLER_FIELDS)) {
       const v = opts[js];
       if (v == null) continue;
-      p[cname] = kind === 'int' ? arg.int(what, `opts.${js}`, v, INT32_MIN, INT32_MAX) : arg.float(what, `opts.${js}`, v);
+      p[cname] = kind === 'int' ? arg.int(what, `opts.${js}`, v, lo, hi) : arg.float(what, `opts.${js}`, v);
+    }
+    if (opts.drySequenceBreakers != null) {
+      const br = opts.drySequenceBreakers;
+      if (!Array.isArray(br)) throw arg.typeError(what, 'opts.drySequenceBreakers', `must be an array of strings, got ${shown(br)}`);
+      br.forEach((s, i) => arg.string(what, `opts.drySequenceBreakers[${i}]`, s, false));
+      if (br.length > MAX_DRY_BREAKERS) {
+        throw arg.rangeError(what, 'opts.drySequenceBreakers', `has ${br.length} strings; at most ${MAX_DRY_BREAKERS}`);
+      }
+      // NUL-terminated; a non-NULL pointer with no entries means none.
+      p.dry_sequence_breakers = br.length ? br.map((s) => Buffer.from(s + '\0', 'utf8')) : [null];
+      p.n_dry_sequence_breakers = br.length;
+    }
+    if (opts.logitBias != null) {
+      const lb = opts.logitBias;
+      const entries = lb instanceof Map ? [...lb.entries()] : (typeof lb === 'object' && !Array.isArray(lb) ? Object.entries(lb) : null);
+      if (entries === null) throw arg.typeError(what, 'opts.logitBias', `must be an object or a Map { token: bias }, got ${shown(lb)}`);
+      if (entries.length > MAX_LOGIT_BIAS) throw arg.rangeError(what, 'opts.logitBias', `has ${entries.length} entries; at most ${MAX_LOGIT_BIAS}`);
+      const pairs = entries.map(([k, b]) => {
+        const tok = typeof k === 'string' && /^-?[0-9]+$/.test(k) ? Number(k) : k;
+        return { token: arg.token(what, `opts.logitBias key ${shown(k)}`, tok), bias: arg.float(what, `opts.logitBias[${shown(k)}]`, b) };
+      });
+      if (pairs.length) {
+        p.logit_bias = pairs;
+        p.n_logit_bias = pairs.length;
+      }
     }
     // MOONLM_SEED_RANDOM (2**64-1) is what omitting the seed means.
     if (opts.seed != null) p.seed = arg.uint64(what, 'opts.seed', opts.seed, UINT64_MAX - 1n);
@@ -1468,6 +1718,7 @@ module.exports = {
   Model,
   Session,
   Sampler,
+  Grammar,
   MoonlmError,
   Status,
   libraryPath,

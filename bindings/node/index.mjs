@@ -5,6 +5,7 @@ export const {
   Model,
   Session,
   Sampler,
+  Grammar,
   MoonlmError,
   Status,
   libraryPath,

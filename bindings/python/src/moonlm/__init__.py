@@ -30,6 +30,7 @@ from ._errors import (
 )
 from ._generate import Completion, TextStream
 from ._model import Model, OpenStats, Sampler, Session
+from ._structured import Grammar
 from ._hub import HubError
 from ._conversation import Conversation
 from ._state import SessionStats
@@ -68,6 +69,7 @@ __all__ = [
     "Model",
     "Session",
     "Sampler",
+    "Grammar",
     "OpenStats",
     "Completion",
     "TextStream",

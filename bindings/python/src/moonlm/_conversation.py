@@ -18,6 +18,18 @@ _SAMPLING = (
     "frequency_penalty",
     "penalty_last_n",
     "seed",
+    "typical_p",
+    "xtc_probability",
+    "xtc_threshold",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "dry_sequence_breakers",
+    "logit_bias",
 )
 
 
@@ -138,7 +150,8 @@ class Conversation:
     ) -> Union[str, Iterator[str]]:
         """Generates the assistant's reply to the messages so far and
         appends it to them. Sampling options (temperature, top_k, top_p,
-        min_p, the penalties, seed) are Sampler's; stop strings end the
+        min_p, the penalties, seed, typical_p, XTC, mirostat, DRY,
+        logit_bias) are Sampler's; stop strings end the
         reply before them. With stream=True returns an iterator of text
         pieces; the reply joins the history when the iterator ends or is
         closed (with what was generated so far)."""

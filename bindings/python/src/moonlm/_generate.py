@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import _args as A
 from . import _lib as L
@@ -35,6 +35,11 @@ class Completion:
     calls the reply makes (OpenAI's shape, arguments a JSON text), the
     reply without them, and why text that looked like a call could not be
     read (else None); all None without tools.
+    logprobs: with logprobs=True, OpenAI's shape: {"content": [{"token":
+    text, "id": id, "bytes": [...], "logprob": lp, "top_logprobs": [{"token",
+    "id", "bytes", "logprob"}, ...]}, ...]}, one entry per generated token
+    (the model's distribution after the grammar, logit bias and penalties,
+    before truncation and temperature); else None.
     """
 
     __slots__ = (
@@ -46,6 +51,7 @@ class Completion:
         "tool_calls",
         "content",
         "tool_call_error",
+        "logprobs",
     )
 
     def __init__(self, text: str, finish_reason: str, tokens: List[int], prompt_tokens: int, completion_tokens: int):
@@ -58,6 +64,7 @@ class Completion:
         self.tool_calls: Optional[List[Dict[str, Any]]] = None
         self.content: Optional[str] = None
         self.tool_call_error: Optional[str] = None
+        self.logprobs: Optional[Dict[str, Any]] = None
 
     def __repr__(self) -> str:
         return (
@@ -124,13 +131,17 @@ def run(
     borrowed_session: bool,
     cleanup: Callable[[], None],
     on_done: Optional[Callable[[Completion], None]] = None,
+    grammar: Optional[int] = None,
+    logprobs: Optional[Tuple[int, Callable[[int], bytes]]] = None,
 ) -> TextStream:
     """Starts nothing yet: returns the stream whose first next() runs
     moonlm_generate_ex on session with sampler (objects with _h(what)).
     cleanup() runs when the generation is over (or abandoned); on_done
     completes the Completion before the stream ends."""
     box: List[Optional[Completion]] = [None]
-    it = _pieces(lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done)
+    it = _pieces(
+        lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done, grammar, logprobs
+    )
     return TextStream(it, box)
 
 
@@ -138,7 +149,17 @@ class _Call:
     """One moonlm_generate_ex call on a worker thread and what it shares
     with the consumer."""
 
-    def __init__(self, lib: L.Library, h: int, sh: int, tokens: Sequence[int], max_tokens: int, stops: List[bytes]):
+    def __init__(
+        self,
+        lib: L.Library,
+        h: int,
+        sh: int,
+        tokens: Sequence[int],
+        max_tokens: int,
+        stops: List[bytes],
+        grammar: Optional[int] = None,
+        top_logprobs: Optional[int] = None,
+    ):
         self.lib = lib
         self.h = h
         self.sh = sh
@@ -162,6 +183,16 @@ class _Call:
             p.stop = self._stop
             p.stop_len = self._stop_len
             p.n_stop = len(stops)
+        if grammar is not None:
+            p.grammar = grammar
+        self.logprobs: Optional[Any] = None
+        if top_logprobs is not None:
+            # One entry per token: max_tokens is bounded (the caller made it so).
+            cap = max(max_tokens, 1)
+            self.logprobs = (L.TokenLogprob * cap)()
+            p.logprobs = self.logprobs
+            p.logprobs_cap = cap
+            p.top_logprobs = top_logprobs
         self._cb = L.PieceCallback(self._on_piece)  # kept alive with the call
         p.callback = self._cb
         self.result = L.GenerateResult()
@@ -248,10 +279,13 @@ def _pieces(
     cleanup: Callable[[], None],
     box: List[Optional[Completion]],
     on_done: Optional[Callable[[Completion], None]],
+    grammar: Optional[int],
+    logprobs: Optional[Tuple[int, Callable[[int], bytes]]],
 ) -> Iterator[str]:
     call: Optional[_Call] = None
     try:
-        call = _Call(lib, session._h("generate"), sampler._h("generate"), tokens, max_tokens, stops)
+        top = None if logprobs is None else logprobs[0]
+        call = _Call(lib, session._h("generate"), sampler._h("generate"), tokens, max_tokens, stops, grammar, top)
         call.start()
         text: List[str] = []
         while True:
@@ -273,6 +307,9 @@ def _pieces(
             int(r.n_prompt),
             int(r.n_generated),
         )
+        if call.logprobs is not None and logprobs is not None:
+            n = min(int(r.n_generated), len(call.logprobs))
+            done.logprobs = _openai_logprobs(call.logprobs, n, logprobs[1])
         if call.error is not None:
             if call.status == L.CANCELLED:
                 # Session.cancel(): what was generated until then comes with the error.
@@ -287,3 +324,20 @@ def _pieces(
             if borrowed_session:
                 call.drain_cancel()
         cleanup()
+
+
+def _openai_logprobs(entries: Any, n: int, piece: Callable[[int], bytes]) -> Dict[str, Any]:
+    """The first n entries of a moonlm_token_logprob array in OpenAI's shape."""
+
+    def one(tok: int, lp: float) -> Dict[str, Any]:
+        b = piece(tok)
+        return {"token": b.decode("utf-8", "replace"), "id": tok, "bytes": list(b), "logprob": lp}
+
+    content = []
+    for i in range(n):
+        e = entries[i]
+        d = one(int(e.token), float(e.logprob))
+        k = max(0, min(int(e.n_top), L.MAX_TOP_LOGPROBS))
+        d["top_logprobs"] = [one(int(e.top[j].token), float(e.top[j].logprob)) for j in range(k)]
+        content.append(d)
+    return {"content": content}

@@ -135,6 +135,45 @@ class SamplerParams(Structure):
         ("frequency_penalty", c_float),
         ("penalty_last_n", c_int32),
         ("seed", c_uint64),
+        ("typical_p", c_float),
+        ("xtc_probability", c_float),
+        ("xtc_threshold", c_float),
+        ("mirostat", c_int32),
+        ("mirostat_tau", c_float),
+        ("mirostat_eta", c_float),
+        ("mirostat_m", c_int32),
+        ("dry_multiplier", c_float),
+        ("dry_base", c_float),
+        ("dry_allowed_length", c_int32),
+        ("dry_penalty_last_n", c_int32),
+        ("dry_sequence_breakers", POINTER(c_char_p)),
+        ("n_dry_sequence_breakers", c_size_t),
+        ("logit_bias", c_void_p),
+        ("n_logit_bias", c_size_t),
+    ]
+
+
+class LogitBias(Structure):
+    _fields_ = [("token", c_int32), ("bias", c_float)]
+
+
+# Bounds of moonlm_sampler_params' logit biases and DRY breakers.
+MAX_LOGIT_BIAS = 1 << 20
+MAX_DRY_BREAKERS = 1024
+MAX_TOP_LOGPROBS = 20
+MAX_GRAMMAR_BYTES = 1 << 24
+
+
+class TopLogprob(Structure):
+    _fields_ = [("token", c_int32), ("logprob", c_float)]
+
+
+class TokenLogprob(Structure):
+    _fields_ = [
+        ("token", c_int32),
+        ("logprob", c_float),
+        ("n_top", c_int32),
+        ("top", TopLogprob * MAX_TOP_LOGPROBS),
     ]
 
 
@@ -162,6 +201,10 @@ class GenerateParams(Structure):
         ("n_stop", c_size_t),
         ("callback", PieceCallback),
         ("user_data", c_void_p),
+        ("logprobs", POINTER(TokenLogprob)),
+        ("logprobs_cap", c_size_t),
+        ("top_logprobs", c_int32),
+        ("grammar", c_void_p),
     ]
 
 
@@ -252,6 +295,10 @@ _OPTIONAL_PROTOTYPES = {
         [_handle, POINTER(_i32p), _sizep, c_size_t, POINTER(EmbedParams), _f32p, c_size_t, _sizep],
     ),
     "moonlm_rerank": (_status, [_handle, c_char_p, POINTER(c_char_p), c_size_t, _f32p, c_size_t, _sizep]),
+    "moonlm_grammar_new": (_status, [_handle, c_char_p, c_size_t, POINTER(_handle)]),
+    "moonlm_grammar_from_json_schema": (_status, [_handle, c_char_p, c_size_t, POINTER(_handle)]),
+    "moonlm_grammar_free": (_status, [_handle]),
+    "moonlm_grammar_for_tool_calls": (_status, [_handle, c_char_p, c_char_p, c_char_p, POINTER(_handle)]),
 }
 
 

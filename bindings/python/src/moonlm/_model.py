@@ -19,6 +19,7 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    Tuple,
     Union,
 )
 
@@ -28,6 +29,7 @@ from . import _lib as L
 from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
 from ._generate import Completion, TextStream
 from ._state import SessionStateMixin
+from . import _structured as S
 
 _np: Any
 try:  # NumPy is optional: logits are NumPy views when present, array('f') otherwise.
@@ -726,7 +728,14 @@ class Model:
         add_special: bool = True,
         parse_special: bool = False,
         n_ctx: Optional[int] = None,
+        grammar: Union[None, str, "S.Grammar"] = None,
+        json_schema: Union[None, str, Mapping[str, Any]] = None,
+        response_format: Optional[Mapping[str, Any]] = None,
+        logprobs: bool = False,
+        top_logprobs: Optional[int] = None,
         _on_done: Optional[Callable[[Completion], None]] = None,
+        _own_grammar: bool = False,
+        **sampling: Any,
     ) -> Union[str, TextStream, Completion]:
         """Generates a continuation of prompt (text, or token ids used as is).
 
@@ -748,6 +757,22 @@ class Model:
         uses a fresh session sized for the prompt plus max_tokens unless
         n_ctx is given. The library runs the whole loop (one call per
         generation, on a worker thread): Ctrl-C in the main thread cancels it.
+
+        More sampling options, as Sampler takes them: typical_p,
+        xtc_probability, xtc_threshold, mirostat (0, 1 or 2), mirostat_tau,
+        mirostat_eta, dry_multiplier, dry_base, dry_allowed_length,
+        dry_penalty_last_n, dry_sequence_breakers, logit_bias ({token: bias}).
+
+        Structured output (at most one): grammar (GBNF text, or a
+        moonlm.Grammar of this model), json_schema (a dict or JSON text:
+        the output is a JSON value valid against it), or response_format as
+        OpenAI takes it ({"type": "json_object"} or {"type": "json_schema",
+        "json_schema": {"schema": ...}}). GBNF that does not parse raises
+        InvalidArgumentError naming line:col.
+
+        logprobs=True (with details or stream) fills Completion.logprobs
+        with each token's log-probability and its top_logprobs (0 to 20)
+        most likely alternatives.
         """
         if isinstance(prompt, str):
             tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
@@ -765,10 +790,27 @@ class Model:
             n_ctx = A.integer("generate", "n_ctx", n_ctx, 1, A.INT32_MAX)
         if not tokens:
             raise A.range_error("generate", "prompt", "has no tokens")
+        A.boolean("generate", "logprobs", logprobs)
+        lp: Optional[Tuple[int, Callable[[int], bytes]]] = None
+        if top_logprobs is not None and not logprobs:
+            raise A.range_error("generate", "top_logprobs", "needs logprobs=True")
+        if logprobs:
+            top = 0 if top_logprobs is None else A.integer("generate", "top_logprobs", top_logprobs, 0, L.MAX_TOP_LOGPROBS)
+            if self._lib.grammar_new is None:
+                raise UnsupportedError(4, "generate: this library has no log-probabilities (it predates them)")
+            lp = (top, self.token_to_piece)
+        unknown = set(sampling) - set(S.sampler_kwargs(dict(sampling)))
+        if unknown:
+            raise TypeError(f"generate() got an unexpected keyword argument {sorted(unknown)[0]!r}")
         if n_ctx is None:
             # Sized for the job; a prompt longer than the model's context
             # fails with ContextFullError.
             n_ctx = min(len(tokens) + max(min(max_tokens, A.INT32_MAX), 1), self.context_length)
+        if lp is not None:
+            # One log-probability entry per token: no more than the context
+            # can hold (it ends the generation first), so the buffer is bounded.
+            bound = n_ctx + 1
+            c_max = bound if c_max < 0 else min(c_max, bound)
         sampler = Sampler(
             temperature=temperature,
             top_k=top_k,
@@ -780,18 +822,28 @@ class Model:
             penalty_last_n=penalty_last_n,
             seed=seed,
             _what="generate",
+            **sampling,
         )
+        gram: Optional[S.Grammar] = None
+        owned = False
         try:
+            gram, owned = S.resolve("generate", self, grammar, json_schema, response_format)
+            owned = owned or _own_grammar  # made by chat(tool_choice=...) for this call
             sess = Session(self, n_ctx=n_ctx)
         except BaseException:
             sampler.close()
+            if owned and gram is not None:
+                gram.close()
             raise
 
         def cleanup() -> None:
             sess.close()
             sampler.close()
+            if owned and gram is not None:
+                gram.close()
 
-        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done)
+        gh = None if gram is None else gram._h("generate")
+        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done, gh, lp)
         if stream:
             return it
         return _finish(it, details)
@@ -804,6 +856,7 @@ class Model:
         stream: bool = False,
         template: Optional[str] = None,
         tools: Optional[Sequence[Mapping[str, Any]]] = None,
+        tool_choice: Union[str, Mapping[str, Any]] = "auto",
         **kwargs: Any,
     ) -> Union[str, TextStream, Completion]:
         """Generates the assistant's reply to OpenAI-style messages
@@ -819,12 +872,35 @@ class Model:
         tool_calls, the calls the reply makes ([{"id", "type": "function",
         "function": {"name", "arguments"}}], arguments a JSON text), and
         content, the reply without them; tool_call_error says why text that
-        looked like a call could not be read. Nothing constrains the model
-        to call a tool (tool_choice needs grammar-constrained sampling,
-        which moonlm does not have yet)."""
+        looked like a call could not be read.
+
+        tool_choice (with tools): "auto" (the default) lets the model
+        choose; "none" leaves the tools out of the prompt and reads no
+        calls; "required" constrains the reply to one call of one of the
+        tools, and {"type": "function", "function": {"name": NAME}} to one
+        call of that tool, with arguments valid against its parameters
+        schema (for templates that write calls the Hermes way, <tool_call>
+        JSON, as Qwen's and the built-in formats do; others raise
+        UnsupportedError)."""
+        mode, name = S.tool_choice_name(tool_choice)
+        if tools is None and mode != "auto":
+            raise A.range_error("chat", "tool_choice", "needs tools")
+        if mode == "none":
+            tools = None
         tokens = self._chat_tokens(messages, template, tools)
         if tools is None:
-            return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+            if mode != "none":
+                return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+
+            def no_calls(c: Completion) -> None:
+                c.tool_calls, c.content = [], c.text
+
+            return self.generate(tokens, max_tokens, stream=stream, _on_done=no_calls, **kwargs)
+        if mode == "required":
+            if any(kwargs.get(k) is not None for k in ("grammar", "json_schema", "response_format")):
+                raise A.range_error("chat", "tool_choice", "cannot be combined with grammar, json_schema or response_format")
+            kwargs["grammar"] = S.Grammar.for_tool_calls(self, tools, name, template)
+            kwargs["_own_grammar"] = True
 
         def add_calls(c: Completion) -> None:
             p = self.parse_tool_calls(c.text, template)
@@ -1023,6 +1099,19 @@ class Sampler:
         frequency_penalty: Optional[float] = None,
         penalty_last_n: Optional[int] = None,
         seed: Optional[int] = None,
+        *,
+        typical_p: Optional[float] = None,
+        xtc_probability: Optional[float] = None,
+        xtc_threshold: Optional[float] = None,
+        mirostat: Optional[int] = None,
+        mirostat_tau: Optional[float] = None,
+        mirostat_eta: Optional[float] = None,
+        dry_multiplier: Optional[float] = None,
+        dry_base: Optional[float] = None,
+        dry_allowed_length: Optional[int] = None,
+        dry_penalty_last_n: Optional[int] = None,
+        dry_sequence_breakers: Optional[Sequence[str]] = None,
+        logit_bias: Optional[Mapping[int, float]] = None,
         _what: str = "Sampler",
     ):
         lib = self._lib = L.lib()
@@ -1044,9 +1133,32 @@ class Sampler:
                 setattr(p, k, A.integer(_what, k, v, A.INT32_MIN, A.INT32_MAX))
         if seed is not None:  # SEED_RANDOM (2**64-1) is what no seed means
             p.seed = A.integer(_what, "seed", seed, 0, L.SEED_RANDOM - 1)
+        keep = S.set_sampler_options(
+            _what,
+            p,
+            {
+                "typical_p": typical_p,
+                "xtc_probability": xtc_probability,
+                "xtc_threshold": xtc_threshold,
+                "mirostat": mirostat,
+                "mirostat_tau": mirostat_tau,
+                "mirostat_eta": mirostat_eta,
+                "dry_multiplier": dry_multiplier,
+                "dry_base": dry_base,
+                "dry_allowed_length": dry_allowed_length,
+                "dry_penalty_last_n": dry_penalty_last_n,
+                "dry_sequence_breakers": dry_sequence_breakers,
+                "logit_bias": logit_bias,
+            },
+        )
         self.params = p
         handle = ctypes.c_void_p()
         lib.check(lib.sampler_new(ctypes.byref(p), ctypes.byref(handle)), "sampler")
+        del keep  # read by sampler_new; p must not point at it afterwards
+        p.dry_sequence_breakers = None
+        p.logit_bias = None
+        p.n_dry_sequence_breakers = 0
+        p.n_logit_bias = 0
         h = int(handle.value or 0)
         self._handle: Optional[int] = h
         self._finalizer = weakref.finalize(self, _free_handle, lib.sampler_free, h)
