@@ -2,12 +2,12 @@ package grammar
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
+
+	"github.com/moonlm/moonlm/engine/internal/jsonread"
 )
 
 // MaxTools bounds the functions a tool-call grammar chooses among.
@@ -23,44 +23,42 @@ const MaxTools = 1024
 // (they are rebased onto the combined document); the schema features are
 // those of FromJSONSchema.
 func ToolCall(tools []byte, only, prefix, suffix string) (string, error) {
-	var list []struct {
-		Type     string `json:"type"`
-		Function *struct {
-			Name       string          `json:"name"`
-			Parameters json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	}
-	if err := json.Unmarshal(tools, &list); err != nil {
+	list, err := jsonread.Decode(tools, maxRebaseDepth)
+	if err != nil {
 		return "", fmt.Errorf("tool call grammar: tools: %w", err)
 	}
-	if len(list) > MaxTools {
-		return "", fmt.Errorf("tool call grammar: %d tools; at most %d", len(list), MaxTools)
+	if list.Kind != jsonread.Array {
+		return "", errors.New("tool call grammar: tools is not a JSON array")
+	}
+	if len(list.Items) > MaxTools {
+		return "", fmt.Errorf("tool call grammar: %d tools; at most %d", len(list.Items), MaxTools)
 	}
 	var alts [][]byte
-	for i, t := range list {
-		if t.Function == nil || t.Function.Name == "" {
+	for i, t := range list.Items {
+		typ, fn := member(t, "type"), member(t, "function")
+		var name, params *jsonread.Value
+		if fn != nil {
+			name, params = member(*fn, "name"), member(*fn, "parameters")
+		}
+		if name == nil || name.Kind != jsonread.String || name.Text == "" {
 			return "", fmt.Errorf("tool call grammar: tools[%d] has no function name", i)
 		}
-		if t.Type != "" && t.Type != "function" {
-			return "", fmt.Errorf("tool call grammar: tools[%d] has type %q; only \"function\" is supported", i, t.Type)
+		if typ != nil && (typ.Kind != jsonread.String || typ.Text != "function") {
+			return "", fmt.Errorf("tool call grammar: tools[%d] has type %s; only \"function\" is supported", i, describe(*typ))
 		}
-		if only != "" && t.Function.Name != only {
+		if only != "" && name.Text != only {
 			continue
 		}
 		base := fmt.Sprintf("#/anyOf/%d/properties/arguments", len(alts))
-		params := []byte(`{"type": "object"}`)
-		if p := bytes.TrimSpace(t.Function.Parameters); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
-			var err error
-			if params, err = rebaseRefs(p, base); err != nil {
-				return "", fmt.Errorf("tool call grammar: tools[%d] (%s) parameters: %w", i, t.Function.Name, err)
-			}
+		ps := []byte(`{"type": "object"}`)
+		if params != nil && params.Kind != jsonread.Null {
+			ps = appendRebased(nil, *params, base, false)
 		}
-		name, _ := json.Marshal(t.Function.Name)
 		var b bytes.Buffer
 		b.WriteString(`{"type": "object", "properties": {"name": {"const": `)
-		b.Write(name)
+		b.Write(jsonread.AppendQuoted(nil, name.Text, false))
 		b.WriteString(`}, "arguments": `)
-		b.Write(params)
+		b.Write(ps)
 		b.WriteString(`}, "required": ["name", "arguments"], "additionalProperties": false}`)
 		alts = append(alts, b.Bytes())
 	}
@@ -111,86 +109,69 @@ func gbnfLiteral(s string) string {
 	return b.String()
 }
 
-// rebaseRefs re-encodes the JSON text p in the same key order, with every
-// local "$ref" ("#" or "#/...") moved under base (a JSON pointer fragment
-// of where p sits in a larger document).
-func rebaseRefs(p []byte, base string) ([]byte, error) {
-	d := json.NewDecoder(bytes.NewReader(p))
-	d.UseNumber()
-	var out bytes.Buffer
-	if err := rebaseValue(d, &out, base, 0, false); err != nil {
-		return nil, err
+// member is the value of key in object v, or nil (also when v is not an
+// object; the last of a repeated key, as JSON parsers commonly take).
+func member(v jsonread.Value, key string) *jsonread.Value {
+	if v.Kind != jsonread.Object {
+		return nil
 	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the schema")
+	var m *jsonread.Value
+	for i, k := range v.Keys {
+		if k == key {
+			m = &v.Items[i]
+		}
 	}
-	return out.Bytes(), nil
+	return m
 }
 
+// describe names a JSON value for a message.
+func describe(v jsonread.Value) string {
+	if v.Kind == jsonread.String {
+		return strconv.Quote(v.Text)
+	}
+	return [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}[v.Kind]
+}
+
+// maxRebaseDepth bounds the nesting of the tools' JSON.
 const maxRebaseDepth = 256
 
-// rebaseValue copies one value; isRef says it is the value of a "$ref" key
-// (a string there is rewritten; an object or array, as under a property
-// named "$ref", is copied as any other).
-func rebaseValue(d *json.Decoder, out *bytes.Buffer, base string, depth int, isRef bool) error {
-	if depth > maxRebaseDepth {
-		return fmt.Errorf("nested deeper than %d", maxRebaseDepth)
-	}
-	tok, err := d.Token()
-	if err != nil {
-		return err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			out.WriteByte('{')
-			for n := 0; d.More(); n++ {
-				k, err := d.Token()
-				if err != nil {
-					return err
-				}
-				key, _ := k.(string)
-				if n > 0 {
-					out.WriteString(", ")
-				}
-				kb, _ := json.Marshal(key)
-				out.Write(kb)
-				out.WriteString(": ")
-				if err := rebaseValue(d, out, base, depth+1, key == "$ref"); err != nil {
-					return err
-				}
-			}
-			if _, err := d.Token(); err != nil {
-				return err
-			}
-			out.WriteByte('}')
-		case '[':
-			out.WriteByte('[')
-			for n := 0; d.More(); n++ {
-				if n > 0 {
-					out.WriteString(", ")
-				}
-				if err := rebaseValue(d, out, base, depth+1, false); err != nil {
-					return err
-				}
-			}
-			if _, err := d.Token(); err != nil {
-				return err
-			}
-			out.WriteByte(']')
-		default:
-			return fmt.Errorf("unexpected %v", t)
+// appendRebased appends v as JSON text in the same key order, with every
+// local "$ref" ("#" or "#/...") moved under base (a JSON pointer fragment
+// of where v sits in a larger document). isRef says v is the value of a
+// "$ref" key (a string there is rewritten; an object or array, as under a
+// property named "$ref", is copied as any other).
+func appendRebased(b []byte, v jsonread.Value, base string, isRef bool) []byte {
+	switch v.Kind {
+	case jsonread.Null:
+		return append(b, "null"...)
+	case jsonread.Bool:
+		return strconv.AppendBool(b, v.Bool)
+	case jsonread.Number:
+		return append(b, v.Text...)
+	case jsonread.String:
+		s := v.Text
+		if isRef && (s == "#" || strings.HasPrefix(s, "#/")) {
+			s = base + s[1:]
 		}
-	default:
-		if s, ok := t.(string); ok && isRef && (s == "#" || strings.HasPrefix(s, "#/")) {
-			t = base + s[1:]
+		return jsonread.AppendQuoted(b, s, false)
+	case jsonread.Array:
+		b = append(b, '[')
+		for i, it := range v.Items {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendRebased(b, it, base, false)
 		}
-		b, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		out.Write(b)
+		return append(b, ']')
 	}
-	return nil
+	b = append(b, '{')
+	for i, it := range v.Items {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = jsonread.AppendQuoted(b, v.Keys[i], false)
+		b = append(b, ": "...)
+		b = appendRebased(b, it, base, v.Keys[i] == "$ref")
+	}
+	return append(b, '}')
 }
