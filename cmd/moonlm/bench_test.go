@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/moonlm/moonlm/engine"
@@ -288,4 +289,25 @@ func TestBenchPackedCacheStates(t *testing.T) {
 	res, err = benchRun(benchConfig{Path: out, Threads: 1, Prompt: 0, Gen: 1, Rounds: 1, Pack: engine.PackOff})
 	require.NoError(t, err)
 	assert.Equal(t, engine.PackSourceOff, res.PackSource)
+}
+
+// heavyPackages are standard packages the shared library must not link:
+// each costs 100-400 KB for what a few lines of our own do (the state
+// fingerprint, JSON reading, integer bounds).
+var heavyPackages = []string{"encoding/json", "math/big", "crypto/sha256", "crypto/internal/fips140/drbg", "regexp", "net/http"}
+
+// TestLibraryDeps keeps heavyPackages out of the library's imports.
+func TestLibraryDeps(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to list the library's packages")
+	}
+	out, err := exec.Command("go", "list", "-deps", "../../capi").Output()
+	require.NoError(t, err)
+	deps := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		deps[p] = true
+	}
+	for _, p := range heavyPackages {
+		assert.False(t, deps[p], "the library imports %s", p)
+	}
 }
