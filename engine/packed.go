@@ -144,8 +144,8 @@ const packAlign = 64
 func (m *Model) packTargets() ([]packTarget, int) {
 	var ts []packTarget
 	off := 0
-	add := func(name string, mt *kernels.Matrix) {
-		l, inPlace := m.layoutFor(mt)
+	m.eachMatrix(func(name string, mt *kernels.Matrix) {
+		l, inPlace := m.numerics.Layout(m.kern, mt)
 		if l == nil || mt.Rows < l.Rows {
 			return
 		}
@@ -156,18 +156,24 @@ func (m *Model) packTargets() ([]packTarget, int) {
 		}
 		ts = append(ts, packTarget{name: name, m: mt, l: l, off: off, size: size})
 		off += (size + packAlign - 1) / packAlign * packAlign
-	}
+	})
+	return ts, off
+}
+
+// eachMatrix calls fn with every weight matrix that is multiplied (the
+// blocks' and the model's but the embeddings, which are only looked up)
+// and its name.
+func (m *Model) eachMatrix(fn func(name string, mt *kernels.Matrix)) {
 	mats := blockMatrices(m.fam)
 	for i := range m.layers {
 		L := &m.layers[i]
 		p := "blk." + strconv.Itoa(i) + "."
 		for _, t := range mats {
 			if L.mats[t.Role].Data != nil {
-				add(p+t.Name, &L.mats[t.Role])
+				fn(p+t.Name, &L.mats[t.Role])
 			}
 		}
 	}
-	// The model's matrices but the embeddings, which are only looked up.
 	for i := range m.fam.Model {
 		t := &m.fam.Model[i]
 		if !t.Matrix() || t.Role == arch.TokenEmbd || m.glob.mats[t.Role].Data == nil {
@@ -179,9 +185,8 @@ func (m *Model) packTargets() ([]packTarget, int) {
 				name = m.fam.Tensor(t.TiedTo).Name + " (tied output)"
 			}
 		}
-		add(name, &m.glob.mats[t.Role])
+		fn(name, &m.glob.mats[t.Role])
 	}
-	return ts, off
 }
 
 // PackedTensor describes a matrix that Open packs.
