@@ -148,7 +148,7 @@ func TestFastQuantizeQ8K(t *testing.T) {
 		quantizeQ8K(x, want)
 		ks.FastQuantizeRow(gguf.Q8_K, x, got)
 		for b := 0; b < len(x)/qkK; b++ {
-			w, g := want[b*bytesQ8K:(b+1)*bytesQ8K], got[b*bytesQ8K:(b+1)*bytesQ8K]
+			w, g := want[b*gguf.BytesQ8_K:(b+1)*gguf.BytesQ8_K], got[b*gguf.BytesQ8_K:(b+1)*gguf.BytesQ8_K]
 			require.Equal(t, w, g, "block %d", b)
 		}
 	}

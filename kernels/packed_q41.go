@@ -25,7 +25,7 @@ import (
 // same bytes.
 const (
 	q41PackedRows  = 16
-	q41PackedBlock = q41PackedRows * bytesQ4_1 // 320
+	q41PackedBlock = q41PackedRows * gguf.BytesQ4_1 // 320
 	// q41PackedMaxTok is the most tokens one Dot call takes (16 rows x 8
 	// tokens fills the 128-value tile).
 	q41PackedMaxTok = 8
@@ -51,7 +51,7 @@ func packedQ41GroupBytes(cols int) int { return cols / qk32 * q41PackedBlock }
 // so it runs near memory speed and allocates nothing.
 func packQ41(dst, src []byte, cols int) {
 	nb := cols / qk32
-	rb := nb * bytesQ4_1
+	rb := nb * gguf.BytesQ4_1
 	if cols%qk32 != 0 || len(src) < q41PackedRows*rb || len(dst) < nb*q41PackedBlock {
 		panic(fmt.Sprintf("kernels: packing q4_1: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
 	}
@@ -59,7 +59,7 @@ func packQ41(dst, src []byte, cols int) {
 	for b := range nb {
 		o := (*[q41PackedBlock]byte)(dst[b*q41PackedBlock:])
 		for r := range q41PackedRows {
-			s := (*[bytesQ4_1]byte)(src[r*rb+b*bytesQ4_1:])
+			s := (*[gguf.BytesQ4_1]byte)(src[r*rb+b*gguf.BytesQ4_1:])
 			le.PutUint16(o[2*r:], le.Uint16(s[0:]))
 			le.PutUint16(o[32+2*r:], le.Uint16(s[2:]))
 			le.PutUint32(o[64+4*r:], le.Uint32(s[4:]))
@@ -75,7 +75,7 @@ func checkPackedQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 	nb := cols / qk32
 	if cols%qk32 != 0 || nTok < 1 || nTok > q41PackedMaxTok ||
 		len(g) < nb*q41PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8_1) ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_1) ||
 		len(y) < (nTok-1)*yStride+q41PackedRows {
 		panic(fmt.Sprintf("kernels: packed q4_1 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
 			cols, nTok, len(g), len(x), xStride, len(y), yStride))
@@ -95,7 +95,7 @@ func dotPackedQ41Generic(cols int, g, x []byte, xStride, nTok int, y []float32, 
 		var acc [q41PackedRows]float32
 		for b := range nb {
 			blk := (*[q41PackedBlock]byte)(g[b*q41PackedBlock:])
-			xb := (*[bytesQ8_1]byte)(xt[b*bytesQ8_1:])
+			xb := (*[gguf.BytesQ8_1]byte)(xt[b*gguf.BytesQ8_1:])
 			q8 := xb[4:]
 			for r := range q41PackedRows {
 				var s int32

@@ -59,7 +59,7 @@ func packedQ4KGroupBytes(cols int) int { return cols / qkK * q4kPackedBlock }
 // of nibbles at a time) and allocates nothing.
 func packQ4K(dst, src []byte, cols int) {
 	nb := cols / qkK
-	rb := nb * bytesQ4K
+	rb := nb * gguf.BytesQ4_K
 	if len(src) < q4kPackedRows*rb || len(dst) < nb*q4kPackedBlock {
 		panic(fmt.Sprintf("kernels: packing q4_K: %d cols need %d source and %d packed bytes, have %d and %d",
 			cols, q4kPackedRows*rb, nb*q4kPackedBlock, len(src), len(dst)))
@@ -70,9 +70,9 @@ func packQ4K(dst, src []byte, cols int) {
 		// Rows in pairs: their quant words are adjacent in the packed
 		// block, so each pair takes one 8-byte store per 4 values.
 		for r := 0; r < q4kPackedRows; r += 2 {
-			b0 := (*[bytesQ4K]byte)(src[r*rb+b*bytesQ4K:])
-			b1 := (*[bytesQ4K]byte)(src[(r+1)*rb+b*bytesQ4K:])
-			for i, blk := range [2]*[bytesQ4K]byte{b0, b1} {
+			b0 := (*[gguf.BytesQ4_K]byte)(src[r*rb+b*gguf.BytesQ4_K:])
+			b1 := (*[gguf.BytesQ4_K]byte)(src[(r+1)*rb+b*gguf.BytesQ4_K:])
+			for i, blk := range [2]*[gguf.BytesQ4_K]byte{b0, b1} {
 				ri := r + i
 				p[2*ri], p[2*ri+1] = blk[0], blk[1]
 				p[32+2*ri], p[32+2*ri+1] = blk[2], blk[3]
@@ -110,7 +110,7 @@ func checkPackedQ4K(cols int, g, x []byte, xStride, nTok, maxTok int, y []float3
 	nb := cols / qkK
 	if cols%qkK != 0 || nTok < 1 || nTok > maxTok ||
 		len(g) < nb*q4kPackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8K) ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_K) ||
 		len(y) < (nTok-1)*yStride+q4kPackedRows {
 		panic(fmt.Sprintf("kernels: packed q4_K dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
 			cols, nTok, len(g), len(x), xStride, len(y), yStride))
@@ -129,7 +129,7 @@ func dotPackedQ4KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, 
 		var acc [q4kPackedRows]float32
 		for b := range nb {
 			p := g[b*q4kPackedBlock : (b+1)*q4kPackedBlock]
-			xb := xt[b*bytesQ8K : (b+1)*bytesQ8K]
+			xb := xt[b*gguf.BytesQ8_K : (b+1)*gguf.BytesQ8_K]
 			dy := math.Float32frombits(le.Uint32(xb))
 			q8 := xb[4 : 4+qkK]
 			for r := range q4kPackedRows {

@@ -27,7 +27,7 @@ import (
 // rows it replaces (16*22 bytes per block).
 const (
 	q50PackedRows  = 16
-	q50PackedBlock = q50PackedRows * bytesQ5_0 // 352
+	q50PackedBlock = q50PackedRows * gguf.BytesQ5_0 // 352
 	// q50PackedMaxTok is the most tokens one Dot call takes (16 rows x 8
 	// tokens fills the 128-value tile).
 	q50PackedMaxTok = 8
@@ -52,7 +52,7 @@ func packedQ50GroupBytes(cols int) int { return cols / qk32 * q50PackedBlock }
 // into dst (packedQ50GroupBytes(cols) bytes); it allocates nothing.
 func packQ50(dst, src []byte, cols int) {
 	nb := cols / qk32
-	rb := nb * bytesQ5_0
+	rb := nb * gguf.BytesQ5_0
 	if cols%qk32 != 0 || len(src) < q50PackedRows*rb || len(dst) < nb*q50PackedBlock {
 		panic(fmt.Sprintf("kernels: packing q5_0: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
 	}
@@ -61,7 +61,7 @@ func packQ50(dst, src []byte, cols int) {
 		o := (*[q50PackedBlock]byte)(dst[b*q50PackedBlock:])
 		var masks [8]uint64
 		for r := range q50PackedRows {
-			s := (*[bytesQ5_0]byte)(src[r*rb+b*bytesQ5_0:])
+			s := (*[gguf.BytesQ5_0]byte)(src[r*rb+b*gguf.BytesQ5_0:])
 			le.PutUint16(o[2*r:], le.Uint16(s[0:]))
 			qh := le.Uint32(s[2:])
 			for m := range 8 {
@@ -83,7 +83,7 @@ func checkPackedQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 	nb := cols / qk32
 	if cols%qk32 != 0 || nTok < 1 || nTok > q50PackedMaxTok ||
 		len(g) < nb*q50PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8_0) ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_0) ||
 		len(y) < (nTok-1)*yStride+q50PackedRows {
 		panic(fmt.Sprintf("kernels: packed q5_0 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
 			cols, nTok, len(g), len(x), xStride, len(y), yStride))
@@ -104,7 +104,7 @@ func dotPackedQ50Generic(cols int, g, x []byte, xStride, nTok int, y []float32, 
 		var acc [q50PackedRows]float32
 		for b := range nb {
 			blk := (*[q50PackedBlock]byte)(g[b*q50PackedBlock:])
-			xb := (*[bytesQ8_0]byte)(xt[b*bytesQ8_0:])
+			xb := (*[gguf.BytesQ8_0]byte)(xt[b*gguf.BytesQ8_0:])
 			q8 := xb[2:]
 			da := f16At(xb[0:])
 			for r := range q50PackedRows {

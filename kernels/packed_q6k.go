@@ -64,13 +64,13 @@ func packedQ6KGroupBytes(cols int) int { return cols / qkK * q6kPackedBlock }
 func packQ6K(dst, src []byte, cols int) {
 	le := binary.LittleEndian
 	nb := cols / qkK
-	rb := nb * bytesQ6K
+	rb := nb * gguf.BytesQ6_K
 	_ = dst[nb*q6kPackedBlock-1]
 	_ = src[q6kPackedRows*rb-1]
 	for b := 0; b < nb; b++ {
 		out := dst[b*q6kPackedBlock : (b+1)*q6kPackedBlock]
 		for r := 0; r < q6kPackedRows; r++ {
-			blk := (*[bytesQ6K]byte)(src[r*rb+b*bytesQ6K:])
+			blk := (*[gguf.BytesQ6_K]byte)(src[r*rb+b*gguf.BytesQ6_K:])
 			for s := 0; s < 16; s++ {
 				// Values 16s..16s+15 lie in half h, quarter k, at j0..j0+15
 				// of the quarter's 32 values; 8 bytes of ql or qh hold
@@ -119,7 +119,7 @@ func checkPackedQ6K(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 	nb := cols / qkK
 	if cols%qkK != 0 || nTok < 1 || nTok > q6kPackedMaxTok ||
 		len(g) < nb*q6kPackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8K) ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_K) ||
 		len(y) < (nTok-1)*yStride+q6kPackedRows {
 		panic(fmt.Sprintf("kernels: packed q6_K dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
 			cols, nTok, len(g), len(x), xStride, len(y), yStride))
@@ -134,12 +134,12 @@ func dotPackedQ6KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, 
 	checkPackedQ6K(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qkK
 	for t := 0; t < nTok; t++ {
-		xt := x[t*xStride : t*xStride+nb*bytesQ8K]
+		xt := x[t*xStride : t*xStride+nb*gguf.BytesQ8_K]
 		for r := 0; r < q6kPackedRows; r++ {
 			var acc float32
 			for b := 0; b < nb; b++ {
 				blk := g[b*q6kPackedBlock : (b+1)*q6kPackedBlock]
-				xb := xt[b*bytesQ8K : (b+1)*bytesQ8K]
+				xb := xt[b*gguf.BytesQ8_K : (b+1)*gguf.BytesQ8_K]
 				xd := math.Float32frombits(binary.LittleEndian.Uint32(xb))
 				d := f16At(blk[q6kPackedD+2*r:])
 				var sum float32

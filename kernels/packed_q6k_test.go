@@ -27,7 +27,7 @@ func q6kHandRows(cols int, d func(row int) uint16, sc func(row, s int) int8, q f
 	vals := make([]float32, qkK)
 	for r := 0; r < 16; r++ {
 		for b := 0; b < cols/qkK; b++ {
-			blk := out[r*rb+b*bytesQ6K : r*rb+(b+1)*bytesQ6K]
+			blk := out[r*rb+b*gguf.BytesQ6_K : r*rb+(b+1)*gguf.BytesQ6_K]
 			// Write the quants with the layout of ggml's quantize_row_q6_K:
 			// value 128h+32k+l in nibble k/2 of ql[64h+32(k%2)+l] and bits
 			// 2k of qh[32h+l].
@@ -61,7 +61,7 @@ func q6kHandTokens(cols, nTok int, xd float32, q func(tok, i int) int8) []byte {
 	out := make([]byte, nTok*ab)
 	for t := 0; t < nTok; t++ {
 		for b := 0; b < cols/qkK; b++ {
-			blk := out[t*ab+b*bytesQ8K : t*ab+(b+1)*bytesQ8K]
+			blk := out[t*ab+b*gguf.BytesQ8_K : t*ab+(b+1)*gguf.BytesQ8_K]
 			binary.LittleEndian.PutUint32(blk, math.Float32bits(xd))
 			for s := 0; s < 16; s++ {
 				var sum int

@@ -28,8 +28,8 @@ import (
 // it replaces (16*34 bytes per block), so decode streams the same bytes.
 const (
 	q80PackedRows  = 16
-	q80PackedBlock = q80PackedRows * bytesQ8_0 // 544
-	q80PackedPair  = 2 * q80PackedBlock        // 1088
+	q80PackedBlock = q80PackedRows * gguf.BytesQ8_0 // 544
+	q80PackedPair  = 2 * q80PackedBlock             // 1088
 )
 
 // packedQ80Base is the q8_0 layout with the pure-Go kernel as its Dot; the
@@ -66,7 +66,7 @@ func q80BlockOffsets(b, nb int) (d, qs int) {
 // runs near memory speed and allocates nothing.
 func packQ80(dst, src []byte, cols int) {
 	nb := cols / qk32
-	rb := nb * bytesQ8_0
+	rb := nb * gguf.BytesQ8_0
 	if cols%qk32 != 0 || len(src) < q80PackedRows*rb || len(dst) < nb*q80PackedBlock {
 		panic(fmt.Sprintf("kernels: packing q8_0: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
 	}
@@ -76,7 +76,7 @@ func packQ80(dst, src []byte, cols int) {
 		d := (*[32]byte)(dst[do : do+32])
 		q := (*[512]byte)(dst[qo : qo+512])
 		for r := range q80PackedRows {
-			s := (*[bytesQ8_0]byte)(src[r*rb+b*bytesQ8_0:])
+			s := (*[gguf.BytesQ8_0]byte)(src[r*rb+b*gguf.BytesQ8_0:])
 			d[2*r&31] = s[0]
 			d[(2*r+1)&31] = s[1]
 			for c := range 4 {
@@ -93,7 +93,7 @@ func checkPackedQ80(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 	nb := cols / qk32
 	if cols%qk32 != 0 || nTok < 1 || nTok > q80PackedMaxTok ||
 		len(g) < nb*q80PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8_0) ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_0) ||
 		len(y) < (nTok-1)*yStride+q80PackedRows {
 		panic(fmt.Sprintf("kernels: packed q8_0 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
 			cols, nTok, len(g), len(x), xStride, len(y), yStride))
@@ -110,7 +110,7 @@ func dotPackedQ80Generic(cols int, g, x []byte, xStride, nTok int, y []float32, 
 		var acc [q80PackedRows]float32
 		for b := range nb {
 			do, qo := q80BlockOffsets(b, nb)
-			xb := xt[b*bytesQ8_0 : (b+1)*bytesQ8_0]
+			xb := xt[b*gguf.BytesQ8_0 : (b+1)*gguf.BytesQ8_0]
 			dx := f16At(xb)
 			q8 := xb[2:34]
 			var sx int32

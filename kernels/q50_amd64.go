@@ -2,7 +2,10 @@
 
 package kernels
 
-import "unsafe"
+import (
+	"github.com/moonlm/moonlm/gguf"
+	"unsafe"
+)
 
 // AVX-512 VNNI kernels for Q5_0 weights (q50_amd64.s), registered in the
 // avx512 set. Same contracts as the q4_0 kernels in simd_amd64.go: the Go
@@ -25,7 +28,7 @@ func dotQ5_0Tok8AVX512(w *byte, x *byte, xstride int, nb int, y *float32, ystrid
 // nTok%4 tokens go through the row kernel.
 func tokQ5_0AVX512(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
 	nb := n / 32
-	checkTokens("q5_0", len(w), nb*bytesQ5_0, len(x), xStride, nTok, nb*bytesQ8_0, len(y), yStride)
+	checkTokens("q5_0", len(w), nb*gguf.BytesQ5_0, len(x), xStride, nTok, nb*gguf.BytesQ8_0, len(y), yStride)
 	if nb == 0 {
 		for k := range nTok {
 			y[k*yStride] = 0
@@ -58,7 +61,7 @@ func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, ystride 
 // tokQ5_0AVX2: groups of four tokens, the rest through the row kernel.
 func tokQ5_0AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
 	nb := n / 32
-	checkTokens("q5_0", len(w), nb*bytesQ5_0, len(x), xStride, nTok, nb*bytesQ8_0, len(y), yStride)
+	checkTokens("q5_0", len(w), nb*gguf.BytesQ5_0, len(x), xStride, nTok, nb*gguf.BytesQ8_0, len(y), yStride)
 	if nb == 0 {
 		for k := range nTok {
 			y[k*yStride] = 0

@@ -103,16 +103,16 @@ func TestQ5_0RowsMatchGeneric(t *testing.T) {
 // nibble and activation bytes come from the given generators.
 func q50IntRow(nb int, qh func() uint32, qs func() byte, x func() int8) (w, xq []byte) {
 	one := F32ToF16(1)
-	w = make([]byte, nb*bytesQ5_0)
-	xq = make([]byte, nb*bytesQ8_0)
+	w = make([]byte, nb*gguf.BytesQ5_0)
+	xq = make([]byte, nb*gguf.BytesQ8_0)
 	for b := range nb {
-		blk := w[b*bytesQ5_0:]
+		blk := w[b*gguf.BytesQ5_0:]
 		binary.LittleEndian.PutUint16(blk, one)
 		binary.LittleEndian.PutUint32(blk[2:], qh())
 		for j := range 16 {
 			blk[6+j] = qs()
 		}
-		a := xq[b*bytesQ8_0:]
+		a := xq[b*gguf.BytesQ8_0:]
 		binary.LittleEndian.PutUint16(a, one)
 		for j := range 32 {
 			a[2+j] = byte(x())
@@ -127,7 +127,7 @@ func q50IntRow(nb int, qh func() uint32, qs func() byte, x func() int8) (w, xq [
 func q50IntDot(nb int, w, xq []byte) int64 {
 	var s int64
 	for b := range nb {
-		blk, a := w[b*bytesQ5_0:], xq[b*bytesQ8_0:]
+		blk, a := w[b*gguf.BytesQ5_0:], xq[b*gguf.BytesQ8_0:]
 		qh := binary.LittleEndian.Uint32(blk[2:])
 		for j := range 32 {
 			nib := blk[6+j%16] & 0xf
@@ -211,8 +211,8 @@ func TestQ5_0Scales(t *testing.T) {
 					for b := range nb {
 						// A spread of scales around d and dx.
 						f := float32(math.Exp(r.NormFloat64() * 0.3))
-						binary.LittleEndian.PutUint16(w[b*bytesQ5_0:], F32ToF16(min(d*f, 65504)))
-						binary.LittleEndian.PutUint16(xq[b*bytesQ8_0:], F32ToF16(dx*f))
+						binary.LittleEndian.PutUint16(w[b*gguf.BytesQ5_0:], F32ToF16(min(d*f, 65504)))
+						binary.LittleEndian.PutUint16(xq[b*gguf.BytesQ8_0:], F32ToF16(dx*f))
 					}
 					q50CheckRows(t, ks, 32*nb, w, len(w), 1, xq, 1e-5)
 				})
@@ -336,7 +336,7 @@ func q50BenchData() ([]byte, []byte) {
 		for i := range data {
 			data[i] = byte(r.Uint32())
 		}
-		for b := 0; b < len(data); b += bytesQ5_0 {
+		for b := 0; b < len(data); b += gguf.BytesQ5_0 {
 			binary.LittleEndian.PutUint16(data[b:], F32ToF16(float32(0.01+0.01*r.Float64())))
 		}
 		q50Bench.data = data

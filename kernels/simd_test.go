@@ -40,11 +40,11 @@ func simdVariants(t *testing.T) []string {
 func simdActBytes(vt gguf.Type, n int) int {
 	switch vt {
 	case gguf.Q8_0:
-		return n / 32 * bytesQ8_0
+		return n / 32 * gguf.BytesQ8_0
 	case gguf.Q8_1:
-		return n / 32 * bytesQ8_1
+		return n / 32 * gguf.BytesQ8_1
 	case gguf.Q8_K:
-		return n / 256 * bytesQ8K
+		return n / 256 * gguf.BytesQ8_K
 	case gguf.F16:
 		return 2 * n
 	}
