@@ -77,6 +77,28 @@ func (s *Set) QuantizeAct(at gguf.Type, src []float32, dst []byte) {
 // partial group lives on the stack).
 const maxPackedTile = 128
 
+// packedGroup is a packed layout's group geometry as its Dot kernels see
+// it: rows per group, values per block, bytes of one block of all the
+// group's rows, activation bytes per block and the most tokens per call.
+type packedGroup struct {
+	name                                          string // the weight type, for messages
+	rows, blockVals, blockBytes, actBytes, maxTok int
+}
+
+// check panics unless one Dot call's operands are in bounds: whole blocks,
+// 1..maxTok tokens, and slices that hold them (the whole extent, checked
+// once: subslices could otherwise reach into capacity past len).
+func (p *packedGroup) check(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / p.blockVals
+	if cols%p.blockVals != 0 || nTok < 1 || nTok > p.maxTok ||
+		len(g) < nb*p.blockBytes ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*p.actBytes) ||
+		len(y) < (nTok-1)*yStride+p.rows {
+		panic(fmt.Sprintf("kernels: packed %s dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
+			p.name, cols, nTok, len(g), len(x), xStride, len(y), yStride))
+	}
+}
+
 // packedRegistry maps a kernel set's name to the functions that pick its
 // layouts (one per weight type; a function may return nil). Layout files
 // register from package-level variable initializers, which run before any

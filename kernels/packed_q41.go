@@ -70,17 +70,8 @@ func packQ41(dst, src []byte, cols int) {
 	}
 }
 
-// checkPackedQ41 panics unless one Dot call's operands are in bounds.
-func checkPackedQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qk32
-	if cols%qk32 != 0 || nTok < 1 || nTok > q41PackedMaxTok ||
-		len(g) < nb*q41PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_1) ||
-		len(y) < (nTok-1)*yStride+q41PackedRows {
-		panic(fmt.Sprintf("kernels: packed q4_1 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q41Group is the packed q4_1 group's geometry (packedGroup.check).
+var q41Group = packedGroup{name: "q4_1", rows: q41PackedRows, blockVals: qk32, blockBytes: q41PackedBlock, actBytes: gguf.BytesQ8_1, maxTok: q41PackedMaxTok}
 
 // dotPackedQ41Generic is the pure-Go twin of the SIMD packed kernel: the
 // same integer sums per block, read from the packed bytes, and the same
@@ -88,7 +79,7 @@ func checkPackedQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 // the generic q4_1 row dot does (dotQ4_1Generic), so the generic kernel set
 // gives the same bits on packed and unpacked rows.
 func dotPackedQ41Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ41(cols, g, x, xStride, nTok, y, yStride)
+	q41Group.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	for t := range nTok {
 		xt := x[t*xStride:]

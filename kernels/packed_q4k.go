@@ -105,23 +105,14 @@ func packQ4K(dst, src []byte, cols int) {
 	}
 }
 
-// checkPackedQ4K panics unless one Dot call's operands are in bounds.
-func checkPackedQ4K(cols int, g, x []byte, xStride, nTok, maxTok int, y []float32, yStride int) {
-	nb := cols / qkK
-	if cols%qkK != 0 || nTok < 1 || nTok > maxTok ||
-		len(g) < nb*q4kPackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_K) ||
-		len(y) < (nTok-1)*yStride+q4kPackedRows {
-		panic(fmt.Sprintf("kernels: packed q4_K dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q4kGroup is the packed q4_K group's geometry (packedGroup.check).
+var q4kGroup = packedGroup{name: "q4_K", rows: q4kPackedRows, blockVals: qkK, blockBytes: q4kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: maxPackedTile / q4kPackedRows}
 
 // dotPackedQ4KGeneric is the pure-Go twin of the SIMD packed kernels: per
 // row and token the same integer sums as dotQ4KGeneric, read from the
 // packed bytes.
 func dotPackedQ4KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ4K(cols, g, x, xStride, nTok, maxPackedTile/q4kPackedRows, y, yStride)
+	q4kGroup.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qkK
 	le := binary.LittleEndian
 	for t := range nTok {

@@ -78,17 +78,8 @@ func packQ50(dst, src []byte, cols int) {
 	}
 }
 
-// checkPackedQ50 panics unless one Dot call's operands are in bounds.
-func checkPackedQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qk32
-	if cols%qk32 != 0 || nTok < 1 || nTok > q50PackedMaxTok ||
-		len(g) < nb*q50PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_0) ||
-		len(y) < (nTok-1)*yStride+q50PackedRows {
-		panic(fmt.Sprintf("kernels: packed q5_0 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q50Group is the packed q5_0 group's geometry (packedGroup.check).
+var q50Group = packedGroup{name: "q5_0", rows: q50PackedRows, blockVals: qk32, blockBytes: q50PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q50PackedMaxTok}
 
 // dotPackedQ50Generic is the pure-Go twin of the SIMD packed kernel: the
 // same exact integer sum per block, read from the packed bytes, added as
@@ -96,7 +87,7 @@ func checkPackedQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 // (dotQ5_0Generic) does, so the generic kernel set gives the same bits on
 // packed and unpacked rows.
 func dotPackedQ50Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ50(cols, g, x, xStride, nTok, y, yStride)
+	q50Group.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	le := binary.LittleEndian
 	for t := range nTok {

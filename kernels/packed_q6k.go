@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -111,27 +110,15 @@ func q6kPackedQuant(blk []byte, r, s, j int) int32 {
 // q6kPackedMaxTok is the most tokens one Dot call takes.
 const q6kPackedMaxTok = 8
 
-// checkPackedQ6K panics unless one Dot call's operands are in bounds:
-// whole blocks, 1..q6kPackedMaxTok tokens, and slices that hold them (the
-// whole extent, checked once: subslices could otherwise reach into
-// capacity past len).
-func checkPackedQ6K(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qkK
-	if cols%qkK != 0 || nTok < 1 || nTok > q6kPackedMaxTok ||
-		len(g) < nb*q6kPackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_K) ||
-		len(y) < (nTok-1)*yStride+q6kPackedRows {
-		panic(fmt.Sprintf("kernels: packed q6_K dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q6kGroup is the packed q6_K group's geometry (packedGroup.check).
+var q6kGroup = packedGroup{name: "q6_K", rows: q6kPackedRows, blockVals: qkK, blockBytes: q6kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: q6kPackedMaxTok}
 
 // dotPackedQ6KGeneric is the pure-Go packed q6_K kernel, computing as the
 // SIMD kernel does: per sub-block the exact integer sum of (q-32)*x (the
 // -32 applied through the q8_K sub-block sums), scaled in float by d*sc and
 // summed per block, then scaled by the token's d.
 func dotPackedQ6KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ6K(cols, g, x, xStride, nTok, y, yStride)
+	q6kGroup.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qkK
 	for t := 0; t < nTok; t++ {
 		xt := x[t*xStride : t*xStride+nb*gguf.BytesQ8_K]

@@ -88,22 +88,13 @@ func packQ80(dst, src []byte, cols int) {
 	}
 }
 
-// checkPackedQ80 panics unless one Dot call's operands are in bounds.
-func checkPackedQ80(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qk32
-	if cols%qk32 != 0 || nTok < 1 || nTok > q80PackedMaxTok ||
-		len(g) < nb*q80PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*gguf.BytesQ8_0) ||
-		len(y) < (nTok-1)*yStride+q80PackedRows {
-		panic(fmt.Sprintf("kernels: packed q8_0 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q80Group is the packed q8_0 group's geometry (packedGroup.check).
+var q80Group = packedGroup{name: "q8_0", rows: q80PackedRows, blockVals: qk32, blockBytes: q80PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q80PackedMaxTok}
 
 // dotPackedQ80Generic is the pure-Go twin of the SIMD packed kernel: the
 // same biased integer sums and correction, read from the packed bytes.
 func dotPackedQ80Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ80(cols, g, x, xStride, nTok, y, yStride)
+	q80Group.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	for t := range nTok {
 		xt := x[t*xStride:]
