@@ -85,6 +85,17 @@ type packedGroup struct {
 	rows, blockVals, blockBytes, actBytes, maxTok int
 }
 
+// layout returns the layout of this geometry named name, of weight type
+// typ, packing with pack and with dot as its Dot and DotGeneric (the SIMD
+// sets copy it and set their own Dot).
+func (p packedGroup) layout(name string, typ gguf.Type, pack func(dst, src []byte, cols int), dot func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)) PackedLayout {
+	return PackedLayout{
+		Name: name, Type: typ, Rows: p.rows, MaxTok: p.maxTok,
+		GroupBytes: func(cols int) int { return cols / p.blockVals * p.blockBytes },
+		Pack:       pack, Dot: dot, DotGeneric: dot,
+	}
+}
+
 // check panics unless one Dot call's operands are in bounds: whole blocks,
 // 1..maxTok tokens, and slices that hold them (the whole extent, checked
 // once: subslices could otherwise reach into capacity past len).

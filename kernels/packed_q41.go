@@ -33,21 +33,10 @@ const (
 
 // packedQ41Base is the q4_1 layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ41Base = PackedLayout{
-	Name:       "q4_1.r16.v1",
-	Type:       gguf.Q4_1,
-	Rows:       q41PackedRows,
-	MaxTok:     q41PackedMaxTok,
-	GroupBytes: packedQ41GroupBytes,
-	Pack:       packQ41,
-	Dot:        dotPackedQ41Generic,
-	DotGeneric: dotPackedQ41Generic,
-}
-
-func packedQ41GroupBytes(cols int) int { return cols / qk32 * q41PackedBlock }
+var packedQ41Base = q41Group.layout("q4_1.r16.v1", gguf.Q4_1, packQ41, dotPackedQ41Generic)
 
 // packQ41 interleaves 16 q4_1 rows (src, RowBytes(Q4_1, cols) bytes each)
-// into dst (packedQ41GroupBytes(cols) bytes), moving 16- and 32-bit words,
+// into dst (GroupBytes(cols) bytes), moving 16- and 32-bit words,
 // so it runs near memory speed and allocates nothing.
 func packQ41(dst, src []byte, cols int) {
 	nb := cols / qk32

@@ -40,21 +40,10 @@ const (
 
 // packedQ4KBase is the q4_K layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ4KBase = PackedLayout{
-	Name:       "q4_K.r16.v1",
-	Type:       gguf.Q4_K,
-	Rows:       q4kPackedRows,
-	MaxTok:     maxPackedTile / q4kPackedRows,
-	GroupBytes: packedQ4KGroupBytes,
-	Pack:       packQ4K,
-	Dot:        dotPackedQ4KGeneric,
-	DotGeneric: dotPackedQ4KGeneric,
-}
-
-func packedQ4KGroupBytes(cols int) int { return cols / qkK * q4kPackedBlock }
+var packedQ4KBase = q4kGroup.layout("q4_K.r16.v1", gguf.Q4_K, packQ4K, dotPackedQ4KGeneric)
 
 // packQ4K interleaves 16 q4_K rows (src, RowBytes(Q4_K, cols) bytes each)
-// into dst (packedQ4KGroupBytes(cols) bytes). It runs at model open over
+// into dst (GroupBytes(cols) bytes). It runs at model open over
 // every q4_K matrix, so it works on whole words (4 scales or mins, 8 bytes
 // of nibbles at a time) and allocates nothing.
 func packQ4K(dst, src []byte, cols int) {

@@ -35,21 +35,10 @@ const (
 
 // packedQ50Base is the q5_0 layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ50Base = PackedLayout{
-	Name:       "q5_0.r16.v1",
-	Type:       gguf.Q5_0,
-	Rows:       q50PackedRows,
-	MaxTok:     q50PackedMaxTok,
-	GroupBytes: packedQ50GroupBytes,
-	Pack:       packQ50,
-	Dot:        dotPackedQ50Generic,
-	DotGeneric: dotPackedQ50Generic,
-}
-
-func packedQ50GroupBytes(cols int) int { return cols / qk32 * q50PackedBlock }
+var packedQ50Base = q50Group.layout("q5_0.r16.v1", gguf.Q5_0, packQ50, dotPackedQ50Generic)
 
 // packQ50 interleaves 16 q5_0 rows (src, RowBytes(Q5_0, cols) bytes each)
-// into dst (packedQ50GroupBytes(cols) bytes); it allocates nothing.
+// into dst (GroupBytes(cols) bytes); it allocates nothing.
 func packQ50(dst, src []byte, cols int) {
 	nb := cols / qk32
 	rb := nb * gguf.BytesQ5_0

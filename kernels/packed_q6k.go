@@ -39,23 +39,10 @@ const (
 
 // packedQ6KBase is the q6_K layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ6KBase = PackedLayout{
-	Name: "q6_K.r16.v2",
-	Type: gguf.Q6_K,
-	Rows: q6kPackedRows,
-	// 8 tokens a call spread the record decode over more VPDPBUSD: 175 ns
-	// per token and 2048 values against 241 ns with 4 (AVX-512, L2-hot).
-	MaxTok:     q6kPackedMaxTok,
-	GroupBytes: packedQ6KGroupBytes,
-	Pack:       packQ6K,
-	Dot:        dotPackedQ6KGeneric,
-	DotGeneric: dotPackedQ6KGeneric,
-}
-
-func packedQ6KGroupBytes(cols int) int { return cols / qkK * q6kPackedBlock }
+var packedQ6KBase = q6kGroup.layout("q6_K.r16.v2", gguf.Q6_K, packQ6K, dotPackedQ6KGeneric)
 
 // packQ6K interleaves 16 q6_K rows (src, RowBytes(Q6_K, cols) bytes each)
-// into dst (packedQ6KGroupBytes(cols) bytes). A GGUF block stores value
+// into dst (GroupBytes(cols) bytes). A GGUF block stores value
 // 32k+j of each half (k < 4, j < 32) in nibble k/2 of ql[32(k%2)+j] and bits
 // 2k..2k+1 of qh[j]; the loop rebuilds 64-bit words of eight 6-bit quants
 // (values 4v+i, i < 4, for two v) and spreads them into the record's words,
@@ -107,7 +94,9 @@ func q6kPackedQuant(blk []byte, r, s, j int) int32 {
 	return int32(a>>6 | b>>6<<2 | c>>6<<4)
 }
 
-// q6kPackedMaxTok is the most tokens one Dot call takes.
+// q6kPackedMaxTok is the most tokens one Dot call takes: 8 tokens a call
+// spread the record decode over more VPDPBUSD (175 ns per token and 2048
+// values against 241 ns with 4, AVX-512, L2-hot).
 const q6kPackedMaxTok = 8
 
 // q6kGroup is the packed q6_K group's geometry (packedGroup.check).

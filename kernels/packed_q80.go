@@ -34,22 +34,11 @@ const (
 
 // packedQ80Base is the q8_0 layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ80Base = PackedLayout{
-	Name:       "q8_0.r16.v1",
-	Type:       gguf.Q8_0,
-	Rows:       q80PackedRows,
-	MaxTok:     q80PackedMaxTok,
-	GroupBytes: packedQ80GroupBytes,
-	Pack:       packQ80,
-	Dot:        dotPackedQ80Generic,
-	DotGeneric: dotPackedQ80Generic,
-}
+var packedQ80Base = q80Group.layout("q8_0.r16.v1", gguf.Q8_0, packQ80, dotPackedQ80Generic)
 
 // q80PackedMaxTok is the most tokens one Dot call takes (16 rows x 8
 // tokens fills the 128-value tile).
 const q80PackedMaxTok = 8
-
-func packedQ80GroupBytes(cols int) int { return cols / qk32 * q80PackedBlock }
 
 // q80BlockOffsets returns where the scales and the quants of block b of a
 // packed group of nb blocks start.
@@ -62,7 +51,7 @@ func q80BlockOffsets(b, nb int) (d, qs int) {
 }
 
 // packQ80 interleaves 16 q8_0 rows (src, RowBytes(Q8_0, cols) bytes each)
-// into dst (packedQ80GroupBytes(cols) bytes), moving 32-bit words, so it
+// into dst (GroupBytes(cols) bytes), moving 32-bit words, so it
 // runs near memory speed and allocates nothing.
 func packQ80(dst, src []byte, cols int) {
 	nb := cols / qk32
