@@ -83,6 +83,7 @@ const maxPackedTile = 128
 type packedGroup struct {
 	name                                          string // the weight type, for messages
 	rows, blockVals, blockBytes, actBytes, maxTok int
+	srcBytes                                      int // one GGUF block of one row
 }
 
 // layout returns the layout of this geometry named name, of weight type
@@ -94,6 +95,19 @@ func (p packedGroup) layout(name string, typ gguf.Type, pack func(dst, src []byt
 		GroupBytes: func(cols int) int { return cols / p.blockVals * p.blockBytes },
 		Pack:       pack, Dot: dot, DotGeneric: dot,
 	}
+}
+
+// checkPack panics unless a Pack call's operands are in bounds (whole
+// blocks, src holding the group's GGUF rows and dst their packed form) and
+// returns the blocks per row and the GGUF row bytes.
+func (p *packedGroup) checkPack(dst, src []byte, cols int) (nb, rb int) {
+	nb = cols / p.blockVals
+	rb = nb * p.srcBytes
+	if cols%p.blockVals != 0 || len(src) < p.rows*rb || len(dst) < nb*p.blockBytes {
+		panic(fmt.Sprintf("kernels: packing %s: %d cols need %d source and %d packed bytes, have %d and %d",
+			p.name, cols, p.rows*rb, nb*p.blockBytes, len(src), len(dst)))
+	}
+	return nb, rb
 }
 
 // check panics unless one Dot call's operands are in bounds: whole blocks,

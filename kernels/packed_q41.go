@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -39,11 +38,7 @@ var packedQ41Base = q41Group.layout("q4_1.r16.v1", gguf.Q4_1, packQ41, dotPacked
 // into dst (GroupBytes(cols) bytes), moving 16- and 32-bit words,
 // so it runs near memory speed and allocates nothing.
 func packQ41(dst, src []byte, cols int) {
-	nb := cols / qk32
-	rb := nb * gguf.BytesQ4_1
-	if cols%qk32 != 0 || len(src) < q41PackedRows*rb || len(dst) < nb*q41PackedBlock {
-		panic(fmt.Sprintf("kernels: packing q4_1: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
-	}
+	nb, rb := q41Group.checkPack(dst, src, cols)
 	le := binary.LittleEndian
 	for b := range nb {
 		o := (*[q41PackedBlock]byte)(dst[b*q41PackedBlock:])
@@ -60,7 +55,7 @@ func packQ41(dst, src []byte, cols int) {
 }
 
 // q41Group is the packed q4_1 group's geometry (packedGroup.check).
-var q41Group = packedGroup{name: "q4_1", rows: q41PackedRows, blockVals: qk32, blockBytes: q41PackedBlock, actBytes: gguf.BytesQ8_1, maxTok: q41PackedMaxTok}
+var q41Group = packedGroup{name: "q4_1", rows: q41PackedRows, blockVals: qk32, blockBytes: q41PackedBlock, actBytes: gguf.BytesQ8_1, maxTok: q41PackedMaxTok, srcBytes: gguf.BytesQ4_1}
 
 // dotPackedQ41Generic is the pure-Go twin of the SIMD packed kernel: the
 // same integer sums per block, read from the packed bytes, and the same

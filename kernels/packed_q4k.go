@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -47,12 +46,7 @@ var packedQ4KBase = q4kGroup.layout("q4_K.r16.v1", gguf.Q4_K, packQ4K, dotPacked
 // every q4_K matrix, so it works on whole words (4 scales or mins, 8 bytes
 // of nibbles at a time) and allocates nothing.
 func packQ4K(dst, src []byte, cols int) {
-	nb := cols / qkK
-	rb := nb * gguf.BytesQ4_K
-	if len(src) < q4kPackedRows*rb || len(dst) < nb*q4kPackedBlock {
-		panic(fmt.Sprintf("kernels: packing q4_K: %d cols need %d source and %d packed bytes, have %d and %d",
-			cols, q4kPackedRows*rb, nb*q4kPackedBlock, len(src), len(dst)))
-	}
+	nb, rb := q4kGroup.checkPack(dst, src, cols)
 	le := binary.LittleEndian
 	for b := range nb {
 		p := (*[q4kPackedBlock]byte)(dst[b*q4kPackedBlock:])
@@ -95,7 +89,7 @@ func packQ4K(dst, src []byte, cols int) {
 }
 
 // q4kGroup is the packed q4_K group's geometry (packedGroup.check).
-var q4kGroup = packedGroup{name: "q4_K", rows: q4kPackedRows, blockVals: qkK, blockBytes: q4kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: maxPackedTile / q4kPackedRows}
+var q4kGroup = packedGroup{name: "q4_K", rows: q4kPackedRows, blockVals: qkK, blockBytes: q4kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: maxPackedTile / q4kPackedRows, srcBytes: gguf.BytesQ4_K}
 
 // dotPackedQ4KGeneric is the pure-Go twin of the SIMD packed kernels: per
 // row and token the same integer sums as dotQ4KGeneric, read from the

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -40,11 +39,7 @@ var packedQ50Base = q50Group.layout("q5_0.r16.v1", gguf.Q5_0, packQ50, dotPacked
 // packQ50 interleaves 16 q5_0 rows (src, RowBytes(Q5_0, cols) bytes each)
 // into dst (GroupBytes(cols) bytes); it allocates nothing.
 func packQ50(dst, src []byte, cols int) {
-	nb := cols / qk32
-	rb := nb * gguf.BytesQ5_0
-	if cols%qk32 != 0 || len(src) < q50PackedRows*rb || len(dst) < nb*q50PackedBlock {
-		panic(fmt.Sprintf("kernels: packing q5_0: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
-	}
+	nb, rb := q50Group.checkPack(dst, src, cols)
 	le := binary.LittleEndian
 	for b := range nb {
 		o := (*[q50PackedBlock]byte)(dst[b*q50PackedBlock:])
@@ -68,7 +63,7 @@ func packQ50(dst, src []byte, cols int) {
 }
 
 // q50Group is the packed q5_0 group's geometry (packedGroup.check).
-var q50Group = packedGroup{name: "q5_0", rows: q50PackedRows, blockVals: qk32, blockBytes: q50PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q50PackedMaxTok}
+var q50Group = packedGroup{name: "q5_0", rows: q50PackedRows, blockVals: qk32, blockBytes: q50PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q50PackedMaxTok, srcBytes: gguf.BytesQ5_0}
 
 // dotPackedQ50Generic is the pure-Go twin of the SIMD packed kernel: the
 // same exact integer sum per block, read from the packed bytes, added as

@@ -48,11 +48,8 @@ var packedQ6KBase = q6kGroup.layout("q6_K.r16.v2", gguf.Q6_K, packQ6K, dotPacked
 // (values 4v+i, i < 4, for two v) and spreads them into the record's words,
 // so it allocates nothing and touches each byte once.
 func packQ6K(dst, src []byte, cols int) {
+	nb, rb := q6kGroup.checkPack(dst, src, cols)
 	le := binary.LittleEndian
-	nb := cols / qkK
-	rb := nb * gguf.BytesQ6_K
-	_ = dst[nb*q6kPackedBlock-1]
-	_ = src[q6kPackedRows*rb-1]
 	for b := 0; b < nb; b++ {
 		out := dst[b*q6kPackedBlock : (b+1)*q6kPackedBlock]
 		for r := 0; r < q6kPackedRows; r++ {
@@ -100,7 +97,7 @@ func q6kPackedQuant(blk []byte, r, s, j int) int32 {
 const q6kPackedMaxTok = 8
 
 // q6kGroup is the packed q6_K group's geometry (packedGroup.check).
-var q6kGroup = packedGroup{name: "q6_K", rows: q6kPackedRows, blockVals: qkK, blockBytes: q6kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: q6kPackedMaxTok}
+var q6kGroup = packedGroup{name: "q6_K", rows: q6kPackedRows, blockVals: qkK, blockBytes: q6kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: q6kPackedMaxTok, srcBytes: gguf.BytesQ6_K}
 
 // dotPackedQ6KGeneric is the pure-Go packed q6_K kernel, computing as the
 // SIMD kernel does: per sub-block the exact integer sum of (q-32)*x (the

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -54,11 +53,7 @@ func q80BlockOffsets(b, nb int) (d, qs int) {
 // into dst (GroupBytes(cols) bytes), moving 32-bit words, so it
 // runs near memory speed and allocates nothing.
 func packQ80(dst, src []byte, cols int) {
-	nb := cols / qk32
-	rb := nb * gguf.BytesQ8_0
-	if cols%qk32 != 0 || len(src) < q80PackedRows*rb || len(dst) < nb*q80PackedBlock {
-		panic(fmt.Sprintf("kernels: packing q8_0: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
-	}
+	nb, rb := q80Group.checkPack(dst, src, cols)
 	le := binary.LittleEndian
 	for b := range nb {
 		do, qo := q80BlockOffsets(b, nb)
@@ -78,7 +73,7 @@ func packQ80(dst, src []byte, cols int) {
 }
 
 // q80Group is the packed q8_0 group's geometry (packedGroup.check).
-var q80Group = packedGroup{name: "q8_0", rows: q80PackedRows, blockVals: qk32, blockBytes: q80PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q80PackedMaxTok}
+var q80Group = packedGroup{name: "q8_0", rows: q80PackedRows, blockVals: qk32, blockBytes: q80PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q80PackedMaxTok, srcBytes: gguf.BytesQ8_0}
 
 // dotPackedQ80Generic is the pure-Go twin of the SIMD packed kernel: the
 // same biased integer sums and correction, read from the packed bytes.
