@@ -406,3 +406,51 @@ func TestQ8_2Layout(t *testing.T) {
 	assert.Equal(t, byte(127), dst[4])
 	assert.Equal(t, byte(0xff), dst[5])
 }
+
+// TestGGMLQ4K8x8TieSignIrrelevant: llama.cpp quantizes the activations of
+// its repacked q4_K products with ggml_quantize_mat_q8_K_4x8, which breaks
+// a tie between +max and -max for the positive one, where
+// quantize_row_q8_K (what the engine makes) takes the first. The two
+// blocks are then exact negations (d, every quant and every block sum),
+// and every product of the layout is sign-symmetric, so both give the same
+// bits: that difference cannot move a logit.
+func TestGGMLQ4K8x8TieSignIrrelevant(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 786))
+	const cols, nTok = 512, 7
+	w := make([]byte, RowBytes(gguf.Q4_K, cols))
+	simdRandomRow(r, gguf.Q4_K, w)
+	ab := RowBytes(gguf.Q8_K, cols)
+	x, neg := make([]byte, nTok*ab), make([]byte, nTok*ab)
+	src := make([]float32, cols)
+	for tok := range nTok {
+		for i := range src {
+			src[i] = float32(r.NormFloat64())
+		}
+		for b := range cols / 256 {
+			src[256*b+3], src[256*b+200] = -5, 5 // a tie, the negative first
+		}
+		xt := x[tok*ab : (tok+1)*ab]
+		QuantizeRow(gguf.Q8_K, src, xt)
+		nt := neg[tok*ab : (tok+1)*ab]
+		for b := range cols / 256 {
+			blk, nb := xt[b*q8KBlock:(b+1)*q8KBlock], nt[b*q8KBlock:(b+1)*q8KBlock]
+			d := math.Float32frombits(binary.LittleEndian.Uint32(blk))
+			require.Greater(t, d, float32(0), "quantize_row_q8_K takes the first of the tie, the negative one")
+			binary.LittleEndian.PutUint32(nb, math.Float32bits(-d))
+			for i := range 256 {
+				nb[4+i] = byte(-int8(blk[4+i]))
+			}
+			for i := range 16 {
+				binary.LittleEndian.PutUint16(nb[260+2*i:], uint16(-int16(binary.LittleEndian.Uint16(blk[260+2*i:]))))
+			}
+		}
+	}
+	for n := 1; n <= nTok; n++ {
+		y1, y2 := make([]float32, n), make([]float32, n)
+		ggmlDotQ4K8x8(cols, w, x, ab, n, y1, 1)
+		ggmlDotQ4K8x8(cols, w, neg, ab, n, y2, 1)
+		for i := range n {
+			assert.Equal(t, math.Float32bits(y1[i]), math.Float32bits(y2[i]), "%d tokens, token %d: %g vs %g", n, i, y1[i], y2[i])
+		}
+	}
+}
