@@ -173,7 +173,7 @@ func runPacked(k packedKernel, n int, w *byte, nb int, x *byte, xs int, y *float
 // form, takes a pair as two single tokens).
 func dotPacked(k packedKernel, p *packedGroup, cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 	p.check(cols, g, x, xStride, nTok, y, yStride)
-	nb := cols / p.blockVals
+	nb := cols >> p.shift
 	if nb == 0 {
 		for t := range nTok {
 			clear(y[t*yStride : t*yStride+p.rows])
@@ -183,6 +183,10 @@ func dotPacked(k packedKernel, p *packedGroup, cols int, g, x []byte, xStride, n
 	gp := unsafe.SliceData(g)
 	xp := unsafe.Pointer(unsafe.SliceData(x))
 	yp := unsafe.Pointer(unsafe.SliceData(y))
+	if nTok == 1 { // decode
+		runPacked(k, 1, gp, nb, (*byte)(xp), xStride, (*float32)(yp), yStride)
+		return
+	}
 	noPairs := k == packedQ4KVNNI || k == packedQ4KVNNIGFNI
 	t := 0
 	for _, n := range [4]int{8, 4, 2, 1} {

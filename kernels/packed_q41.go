@@ -55,7 +55,7 @@ func packQ41(dst, src []byte, cols int) {
 }
 
 // q41Group is the packed q4_1 group's geometry (packedGroup.check).
-var q41Group = packedGroup{name: "q4_1", rows: q41PackedRows, blockVals: qk32, blockBytes: q41PackedBlock, actBytes: gguf.BytesQ8_1, maxTok: q41PackedMaxTok, srcBytes: gguf.BytesQ4_1}
+var q41Group = packedGroup{name: "q4_1", rows: q41PackedRows, shift: blockShift(qk32), blockBytes: q41PackedBlock, actBytes: gguf.BytesQ8_1, maxTok: q41PackedMaxTok, srcBytes: gguf.BytesQ4_1}
 
 // dotPackedQ41Generic is the pure-Go twin of the SIMD packed kernel: the
 // same integer sums per block, read from the packed bytes, and the same

@@ -63,7 +63,7 @@ func packQ50(dst, src []byte, cols int) {
 }
 
 // q50Group is the packed q5_0 group's geometry (packedGroup.check).
-var q50Group = packedGroup{name: "q5_0", rows: q50PackedRows, blockVals: qk32, blockBytes: q50PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q50PackedMaxTok, srcBytes: gguf.BytesQ5_0}
+var q50Group = packedGroup{name: "q5_0", rows: q50PackedRows, shift: blockShift(qk32), blockBytes: q50PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q50PackedMaxTok, srcBytes: gguf.BytesQ5_0}
 
 // dotPackedQ50Generic is the pure-Go twin of the SIMD packed kernel: the
 // same exact integer sum per block, read from the packed bytes, added as

@@ -97,7 +97,7 @@ func q6kPackedQuant(blk []byte, r, s, j int) int32 {
 const q6kPackedMaxTok = 8
 
 // q6kGroup is the packed q6_K group's geometry (packedGroup.check).
-var q6kGroup = packedGroup{name: "q6_K", rows: q6kPackedRows, blockVals: qkK, blockBytes: q6kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: q6kPackedMaxTok, srcBytes: gguf.BytesQ6_K}
+var q6kGroup = packedGroup{name: "q6_K", rows: q6kPackedRows, shift: blockShift(qkK), blockBytes: q6kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: q6kPackedMaxTok, srcBytes: gguf.BytesQ6_K}
 
 // dotPackedQ6KGeneric is the pure-Go packed q6_K kernel, computing as the
 // SIMD kernel does: per sub-block the exact integer sum of (q-32)*x (the

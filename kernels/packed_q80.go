@@ -73,7 +73,7 @@ func packQ80(dst, src []byte, cols int) {
 }
 
 // q80Group is the packed q8_0 group's geometry (packedGroup.check).
-var q80Group = packedGroup{name: "q8_0", rows: q80PackedRows, blockVals: qk32, blockBytes: q80PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q80PackedMaxTok, srcBytes: gguf.BytesQ8_0}
+var q80Group = packedGroup{name: "q8_0", rows: q80PackedRows, shift: blockShift(qk32), blockBytes: q80PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q80PackedMaxTok, srcBytes: gguf.BytesQ8_0}
 
 // dotPackedQ80Generic is the pure-Go twin of the SIMD packed kernel: the
 // same biased integer sums and correction, read from the packed bytes.
