@@ -342,7 +342,7 @@ func (s *Session) hidden(t int) []float32 {
 		return x
 	}
 	xn := s.tok(arch.XN, t)
-	s.ops.rmsNorm(xn, x, s.m.outputNorm, s.c.Eps)
+	s.ops.RMSNorm(xn, x, s.m.outputNorm, s.c.Eps)
 	return xn
 }
 

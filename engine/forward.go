@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/engine/numerics"
 	"github.com/moonlm/moonlm/engine/pool"
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -233,7 +234,7 @@ func (s *Session) norm(dst, x, w []float32) {
 		layerNorm(dst, x, w, nil, s.c.Eps)
 		return
 	}
-	s.ops.rmsNorm(dst, x, w, s.c.Eps)
+	s.ops.RMSNorm(dst, x, w, s.c.Eps)
 }
 
 // layerNorm is ggml's norm followed by the weight, in its order on x86
@@ -305,7 +306,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			x := s.tok(op.in, t)
 			hd := c.HeadDim
 			for h := 0; h+hd <= len(x); h += hd {
-				s.ops.rmsNorm(x[h:h+hd], x[h:h+hd], w, c.Eps)
+				s.ops.RMSNorm(x[h:h+hd], x[h:h+hd], w, c.Eps)
 			}
 		case tkBias:
 			for _, p := range op.proj {
@@ -322,10 +323,10 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			if L.sliding && s.ropeSWA != nil {
 				rc = s.ropeSWA[t*c.Rot : (t+1)*c.Rot]
 			}
-			s.ops.rope(s.tok(arch.Q, t), c.HeadDim, c.Heads, rc, c.Neox)
-			s.ops.rope(s.tok(arch.K, t), c.HeadDim, c.KVHeads, rc, c.Neox)
+			s.ops.RoPE(s.tok(arch.Q, t), c.HeadDim, c.Heads, rc, c.Neox)
+			s.ops.RoPE(s.tok(arch.K, t), c.HeadDim, c.KVHeads, rc, c.Neox)
 		case tkScaleQ:
-			if c.QScale != 1 && !s.ops.qScaleInAttention {
+			if c.QScale != 1 && !s.ops.QScaleInAttention {
 				s.kern.Scale(s.tok(arch.Q, t), c.QScale)
 			}
 		case tkTempQ:
@@ -345,7 +346,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		case tkGLU:
 			g, u := s.tok(arch.G, t), s.tok(arch.U, t)
 			if c.Act == arch.GELU {
-				s.ops.gelu(g, g)
+				s.ops.GELU(g, g)
 				kernels.Mul(g, g, u)
 			} else {
 				s.kern.FastSwiGLU(g, g, u)
@@ -356,7 +357,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			layerNorm(s.tok(op.out, t), s.tok(op.in, t), L.vecs[op.w], L.vecs[op.b], c.Eps)
 		case tkAct:
 			if x := s.tok(op.in, t); c.Act == arch.GELU {
-				s.ops.gelu(x, x)
+				s.ops.GELU(x, x)
 			} else {
 				kernels.SiLU(x, x)
 			}
@@ -410,7 +411,7 @@ func (s *Session) runAttention(i, n int) {
 		return
 	}
 	for w := i; w < s.nTok*c.Heads; w += n {
-		s.ops.attendHead(s, w/c.Heads, w%c.Heads, i)
+		s.attend(w/c.Heads, w%c.Heads, i)
 	}
 }
 
@@ -419,7 +420,7 @@ func (s *Session) runAttention(i, n int) {
 // tinyBLAS order), for every batch but a one-token one in ggml's decode
 // order.
 func (s *Session) groupAttention() bool {
-	return s.ops.groupAttention && !(s.nTok == 1 && s.ops.ggmlDecode)
+	return s.ops.GroupAttention && !(s.nTok == 1 && s.ops.GGMLDecode)
 }
 
 // attendGroup computes the query heads of KV head g for token t: for each
@@ -485,6 +486,26 @@ func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 	return g, pos, first, s.q[t*qDim+h*hd : t*qDim+(h+1)*hd], s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
 }
 
+// attendMode computes head h of token t's attention with the numerics
+// mode's own attention (an f16 cache).
+func (s *Session) attendMode(t, h, worker int) {
+	c := s.c
+	hd := c.HeadDim
+	g, pos, first, q, out := s.headView(t, h)
+	kc := s.cache
+	scale := c.KQScale
+	if s.ops.QScaleInAttention && s.m.plan.scalesQ {
+		// The ScaleQ step left Q unscaled for the mode's attention.
+		scale *= c.QScale
+	}
+	s.ops.Attend(numerics.Head{
+		Q: q, Out: out,
+		K: kc.k16[s.il][g*hd:], KStride: c.KVHeads * hd,
+		V: kc.v16[s.il][kc.vAt(g*hd):], VStride: kc.cap,
+		First: first, Pos: pos, Scale: scale, Scores: s.scores[worker],
+	})
+}
+
 // attendHead computes head h of token t's attention output over the cache.
 // With an f16 cache it follows ggml's non-flash attention exactly: q and the
 // softmax weights rounded to f16, both products summed as llamafile's
@@ -499,7 +520,7 @@ func (s *Session) attendHead(t, h, worker int) {
 	kvDim := c.KVHeads * hd
 	g, pos, first, q, out := s.headView(t, h)
 	kc := s.cache
-	single := s.nTok == 1 && s.ops.ggmlDecode
+	single := s.nTok == 1 && s.ops.GGMLDecode
 	// ggml's rows start at KV cell 0: tinyBLAS groups cells by 16 lanes,
 	// ggml_vec_dot (one token) by 64-value steps of four 16-lane
 	// accumulators, so a row past a sliding window's start begins at the

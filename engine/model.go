@@ -317,8 +317,11 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	if err != nil {
 		return nil, fmt.Errorf("engine: open: %w", err)
 	}
-	if err := checkNumerics(numerics, &cfg); err != nil {
-		return nil, err
+	if err := numerics.CheckModel(cfg.HeadDim); err != nil {
+		return nil, fmt.Errorf("engine: open: %w", err)
+	}
+	if err := checkNumericsBlock(numerics, &cfg); err != nil {
+		return nil, fmt.Errorf("engine: open: %w", err)
 	}
 	p = applyNumerics(p, numerics)
 	kern := p.Kernels
@@ -342,6 +345,9 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	m.tok = tok
 	if err := m.loadTensors(); err != nil {
 		return nil, err
+	}
+	if err := m.checkNumericsWeights(); err != nil {
+		return nil, fmt.Errorf("engine: open: %w", err)
 	}
 	if v, ok := f.Lookup("tokenizer.chat_template"); ok {
 		m.template, _ = v.String()

@@ -2,13 +2,10 @@ package engine
 
 import (
 	"errors"
-	"math/rand/v2"
 	"testing"
 	"unsafe"
 
 	"github.com/moonlm/moonlm/engine/arch"
-	"github.com/moonlm/moonlm/gguf"
-	"github.com/moonlm/moonlm/kernels"
 
 	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/stretchr/testify/assert"
@@ -66,32 +63,6 @@ func TestNumericsOpen(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrInvalidArgument), "%v", err)
 }
 
-// TestReferenceLayoutsKeepGGUFBytes: the layouts the reference modes read
-// in place (layoutFor's inPlace) pack rows to the same bytes, so reading
-// the mapping instead of a packed copy computes the same.
-func TestReferenceLayoutsKeepGGUFBytes(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []Numerics{NumericsLlamaCpp, NumericsLlamaCppNoRepack, NumericsIk} {
-		m := &Model{numerics: n, kern: kernels.Detect()}
-		for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_1, gguf.Q5_0, gguf.Q4_K, gguf.Q6_K, gguf.F32} {
-			const rows, cols = 16, 512
-			src := make([]byte, rows*kernels.RowBytes(typ, cols))
-			for i := range src {
-				src[i] = byte(r.Uint32())
-			}
-			mt := &kernels.Matrix{Type: typ, Rows: rows, Cols: cols, Data: src}
-			l, inPlace := m.layoutFor(mt)
-			if !inPlace {
-				continue
-			}
-			require.Equal(t, len(src), l.PackedSize(rows, cols), "%v %v", n, typ)
-			dst := make([]byte, len(src))
-			l.PackRows(mt, dst, 0, rows/l.Rows)
-			assert.Equal(t, src, dst, "%v: %s packs %v rows to other bytes", n, l.Name, typ)
-		}
-	}
-}
-
 // TestReferenceModesReadWeightsInPlace: in the reference modes the covered
 // matrices read the file mapping itself: no packed copy is made.
 func TestReferenceModesReadWeightsInPlace(t *testing.T) {
@@ -111,4 +82,66 @@ func TestReferenceModesReadWeightsInPlace(t *testing.T) {
 		}
 		require.NoError(t, m.Close())
 	}
+}
+
+// TestIkRefusesF32Cache: the ik numerics mode follows ik_llama.cpp's flash
+// attention over an f16 cache only, so a session with an f32 cache is
+// refused, naming it; the same model takes an f16 session, and the other
+// modes take either.
+func TestIkRefusesF32Cache(t *testing.T) {
+	path := shareddata.Path(t, "synth/synth-llama-Q8_0.gguf")
+	for _, n := range []Numerics{NumericsFast, NumericsLlamaCpp, NumericsLlamaCppNoRepack, NumericsIk} {
+		m, err := Open(path, ModelParams{Threads: 1, Numerics: n})
+		require.NoError(t, err)
+		s, err := m.NewSession(SessionParams{NCtx: 32, KVF32: true})
+		if n == NumericsIk {
+			require.ErrorIs(t, err, ErrUnsupported)
+			assert.Contains(t, err.Error(), "f32 KV cache")
+		} else {
+			require.NoError(t, err, "%v", n)
+			s.Close()
+		}
+		s, err = m.NewSession(SessionParams{NCtx: 32})
+		require.NoError(t, err, "%v, f16 cache", n)
+		s.Close()
+		require.NoError(t, m.Close())
+	}
+}
+
+// TestIkRefusesUncoveredType: SmolLM2's q4_1 matrices have no ik_llama.cpp
+// layout, so the ik mode refuses the model at open naming the tensor and
+// its type (the llama.cpp mode, which covers q4_1, opens it).
+func TestIkRefusesUncoveredType(t *testing.T) {
+	path := smolLM2Path(t)
+	_, err := Open(path, ModelParams{Threads: 1, Numerics: NumericsIk})
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Contains(t, err.Error(), "numerics mode ik")
+	assert.Contains(t, err.Error(), "q4_1")
+	m, err := Open(path, ModelParams{Threads: 1, Numerics: NumericsLlamaCpp})
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+}
+
+// TestIkRefusesPastOneKeyBlock: the ik mode follows ik_llama.cpp's flash
+// attention while the keys fit one 128-key block, so a prompt that would go
+// past it is refused, naming it, and leaves the session as it was.
+func TestIkRefusesPastOneKeyBlock(t *testing.T) {
+	m, err := Open(shareddata.Path(t, "synth/synth-llama-Q8_0.gguf"), ModelParams{Threads: 2, Numerics: NumericsIk})
+	require.NoError(t, err)
+	defer m.Close()
+	s, err := m.NewSession(SessionParams{NCtx: 256})
+	require.NoError(t, err)
+	defer s.Close()
+	toks := make([]int32, 129)
+	for i := range toks {
+		toks[i] = int32(1 + i%50)
+	}
+	err = s.Prefill(toks, nil)
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Contains(t, err.Error(), "129 positions")
+	assert.Zero(t, s.Pos())
+	require.NoError(t, s.Prefill(toks[:128], nil))
+	err = s.Decode(1, make([]float32, m.Info().VocabSize))
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Equal(t, 128, s.Pos())
 }

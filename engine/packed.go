@@ -143,8 +143,8 @@ const packAlign = 64
 func (m *Model) packTargets() ([]packTarget, int) {
 	var ts []packTarget
 	off := 0
-	add := func(name string, mt *kernels.Matrix) {
-		l, inPlace := m.layoutFor(mt)
+	m.eachMatrix(func(name string, mt *kernels.Matrix) {
+		l, inPlace := m.numerics.Layout(m.kern, mt)
 		if l == nil || mt.Rows < l.Rows {
 			return
 		}
@@ -155,17 +155,24 @@ func (m *Model) packTargets() ([]packTarget, int) {
 		}
 		ts = append(ts, packTarget{name: name, m: mt, l: l, off: off, size: size})
 		off += (size + packAlign - 1) / packAlign * packAlign
-	}
+	})
+	return ts, off
+}
+
+// eachMatrix calls fn with every weight matrix that is multiplied (the
+// blocks' and the model's but the embeddings, which are only looked up)
+// and its name.
+func (m *Model) eachMatrix(fn func(name string, mt *kernels.Matrix)) {
 	mats := blockMatrices(m.fam)
 	for i := range m.layers {
 		L := &m.layers[i]
 		p := "blk." + strconv.Itoa(i) + "."
 		for _, t := range mats {
 			if L.mats[t.Role].Data != nil {
-				add(p+matrixName(m.fam, t), &L.mats[t.Role])
+				fn(p+matrixName(m.fam, t), &L.mats[t.Role])
 			}
 			for e := range L.exps[t.Role] {
-				add(p+t.Name+"["+strconv.Itoa(e)+"]", &L.exps[t.Role][e])
+				fn(p+t.Name+"["+strconv.Itoa(e)+"]", &L.exps[t.Role][e])
 			}
 		}
 	}
@@ -182,9 +189,8 @@ func (m *Model) packTargets() ([]packTarget, int) {
 				name = m.fam.Tensor(t.TiedTo).Name + " (tied output)"
 			}
 		}
-		add(name, &m.glob.mats[t.Role])
+		fn(name, &m.glob.mats[t.Role])
 	}
-	return ts, off
 }
 
 // PackedTensor describes a matrix that Open packs.

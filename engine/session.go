@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/engine/numerics"
 	"github.com/moonlm/moonlm/engine/pool"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
@@ -35,7 +36,7 @@ type SessionParams struct {
 
 // maxBatch is how many tokens one forward pass processes at once in the
 // fast mode; longer prompts are prefilled in chunks of this size (the
-// reference modes take numericsOps.batch).
+// reference modes take numerics.Ops.Batch).
 const maxBatch = 64
 
 // Session is one sequence's state: its KV cache, position and scratch
@@ -110,7 +111,10 @@ type Session struct {
 	gen genScratch
 
 	// ops are the numerics mode's building blocks.
-	ops numericsOps
+	ops numerics.Ops
+	// attend computes one head of one token's attention (attendHead, or
+	// attendMode when the numerics mode has its own).
+	attend func(t, h, worker int)
 	// cacheCleanup unmaps the KV cache if the session is dropped unclosed.
 	cacheCleanup runtime.Cleanup
 }
@@ -167,6 +171,9 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	if full := int64(nCtx) * int64(c.KVHeads*c.HeadDim) * int64(c.Layers) * 2 * eighths / 8; nCtx > 1<<26 || full > 1<<40 {
 		return nil, fmt.Errorf("engine: new session: %w: a context of %d needs a %d-byte KV cache", ErrOutOfMemory, nCtx, full)
 	}
+	if err := m.numerics.CheckSession(f32); err != nil {
+		return nil, fmt.Errorf("engine: new session: %w", err)
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -175,9 +182,17 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	m.sessions++
 	m.mu.Unlock()
 
-	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool, ops: opsFor(m, f32)}
+	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool}
 	s.params = p
 	s.params.NCtx = nCtx
+	s.ops = m.numerics.Ops(m.kern, numerics.SessionShape{HeadDim: c.HeadDim, KVF32: f32, GGMLDecode: m.ggmlDecodeOrder})
+	if s.ops.Batch == 0 {
+		s.ops.Batch = maxBatch
+	}
+	s.attend = s.attendHead
+	if s.ops.Attend != nil {
+		s.attend = s.attendMode
+	}
 	if p.Threads != 0 && p.Threads != m.pool.Threads() {
 		s.pool, s.ownPool = pool.New(p.Threads, m.poolOpts...), true
 	}
@@ -190,11 +205,11 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 
 // attnScratch makes one worker's attention buffers for the cache's
 // capacity: scores for the query heads of a KV head (attendGroup), at
-// least one of ik's 128-key blocks (attendHeadIk), and one head's f16
-// weights (attendHead).
+// least what the numerics mode's attention needs (attendMode), and one
+// head's f16 weights (attendHead).
 func (s *Session) attnScratch() ([]float32, []uint16) {
 	n := s.cache.cap * (s.c.Heads / s.c.KVHeads)
-	return make([]float32, max(n, ikKStep)), make([]uint16, s.cache.cap)
+	return make([]float32, max(n, s.ops.AttendScratch)), make([]uint16, s.cache.cap)
 }
 
 func (s *Session) alloc(kind kvKind) (err error) {
@@ -215,7 +230,7 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	// otherwise run it, and allocate, in the middle of another session's
 	// decode).
 	s.cacheCleanup = runtime.AddCleanup(s, (*kvCache).free, s.cache)
-	nb := min(s.ops.batch, s.nCtx)
+	nb := min(s.ops.Batch, s.nCtx)
 	if m.encoder {
 		nb = s.nCtx // a sequence is computed in one pass (non-causal attention)
 	}
@@ -445,6 +460,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	}
 	if s.pos+len(tokens) > s.nCtx {
 		return fmt.Errorf("engine: %s: %w: %d positions used + %d tokens > context %d", what, ErrContextFull, s.pos, len(tokens), s.nCtx)
+	}
+	if err := s.m.numerics.CheckPositions(s.pos + len(tokens)); err != nil {
+		return fmt.Errorf("engine: %s: %w", what, err)
 	}
 	if err := s.cache.ensure(s.pos+len(tokens), s.pos); err != nil {
 		return fmt.Errorf("engine: %s: %w", what, err)

@@ -33,7 +33,7 @@ import (
 // That alone did not move these files (median 0.03-0.05 before and after):
 // a one-ulp difference anywhere is amplified by the random weights, and the
 // weight matrix products still sum in other orders than ggml's. The
-// llama.cpp numerics mode (NumericsLlamaCpp, numerics.go, and the layouts
+// llama.cpp numerics mode (NumericsLlamaCpp, package numerics, and the layouts
 // of kernels.PackedExact) sums them as llama.cpp's x86 CPU backend does:
 //   - q8_0: ggml_vec_dot_q8_0_q8_0 and tinyBLAS alike (8 float32 lanes,
 //     lane l: bytes 4l..4l+3 of each block as an exact integer times the

@@ -45,6 +45,30 @@ const (
 	MXFP4   Type = 39
 )
 
+// Block geometry of the types with kernels (ggml's QK constants and block
+// struct sizes). The traits table below is built from these, so they are
+// its entries; the kernels index blocks with them as constants.
+const (
+	QK32 = 32  // values per block of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, IQ4_NL
+	QKK  = 256 // values per block of the K-quants, Q8_K and IQ4_XS
+
+	BytesQ4_0   = 18
+	BytesQ4_1   = 20
+	BytesQ5_0   = 22
+	BytesQ5_1   = 24
+	BytesQ8_0   = 34
+	BytesMXFP4  = 1 + QK32/2 // an E8M0 scale and 32 E2M1 values
+	BytesQ8_1   = 36
+	BytesQ2_K   = 84
+	BytesQ3_K   = 110
+	BytesQ4_K   = 144
+	BytesQ5_K   = 176
+	BytesQ6_K   = 210
+	BytesQ8_K   = 292
+	BytesIQ4_NL = 18
+	BytesIQ4_XS = 136
+)
+
 // typeTraits is what the reader needs to size a tensor: ggml's type name,
 // the number of elements per block and the bytes per block (ggml's
 // type_traits table; blck_size and type_size).
@@ -57,26 +81,26 @@ type typeTraits struct {
 var traits = [...]typeTraits{
 	F32:     {"f32", 1, 4},
 	F16:     {"f16", 1, 2},
-	Q4_0:    {"q4_0", 32, 18},
-	Q4_1:    {"q4_1", 32, 20},
-	Q5_0:    {"q5_0", 32, 22},
-	Q5_1:    {"q5_1", 32, 24},
-	Q8_0:    {"q8_0", 32, 34},
-	Q8_1:    {"q8_1", 32, 36}, // sizeof(block_q8_1): two f16 and 32 int8 (gguf-py says 40)
-	Q2_K:    {"q2_K", 256, 84},
-	Q3_K:    {"q3_K", 256, 110},
-	Q4_K:    {"q4_K", 256, 144},
-	Q5_K:    {"q5_K", 256, 176},
-	Q6_K:    {"q6_K", 256, 210},
-	Q8_K:    {"q8_K", 256, 292},
+	Q4_0:    {"q4_0", QK32, BytesQ4_0},
+	Q4_1:    {"q4_1", QK32, BytesQ4_1},
+	Q5_0:    {"q5_0", QK32, BytesQ5_0},
+	Q5_1:    {"q5_1", QK32, BytesQ5_1},
+	Q8_0:    {"q8_0", QK32, BytesQ8_0},
+	Q8_1:    {"q8_1", QK32, BytesQ8_1}, // sizeof(block_q8_1): two f16 and 32 int8 (gguf-py says 40)
+	Q2_K:    {"q2_K", QKK, BytesQ2_K},
+	Q3_K:    {"q3_K", QKK, BytesQ3_K},
+	Q4_K:    {"q4_K", QKK, BytesQ4_K},
+	Q5_K:    {"q5_K", QKK, BytesQ5_K},
+	Q6_K:    {"q6_K", QKK, BytesQ6_K},
+	Q8_K:    {"q8_K", QKK, BytesQ8_K},
 	IQ2_XXS: {"iq2_xxs", 256, 66},
 	IQ2_XS:  {"iq2_xs", 256, 74},
 	IQ3_XXS: {"iq3_xxs", 256, 98},
 	IQ1_S:   {"iq1_s", 256, 50},
-	IQ4_NL:  {"iq4_nl", 32, 18},
+	IQ4_NL:  {"iq4_nl", QK32, BytesIQ4_NL},
 	IQ3_S:   {"iq3_s", 256, 110},
 	IQ2_S:   {"iq2_s", 256, 82},
-	IQ4_XS:  {"iq4_xs", 256, 136},
+	IQ4_XS:  {"iq4_xs", QKK, BytesIQ4_XS},
 	I8:      {"i8", 1, 1},
 	I16:     {"i16", 1, 2},
 	I32:     {"i32", 1, 4},
@@ -86,7 +110,7 @@ var traits = [...]typeTraits{
 	BF16:    {"bf16", 1, 2},
 	TQ1_0:   {"tq1_0", 256, 54},
 	TQ2_0:   {"tq2_0", 256, 66},
-	MXFP4:   {"mxfp4", 32, 17},
+	MXFP4:   {"mxfp4", QK32, BytesMXFP4},
 }
 
 // Types returns every tensor type this package knows, in numeric order.

@@ -186,11 +186,13 @@ typedef enum moonlm_packed_cache_mode {
  * ops and flash attention). They run pure-Go kernels that read the covered
  * weights in place in the file mapping: several times slower. They ignore
  * MOONLM_NUMERICS, always pack (pack is ignored) and never use the
- * packed-weight cache. Weights of the types a mode does not cover keep the
- * fast kernels and are not bit-exact (the llama.cpp modes cover q8_0, q4_1,
- * q5_0, q4_K and q6_K; IK covers q8_0, q4_K and q6_K). A model whose
- * shape a mode cannot follow is refused at open with MOONLM_UNSUPPORTED
- * naming it (IK: a head size that is not a multiple of 16).
+ * packed-weight cache. The llama.cpp modes cover q8_0, q4_1, q5_0, q4_K
+ * and q6_K weights, IK covers q8_0, q4_K and q6_K; float weight matrices
+ * keep the fast kernels and are not bit-exact. What a mode cannot follow
+ * is MOONLM_UNSUPPORTED naming it: at open, a quantized weight type it does
+ * not cover and (IK) a head size that is not a multiple of 16; for IK, an
+ * f32 KV cache at moonlm_session_new and a prefill or decode past 128
+ * positions (one key block of ik's flash attention).
  */
 typedef enum moonlm_numerics {
     MOONLM_NUMERICS_DEFAULT = 0,

@@ -61,23 +61,6 @@
 	VPERMPS    Z0, Z26, Z0
 
 // Lane 4g+k of the reduced vector takes lane 4k+g.
-DATA amidx<>+0(SB)/4, $0
-DATA amidx<>+4(SB)/4, $4
-DATA amidx<>+8(SB)/4, $8
-DATA amidx<>+12(SB)/4, $12
-DATA amidx<>+16(SB)/4, $1
-DATA amidx<>+20(SB)/4, $5
-DATA amidx<>+24(SB)/4, $9
-DATA amidx<>+28(SB)/4, $13
-DATA amidx<>+32(SB)/4, $2
-DATA amidx<>+36(SB)/4, $6
-DATA amidx<>+40(SB)/4, $10
-DATA amidx<>+44(SB)/4, $14
-DATA amidx<>+48(SB)/4, $3
-DATA amidx<>+52(SB)/4, $7
-DATA amidx<>+56(SB)/4, $11
-DATA amidx<>+60(SB)/4, $15
-GLOBL amidx<>(SB), RODATA|NOPTR, $64
 
 #define ROWS \
 	VCVTPH2PS (SI)(AX*1), Z16 \
@@ -147,7 +130,7 @@ GLOBL amidx<>(SB), RODATA|NOPTR, $64
 	MOVQ y+48(FP), R8 \
 	MOVQ ystride+56(FP), R9 \
 	SHLQ $2, R9 \
-	VMOVDQU32 amidx<>(SB), Z26 \
+	VMOVDQU32 ·transpose4x4(SB), Z26 \
 group: \
 	TESTQ R11, R11 \
 	JZ    done \

@@ -102,53 +102,43 @@ func splitRows(threads, rows int, f func(r0, r1 int)) {
 // as a percentage of that read bandwidth measured alongside: on a shared
 // machine the load changes between benchmarks, less within one.
 func BenchmarkMatVec(b *testing.B) {
-	ks := Detect()
-	for _, t := range benchTypes {
-		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%v/threads=%d", t, threads), func(b *testing.B) {
-				m := benchWeights(b, t)
-				buf := benchMemBuf()
-				xq := benchActivations(t, m.Cols, 1)
-				y := make([]float32, m.Rows)
-				var read time.Duration
-				b.SetBytes(int64(len(m.Data)))
-				b.ResetTimer()
-				for b.Loop() {
-					splitRows(threads, m.Rows, func(r0, r1 int) { ks.MatVec(m, xq, y, r0, r1) })
-					b.StopTimer()
-					t0 := time.Now()
-					benchRead(threads, buf)
-					read += time.Since(t0)
-					b.StartTimer()
-				}
-				ratio := read.Seconds() / b.Elapsed().Seconds() * float64(len(m.Data)) / float64(8*len(buf))
-				b.ReportMetric(100*ratio, "%read")
-			})
+	benchEachType(b, func(b *testing.B, ks *Set, t gguf.Type, threads int) {
+		m := benchWeights(b, t)
+		buf := benchMemBuf()
+		xq := benchActivations(t, m.Cols, 1)
+		y := make([]float32, m.Rows)
+		var read time.Duration
+		b.SetBytes(int64(len(m.Data)))
+		b.ResetTimer()
+		for b.Loop() {
+			splitRows(threads, m.Rows, func(r0, r1 int) { ks.MatVec(m, xq, y, r0, r1) })
+			b.StopTimer()
+			t0 := time.Now()
+			benchRead(threads, buf)
+			read += time.Since(t0)
+			b.StartTimer()
 		}
-	}
+		ratio := read.Seconds() / b.Elapsed().Seconds() * float64(len(m.Data)) / float64(8*len(buf))
+		b.ReportMetric(100*ratio, "%read")
+	})
 }
 
 // BenchmarkMatMul: 512 tokens against the first 1/32 of the same matrix
 // (8 MiB of weights, so an iteration stays near a second); reports GFLOP/s.
 func BenchmarkMatMul(b *testing.B) {
-	ks := Detect()
-	for _, t := range benchTypes {
-		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%v/threads=%d", t, threads), func(b *testing.B) {
-				full := benchWeights(b, t)
-				rows := full.Rows / benchMatMulDiv
-				m := &Matrix{Type: t, Rows: rows, Cols: full.Cols, Data: full.Data[:rows*full.RowBytes()]}
-				xq := benchActivations(t, m.Cols, benchPrefill)
-				y := make([]float32, benchPrefill*m.Rows)
-				b.ResetTimer()
-				for b.Loop() {
-					splitRows(threads, m.Rows, func(r0, r1 int) { ks.MatMul(m, xq, benchPrefill, y, r0, r1) })
-				}
-				flops := 2 * float64(m.Rows) * float64(m.Cols) * benchPrefill
-				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+	benchEachType(b, func(b *testing.B, ks *Set, t gguf.Type, threads int) {
+		full := benchWeights(b, t)
+		rows := full.Rows / benchMatMulDiv
+		m := &Matrix{Type: t, Rows: rows, Cols: full.Cols, Data: full.Data[:rows*full.RowBytes()]}
+		xq := benchActivations(t, m.Cols, benchPrefill)
+		y := make([]float32, benchPrefill*m.Rows)
+		b.ResetTimer()
+		for b.Loop() {
+			splitRows(threads, m.Rows, func(r0, r1 int) { ks.MatMul(m, xq, benchPrefill, y, r0, r1) })
 		}
-	}
+		flops := 2 * float64(m.Rows) * float64(m.Cols) * benchPrefill
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
 }
 
 var benchMem struct {
@@ -232,6 +222,17 @@ func BenchmarkDotInCache(b *testing.B) {
 					ks.MatVec(m, xq, y, 0, m.Rows)
 				}
 			})
+		}
+	}
+}
+
+// benchEachType runs f as a sub-benchmark for each benchmark type and
+// thread count (1 and 2) with the detected kernel set.
+func benchEachType(b *testing.B, f func(b *testing.B, ks *Set, t gguf.Type, threads int)) {
+	ks := Detect()
+	for _, t := range benchTypes {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%v/threads=%d", t, threads), func(b *testing.B) { f(b, ks, t, threads) })
 		}
 	}
 }

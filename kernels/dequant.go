@@ -1,31 +1,18 @@
 package kernels
 
 import (
+	"github.com/moonlm/moonlm/gguf"
+
 	"encoding/binary"
 	"math"
 )
 
-// Block geometry of the formats implemented here, as the kernels index
-// their blocks (ggml's QK constants and struct sizes); they equal gguf's
-// table, which RowBytes reads (TestBlockBytesMatchGGUF checks).
+// Block sizes of the formats implemented here, as the kernels index their
+// blocks: gguf's constants, which its type table is built from (block
+// bytes likewise: gguf.BytesQ4_0 ...).
 const (
-	qk32 = 32  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, IQ4_NL
-	qkK  = 256 // K-quants, IQ4_XS, Q8_K
-
-	bytesQ4_0  = 18
-	bytesQ4_1  = 20
-	bytesQ5_0  = 22
-	bytesQ5_1  = 24
-	bytesQ8_0  = 34
-	bytesQ8_1  = 36
-	bytesQ2K   = 84
-	bytesQ3K   = 110
-	bytesQ4K   = 144
-	bytesQ5K   = 176
-	bytesQ6K   = 210
-	bytesQ8K   = 292
-	bytesIQ4NL = 18
-	bytesIQ4XS = 136
+	qk32 = gguf.QK32 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, IQ4_NL
+	qkK  = gguf.QKK  // K-quants, IQ4_XS, Q8_K
 )
 
 // kvaluesIQ4NL is the non-linear 4-bit codebook shared by IQ4_NL and IQ4_XS.
@@ -33,7 +20,7 @@ var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25,
 
 func dequantQ4_0(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qk32; i++ {
-		b := src[i*bytesQ4_0 : (i+1)*bytesQ4_0]
+		b := src[i*gguf.BytesQ4_0 : (i+1)*gguf.BytesQ4_0]
 		d := f16At(b)
 		qs := b[2:18]
 		y := dst[i*qk32 : (i+1)*qk32]
@@ -46,7 +33,7 @@ func dequantQ4_0(src []byte, dst []float32) {
 
 func dequantQ4_1(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qk32; i++ {
-		b := src[i*bytesQ4_1 : (i+1)*bytesQ4_1]
+		b := src[i*gguf.BytesQ4_1 : (i+1)*gguf.BytesQ4_1]
 		d, m := f16At(b), f16At(b[2:])
 		qs := b[4:20]
 		y := dst[i*qk32 : (i+1)*qk32]
@@ -59,7 +46,7 @@ func dequantQ4_1(src []byte, dst []float32) {
 
 func dequantQ5_0(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qk32; i++ {
-		b := src[i*bytesQ5_0 : (i+1)*bytesQ5_0]
+		b := src[i*gguf.BytesQ5_0 : (i+1)*gguf.BytesQ5_0]
 		d := f16At(b)
 		qh := binary.LittleEndian.Uint32(b[2:])
 		qs := b[6:22]
@@ -75,7 +62,7 @@ func dequantQ5_0(src []byte, dst []float32) {
 
 func dequantQ5_1(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qk32; i++ {
-		b := src[i*bytesQ5_1 : (i+1)*bytesQ5_1]
+		b := src[i*gguf.BytesQ5_1 : (i+1)*gguf.BytesQ5_1]
 		d, m := f16At(b), f16At(b[2:])
 		qh := binary.LittleEndian.Uint32(b[4:])
 		qs := b[8:24]
@@ -91,7 +78,7 @@ func dequantQ5_1(src []byte, dst []float32) {
 
 func dequantQ8_0(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qk32; i++ {
-		b := src[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		b := src[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
 		d := f16At(b)
 		qs := b[2:34]
 		y := dst[i*qk32 : (i+1)*qk32]
@@ -104,7 +91,7 @@ func dequantQ8_0(src []byte, dst []float32) {
 // dequantQ8_1 expands Q8_1 activations (d * q; the sum field is redundant).
 func dequantQ8_1(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qk32; i++ {
-		b := src[i*bytesQ8_1 : (i+1)*bytesQ8_1]
+		b := src[i*gguf.BytesQ8_1 : (i+1)*gguf.BytesQ8_1]
 		d := f16At(b)
 		qs := b[4:36]
 		y := dst[i*qk32 : (i+1)*qk32]
@@ -116,7 +103,7 @@ func dequantQ8_1(src []byte, dst []float32) {
 
 func dequantQ2K(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qkK; i++ {
-		b := src[i*bytesQ2K : (i+1)*bytesQ2K]
+		b := src[i*gguf.BytesQ2_K : (i+1)*gguf.BytesQ2_K]
 		scales := b[0:16]
 		d, dmin := f16At(b[80:]), f16At(b[82:])
 		y := dst[i*qkK : (i+1)*qkK]
@@ -161,7 +148,7 @@ func q3kScales(s []byte, out *[16]int8) {
 func dequantQ3K(src []byte, dst []float32) {
 	var sc [16]int8
 	for i := 0; i < len(dst)/qkK; i++ {
-		b := src[i*bytesQ3K : (i+1)*bytesQ3K]
+		b := src[i*gguf.BytesQ3_K : (i+1)*gguf.BytesQ3_K]
 		hm := b[0:32]
 		d := f16At(b[108:])
 		q3kScales(b[96:108], &sc)
@@ -200,7 +187,7 @@ func scaleMinK4(j int, q []byte) (sc, m byte) {
 
 func dequantQ4K(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qkK; i++ {
-		b := src[i*bytesQ4K : (i+1)*bytesQ4K]
+		b := src[i*gguf.BytesQ4_K : (i+1)*gguf.BytesQ4_K]
 		d, dmin := f16At(b), f16At(b[2:])
 		scales := b[4:16]
 		y := dst[i*qkK : (i+1)*qkK]
@@ -222,7 +209,7 @@ func dequantQ4K(src []byte, dst []float32) {
 
 func dequantQ5K(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qkK; i++ {
-		b := src[i*bytesQ5K : (i+1)*bytesQ5K]
+		b := src[i*gguf.BytesQ5_K : (i+1)*gguf.BytesQ5_K]
 		d, dmin := f16At(b), f16At(b[2:])
 		scales := b[4:16]
 		qh := b[16:48]
@@ -255,7 +242,7 @@ func dequantQ5K(src []byte, dst []float32) {
 
 func dequantQ6K(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qkK; i++ {
-		b := src[i*bytesQ6K : (i+1)*bytesQ6K]
+		b := src[i*gguf.BytesQ6_K : (i+1)*gguf.BytesQ6_K]
 		d := f16At(b[208:])
 		y := dst[i*qkK : (i+1)*qkK]
 		for half := 0; half < 2; half++ {
@@ -280,7 +267,7 @@ func dequantQ6K(src []byte, dst []float32) {
 
 func dequantQ8K(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qkK; i++ {
-		b := src[i*bytesQ8K : (i+1)*bytesQ8K]
+		b := src[i*gguf.BytesQ8_K : (i+1)*gguf.BytesQ8_K]
 		d := math.Float32frombits(binary.LittleEndian.Uint32(b))
 		y := dst[i*qkK : (i+1)*qkK]
 		for j := range qkK {
@@ -291,7 +278,7 @@ func dequantQ8K(src []byte, dst []float32) {
 
 func dequantIQ4NL(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qk32; i++ {
-		b := src[i*bytesIQ4NL : (i+1)*bytesIQ4NL]
+		b := src[i*gguf.BytesIQ4_NL : (i+1)*gguf.BytesIQ4_NL]
 		d := f16At(b)
 		qs := b[2:18]
 		y := dst[i*qk32 : (i+1)*qk32]
@@ -311,7 +298,7 @@ func iq4xsScale(b []byte, ib int) int32 {
 
 func dequantIQ4XS(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/qkK; i++ {
-		b := src[i*bytesIQ4XS : (i+1)*bytesIQ4XS]
+		b := src[i*gguf.BytesIQ4_XS : (i+1)*gguf.BytesIQ4_XS]
 		d := f16At(b)
 		y := dst[i*qkK : (i+1)*qkK]
 		for ib := range 8 {

@@ -27,7 +27,53 @@ const (
 	isaGeneric isa = iota // pure Go
 	isaAVX2               // AVX2, FMA, F16C
 	isaAVX512             // isaAVX2 plus AVX-512 F, BW, VL, VNNI
+	numISA
 )
+
+// asmKernel names one SIMD kernel, as the format table lists them; the
+// architecture that has it maps the name to its code (on amd64,
+// simd_adapter_amd64.go), and no set of another architecture asks for it.
+type asmKernel uint8
+
+// The SIMD kernels: multi-row kernels (Rows), four-token kernels (Tok4),
+// whole multi-token kernels (Tokens) and tile kernels (Tile).
+const (
+	_ asmKernel = iota
+	asmQ8_0RowsAVX2
+	asmQ4_0RowsAVX2
+	asmQ4_1RowsAVX2
+	asmQ5_0RowsAVX2
+	asmQ4_KRowsAVX2
+	asmQ6_KRowsAVX2
+	asmF16RowsAVX2
+	asmF32RowsAVX2
+	asmQ8_0RowsAVX512
+	asmQ4_0RowsAVX512
+	asmQ5_0RowsAVX512
+	asmQ8_0Tok4AVX2
+	asmQ4_0Tok4AVX2
+	asmQ4_1Tok4AVX2
+	asmQ4_KTok4AVX2
+	asmQ6_KTok4AVX2
+	asmQ8_0Tok4AVX512
+	asmQ4_0Tok4AVX512
+	asmQ4_1Tok4AVX512
+	asmQ4_KTok4AVX512
+	asmQ6_KTok4AVX512
+	asmQ5_0TokensAVX2
+	asmQ5_0TokensAVX512
+	asmF16TokensAVX2
+	asmQ4_1TileAVX512
+)
+
+// simdKernels names a type's kernels at one instruction-set level (zero:
+// none at that level).
+type simdKernels struct {
+	rows   asmKernel // the multi-row kernel, also the one-row one
+	tok4   asmKernel // the four-token kernel; the last nTok%4 tokens take the avx2 level's rows kernel
+	tokens asmKernel // a multi-token kernel of its own, instead of tok4
+	tile   asmKernel // a tile kernel
+}
 
 // Set is one kernel set: the row, multi-row and multi-token dot kernels per
 // weight type, the packed layouts it brings, and the float helpers
@@ -66,12 +112,15 @@ type setDef struct {
 	isa  isa
 	// supported reports whether this CPU runs the set.
 	supported func() bool
-	// install puts the set's kernels over the generic ones in s.
-	install func(s *Set)
+	// The set's float helpers; nil keeps the generic ones. Its per-type
+	// kernels are in the format table (format.simd).
+	dotF32  func(a, b []float32) float32
+	axpyF32 func(y []float32, a float32, x []float32)
+	dotF16  func(a, b []uint16) float32
 }
 
 // genericDef is the pure-Go set every build has.
-var genericDef = setDef{name: "generic", isa: isaGeneric, supported: func() bool { return true }, install: func(*Set) {}}
+var genericDef = setDef{name: "generic", isa: isaGeneric, supported: func() bool { return true }}
 
 // Name returns the set's name: "generic", "avx2" or "avx512".
 func (s *Set) Name() string { return s.name }
@@ -128,15 +177,24 @@ func newSet(name string, gfni bool) (*Set, error) {
 	return nil, fmt.Errorf("kernels: no kernel set %q (this build has %v)", name, Known())
 }
 
-// build makes the set d describes: the generic kernels, then d's, then the
-// packed layouts registered for d's name.
+// build makes the set d describes: for each type the generic row kernel,
+// then the format table's kernels of every instruction-set level up to
+// d's, each over the one below; then d's float helpers and the packed
+// layouts registered for d's name.
 func build(d setDef, gfni bool) *Set {
 	s := &Set{name: d.name, isa: d.isa, gfni: gfni && d.isa >= isaAVX512,
 		dotF32: dotF32Generic, axpyF32: axpyGeneric, dotF16: dotF16Generic}
 	for t := range formats {
-		s.types[t].row = formats[t].dot
+		f := &formats[t]
+		k := &s.types[t]
+		k.row = f.dot
+		for level := isaGeneric + 1; level <= d.isa; level++ {
+			f.simd[level].apply(gguf.Type(t), k, f.simd[isaAVX2].rows)
+		}
 	}
-	d.install(s)
+	if d.dotF32 != nil {
+		s.dotF32, s.axpyF32, s.dotF16 = d.dotF32, d.axpyF32, d.dotF16
+	}
 	for _, f := range packedRegistry[d.name] {
 		if l := f(s); l != nil {
 			if err := checkLayout(l.Type, l); err != nil {

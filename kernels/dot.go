@@ -77,8 +77,8 @@ func dotBF16Row(n int, w, x []byte) float32 {
 func dotQ4_0Generic(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qk32; i++ {
-		b := w[i*bytesQ4_0 : (i+1)*bytesQ4_0]
-		y := x[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		b := w[i*gguf.BytesQ4_0 : (i+1)*gguf.BytesQ4_0]
+		y := x[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
 		qs, q8 := b[2:18], y[2:34]
 		var s int32
 		for j := range 16 {
@@ -93,8 +93,8 @@ func dotQ4_0Generic(n int, w, x []byte) float32 {
 func dotQ4_1Generic(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qk32; i++ {
-		b := w[i*bytesQ4_1 : (i+1)*bytesQ4_1]
-		y := x[i*bytesQ8_1 : (i+1)*bytesQ8_1]
+		b := w[i*gguf.BytesQ4_1 : (i+1)*gguf.BytesQ4_1]
+		y := x[i*gguf.BytesQ8_1 : (i+1)*gguf.BytesQ8_1]
 		qs, q8 := b[4:20], y[4:36]
 		var s int32
 		for j := range 16 {
@@ -109,8 +109,8 @@ func dotQ4_1Generic(n int, w, x []byte) float32 {
 func dotQ5_0Generic(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qk32; i++ {
-		b := w[i*bytesQ5_0 : (i+1)*bytesQ5_0]
-		y := x[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		b := w[i*gguf.BytesQ5_0 : (i+1)*gguf.BytesQ5_0]
+		y := x[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
 		qh := binary.LittleEndian.Uint32(b[2:])
 		qs, q8 := b[6:22], y[2:34]
 		var s int32
@@ -128,8 +128,8 @@ func dotQ5_0Generic(n int, w, x []byte) float32 {
 func dotQ5_1Generic(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qk32; i++ {
-		b := w[i*bytesQ5_1 : (i+1)*bytesQ5_1]
-		y := x[i*bytesQ8_1 : (i+1)*bytesQ8_1]
+		b := w[i*gguf.BytesQ5_1 : (i+1)*gguf.BytesQ5_1]
+		y := x[i*gguf.BytesQ8_1 : (i+1)*gguf.BytesQ8_1]
 		qh := binary.LittleEndian.Uint32(b[4:])
 		qs, q8 := b[8:24], y[4:36]
 		var s int32
@@ -147,8 +147,8 @@ func dotQ5_1Generic(n int, w, x []byte) float32 {
 func dotQ8_0Generic(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qk32; i++ {
-		b := w[i*bytesQ8_0 : (i+1)*bytesQ8_0]
-		y := x[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		b := w[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
+		y := x[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
 		qs, q8 := b[2:34], y[2:34]
 		var s int32
 		for j := range 32 {
@@ -162,8 +162,8 @@ func dotQ8_0Generic(n int, w, x []byte) float32 {
 func dotIQ4NLGeneric(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qk32; i++ {
-		b := w[i*bytesIQ4NL : (i+1)*bytesIQ4NL]
-		y := x[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		b := w[i*gguf.BytesIQ4_NL : (i+1)*gguf.BytesIQ4_NL]
+		y := x[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
 		qs, q8 := b[2:18], y[2:34]
 		var s int32
 		for j := range 16 {
@@ -177,7 +177,7 @@ func dotIQ4NLGeneric(n int, w, x []byte) float32 {
 
 // q8K returns the float32 scale, quants and block sums of one Q8_K block.
 func q8K(y []byte) (d float32, qs, bsums []byte) {
-	return math.Float32frombits(binary.LittleEndian.Uint32(y)), y[4 : 4+qkK], y[4+qkK : bytesQ8K]
+	return math.Float32frombits(binary.LittleEndian.Uint32(y)), y[4 : 4+qkK], y[4+qkK : gguf.BytesQ8_K]
 }
 
 func bsum(bsums []byte, j int) int32 {
@@ -187,8 +187,8 @@ func bsum(bsums []byte, j int) int32 {
 func dotQ2KGeneric(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qkK; i++ {
-		b := w[i*bytesQ2K : (i+1)*bytesQ2K]
-		dy, q8, bs := q8K(x[i*bytesQ8K : (i+1)*bytesQ8K])
+		b := w[i*gguf.BytesQ2_K : (i+1)*gguf.BytesQ2_K]
+		dy, q8, bs := q8K(x[i*gguf.BytesQ8_K : (i+1)*gguf.BytesQ8_K])
 		scales := b[0:16]
 		var summ, sumi int32
 		for j := range 16 {
@@ -220,8 +220,8 @@ func dotQ3KGeneric(n int, w, x []byte) float32 {
 	var sc [16]int8
 	var sum float32
 	for i := 0; i < n/qkK; i++ {
-		b := w[i*bytesQ3K : (i+1)*bytesQ3K]
-		dy, q8, _ := q8K(x[i*bytesQ8K : (i+1)*bytesQ8K])
+		b := w[i*gguf.BytesQ3_K : (i+1)*gguf.BytesQ3_K]
+		dy, q8, _ := q8K(x[i*gguf.BytesQ8_K : (i+1)*gguf.BytesQ8_K])
 		hm := b[0:32]
 		q3kScales(b[96:108], &sc)
 		var sumi int32
@@ -255,8 +255,8 @@ func dotQ3KGeneric(n int, w, x []byte) float32 {
 func dotQ4KGeneric(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qkK; i++ {
-		b := w[i*bytesQ4K : (i+1)*bytesQ4K]
-		dy, q8, bs := q8K(x[i*bytesQ8K : (i+1)*bytesQ8K])
+		b := w[i*gguf.BytesQ4_K : (i+1)*gguf.BytesQ4_K]
+		dy, q8, bs := q8K(x[i*gguf.BytesQ8_K : (i+1)*gguf.BytesQ8_K])
 		scales := b[4:16]
 		var sumi, summ int32
 		for j := range 4 {
@@ -281,8 +281,8 @@ func dotQ4KGeneric(n int, w, x []byte) float32 {
 func dotQ5KGeneric(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qkK; i++ {
-		b := w[i*bytesQ5K : (i+1)*bytesQ5K]
-		dy, q8, bs := q8K(x[i*bytesQ8K : (i+1)*bytesQ8K])
+		b := w[i*gguf.BytesQ5_K : (i+1)*gguf.BytesQ5_K]
+		dy, q8, bs := q8K(x[i*gguf.BytesQ8_K : (i+1)*gguf.BytesQ8_K])
 		scales := b[4:16]
 		qh := b[16:48]
 		var sumi, summ int32
@@ -318,8 +318,8 @@ func dotQ5KGeneric(n int, w, x []byte) float32 {
 func dotQ6KGeneric(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qkK; i++ {
-		b := w[i*bytesQ6K : (i+1)*bytesQ6K]
-		dy, q8, _ := q8K(x[i*bytesQ8K : (i+1)*bytesQ8K])
+		b := w[i*gguf.BytesQ6_K : (i+1)*gguf.BytesQ6_K]
+		dy, q8, _ := q8K(x[i*gguf.BytesQ8_K : (i+1)*gguf.BytesQ8_K])
 		var sumi int32
 		for half := range 2 {
 			ql := b[64*half : 64*half+64]
@@ -346,8 +346,8 @@ func dotQ6KGeneric(n int, w, x []byte) float32 {
 func dotIQ4XSGeneric(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qkK; i++ {
-		b := w[i*bytesIQ4XS : (i+1)*bytesIQ4XS]
-		dy, q8, _ := q8K(x[i*bytesQ8K : (i+1)*bytesQ8K])
+		b := w[i*gguf.BytesIQ4_XS : (i+1)*gguf.BytesIQ4_XS]
+		dy, q8, _ := q8K(x[i*gguf.BytesQ8_K : (i+1)*gguf.BytesQ8_K])
 		var sumi int32
 		for ib := range 8 {
 			qs := b[8+16*ib : 8+16*ib+16]

@@ -294,39 +294,6 @@ q41done:
 
 // Q4_K: for sub-block k (0..7), VPSHUFB mask k broadcasts int16 word k of a
 // 128-bit lane to all eight words.
-DATA q4kmask<>+0x00(SB)/8, $0x0100010001000100
-DATA q4kmask<>+0x08(SB)/8, $0x0100010001000100
-DATA q4kmask<>+0x10(SB)/8, $0x0100010001000100
-DATA q4kmask<>+0x18(SB)/8, $0x0100010001000100
-DATA q4kmask<>+0x20(SB)/8, $0x0302030203020302
-DATA q4kmask<>+0x28(SB)/8, $0x0302030203020302
-DATA q4kmask<>+0x30(SB)/8, $0x0302030203020302
-DATA q4kmask<>+0x38(SB)/8, $0x0302030203020302
-DATA q4kmask<>+0x40(SB)/8, $0x0504050405040504
-DATA q4kmask<>+0x48(SB)/8, $0x0504050405040504
-DATA q4kmask<>+0x50(SB)/8, $0x0504050405040504
-DATA q4kmask<>+0x58(SB)/8, $0x0504050405040504
-DATA q4kmask<>+0x60(SB)/8, $0x0706070607060706
-DATA q4kmask<>+0x68(SB)/8, $0x0706070607060706
-DATA q4kmask<>+0x70(SB)/8, $0x0706070607060706
-DATA q4kmask<>+0x78(SB)/8, $0x0706070607060706
-DATA q4kmask<>+0x80(SB)/8, $0x0908090809080908
-DATA q4kmask<>+0x88(SB)/8, $0x0908090809080908
-DATA q4kmask<>+0x90(SB)/8, $0x0908090809080908
-DATA q4kmask<>+0x98(SB)/8, $0x0908090809080908
-DATA q4kmask<>+0xa0(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA q4kmask<>+0xa8(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA q4kmask<>+0xb0(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA q4kmask<>+0xb8(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA q4kmask<>+0xc0(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA q4kmask<>+0xc8(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA q4kmask<>+0xd0(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA q4kmask<>+0xd8(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA q4kmask<>+0xe0(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA q4kmask<>+0xe8(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA q4kmask<>+0xf0(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA q4kmask<>+0xf8(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL q4kmask<>(SB), RODATA|NOPTR, $256
 
 // Q4_K sub-block pair j: 32 bytes of nibbles at qs+32j; low nibbles are
 // sub-block 2j (x at 64j), high nibbles sub-block 2j+1 (x at 64j+32).
@@ -390,10 +357,10 @@ q4kblk:
 	VFMADD231PS  Y6, Y3, Y1
 
 	VPXOR Y12, Y12, Y12
-	Q4K_PAIR(16, 4, q4kmask<>+0x00(SB), q4kmask<>+0x20(SB))
-	Q4K_PAIR(48, 68, q4kmask<>+0x40(SB), q4kmask<>+0x60(SB))
-	Q4K_PAIR(80, 132, q4kmask<>+0x80(SB), q4kmask<>+0xa0(SB))
-	Q4K_PAIR(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB))
+	Q4K_PAIR(16, 4, ·q4kMask+0x00(SB), ·q4kMask+0x20(SB))
+	Q4K_PAIR(48, 68, ·q4kMask+0x40(SB), ·q4kMask+0x60(SB))
+	Q4K_PAIR(80, 132, ·q4kMask+0x80(SB), ·q4kMask+0xa0(SB))
+	Q4K_PAIR(112, 196, ·q4kMask+0xc0(SB), ·q4kMask+0xe0(SB))
 	VCVTDQ2PS   Y12, Y12
 	VFMADD231PS Y12, Y2, Y0
 
@@ -755,10 +722,10 @@ TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
 	VPXOR Y9, Y9, Y9 \
 	VPXOR Y12, Y12, Y12 \
 	VPXOR Y13, Y13, Y13 \
-	Q4K_PAIR4(16, 4, q4kmask<>+0x00(SB), q4kmask<>+0x20(SB)) \
-	Q4K_PAIR4(48, 68, q4kmask<>+0x40(SB), q4kmask<>+0x60(SB)) \
-	Q4K_PAIR4(80, 132, q4kmask<>+0x80(SB), q4kmask<>+0xa0(SB)) \
-	Q4K_PAIR4(112, 196, q4kmask<>+0xc0(SB), q4kmask<>+0xe0(SB)) \
+	Q4K_PAIR4(16, 4, ·q4kMask+0x00(SB), ·q4kMask+0x20(SB)) \
+	Q4K_PAIR4(48, 68, ·q4kMask+0x40(SB), ·q4kMask+0x60(SB)) \
+	Q4K_PAIR4(80, 132, ·q4kMask+0x80(SB), ·q4kMask+0xa0(SB)) \
+	Q4K_PAIR4(112, 196, ·q4kMask+0xc0(SB), ·q4kMask+0xe0(SB)) \
 	VMOVD     (AX), X4 \
 	VCVTPH2PS X4, X4 \
 	KENDS4(Q4K_END, Y8, Y9, Y12, Y13, Y0, Y1, Y2, Y3)

@@ -163,72 +163,6 @@ TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
 
 // VPERMW indexes: Q4_K pair j takes words [2j x16, 2j+1 x16] of the scale
 // words (vector j at 64j); Q6_K vector v takes words [4v .. 4v+3], each x8.
-DATA q4kperm<>+0x00(SB)/8, $0x0000000000000000
-DATA q4kperm<>+0x08(SB)/8, $0x0000000000000000
-DATA q4kperm<>+0x10(SB)/8, $0x0000000000000000
-DATA q4kperm<>+0x18(SB)/8, $0x0000000000000000
-DATA q4kperm<>+0x20(SB)/8, $0x0001000100010001
-DATA q4kperm<>+0x28(SB)/8, $0x0001000100010001
-DATA q4kperm<>+0x30(SB)/8, $0x0001000100010001
-DATA q4kperm<>+0x38(SB)/8, $0x0001000100010001
-DATA q4kperm<>+0x40(SB)/8, $0x0002000200020002
-DATA q4kperm<>+0x48(SB)/8, $0x0002000200020002
-DATA q4kperm<>+0x50(SB)/8, $0x0002000200020002
-DATA q4kperm<>+0x58(SB)/8, $0x0002000200020002
-DATA q4kperm<>+0x60(SB)/8, $0x0003000300030003
-DATA q4kperm<>+0x68(SB)/8, $0x0003000300030003
-DATA q4kperm<>+0x70(SB)/8, $0x0003000300030003
-DATA q4kperm<>+0x78(SB)/8, $0x0003000300030003
-DATA q4kperm<>+0x80(SB)/8, $0x0004000400040004
-DATA q4kperm<>+0x88(SB)/8, $0x0004000400040004
-DATA q4kperm<>+0x90(SB)/8, $0x0004000400040004
-DATA q4kperm<>+0x98(SB)/8, $0x0004000400040004
-DATA q4kperm<>+0xa0(SB)/8, $0x0005000500050005
-DATA q4kperm<>+0xa8(SB)/8, $0x0005000500050005
-DATA q4kperm<>+0xb0(SB)/8, $0x0005000500050005
-DATA q4kperm<>+0xb8(SB)/8, $0x0005000500050005
-DATA q4kperm<>+0xc0(SB)/8, $0x0006000600060006
-DATA q4kperm<>+0xc8(SB)/8, $0x0006000600060006
-DATA q4kperm<>+0xd0(SB)/8, $0x0006000600060006
-DATA q4kperm<>+0xd8(SB)/8, $0x0006000600060006
-DATA q4kperm<>+0xe0(SB)/8, $0x0007000700070007
-DATA q4kperm<>+0xe8(SB)/8, $0x0007000700070007
-DATA q4kperm<>+0xf0(SB)/8, $0x0007000700070007
-DATA q4kperm<>+0xf8(SB)/8, $0x0007000700070007
-GLOBL q4kperm<>(SB), RODATA|NOPTR, $256
-DATA q6kperm<>+0x00(SB)/8, $0x0000000000000000
-DATA q6kperm<>+0x08(SB)/8, $0x0000000000000000
-DATA q6kperm<>+0x10(SB)/8, $0x0001000100010001
-DATA q6kperm<>+0x18(SB)/8, $0x0001000100010001
-DATA q6kperm<>+0x20(SB)/8, $0x0002000200020002
-DATA q6kperm<>+0x28(SB)/8, $0x0002000200020002
-DATA q6kperm<>+0x30(SB)/8, $0x0003000300030003
-DATA q6kperm<>+0x38(SB)/8, $0x0003000300030003
-DATA q6kperm<>+0x40(SB)/8, $0x0004000400040004
-DATA q6kperm<>+0x48(SB)/8, $0x0004000400040004
-DATA q6kperm<>+0x50(SB)/8, $0x0005000500050005
-DATA q6kperm<>+0x58(SB)/8, $0x0005000500050005
-DATA q6kperm<>+0x60(SB)/8, $0x0006000600060006
-DATA q6kperm<>+0x68(SB)/8, $0x0006000600060006
-DATA q6kperm<>+0x70(SB)/8, $0x0007000700070007
-DATA q6kperm<>+0x78(SB)/8, $0x0007000700070007
-DATA q6kperm<>+0x80(SB)/8, $0x0008000800080008
-DATA q6kperm<>+0x88(SB)/8, $0x0008000800080008
-DATA q6kperm<>+0x90(SB)/8, $0x0009000900090009
-DATA q6kperm<>+0x98(SB)/8, $0x0009000900090009
-DATA q6kperm<>+0xa0(SB)/8, $0x000a000a000a000a
-DATA q6kperm<>+0xa8(SB)/8, $0x000a000a000a000a
-DATA q6kperm<>+0xb0(SB)/8, $0x000b000b000b000b
-DATA q6kperm<>+0xb8(SB)/8, $0x000b000b000b000b
-DATA q6kperm<>+0xc0(SB)/8, $0x000c000c000c000c
-DATA q6kperm<>+0xc8(SB)/8, $0x000c000c000c000c
-DATA q6kperm<>+0xd0(SB)/8, $0x000d000d000d000d
-DATA q6kperm<>+0xd8(SB)/8, $0x000d000d000d000d
-DATA q6kperm<>+0xe0(SB)/8, $0x000e000e000e000e
-DATA q6kperm<>+0xe8(SB)/8, $0x000e000e000e000e
-DATA q6kperm<>+0xf0(SB)/8, $0x000f000f000f000f
-DATA q6kperm<>+0xf8(SB)/8, $0x000f000f000f000f
-GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
 
 // Horizontal sum of the 16 lanes of Z into lane 0 of X (Y its low half;
 // clobbers T and its Y).
@@ -279,10 +213,10 @@ GLOBL q6kperm<>(SB), RODATA|NOPTR, $256
 #define Q4K_CONSTSZ \
 	MOVL         $0x0f0f0f0f, DX \
 	VPBROADCASTD DX, Z14 \
-	VMOVDQU64    q4kperm<>+0x00(SB), Z20 \
-	VMOVDQU64    q4kperm<>+0x40(SB), Z21 \
-	VMOVDQU64    q4kperm<>+0x80(SB), Z22 \
-	VMOVDQU64    q4kperm<>+0xc0(SB), Z23
+	VMOVDQU64    ·q4kPerm+0x00(SB), Z20 \
+	VMOVDQU64    ·q4kPerm+0x40(SB), Z21 \
+	VMOVDQU64    ·q4kPerm+0x80(SB), Z22 \
+	VMOVDQU64    ·q4kPerm+0xc0(SB), Z23
 
 // One q4_K block of the four tokens: scales and mins as in
 // dotQ4_KRowsAVX2 (Y8 = words sc0..7 | m0..7, the upper half of Z8 zero;
@@ -348,10 +282,10 @@ TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
 	VPBROADCASTD DX, Z14 \
 	MOVL         $0x30303030, DX \
 	VPBROADCASTD DX, Z13 \
-	VMOVDQU64    q6kperm<>+0x00(SB), Z24 \
-	VMOVDQU64    q6kperm<>+0x40(SB), Z25 \
-	VMOVDQU64    q6kperm<>+0x80(SB), Z26 \
-	VMOVDQU64    q6kperm<>+0xc0(SB), Z27
+	VMOVDQU64    ·q6kPerm+0x00(SB), Z24 \
+	VMOVDQU64    ·q6kPerm+0x40(SB), Z25 \
+	VMOVDQU64    ·q6kPerm+0x80(SB), Z26 \
+	VMOVDQU64    ·q6kPerm+0xc0(SB), Z27
 
 // One q6_K block of the four tokens (Y8 = the 16 scales as words, the
 // upper half of Z8 zero).

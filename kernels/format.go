@@ -10,8 +10,8 @@ import (
 
 // format is what the kernels know of one GGUF type, beside its block
 // geometry, which is gguf's (Type.BlockSize, Type.BlockBytes): adding a
-// type is one entry here plus its kernels (a generic row dot, and SIMD ones
-// in the sets' install functions).
+// type is one entry here plus its kernels (a generic row dot, and the SIMD
+// ones it names per instruction-set level).
 type format struct {
 	// vecDot is the activation type ggml pairs with the type in a dot
 	// product (0: F32).
@@ -30,24 +30,51 @@ type format struct {
 	// vec_dot order; exact8x8 the repacked q4_K_8x8 order, for matrices of
 	// a multiple of 8 rows) and the ik_llama.cpp-order one (PackedIk).
 	exact, exact8x8, ik *PackedLayout
+	// simd are the type's kernels in the SIMD sets, by instruction-set
+	// level: a set takes every level up to its own, each over the one
+	// below (the avx512 set has the avx2 kernels with the avx512 ones over
+	// them; the q4_1 and K-quant row kernels stay avx2 there: their
+	// pairing of rows, or per-sub-block scales on VPMADDUBSW/VPMADDWD,
+	// measured faster, and decode is memory bound).
+	simd [numISA]simdKernels
 }
 
 // formats is the table of the types the kernels handle, by gguf.Type.
 var formats = [numTypes]format{
-	gguf.F32:    {dequant: dequantF32, quantize: quantizeF32, dot: dotF32Row},
-	gguf.F16:    {vecDot: gguf.F16, dequant: F16RowToF32, quantize: F32RowToF16, dot: dotF16Row},
-	gguf.BF16:   {vecDot: gguf.BF16, dequant: BF16RowToF32, quantize: F32RowToBF16, dot: dotBF16Row},
-	gguf.Q4_0:   {vecDot: gguf.Q8_0, dequant: dequantQ4_0, quantize: quantizeQ4_0, dot: dotQ4_0Generic},
-	gguf.Q4_1:   {vecDot: gguf.Q8_1, dequant: dequantQ4_1, quantize: quantizeQ4_1, dot: dotQ4_1Generic, exact: &ggmlQ41VecDot},
-	gguf.Q5_0:   {vecDot: gguf.Q8_0, dequant: dequantQ5_0, quantize: quantizeQ5_0, dot: dotQ5_0Generic, exact: &ggmlQ50VecDot},
-	gguf.Q5_1:   {vecDot: gguf.Q8_1, dequant: dequantQ5_1, quantize: quantizeQ5_1, dot: dotQ5_1Generic},
-	gguf.Q8_0:   {vecDot: gguf.Q8_0, dequant: dequantQ8_0, quantize: quantizeQ8_0, quantizeWeight: quantizeQ8_0Ref, dot: dotQ8_0Generic, exact: &ggmlQ80VecDot, ik: &ikQ80},
-	gguf.Q8_1:   {dequant: dequantQ8_1, quantize: quantizeQ8_1},
-	gguf.Q2_K:   {vecDot: gguf.Q8_K, dequant: dequantQ2K, quantize: quantizeQ2K, dot: dotQ2KGeneric},
-	gguf.Q3_K:   {vecDot: gguf.Q8_K, dequant: dequantQ3K, quantize: quantizeQ3K, dot: dotQ3KGeneric},
-	gguf.Q4_K:   {vecDot: gguf.Q8_K, dequant: dequantQ4K, quantize: quantizeQ4K, dot: dotQ4KGeneric, exact: &ggmlQ4KVecDot, exact8x8: &ggmlQ4K8x8, ik: &ikQ4K},
-	gguf.Q5_K:   {vecDot: gguf.Q8_K, dequant: dequantQ5K, quantize: quantizeQ5K, dot: dotQ5KGeneric},
-	gguf.Q6_K:   {vecDot: gguf.Q8_K, dequant: dequantQ6K, quantize: quantizeQ6K, dot: dotQ6KGeneric, exact: &ggmlQ6KVecDot, ik: &ikQ6K},
+	gguf.F32: {dequant: dequantF32, quantize: quantizeF32, dot: dotF32Row,
+		simd: [numISA]simdKernels{isaAVX2: {rows: asmF32RowsAVX2}}},
+	gguf.F16: {vecDot: gguf.F16, dequant: F16RowToF32, quantize: F32RowToF16, dot: dotF16Row,
+		simd: [numISA]simdKernels{isaAVX2: {rows: asmF16RowsAVX2, tokens: asmF16TokensAVX2}}},
+	gguf.BF16: {vecDot: gguf.BF16, dequant: BF16RowToF32, quantize: F32RowToBF16, dot: dotBF16Row},
+	gguf.Q4_0: {vecDot: gguf.Q8_0, dequant: dequantQ4_0, quantize: quantizeQ4_0, dot: dotQ4_0Generic,
+		simd: [numISA]simdKernels{
+			isaAVX2:   {rows: asmQ4_0RowsAVX2, tok4: asmQ4_0Tok4AVX2},
+			isaAVX512: {rows: asmQ4_0RowsAVX512, tok4: asmQ4_0Tok4AVX512}}},
+	gguf.Q4_1: {vecDot: gguf.Q8_1, dequant: dequantQ4_1, quantize: quantizeQ4_1, dot: dotQ4_1Generic, exact: &ggmlQ41VecDot,
+		simd: [numISA]simdKernels{
+			isaAVX2:   {rows: asmQ4_1RowsAVX2, tok4: asmQ4_1Tok4AVX2},
+			isaAVX512: {tok4: asmQ4_1Tok4AVX512, tile: asmQ4_1TileAVX512}}},
+	gguf.Q5_0: {vecDot: gguf.Q8_0, dequant: dequantQ5_0, quantize: quantizeQ5_0, dot: dotQ5_0Generic, exact: &ggmlQ50VecDot,
+		simd: [numISA]simdKernels{
+			isaAVX2:   {rows: asmQ5_0RowsAVX2, tokens: asmQ5_0TokensAVX2},
+			isaAVX512: {rows: asmQ5_0RowsAVX512, tokens: asmQ5_0TokensAVX512}}},
+	gguf.Q5_1: {vecDot: gguf.Q8_1, dequant: dequantQ5_1, quantize: quantizeQ5_1, dot: dotQ5_1Generic},
+	gguf.Q8_0: {vecDot: gguf.Q8_0, dequant: dequantQ8_0, quantize: quantizeQ8_0, quantizeWeight: quantizeQ8_0Ref, dot: dotQ8_0Generic, exact: &ggmlQ80VecDot, ik: &ikQ80,
+		simd: [numISA]simdKernels{
+			isaAVX2:   {rows: asmQ8_0RowsAVX2, tok4: asmQ8_0Tok4AVX2},
+			isaAVX512: {rows: asmQ8_0RowsAVX512, tok4: asmQ8_0Tok4AVX512}}},
+	gguf.Q8_1: {dequant: dequantQ8_1, quantize: quantizeQ8_1},
+	gguf.Q2_K: {vecDot: gguf.Q8_K, dequant: dequantQ2K, quantize: quantizeQ2K, dot: dotQ2KGeneric},
+	gguf.Q3_K: {vecDot: gguf.Q8_K, dequant: dequantQ3K, quantize: quantizeQ3K, dot: dotQ3KGeneric},
+	gguf.Q4_K: {vecDot: gguf.Q8_K, dequant: dequantQ4K, quantize: quantizeQ4K, dot: dotQ4KGeneric, exact: &ggmlQ4KVecDot, exact8x8: &ggmlQ4K8x8, ik: &ikQ4K,
+		simd: [numISA]simdKernels{
+			isaAVX2:   {rows: asmQ4_KRowsAVX2, tok4: asmQ4_KTok4AVX2},
+			isaAVX512: {tok4: asmQ4_KTok4AVX512}}},
+	gguf.Q5_K: {vecDot: gguf.Q8_K, dequant: dequantQ5K, quantize: quantizeQ5K, dot: dotQ5KGeneric},
+	gguf.Q6_K: {vecDot: gguf.Q8_K, dequant: dequantQ6K, quantize: quantizeQ6K, dot: dotQ6KGeneric, exact: &ggmlQ6KVecDot, ik: &ikQ6K,
+		simd: [numISA]simdKernels{
+			isaAVX2:   {rows: asmQ6_KRowsAVX2, tok4: asmQ6_KTok4AVX2},
+			isaAVX512: {tok4: asmQ6_KTok4AVX512}}},
 	gguf.Q8_K:   {dequant: dequantQ8K, quantize: quantizeQ8K},
 	gguf.IQ4_NL: {vecDot: gguf.Q8_0, dequant: dequantIQ4NL, quantize: quantizeIQ4NL, dot: dotIQ4NLGeneric},
 	gguf.IQ4_XS: {vecDot: gguf.Q8_K, dequant: dequantIQ4XS, quantize: quantizeIQ4XS, dot: dotIQ4XSGeneric},
@@ -182,14 +209,14 @@ func quantizeF32(src []float32, dst []byte) {
 
 func quantizeIQ4NL(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
-		b := dst[i*bytesIQ4NL : (i+1)*bytesIQ4NL]
+		b := dst[i*gguf.BytesIQ4_NL : (i+1)*gguf.BytesIQ4_NL]
 		quantizeIQ4(src[i*qk32:(i+1)*qk32], b[0:2], b[2:18], nil, nil)
 	}
 }
 
 func quantizeIQ4XS(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qkK; i++ {
-		b := dst[i*bytesIQ4XS : (i+1)*bytesIQ4XS]
+		b := dst[i*gguf.BytesIQ4_XS : (i+1)*gguf.BytesIQ4_XS]
 		quantizeIQ4(src[i*qkK:(i+1)*qkK], b[0:2], b[8:136], b[2:4], b[4:8])
 	}
 }

@@ -11,21 +11,6 @@ import (
 // blockGeom is gguf's block geometry of t, as the tests index blocks.
 func blockGeom(t gguf.Type) (size, bytes int) { return t.BlockSize(), t.BlockBytes() }
 
-// TestBlockBytesMatchGGUF: the block sizes the kernels index their blocks
-// with are gguf's, the table RowBytes reads.
-func TestBlockBytesMatchGGUF(t *testing.T) {
-	for typ, want := range map[gguf.Type][2]int{
-		gguf.Q4_0: {qk32, bytesQ4_0}, gguf.Q4_1: {qk32, bytesQ4_1}, gguf.Q5_0: {qk32, bytesQ5_0},
-		gguf.Q5_1: {qk32, bytesQ5_1}, gguf.Q8_0: {qk32, bytesQ8_0}, gguf.Q8_1: {qk32, bytesQ8_1},
-		gguf.Q2_K: {qkK, bytesQ2K}, gguf.Q3_K: {qkK, bytesQ3K}, gguf.Q4_K: {qkK, bytesQ4K},
-		gguf.Q5_K: {qkK, bytesQ5K}, gguf.Q6_K: {qkK, bytesQ6K}, gguf.Q8_K: {qkK, bytesQ8K},
-		gguf.IQ4_NL: {qk32, bytesIQ4NL}, gguf.IQ4_XS: {qkK, bytesIQ4XS},
-	} {
-		assert.Equal(t, want[0], typ.BlockSize(), "%v block size", typ)
-		assert.Equal(t, want[1], typ.BlockBytes(), "%v block bytes", typ)
-	}
-}
-
 // TestFormatTable: every entry is consistent: a type with a row dot can be
 // dequantized and quantized, its activation type has a quantizer and the
 // same block size, RowBytes agrees with gguf.Type.RowBytes, and the

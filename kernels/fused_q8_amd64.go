@@ -2,6 +2,8 @@
 
 package kernels
 
+import "github.com/moonlm/moonlm/gguf"
+
 //go:noescape
 func quantizeQ8AVX512(src *float32, nb int, dst *byte, blockBytes int, withSum bool)
 
@@ -12,9 +14,9 @@ func (s *Set) quantizeQ8Vec(sum bool, src []float32, dst []byte) bool {
 		return false
 	}
 	nb := len(src) / 32
-	bb := bytesQ8_0
+	bb := gguf.BytesQ8_0
 	if sum {
-		bb = bytesQ8_1
+		bb = gguf.BytesQ8_1
 	}
 	_ = src[nb*32-1]
 	_ = dst[nb*bb-1]

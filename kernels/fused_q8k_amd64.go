@@ -2,8 +2,10 @@
 
 package kernels
 
+import "github.com/moonlm/moonlm/gguf"
+
 // quantizeQ8KAVX512 quantizes nb blocks of 256 values to q8_K at dst
-// (bytesQ8K bytes each), byte for byte as quantizeQ8K does.
+// (gguf.BytesQ8_K bytes each), byte for byte as quantizeQ8K does.
 //
 //go:noescape
 func quantizeQ8KAVX512(src *float32, nb int, dst *byte)
@@ -17,7 +19,7 @@ func (s *Set) quantizeQ8KVec(src []float32, dst []byte) bool {
 	}
 	nb := len(src) / qkK
 	_ = src[nb*qkK-1]
-	_ = dst[nb*bytesQ8K-1]
+	_ = dst[nb*gguf.BytesQ8_K-1]
 	quantizeQ8KAVX512(&src[0], nb, &dst[0])
 	return true
 }

@@ -12,23 +12,6 @@ DATA q8kc<>+0x20(SB)/4, $0x3f800000 // 1
 GLOBL q8kc<>(SB), RODATA|NOPTR, $36
 
 // bsum order: after the reduction dword 4j+k holds group 4k+j.
-DATA q8kperm<>+0x00(SB)/4, $0
-DATA q8kperm<>+0x04(SB)/4, $4
-DATA q8kperm<>+0x08(SB)/4, $8
-DATA q8kperm<>+0x0c(SB)/4, $12
-DATA q8kperm<>+0x10(SB)/4, $1
-DATA q8kperm<>+0x14(SB)/4, $5
-DATA q8kperm<>+0x18(SB)/4, $9
-DATA q8kperm<>+0x1c(SB)/4, $13
-DATA q8kperm<>+0x20(SB)/4, $2
-DATA q8kperm<>+0x24(SB)/4, $6
-DATA q8kperm<>+0x28(SB)/4, $10
-DATA q8kperm<>+0x2c(SB)/4, $14
-DATA q8kperm<>+0x30(SB)/4, $3
-DATA q8kperm<>+0x34(SB)/4, $7
-DATA q8kperm<>+0x38(SB)/4, $11
-DATA q8kperm<>+0x3c(SB)/4, $15
-GLOBL q8kperm<>(SB), RODATA|NOPTR, $64
 
 // QUANT turns the 16 floats in r into clamped nearestInt(iscale*x) and
 // leaves their low bytes in the low 128 bits of r. The float add and
@@ -58,7 +41,7 @@ TEXT ·quantizeQ8KAVX512(SB), NOSPLIT, $0-24
 	VPBROADCASTD q8kc<>+0x10(SB), Z21
 	VPBROADCASTD q8kc<>+0x14(SB), Z22
 	VPBROADCASTD q8kc<>+0x18(SB), Z23
-	VMOVDQU32    q8kperm<>(SB), Z24
+	VMOVDQU32    ·transpose4x4(SB), Z24
 	TESTQ        CX, CX
 	JZ           q8kdone
 

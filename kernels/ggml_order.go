@@ -179,8 +179,11 @@ func ggmlDotQ4KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 // llama.cpp quantizes the activations of a 4-token group with
 // ggml_quantize_mat_q8_K_4x8, which rounds exactly as quantize_row_q8_K
 // (scale -127/max from the value of largest magnitude, round to nearest
-// even; only a tie between +max and -max could differ), so the q8_K rows
-// the engine makes serve both paths.
+// even). Only a tie between +max and -max differs (the repacked quantizer
+// takes the positive one, quantize_row_q8_K the first): the block is then
+// the exact negation (d, quants, sums), and these products are
+// sign-symmetric, so the q8_K rows the engine makes serve both paths
+// bit for bit (TestGGMLQ4K8x8TieSignIrrelevant).
 func ggmlDotQ4K8x8(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 	nb := cols / 256
 	w := g[:nb*144]

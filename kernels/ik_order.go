@@ -80,7 +80,7 @@ func ikDotQ80(cols int, w, a []byte) float32 {
 	var accm [4]float32
 	for b := 0; b < nb/4*4; b++ {
 		k := b % 4
-		wb := w[b*bytesQ8_0 : (b+1)*bytesQ8_0]
+		wb := w[b*gguf.BytesQ8_0 : (b+1)*gguf.BytesQ8_0]
 		dw := F16ToF32(binary.LittleEndian.Uint16(wb))
 		da, sum, qs := q8_2Block(a, b)
 		accm[k] += (dw * -127) * (da * float32(sum))
@@ -94,7 +94,7 @@ func ikDotQ80(cols int, w, a []byte) float32 {
 		}
 	}
 	for b := nb / 4 * 4; b < nb; b++ {
-		wb := w[b*bytesQ8_0 : (b+1)*bytesQ8_0]
+		wb := w[b*gguf.BytesQ8_0 : (b+1)*gguf.BytesQ8_0]
 		dw := F16ToF32(binary.LittleEndian.Uint16(wb))
 		da, sum, qs := q8_2Block(a, b)
 		m := (-dw * 127) * (da * float32(sum)) * 0.25
@@ -124,7 +124,7 @@ func ikDotQ80(cols int, w, a []byte) float32 {
 func ikDotQ4K(cols int, w, a []byte) float32 {
 	var acc [8]float32
 	for i := 0; i < cols/qkK; i++ {
-		blk := w[i*bytesQ4K : (i+1)*bytesQ4K]
+		blk := w[i*gguf.BytesQ4_K : (i+1)*gguf.BytesQ4_K]
 		d := F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
 		dmin := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
 		sc, qs := blk[4:16], blk[16:]
@@ -160,7 +160,7 @@ func ikDotQ6K(cols int, w, a []byte) float32 {
 	var acc [8]float32
 	var q [128]int32
 	for i := 0; i < cols/qkK; i++ {
-		blk := w[i*bytesQ6K : (i+1)*bytesQ6K]
+		blk := w[i*gguf.BytesQ6_K : (i+1)*gguf.BytesQ6_K]
 		d := F16ToF32(binary.LittleEndian.Uint16(blk[208:]))
 		for j := 0; j < 2; j++ {
 			ql, qh := blk[64*j:64*j+64], blk[128+32*j:128+32*j+32]

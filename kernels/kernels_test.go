@@ -65,7 +65,7 @@ func refDot(t gguf.Type, w, xq []byte, n int) (dot, scale float64) {
 		_, wb := blockGeom(t)
 		for b := 0; b < n/qk32; b++ {
 			m := float64(f16At(w[b*wb+2:]))
-			sx := float64(f16At(xq[b*bytesQ8_1+2:]))
+			sx := float64(f16At(xq[b*gguf.BytesQ8_1+2:]))
 			for i := b * qk32; i < (b+1)*qk32; i++ {
 				p := (float64(wf[i]) - m) * float64(xf[i])
 				dot += p

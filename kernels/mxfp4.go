@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"math"
+
+	"github.com/moonlm/moonlm/gguf"
 )
 
 // MXFP4 (the OCP microscaling format, ggml type 39, gpt-oss's expert
@@ -11,7 +13,7 @@ import (
 // code table holds the E2M1 values doubled (integers) and the scale is
 // halved to match, so a weight is kvaluesMXFP4[code] * e8m0Half(e).
 
-const bytesMXFP4 = 1 + qk32/2
+const bytesMXFP4 = gguf.BytesMXFP4
 
 // kvaluesMXFP4 are the E2M1 values times two: 0, 0.5, 1, 1.5, 2, 3, 4, 6
 // and their negatives.
@@ -89,7 +91,7 @@ func dotMXFP4Generic(n int, w, x []byte) float32 {
 	var sum float32
 	for i := 0; i < n/qk32; i++ {
 		b := w[i*bytesMXFP4 : (i+1)*bytesMXFP4]
-		y := x[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		y := x[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
 		qs, q8 := b[1:bytesMXFP4], y[2:34]
 		var s1, s2 int32
 		for j := range 16 {

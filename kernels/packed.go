@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -76,6 +77,66 @@ func (s *Set) QuantizeAct(at gguf.Type, src []float32, dst []byte) {
 // maxPackedTile bounds Rows*MaxTok of every layout (the scratch tile of a
 // partial group lives on the stack).
 const maxPackedTile = 128
+
+// packedGroup is a packed layout's group geometry as its Dot kernels see
+// it: rows per group, values per block (1<<shift, a shift so that the
+// per-call arithmetic has no division), bytes of one block of all the
+// group's rows, activation bytes per block and the most tokens per call.
+type packedGroup struct {
+	name                               string // the weight type, for messages
+	rows, blockBytes, actBytes, maxTok int
+	shift                              uint
+	srcBytes                           int // one GGUF block of one row
+}
+
+// blockShift is log2 of block size n (32 or 256).
+func blockShift(n int) uint { return uint(bits.TrailingZeros(uint(n))) }
+
+// layout returns the layout of this geometry named name, of weight type
+// typ, packing with pack and with dot as its Dot and DotGeneric (the SIMD
+// sets copy it and set their own Dot).
+func (p packedGroup) layout(name string, typ gguf.Type, pack func(dst, src []byte, cols int), dot func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)) PackedLayout {
+	return PackedLayout{
+		Name: name, Type: typ, Rows: p.rows, MaxTok: p.maxTok,
+		GroupBytes: func(cols int) int { return (cols >> p.shift) * p.blockBytes },
+		Pack:       pack, Dot: dot, DotGeneric: dot,
+	}
+}
+
+// checkPack panics unless a Pack call's operands are in bounds (whole
+// blocks, src holding the group's GGUF rows and dst their packed form) and
+// returns the blocks per row and the GGUF row bytes.
+func (p *packedGroup) checkPack(dst, src []byte, cols int) (nb, rb int) {
+	nb = cols >> p.shift
+	rb = nb * p.srcBytes
+	if cols&(1<<p.shift-1) != 0 || len(src) < p.rows*rb || len(dst) < nb*p.blockBytes {
+		panic(fmt.Sprintf("kernels: packing %s: %d cols need %d source and %d packed bytes, have %d and %d",
+			p.name, cols, p.rows*rb, nb*p.blockBytes, len(src), len(dst)))
+	}
+	return nb, rb
+}
+
+// check panics unless one Dot call's operands are in bounds: whole blocks,
+// 1..maxTok tokens, and slices that hold them (the whole extent, checked
+// once: subslices could otherwise reach into capacity past len).
+func (p *packedGroup) check(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols >> p.shift
+	if cols&(1<<p.shift-1) != 0 || nTok < 1 || nTok > p.maxTok ||
+		len(g) < nb*p.blockBytes ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*p.actBytes) ||
+		len(y) < (nTok-1)*yStride+p.rows {
+		p.outOfBounds(cols, len(g), len(x), xStride, nTok, len(y), yStride)
+	}
+}
+
+// outOfBounds is check's panic, kept out of line so that check inlines
+// into the kernels' wrappers.
+//
+//go:noinline
+func (p *packedGroup) outOfBounds(cols, g, x, xStride, nTok, y, yStride int) {
+	panic(fmt.Sprintf("kernels: packed %s dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
+		p.name, cols, nTok, g, x, xStride, y, yStride))
+}
 
 // packedRegistry maps a kernel set's name to the functions that pick its
 // layouts (one per weight type; a function may return nil). Layout files

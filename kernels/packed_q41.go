@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -25,7 +24,7 @@ import (
 // same bytes.
 const (
 	q41PackedRows  = 16
-	q41PackedBlock = q41PackedRows * bytesQ4_1 // 320
+	q41PackedBlock = q41PackedRows * gguf.BytesQ4_1 // 320
 	// q41PackedMaxTok is the most tokens one Dot call takes (16 rows x 8
 	// tokens fills the 128-value tile).
 	q41PackedMaxTok = 8
@@ -33,33 +32,18 @@ const (
 
 // packedQ41Base is the q4_1 layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ41Base = PackedLayout{
-	Name:       "q4_1.r16.v1",
-	Type:       gguf.Q4_1,
-	Rows:       q41PackedRows,
-	MaxTok:     q41PackedMaxTok,
-	GroupBytes: packedQ41GroupBytes,
-	Pack:       packQ41,
-	Dot:        dotPackedQ41Generic,
-	DotGeneric: dotPackedQ41Generic,
-}
-
-func packedQ41GroupBytes(cols int) int { return cols / qk32 * q41PackedBlock }
+var packedQ41Base = q41Group.layout("q4_1.r16.v1", gguf.Q4_1, packQ41, dotPackedQ41Generic)
 
 // packQ41 interleaves 16 q4_1 rows (src, RowBytes(Q4_1, cols) bytes each)
-// into dst (packedQ41GroupBytes(cols) bytes), moving 16- and 32-bit words,
+// into dst (GroupBytes(cols) bytes), moving 16- and 32-bit words,
 // so it runs near memory speed and allocates nothing.
 func packQ41(dst, src []byte, cols int) {
-	nb := cols / qk32
-	rb := nb * bytesQ4_1
-	if cols%qk32 != 0 || len(src) < q41PackedRows*rb || len(dst) < nb*q41PackedBlock {
-		panic(fmt.Sprintf("kernels: packing q4_1: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
-	}
+	nb, rb := q41Group.checkPack(dst, src, cols)
 	le := binary.LittleEndian
 	for b := range nb {
 		o := (*[q41PackedBlock]byte)(dst[b*q41PackedBlock:])
 		for r := range q41PackedRows {
-			s := (*[bytesQ4_1]byte)(src[r*rb+b*bytesQ4_1:])
+			s := (*[gguf.BytesQ4_1]byte)(src[r*rb+b*gguf.BytesQ4_1:])
 			le.PutUint16(o[2*r:], le.Uint16(s[0:]))
 			le.PutUint16(o[32+2*r:], le.Uint16(s[2:]))
 			le.PutUint32(o[64+4*r:], le.Uint32(s[4:]))
@@ -70,17 +54,8 @@ func packQ41(dst, src []byte, cols int) {
 	}
 }
 
-// checkPackedQ41 panics unless one Dot call's operands are in bounds.
-func checkPackedQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qk32
-	if cols%qk32 != 0 || nTok < 1 || nTok > q41PackedMaxTok ||
-		len(g) < nb*q41PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8_1) ||
-		len(y) < (nTok-1)*yStride+q41PackedRows {
-		panic(fmt.Sprintf("kernels: packed q4_1 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q41Group is the packed q4_1 group's geometry (packedGroup.check).
+var q41Group = packedGroup{name: "q4_1", rows: q41PackedRows, shift: blockShift(qk32), blockBytes: q41PackedBlock, actBytes: gguf.BytesQ8_1, maxTok: q41PackedMaxTok, srcBytes: gguf.BytesQ4_1}
 
 // dotPackedQ41Generic is the pure-Go twin of the SIMD packed kernel: the
 // same integer sums per block, read from the packed bytes, and the same
@@ -88,14 +63,14 @@ func checkPackedQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 // the generic q4_1 row dot does (dotQ4_1Generic), so the generic kernel set
 // gives the same bits on packed and unpacked rows.
 func dotPackedQ41Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ41(cols, g, x, xStride, nTok, y, yStride)
+	q41Group.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	for t := range nTok {
 		xt := x[t*xStride:]
 		var acc [q41PackedRows]float32
 		for b := range nb {
 			blk := (*[q41PackedBlock]byte)(g[b*q41PackedBlock:])
-			xb := (*[bytesQ8_1]byte)(xt[b*bytesQ8_1:])
+			xb := (*[gguf.BytesQ8_1]byte)(xt[b*gguf.BytesQ8_1:])
 			q8 := xb[4:]
 			for r := range q41PackedRows {
 				var s int32

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -40,39 +39,23 @@ const (
 
 // packedQ4KBase is the q4_K layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ4KBase = PackedLayout{
-	Name:       "q4_K.r16.v1",
-	Type:       gguf.Q4_K,
-	Rows:       q4kPackedRows,
-	MaxTok:     maxPackedTile / q4kPackedRows,
-	GroupBytes: packedQ4KGroupBytes,
-	Pack:       packQ4K,
-	Dot:        dotPackedQ4KGeneric,
-	DotGeneric: dotPackedQ4KGeneric,
-}
-
-func packedQ4KGroupBytes(cols int) int { return cols / qkK * q4kPackedBlock }
+var packedQ4KBase = q4kGroup.layout("q4_K.r16.v1", gguf.Q4_K, packQ4K, dotPackedQ4KGeneric)
 
 // packQ4K interleaves 16 q4_K rows (src, RowBytes(Q4_K, cols) bytes each)
-// into dst (packedQ4KGroupBytes(cols) bytes). It runs at model open over
+// into dst (GroupBytes(cols) bytes). It runs at model open over
 // every q4_K matrix, so it works on whole words (4 scales or mins, 8 bytes
 // of nibbles at a time) and allocates nothing.
 func packQ4K(dst, src []byte, cols int) {
-	nb := cols / qkK
-	rb := nb * bytesQ4K
-	if len(src) < q4kPackedRows*rb || len(dst) < nb*q4kPackedBlock {
-		panic(fmt.Sprintf("kernels: packing q4_K: %d cols need %d source and %d packed bytes, have %d and %d",
-			cols, q4kPackedRows*rb, nb*q4kPackedBlock, len(src), len(dst)))
-	}
+	nb, rb := q4kGroup.checkPack(dst, src, cols)
 	le := binary.LittleEndian
 	for b := range nb {
 		p := (*[q4kPackedBlock]byte)(dst[b*q4kPackedBlock:])
 		// Rows in pairs: their quant words are adjacent in the packed
 		// block, so each pair takes one 8-byte store per 4 values.
 		for r := 0; r < q4kPackedRows; r += 2 {
-			b0 := (*[bytesQ4K]byte)(src[r*rb+b*bytesQ4K:])
-			b1 := (*[bytesQ4K]byte)(src[(r+1)*rb+b*bytesQ4K:])
-			for i, blk := range [2]*[bytesQ4K]byte{b0, b1} {
+			b0 := (*[gguf.BytesQ4_K]byte)(src[r*rb+b*gguf.BytesQ4_K:])
+			b1 := (*[gguf.BytesQ4_K]byte)(src[(r+1)*rb+b*gguf.BytesQ4_K:])
+			for i, blk := range [2]*[gguf.BytesQ4_K]byte{b0, b1} {
 				ri := r + i
 				p[2*ri], p[2*ri+1] = blk[0], blk[1]
 				p[32+2*ri], p[32+2*ri+1] = blk[2], blk[3]
@@ -105,23 +88,14 @@ func packQ4K(dst, src []byte, cols int) {
 	}
 }
 
-// checkPackedQ4K panics unless one Dot call's operands are in bounds.
-func checkPackedQ4K(cols int, g, x []byte, xStride, nTok, maxTok int, y []float32, yStride int) {
-	nb := cols / qkK
-	if cols%qkK != 0 || nTok < 1 || nTok > maxTok ||
-		len(g) < nb*q4kPackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8K) ||
-		len(y) < (nTok-1)*yStride+q4kPackedRows {
-		panic(fmt.Sprintf("kernels: packed q4_K dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q4kGroup is the packed q4_K group's geometry (packedGroup.check).
+var q4kGroup = packedGroup{name: "q4_K", rows: q4kPackedRows, shift: blockShift(qkK), blockBytes: q4kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: maxPackedTile / q4kPackedRows, srcBytes: gguf.BytesQ4_K}
 
 // dotPackedQ4KGeneric is the pure-Go twin of the SIMD packed kernels: per
 // row and token the same integer sums as dotQ4KGeneric, read from the
 // packed bytes.
 func dotPackedQ4KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ4K(cols, g, x, xStride, nTok, maxPackedTile/q4kPackedRows, y, yStride)
+	q4kGroup.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qkK
 	le := binary.LittleEndian
 	for t := range nTok {
@@ -129,7 +103,7 @@ func dotPackedQ4KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, 
 		var acc [q4kPackedRows]float32
 		for b := range nb {
 			p := g[b*q4kPackedBlock : (b+1)*q4kPackedBlock]
-			xb := xt[b*bytesQ8K : (b+1)*bytesQ8K]
+			xb := xt[b*gguf.BytesQ8_K : (b+1)*gguf.BytesQ8_K]
 			dy := math.Float32frombits(le.Uint32(xb))
 			q8 := xb[4 : 4+qkK]
 			for r := range q4kPackedRows {

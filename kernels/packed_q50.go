@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -27,7 +26,7 @@ import (
 // rows it replaces (16*22 bytes per block).
 const (
 	q50PackedRows  = 16
-	q50PackedBlock = q50PackedRows * bytesQ5_0 // 352
+	q50PackedBlock = q50PackedRows * gguf.BytesQ5_0 // 352
 	// q50PackedMaxTok is the most tokens one Dot call takes (16 rows x 8
 	// tokens fills the 128-value tile).
 	q50PackedMaxTok = 8
@@ -35,33 +34,18 @@ const (
 
 // packedQ50Base is the q5_0 layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ50Base = PackedLayout{
-	Name:       "q5_0.r16.v1",
-	Type:       gguf.Q5_0,
-	Rows:       q50PackedRows,
-	MaxTok:     q50PackedMaxTok,
-	GroupBytes: packedQ50GroupBytes,
-	Pack:       packQ50,
-	Dot:        dotPackedQ50Generic,
-	DotGeneric: dotPackedQ50Generic,
-}
-
-func packedQ50GroupBytes(cols int) int { return cols / qk32 * q50PackedBlock }
+var packedQ50Base = q50Group.layout("q5_0.r16.v1", gguf.Q5_0, packQ50, dotPackedQ50Generic)
 
 // packQ50 interleaves 16 q5_0 rows (src, RowBytes(Q5_0, cols) bytes each)
-// into dst (packedQ50GroupBytes(cols) bytes); it allocates nothing.
+// into dst (GroupBytes(cols) bytes); it allocates nothing.
 func packQ50(dst, src []byte, cols int) {
-	nb := cols / qk32
-	rb := nb * bytesQ5_0
-	if cols%qk32 != 0 || len(src) < q50PackedRows*rb || len(dst) < nb*q50PackedBlock {
-		panic(fmt.Sprintf("kernels: packing q5_0: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
-	}
+	nb, rb := q50Group.checkPack(dst, src, cols)
 	le := binary.LittleEndian
 	for b := range nb {
 		o := (*[q50PackedBlock]byte)(dst[b*q50PackedBlock:])
 		var masks [8]uint64
 		for r := range q50PackedRows {
-			s := (*[bytesQ5_0]byte)(src[r*rb+b*bytesQ5_0:])
+			s := (*[gguf.BytesQ5_0]byte)(src[r*rb+b*gguf.BytesQ5_0:])
 			le.PutUint16(o[2*r:], le.Uint16(s[0:]))
 			qh := le.Uint32(s[2:])
 			for m := range 8 {
@@ -78,17 +62,8 @@ func packQ50(dst, src []byte, cols int) {
 	}
 }
 
-// checkPackedQ50 panics unless one Dot call's operands are in bounds.
-func checkPackedQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qk32
-	if cols%qk32 != 0 || nTok < 1 || nTok > q50PackedMaxTok ||
-		len(g) < nb*q50PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8_0) ||
-		len(y) < (nTok-1)*yStride+q50PackedRows {
-		panic(fmt.Sprintf("kernels: packed q5_0 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q50Group is the packed q5_0 group's geometry (packedGroup.check).
+var q50Group = packedGroup{name: "q5_0", rows: q50PackedRows, shift: blockShift(qk32), blockBytes: q50PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q50PackedMaxTok, srcBytes: gguf.BytesQ5_0}
 
 // dotPackedQ50Generic is the pure-Go twin of the SIMD packed kernel: the
 // same exact integer sum per block, read from the packed bytes, added as
@@ -96,7 +71,7 @@ func checkPackedQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStri
 // (dotQ5_0Generic) does, so the generic kernel set gives the same bits on
 // packed and unpacked rows.
 func dotPackedQ50Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ50(cols, g, x, xStride, nTok, y, yStride)
+	q50Group.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	le := binary.LittleEndian
 	for t := range nTok {
@@ -104,7 +79,7 @@ func dotPackedQ50Generic(cols int, g, x []byte, xStride, nTok int, y []float32, 
 		var acc [q50PackedRows]float32
 		for b := range nb {
 			blk := (*[q50PackedBlock]byte)(g[b*q50PackedBlock:])
-			xb := (*[bytesQ8_0]byte)(xt[b*bytesQ8_0:])
+			xb := (*[gguf.BytesQ8_0]byte)(xt[b*gguf.BytesQ8_0:])
 			q8 := xb[2:]
 			da := f16At(xb[0:])
 			for r := range q50PackedRows {

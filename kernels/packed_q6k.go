@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -40,37 +39,21 @@ const (
 
 // packedQ6KBase is the q6_K layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ6KBase = PackedLayout{
-	Name: "q6_K.r16.v2",
-	Type: gguf.Q6_K,
-	Rows: q6kPackedRows,
-	// 8 tokens a call spread the record decode over more VPDPBUSD: 175 ns
-	// per token and 2048 values against 241 ns with 4 (AVX-512, L2-hot).
-	MaxTok:     q6kPackedMaxTok,
-	GroupBytes: packedQ6KGroupBytes,
-	Pack:       packQ6K,
-	Dot:        dotPackedQ6KGeneric,
-	DotGeneric: dotPackedQ6KGeneric,
-}
-
-func packedQ6KGroupBytes(cols int) int { return cols / qkK * q6kPackedBlock }
+var packedQ6KBase = q6kGroup.layout("q6_K.r16.v2", gguf.Q6_K, packQ6K, dotPackedQ6KGeneric)
 
 // packQ6K interleaves 16 q6_K rows (src, RowBytes(Q6_K, cols) bytes each)
-// into dst (packedQ6KGroupBytes(cols) bytes). A GGUF block stores value
+// into dst (GroupBytes(cols) bytes). A GGUF block stores value
 // 32k+j of each half (k < 4, j < 32) in nibble k/2 of ql[32(k%2)+j] and bits
 // 2k..2k+1 of qh[j]; the loop rebuilds 64-bit words of eight 6-bit quants
 // (values 4v+i, i < 4, for two v) and spreads them into the record's words,
 // so it allocates nothing and touches each byte once.
 func packQ6K(dst, src []byte, cols int) {
+	nb, rb := q6kGroup.checkPack(dst, src, cols)
 	le := binary.LittleEndian
-	nb := cols / qkK
-	rb := nb * bytesQ6K
-	_ = dst[nb*q6kPackedBlock-1]
-	_ = src[q6kPackedRows*rb-1]
 	for b := 0; b < nb; b++ {
 		out := dst[b*q6kPackedBlock : (b+1)*q6kPackedBlock]
 		for r := 0; r < q6kPackedRows; r++ {
-			blk := (*[bytesQ6K]byte)(src[r*rb+b*bytesQ6K:])
+			blk := (*[gguf.BytesQ6_K]byte)(src[r*rb+b*gguf.BytesQ6_K:])
 			for s := 0; s < 16; s++ {
 				// Values 16s..16s+15 lie in half h, quarter k, at j0..j0+15
 				// of the quarter's 32 values; 8 bytes of ql or qh hold
@@ -108,38 +91,28 @@ func q6kPackedQuant(blk []byte, r, s, j int) int32 {
 	return int32(a>>6 | b>>6<<2 | c>>6<<4)
 }
 
-// q6kPackedMaxTok is the most tokens one Dot call takes.
+// q6kPackedMaxTok is the most tokens one Dot call takes: 8 tokens a call
+// spread the record decode over more VPDPBUSD (175 ns per token and 2048
+// values against 241 ns with 4, AVX-512, L2-hot).
 const q6kPackedMaxTok = 8
 
-// checkPackedQ6K panics unless one Dot call's operands are in bounds:
-// whole blocks, 1..q6kPackedMaxTok tokens, and slices that hold them (the
-// whole extent, checked once: subslices could otherwise reach into
-// capacity past len).
-func checkPackedQ6K(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qkK
-	if cols%qkK != 0 || nTok < 1 || nTok > q6kPackedMaxTok ||
-		len(g) < nb*q6kPackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8K) ||
-		len(y) < (nTok-1)*yStride+q6kPackedRows {
-		panic(fmt.Sprintf("kernels: packed q6_K dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q6kGroup is the packed q6_K group's geometry (packedGroup.check).
+var q6kGroup = packedGroup{name: "q6_K", rows: q6kPackedRows, shift: blockShift(qkK), blockBytes: q6kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: q6kPackedMaxTok, srcBytes: gguf.BytesQ6_K}
 
 // dotPackedQ6KGeneric is the pure-Go packed q6_K kernel, computing as the
 // SIMD kernel does: per sub-block the exact integer sum of (q-32)*x (the
 // -32 applied through the q8_K sub-block sums), scaled in float by d*sc and
 // summed per block, then scaled by the token's d.
 func dotPackedQ6KGeneric(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ6K(cols, g, x, xStride, nTok, y, yStride)
+	q6kGroup.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qkK
 	for t := 0; t < nTok; t++ {
-		xt := x[t*xStride : t*xStride+nb*bytesQ8K]
+		xt := x[t*xStride : t*xStride+nb*gguf.BytesQ8_K]
 		for r := 0; r < q6kPackedRows; r++ {
 			var acc float32
 			for b := 0; b < nb; b++ {
 				blk := g[b*q6kPackedBlock : (b+1)*q6kPackedBlock]
-				xb := xt[b*bytesQ8K : (b+1)*bytesQ8K]
+				xb := xt[b*gguf.BytesQ8_K : (b+1)*gguf.BytesQ8_K]
 				xd := math.Float32frombits(binary.LittleEndian.Uint32(xb))
 				d := f16At(blk[q6kPackedD+2*r:])
 				var sum float32

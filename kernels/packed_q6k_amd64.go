@@ -44,7 +44,7 @@ func packedQ6KDot8(w, x *byte, xstride, nb int, y *float32, ystride int)
 // dotPackedQ6KAVX512 is the Dot of the AVX-512 q6_K layout: it checks the
 // slices once and runs the kernel for nTok tokens.
 func dotPackedQ6KAVX512(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ6K(cols, g, x, xStride, nTok, y, yStride)
+	q6kGroup.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qkK
 	if nb == 0 {
 		for t := 0; t < nTok; t++ {

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -28,28 +27,17 @@ import (
 // it replaces (16*34 bytes per block), so decode streams the same bytes.
 const (
 	q80PackedRows  = 16
-	q80PackedBlock = q80PackedRows * bytesQ8_0 // 544
-	q80PackedPair  = 2 * q80PackedBlock        // 1088
+	q80PackedBlock = q80PackedRows * gguf.BytesQ8_0 // 544
+	q80PackedPair  = 2 * q80PackedBlock             // 1088
 )
 
 // packedQ80Base is the q8_0 layout with the pure-Go kernel as its Dot; the
 // SIMD sets copy it and set their own Dot.
-var packedQ80Base = PackedLayout{
-	Name:       "q8_0.r16.v1",
-	Type:       gguf.Q8_0,
-	Rows:       q80PackedRows,
-	MaxTok:     q80PackedMaxTok,
-	GroupBytes: packedQ80GroupBytes,
-	Pack:       packQ80,
-	Dot:        dotPackedQ80Generic,
-	DotGeneric: dotPackedQ80Generic,
-}
+var packedQ80Base = q80Group.layout("q8_0.r16.v1", gguf.Q8_0, packQ80, dotPackedQ80Generic)
 
 // q80PackedMaxTok is the most tokens one Dot call takes (16 rows x 8
 // tokens fills the 128-value tile).
 const q80PackedMaxTok = 8
-
-func packedQ80GroupBytes(cols int) int { return cols / qk32 * q80PackedBlock }
 
 // q80BlockOffsets returns where the scales and the quants of block b of a
 // packed group of nb blocks start.
@@ -62,21 +50,17 @@ func q80BlockOffsets(b, nb int) (d, qs int) {
 }
 
 // packQ80 interleaves 16 q8_0 rows (src, RowBytes(Q8_0, cols) bytes each)
-// into dst (packedQ80GroupBytes(cols) bytes), moving 32-bit words, so it
+// into dst (GroupBytes(cols) bytes), moving 32-bit words, so it
 // runs near memory speed and allocates nothing.
 func packQ80(dst, src []byte, cols int) {
-	nb := cols / qk32
-	rb := nb * bytesQ8_0
-	if cols%qk32 != 0 || len(src) < q80PackedRows*rb || len(dst) < nb*q80PackedBlock {
-		panic(fmt.Sprintf("kernels: packing q8_0: %d cols: src %d bytes, dst %d bytes out of bounds", cols, len(src), len(dst)))
-	}
+	nb, rb := q80Group.checkPack(dst, src, cols)
 	le := binary.LittleEndian
 	for b := range nb {
 		do, qo := q80BlockOffsets(b, nb)
 		d := (*[32]byte)(dst[do : do+32])
 		q := (*[512]byte)(dst[qo : qo+512])
 		for r := range q80PackedRows {
-			s := (*[bytesQ8_0]byte)(src[r*rb+b*bytesQ8_0:])
+			s := (*[gguf.BytesQ8_0]byte)(src[r*rb+b*gguf.BytesQ8_0:])
 			d[2*r&31] = s[0]
 			d[(2*r+1)&31] = s[1]
 			for c := range 4 {
@@ -88,29 +72,20 @@ func packQ80(dst, src []byte, cols int) {
 	}
 }
 
-// checkPackedQ80 panics unless one Dot call's operands are in bounds.
-func checkPackedQ80(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qk32
-	if cols%qk32 != 0 || nTok < 1 || nTok > q80PackedMaxTok ||
-		len(g) < nb*q80PackedBlock ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesQ8_0) ||
-		len(y) < (nTok-1)*yStride+q80PackedRows {
-		panic(fmt.Sprintf("kernels: packed q8_0 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// q80Group is the packed q8_0 group's geometry (packedGroup.check).
+var q80Group = packedGroup{name: "q8_0", rows: q80PackedRows, shift: blockShift(qk32), blockBytes: q80PackedBlock, actBytes: gguf.BytesQ8_0, maxTok: q80PackedMaxTok, srcBytes: gguf.BytesQ8_0}
 
 // dotPackedQ80Generic is the pure-Go twin of the SIMD packed kernel: the
 // same biased integer sums and correction, read from the packed bytes.
 func dotPackedQ80Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkPackedQ80(cols, g, x, xStride, nTok, y, yStride)
+	q80Group.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	for t := range nTok {
 		xt := x[t*xStride:]
 		var acc [q80PackedRows]float32
 		for b := range nb {
 			do, qo := q80BlockOffsets(b, nb)
-			xb := xt[b*bytesQ8_0 : (b+1)*bytesQ8_0]
+			xb := xt[b*gguf.BytesQ8_0 : (b+1)*gguf.BytesQ8_0]
 			dx := f16At(xb)
 			q8 := xb[2:34]
 			var sx int32

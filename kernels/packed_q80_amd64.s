@@ -23,24 +23,6 @@
 //   temporaries, Z14/Z15 the even/odd VPERMT2D indices, Z16-Z23 float sums,
 //   Z24-Z31 integer sums.
 
-DATA p80perm<>+0(SB)/8, $0x0000000200000000
-DATA p80perm<>+8(SB)/8, $0x0000000600000004
-DATA p80perm<>+16(SB)/8, $0x0000000a00000008
-DATA p80perm<>+24(SB)/8, $0x0000000e0000000c
-DATA p80perm<>+32(SB)/8, $0x0000001200000010
-DATA p80perm<>+40(SB)/8, $0x0000001600000014
-DATA p80perm<>+48(SB)/8, $0x0000001a00000018
-DATA p80perm<>+56(SB)/8, $0x0000001e0000001c
-DATA p80perm<>+64(SB)/8, $0x0000000300000001
-DATA p80perm<>+72(SB)/8, $0x0000000700000005
-DATA p80perm<>+80(SB)/8, $0x0000000b00000009
-DATA p80perm<>+88(SB)/8, $0x0000000f0000000d
-DATA p80perm<>+96(SB)/8, $0x0000001300000011
-DATA p80perm<>+104(SB)/8, $0x0000001700000015
-DATA p80perm<>+112(SB)/8, $0x0000001b00000019
-DATA p80perm<>+120(SB)/8, $0x0000001f0000001d
-GLOBL p80perm<>(SB), RODATA|NOPTR, $128
-
 // Z(u) = 128 * the 8 four-byte sums of blocks 2u (lanes 0-7) and 2u+1
 // (lanes 8-15) of the token at P (off = 68u).
 #define UNIT(P, off, Yu, Zu) \
@@ -195,8 +177,8 @@ GLOBL p80perm<>(SB), RODATA|NOPTR, $128
 	PACKED_ARGS \
 	MOVL         $0x80808080, DX \
 	VPBROADCASTD DX, Z9 \
-	VMOVDQU64    p80perm<>+0(SB), Z14 \
-	VMOVDQU64    p80perm<>+64(SB), Z15 \
+	VMOVDQU64    ·p80Perm+0(SB), Z14 \
+	VMOVDQU64    ·p80Perm+64(SB), Z15 \
 	ZEROF
 
 // One kernel: whole 16-block chunks with the sums table, then block

@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"github.com/moonlm/moonlm/gguf"
+
 	"encoding/binary"
 	"math"
 )
@@ -40,7 +42,7 @@ func q8Block(x []float32, qs []byte) (d float32, sum int32) {
 
 func quantizeQ8_0(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
-		b := dst[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		b := dst[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
 		d, _ := q8Block(src[i*qk32:], b[2:])
 		binary.LittleEndian.PutUint16(b, F32ToF16(d))
 	}
@@ -48,7 +50,7 @@ func quantizeQ8_0(src []float32, dst []byte) {
 
 func quantizeQ8_1(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
-		b := dst[i*bytesQ8_1 : (i+1)*bytesQ8_1]
+		b := dst[i*gguf.BytesQ8_1 : (i+1)*gguf.BytesQ8_1]
 		d, sum := q8Block(src[i*qk32:], b[4:])
 		binary.LittleEndian.PutUint16(b, F32ToF16(d))
 		binary.LittleEndian.PutUint16(b[2:], F32ToF16(d*float32(sum)))
@@ -61,7 +63,7 @@ func quantizeQ8_1(src []float32, dst []byte) {
 func quantizeQ8K(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qkK; i++ {
 		x := src[i*qkK : (i+1)*qkK]
-		b := dst[i*bytesQ8K : (i+1)*bytesQ8K]
+		b := dst[i*gguf.BytesQ8_K : (i+1)*gguf.BytesQ8_K]
 		qs := b[4 : 4+qkK]
 		var amax, max float32
 		for _, v := range x {

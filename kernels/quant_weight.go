@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"github.com/moonlm/moonlm/gguf"
+
 	"encoding/binary"
 	"math"
 )
@@ -29,7 +31,7 @@ func roundAway(v float32) float32 { return float32(math.Round(float64(v))) }
 func quantizeQ8_0Ref(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
 		x := src[i*qk32 : (i+1)*qk32]
-		b := dst[i*bytesQ8_0 : (i+1)*bytesQ8_0]
+		b := dst[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
 		var amax float32
 		for _, v := range x {
 			amax = max(amax, abs32(v))
@@ -60,7 +62,7 @@ func signedMax(x []float32) (max, amax float32) {
 func quantizeQ4_0(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
 		x := src[i*qk32 : (i+1)*qk32]
-		b := dst[i*bytesQ4_0 : (i+1)*bytesQ4_0]
+		b := dst[i*gguf.BytesQ4_0 : (i+1)*gguf.BytesQ4_0]
 		max, _ := signedMax(x)
 		d := max / -8
 		var id float32
@@ -90,7 +92,7 @@ func minMax(x []float32) (lo, hi float32) {
 func quantizeQ4_1(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
 		x := src[i*qk32 : (i+1)*qk32]
-		b := dst[i*bytesQ4_1 : (i+1)*bytesQ4_1]
+		b := dst[i*gguf.BytesQ4_1 : (i+1)*gguf.BytesQ4_1]
 		lo, hi := minMax(x)
 		d := (hi - lo) / 15
 		var id float32
@@ -110,7 +112,7 @@ func quantizeQ4_1(src []float32, dst []byte) {
 func quantizeQ5_0(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
 		x := src[i*qk32 : (i+1)*qk32]
-		b := dst[i*bytesQ5_0 : (i+1)*bytesQ5_0]
+		b := dst[i*gguf.BytesQ5_0 : (i+1)*gguf.BytesQ5_0]
 		max, _ := signedMax(x)
 		d := max / -16
 		var id float32
@@ -133,7 +135,7 @@ func quantizeQ5_0(src []float32, dst []byte) {
 func quantizeQ5_1(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
 		x := src[i*qk32 : (i+1)*qk32]
-		b := dst[i*bytesQ5_1 : (i+1)*bytesQ5_1]
+		b := dst[i*gguf.BytesQ5_1 : (i+1)*gguf.BytesQ5_1]
 		lo, hi := minMax(x)
 		d := (hi - lo) / 31
 		var id float32
@@ -303,7 +305,7 @@ func quantizeQ4K(src []float32, dst []byte) {
 	var L [qkK]uint8
 	for i := 0; i < len(src)/qkK; i++ {
 		x := src[i*qkK : (i+1)*qkK]
-		b := dst[i*bytesQ4K : (i+1)*bytesQ4K]
+		b := dst[i*gguf.BytesQ4_K : (i+1)*gguf.BytesQ4_K]
 		d, dmin := quantizeKScaleMin(x, 15, -1, 20, b[4:16], &L)
 		putF16(b, d)
 		putF16(b[2:], dmin)
@@ -320,7 +322,7 @@ func quantizeQ5K(src []float32, dst []byte) {
 	var L [qkK]uint8
 	for i := 0; i < len(src)/qkK; i++ {
 		x := src[i*qkK : (i+1)*qkK]
-		b := dst[i*bytesQ5K : (i+1)*bytesQ5K]
+		b := dst[i*gguf.BytesQ5_K : (i+1)*gguf.BytesQ5_K]
 		d, dmin := quantizeKScaleMin(x, 31, -0.5, 15, b[4:16], &L)
 		putF16(b, d)
 		putF16(b[2:], dmin)
@@ -403,7 +405,7 @@ func quantizeQ6K(src []float32, dst []byte) {
 	var scales [16]float32
 	for i := 0; i < len(src)/qkK; i++ {
 		x := src[i*qkK : (i+1)*qkK]
-		b := dst[i*bytesQ6K : (i+1)*bytesQ6K]
+		b := dst[i*gguf.BytesQ6_K : (i+1)*gguf.BytesQ6_K]
 		var maxScale, maxAbsScale float32
 		for ib := range 16 {
 			s := makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
@@ -468,7 +470,7 @@ func quantizeQ2K(src []float32, dst []byte) {
 	var scales, mins [16]float32
 	for i := 0; i < len(src)/qkK; i++ {
 		x := src[i*qkK : (i+1)*qkK]
-		b := dst[i*bytesQ2K : (i+1)*bytesQ2K]
+		b := dst[i*gguf.BytesQ2_K : (i+1)*gguf.BytesQ2_K]
 		sc := b[0:16]
 		var maxScale, maxMin float32
 		for j := range 16 {
@@ -573,7 +575,7 @@ func quantizeQ3K(src []float32, dst []byte) {
 	var levels [qkK]uint8
 	for i := 0; i < len(src)/qkK; i++ {
 		x := src[i*qkK : (i+1)*qkK]
-		b := dst[i*bytesQ3K : (i+1)*bytesQ3K]
+		b := dst[i*gguf.BytesQ3_K : (i+1)*gguf.BytesQ3_K]
 		hmask := b[0:32]
 		sc := b[96:108]
 		var maxScale, amax float32

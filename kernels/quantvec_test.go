@@ -20,8 +20,8 @@ type quantvec struct {
 func openQuantvec(t *testing.T) *quantvec {
 	t.Helper()
 	path := shareddata.Path(t, "reference/quantvec.gguf")
-	if gguf.Q8_1.BlockBytes() != bytesQ8_1 {
-		t.Fatalf("gguf.Q8_1.BlockBytes() = %d but ggml's block_q8_1 (two halves d, s and 32 quants) is %d bytes: quantvec.gguf's x.q8_1 cannot be read", gguf.Q8_1.BlockBytes(), bytesQ8_1)
+	if gguf.Q8_1.BlockBytes() != gguf.BytesQ8_1 {
+		t.Fatalf("gguf.Q8_1.BlockBytes() = %d but ggml's block_q8_1 (two halves d, s and 32 quants) is %d bytes: quantvec.gguf's x.q8_1 cannot be read", gguf.Q8_1.BlockBytes(), gguf.BytesQ8_1)
 	}
 	f, err := gguf.Open(path)
 	require.NoError(t, err)

@@ -5,15 +5,6 @@
 #include "textflag.h"
 
 // Sign flips for the even lanes (0, 2, 4, 6) of a vector.
-DATA ropesign<>+0x00(SB)/4, $0x80000000
-DATA ropesign<>+0x04(SB)/4, $0x00000000
-DATA ropesign<>+0x08(SB)/4, $0x80000000
-DATA ropesign<>+0x0c(SB)/4, $0x00000000
-DATA ropesign<>+0x10(SB)/4, $0x80000000
-DATA ropesign<>+0x14(SB)/4, $0x00000000
-DATA ropesign<>+0x18(SB)/4, $0x80000000
-DATA ropesign<>+0x1c(SB)/4, $0x00000000
-GLOBL ropesign<>(SB), RODATA|NOPTR, $32
 
 // The arguments: DI x, R8 the head stride in bytes, R9 the heads, SI the
 // cache, R10 = nDims << shift.
@@ -30,7 +21,7 @@ GLOBL ropesign<>(SB), RODATA|NOPTR, $32
 // Pairs (2i, 2i+1) of the first nDims (a multiple of 8) values of each head.
 TEXT ·ropeNormAVX2(SB), NOSPLIT, $0-40
 	ROPE_ARGS(2)
-	VMOVUPS ropesign<>(SB), Y7
+	VMOVUPS ·ropeSign(SB), Y7
 	TESTQ   R9, R9
 	JZ      ropenormdone
 
@@ -62,7 +53,7 @@ ropenormdone:
 // Pairs (i, i+nDims/2) of each head; nDims/2 a multiple of 4.
 TEXT ·ropeNeoxAVX2(SB), NOSPLIT, $0-40
 	ROPE_ARGS(1)                    // R10 = half, in bytes
-	VMOVUPS ropesign<>(SB), X7
+	VMOVUPS ·ropeSign(SB), X7
 	VSHUFPS $0x00, X7, X7, X7       // all four lanes negative zero
 	TESTQ   R9, R9
 	JZ      ropeneoxdone

@@ -17,34 +17,6 @@ import (
 // switch, not through a func value, so the pointers handed to it do not
 // escape and a one-row call keeps its result on the stack.
 
-// asmKernel names one assembly kernel.
-type asmKernel uint8
-
-const (
-	_ asmKernel = iota
-	asmQ8_0RowsAVX2
-	asmQ4_0RowsAVX2
-	asmQ4_1RowsAVX2
-	asmQ5_0RowsAVX2
-	asmQ4_KRowsAVX2
-	asmQ6_KRowsAVX2
-	asmF16RowsAVX2
-	asmF32RowsAVX2
-	asmQ8_0RowsAVX512
-	asmQ4_0RowsAVX512
-	asmQ5_0RowsAVX512
-	asmQ8_0Tok4AVX2
-	asmQ4_0Tok4AVX2
-	asmQ4_1Tok4AVX2
-	asmQ4_KTok4AVX2
-	asmQ6_KTok4AVX2
-	asmQ8_0Tok4AVX512
-	asmQ4_0Tok4AVX512
-	asmQ4_1Tok4AVX512
-	asmQ4_KTok4AVX512
-	asmQ6_KTok4AVX512
-)
-
 // runRows runs multi-row kernel k: y[i] = dot(row i, x) for nrows rows
 // stride bytes apart, nb blocks (values, for F16 and F32) each.
 func runRows(k asmKernel, w *byte, stride, nrows int, x *byte, nb int, y *float32) {
@@ -169,7 +141,32 @@ func tokKernel(t gguf.Type, tok4, row asmKernel) TokensDotFunc {
 	}
 }
 
-// setRows installs multi-row kernel k (and its one-row form) for t in s.
-func (s *Set) setRows(t gguf.Type, k asmKernel) {
-	s.types[t].row, s.types[t].rows = rowKernels(t, k)
+// apply puts the kernels k names over tk, the kernels of type t so far;
+// avx2Rows is the avx2 level's rows kernel, which a four-token kernel's
+// last tokens take.
+func (k simdKernels) apply(t gguf.Type, tk *typeKernels, avx2Rows asmKernel) {
+	if k.rows != 0 {
+		tk.row, tk.rows = rowKernels(t, k.rows)
+	}
+	if k.tok4 != 0 {
+		tk.tokens = tokKernel(t, k.tok4, avx2Rows)
+	}
+	switch k.tokens {
+	case 0:
+	case asmQ5_0TokensAVX2:
+		tk.tokens = tokQ5_0AVX2
+	case asmQ5_0TokensAVX512:
+		tk.tokens = tokQ5_0AVX512
+	case asmF16TokensAVX2:
+		tk.tokens = tokF16AVX2
+	default:
+		panic(fmt.Sprintf("kernels: %d is not a multi-token kernel", k.tokens))
+	}
+	switch k.tile {
+	case 0:
+	case asmQ4_1TileAVX512:
+		tk.tile = tileQ41AVX512
+	default:
+		panic(fmt.Sprintf("kernels: %d is not a tile kernel", k.tile))
+	}
 }

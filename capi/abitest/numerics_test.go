@@ -177,3 +177,30 @@ func TestNumericsIkMatchesReference(t *testing.T) {
 	assert.LessOrEqual(t, exactDiff, 0.5, "MOONLM_NUMERICS_LLAMACPP computes the same model")
 	assert.NotEqual(t, ik, fast, "ik and default logits")
 }
+
+// MOONLM_NUMERICS_IK follows ik_llama.cpp's flash attention over an f16
+// cache only: moonlm_session_new with MOONLM_KV_F32 is MOONLM_UNSUPPORTED
+// naming the cache, and the same model takes an f16 session.
+func TestNumericsIkRefusesF32Cache(t *testing.T) {
+	l := lib(t)
+	var p ModelParams
+	l.ModelParamsDefault(&p)
+	p.NThreads = 1
+	p.Numerics = NumericsIk
+	var m uintptr
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	requireStatus(t, l, OK, l.ModelOpen(shareddata.Path(t, ikModel), &p, &m), "opening "+ikModel)
+	defer func() { requireStatus(t, l, OK, l.ModelFree(m), "model_free") }()
+	var sp SessionParams
+	l.SessionParamsDefault(&sp)
+	sp.NCtx = 64
+	sp.KVType = 1 // MOONLM_KV_F32
+	var s uintptr
+	requireStatus(t, l, Unsupported, l.SessionNew(m, &sp, &s), "ik with an f32 KV cache")
+	assert.Contains(t, l.LastError(), "f32 KV cache")
+	assert.Zero(t, s)
+	sp.KVType = 0
+	requireStatus(t, l, OK, l.SessionNew(m, &sp, &s), "ik with an f16 KV cache")
+	requireStatus(t, l, OK, l.SessionFree(s), "session_free")
+}

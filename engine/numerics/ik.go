@@ -1,10 +1,28 @@
-package engine
+package numerics
 
 import (
 	"math"
 
 	"github.com/moonlm/moonlm/kernels"
 )
+
+// Head is one head of one token's attention over an f16 KV cache.
+type Head struct {
+	Q   []float32 // the query, head size values
+	Out []float32 // the output, head size values
+	// K holds the keys: cell j's key at K[j*KStride:].
+	K       []uint16
+	KStride int
+	// V holds the values: dimension d of cell j at V[d*VStride+j].
+	V       []uint16
+	VStride int
+	// First and Pos are the first and last cells the token sees.
+	First, Pos int
+	// Scale multiplies the scores.
+	Scale float32
+	// Scores is scratch of at least Ops.AttendScratch values.
+	Scores []float32
+}
 
 // ikKStep is the key block of ik_llama.cpp's CPU flash attention for a KV
 // cache padded to a multiple of 256 cells: keys are taken 128 at a time,
@@ -31,40 +49,29 @@ func ikDotF16(q []float32, k []uint16) float32 {
 	return (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
-// attendHeadIk computes head h of token t's attention as ik_llama.cpp's CPU
-// flash attention does with an f16 cache: f32 scores (ikDotF16) times the
-// scale, per 128-key block the block maximum, ggml's vector exp of the
-// shifted scores kept in f32 (not rounded to f16 as ggml's non-flash path
-// does), the block's weights summed lane-wise over its 16-key vectors and
-// then across lanes, and the values accumulated with one fused
-// multiply-add per key in key order; the output is the sum times 1/S.
-func (s *Session) attendHeadIk(t, h, worker int) {
-	c := s.c
-	hd := c.HeadDim
-	kvDim := c.KVHeads * hd
-	g, pos, first, q, out := s.headView(t, h)
-	kc := s.cache
-	K, V := kc.k16[s.il], kc.v16[s.il]
-	w := s.scores[worker][:ikKStep]
-	// ik passes gemma3's query scaling to flash attention as its scale
-	// rather than scaling Q (numericsOps.qScaleInAttention: the ScaleQ step
-	// skips it in this mode).
-	scale := c.KQScale
-	if s.m.plan.scalesQ {
-		scale *= c.QScale
-	}
+// AttendIk computes one head as ik_llama.cpp's CPU flash attention does
+// with an f16 cache: f32 scores (ikDotF16) times the scale, per 128-key
+// block the block maximum, ggml's vector exp of the shifted scores kept in
+// f32 (not rounded to f16 as ggml's non-flash path does), the block's
+// weights summed lane-wise over its 16-key vectors and then across lanes,
+// and the values accumulated with one fused multiply-add per key in key
+// order; the output is the sum times 1/S.
+func AttendIk(h Head) {
+	hd := len(h.Q)
+	q, out := h.Q, h.Out[:hd]
+	w := h.Scores[:ikKStep]
 	M := float32(math.Inf(-1))
 	var S float32
 	clear(out)
-	for b := first / ikKStep * ikKStep; b <= pos; b += ikKStep {
+	for b := h.First / ikKStep * ikKStep; b <= h.Pos; b += ikKStep {
 		smax := float32(math.Inf(-1))
 		for j := range w {
 			cell := b + j
-			if cell < first || cell > pos {
+			if cell < h.First || cell > h.Pos {
 				w[j] = float32(math.Inf(-1))
 				continue
 			}
-			w[j] = scale * ikDotF16(q, K[cell*kvDim+g*hd:cell*kvDim+(g+1)*hd])
+			w[j] = h.Scale * ikDotF16(q, h.K[cell*h.KStride:cell*h.KStride+hd])
 			smax = max(smax, w[j])
 		}
 		if smax == float32(math.Inf(-1)) {
@@ -92,7 +99,7 @@ func (s *Session) attendHeadIk(t, h, worker int) {
 			}
 			cell := b + j
 			for d := range out {
-				out[d] = kernels.FMA32(kernels.F16ToF32(V[kc.vAt(g*hd+d)+cell]), wj, out[d])
+				out[d] = kernels.FMA32(kernels.F16ToF32(h.V[d*h.VStride+cell]), wj, out[d])
 			}
 		}
 	}
