@@ -204,7 +204,7 @@ func TestBertSynthEmbedF32(t *testing.T) {
 }
 
 func TestBertSynthEmbedQ8(t *testing.T) {
-	for _, n := range []Numerics{NumericsFast, NumericsLlamaCpp, NumericsIk} {
+	for _, n := range []Numerics{NumericsFast, NumericsLlamaCpp} {
 		t.Run(n.String(), func(t *testing.T) {
 			if n != NumericsFast && testing.Short() {
 				t.Skip("the reference numerics modes' pure-Go products take seconds; not in -short")
@@ -213,6 +213,16 @@ func TestBertSynthEmbedQ8(t *testing.T) {
 			assert.Empty(t, runEmbedRef(t, m, ref, embedRuleQ8))
 		})
 	}
+}
+
+// TestBertSynthEmbedIkRefused: the ik mode follows ik_llama.cpp's causal
+// flash attention over an f16 cache, not an encoder's, so it refuses one
+// at open rather than compute it some other way.
+func TestBertSynthEmbedIkRefused(t *testing.T) {
+	path := synthBertPath(t, "Q8_0", t.TempDir())
+	_, err := Open(path, ModelParams{Threads: 2, Numerics: NumericsIk})
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Contains(t, err.Error(), "numerics mode ik: encoders")
 }
 
 // TestBertSynthEmbedCausalDiffers runs the F32 file with causal attention:

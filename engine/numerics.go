@@ -61,6 +61,9 @@ func (m *Model) Kernels() *kernels.Set { return m.kern }
 // checkNumericsBlock refuses block features that mode n's reference
 // arithmetic is not followed with, naming them.
 func checkNumericsBlock(n Numerics, c *config) error {
+	if n == NumericsIk && c.NonCausal {
+		return fmt.Errorf("%w: numerics mode ik: encoders (non-causal attention over an f32 cache)", ErrUnsupported)
+	}
 	if n == NumericsIk && c.LayerNorm {
 		return fmt.Errorf("%w: numerics mode ik: layer norms", ErrUnsupported)
 	}
