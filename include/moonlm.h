@@ -190,7 +190,8 @@ typedef enum moonlm_packed_cache_mode {
  * and q6_K weights, IK covers q8_0, q4_K and q6_K; float weight matrices
  * keep the fast kernels and are not bit-exact. What a mode cannot follow
  * is MOONLM_UNSUPPORTED naming it: at open, a quantized weight type it does
- * not cover and (IK) a head size that is not a multiple of 16; for IK, an
+ * not cover and, for IK, a head size that is not a multiple of 16, layer
+ * norms, soft-capped attention and encoders (embedding models); for IK, an
  * f32 KV cache at moonlm_session_new and a prefill or decode past 128
  * positions (one key block of ik's flash attention).
  */
