@@ -63,7 +63,9 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
+#if defined(_WIN32) && defined(MOONLM_BUILDING_DLL)
+#define MOONLM_API __declspec(dllexport)
+#elif defined(_WIN32)
 #define MOONLM_API
 #elif defined(__GNUC__)
 #define MOONLM_API __attribute__((visibility("default")))
