@@ -670,6 +670,11 @@ moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *logits, size_t
 
 /* ---- generate ----------------------------------------------------------- */
 
+/* Called from Go: the load-progress callback of moonlm_model_params. */
+MOONLM__HIDDEN int moonlmc_call_progress(uintptr_t cb, float fraction, uintptr_t user_data) {
+    return ((moonlm_progress_callback)cb)(fraction, (void *)user_data);
+}
+
 /* Called from Go: C function pointers cannot be called from Go directly. */
 MOONLM__HIDDEN int moonlmc_call_piece(uintptr_t cb, const char *piece, size_t len, int32_t token, uintptr_t user_data) {
     return ((moonlm_piece_callback)cb)(piece, len, token, (void *)user_data);
