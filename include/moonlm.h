@@ -271,7 +271,7 @@ MOONLM_API void moonlm_model_params_default(moonlm_model_params *params);
  * NULL for the defaults. On MOONLM_OK *out is a new handle; on failure *out
  * is set to NULL. Fails with MOONLM_IO (cannot read), MOONLM_BAD_FILE (not a
  * valid GGUF model) or MOONLM_UNSUPPORTED (architecture or tensor type not
- * supported).
+ * supported), or MOONLM_CANCELLED when params->progress asked to stop.
  *
  * The file is memory-mapped: do not modify or truncate it while the model is
  * open. If it is truncated anyway, calls that touch the lost pages return
