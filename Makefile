@@ -238,7 +238,9 @@ $(LIB_ARM64): $(GOFILES) include/moonlm.h $(wildcard capi/*.c capi/*.map)
 # apt-get only when missing), and its import library moonlm.dll.a for
 # mingw's linker. moonlm.map is a GNU ld version script for ELF: a DLL exports
 # what include/moonlm.h marks dllexport (MOONLM_BUILDING_DLL, set in
-# capi/main.go) plus the Go side's .def, so no version script here.
+# capi/main.go) plus the Go side's .def, so no version script here. That .def
+# also exports the internal moonlmgo_* functions (ld has no way to hide what
+# Go lists there); they are not in include/moonlm.h and not part of the API.
 DLL := $(BUILD)/windows-amd64/moonlm.dll
 
 dll: $(DLL)
