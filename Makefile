@@ -224,7 +224,7 @@ PKGVENV   := $(ABSBUILD)/pkg-venv
 DIST      := $(ABSBUILD)/dist
 LIB_ARM64 := $(BUILD)/linux-arm64/libmoonlm.so
 
-.PHONY: lib-arm64 pkg-venv wheel npm-pack dist test-packages
+.PHONY: dll lib-arm64 pkg-venv wheel npm-pack dist test-packages
 
 lib-arm64: $(LIB_ARM64)
 
@@ -232,6 +232,24 @@ $(LIB_ARM64): $(GOFILES) include/moonlm.h $(wildcard capi/*.c capi/*.map)
 	@scripts/need-apt.sh aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	@mkdir -p $(dir $@)
 	CGO_ENABLED=1 GOARCH=arm64 CC=aarch64-linux-gnu-gcc $(GO) build -buildmode=c-shared -trimpath -ldflags '$(LDFLAGS)' -o $@ ./capi
+	@rm -f $(basename $@).h
+
+# `make dll`: build/windows-amd64/moonlm.dll with mingw-w64 (installed with
+# apt-get only when missing), and its import library moonlm.dll.a for
+# mingw's linker. moonlm.map is a GNU ld version script for ELF: a DLL exports
+# what include/moonlm.h marks dllexport (MOONLM_BUILDING_DLL, set in
+# capi/main.go) plus the Go side's .def, so no version script here. That .def
+# also exports the internal moonlmgo_* functions (ld has no way to hide what
+# Go lists there); they are not in include/moonlm.h and not part of the API.
+DLL := $(BUILD)/windows-amd64/moonlm.dll
+
+dll: $(DLL)
+
+$(DLL): $(GOFILES) include/moonlm.h $(wildcard capi/*.c)
+	@scripts/need-apt.sh x86_64-w64-mingw32-gcc gcc-mingw-w64-x86-64
+	@mkdir -p $(dir $@)
+	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc $(GO) build -buildmode=c-shared -trimpath \
+	  -ldflags '-s -w -extldflags=-Wl,--out-implib,$(abspath $@).a' -o $@ ./capi
 	@rm -f $(basename $@).h
 
 pkg-venv:
@@ -262,8 +280,9 @@ test-packages: $(TESTSUM) lib cli
 	  echo "the aarch64 library could not be built: its tests will be skipped"; }; \
 	$(MAKE) --no-print-directory pkg-venv && PYTHON=$(PKGVENV)/bin/python scripts/wheel.sh $(DIST) x86_64=$(LIB) $$arm || \
 	  echo "building the packages failed: the package tests will say so"
+	@$(MAKE) --no-print-directory dll || { rm -f $(DLL); echo "the Windows DLL could not be built: its test will be skipped"; }
 	@scripts/need-apt.sh qemu-aarch64 qemu-user >/dev/null 2>&1 || true
-	@set -o pipefail; MOONLM_DIST=$(DIST) MOONLM_LIB_ARM64=$(abspath $(LIB_ARM64)) PKG_PYTHON=$(PKGVENV)/bin/python \
+	@set -o pipefail; MOONLM_DIST=$(DIST) MOONLM_LIB_ARM64=$(abspath $(LIB_ARM64)) MOONLM_DLL=$(abspath $(DLL)) PKG_PYTHON=$(PKGVENV)/bin/python \
 	  $(GOTEST) ./internal/packagetest 2>&1 | $(TESTSUM) -part Packages -record $(RESULTS)/packages.txt
 
 # The default model, into $(MOONLM_MODELS) (build/models); prints its path.

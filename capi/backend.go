@@ -45,6 +45,8 @@ type modelParams struct {
 	CacheDir    string // "" = the environment's folder, else the default one
 	CacheBytes  int64  // 0 = the environment's budget, else the default one
 	Numerics    numerics
+	// Progress receives the open's progress; false cancels it (nil: none).
+	Progress func(fraction float32) bool
 }
 
 // numerics is numbered as moonlm_numerics; numericsDefault leaves the

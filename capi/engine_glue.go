@@ -51,6 +51,7 @@ func openModel(path string, p modelParams) (backendModel, error) {
 			numericsLlamaCppNoRepack: engine.NumericsLlamaCppNoRepack,
 			numericsIk:               engine.NumericsIk,
 		}[p.Numerics],
+		Progress: p.Progress,
 	}
 	if err := settings.Read().Apply(&ep); err != nil {
 		return nil, fmt.Errorf("environment: %w", err)

@@ -5,6 +5,7 @@ package main
 #include <string.h>
 #include "moonlm.h"
 int moonlmc_call_piece(uintptr_t cb, const char *piece, size_t len, int32_t token, uintptr_t user_data);
+int moonlmc_call_progress(uintptr_t cb, float fraction, uintptr_t user_data);
 */
 import "C"
 
@@ -103,6 +104,10 @@ func moonlmgo_model_open(path *C.char, p *C.moonlm_model_params, out *C.uintptr_
 		return fail(stInvalid, fn, "moonlm_model_params.numerics is %d; want a moonlm_numerics (0 default, 1 llamacpp, 2 llamacpp-norepack, 3 ik)", int32(p.numerics))
 	}
 	mp.Numerics = numerics(p.numerics)
+	if p.progress != nil {
+		cb, ud := C.uintptr_t(uintptr(unsafe.Pointer(p.progress))), C.uintptr_t(uintptr(p.progress_user_data))
+		mp.Progress = func(f float32) bool { return C.moonlmc_call_progress(cb, C.float(f), ud) == 0 }
+	}
 	name := C.GoString(path)
 	m, err := openModel(name, mp)
 	if err != nil {

@@ -12,6 +12,7 @@ package main
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../include -std=gnu11 -Wall -Wextra
+#cgo windows CFLAGS: -DMOONLM_BUILDING_DLL -D__USE_MINGW_ANSI_STDIO=1
 #include <stdlib.h>
 #include "moonlm.h"
 void moonlmc_set_error(const char *msg, size_t n);

@@ -14,10 +14,23 @@
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <windows.h>
+#else
 #include <pthread.h>
+#endif
 
 #include "moonlm.h"
 #include "_cgo_export.h"
+
+/* Internal C functions the Go side calls: kept out of the exports. A DLL
+   exports only what is marked dllexport (or listed in Go's .def), so
+   Windows needs no attribute. */
+#ifdef _WIN32
+#define MOONLM__HIDDEN
+#else
+#define MOONLM__HIDDEN __attribute__((visibility("hidden")))
+#endif
 
 /* ---- fork detection ---------------------------------------------------- */
 
@@ -30,7 +43,11 @@ static void moonlm__init_errors(void);
 
 __attribute__((constructor)) static void moonlm__init(void) {
     moonlm__pid = getpid();
+#ifndef _WIN32
     pthread_atfork(NULL, NULL, moonlm__atfork_child);
+#else
+    (void)moonlm__atfork_child; /* Windows has no fork() */
+#endif
     moonlm__init_errors();
 }
 
@@ -42,18 +59,36 @@ __attribute__((constructor)) static void moonlm__init(void) {
  * makes this library use static TLS, whose space dlopen() can barely extend.
  */
 #define MOONLM__ERR_CAP 4096
-static pthread_key_t moonlm__errkey;
 static int moonlm__errkey_ok;
+#ifdef _WIN32
+/*
+ * Windows: a fiber-local slot, whose callback frees the buffer when the
+ * thread exits (as the pthread key's destructor does elsewhere).
+ */
+static DWORD moonlm__errkey;
+static void WINAPI moonlm__free_errbuf(void *b) { free(b); }
+static void *moonlm__tls_get(void) { return FlsGetValue(moonlm__errkey); }
+static int moonlm__tls_set(void *b) { return FlsSetValue(moonlm__errkey, b) ? 0 : -1; }
+static int moonlm__tls_create(void) {
+    moonlm__errkey = FlsAlloc(moonlm__free_errbuf);
+    return moonlm__errkey == FLS_OUT_OF_INDEXES ? -1 : 0;
+}
+#else
+static pthread_key_t moonlm__errkey;
+static void *moonlm__tls_get(void) { return pthread_getspecific(moonlm__errkey); }
+static int moonlm__tls_set(void *b) { return pthread_setspecific(moonlm__errkey, b); }
+static int moonlm__tls_create(void) { return pthread_key_create(&moonlm__errkey, free); }
+#endif
 
 /* The calling thread's buffer; allocated only if alloc is set. May be NULL. */
 static char *moonlm__errbuf(int alloc) {
     if (!moonlm__errkey_ok) {
         return NULL;
     }
-    char *b = pthread_getspecific(moonlm__errkey);
+    char *b = moonlm__tls_get();
     if (b == NULL && alloc) {
         b = calloc(1, MOONLM__ERR_CAP);
-        if (b != NULL && pthread_setspecific(moonlm__errkey, b) != 0) {
+        if (b != NULL && moonlm__tls_set(b) != 0) {
             free(b);
             b = NULL;
         }
@@ -69,7 +104,7 @@ static void moonlm__clear_error(void) {
 }
 
 /* Called from Go (and from C below) to record a failure message. */
-__attribute__((visibility("hidden"))) void moonlmc_set_error(const char *msg, size_t n) {
+MOONLM__HIDDEN void moonlmc_set_error(const char *msg, size_t n) {
     char *b = moonlm__errbuf(1);
     if (b == NULL) {
         return;
@@ -81,7 +116,13 @@ __attribute__((visibility("hidden"))) void moonlmc_set_error(const char *msg, si
     b[n] = 0;
 }
 
-static void moonlm__errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#ifdef _WIN32
+/* mingw's ANSI stdio (__USE_MINGW_ANSI_STDIO) gives vsnprintf %zu. */
+#define MOONLM__PRINTF gnu_printf
+#else
+#define MOONLM__PRINTF printf
+#endif
+static void moonlm__errorf(const char *fmt, ...) __attribute__((format(MOONLM__PRINTF, 1, 2)));
 static void moonlm__errorf(const char *fmt, ...) {
     char *b = moonlm__errbuf(1);
     if (b == NULL) {
@@ -93,7 +134,7 @@ static void moonlm__errorf(const char *fmt, ...) {
     va_end(ap);
 }
 
-static void moonlm__init_errors(void) { moonlm__errkey_ok = pthread_key_create(&moonlm__errkey, free) == 0; }
+static void moonlm__init_errors(void) { moonlm__errkey_ok = moonlm__tls_create() == 0; }
 
 const char *moonlm_last_error(void) {
     char *b = moonlm__errbuf(0);
@@ -128,7 +169,7 @@ static int moonlm__forked(const char *fn) {
  * the thread's last error; nonzero (with the message recorded) in a
  * fork()ed child.
  */
-__attribute__((visibility("hidden"))) int moonlmc_enter(const char *fn) {
+MOONLM__HIDDEN int moonlmc_enter(const char *fn) {
     moonlm__clear_error();
     return moonlm__forked(fn);
 }
@@ -629,8 +670,13 @@ moonlm_status moonlm_sample(moonlm_sampler *sampler, const float *logits, size_t
 
 /* ---- generate ----------------------------------------------------------- */
 
+/* Called from Go: the load-progress callback of moonlm_model_params. */
+MOONLM__HIDDEN int moonlmc_call_progress(uintptr_t cb, float fraction, uintptr_t user_data) {
+    return ((moonlm_progress_callback)cb)(fraction, (void *)user_data);
+}
+
 /* Called from Go: C function pointers cannot be called from Go directly. */
-__attribute__((visibility("hidden"))) int moonlmc_call_piece(uintptr_t cb, const char *piece, size_t len, int32_t token, uintptr_t user_data) {
+MOONLM__HIDDEN int moonlmc_call_piece(uintptr_t cb, const char *piece, size_t len, int32_t token, uintptr_t user_data) {
     return ((moonlm_piece_callback)cb)(piece, len, token, (void *)user_data);
 }
 

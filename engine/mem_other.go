@@ -8,9 +8,15 @@ import (
 	"os"
 )
 
-// Without mmap (WebAssembly): memory comes from the Go heap, a model file
-// is read into it, and releasing or dropping pages is left to the
-// collector.
+// Without mmap (WebAssembly, Windows): memory comes from the Go heap, a
+// model file is read into it, and releasing or dropping pages is left to
+// the collector.
+//
+// On Windows a file mapping (CreateFileMapping + MapViewOfFile, with
+// VirtualAlloc for anonMap) would be better: the weights would be shared
+// with the page cache instead of copied into the heap, opening would not
+// read the whole file up front, and a model could exceed the heap's
+// comfortable size. Reading the file is correct, only slower and heavier.
 
 const openFlags = 0
 

@@ -54,6 +54,12 @@ type ModelParams struct {
 	// Kernels is the kernel set the model computes with and packs for;
 	// nil means kernels.Detect(), the best set of this CPU.
 	Kernels *kernels.Set
+	// Progress, when set, is called on the opening goroutine with the
+	// fraction of the open done, in [0, 1]: never decreasing, in steps of
+	// at least a hundredth, ending with 1 on success. Returning false
+	// stops the open, which then fails with ErrCancelled having released
+	// everything it took.
+	Progress func(fraction float32) bool
 }
 
 // Info describes a model. Token ids are -1 where the model has none.
@@ -144,12 +150,20 @@ type Model struct {
 // it.
 func Open(path string, p ModelParams) (*Model, error) {
 	t0 := time.Now()
+	prog := &progress{fn: p.Progress}
+	if err := prog.report(0); err != nil {
+		return nil, fmt.Errorf("engine: open %s: %w", path, err)
+	}
 	data, id, err := mapModel(path)
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
 	if testHookMapped != nil {
 		testHookMapped(path)
+	}
+	if err := prog.report(progressMapped); err != nil {
+		_ = unmap(data)
+		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
 	t1 := time.Now()
 	f, err := parseMapped(data)
@@ -158,8 +172,13 @@ func Open(path string, p ModelParams) (*Model, error) {
 		return nil, fmt.Errorf("engine: open %s: %w", path, err)
 	}
 	t2 := time.Now()
+	if err := prog.report(progressParsed); err != nil {
+		f.Close()
+		_ = unmap(data)
+		return nil, fmt.Errorf("engine: open %s: %w", path, err)
+	}
 	id.header = data[:min(f.DataOffset, int64(len(data)))]
-	m, err := openFile(f, p, id)
+	m, err := openFile(f, p, id, prog)
 	if err != nil {
 		f.Close()
 		_ = unmap(data)
@@ -284,12 +303,16 @@ func classifyGGUF(err error) error {
 // packed in memory as p says, but never cached: without the file's path
 // there is no identity to key the cache by.
 func OpenFile(f *gguf.File, p ModelParams) (m *Model, err error) {
-	return openFile(f, p, nil)
+	prog := &progress{fn: p.Progress}
+	if err := prog.report(progressParsed); err != nil {
+		return nil, fmt.Errorf("engine: open: %w", err)
+	}
+	return openFile(f, p, nil, prog)
 }
 
 // openFile is OpenFile with the file's identity when Open mapped it (nil
-// otherwise).
-func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err error) {
+// otherwise), reporting to prog.
+func openFile(f *gguf.File, p ModelParams, id *fileIdentity, prog *progress) (m *Model, err error) {
 	t0 := time.Now()
 	if err := checkThreads("model threads", p.Threads); err != nil {
 		return nil, err
@@ -358,7 +381,25 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity) (m *Model, err erro
 	}
 	m.pool = pool.New(p.Threads, m.poolOpts...)
 	m.stats.TensorsMs = msSince(t0)
-	m.pack(p, id)
+	if err := prog.report(progressTensors); err != nil {
+		m.pool.Close()
+		return nil, fmt.Errorf("engine: open: %w", err)
+	}
+	if m.packed != nil {
+		m.packed.prog = nil // a later repair packs again: not part of the open
+	}
+	err = m.pack(p, id, prog)
+	if err == nil {
+		err = prog.report(1)
+	}
+	if err != nil {
+		// Only a cancelled open gets here: undo the packing and the pool.
+		if m.packed != nil {
+			_ = m.packed.close()
+		}
+		m.pool.Close()
+		return nil, fmt.Errorf("engine: open: %w", err)
+	}
 	m.info = Info{
 		Arch: cfg.Arch, Name: cfg.Name, VocabSize: m.output.Rows,
 		ContextLength: cfg.CtxTrain, EmbeddingSize: cfg.Dim, Layers: cfg.Layers,

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -124,6 +125,7 @@ type packState struct {
 	mem     []byte           // anonymous mapping, nil when the data lives elsewhere
 	entry   *packcache.Entry // the cache entry the matrices read, or nil
 	logf    func(format string, args ...any)
+	prog    *progress // the open's progress, nil after it
 
 	put sync.WaitGroup // the background publish to the cache
 
@@ -226,24 +228,25 @@ func debugLog(d DebugTopics) func(format string, args ...any) {
 // packed-weight cache when a valid entry exists, else packs them in memory
 // and, with the cache on, publishes them in the background. It never fails
 // the open: a cache failure falls back to packing in memory and a packing
-// failure to unpacked matrices, each said in the debug log.
-func (m *Model) pack(p ModelParams, id *fileIdentity) {
+// failure to unpacked matrices, each said in the debug log. Its only error
+// is ErrCancelled, from prog, with nothing left packed.
+func (m *Model) pack(p ModelParams, id *fileIdentity, prog *progress) error {
 	t0 := time.Now()
 	defer func() { m.stats.PackMs = msSince(t0) }()
 	if p.Pack == PackOff {
 		m.stats.PackSource = PackSourceOff
-		return
+		return nil
 	}
 	ts, total := m.packTargets()
 	if len(ts) == 0 {
 		m.stats.PackSource = PackSourceNone
-		return
+		return nil
 	}
 	cfg := cacheConfig(p.PackedCache, p.Debug)
 	if total == 0 {
 		cfg.Disabled = true // nothing is copied, so nothing to cache
 	}
-	ps := &packState{targets: ts, total: total, logf: cfg.Logf}
+	ps := &packState{targets: ts, total: total, logf: cfg.Logf, prog: prog}
 	if ps.logf == nil {
 		ps.logf = m.logf
 	}
@@ -269,16 +272,19 @@ func (m *Model) pack(p ModelParams, id *fileIdentity) {
 			m.packed = ps
 			m.stats.PackSource = PackSourceCacheHit
 			m.stats.PackedBytes, m.stats.PackedMatrices = int64(total), len(ts)
-			return
+			return nil
 		}
 	}
 	err := guardFaults("packing weights", func() error { return ps.packInMemory(m) })
 	if err != nil {
-		ps.logf("packing in memory failed, the model runs unpacked: %v", err)
 		ps.unpack()
 		_ = ps.release()
+		if errors.Is(err, ErrCancelled) {
+			return err
+		}
+		ps.logf("packing in memory failed, the model runs unpacked: %v", err)
 		m.stats.PackSource = PackSourceOff
-		return
+		return nil
 	}
 	m.packed = ps
 	m.stats.PackSource = PackSourcePacked
@@ -292,6 +298,7 @@ func (m *Model) pack(p ModelParams, id *fileIdentity) {
 			_ = cfg.Put(key, ps.mem)
 		}()
 	}
+	return nil
 }
 
 // cacheConfig is the packed-weight cache's configuration from p alone: on
@@ -404,6 +411,7 @@ const packChunkBytes = 8 << 20
 // offsets) on the model's pool, chunk by chunk, dropping the residency of
 // each chunk's original pages once it is packed.
 func (ps *packState) packAll(m *Model, block []byte) error {
+	packed := 0
 	for i := range ps.targets {
 		t := &ps.targets[i]
 		if t.inPlace {
@@ -424,7 +432,12 @@ func (ps *packState) packAll(m *Model, block []byte) error {
 				return fmt.Errorf("packing %s: %w", t.name, err)
 			}
 			dropped = dropResidency(src, dropped, g1*gBytes, ps.logf)
+			done := float64(packed) + float64(t.size)*float64(g1)/float64(groups)
+			if err := ps.prog.report(progressTensors + (1-progressTensors)*float32(done/float64(ps.total))); err != nil {
+				return err
+			}
 		}
+		packed += t.size
 	}
 	return nil
 }

@@ -63,7 +63,9 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
+#if defined(_WIN32) && defined(MOONLM_BUILDING_DLL)
+#define MOONLM_API __declspec(dllexport)
+#elif defined(_WIN32)
 #define MOONLM_API
 #elif defined(__GNUC__)
 #define MOONLM_API __attribute__((visibility("default")))
@@ -202,6 +204,23 @@ typedef enum moonlm_numerics {
     MOONLM_NUMERICS_IK = 3
 } moonlm_numerics;
 
+/* ------------------------------------------------------------------------ */
+/* Load progress                                                              */
+/*
+ * moonlm_model_params.progress, when not NULL, is called by
+ * moonlm_model_open on the calling thread, before it returns, with the
+ * fraction of the open done: mapping the file, parsing it, reading the
+ * tensors, and repacking the weights (most of the time of a large model's
+ * open, reported in proportion to the bytes packed). The fractions are in
+ * [0, 1], never decrease, rise in steps of at least 0.01 (so at most about
+ * a hundred calls per open) and end with 1.0 when the open succeeds.
+ * Returning non-zero cancels the open: moonlm_model_open then returns
+ * MOONLM_CANCELLED with *out NULL, having released everything it took, and
+ * calls progress no more. The callback must not call back into the
+ * library for the model being opened (it has no handle yet).
+ */
+typedef int (*moonlm_progress_callback)(float fraction, void *user_data);
+
 typedef struct moonlm_model_params {
     size_t size;       /* sizeof(moonlm_model_params) */
     int32_t n_threads; /* size of the worker pool sessions share; 0 = one per CPU core */
@@ -225,6 +244,12 @@ typedef struct moonlm_model_params {
     uint64_t packed_cache_bytes;
     /* Added without an ABI bump; a caller whose size ends before it gets the default. */
     int32_t numerics; /* a moonlm_numerics; default MOONLM_NUMERICS_DEFAULT */
+    /*
+     * Added without an ABI bump; a caller whose size ends before these gets
+     * no progress calls. See "Load progress" below.
+     */
+    moonlm_progress_callback progress; /* NULL = none (the default) */
+    void *progress_user_data;          /* passed to progress as is */
 } moonlm_model_params;
 
 /*
@@ -249,7 +274,7 @@ MOONLM_API void moonlm_model_params_default(moonlm_model_params *params);
  * NULL for the defaults. On MOONLM_OK *out is a new handle; on failure *out
  * is set to NULL. Fails with MOONLM_IO (cannot read), MOONLM_BAD_FILE (not a
  * valid GGUF model) or MOONLM_UNSUPPORTED (architecture or tensor type not
- * supported).
+ * supported), or MOONLM_CANCELLED when params->progress asked to stop.
  *
  * The file is memory-mapped: do not modify or truncate it while the model is
  * open. If it is truncated anyway, calls that touch the lost pages return

@@ -85,6 +85,13 @@ export interface OpenOptions {
   packedCacheBytes?: number | bigint | null;
   /** The numerics mode; omitted or null = 'default'. Other values are refused (INVALID_ARGUMENT). */
   numerics?: Numerics | null;
+  /**
+   * Called during the open with the fraction done, in [0, 1], never
+   * decreasing, ending with 1; returning false cancels the open (it then
+   * rejects with status CANCELLED). If it throws, the open is cancelled and
+   * rejects with that error.
+   */
+  progress?: ((fraction: number) => boolean | void) | null;
 }
 
 export interface TokenizeOptions {

@@ -226,7 +226,7 @@ const MAX_LOGIT_BIAS = 1 << 20;
 const MAX_DRY_BREAKERS = 1024;
 const MAX_TOP_LOGPROBS = 20;
 const MAX_GRAMMAR_BYTES = 1 << 24;
-const OPEN_OPTS = new Set(['threads', 'pack', 'packedCache', 'packedCacheDir', 'packedCacheBytes', 'numerics']);
+const OPEN_OPTS = new Set(['threads', 'pack', 'packedCache', 'packedCacheDir', 'packedCacheBytes', 'numerics', 'progress']);
 const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
 const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
 const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
@@ -336,6 +336,7 @@ function lib() {
     modelParams: koffi.struct({
       size: 'size_t', n_threads: 'int32_t', flags: 'uint32_t', pack: 'int32_t', packed_cache: 'int32_t',
       packed_cache_dir: 'const char *', packed_cache_bytes: 'uint64_t', numerics: 'int32_t',
+      progress: 'void *', progress_user_data: 'void *', // progress: a registered t.progressCallback
     }),
     modelInfo: koffi.struct({
       size: 'size_t', n_vocab: 'int32_t', n_ctx_train: 'int32_t', n_embd: 'int32_t',
@@ -363,6 +364,8 @@ function lib() {
     }),
     // moonlm_piece_callback: the piece is a pointer (its len bytes may hold NUL).
     pieceCallback: koffi.proto('int', ['void *', 'size_t', 'int32_t', 'void *']),
+    // moonlm_progress_callback (moonlm_model_params.progress).
+    progressCallback: koffi.proto('int', ['float', 'void *']),
     generateResult: koffi.struct({
       size: 'size_t', finish_reason: 'int32_t', last_token: 'int32_t',
       n_prompt: 'size_t', n_generated: 'size_t', n_evaluated: 'size_t',
@@ -620,6 +623,11 @@ class Model {
    * opts.numerics: the arithmetic, 'default' (MOONLM_NUMERICS, else the
    * fast kernels) or a reference implementation's bit for bit, several
    * times slower: 'llamacpp', 'llamacpp-norepack' or 'ik' (ik_llama.cpp).
+   * opts.progress: a function called during the open with the fraction
+   * done (a number in [0, 1], never decreasing, at most about a hundred
+   * calls, ending with 1); returning false cancels the open, which then
+   * rejects with a MoonlmError of status CANCELLED (anything else goes on).
+   * If it throws, the open is cancelled and rejects with that error.
    */
   static async open(file, opts) {
     const { c, t } = lib();
@@ -641,15 +649,40 @@ class Model {
       params.packed_cache_bytes = arg.uint64('Model.open', 'opts.packedCacheBytes', opts.packedCacheBytes, (1n << 63n) - 1n);
     }
     params.numerics = numericsValue(opts.numerics);
+    const progress = opts.progress;
+    if (progress != null && typeof progress !== 'function') {
+      throw arg.typeError('Model.open', 'opts.progress', `must be a function, got ${shown(progress)}`);
+    }
+    let cb = null;
+    let thrown = null;
+    if (progress != null) {
+      // The library calls it from the worker thread; koffi runs it here, on
+      // the main thread, while the worker waits: it must not throw.
+      cb = koffi.register((fraction) => {
+        try {
+          return progress(fraction) === false ? 1 : 0;
+        } catch (e) {
+          thrown ??= e;
+          return 1;
+        }
+      }, koffi.pointer(t.progressCallback));
+      params.progress = cb;
+    }
     const out = [null];
-    const st = await callAsync(c.model_open, file, params, out);
-    if (st !== Status.OK) {
-      throw asyncError(st, `open ${file}`, () => {
-        const again = [null];
-        const st2 = c.model_open(file, params, again);
-        if (st2 === Status.OK) c.model_free(again[0]); // it changed meanwhile: keep the first answer
-        return st2;
-      });
+    try {
+      const st = await callAsync(c.model_open, file, params, out);
+      if (thrown) throw thrown;
+      if (st !== Status.OK) {
+        params.progress = null; // the repeat below must not report again
+        throw asyncError(st, `open ${file}`, () => {
+          const again = [null];
+          const st2 = c.model_open(file, params, again);
+          if (st2 === Status.OK) c.model_free(again[0]); // it changed meanwhile: keep the first answer
+          return st2;
+        });
+      }
+    } finally {
+      if (cb) koffi.unregister(cb);
     }
     const m = new Model(Model._token, out[0], file);
     /** The numerics mode asked for at open ('default' if none). */

@@ -116,7 +116,8 @@ int main(void) {
 	S(moonlm_model_params); F(moonlm_model_params, n_threads); F(moonlm_model_params, flags);
 	F(moonlm_model_params, pack); F(moonlm_model_params, packed_cache);
 	F(moonlm_model_params, packed_cache_dir); F(moonlm_model_params, packed_cache_bytes);
-	F(moonlm_model_params, numerics);
+	F(moonlm_model_params, numerics); F(moonlm_model_params, progress);
+	F(moonlm_model_params, progress_user_data);
 	printf("numerics %d %d %d %d\n", MOONLM_NUMERICS_DEFAULT, MOONLM_NUMERICS_LLAMACPP,
 	       MOONLM_NUMERICS_LLAMACPP_NOREPACK, MOONLM_NUMERICS_IK);
 	S(moonlm_model_info); F(moonlm_model_info, n_vocab); F(moonlm_model_info, token_eot);
@@ -151,6 +152,8 @@ moonlm_model_params.packed_cache %d
 moonlm_model_params.packed_cache_dir %d
 moonlm_model_params.packed_cache_bytes %d
 moonlm_model_params.numerics %d
+moonlm_model_params.progress %d
+moonlm_model_params.progress_user_data %d
 numerics 0 1 2 3
 moonlm_model_info %d
 moonlm_model_info.n_vocab %d
@@ -177,6 +180,7 @@ moonlm_status %d
 `, unsafe.Sizeof(mp), unsafe.Offsetof(mp.NThreads), unsafe.Offsetof(mp.Flags),
 		unsafe.Offsetof(mp.Pack), unsafe.Offsetof(mp.PackedCache),
 		unsafe.Offsetof(mp.PackedCacheDir), unsafe.Offsetof(mp.PackedCacheBytes), unsafe.Offsetof(mp.Numerics),
+		unsafe.Offsetof(mp.Progress), unsafe.Offsetof(mp.ProgressUserData),
 		unsafe.Sizeof(mi), unsafe.Offsetof(mi.NVocab), unsafe.Offsetof(mi.EOT),
 		unsafe.Sizeof(ost), unsafe.Offsetof(ost.PackSource), unsafe.Offsetof(ost.PackedMatrices),
 		unsafe.Offsetof(ost.PackedBytes), unsafe.Offsetof(ost.MapMs), unsafe.Offsetof(ost.PackMs),

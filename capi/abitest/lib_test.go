@@ -42,6 +42,8 @@ type ModelParams struct {
 	PackedCacheDir   *byte
 	PackedCacheBytes uint64
 	Numerics         int32
+	Progress         uintptr // moonlm_progress_callback
+	ProgressUserData uintptr
 }
 
 // modelParamsV1Size is sizeof(moonlm_model_params) before the packing
@@ -51,6 +53,10 @@ const modelParamsV1Size = unsafe.Offsetof(ModelParams{}.Pack)
 // modelParamsV2Size is sizeof(moonlm_model_params) with the packing
 // members but before numerics.
 const modelParamsV2Size = unsafe.Offsetof(ModelParams{}.Numerics)
+
+// modelParamsV3Size is sizeof(moonlm_model_params) with numerics but
+// before the progress callback.
+const modelParamsV3Size = unsafe.Offsetof(ModelParams{}.Progress)
 
 type ModelInfo struct {
 	Size                                  uintptr

@@ -71,7 +71,15 @@ func (f *engineFlags) open() (*engine.Model, error) {
 		return nil, err
 	}
 	t0 := time.Now()
+	var bar *loadBar
+	if isTerminal(os.Stderr) { // a bar for opens over a second
+		bar = newLoadBar(os.Stderr, time.Now)
+		p.Progress = bar.update
+	}
 	m, err := engine.Open(f.model, p)
+	if bar != nil {
+		bar.done() // before the "loaded" line or the error
+	}
 	if err != nil {
 		return nil, err
 	}

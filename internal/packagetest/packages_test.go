@@ -2,10 +2,11 @@
 // a user without a toolchain meets them: the x86_64 wheel installed into a
 // fresh virtual environment on a PATH with no `go` generates the stories260K
 // golden text; the sdist builds its library with Go; the aarch64 library
-// runs a C example under qemu-aarch64.
+// runs a C example under qemu-aarch64, and the Windows DLL under Wine.
 //
 // It runs under `make test-packages` (part of `make test`), which builds the
-// packages first and names them in MOONLM_DIST and MOONLM_LIB_ARM64.
+// packages first and names them in MOONLM_DIST, MOONLM_LIB_ARM64 and
+// MOONLM_DLL.
 package packagetest
 
 import (

@@ -63,6 +63,10 @@ class EmbedParams(Structure):
     ]
 
 
+# int (*)(float fraction, void *user_data): moonlm_model_params.progress.
+ProgressCallback = ctypes.CFUNCTYPE(c_int, ctypes.c_float, c_void_p)
+
+
 class ModelParams(Structure):
     _fields_ = [
         ("size", c_size_t),
@@ -73,6 +77,8 @@ class ModelParams(Structure):
         ("packed_cache_dir", c_char_p),
         ("packed_cache_bytes", c_uint64),
         ("numerics", c_int32),
+        ("progress", ProgressCallback),
+        ("progress_user_data", c_void_p),
     ]
 
 

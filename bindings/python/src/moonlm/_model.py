@@ -262,6 +262,7 @@ class Model:
         packed_cache_dir: Optional[PathLike] = None,
         packed_cache_bytes: Optional[int] = None,
         numerics: Optional[str] = None,
+        progress: Optional[Callable[[float], Optional[bool]]] = None,
     ):
         """Opens the model at path.
 
@@ -279,8 +280,15 @@ class Model:
         implementation's bit for bit, several times slower: "llamacpp",
         "llamacpp-norepack" (llama.cpp without repacked weights) or "ik"
         (ik_llama.cpp). Other values raise InvalidArgumentError (a ValueError).
+        progress: called during the open, on this thread, with the fraction
+        done (a float in [0, 1], never decreasing, at most about a hundred
+        calls, ending with 1.0); returning False cancels the open, which then
+        raises CancelledError (True or None continue). An exception it raises
+        cancels the open too and is raised from here.
         """
         bpath = A.path("Model", "path", path)
+        if progress is not None and not callable(progress):
+            raise A.type_error("Model", "progress", f"must be callable, got {type(progress).__name__}")
         self._lib = lib = L.lib()
         params = L.ModelParams()
         lib.model_params_init(ctypes.byref(params), ctypes.sizeof(params))
@@ -300,8 +308,24 @@ class Model:
             params.packed_cache_bytes = A.integer(
                 "Model", "packed_cache_bytes", packed_cache_bytes, 0, (1 << 63) - 1
             )
+        raised: List[BaseException] = []
+        if progress is not None:
+
+            def on_progress(fraction: float, _ud: Any) -> int:
+                # Inside the library's call: nothing may raise through C.
+                try:
+                    return 1 if progress(fraction) is False else 0
+                except BaseException as e:
+                    raised.append(e)
+                    return 1
+
+            # kept alive until model_open returns (the library calls it only then)
+            params.progress = L.ProgressCallback(on_progress)
         handle = ctypes.c_void_p()
         st = lib.model_open(bpath, ctypes.byref(params), ctypes.byref(handle))
+        params.progress = L.ProgressCallback()
+        if raised:
+            raise raised[0]
         lib.check(st, f"open {os.fsdecode(bpath)}")
         h = int(handle.value or 0)
         self._handle: Optional[int] = h
