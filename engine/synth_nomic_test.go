@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -170,9 +171,20 @@ func TestNomicBertSynthEmbedF32(t *testing.T) {
 	assert.Empty(t, runEmbedRef(t, m, ref, embedRuleF32))
 }
 
+// The Q8_0 file in the fast and llama.cpp numerics modes. Not in the ik
+// mode: the references are mainline llama.cpp's, and that mode follows
+// ik_llama.cpp's products (activations quantized with bf16 block scales),
+// which the SwiGLU network here moves to cosine ~0.998 from them.
 func TestNomicBertSynthEmbedQ8(t *testing.T) {
-	m, ref := openSynthNomicBert(t, "Q8_0", ModelParams{Threads: 2})
-	assert.Empty(t, runEmbedRef(t, m, ref, embedRuleQ8))
+	for _, n := range []Numerics{NumericsFast, NumericsLlamaCpp} {
+		t.Run(n.String(), func(t *testing.T) {
+			if n != NumericsFast && testing.Short() {
+				t.Skip("the reference numerics modes' pure-Go products take seconds; not in -short")
+			}
+			m, ref := openSynthNomicBert(t, "Q8_0", ModelParams{Threads: 2, Numerics: n})
+			assert.Empty(t, runEmbedRef(t, m, ref, embedRuleQ8))
+		})
+	}
 }
 
 // TestNomicBertSynthNeoxRoPE runs the F32 file with RoPE rotating adjacent
@@ -183,4 +195,56 @@ func TestNomicBertSynthNeoxRoPE(t *testing.T) {
 	m.cfg.Neox = false // GPT-J pairs in place of NeoX's halves
 	misses := runEmbedRef(t, m, ref, embedRuleQ8)
 	assert.NotEmpty(t, misses, "RoPE in the wrong layout met the references")
+}
+
+// TestNomicBertSeparateQKV: a file with attn_q, attn_k and attn_v in place
+// of the fused attn_qkv (llama.cpp takes either) embeds as the fused one.
+func TestNomicBertSeparateQKV(t *testing.T) {
+	m, ref := openSynthNomicBert(t, "Q8_0", ModelParams{Threads: 2})
+	path := copyGGUF(t, synthNomicBertPath(t, "Q8_0", ""), nil, func(ts *gguf.Tensor, add func(string, gguf.Type, []int64, []byte)) {
+		base, ok := strings.CutSuffix(ts.Name, "attn_qkv.weight")
+		if !ok {
+			add(ts.Name, ts.Type, ts.Shape, ts.Data)
+			return
+		}
+		part := len(ts.Data) / 3
+		for i, n := range []string{"attn_q", "attn_k", "attn_v"} {
+			add(base+n+".weight", ts.Type, []int64{ts.Shape[0], ts.Shape[1] / 3}, ts.Data[i*part:(i+1)*part])
+		}
+	})
+	sep, err := Open(path, ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer sep.Close()
+	assert.Empty(t, runEmbedRef(t, sep, ref, embedRuleQ8))
+	seqs := [][]int32{{101, 1107, 1999, 102}, {101, 2000, 102}}
+	want, err := m.EmbedTokens(seqs, EmbedParams{Pooling: PoolingMean})
+	require.NoError(t, err)
+	got, err := sep.EmbedTokens(seqs, EmbedParams{Pooling: PoolingMean})
+	require.NoError(t, err)
+	for i := range want {
+		assert.Greater(t, cosine(got[i], want[i]), 0.999999, "text %d", i)
+	}
+}
+
+func TestNomicBertRefusesBadFiles(t *testing.T) {
+	src := synthNomicBertPath(t, "Q8_0", "")
+	for _, c := range []struct{ what, drop, msg string }{
+		{"no gate", "blk.1.ffn_gate.weight", "blk.1.ffn_gate.weight"},
+		{"no qkv", "blk.0.attn_qkv.weight", "attn_q"},
+		{"no embedding norm", "token_embd_norm.weight", "token_embd_norm.weight"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			path := copyGGUF(t, src, nil, func(ts *gguf.Tensor, add func(string, gguf.Type, []int64, []byte)) {
+				if ts.Name != c.drop {
+					add(ts.Name, ts.Type, ts.Shape, ts.Data)
+				}
+			})
+			m, err := Open(path, ModelParams{Threads: 1})
+			if m != nil {
+				m.Close()
+			}
+			require.ErrorIs(t, err, ErrBadFile)
+			assert.Contains(t, err.Error(), c.msg)
+		})
+	}
 }
