@@ -24,8 +24,13 @@ const maxEncoderCtx = 1 << 15
 // shapes.
 func (m *Model) checkEncoder() error {
 	g := &m.glob
-	if m.embd.Data == nil || g.mats[arch.PosEmbd].Data == nil || g.vecs[arch.EmbdNorm] == nil || g.vecs[arch.EmbdNormB] == nil {
-		return descriptionError(m.fam, "token_embd, position_embd and token_embd_norm are required")
+	if m.embd.Data == nil || g.vecs[arch.EmbdNorm] == nil || g.vecs[arch.EmbdNormB] == nil {
+		return descriptionError(m.fam, "token_embd and token_embd_norm are required")
+	}
+	// Learned positions, where the family has them (nomic-bert rotates
+	// Q and K instead).
+	if m.fam.Tensor(arch.PosEmbd) != nil && g.mats[arch.PosEmbd].Data == nil {
+		return descriptionError(m.fam, "position_embd is required")
 	}
 	if tt := &g.mats[arch.TokenTypes]; tt.Data != nil && tt.Rows < 1 {
 		return fmt.Errorf("%w: token_types.weight has no rows", ErrBadFile)
@@ -34,7 +39,8 @@ func (m *Model) checkEncoder() error {
 }
 
 // encoderEmbed adds to token t's embedding (in X) the type-0 embedding and
-// position pos's, and norms the sum, as llama.cpp's BERT input.
+// position pos's (when the model has learned positions), and norms the
+// sum, as llama.cpp's BERT input.
 func (s *Session) encoderEmbed(t, pos int) {
 	m := s.m
 	x, row := s.tok(arch.X, t), s.tok(arch.XN, t)
@@ -42,8 +48,9 @@ func (s *Session) encoderEmbed(t, pos int) {
 		kernels.DequantizeRow(tt.Type, tt.Row(0), row)
 		kernels.Add(x, x, row)
 	}
-	pe := &m.glob.mats[arch.PosEmbd]
-	kernels.DequantizeRow(pe.Type, pe.Row(pos), row)
-	kernels.Add(x, row, x)
+	if pe := &m.glob.mats[arch.PosEmbd]; pe.Data != nil {
+		kernels.DequantizeRow(pe.Type, pe.Row(pos), row)
+		kernels.Add(x, row, x)
+	}
 	layerNorm(x, x, m.glob.vecs[arch.EmbdNorm], m.glob.vecs[arch.EmbdNormB], s.c.Eps)
 }

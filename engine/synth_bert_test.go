@@ -39,7 +39,7 @@ const (
 )
 
 // bertVocab is the subset of the bge vocabulary: tokens and their types.
-func bertVocab(t *testing.T) ([]string, []int32) {
+func bertVocab(t testing.TB) ([]string, []int32) {
 	f, err := gguf.Open(shareddata.Path(t, "vocab/ggml-vocab-bert-bge.gguf"))
 	require.NoError(t, err)
 	defer f.Close()

@@ -73,6 +73,7 @@ var families = []*Family{
 	&exaone4,
 	&cohere2,
 	&bert,
+	&nomicBert,
 	&qwen3moe,
 	&olmoe,
 	&qwen2moe,

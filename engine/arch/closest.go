@@ -22,7 +22,6 @@ var resembles = map[string]string{
 	"granitemoe":    "granite",
 	"granitehybrid": "granite",
 	"minicpm":       "granite", // scaled embeddings, residuals and logits
-	"nomic-bert":    "bert",    // rotary positions and a SwiGLU FFN
 	"jina-bert-v2":  "bert",    // ALiBi positions, GeGLU FFN
 	"modern-bert":   "bert",
 }
