@@ -32,11 +32,12 @@ func TestFamiliesCompile(t *testing.T) {
 					seen[d.Role] = d.Name
 				}
 			}
-			// Decoders end in an output head; encoders (learned
-			// positions) in pooled hidden states.
+			// Decoders end in an output head; encoders (their embeddings
+			// layer-normed, learned positions or rotary) in pooled hidden
+			// states.
 			head := []arch.Role{arch.TokenEmbd, arch.Output, arch.OutputNorm}
-			if fam.Tensor(arch.PosEmbd) != nil {
-				head = []arch.Role{arch.TokenEmbd, arch.PosEmbd, arch.EmbdNorm, arch.EmbdNormB}
+			if fam.Tensor(arch.EmbdNorm) != nil {
+				head = []arch.Role{arch.TokenEmbd, arch.EmbdNorm, arch.EmbdNormB}
 			}
 			for _, r := range head {
 				assert.Contains(t, seen, r, "model role %d", r)
