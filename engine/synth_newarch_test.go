@@ -57,13 +57,7 @@ func TestSynthNewArchF32(t *testing.T) {
 	for _, spec := range synthSpecs {
 		name := "synth-" + spec.arch + "-f32"
 		t.Run(name, func(t *testing.T) {
-			var diffs []float64
-			runRefFiles(t, refOptions{
-				model: synthF32(t, spec), refs: synthNewPath(name + ".ref.jsonl"), kvf32: true,
-				tol: 2e-3, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs,
-			})
-			require.NotEmpty(t, diffs)
-			t.Logf("%d positions, worst log-probability difference %.5f", len(diffs), slices.Max(diffs))
+			checkSynthF32(t, synthF32(t, spec), name)
 		})
 	}
 }
@@ -76,16 +70,7 @@ func TestSynthNewArchQ8(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spread, ok := synthNewQ8Spread[spec.arch]
 			require.True(t, ok, "no measured spread for %s", spec.arch)
-			var diffs []float64
-			runRefFiles(t, refOptions{
-				model: synthNewPath(name + ".gguf"), refs: synthNewPath(name + ".ref.jsonl"),
-				tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs,
-			})
-			require.NotEmpty(t, diffs)
-			slices.Sort(diffs)
-			median := diffs[len(diffs)/2]
-			t.Logf("%d positions: median %.4f, max %.4f", len(diffs), median, diffs[len(diffs)-1])
-			assert.LessOrEqual(t, median, spread.median, "median log-probability difference")
+			checkSynthQ8(t, name, spread.max, spread.median)
 		})
 	}
 }
