@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,4 +75,23 @@ func checkSynthVariant(t *testing.T, path, ref, arch string) {
 	runRefFiles(t, refOptions{model: path, refs: ref, tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs})
 	require.NotEmpty(t, diffs)
 	t.Logf("%d positions, worst %.4f", len(diffs), slices.Max(diffs))
+}
+
+// writeOrMatchSynth rewrites the shipped file path with img under
+// -update-synth, and otherwise requires it to hold img.
+func writeOrMatchSynth(t *testing.T, path string, img []byte) {
+	t.Helper()
+	if *updateSynth {
+		require.NoError(t, os.WriteFile(path, img, 0o644))
+		return
+	}
+	matchSynthFile(t, path, img)
+}
+
+// matchSynthFile requires the shipped file path to hold img, byte for byte.
+func matchSynthFile(t *testing.T, path string, img []byte) {
+	t.Helper()
+	have, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
 }

@@ -249,25 +249,13 @@ func TestWriteSynthMoE(t *testing.T) {
 		t.Run(synthMoEName(spec, true), func(t *testing.T) {
 			img := buildSynthMoE(t, spec, true)
 			path := synthNewPath(synthMoEName(spec, true) + ".gguf")
-			if *updateSynth {
-				require.NoError(t, os.WriteFile(path, img, 0o644))
-				return
-			}
-			have, err := os.ReadFile(path)
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+			writeOrMatchSynth(t, path, img)
 		})
 		if spec.mxfp4 {
 			t.Run(synthMoEMXFP4Name(spec), func(t *testing.T) {
 				img := buildSynthMoEAs(t, spec, false, true)
 				path := synthNewPath(synthMoEMXFP4Name(spec) + ".gguf")
-				if *updateSynth {
-					require.NoError(t, os.WriteFile(path, img, 0o644))
-					return
-				}
-				have, err := os.ReadFile(path)
-				require.NoError(t, err)
-				require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+				writeOrMatchSynth(t, path, img)
 			})
 		}
 		t.Run(synthMoEName(spec, false), func(t *testing.T) {

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -196,13 +195,7 @@ func copyGGUFAs(t *testing.T, src, from, to string) string {
 	for _, ts := range f.Tensors() {
 		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data))
 	}
-	dst := filepath.Join(t.TempDir(), "as-"+to+".gguf")
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = w.WriteTo(out)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
+	return writeTempGGUF(t, w, "as-"+to+".gguf")
 }
 
 // TestNewArchBadMetadata: the new families' own keys with values a

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,13 +37,7 @@ func rewriteTensors(t *testing.T, src string, edit func(ts *gguf.Tensor) []*gguf
 			require.NoError(t, w.AddTensor(o.Name, o.Type, o.Shape, o.Data))
 		}
 	}
-	dst := filepath.Join(t.TempDir(), "rewritten.gguf")
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = w.WriteTo(out)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
+	return writeTempGGUF(t, w, "rewritten.gguf")
 }
 
 // splitQKV writes a fused attn_qkv matrix (F32 or Q8_0 rows) as separate

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -73,4 +75,17 @@ func copySynthTokenizer(t *testing.T, tokFile *gguf.File, set func(string, any))
 		}
 	}
 	return vocab
+}
+
+// writeTempGGUF writes w to a file called name in the test's temporary
+// directory and returns its path.
+func writeTempGGUF(t *testing.T, w *gguf.Writer, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), name)
+	out, err := os.Create(dst)
+	require.NoError(t, err)
+	_, err = w.WriteTo(out)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+	return dst
 }
