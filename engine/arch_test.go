@@ -3,8 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -124,13 +122,7 @@ func copyGGUF(t *testing.T, src string, key func(k string, v any) any,
 			add(ts.Name, ts.Type, ts.Shape, ts.Data)
 		}
 	}
-	dst := filepath.Join(t.TempDir(), "rewritten.gguf")
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = w.WriteTo(out)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
+	return writeTempGGUF(t, w, "rewritten.gguf")
 }
 
 // TestShapeErrorNamesTensor: a tensor of the wrong shape is ErrBadFile

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,13 +31,7 @@ func rewriteGGUF(t *testing.T, src string, edit func(key string, v gguf.Value) a
 	for _, ts := range f.Tensors() {
 		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data), "copying %s", ts.Name)
 	}
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = w.WriteTo(out)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
+	return writeTempGGUF(t, w, filepath.Base(src))
 }
 
 var familyMsgs = []chat.Message{
@@ -176,13 +169,7 @@ func withKey(t *testing.T, src, key string, value any) string {
 	for _, ts := range f.Tensors() {
 		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data))
 	}
-	dst := filepath.Join(t.TempDir(), "edited.gguf")
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = w.WriteTo(out)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
+	return writeTempGGUF(t, w, "edited.gguf")
 }
 
 // Gemma 3 270M as CI uses it is a base model without a chat template: its

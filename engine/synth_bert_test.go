@@ -17,7 +17,6 @@ import (
 
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
-	"github.com/moonlm/moonlm/kernels"
 )
 
 // The synthetic BERT encoder: hidden 256, 4 heads of 64, ffn 512, 4
@@ -118,20 +117,11 @@ func buildSynthBert(t *testing.T, q8 bool) []byte {
 		for i := range vals {
 			vals[i] = float32(offset + scale*rng.NormFloat64())
 		}
+		typ := gguf.F32
 		if q8 && quant {
-			rb := n / 32 * 34
-			data := make([]byte, rows*rb)
-			for r := 0; r < rows; r++ {
-				kernels.QuantizeWeightRow(gguf.Q8_0, vals[r*n:(r+1)*n], data[r*rb:(r+1)*rb])
-			}
-			require.NoError(t, w.AddTensor(name, gguf.Q8_0, shape, data))
-			return
+			typ = gguf.Q8_0
 		}
-		data := make([]byte, 4*len(vals))
-		for i, v := range vals {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-		}
-		require.NoError(t, w.AddTensor(name, gguf.F32, shape, data))
+		addSynthTensor(t, w, name, typ, shape, vals)
 	}
 	mat := func(name string, cols, rows int64) { add(name, true, 0.08, 0, cols, rows) }
 	normW := func(name string) { add(name, false, 0.1, 1, bertDim) }
@@ -195,9 +185,7 @@ func TestWriteSynthBert(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "synth-bert-f32.gguf"), buildSynthBert(t, false), 0o644))
 		return
 	}
-	have, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+	matchSynthFile(t, path, img)
 }
 
 // rerankTemplate is the synthetic Qwen3 reranker's prompt template

@@ -3,10 +3,8 @@ package engine
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"flag"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
-	"github.com/moonlm/moonlm/kernels"
 )
 
 // updateSynth rewrites the synthetic models of engine/testdata/synth:
@@ -203,25 +200,7 @@ func cohere2SynthTensors(layers int) []synthTensor {
 // exaone4SynthTensors is exaone4's set: olmo2's layout with per-head Q/K
 // norms, a tied output and a llama3 frequency-factor table.
 func exaone4SynthTensors(layers int) []synthTensor {
-	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
-	ts := []synthTensor{{name: "token_embd.weight", shape: []int64{synthDim, 512}}}
-	for il := 0; il < layers; il++ {
-		p := fmt.Sprintf("blk.%d.", il)
-		ts = append(ts,
-			synthTensor{name: p + "attn_q.weight", shape: []int64{synthDim, qDim}},
-			synthTensor{name: p + "attn_k.weight", shape: []int64{synthDim, kvDim}},
-			synthTensor{name: p + "attn_v.weight", shape: []int64{synthDim, kvDim}},
-			synthTensor{name: p + "attn_q_norm.weight", shape: []int64{synthHeadDim}},
-			synthTensor{name: p + "attn_k_norm.weight", shape: []int64{synthHeadDim}},
-			synthTensor{name: p + "attn_output.weight", shape: []int64{qDim, synthDim}},
-			synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}},
-			synthTensor{name: p + "ffn_gate.weight", shape: []int64{synthDim, synthFF}},
-			synthTensor{name: p + "ffn_up.weight", shape: []int64{synthDim, synthFF}},
-			synthTensor{name: p + "ffn_down.weight", shape: []int64{synthFF, synthDim}},
-			synthTensor{name: p + "post_ffw_norm.weight", shape: []int64{synthDim}},
-		)
-	}
-	return append(ts,
+	return append(postNormSynthBlocks(layers, synthHeadDim, synthHeadDim),
 		synthTensor{name: "output_norm.weight", shape: []int64{synthDim}},
 		synthTensor{name: "rope_freqs.weight", shape: []int64{synthHeadDim / 2}, fill: func(i int) float32 {
 			return float32(1 + 15*min(1, max(0, float64(i-10)/10)))
@@ -233,6 +212,17 @@ func exaone4SynthTensors(layers int) []synthTensor {
 // whole projections, norms after attention and the FFN; an untied output.
 func olmo2SynthTensors(layers int) []synthTensor {
 	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
+	return append(postNormSynthBlocks(layers, qDim, kvDim),
+		synthTensor{name: "output_norm.weight", shape: []int64{synthDim}},
+		synthTensor{name: "output.weight", shape: []int64{synthDim, 512}},
+	)
+}
+
+// postNormSynthBlocks is the embedding and blocks that olmo2 and exaone4
+// share: no input norms, Q and K norms of qNorm and kNorm weights, norms
+// after attention and after the FFN.
+func postNormSynthBlocks(layers int, qNorm, kNorm int64) []synthTensor {
+	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
 	ts := []synthTensor{{name: "token_embd.weight", shape: []int64{synthDim, 512}}}
 	for il := 0; il < layers; il++ {
 		p := fmt.Sprintf("blk.%d.", il)
@@ -240,8 +230,8 @@ func olmo2SynthTensors(layers int) []synthTensor {
 			synthTensor{name: p + "attn_q.weight", shape: []int64{synthDim, qDim}},
 			synthTensor{name: p + "attn_k.weight", shape: []int64{synthDim, kvDim}},
 			synthTensor{name: p + "attn_v.weight", shape: []int64{synthDim, kvDim}},
-			synthTensor{name: p + "attn_q_norm.weight", shape: []int64{qDim}},
-			synthTensor{name: p + "attn_k_norm.weight", shape: []int64{kvDim}},
+			synthTensor{name: p + "attn_q_norm.weight", shape: []int64{qNorm}},
+			synthTensor{name: p + "attn_k_norm.weight", shape: []int64{kNorm}},
 			synthTensor{name: p + "attn_output.weight", shape: []int64{qDim, synthDim}},
 			synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}},
 			synthTensor{name: p + "ffn_gate.weight", shape: []int64{synthDim, synthFF}},
@@ -250,10 +240,7 @@ func olmo2SynthTensors(layers int) []synthTensor {
 			synthTensor{name: p + "post_ffw_norm.weight", shape: []int64{synthDim}},
 		)
 	}
-	return append(ts,
-		synthTensor{name: "output_norm.weight", shape: []int64{synthDim}},
-		synthTensor{name: "output.weight", shape: []int64{synthDim, 512}},
-	)
+	return ts
 }
 
 // withPostNorms is a tensor set with post_attention_norm after each
@@ -331,26 +318,7 @@ func buildSynth(t *testing.T, spec synthSpec, q8 bool) []byte {
 	set(a+".attention.head_count_kv", uint32(synthKVHeads))
 	set(a+".attention.key_length", uint32(synthHeadDim))
 	set(a+".attention.value_length", uint32(synthHeadDim))
-	for _, k := range spec.keys {
-		set(a+"."+k.name, k.v)
-	}
-	vocab := 0
-	for _, k := range tokFile.Keys() {
-		if strings.HasPrefix(k, "tokenizer.") {
-			v, _ := tokFile.Lookup(k)
-			set(k, v)
-			if k == "tokenizer.ggml.tokens" {
-				arr, err := v.Array()
-				require.NoError(t, err)
-				vocab = arr.Len()
-			}
-		}
-	}
-	require.Equal(t, 512, vocab)
-	set(a+".vocab_size", uint32(vocab))
-	if q8 {
-		set("general.quantization_version", uint32(2))
-	}
+	setSynthTail(t, tokFile, set, a, spec.keys, q8)
 
 	rng := rand.New(rand.NewPCG(spec.seed, 0x5eed))
 	add := func(name string, shape []int64, fill func(int) float32) {
@@ -370,20 +338,11 @@ func buildSynth(t *testing.T, spec synthSpec, q8 bool) []byte {
 				vals[i] = float32(0.08 * rng.NormFloat64())
 			}
 		}
+		typ := gguf.F32
 		if q8 && len(shape) == 2 {
-			rb := n / 32 * 34
-			data := make([]byte, rows*rb)
-			for r := 0; r < rows; r++ {
-				kernels.QuantizeWeightRow(gguf.Q8_0, vals[r*n:(r+1)*n], data[r*rb:(r+1)*rb])
-			}
-			require.NoError(t, w.AddTensor(name, gguf.Q8_0, shape, data))
-			return
+			typ = gguf.Q8_0
 		}
-		data := make([]byte, 4*len(vals))
-		for i, v := range vals {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-		}
-		require.NoError(t, w.AddTensor(name, gguf.F32, shape, data))
+		addSynthTensor(t, w, name, typ, shape, vals)
 	}
 	tensors := spec.tensors
 	if tensors == nil {
@@ -422,13 +381,7 @@ func TestWriteSynth(t *testing.T) {
 					require.Equal(t, spec.f32SHA256, sum, "the generator's %s differs from the one the references were made from", name)
 					return
 				}
-				if *updateSynth {
-					require.NoError(t, os.WriteFile(path, img, 0o644))
-					return
-				}
-				have, err := os.ReadFile(path)
-				require.NoError(t, err)
-				require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+				writeOrMatchSynth(t, path, img)
 			})
 		}
 	}

@@ -2,9 +2,6 @@ package engine
 
 import (
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,15 +15,7 @@ import (
 // reference.
 func mistral3TempPath(t *testing.T) string {
 	t.Helper()
-	path := withKey(t, synthNewPath("synth-mistral3-Q8_0.gguf"), "mistral3.rope.scaling.original_context_length", uint32(8))
-	if *updateSynth {
-		img, err := os.ReadFile(path)
-		require.NoError(t, err)
-		out := filepath.Join("..", "build", "synth", "synth-mistral3-Q8_0-temp.gguf")
-		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
-		require.NoError(t, os.WriteFile(out, img, 0o644))
-	}
-	return path
+	return synthVariantPath(t, "synth-mistral3-Q8_0.gguf", "mistral3.rope.scaling.original_context_length", 8, "synth-mistral3-Q8_0-temp.gguf")
 }
 
 // TestMistral3AttnTemp: past the original context the queries take Llama
@@ -46,17 +35,7 @@ func TestMistral3AttnTemp(t *testing.T) {
 	assert.Equal(t, float32(1+0.1*math.Log(2)), attnTemp(&c, 8))
 	assert.Equal(t, float32(1+0.1*math.Log(4)), attnTemp(&c, 31))
 
-	var diffs []float64
-	runRefFiles(t, refOptions{model: path, refs: ref, tol: 1e-5, gap: 0, prompts: synthPrompts(t),
-		diffs: &diffs, numerics: NumericsLlamaCpp})
-	require.NotEmpty(t, diffs)
-	assert.LessOrEqual(t, slices.Max(diffs), 1e-5)
-
-	spread := synthNewQ8Spread["mistral3"]
-	diffs = nil
-	runRefFiles(t, refOptions{model: path, refs: ref, tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs})
-	require.NotEmpty(t, diffs)
-	t.Logf("%d positions, worst %.4f", len(diffs), slices.Max(diffs))
+	checkSynthVariant(t, path, ref, "mistral3")
 
 	_, worst := synthWorst(t, withKey(t, path, "mistral3.attention.temperature_scale", float32(0)), loadRefs(t, ref)[1])
 	t.Logf("without the temperature: worst %.4f", worst)

@@ -3,9 +3,7 @@ package engine
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,7 +16,6 @@ import (
 
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
-	"github.com/moonlm/moonlm/kernels"
 )
 
 // Synthetic mixture-of-experts models, written by buildSynthMoE: the shape
@@ -145,26 +142,7 @@ func buildSynthMoEAs(t *testing.T, spec synthMoESpec, q8, mxfp4 bool) []byte {
 	if !spec.ffKey {
 		set(a+".expert_feed_forward_length", uint32(spec.expFF))
 	}
-	for _, k := range spec.keys {
-		set(a+"."+k.name, k.v)
-	}
-	vocab := 0
-	for _, k := range tokFile.Keys() {
-		if strings.HasPrefix(k, "tokenizer.") {
-			v, _ := tokFile.Lookup(k)
-			set(k, v)
-			if k == "tokenizer.ggml.tokens" {
-				arr, err := v.Array()
-				require.NoError(t, err)
-				vocab = arr.Len()
-			}
-		}
-	}
-	require.Equal(t, 512, vocab)
-	set(a+".vocab_size", uint32(vocab))
-	if q8 {
-		set("general.quantization_version", uint32(2))
-	}
+	vocab := setSynthTail(t, tokFile, set, a, spec.keys, q8)
 
 	rng := rand.New(rand.NewPCG(spec.seed, 0x5eed))
 	// add draws a tensor: a vector (one dimension) of norm weights, or
@@ -186,29 +164,14 @@ func buildSynthMoEAs(t *testing.T, spec synthMoESpec, q8, mxfp4 bool) []byte {
 				vals[i] = float32(0.08 * rng.NormFloat64())
 			}
 		}
-		if mxfp4 && len(shape) == 3 {
-			rb := n / 32 * 17
-			data := make([]byte, rows*rb)
-			for r := 0; r < rows; r++ {
-				kernels.QuantizeWeightRow(gguf.MXFP4, vals[r*n:(r+1)*n], data[r*rb:(r+1)*rb])
-			}
-			require.NoError(t, w.AddTensor(name, gguf.MXFP4, shape, data))
-			return
+		typ := gguf.F32
+		switch {
+		case mxfp4 && len(shape) == 3:
+			typ = gguf.MXFP4
+		case q8 && len(shape) > 1 && !keepF32:
+			typ = gguf.Q8_0
 		}
-		if q8 && len(shape) > 1 && !keepF32 {
-			rb := n / 32 * 34
-			data := make([]byte, rows*rb)
-			for r := 0; r < rows; r++ {
-				kernels.QuantizeWeightRow(gguf.Q8_0, vals[r*n:(r+1)*n], data[r*rb:(r+1)*rb])
-			}
-			require.NoError(t, w.AddTensor(name, gguf.Q8_0, shape, data))
-			return
-		}
-		data := make([]byte, 4*len(vals))
-		for i, v := range vals {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-		}
-		require.NoError(t, w.AddTensor(name, gguf.F32, shape, data))
+		addSynthTensor(t, w, name, typ, shape, vals)
 	}
 	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(kvHeads*synthHeadDim)
 	E, ff := int64(spec.experts), int64(spec.expFF)
@@ -286,25 +249,13 @@ func TestWriteSynthMoE(t *testing.T) {
 		t.Run(synthMoEName(spec, true), func(t *testing.T) {
 			img := buildSynthMoE(t, spec, true)
 			path := synthNewPath(synthMoEName(spec, true) + ".gguf")
-			if *updateSynth {
-				require.NoError(t, os.WriteFile(path, img, 0o644))
-				return
-			}
-			have, err := os.ReadFile(path)
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+			writeOrMatchSynth(t, path, img)
 		})
 		if spec.mxfp4 {
 			t.Run(synthMoEMXFP4Name(spec), func(t *testing.T) {
 				img := buildSynthMoEAs(t, spec, false, true)
 				path := synthNewPath(synthMoEMXFP4Name(spec) + ".gguf")
-				if *updateSynth {
-					require.NoError(t, os.WriteFile(path, img, 0o644))
-					return
-				}
-				have, err := os.ReadFile(path)
-				require.NoError(t, err)
-				require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+				writeOrMatchSynth(t, path, img)
 			})
 		}
 		t.Run(synthMoEName(spec, false), func(t *testing.T) {
@@ -328,13 +279,7 @@ func TestSynthMoEF32(t *testing.T) {
 	for _, spec := range synthMoESpecs {
 		name := synthMoEName(spec, false)
 		t.Run(name, func(t *testing.T) {
-			var diffs []float64
-			runRefFiles(t, refOptions{
-				model: synthMoEF32(t, spec), refs: synthNewPath(name + ".ref.jsonl"), kvf32: true,
-				tol: 2e-3, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs,
-			})
-			require.NotEmpty(t, diffs)
-			t.Logf("%d positions, worst log-probability difference %.5f", len(diffs), slices.Max(diffs))
+			checkSynthF32(t, synthMoEF32(t, spec), name)
 		})
 	}
 }
@@ -346,17 +291,7 @@ func TestSynthMoEQ8(t *testing.T) {
 	for _, spec := range synthMoESpecs {
 		name := synthMoEName(spec, true)
 		t.Run(name, func(t *testing.T) {
-			spread := spec.q8Spread
-			var diffs []float64
-			runRefFiles(t, refOptions{
-				model: synthNewPath(name + ".gguf"), refs: synthNewPath(name + ".ref.jsonl"),
-				tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs,
-			})
-			require.NotEmpty(t, diffs)
-			slices.Sort(diffs)
-			median := diffs[len(diffs)/2]
-			t.Logf("%d positions: median %.4f, max %.4f", len(diffs), median, diffs[len(diffs)-1])
-			assert.LessOrEqual(t, median, spread.median, "median log-probability difference")
+			checkSynthQ8(t, name, spec.q8Spread.max, spec.q8Spread.median)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,13 +56,7 @@ func TestSynthNewArchF32(t *testing.T) {
 	for _, spec := range synthSpecs {
 		name := "synth-" + spec.arch + "-f32"
 		t.Run(name, func(t *testing.T) {
-			var diffs []float64
-			runRefFiles(t, refOptions{
-				model: synthF32(t, spec), refs: synthNewPath(name + ".ref.jsonl"), kvf32: true,
-				tol: 2e-3, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs,
-			})
-			require.NotEmpty(t, diffs)
-			t.Logf("%d positions, worst log-probability difference %.5f", len(diffs), slices.Max(diffs))
+			checkSynthF32(t, synthF32(t, spec), name)
 		})
 	}
 }
@@ -76,16 +69,7 @@ func TestSynthNewArchQ8(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spread, ok := synthNewQ8Spread[spec.arch]
 			require.True(t, ok, "no measured spread for %s", spec.arch)
-			var diffs []float64
-			runRefFiles(t, refOptions{
-				model: synthNewPath(name + ".gguf"), refs: synthNewPath(name + ".ref.jsonl"),
-				tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs,
-			})
-			require.NotEmpty(t, diffs)
-			slices.Sort(diffs)
-			median := diffs[len(diffs)/2]
-			t.Logf("%d positions: median %.4f, max %.4f", len(diffs), median, diffs[len(diffs)-1])
-			assert.LessOrEqual(t, median, spread.median, "median log-probability difference")
+			checkSynthQ8(t, name, spread.max, spread.median)
 		})
 	}
 }
@@ -211,13 +195,7 @@ func copyGGUFAs(t *testing.T, src, from, to string) string {
 	for _, ts := range f.Tensors() {
 		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data))
 	}
-	dst := filepath.Join(t.TempDir(), "as-"+to+".gguf")
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = w.WriteTo(out)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
+	return writeTempGGUF(t, w, "as-"+to+".gguf")
 }
 
 // TestNewArchBadMetadata: the new families' own keys with values a

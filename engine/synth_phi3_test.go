@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,13 +37,7 @@ func rewriteTensors(t *testing.T, src string, edit func(ts *gguf.Tensor) []*gguf
 			require.NoError(t, w.AddTensor(o.Name, o.Type, o.Shape, o.Data))
 		}
 	}
-	dst := filepath.Join(t.TempDir(), "rewritten.gguf")
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = w.WriteTo(out)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
+	return writeTempGGUF(t, w, "rewritten.gguf")
 }
 
 // splitQKV writes a fused attn_qkv matrix (F32 or Q8_0 rows) as separate
@@ -135,15 +127,7 @@ func TestPhi3SeparateQKV(t *testing.T) {
 // it is also written under build/synth for making its reference.
 func phi3LongPath(t *testing.T) string {
 	t.Helper()
-	path := withKey(t, synthNewPath("synth-phi3-Q8_0.gguf"), "phi3.rope.scaling.original_context_length", uint32(256))
-	if *updateSynth {
-		img, err := os.ReadFile(path)
-		require.NoError(t, err)
-		out := filepath.Join("..", "build", "synth", "synth-phi3-Q8_0-long.gguf")
-		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
-		require.NoError(t, os.WriteFile(out, img, 0o644))
-	}
-	return path
+	return synthVariantPath(t, "synth-phi3-Q8_0.gguf", "phi3.rope.scaling.original_context_length", 256, "synth-phi3-Q8_0-long.gguf")
 }
 
 // TestPhi3LongFactors: beyond the original context the long LongRoPE
@@ -159,15 +143,5 @@ func TestPhi3LongFactors(t *testing.T) {
 	assert.NotEqual(t, m.ropeLong, m.ropeShort)
 	require.NoError(t, m.Close())
 
-	var diffs []float64
-	runRefFiles(t, refOptions{model: path, refs: ref, tol: 1e-5, gap: 0, prompts: synthPrompts(t),
-		diffs: &diffs, numerics: NumericsLlamaCpp})
-	require.NotEmpty(t, diffs)
-	assert.LessOrEqual(t, slices.Max(diffs), 1e-5)
-
-	spread := synthNewQ8Spread["phi3"]
-	diffs = nil
-	runRefFiles(t, refOptions{model: path, refs: ref, tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs})
-	require.NotEmpty(t, diffs)
-	t.Logf("%d positions, worst %.4f", len(diffs), slices.Max(diffs))
+	checkSynthVariant(t, path, ref, "phi3")
 }

@@ -106,18 +106,26 @@ const (
 	ikRefs  = "synth/synth-qwen3-Q4_K_M.ref.jsonl"
 )
 
+// openNumericsModel opens the shared test file rel with the given threads
+// and numerics mode; the caller holds the OS thread and frees the model.
+func openNumericsModel(t *testing.T, l *Lib, rel string, threads, numerics int32) uintptr {
+	t.Helper()
+	var p ModelParams
+	l.ModelParamsDefault(&p)
+	p.NThreads = threads
+	p.Numerics = numerics
+	var m uintptr
+	requireStatus(t, l, OK, l.ModelOpen(shareddata.Path(t, rel), &p, &m), "opening "+rel)
+	return m
+}
+
 // firstPositionLogits opens rel in the given numerics mode and returns the
 // logits after the first token of toks.
 func firstPositionLogits(t *testing.T, l *Lib, rel string, numerics int32, toks []int32) []float32 {
 	t.Helper()
-	var p ModelParams
-	l.ModelParamsDefault(&p)
-	p.NThreads = 2
-	p.Numerics = numerics
-	var m uintptr
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	requireStatus(t, l, OK, l.ModelOpen(shareddata.Path(t, rel), &p, &m), "opening "+rel)
+	m := openNumericsModel(t, l, rel, 2, numerics)
 	defer func() { requireStatus(t, l, OK, l.ModelFree(m), "model_free") }()
 	var sp SessionParams
 	l.SessionParamsDefault(&sp)
@@ -183,14 +191,9 @@ func TestNumericsIkMatchesReference(t *testing.T) {
 // naming the cache, and the same model takes an f16 session.
 func TestNumericsIkRefusesF32Cache(t *testing.T) {
 	l := lib(t)
-	var p ModelParams
-	l.ModelParamsDefault(&p)
-	p.NThreads = 1
-	p.Numerics = NumericsIk
-	var m uintptr
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	requireStatus(t, l, OK, l.ModelOpen(shareddata.Path(t, ikModel), &p, &m), "opening "+ikModel)
+	m := openNumericsModel(t, l, ikModel, 1, NumericsIk)
 	defer func() { requireStatus(t, l, OK, l.ModelFree(m), "model_free") }()
 	var sp SessionParams
 	l.SessionParamsDefault(&sp)
