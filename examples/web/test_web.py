@@ -12,6 +12,7 @@ import http.server
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -63,10 +64,19 @@ def browser():
     exe = chromium_path()
     if exe is None:
         pytest.skip("Chromium is not installed (Debian: apt-get install chromium)")
-    with playwright_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        yield b
-        b.close()
+    # Chromium writes its settings and caches under HOME and the XDG
+    # folders even with a temporary profile: give it a home of its own, so
+    # the tests never write into the user's.
+    home = tempfile.mkdtemp(prefix="moonlm-web-home-")
+    env = dict(os.environ, HOME=home, XDG_CONFIG_HOME=os.path.join(home, "config"),
+               XDG_CACHE_HOME=os.path.join(home, "cache"), XDG_DATA_HOME=os.path.join(home, "data"))
+    try:
+        with playwright_api.sync_playwright() as pw:
+            b = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"], env=env)
+            yield b
+            b.close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture
