@@ -8,7 +8,8 @@
 // one of those words and goes on (```python fragment) or another spelling of
 // them (py, javascript, C) fails the test, so no example escapes by its tag.
 // In every example the file name `model.gguf` stands for the model and is
-// replaced by the default model's path (SmolLM2-135M-Instruct Q4_1).
+// replaced by the default model's path (SmolLM2-135M-Instruct Q4_1), and
+// `embedder.gguf` by the committed synthetic BERT (engine/testdata/synth).
 //
 // How each is run, following the install commands the READMEs give (the
 // test checks that the READMEs still say them):
@@ -167,6 +168,10 @@ func TestSnippets(t *testing.T) {
 	}
 	root := repoRoot(t)
 	model := shareddata.Model(t, shareddata.SmolLM2)
+	// The embedding examples run on the committed synthetic BERT (a
+	// WordPiece vocabulary and a reranker's classifier head).
+	embedder := filepath.Join(root, "engine", "testdata", "synth", "synth-bert-Q8_0.gguf")
+	require.FileExists(t, embedder)
 
 	byLang := map[string][]snippet{}
 	docs := map[string]string{}
@@ -175,8 +180,10 @@ func TestSnippets(t *testing.T) {
 		require.NoError(t, err)
 		docs[rel] = string(b)
 		for _, s := range parse(t, root, rel) {
-			require.Contains(t, s.code, "model.gguf", "%s: an example opens the model as model.gguf", s.name())
+			require.True(t, strings.Contains(s.code, "model.gguf") || strings.Contains(s.code, "embedder.gguf"),
+				"%s: an example opens the model as model.gguf (or an embedding model as embedder.gguf)", s.name())
 			s.code = strings.ReplaceAll(s.code, "model.gguf", model)
+			s.code = strings.ReplaceAll(s.code, "embedder.gguf", embedder)
 			byLang[s.lang] = append(byLang[s.lang], s)
 		}
 	}
