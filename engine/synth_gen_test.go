@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,9 +36,9 @@ type synthSpec struct {
 	// tensors lists the file's tensors in write order, which is the order
 	// their values are drawn in; nil is the llama set (llamaSynthTensors).
 	tensors func(layers int) []synthTensor
-	// f32SHA256, when set, is the sha256 of the F32 file, which is then not
-	// committed: the tests write it from the generator (synthF32) and check
-	// it against this. Only the Q8_0 file and the references are committed.
+	// f32SHA256 is the sha256 of the F32 file, which is not committed: the
+	// tests write it from the generator (synthF32) and check it against
+	// this. Only the Q8_0 file and the references are committed.
 	f32SHA256 string
 	// ablations are metadata keys (after "ARCH.") that each turn off one
 	// of the family's features, for a family whose file cannot be read as
@@ -87,7 +88,7 @@ var synthSpecs = []synthSpec{
 	{arch: "smollm3", layers: 6, seed: 3, keys: []synthKey{
 		{"rope.freq_base", float32(5e6)},
 		{"attention.layer_norm_rms_epsilon", float32(1e-6)},
-	}},
+	}, f32SHA256: "3d8064719807375c6fe478f959fedd8fcfc46efe0ed488c4a8288d729686add3"},
 	// Granite 3.x's multipliers as its 2B models publish them (head size
 	// 64 there too, so attention.scale 1/64 replaces 1/8).
 	{arch: "granite", layers: 6, seed: 4, keys: []synthKey{
@@ -97,7 +98,7 @@ var synthSpecs = []synthSpec{
 		{"attention.scale", float32(0.015625)},
 		{"residual_scale", float32(0.22)},
 		{"logit_scale", float32(8)},
-	}},
+	}, f32SHA256: "d9aabc81fb2a4992af2823f8bfc00c0dc182c599b091b88194d81f49060aafbb"},
 	// Phi-4-mini's shape of the family: fused QKV and gate/up, 3/4 of
 	// each head rotated, LongRoPE factors with its attention factor
 	// sqrt(1 + ln(32)/ln(4096)), a 128K context trained from 4K (so a
@@ -359,46 +360,52 @@ func buildSynth(t *testing.T, spec synthSpec, q8 bool) []byte {
 }
 
 // TestWriteSynth remakes the synthetic models from their specs and checks
-// that the committed files are what the generator writes (with
-// -update-synth it rewrites them instead).
+// that the committed Q8_0 files are what the generator writes, and that the
+// F32 files (not committed) hash to the recorded sha256 (with -update-synth
+// it rewrites the Q8_0 files, and writes the F32 ones under build/synth for
+// making references).
 func TestWriteSynth(t *testing.T) {
 	for _, spec := range synthSpecs {
 		for _, q8 := range []bool{false, true} {
 			name := "synth-" + spec.arch + map[bool]string{false: "-f32", true: "-Q8_0"}[q8] + ".gguf"
 			t.Run(name, func(t *testing.T) {
 				img := buildSynth(t, spec, q8)
-				path := filepath.Join("testdata", "synth", name)
-				if !q8 && spec.f32SHA256 != "" {
-					sum := fmt.Sprintf("%x", sha256.Sum256(img))
-					if *updateSynth {
-						// Not committed: written under build/ for making references.
-						out := filepath.Join("..", "build", "synth", name)
-						require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
-						require.NoError(t, os.WriteFile(out, img, 0o644))
-						t.Logf("wrote %s, sha256 %s", out, sum)
-						return
-					}
-					require.Equal(t, spec.f32SHA256, sum, "the generator's %s differs from the one the references were made from", name)
+				if q8 {
+					writeOrMatchSynth(t, filepath.Join("testdata", "synth", name), img)
 					return
 				}
-				writeOrMatchSynth(t, path, img)
+				sum := fmt.Sprintf("%x", sha256.Sum256(img))
+				if *updateSynth {
+					out := filepath.Join("..", "build", "synth", name)
+					require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+					require.NoError(t, os.WriteFile(out, img, 0o644))
+					t.Logf("wrote %s, sha256 %s", out, sum)
+					return
+				}
+				require.Equal(t, spec.f32SHA256, sum, "the generator's %s differs from the one the references were made from", name)
 			})
 		}
 	}
 }
 
-// synthF32 is the path of spec's F32 file: the committed one, or, for a
-// family whose F32 file is not committed, one the generator writes into a
-// temporary directory, checked against the recorded sha256.
+// synthF32 is the path of spec's F32 file, which is not committed: the
+// generator writes it into a temporary directory, checked against the
+// recorded sha256.
 func synthF32(t *testing.T, spec synthSpec) string {
 	t.Helper()
 	name := "synth-" + spec.arch + "-f32.gguf"
-	if spec.f32SHA256 == "" {
-		return filepath.Join("testdata", "synth", name)
-	}
+	require.NotEmpty(t, spec.f32SHA256, "%s has no recorded sha256", name)
 	img := buildSynth(t, spec, false)
 	require.Equal(t, spec.f32SHA256, fmt.Sprintf("%x", sha256.Sum256(img)), "the generator's %s differs from the one the references were made from", name)
 	path := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.WriteFile(path, img, 0o644))
 	return path
+}
+
+// synthSpecOf is arch's synthetic model.
+func synthSpecOf(t *testing.T, arch string) synthSpec {
+	t.Helper()
+	i := slices.IndexFunc(synthSpecs, func(s synthSpec) bool { return s.arch == arch })
+	require.GreaterOrEqual(t, i, 0, "no synthetic spec for %s", arch)
+	return synthSpecs[i]
 }

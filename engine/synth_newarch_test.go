@@ -157,7 +157,7 @@ func synthWorst(t *testing.T, path string, rc refCase) (pos0, worst float64) {
 // TestGraniteRopeFinetunedOff: rope.scaling.finetuned = false, which
 // llama.cpp reads as "no RoPE", turns RoPE off on every layer.
 func TestGraniteRopeFinetunedOff(t *testing.T) {
-	path := synthNewPath("synth-granite-f32.gguf")
+	path := synthF32(t, synthSpecOf(t, "granite"))
 	m, err := Open(path, ModelParams{Threads: 1})
 	require.NoError(t, err)
 	for i := 0; i < m.cfg.Layers; i++ {

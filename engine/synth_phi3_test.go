@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -10,14 +9,6 @@ import (
 
 	"github.com/moonlm/moonlm/gguf"
 )
-
-// phi3Spec is phi3's synthetic model.
-func phi3Spec(t *testing.T) synthSpec {
-	t.Helper()
-	i := slices.IndexFunc(synthSpecs, func(s synthSpec) bool { return s.arch == "phi3" })
-	require.GreaterOrEqual(t, i, 0)
-	return synthSpecs[i]
-}
 
 // rewriteTensors copies src into a temporary file, passing each tensor
 // through edit, which returns the tensors to write in its place (none to
@@ -65,7 +56,7 @@ func splitQKV(t *testing.T, ts *gguf.Tensor, q, kv int64) []*gguf.Tensor {
 // accepts them) give exactly the logits of the fused attn_qkv they were
 // cut from; a file with neither is an error naming both.
 func TestPhi3SeparateQKV(t *testing.T) {
-	fused := synthF32(t, phi3Spec(t))
+	fused := synthF32(t, synthSpecOf(t, "phi3"))
 	q, kv := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
 	separate := rewriteTensors(t, fused, func(ts *gguf.Tensor) []*gguf.Tensor {
 		if strings.HasSuffix(ts.Name, "attn_qkv.weight") {
