@@ -340,10 +340,7 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity, prog *progress) (m 
 	if err != nil {
 		return nil, fmt.Errorf("engine: open: %w", err)
 	}
-	if err := numerics.CheckModel(cfg.HeadDim); err != nil {
-		return nil, fmt.Errorf("engine: open: %w", err)
-	}
-	if err := checkNumericsBlock(numerics, &cfg); err != nil {
+	if err := numerics.CheckModel(numericsFeatures(&cfg)); err != nil {
 		return nil, fmt.Errorf("engine: open: %w", err)
 	}
 	p = applyNumerics(p, numerics)

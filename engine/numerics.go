@@ -58,18 +58,7 @@ func (m *Model) Numerics() Numerics { return m.numerics }
 // Kernels returns the kernel set the model computes with.
 func (m *Model) Kernels() *kernels.Set { return m.kern }
 
-// checkNumericsBlock refuses block features that mode n's reference
-// arithmetic is not followed with, naming them.
-func checkNumericsBlock(n Numerics, c *config) error {
-	if n == NumericsIk && c.NonCausal {
-		return fmt.Errorf("%w: numerics mode ik: encoders (non-causal attention over an f32 cache)", ErrUnsupported)
-	}
-	if n == NumericsIk && c.LayerNorm {
-		return fmt.Errorf("%w: numerics mode ik: layer norms", ErrUnsupported)
-	}
-	if n == NumericsIk && c.AttnSoftcap != 0 {
-		// ik's flash attention is followed without soft-capped scores only.
-		return fmt.Errorf("%w: numerics mode ik: attention soft-capping", ErrUnsupported)
-	}
-	return nil
+// numericsFeatures are the parts of c a numerics mode may refuse.
+func numericsFeatures(c *config) numerics.Features {
+	return numerics.Features{HeadDim: c.HeadDim, NonCausal: c.NonCausal, LayerNorm: c.LayerNorm, AttnSoftcap: c.AttnSoftcap != 0}
 }

@@ -122,6 +122,19 @@ func TestIkRefusesUncoveredType(t *testing.T) {
 	require.NoError(t, m.Close())
 }
 
+// TestIkRefusesSoftcap: ik_llama.cpp's flash attention is followed without
+// soft-capped scores only, so the ik mode refuses the synthetic Gemma 2 file
+// (attention soft-cap 5) at open, naming it; the llama.cpp mode opens it.
+func TestIkRefusesSoftcap(t *testing.T) {
+	path := synthNewPath("synth-gemma2-Q8_0.gguf")
+	_, err := Open(path, ModelParams{Threads: 1, Numerics: NumericsIk})
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.ErrorContains(t, err, "numerics mode ik: attention soft-capping")
+	m, err := Open(path, ModelParams{Threads: 1, Numerics: NumericsLlamaCpp})
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+}
+
 // TestIkRefusesPastOneKeyBlock: the ik mode follows ik_llama.cpp's flash
 // attention while the keys fit one 128-key block, so a prompt that would go
 // past it is refused, naming it, and leaves the session as it was.

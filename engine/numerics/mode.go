@@ -102,14 +102,32 @@ func (m Mode) refLayout(mt *kernels.Matrix) *kernels.PackedLayout {
 	return nil
 }
 
-// CheckModel refuses a model whose attention mode m cannot follow its
+// Features are the parts of a model's blocks that a mode may not follow.
+type Features struct {
+	HeadDim     int
+	NonCausal   bool // an encoder: attention over every position
+	LayerNorm   bool // layer norms rather than RMS norms
+	AttnSoftcap bool // soft-capped attention scores
+}
+
+// CheckModel refuses a model whose blocks mode m cannot follow its
 // reference engine on, naming what it cannot follow.
-func (m Mode) CheckModel(headDim int) error {
-	if m == Ik && headDim%16 != 0 {
+func (m Mode) CheckModel(f Features) error {
+	if m != Ik {
+		return nil
+	}
+	switch {
+	case f.HeadDim%16 != 0:
 		// AttendIk follows ik_llama.cpp's iqk flash attention, which takes
 		// keys 16 values at a time; ik_llama.cpp computes other head sizes
 		// another way, which this mode does not follow.
-		return fmt.Errorf("%w: numerics mode ik: head size %d (it follows ik_llama.cpp's flash attention for multiples of 16 only)", arch.ErrUnsupported, headDim)
+		return fmt.Errorf("%w: numerics mode ik: head size %d (it follows ik_llama.cpp's flash attention for multiples of 16 only)", arch.ErrUnsupported, f.HeadDim)
+	case f.NonCausal:
+		return fmt.Errorf("%w: numerics mode ik: encoders (it follows ik_llama.cpp's causal attention over an f16 cache only)", arch.ErrUnsupported)
+	case f.LayerNorm:
+		return fmt.Errorf("%w: numerics mode ik: layer norms (it follows ik_llama.cpp's RMS norms only)", arch.ErrUnsupported)
+	case f.AttnSoftcap:
+		return fmt.Errorf("%w: numerics mode ik: attention soft-capping (it follows ik_llama.cpp's flash attention without soft-capped scores only)", arch.ErrUnsupported)
 	}
 	return nil
 }

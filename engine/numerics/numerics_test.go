@@ -57,20 +57,32 @@ func TestFastModeTakesTheSetsLayouts(t *testing.T) {
 // message naming it.
 func TestChecks(t *testing.T) {
 	for _, n := range append([]Mode{Fast}, refModes...) {
-		require.NoError(t, n.CheckModel(64), "%v", n)
+		require.NoError(t, n.CheckModel(Features{HeadDim: 64}), "%v", n)
 		require.NoError(t, n.CheckSession(false), "%v", n)
 		for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_K, gguf.Q6_K} {
 			assert.NoError(t, n.CheckMatrix("w", &kernels.Matrix{Type: typ, Rows: 8, Cols: 256}), "%v %v", n, typ)
 		}
 	}
-	err := Ik.CheckModel(8)
-	assert.True(t, errors.Is(err, arch.ErrUnsupported), "%v", err)
-	assert.Contains(t, err.Error(), "head size 8")
-	err = Ik.CheckSession(true)
+	for _, c := range []struct {
+		f    Features
+		says string
+	}{
+		{Features{HeadDim: 8}, "head size 8"},
+		{Features{HeadDim: 64, NonCausal: true}, "encoders"},
+		{Features{HeadDim: 64, LayerNorm: true}, "layer norms"},
+		{Features{HeadDim: 64, AttnSoftcap: true}, "attention soft-capping"},
+	} {
+		err := Ik.CheckModel(c.f)
+		assert.True(t, errors.Is(err, arch.ErrUnsupported), "%v", err)
+		assert.ErrorContains(t, err, c.says)
+		for _, n := range []Mode{Fast, LlamaCpp, LlamaCppNoRepack} {
+			assert.NoError(t, n.CheckModel(c.f), "%v %+v", n, c.f)
+		}
+	}
+	err := Ik.CheckSession(true)
 	assert.True(t, errors.Is(err, arch.ErrUnsupported), "%v", err)
 	assert.Contains(t, err.Error(), "f32 KV cache")
 	for _, n := range []Mode{Fast, LlamaCpp, LlamaCppNoRepack} {
-		assert.NoError(t, n.CheckModel(8), "%v", n)
 		assert.NoError(t, n.CheckSession(true), "%v", n)
 	}
 	// q4_1 is followed by the llama.cpp modes, not by ik; q5_1 by none.
