@@ -32,40 +32,26 @@ type embedModel interface {
 // of at least one token, computed in turn).
 const maxEmbedTexts = 1 << 20
 
-func embedModelOf(fn string, o *cModel) (embedModel, C.int) {
-	em, ok := o.m.(embedModel)
-	if !ok {
-		return nil, fail(stUnsupported, fn, "this library's backend has no embeddings")
-	}
-	return em, stOK
-}
+// embedLacks is the refusal of a model whose backend is no embedModel.
+const embedLacks = "this library's backend has no embeddings"
 
 //export moonlmgo_embed_size
-func moonlmgo_embed_size(h C.uintptr_t, pooling C.int32_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_embed_size(h C.uintptr_t, pooling C.int32_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_embed_size"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	em, st := embedModelOf(fn, o)
-	if em == nil {
-		return st
-	}
-	if nOut == nil {
-		return fail(stInvalid, fn, "n_out is NULL")
-	}
-	if st := checkPooling(fn, pooling); st != stOK {
-		return st
-	}
-	n, err := em.EmbedSize(int(pooling))
-	if err != nil {
-		return failErr(fn, err)
-	}
-	*nOut = C.size_t(n)
-	return stOK
+	return onModel(fn, h, embedLacks, func(em embedModel) C.int {
+		if nOut == nil {
+			return fail(stInvalid, fn, "n_out is NULL")
+		}
+		if st := checkPooling(fn, pooling); st != stOK {
+			return st
+		}
+		n, err := em.EmbedSize(int(pooling))
+		if err != nil {
+			return failErr(fn, err)
+		}
+		*nOut = C.size_t(n)
+		return stOK
+	})
 }
 
 func checkPooling(fn string, pooling C.int32_t) C.int {
@@ -144,59 +130,51 @@ func cTokenLists(fn string, tokens **C.int32_t, lens *C.size_t, n C.size_t) ([][
 
 //export moonlmgo_embed
 func moonlmgo_embed(h C.uintptr_t, byTokens C.int, texts **C.char, lens *C.size_t, n C.size_t, tokens **C.int32_t, nTokens *C.size_t,
-	pooling C.int32_t, flags C.uint32_t, out *C.float, cap C.size_t, nOut *C.size_t) (st C.int) {
+	pooling C.int32_t, flags C.uint32_t, out *C.float, cap C.size_t, nOut *C.size_t) C.int {
 	fn := "moonlm_embed"
 	if byTokens != 0 {
 		fn = "moonlm_embed_tokens"
 	}
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	em, st := embedModelOf(fn, o)
-	if em == nil {
-		return st
-	}
-	if st := checkPooling(fn, pooling); st != stOK {
-		return st
-	}
-	if flags&^C.MOONLM_EMBED_NORMALIZE != 0 {
-		return fail(stInvalid, fn, "unknown flags %#x", uint32(flags&^C.MOONLM_EMBED_NORMALIZE))
-	}
-	if out == nil && cap != 0 {
-		return fail(stInvalid, fn, "out is NULL but cap is %d", cap)
-	}
-	if uint64(n) > maxEmbedTexts {
-		return fail(stInvalid, fn, "n_texts is %d, more than %d", uint64(n), maxEmbedTexts)
-	}
-	var seqs [][]int32
-	if byTokens != 0 {
-		if n > 0 {
-			if seqs, st = cTokenLists(fn, tokens, nTokens, n); st != stOK {
-				return st
-			}
-		}
-	} else {
-		ts, st := cTexts(fn, texts, lens, n)
-		if st != stOK {
+	return onModel(fn, h, embedLacks, func(em embedModel) C.int {
+		if st := checkPooling(fn, pooling); st != stOK {
 			return st
 		}
-		seqs = make([][]int32, len(ts))
-		for i, t := range ts {
-			ids, err := em.EmbedTokenize(t)
-			if err != nil {
-				return failErr(fn, fmt.Errorf("text %d: %w", i, err))
-			}
-			if len(ids) == 0 {
-				return fail(stInvalid, fn, "text %d has no tokens (the model adds no special tokens to an empty text)", i)
-			}
-			seqs[i] = ids
+		if flags&^C.MOONLM_EMBED_NORMALIZE != 0 {
+			return fail(stInvalid, fn, "unknown flags %#x", uint32(flags&^C.MOONLM_EMBED_NORMALIZE))
 		}
-	}
-	return embedInto(fn, em, seqs, int(pooling), flags&C.MOONLM_EMBED_NORMALIZE != 0, out, cap, nOut, false)
+		if out == nil && cap != 0 {
+			return fail(stInvalid, fn, "out is NULL but cap is %d", cap)
+		}
+		if uint64(n) > maxEmbedTexts {
+			return fail(stInvalid, fn, "n_texts is %d, more than %d", uint64(n), maxEmbedTexts)
+		}
+		var seqs [][]int32
+		if byTokens != 0 {
+			if n > 0 {
+				var st C.int
+				if seqs, st = cTokenLists(fn, tokens, nTokens, n); st != stOK {
+					return st
+				}
+			}
+		} else {
+			ts, st := cTexts(fn, texts, lens, n)
+			if st != stOK {
+				return st
+			}
+			seqs = make([][]int32, len(ts))
+			for i, t := range ts {
+				ids, err := em.EmbedTokenize(t)
+				if err != nil {
+					return failErr(fn, fmt.Errorf("text %d: %w", i, err))
+				}
+				if len(ids) == 0 {
+					return fail(stInvalid, fn, "text %d has no tokens (the model adds no special tokens to an empty text)", i)
+				}
+				seqs[i] = ids
+			}
+		}
+		return embedInto(fn, em, seqs, int(pooling), flags&C.MOONLM_EMBED_NORMALIZE != 0, out, cap, nOut, false)
+	})
 }
 
 // embedInto checks the caller's buffer against what seqs need, then embeds
@@ -242,46 +220,37 @@ func embedInto(fn string, em embedModel, seqs [][]int32, pooling int, normalize 
 }
 
 //export moonlmgo_rerank
-func moonlmgo_rerank(h C.uintptr_t, query *C.char, docs **C.char, n C.size_t, scores *C.float, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_rerank(h C.uintptr_t, query *C.char, docs **C.char, n C.size_t, scores *C.float, cap C.size_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_rerank"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	em, st := embedModelOf(fn, o)
-	if em == nil {
-		return st
-	}
-	if query == nil {
-		return fail(stInvalid, fn, "query is NULL")
-	}
-	if scores == nil && cap != 0 {
-		return fail(stInvalid, fn, "scores is NULL but cap is %d", cap)
-	}
-	if uint64(n) > maxEmbedTexts {
-		return fail(stInvalid, fn, "n_docs is %d, more than %d", uint64(n), maxEmbedTexts)
-	}
-	q, st := cStringBounded(fn, "query", query)
-	if st != stOK {
-		return st
-	}
-	ds, st := cTexts(fn, docs, nil, n)
-	if st != stOK {
-		return st
-	}
-	if _, err := em.EmbedSize(C.MOONLM_POOLING_RANK); err != nil {
-		return failErr(fn, err)
-	}
-	seqs := make([][]int32, len(ds))
-	for i, d := range ds {
-		ids, err := em.RerankTokens(string(q), d)
-		if err != nil {
-			return failErr(fn, fmt.Errorf("document %d: %w", i, err))
+	return onModel(fn, h, embedLacks, func(em embedModel) C.int {
+		if query == nil {
+			return fail(stInvalid, fn, "query is NULL")
 		}
-		seqs[i] = ids
-	}
-	return embedInto(fn, em, seqs, C.MOONLM_POOLING_RANK, false, scores, cap, nOut, true)
+		if scores == nil && cap != 0 {
+			return fail(stInvalid, fn, "scores is NULL but cap is %d", cap)
+		}
+		if uint64(n) > maxEmbedTexts {
+			return fail(stInvalid, fn, "n_docs is %d, more than %d", uint64(n), maxEmbedTexts)
+		}
+		q, st := cStringBounded(fn, "query", query)
+		if st != stOK {
+			return st
+		}
+		ds, st := cTexts(fn, docs, nil, n)
+		if st != stOK {
+			return st
+		}
+		if _, err := em.EmbedSize(C.MOONLM_POOLING_RANK); err != nil {
+			return failErr(fn, err)
+		}
+		seqs := make([][]int32, len(ds))
+		for i, d := range ds {
+			ids, err := em.RerankTokens(string(q), d)
+			if err != nil {
+				return failErr(fn, fmt.Errorf("document %d: %w", i, err))
+			}
+			seqs[i] = ids
+		}
+		return embedInto(fn, em, seqs, C.MOONLM_POOLING_RANK, false, scores, cap, nOut, true)
+	})
 }

@@ -19,166 +19,115 @@ import (
 // one is a caller's bug, not a state.
 const maxStateBytes = 1 << 46
 
-// stateOf returns o's session as a stateSession.
-func stateOf(fn string, o *cSession) (stateSession, C.int) {
-	ss, ok := o.s.(stateSession)
-	if !ok {
-		return nil, fail(stUnsupported, fn, "this session's backend cannot reuse, fork or save its state")
-	}
-	return ss, stOK
-}
+// stateLacks is the refusal of a session whose backend is no stateSession.
+const stateLacks = "this session's backend cannot reuse, fork or save its state"
 
 //export moonlmgo_prefill_reuse
-func moonlmgo_prefill_reuse(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.float, lcap C.size_t, nEval *C.size_t) (st C.int) {
+func moonlmgo_prefill_reuse(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.float, lcap C.size_t, nEval *C.size_t) C.int {
 	const fn = "moonlm_prefill_reuse"
-	defer guard(fn, &st)
 	if nEval != nil {
-		*nEval = 0
+		*nEval = 0 // also when the handle is refused
 	}
-	o, st := lockSession(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.finish(fn, &st)
-	enter(fn)
-	ss, st := stateOf(fn, o)
-	if ss == nil {
-		return st
-	}
-	if n == 0 || toks == nil {
-		return fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
-	}
-	if st := checkCount(fn, "n", n); st != stOK {
-		return st
-	}
-	var out []float32
-	if logits != nil {
-		if uint64(lcap) < uint64(o.nVocab) {
-			return fail(stBufferTooSmall, fn, "logits_cap is %d floats; the vocabulary needs %d", lcap, o.nVocab)
+	return onSession(fn, h, stateLacks, func(o *cSession, ss stateSession) C.int {
+		if n == 0 || toks == nil {
+			return fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
 		}
-		out = unsafe.Slice((*float32)(unsafe.Pointer(logits)), o.nVocab)
-	}
-	o.toks = append(o.toks[:0], cTokens(toks, n)...)
-	if st := checkTokens(fn, o.toks, o.nVocab); st != stOK {
-		return st
-	}
-	if nCtx := o.s.NCtx(); len(o.toks) > nCtx {
-		return fail(stContextFull, fn, "%d tokens do not fit in the context of %d", len(o.toks), nCtx)
-	}
-	evalled, err := ss.PrefillReuse(o.toks, out)
-	if err != nil {
-		if statusOf(err) == stCancelled {
-			return fail(stCancelled, fn, "cancelled by moonlm_session_cancel (%v)", err)
+		if st := checkCount(fn, "n", n); st != stOK {
+			return st
 		}
-		return failErr(fn, err)
-	}
-	if nEval != nil {
-		*nEval = C.size_t(evalled)
-	}
-	return stOK
+		var out []float32
+		if logits != nil {
+			if uint64(lcap) < uint64(o.nVocab) {
+				return fail(stBufferTooSmall, fn, "logits_cap is %d floats; the vocabulary needs %d", lcap, o.nVocab)
+			}
+			out = unsafe.Slice((*float32)(unsafe.Pointer(logits)), o.nVocab)
+		}
+		o.toks = append(o.toks[:0], cTokens(toks, n)...)
+		if st := checkTokens(fn, o.toks, o.nVocab); st != stOK {
+			return st
+		}
+		if nCtx := o.s.NCtx(); len(o.toks) > nCtx {
+			return fail(stContextFull, fn, "%d tokens do not fit in the context of %d", len(o.toks), nCtx)
+		}
+		evalled, err := ss.PrefillReuse(o.toks, out)
+		if err != nil {
+			if statusOf(err) == stCancelled {
+				return fail(stCancelled, fn, "cancelled by moonlm_session_cancel (%v)", err)
+			}
+			return failErr(fn, err)
+		}
+		if nEval != nil {
+			*nEval = C.size_t(evalled)
+		}
+		return stOK
+	})
 }
 
 //export moonlmgo_session_stats
-func moonlmgo_session_stats(h C.uintptr_t, out *C.moonlm_session_stats) (st C.int) {
+func moonlmgo_session_stats(h C.uintptr_t, out *C.moonlm_session_stats) C.int {
 	const fn = "moonlm_session_stats_get"
-	defer guard(fn, &st)
-	o, st := lockSession(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.finish(fn, &st)
-	enter(fn)
-	ss, st := stateOf(fn, o)
-	if ss == nil {
-		return st
-	}
-	s := ss.Stats()
-	out.n_pos = C.uint64_t(o.s.Pos())
-	out.n_ctx = C.uint64_t(o.s.NCtx())
-	out.n_evaluated = C.uint64_t(s.Evaluated)
-	out.n_reused = C.uint64_t(s.Reused)
-	return stOK
+	return onSession(fn, h, stateLacks, func(o *cSession, ss stateSession) C.int {
+		s := ss.Stats()
+		out.n_pos = C.uint64_t(o.s.Pos())
+		out.n_ctx = C.uint64_t(o.s.NCtx())
+		out.n_evaluated = C.uint64_t(s.Evaluated)
+		out.n_reused = C.uint64_t(s.Reused)
+		return stOK
+	})
 }
 
 //export moonlmgo_session_tokens
-func moonlmgo_session_tokens(h C.uintptr_t, buf *C.int32_t, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_session_tokens(h C.uintptr_t, buf *C.int32_t, cap C.size_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_session_tokens"
-	defer guard(fn, &st)
-	o, st := lockSession(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.finish(fn, &st)
-	enter(fn)
-	ss, st := stateOf(fn, o)
-	if ss == nil {
-		return st
-	}
-	if buf == nil && cap != 0 {
-		return fail(stInvalid, fn, "tokens is NULL but cap is %d", cap)
-	}
-	toks, err := ss.Tokens()
-	if err != nil {
-		return failErr(fn, err)
-	}
-	if nOut != nil {
-		*nOut = C.size_t(len(toks))
-	}
-	if uint64(cap) < uint64(len(toks)) {
-		return fail(stBufferTooSmall, fn, "the session holds %d tokens; cap is %d", len(toks), cap)
-	}
-	if len(toks) > 0 {
-		copy(unsafe.Slice((*int32)(unsafe.Pointer(buf)), len(toks)), toks)
-	}
-	return stOK
+	return onSession(fn, h, stateLacks, func(_ *cSession, ss stateSession) C.int {
+		if buf == nil && cap != 0 {
+			return fail(stInvalid, fn, "tokens is NULL but cap is %d", cap)
+		}
+		toks, err := ss.Tokens()
+		if err != nil {
+			return failErr(fn, err)
+		}
+		if nOut != nil {
+			*nOut = C.size_t(len(toks))
+		}
+		if uint64(cap) < uint64(len(toks)) {
+			return fail(stBufferTooSmall, fn, "the session holds %d tokens; cap is %d", len(toks), cap)
+		}
+		if len(toks) > 0 {
+			copy(unsafe.Slice((*int32)(unsafe.Pointer(buf)), len(toks)), toks)
+		}
+		return stOK
+	})
 }
 
 //export moonlmgo_session_fork
-func moonlmgo_session_fork(h C.uintptr_t, out *C.uintptr_t) (st C.int) {
+func moonlmgo_session_fork(h C.uintptr_t, out *C.uintptr_t) C.int {
 	const fn = "moonlm_session_fork"
-	defer guard(fn, &st)
-	o, st := lockSession(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.finish(fn, &st)
-	enter(fn)
-	ss, st := stateOf(fn, o)
-	if ss == nil {
-		return st
-	}
-	f, err := ss.Fork()
-	if err != nil {
-		return failErr(fn, err)
-	}
-	// The fork holds its own reference to the model, as a new session does.
-	o.model.n.Add(1)
-	fo := &cSession{s: f, model: o.model, nVocab: o.nVocab}
-	fo.n.Store(1)
-	*out = C.uintptr_t(sessions.add(fo))
-	return stOK
+	return onSession(fn, h, stateLacks, func(o *cSession, ss stateSession) C.int {
+		f, err := ss.Fork()
+		if err != nil {
+			return failErr(fn, err)
+		}
+		// The fork holds its own reference to the model, as a new session does.
+		o.model.n.Add(1)
+		fo := &cSession{s: f, model: o.model, nVocab: o.nVocab}
+		fo.n.Store(1)
+		*out = C.uintptr_t(sessions.add(fo))
+		return stOK
+	})
 }
 
 //export moonlmgo_session_state_size
-func moonlmgo_session_state_size(h C.uintptr_t, size *C.size_t) (st C.int) {
+func moonlmgo_session_state_size(h C.uintptr_t, size *C.size_t) C.int {
 	const fn = "moonlm_session_state_size"
-	defer guard(fn, &st)
-	o, st := lockSession(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.finish(fn, &st)
-	enter(fn)
-	ss, st := stateOf(fn, o)
-	if ss == nil {
-		return st
-	}
-	n, err := ss.StateSize()
-	if err != nil {
-		return failErr(fn, err)
-	}
-	*size = C.size_t(n)
-	return stOK
+	return onSession(fn, h, stateLacks, func(_ *cSession, ss stateSession) C.int {
+		n, err := ss.StateSize()
+		if err != nil {
+			return failErr(fn, err)
+		}
+		*size = C.size_t(n)
+		return stOK
+	})
 }
 
 // cBuffer is an io.Writer over caller memory that must not be overrun.
@@ -196,101 +145,74 @@ func (w *cBuffer) Write(p []byte) (int, error) {
 }
 
 //export moonlmgo_session_state_save
-func moonlmgo_session_state_save(h C.uintptr_t, buf unsafe.Pointer, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_session_state_save(h C.uintptr_t, buf unsafe.Pointer, cap C.size_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_session_state_save"
-	defer guard(fn, &st)
-	o, st := lockSession(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.finish(fn, &st)
-	enter(fn)
-	ss, st := stateOf(fn, o)
-	if ss == nil {
-		return st
-	}
-	if buf == nil && cap != 0 {
-		return fail(stInvalid, fn, "buf is NULL but cap is %d", cap)
-	}
-	size, err := ss.StateSize()
-	if err != nil {
-		return failErr(fn, err)
-	}
-	if nOut != nil {
-		*nOut = C.size_t(size)
-	}
-	if uint64(cap) < uint64(size) {
-		return fail(stBufferTooSmall, fn, "the state is %d bytes; cap is %d", size, cap)
-	}
-	w := &cBuffer{b: unsafe.Slice((*byte)(buf), int(size))}
-	if _, err := ss.WriteState(w); err != nil {
-		return failErr(fn, err)
-	}
-	return stOK
+	return onSession(fn, h, stateLacks, func(_ *cSession, ss stateSession) C.int {
+		if buf == nil && cap != 0 {
+			return fail(stInvalid, fn, "buf is NULL but cap is %d", cap)
+		}
+		size, err := ss.StateSize()
+		if err != nil {
+			return failErr(fn, err)
+		}
+		if nOut != nil {
+			*nOut = C.size_t(size)
+		}
+		if uint64(cap) < uint64(size) {
+			return fail(stBufferTooSmall, fn, "the state is %d bytes; cap is %d", size, cap)
+		}
+		w := &cBuffer{b: unsafe.Slice((*byte)(buf), int(size))}
+		if _, err := ss.WriteState(w); err != nil {
+			return failErr(fn, err)
+		}
+		return stOK
+	})
 }
 
 //export moonlmgo_session_state_load
-func moonlmgo_session_state_load(h C.uintptr_t, buf unsafe.Pointer, n C.size_t) (st C.int) {
+func moonlmgo_session_state_load(h C.uintptr_t, buf unsafe.Pointer, n C.size_t) C.int {
 	const fn = "moonlm_session_state_load"
-	defer guard(fn, &st)
-	o, st := lockSession(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.finish(fn, &st)
-	enter(fn)
-	ss, st := stateOf(fn, o)
-	if ss == nil {
-		return st
-	}
-	if buf == nil && n != 0 {
-		return fail(stInvalid, fn, "buf is NULL but n is %d", n)
-	}
-	if uint64(n) > maxStateBytes {
-		return fail(stInvalid, fn, "n is %d, more than any state (%d): a negative or uninitialised value?", uint64(n), uint64(maxStateBytes))
-	}
-	var data []byte
-	if n > 0 {
-		data = unsafe.Slice((*byte)(buf), int(n))
-	}
-	if err := ss.LoadState(data); err != nil {
-		return failErr(fn, err)
-	}
-	return stOK
+	return onSession(fn, h, stateLacks, func(_ *cSession, ss stateSession) C.int {
+		if buf == nil && n != 0 {
+			return fail(stInvalid, fn, "buf is NULL but n is %d", n)
+		}
+		if uint64(n) > maxStateBytes {
+			return fail(stInvalid, fn, "n is %d, more than any state (%d): a negative or uninitialised value?", uint64(n), uint64(maxStateBytes))
+		}
+		var data []byte
+		if n > 0 {
+			data = unsafe.Slice((*byte)(buf), int(n))
+		}
+		if err := ss.LoadState(data); err != nil {
+			return failErr(fn, err)
+		}
+		return stOK
+	})
 }
 
 //export moonlmgo_session_state_file
-func moonlmgo_session_state_file(h C.uintptr_t, path *C.char, save C.int) (st C.int) {
+func moonlmgo_session_state_file(h C.uintptr_t, path *C.char, save C.int) C.int {
 	fn := "moonlm_session_state_load_file"
 	if save != 0 {
 		fn = "moonlm_session_state_save_file"
 	}
-	defer guard(fn, &st)
-	o, st := lockSession(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.finish(fn, &st)
-	enter(fn)
-	ss, st := stateOf(fn, o)
-	if ss == nil {
-		return st
-	}
-	if path == nil {
-		return fail(stInvalid, fn, "path is NULL")
-	}
-	p := C.GoString(path)
-	if p == "" {
-		return fail(stInvalid, fn, "path is empty")
-	}
-	var err error
-	if save != 0 {
-		err = ss.SaveStateFile(p)
-	} else {
-		err = ss.LoadStateFile(p)
-	}
-	if err != nil {
-		return failErr(fn, err)
-	}
-	return stOK
+	return onSession(fn, h, stateLacks, func(_ *cSession, ss stateSession) C.int {
+		if path == nil {
+			return fail(stInvalid, fn, "path is NULL")
+		}
+		p := C.GoString(path)
+		if p == "" {
+			return fail(stInvalid, fn, "path is empty")
+		}
+		var err error
+		if save != 0 {
+			err = ss.SaveStateFile(p)
+		} else {
+			err = ss.LoadStateFile(p)
+		}
+		if err != nil {
+			return failErr(fn, err)
+		}
+		return stOK
+	})
 }

@@ -52,75 +52,52 @@ func cStringBounded(fn, what string, p *C.char) ([]byte, C.int) {
 	return cBytes(fn, what, p, n)
 }
 
-func toolModelOf(fn string, o *cModel) (toolModel, C.int) {
-	tm, ok := o.m.(toolModel)
-	if !ok {
-		return nil, fail(stUnsupported, fn, "this library's backend has no tool calling")
-	}
-	return tm, stOK
-}
+// toolLacks is the refusal of a model whose backend is no toolModel.
+const toolLacks = "this library's backend has no tool calling"
 
 //export moonlmgo_chat_apply_template_json
-func moonlmgo_chat_apply_template_json(h C.uintptr_t, name, messages, tools *C.char, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_chat_apply_template_json(h C.uintptr_t, name, messages, tools *C.char, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_chat_apply_template_json"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	tm, st := toolModelOf(fn, o)
-	if tm == nil {
-		return st
-	}
-	if messages == nil {
-		return fail(stInvalid, fn, "messages_json is NULL")
-	}
-	msgs, st := cStringBounded(fn, "messages_json", messages)
-	if st != stOK {
-		return st
-	}
-	tl, st := cStringBounded(fn, "tools_json", tools)
-	if st != stOK {
-		return st
-	}
-	var tmpl string
-	if name != nil {
-		tmpl = C.GoString(name)
-	}
-	text, err := tm.ApplyChatTemplateJSON(tmpl, msgs, tl, addAssistant != 0)
-	if err != nil {
-		return failErr(fn, err)
-	}
-	return writeText(fn, text, out, cap, nOut)
+	return onModel(fn, h, toolLacks, func(tm toolModel) C.int {
+		if messages == nil {
+			return fail(stInvalid, fn, "messages_json is NULL")
+		}
+		msgs, st := cStringBounded(fn, "messages_json", messages)
+		if st != stOK {
+			return st
+		}
+		tl, st := cStringBounded(fn, "tools_json", tools)
+		if st != stOK {
+			return st
+		}
+		var tmpl string
+		if name != nil {
+			tmpl = C.GoString(name)
+		}
+		text, err := tm.ApplyChatTemplateJSON(tmpl, msgs, tl, addAssistant != 0)
+		if err != nil {
+			return failErr(fn, err)
+		}
+		return writeText(fn, text, out, cap, nOut)
+	})
 }
 
 //export moonlmgo_chat_parse_tool_calls
-func moonlmgo_chat_parse_tool_calls(h C.uintptr_t, name, text *C.char, n C.size_t, out *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_chat_parse_tool_calls(h C.uintptr_t, name, text *C.char, n C.size_t, out *C.char, cap C.size_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_chat_parse_tool_calls"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	tm, st := toolModelOf(fn, o)
-	if tm == nil {
-		return st
-	}
-	b, st := cBytes(fn, "text", text, n)
-	if st != stOK {
-		return st
-	}
-	var tmpl string
-	if name != nil {
-		tmpl = C.GoString(name)
-	}
-	js, err := tm.ParseToolCalls(tmpl, string(b))
-	if err != nil {
-		return failErr(fn, fmt.Errorf("parsing %d bytes: %w", n, err))
-	}
-	return writeText(fn, js, out, cap, nOut)
+	return onModel(fn, h, toolLacks, func(tm toolModel) C.int {
+		b, st := cBytes(fn, "text", text, n)
+		if st != stOK {
+			return st
+		}
+		var tmpl string
+		if name != nil {
+			tmpl = C.GoString(name)
+		}
+		js, err := tm.ParseToolCalls(tmpl, string(b))
+		if err != nil {
+			return failErr(fn, fmt.Errorf("parsing %d bytes: %w", n, err))
+		}
+		return writeText(fn, js, out, cap, nOut)
+	})
 }
