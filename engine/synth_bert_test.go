@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -77,83 +76,37 @@ func bertVocab(t testing.TB) ([]string, []int32) {
 // and token-type embeddings and vectors F32).
 func buildSynthBert(t *testing.T, q8 bool) []byte {
 	t.Helper()
-	toks, types := bertVocab(t)
-	w := gguf.NewWriter()
-	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
-	a := "bert"
-	set("general.architecture", a)
-	set("general.name", "synth-bert")
-	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
-	set(a+".context_length", uint32(bertCtx))
-	set(a+".embedding_length", uint32(bertDim))
-	set(a+".block_count", uint32(bertLayers))
-	set(a+".feed_forward_length", uint32(bertFF))
-	set(a+".attention.head_count", uint32(bertHeads))
-	set(a+".attention.layer_norm_epsilon", float32(1e-12))
-	set(a+".attention.causal", false)
-	set(a+".pooling_type", uint32(1)) // mean, as bge-small's files
-	set("tokenizer.ggml.model", "bert")
-	set("tokenizer.ggml.pre", "bert-bge")
-	set("tokenizer.ggml.tokens", toks)
-	set("tokenizer.ggml.token_type", types)
-	set("tokenizer.ggml.token_type_count", uint32(2))
-	set("tokenizer.ggml.unknown_token_id", uint32(100))
-	set("tokenizer.ggml.seperator_token_id", uint32(102))
-	set("tokenizer.ggml.padding_token_id", uint32(0))
-	set("tokenizer.ggml.cls_token_id", uint32(101))
-	set("tokenizer.ggml.mask_token_id", uint32(103))
-	set("tokenizer.ggml.bos_token_id", uint32(101))
+	meta := bertSynthMeta("bert", q8)
+	meta.pooling = 1 // mean, as bge-small's files
+	w, set, nVocab := newEncoderWriter(t, meta)
 	if q8 {
 		set("general.quantization_version", uint32(2))
 	}
-	rng := rand.New(rand.NewPCG(bertSeed, 0x5eed))
-	add := func(name string, quant bool, scale, offset float64, shape ...int64) {
-		n := int(shape[0])
-		rows := 1
-		if len(shape) == 2 {
-			rows = int(shape[1])
-		}
-		vals := make([]float32, n*rows)
-		for i := range vals {
-			vals[i] = float32(offset + scale*rng.NormFloat64())
-		}
-		typ := gguf.F32
-		if q8 && quant {
-			typ = gguf.Q8_0
-		}
-		addSynthTensor(t, w, name, typ, shape, vals)
-	}
-	mat := func(name string, cols, rows int64) { add(name, true, 0.08, 0, cols, rows) }
-	normW := func(name string) { add(name, false, 0.1, 1, bertDim) }
-	bias := func(name string, n int64) { add(name, false, 0.02, 0, n) }
-	mat("token_embd.weight", bertDim, int64(len(toks)))
-	add("token_types.weight", false, 0.08, 0, bertDim, 2)
-	add("position_embd.weight", false, 0.08, 0, bertDim, bertCtx)
-	normW("token_embd_norm.weight")
-	bias("token_embd_norm.bias", bertDim)
-	for il := 0; il < bertLayers; il++ {
-		p := fmt.Sprintf("blk.%d.", il)
-		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_output"} {
-			mat(p+n+".weight", bertDim, bertDim)
-			bias(p+n+".bias", bertDim)
-		}
-		normW(p + "attn_output_norm.weight")
-		bias(p+"attn_output_norm.bias", bertDim)
-		mat(p+"ffn_up.weight", bertDim, bertFF)
-		bias(p+"ffn_up.bias", bertFF)
-		mat(p+"ffn_down.weight", bertFF, bertDim)
-		bias(p+"ffn_down.bias", bertDim)
-		normW(p + "layer_output_norm.weight")
-		bias(p+"layer_output_norm.bias", bertDim)
-	}
-	mat("cls.weight", bertDim, bertDim)
-	bias("cls.bias", bertDim)
-	mat("cls.output.weight", bertDim, 1)
-	bias("cls.output.bias", 1)
+	d := encoderDraw{t: t, w: w, rng: rand.New(rand.NewPCG(bertSeed, 0x5eed)), matType: synthMatType(q8), matScale: 0.08}
+	d.bertTensors(meta, nVocab)
+	d.mat("cls.weight", bertDim, bertDim)
+	d.bias("cls.bias", bertDim)
+	d.mat("cls.output.weight", bertDim, 1)
+	d.bias("cls.output.bias", 1)
 	var buf bytes.Buffer
 	_, err := w.WriteTo(&buf)
 	require.NoError(t, err)
 	return buf.Bytes()
+}
+
+// bertSynthMeta is the metadata of the synthetic encoders of arch (the
+// BERT's shape) in F32 or (q8) Q8_0; the caller sets the pooling type.
+func bertSynthMeta(arch string, q8 bool) encoderMeta {
+	return encoderMeta{arch: arch, name: "synth-" + arch, fileType: map[bool]uint32{false: 0, true: 7}[q8],
+		ctx: bertCtx, dim: bertDim, layers: bertLayers, ff: bertFF, head: bertHeads}
+}
+
+// synthMatType is the matrices' type of a synthetic file: F32, or (q8) Q8_0.
+func synthMatType(q8 bool) gguf.Type {
+	if q8 {
+		return gguf.Q8_0
+	}
+	return gguf.F32
 }
 
 func sha256Hex(b []byte) string {
@@ -161,32 +114,10 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// synthBertPath is the synthetic BERT file of the given type ("f32" or
-// "Q8_0"): the committed Q8_0 file, or the F32 one written into dir.
-func synthBertPath(t *testing.T, typ, dir string) string {
-	if typ == "Q8_0" {
-		return synthNewPath("synth-bert-Q8_0.gguf")
-	}
-	p := filepath.Join(dir, "synth-bert-f32.gguf")
-	require.NoError(t, os.WriteFile(p, buildSynthBert(t, false), 0o644))
-	return p
-}
-
 // TestWriteSynthBert checks the committed Q8_0 BERT is what the generator
 // writes; with -update-synth it rewrites it, and writes the F32 file to
 // build/synth/ for making references.
-func TestWriteSynthBert(t *testing.T) {
-	img := buildSynthBert(t, true)
-	path := synthNewPath("synth-bert-Q8_0.gguf")
-	if *updateSynth {
-		require.NoError(t, os.WriteFile(path, img, 0o644))
-		dir := filepath.Join("..", "build", "synth")
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "synth-bert-f32.gguf"), buildSynthBert(t, false), 0o644))
-		return
-	}
-	matchSynthFile(t, path, img)
-}
+func TestWriteSynthBert(t *testing.T) { writeOrMatchEncoderSynth(t, "bert", buildSynthBert) }
 
 // rerankTemplate is the synthetic Qwen3 reranker's prompt template
 // (tokenizer.chat_template.rerank), one line as the reference tool reads

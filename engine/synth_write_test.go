@@ -18,7 +18,7 @@ import (
 // of shape[0] values) when typ is a block type, else as little-endian F32.
 // Every synthetic-model writer goes through it, so the bytes of a tensor
 // depend only on its values and type.
-func addSynthTensor(t *testing.T, w *gguf.Writer, name string, typ gguf.Type, shape []int64, vals []float32) {
+func addSynthTensor(t testing.TB, w *gguf.Writer, name string, typ gguf.Type, shape []int64, vals []float32) {
 	t.Helper()
 	if typ == gguf.F32 {
 		data := make([]byte, 4*len(vals))
