@@ -316,3 +316,23 @@ func TestGenerateBindsVocabForDRY(t *testing.T) {
 	// heavy DRY penalty changes the text.
 	assert.NotEqual(t, ref.Generated, res.Generated)
 }
+
+// Every Generate call makes no new resolution of DRY's breakers when a
+// sampler with the same breakers resolved them on this model before: the
+// model keeps one per breaker list.
+func TestGenerateReusesDRYBreakers(t *testing.T) {
+	m := openStories(t, 1)
+	run := func(breakers ...string) {
+		smp, err := sample.New(sample.Params{DRYMultiplier: 1, DRYBase: 1.75, DRYPenaltyLastN: -1, DRYSequenceBreakers: breakers})
+		require.NoError(t, err)
+		s := newStoriesSession(t, m, 64)
+		_, err = s.Generate([]int32{1}, GenerateParams{MaxTokens: 4, TokenSampler: smp}, nil)
+		require.NoError(t, err)
+		require.False(t, smp.NeedsVocab())
+	}
+	run(sample.DefaultDRYSequenceBreakers()...)
+	run(sample.DefaultDRYSequenceBreakers()...)
+	assert.Equal(t, 1, m.dryBreakers.Len(), "the second sampler resolved its breakers again")
+	run("\n")
+	assert.Equal(t, 2, m.dryBreakers.Len())
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/chat"
 	"github.com/moonlm/moonlm/engine/pool"
+	"github.com/moonlm/moonlm/engine/sample"
 	"github.com/moonlm/moonlm/engine/tokenizer"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
@@ -117,6 +118,8 @@ type Model struct {
 	pool       *pool.Pool
 	info       Info
 	template   string
+
+	dryBreakers *sample.BreakerCache // DRY breaker lists resolved against tok (SamplerVocab)
 
 	numerics Numerics                         // resolved at open
 	logf     func(format string, args ...any) // debug log of packing fallbacks (ModelParams.Debug)
@@ -348,7 +351,7 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity, prog *progress) (m 
 	if kern == nil {
 		kern = kernels.Detect()
 	}
-	m = &Model{f: f, fam: fam, cfg: cfg, numerics: numerics, kern: kern}
+	m = &Model{f: f, fam: fam, cfg: cfg, numerics: numerics, kern: kern, dryBreakers: sample.NewBreakerCache(dryBreakerLists)}
 	if m.plan, err = compilePlan(fam, &m.cfg); err != nil {
 		return nil, err
 	}

@@ -67,14 +67,43 @@ func (s *Sampler) NeedsVocab() bool {
 // text contains a breaker stops a repeat by itself, and a token whose text
 // ends with the start of a breaker does so when the rest of the breaker's
 // tokens follow. Setting the vocabulary that is already set does nothing,
-// so a generation loop may call it every time.
+// so a generation loop may call it every time; a vocabulary with a
+// BreakerCache shares one resolution among the samplers of a breaker list.
 func (s *Sampler) SetVocab(v Vocab) error {
 	if v == nil || !s.dry.on || len(s.p.DRYSequenceBreakers) == 0 || s.dry.vocab == v {
 		return nil
 	}
-	br := map[int32][][]int32{}
+	cv, _ := v.(interface{ DRYBreakerCache() *BreakerCache })
+	var cache *BreakerCache
+	if cv != nil {
+		cache = cv.DRYBreakerCache()
+	}
+	if cache == nil {
+		br, err := resolveBreakers(v, s.p.DRYSequenceBreakers)
+		if err != nil {
+			return err
+		}
+		s.dry.breakers, s.dry.vocab = br, v
+		return nil
+	}
+	key := breakerKey(s.p.DRYSequenceBreakers)
+	br, ok := cache.get(key)
+	if !ok {
+		var err error
+		if br, err = resolveBreakers(v, s.p.DRYSequenceBreakers); err != nil {
+			return err
+		}
+		br = cache.put(key, br)
+	}
+	s.dry.breakers, s.dry.vocab = br, v
+	return nil
+}
+
+// resolveBreakers finds the tokens of the breakers in v (see SetVocab).
+func resolveBreakers(v Vocab, breakers []string) (breakerMap, error) {
+	br := breakerMap{}
 	n := v.NumTokens()
-	for _, text := range s.p.DRYSequenceBreakers {
+	for _, text := range breakers {
 		b := []byte(text)
 		if len(b) > maxBreakerBytes {
 			b = b[:maxBreakerBytes]
@@ -91,7 +120,7 @@ func (s *Sampler) SetVocab(v Vocab) error {
 				if rest := w[pos:]; bytes.HasPrefix(b, rest) {
 					tail, err := v.Tokenize(string(b[len(rest):]))
 					if err != nil {
-						return fmt.Errorf("sample: DRY sequence breaker %q: %w", text, err)
+						return nil, fmt.Errorf("sample: DRY sequence breaker %q: %w", text, err)
 					}
 					if len(tail) > maxBreakerTail {
 						tail = tail[:maxBreakerTail]
@@ -106,8 +135,7 @@ func (s *Sampler) SetVocab(v Vocab) error {
 			}
 		}
 	}
-	s.dry.breakers, s.dry.vocab = br, v
-	return nil
+	return br, nil
 }
 
 // addTail adds tail to tails unless it is there already.
