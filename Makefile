@@ -35,6 +35,32 @@ export PIP_CACHE_DIR   ?= $(ABSBUILD)/pip-cache
 export npm_config_cache ?= $(ABSBUILD)/npm-cache
 export npm_config_update_notifier ?= false
 
+# Go's build cache and module cache, and its telemetry, stay under build/ as
+# well, for the go commands of the recipes and of the tests that run go
+# (exported, so the Python, Node and package tests inherit them). The
+# module cache is written read-write (-modcacherw), so that `make clean`
+# can remove it. The go command keeps its telemetry (counters, and the
+# mode file `go telemetry off` writes) under os.UserConfigDir()/go/telemetry
+# and has no variable of its own for it (GOTELEMETRYDIR only reports it),
+# so XDG_CONFIG_HOME points into build/, where telemetry is set off; GOENV
+# keeps reading the user's go settings (GOPROXY, GOFLAGS, ...) from where
+# they are, and PIP_CONFIG_FILE pip's user configuration.
+USERCONFIG := $(or $(XDG_CONFIG_HOME),$(HOME)/.config)
+export GOENV ?= $(USERCONFIG)/go/env
+ifneq ($(wildcard $(USERCONFIG)/pip/pip.conf),)
+export PIP_CONFIG_FILE ?= $(USERCONFIG)/pip/pip.conf
+endif
+export XDG_CONFIG_HOME := $(ABSBUILD)/config
+export GOCACHE    ?= $(ABSBUILD)/go-cache
+export GOMODCACHE ?= $(ABSBUILD)/go-mod
+# $(shell) gets make's exports only from GNU make 4.4 on: GOSHELL is go
+# for it.
+GOSHELL := XDG_CONFIG_HOME='$(XDG_CONFIG_HOME)' GOENV='$(GOENV)' GOCACHE='$(GOCACHE)' GOMODCACHE='$(GOMODCACHE)' $(GO)
+ifeq ($(wildcard $(XDG_CONFIG_HOME)/go/telemetry/mode),)
+$(shell $(GOSHELL) telemetry off >/dev/null 2>&1)
+endif
+export GOFLAGS := $(strip $(filter-out -modcacherw,$(shell $(GOSHELL) env GOFLAGS 2>/dev/null)) -modcacherw)
+
 .PHONY: all lib cli test test-go test-race test-variants test-c test-python test-node test-snippets \
 	venv node-deps models run model fuzz fuzz-all vet install clean distclean bench bench-models bench-serve
 
@@ -173,7 +199,8 @@ test-snippets: all $(TESTSUM) models
 # (which remakes build/venv): the SmolLM2 test skips when the model is absent.
 WEB       := $(BUILD)/web
 WEBVENV   := $(ABSBUILD)/web-venv
-WASM_EXEC := $(firstword $(wildcard $(shell $(GO) env GOROOT)/lib/wasm/wasm_exec.js $(shell $(GO) env GOROOT)/misc/wasm/wasm_exec.js))
+GOROOTDIR := $(shell $(GOSHELL) env GOROOT)
+WASM_EXEC := $(firstword $(wildcard $(GOROOTDIR)/lib/wasm/wasm_exec.js $(GOROOTDIR)/misc/wasm/wasm_exec.js))
 
 .PHONY: web test-web web-venv
 
@@ -333,8 +360,11 @@ install: all
 
 # `make clean` keeps the fetched models (build/models); `make distclean`
 # removes them too.
+# Modules fetched before -modcacherw are read-only: chmod first.
 clean:
+	@chmod -R u+w $(ABSBUILD)/go-mod 2>/dev/null || true
 	find $(BUILD) -mindepth 1 -maxdepth 1 ! -name models -exec rm -rf {} + 2>/dev/null || true
 
 distclean:
+	@chmod -R u+w $(ABSBUILD)/go-mod 2>/dev/null || true
 	rm -rf $(BUILD)
