@@ -66,6 +66,25 @@ const (
 	asmQ4_1TileAVX512
 )
 
+// asmPacked names a packed layout of a SIMD level (a pure-Go layout's bytes
+// with that level's kernel), as the format table lists them; the
+// architecture that has it maps the name to the layout (on amd64,
+// packed_amd64.go), and no set of another architecture asks for it.
+type asmPacked uint8
+
+// The SIMD packed layouts; the GFNI forms replace their VNNI ones in a set
+// that uses GFNI.
+const (
+	_ asmPacked = iota
+	asmPackedQ8_0AVX512
+	asmPackedQ5_0AVX512
+	asmPackedQ4_1AVX512
+	asmPackedQ4_1GFNI
+	asmPackedQ4_KAVX512
+	asmPackedQ4_KGFNI
+	asmPackedQ6_KAVX512
+)
+
 // simdKernels names a type's kernels at one instruction-set level (zero:
 // none at that level).
 type simdKernels struct {
@@ -73,6 +92,18 @@ type simdKernels struct {
 	tok4   asmKernel // the four-token kernel; the last nTok%4 tokens take the avx2 level's rows kernel
 	tokens asmKernel // a multi-token kernel of its own, instead of tok4
 	tile   asmKernel // a tile kernel
+	// packed is the type's packed layout at this level, packedGFNI its
+	// form for a set that uses GFNI (zero: the packed form).
+	packed, packedGFNI asmPacked
+}
+
+// packedFor is the packed layout k names for a set that uses GFNI or not
+// (zero: none at this level).
+func (k simdKernels) packedFor(gfni bool) asmPacked {
+	if gfni && k.packedGFNI != 0 {
+		return k.packedGFNI
+	}
+	return k.packed
 }
 
 // Set is one kernel set: the row, multi-row and multi-token dot kernels per
@@ -179,8 +210,8 @@ func newSet(name string, gfni bool) (*Set, error) {
 
 // build makes the set d describes: for each type the generic row kernel,
 // then the format table's kernels of every instruction-set level up to
-// d's, each over the one below; then d's float helpers and the packed
-// layouts registered for d's name.
+// d's, each over the one below (the packed layouts likewise); then d's
+// float helpers.
 func build(d setDef, gfni bool) *Set {
 	s := &Set{name: d.name, isa: d.isa, gfni: gfni && d.isa >= isaAVX512,
 		dotF32: dotF32Generic, axpyF32: axpyGeneric, dotF16: dotF16Generic}
@@ -190,18 +221,16 @@ func build(d setDef, gfni bool) *Set {
 		k.row = f.dot
 		for level := isaGeneric + 1; level <= d.isa; level++ {
 			f.simd[level].apply(gguf.Type(t), k, f.simd[isaAVX2].rows)
+			if p := f.simd[level].packedFor(s.gfni); p != 0 {
+				k.packed = packedLayout(p)
+				if err := checkLayout(gguf.Type(t), k.packed); err != nil {
+					panic(err)
+				}
+			}
 		}
 	}
 	if d.dotF32 != nil {
 		s.dotF32, s.axpyF32, s.dotF16 = d.dotF32, d.axpyF32, d.dotF16
-	}
-	for _, f := range packedRegistry[d.name] {
-		if l := f(s); l != nil {
-			if err := checkLayout(l.Type, l); err != nil {
-				panic(err)
-			}
-			s.types[l.Type].packed = l
-		}
 	}
 	return s
 }

@@ -16,3 +16,8 @@ func hasGFNI() bool { return false }
 func (k simdKernels) apply(gguf.Type, *typeKernels, asmKernel) {
 	panic("kernels: no SIMD kernels on this architecture")
 }
+
+// packedLayout is never called here, for the same reason.
+func packedLayout(asmPacked) *PackedLayout {
+	panic("kernels: no SIMD packed layouts on this architecture")
+}

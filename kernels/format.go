@@ -30,9 +30,9 @@ type format struct {
 	// vec_dot order; exact8x8 the repacked q4_K_8x8 order, for matrices of
 	// a multiple of 8 rows) and the ik_llama.cpp-order one (PackedIk).
 	exact, exact8x8, ik *PackedLayout
-	// simd are the type's kernels in the SIMD sets, by instruction-set
-	// level: a set takes every level up to its own, each over the one
-	// below (the avx512 set has the avx2 kernels with the avx512 ones over
+	// simd are the type's kernels and packed layouts in the SIMD sets, by
+	// instruction-set level: a set takes every level up to its own, each
+	// over the one below (the avx512 set has the avx2 kernels with the avx512 ones over
 	// them; the q4_1 and K-quant row kernels stay avx2 there: their
 	// pairing of rows, or per-sub-block scales on VPMADDUBSW/VPMADDWD,
 	// measured faster, and decode is memory bound).
@@ -53,28 +53,28 @@ var formats = [numTypes]format{
 	gguf.Q4_1: {vecDot: gguf.Q8_1, dequant: dequantQ4_1, quantize: quantizeQ4_1, dot: dotQ4_1Generic, exact: &ggmlQ41VecDot,
 		simd: [numISA]simdKernels{
 			isaAVX2:   {rows: asmQ4_1RowsAVX2, tok4: asmQ4_1Tok4AVX2},
-			isaAVX512: {tok4: asmQ4_1Tok4AVX512, tile: asmQ4_1TileAVX512}}},
+			isaAVX512: {tok4: asmQ4_1Tok4AVX512, tile: asmQ4_1TileAVX512, packed: asmPackedQ4_1AVX512, packedGFNI: asmPackedQ4_1GFNI}}},
 	gguf.Q5_0: {vecDot: gguf.Q8_0, dequant: dequantQ5_0, quantize: quantizeQ5_0, dot: dotQ5_0Generic, exact: &ggmlQ50VecDot,
 		simd: [numISA]simdKernels{
 			isaAVX2:   {rows: asmQ5_0RowsAVX2, tokens: asmQ5_0TokensAVX2},
-			isaAVX512: {rows: asmQ5_0RowsAVX512, tokens: asmQ5_0TokensAVX512}}},
+			isaAVX512: {rows: asmQ5_0RowsAVX512, tokens: asmQ5_0TokensAVX512, packed: asmPackedQ5_0AVX512}}},
 	gguf.Q5_1: {vecDot: gguf.Q8_1, dequant: dequantQ5_1, quantize: quantizeQ5_1, dot: dotQ5_1Generic},
 	gguf.Q8_0: {vecDot: gguf.Q8_0, dequant: dequantQ8_0, quantize: quantizeQ8_0, quantizeWeight: quantizeQ8_0Ref, dot: dotQ8_0Generic, exact: &ggmlQ80VecDot, ik: &ikQ80,
 		simd: [numISA]simdKernels{
 			isaAVX2:   {rows: asmQ8_0RowsAVX2, tok4: asmQ8_0Tok4AVX2},
-			isaAVX512: {rows: asmQ8_0RowsAVX512, tok4: asmQ8_0Tok4AVX512}}},
+			isaAVX512: {rows: asmQ8_0RowsAVX512, tok4: asmQ8_0Tok4AVX512, packed: asmPackedQ8_0AVX512}}},
 	gguf.Q8_1: {dequant: dequantQ8_1, quantize: quantizeQ8_1},
 	gguf.Q2_K: {vecDot: gguf.Q8_K, dequant: dequantQ2K, quantize: quantizeQ2K, dot: dotQ2KGeneric},
 	gguf.Q3_K: {vecDot: gguf.Q8_K, dequant: dequantQ3K, quantize: quantizeQ3K, dot: dotQ3KGeneric},
 	gguf.Q4_K: {vecDot: gguf.Q8_K, dequant: dequantQ4K, quantize: quantizeQ4K, dot: dotQ4KGeneric, exact: &ggmlQ4KVecDot, exact8x8: &ggmlQ4K8x8, ik: &ikQ4K,
 		simd: [numISA]simdKernels{
 			isaAVX2:   {rows: asmQ4_KRowsAVX2, tok4: asmQ4_KTok4AVX2},
-			isaAVX512: {tok4: asmQ4_KTok4AVX512}}},
+			isaAVX512: {tok4: asmQ4_KTok4AVX512, packed: asmPackedQ4_KAVX512, packedGFNI: asmPackedQ4_KGFNI}}},
 	gguf.Q5_K: {vecDot: gguf.Q8_K, dequant: dequantQ5K, quantize: quantizeQ5K, dot: dotQ5KGeneric},
 	gguf.Q6_K: {vecDot: gguf.Q8_K, dequant: dequantQ6K, quantize: quantizeQ6K, dot: dotQ6KGeneric, exact: &ggmlQ6KVecDot, ik: &ikQ6K,
 		simd: [numISA]simdKernels{
 			isaAVX2:   {rows: asmQ6_KRowsAVX2, tok4: asmQ6_KTok4AVX2},
-			isaAVX512: {tok4: asmQ6_KTok4AVX512}}},
+			isaAVX512: {tok4: asmQ6_KTok4AVX512, packed: asmPackedQ6_KAVX512}}},
 	gguf.Q8_K:   {dequant: dequantQ8K, quantize: quantizeQ8K},
 	gguf.IQ4_NL: {vecDot: gguf.Q8_0, dequant: dequantIQ4NL, quantize: quantizeIQ4NL, dot: dotIQ4NLGeneric},
 	gguf.IQ4_XS: {vecDot: gguf.Q8_K, dequant: dequantIQ4XS, quantize: quantizeIQ4XS, dot: dotIQ4XSGeneric},

@@ -138,19 +138,6 @@ func (p *packedGroup) outOfBounds(cols, g, x, xStride, nTok, y, yStride int) {
 		p.name, cols, nTok, g, x, xStride, y, yStride))
 }
 
-// packedRegistry maps a kernel set's name to the functions that pick its
-// layouts (one per weight type; a function may return nil). Layout files
-// register from package-level variable initializers, which run before any
-// set is built.
-var packedRegistry = map[string][]func(*Set) *PackedLayout{}
-
-// registerPacked adds the layout pick to the named set; it returns true so
-// it can initialize a package-level variable.
-func registerPacked(set string, pick func(*Set) *PackedLayout) bool {
-	packedRegistry[set] = append(packedRegistry[set], pick)
-	return true
-}
-
 // checkLayout reports whether l can serve weights of type t: its tile must
 // fit matMulPacked's scratch, which only a partial group uses (a one-row
 // layout has none).

@@ -220,20 +220,23 @@ var (
 	packedQ4KGFNI   = withDot(packedQ4KBase, packedQ4KVNNIGFNI, &q4kGroup)
 )
 
-var _ = registerPacked("avx512", func(*Set) *PackedLayout { return packedQ80AVX512 })
-
-var _ = registerPacked("avx512", func(*Set) *PackedLayout { return packedQ50AVX512 })
-
-var _ = registerPacked("avx512", func(s *Set) *PackedLayout {
-	if s.gfni {
+// packedLayout is the layout the format table names p.
+func packedLayout(p asmPacked) *PackedLayout {
+	switch p {
+	case asmPackedQ8_0AVX512:
+		return packedQ80AVX512
+	case asmPackedQ5_0AVX512:
+		return packedQ50AVX512
+	case asmPackedQ4_1AVX512:
+		return packedQ41AVX512
+	case asmPackedQ4_1GFNI:
 		return packedQ41GFNI
-	}
-	return packedQ41AVX512
-})
-
-var _ = registerPacked("avx512", func(s *Set) *PackedLayout {
-	if s.gfni {
+	case asmPackedQ4_KAVX512:
+		return packedQ4KAVX512
+	case asmPackedQ4_KGFNI:
 		return packedQ4KGFNI
+	case asmPackedQ6_KAVX512:
+		return &packedQ6KAVX512
 	}
-	return packedQ4KAVX512
-})
+	panic(fmt.Sprintf("kernels: %d is not a packed layout", p))
+}

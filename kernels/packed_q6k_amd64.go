@@ -9,8 +9,6 @@ var packedQ6KAVX512 = func() PackedLayout {
 	return l
 }()
 
-var _ = registerPacked("avx512", func(*Set) *PackedLayout { return &packedQ6KAVX512 })
-
 // The packed q6_K kernels for 1..8 tokens: each sets y[t*ystride+r] (ystride
 // in floats) for 16 rows and its token count from nb packed blocks at w and
 // the tokens' q8_K activations xstride bytes apart at x; nb must be positive.

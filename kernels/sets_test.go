@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/gguf"
 )
 
 // genericSet is the pure-Go kernel set, the reference the SIMD sets are
@@ -50,4 +52,38 @@ func hasSet(name string) bool {
 		}
 	}
 	return false
+}
+
+// TestPackedFromFormatTable: a set's packed layouts are the format table's
+// (the highest level up to the set's that names one, in its GFNI form when
+// the set uses GFNI): none in the generic and avx2 sets; in the avx512 set
+// q8_0, q5_0, q4_1, q4_K and q6_K, q4_1 and q4_K in the form its GFNI
+// setting asks for.
+func TestPackedFromFormatTable(t *testing.T) {
+	for _, ks := range packedSets(t) {
+		for typ := range formats {
+			var want *PackedLayout
+			for level := isaGeneric + 1; level <= ks.isa; level++ {
+				if p := formats[typ].simd[level].packedFor(ks.gfni); p != 0 {
+					want = packedLayout(p)
+				}
+			}
+			require.Same(t, want, ks.Packed(gguf.Type(typ)), "%s gfni=%v: %v", ks.Name(), ks.gfni, gguf.Type(typ))
+		}
+		n := 0
+		for typ := range formats {
+			if ks.Packed(gguf.Type(typ)) != nil {
+				n++
+			}
+		}
+		if ks.isa < isaAVX512 {
+			require.Zero(t, n, "%s has packed layouts", ks.Name())
+			continue
+		}
+		require.Equal(t, 5, n, "%s: q8_0, q5_0, q4_1, q4_K and q6_K", ks.Name())
+		for _, typ := range []gguf.Type{gguf.Q4_1, gguf.Q4_K} {
+			gfni := formats[typ].simd[isaAVX512].packedGFNI
+			require.Equal(t, ks.gfni, ks.Packed(typ) == packedLayout(gfni), "%s gfni=%v: %v", ks.Name(), ks.gfni, typ)
+		}
+	}
 }
