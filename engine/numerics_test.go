@@ -122,6 +122,34 @@ func TestIkRefusesUncoveredType(t *testing.T) {
 	require.NoError(t, m.Close())
 }
 
+// TestIkRefusesBigBatch: from 32 tokens in one forward pass ik_llama.cpp
+// multiplies q8_0 and q4_K weights another way, which the ik mode does not
+// follow, so such a batch is refused, naming it, and leaves the session as
+// it was; 31 tokens are taken, and the other modes take any batch.
+func TestIkRefusesBigBatch(t *testing.T) {
+	toks := make([]int32, 32)
+	for i := range toks {
+		toks[i] = int32(1 + i%50)
+	}
+	for _, n := range []Numerics{NumericsFast, NumericsLlamaCpp, NumericsIk} {
+		m, err := Open(shareddata.Path(t, "synth/synth-llama-Q8_0.gguf"), ModelParams{Threads: 2, Numerics: n})
+		require.NoError(t, err)
+		s, err := m.NewSession(SessionParams{NCtx: 64})
+		require.NoError(t, err)
+		err = s.Prefill(toks, nil)
+		if n == NumericsIk {
+			require.ErrorIs(t, err, ErrUnsupported)
+			assert.Contains(t, err.Error(), "a batch of 32 tokens")
+			assert.Zero(t, s.Pos())
+			require.NoError(t, s.Prefill(toks[:31], nil))
+		} else {
+			require.NoError(t, err, "%v", n)
+		}
+		s.Close()
+		require.NoError(t, m.Close())
+	}
+}
+
 // TestIkRefusesSoftcap: ik_llama.cpp's flash attention is followed without
 // soft-capped scores only, so the ik mode refuses the synthetic Gemma 2 file
 // (attention soft-cap 5) at open, naming it; the llama.cpp mode opens it.
@@ -153,7 +181,11 @@ func TestIkRefusesPastOneKeyBlock(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.Contains(t, err.Error(), "129 positions")
 	assert.Zero(t, s.Pos())
-	require.NoError(t, s.Prefill(toks[:128], nil))
+	// A batch of 32 or more tokens is refused too (TestIkRefusesBigBatch):
+	// the 128 positions come in batches of up to 31.
+	for done := 0; done < 128; done += 31 {
+		require.NoError(t, s.Prefill(toks[done:min(done+31, 128)], nil))
+	}
 	err = s.Decode(1, make([]float32, m.Info().VocabSize))
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.Equal(t, 128, s.Pos())

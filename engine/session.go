@@ -464,6 +464,9 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	if err := s.m.numerics.CheckPositions(s.pos + len(tokens)); err != nil {
 		return fmt.Errorf("engine: %s: %w", what, err)
 	}
+	if err := s.m.numerics.CheckBatch(min(s.nb, len(tokens))); err != nil {
+		return fmt.Errorf("engine: %s: %w", what, err)
+	}
 	if err := s.cache.ensure(s.pos+len(tokens), s.pos); err != nil {
 		return fmt.Errorf("engine: %s: %w", what, err)
 	}

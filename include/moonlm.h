@@ -194,8 +194,10 @@ typedef enum moonlm_packed_cache_mode {
  * is MOONLM_UNSUPPORTED naming it: at open, a quantized weight type it does
  * not cover and, for IK, a head size that is not a multiple of 16, layer
  * norms, soft-capped attention and encoders (embedding models); for IK, an
- * f32 KV cache at moonlm_session_new and a prefill or decode past 128
- * positions (one key block of ik's flash attention).
+ * f32 KV cache at moonlm_session_new, a prefill or decode past 128
+ * positions (one key block of ik's flash attention) and a prefill of 32
+ * tokens or more at once (from there ik multiplies q8_0 and q4_K weights
+ * another way; prefill a longer prompt in calls of up to 31 tokens).
  */
 typedef enum moonlm_numerics {
     MOONLM_NUMERICS_DEFAULT = 0,

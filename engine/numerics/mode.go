@@ -158,6 +158,21 @@ func (m Mode) CheckSession(kvF32 bool) error {
 	return nil
 }
 
+// ikMaxBatch is the largest batch whose products the ik mode follows: from
+// 32 tokens ik_llama.cpp multiplies q8_0 and q4_K weights another way (it
+// converts them to its row-interleaved q8_0_r8 and q8_1 forms first; q6_K
+// from 64), which this mode does not reproduce.
+const ikMaxBatch = 31
+
+// CheckBatch refuses a forward pass over n tokens at once where mode m
+// would no longer follow its engine (the ik mode: more than ikMaxBatch).
+func (m Mode) CheckBatch(n int) error {
+	if m == Ik && n > ikMaxBatch {
+		return fmt.Errorf("%w: numerics mode ik: a batch of %d tokens (it follows ik_llama.cpp's products for batches of up to %d tokens; from 32 ik_llama.cpp converts q8_0 and q4_K weights to other layouts first)", arch.ErrUnsupported, n, ikMaxBatch)
+	}
+	return nil
+}
+
 // CheckPositions refuses a session reaching n positions where mode m would
 // no longer follow its engine: the ik mode follows ik_llama.cpp's flash
 // attention while every query's keys fit one 128-key block; past it

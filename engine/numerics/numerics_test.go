@@ -99,6 +99,13 @@ func TestChecks(t *testing.T) {
 	for _, n := range []Mode{Fast, LlamaCpp, LlamaCppNoRepack} {
 		assert.NoError(t, n.CheckPositions(1<<20), "%v", n)
 	}
+	for _, n := range []Mode{Fast, LlamaCpp, LlamaCppNoRepack} {
+		assert.NoError(t, n.CheckBatch(512), "%v", n)
+	}
+	assert.NoError(t, Ik.CheckBatch(ikMaxBatch))
+	err = Ik.CheckBatch(32)
+	assert.True(t, errors.Is(err, arch.ErrUnsupported), "%v", err)
+	assert.Contains(t, err.Error(), "a batch of 32 tokens")
 	assert.NoError(t, Ik.CheckPositions(ikKStep))
 	err = Ik.CheckPositions(ikKStep + 1)
 	assert.True(t, errors.Is(err, arch.ErrUnsupported), "%v", err)
