@@ -531,23 +531,33 @@ func moonlmgo_prefill(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *C.floa
 	}
 	defer o.finish(fn, &st)
 	enter(fn) // after finish is armed: a debug panic exercises it
+	out, st := o.prefillArgs(fn, toks, n, logits, lcap)
+	if st != stOK {
+		return st
+	}
+	return o.prefill(fn, o.toks, out)
+}
+
+// prefillArgs checks a prefill's caller arguments (at least one token, a
+// logits buffer of the vocabulary, or none) and copies the tokens into
+// o.toks: they are the caller's memory, and the engine may keep the slice
+// beyond the call. It returns the logits buffer as a slice (nil: none).
+func (o *cSession) prefillArgs(fn string, toks *C.int32_t, n C.size_t, logits *C.float, lcap C.size_t) ([]float32, C.int) {
 	if n == 0 || toks == nil {
-		return fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
+		return nil, fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
 	}
 	if st := checkCount(fn, "n", n); st != stOK {
-		return st
+		return nil, st
 	}
 	var out []float32
 	if logits != nil {
 		if uint64(lcap) < uint64(o.nVocab) {
-			return fail(stBufferTooSmall, fn, "logits_cap is %d floats; the vocabulary needs %d", lcap, o.nVocab)
+			return nil, fail(stBufferTooSmall, fn, "logits_cap is %d floats; the vocabulary needs %d", lcap, o.nVocab)
 		}
 		out = unsafe.Slice((*float32)(unsafe.Pointer(logits)), o.nVocab)
 	}
-	// Copy: the tokens are the caller's memory, and the engine may keep the
-	// slice beyond this call.
 	o.toks = append(o.toks[:0], cTokens(toks, n)...)
-	return o.prefill(fn, o.toks, out)
+	return out, stOK
 }
 
 //export moonlmgo_session_rewind

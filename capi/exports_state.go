@@ -29,20 +29,10 @@ func moonlmgo_prefill_reuse(h C.uintptr_t, toks *C.int32_t, n C.size_t, logits *
 		*nEval = 0 // also when the handle is refused
 	}
 	return onSession(fn, h, stateLacks, func(o *cSession, ss stateSession) C.int {
-		if n == 0 || toks == nil {
-			return fail(stInvalid, fn, "no tokens (tokens %p, n %d)", toks, n)
-		}
-		if st := checkCount(fn, "n", n); st != stOK {
+		out, st := o.prefillArgs(fn, toks, n, logits, lcap)
+		if st != stOK {
 			return st
 		}
-		var out []float32
-		if logits != nil {
-			if uint64(lcap) < uint64(o.nVocab) {
-				return fail(stBufferTooSmall, fn, "logits_cap is %d floats; the vocabulary needs %d", lcap, o.nVocab)
-			}
-			out = unsafe.Slice((*float32)(unsafe.Pointer(logits)), o.nVocab)
-		}
-		o.toks = append(o.toks[:0], cTokens(toks, n)...)
 		if st := checkTokens(fn, o.toks, o.nVocab); st != stOK {
 			return st
 		}

@@ -343,14 +343,22 @@ func TestSynthReference(t *testing.T) {
 // ones, whose f32 products still sum in our order, within 2e-3 (measured
 // 0.0006).
 func TestSynthReferenceIk(t *testing.T) {
+	runSynthIk(t, synthPrompts(t), func(name string) string { return shareddata.Path(t, "synth/"+name+".ref.jsonl") }, 0)
+}
+
+// runSynthIk runs the shared synthetic models in the ik numerics mode on
+// prompts against the references refs names (prefilled in calls of at most
+// batch tokens; 0: one), with the parity rules and the bounds of
+// TestSynthReferenceIk.
+func runSynthIk(t *testing.T, prompts []string, refs func(name string) string, batch int) {
 	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
 		for _, q := range []string{"f32", "Q8_0", "Q4_K_M"} {
 			name := "synth-" + arch + "-" + q
 			t.Run(name, func(t *testing.T) {
 				var diffs []float64
 				runRefFiles(t, refOptions{
-					model: shareddata.Path(t, "synth/"+name+".gguf"), refs: shareddata.Path(t, "synth/"+name+".ref.jsonl"),
-					tol: 0.02, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsIk,
+					model: shareddata.Path(t, "synth/"+name+".gguf"), refs: refs(name),
+					tol: 0.02, gap: 0.01, prompts: prompts, diffs: &diffs, numerics: NumericsIk, batch: batch,
 				})
 				require.NotEmpty(t, diffs)
 				worst := slices.Max(diffs)
@@ -377,26 +385,7 @@ func TestSynthReferenceIk(t *testing.T) {
 // 0.0011).
 func TestSynthReferenceIkHeldOut(t *testing.T) {
 	prompts := readPrompts(t, synthNewPath("ik-heldout.prompts.txt"))
-	for _, arch := range []string{"llama", "qwen2", "qwen3", "gemma3"} {
-		for _, q := range []string{"f32", "Q8_0", "Q4_K_M"} {
-			name := "synth-" + arch + "-" + q
-			t.Run(name, func(t *testing.T) {
-				var diffs []float64
-				runRefFiles(t, refOptions{
-					model: shareddata.Path(t, "synth/"+name+".gguf"), refs: synthNewPath(name + ".ik-heldout.ref.jsonl"),
-					tol: 0.02, gap: 0.01, prompts: prompts, diffs: &diffs, numerics: NumericsIk, batch: 31,
-				})
-				require.NotEmpty(t, diffs)
-				worst := slices.Max(diffs)
-				bound := 1e-4
-				if q == "f32" {
-					bound = 2e-3
-				}
-				t.Logf("%d positions, worst log-probability difference %.5f", len(diffs), worst)
-				assert.LessOrEqual(t, worst, bound, "worst log-probability difference in the ik numerics mode")
-			})
-		}
-	}
+	runSynthIk(t, prompts, func(name string) string { return synthNewPath(name + ".ik-heldout.ref.jsonl") }, 31)
 }
 
 func TestStories260KGolden(t *testing.T) {
