@@ -26,9 +26,8 @@ func onSession[I any](fn string, h C.uintptr_t, lacks string, body func(o *cSess
 	return body(o, s)
 }
 
-// onModel runs body on the backend of the model h names, referenced for the
-// call, as I (MOONLM_UNSUPPORTED saying lacks when it is not one).
-func onModel[I any](fn string, h C.uintptr_t, lacks string, body func(m I) C.int) (st C.int) {
+// withModel runs body on the model h names, referenced for the call.
+func withModel(fn string, h C.uintptr_t, body func(o *cModel) C.int) (st C.int) {
 	defer guard(fn, &st)
 	enter(fn)
 	o, st := getModel(fn, h)
@@ -36,9 +35,17 @@ func onModel[I any](fn string, h C.uintptr_t, lacks string, body func(m I) C.int
 		return st
 	}
 	defer o.release()
-	m, ok := o.m.(I)
-	if !ok {
-		return fail(stUnsupported, fn, "%s", lacks)
-	}
-	return body(m)
+	return body(o)
+}
+
+// onModel runs body on the backend of the model h names, referenced for the
+// call, as I (MOONLM_UNSUPPORTED saying lacks when it is not one).
+func onModel[I any](fn string, h C.uintptr_t, lacks string, body func(m I) C.int) C.int {
+	return withModel(fn, h, func(o *cModel) C.int {
+		m, ok := o.m.(I)
+		if !ok {
+			return fail(stUnsupported, fn, "%s", lacks)
+		}
+		return body(m)
+	})
 }

@@ -155,70 +155,55 @@ func moonlmgo_model_free(h C.uintptr_t) (st C.int) {
 }
 
 //export moonlmgo_model_get_info
-func moonlmgo_model_get_info(h C.uintptr_t, info *C.moonlm_model_info) (st C.int) {
+func moonlmgo_model_get_info(h C.uintptr_t, info *C.moonlm_model_info) C.int {
 	const fn = "moonlm_model_get_info"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	in := &o.info
-	info.n_vocab = C.int32_t(in.NVocab)
-	info.n_ctx_train = C.int32_t(in.NCtxTrain)
-	info.n_embd = C.int32_t(in.NEmbd)
-	info.n_layer = C.int32_t(in.NLayer)
-	info.n_head = C.int32_t(in.NHead)
-	info.n_head_kv = C.int32_t(in.NHeadKV)
-	info.token_bos = C.int32_t(in.BOS)
-	info.token_eos = C.int32_t(in.EOS)
-	info.token_eot = C.int32_t(in.EOT)
-	return stOK
+	return withModel(fn, h, func(o *cModel) C.int {
+		in := &o.info
+		info.n_vocab = C.int32_t(in.NVocab)
+		info.n_ctx_train = C.int32_t(in.NCtxTrain)
+		info.n_embd = C.int32_t(in.NEmbd)
+		info.n_layer = C.int32_t(in.NLayer)
+		info.n_head = C.int32_t(in.NHead)
+		info.n_head_kv = C.int32_t(in.NHeadKV)
+		info.token_bos = C.int32_t(in.BOS)
+		info.token_eos = C.int32_t(in.EOS)
+		info.token_eot = C.int32_t(in.EOT)
+		return stOK
+	})
 }
 
 //export moonlmgo_model_open_stats
-func moonlmgo_model_open_stats(h C.uintptr_t, out *C.moonlm_open_stats) (st C.int) {
+func moonlmgo_model_open_stats(h C.uintptr_t, out *C.moonlm_open_stats) C.int {
 	const fn = "moonlm_model_open_stats"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	s, err := o.m.OpenStats()
-	if err != nil {
-		return failErr(fn, err)
-	}
-	out.pack_source = C.int32_t(s.PackSource)
-	out.packed_matrices = C.int32_t(s.PackedMatrices)
-	out.packed_bytes = C.int64_t(s.PackedBytes)
-	out.map_ms = C.double(s.MapMs)
-	out.parse_ms = C.double(s.ParseMs)
-	out.tensors_ms = C.double(s.TensorsMs)
-	out.pack_ms = C.double(s.PackMs)
-	return stOK
+	return withModel(fn, h, func(o *cModel) C.int {
+		s, err := o.m.OpenStats()
+		if err != nil {
+			return failErr(fn, err)
+		}
+		out.pack_source = C.int32_t(s.PackSource)
+		out.packed_matrices = C.int32_t(s.PackedMatrices)
+		out.packed_bytes = C.int64_t(s.PackedBytes)
+		out.map_ms = C.double(s.MapMs)
+		out.parse_ms = C.double(s.ParseMs)
+		out.tensors_ms = C.double(s.TensorsMs)
+		out.pack_ms = C.double(s.PackMs)
+		return stOK
+	})
 }
 
 //export moonlmgo_model_string
-func moonlmgo_model_string(h C.uintptr_t, which C.int, buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_model_string(h C.uintptr_t, which C.int, buf *C.char, cap C.size_t, nOut *C.size_t) C.int {
 	fn := "moonlm_model_architecture"
 	if which == 1 {
 		fn = "moonlm_model_chat_template"
 	}
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	s := o.info.Architecture
-	if which == 1 {
-		s = o.info.ChatTemplate
-	}
-	return writeText(fn, s, buf, cap, nOut)
+	return withModel(fn, h, func(o *cModel) C.int {
+		s := o.info.Architecture
+		if which == 1 {
+			s = o.info.ChatTemplate
+		}
+		return writeText(fn, s, buf, cap, nOut)
+	})
 }
 
 //export moonlmgo_model_is_eog
@@ -252,136 +237,116 @@ func moonlmgo_model_is_eog(h C.uintptr_t, tok C.int32_t) (r C.int) {
 const tokenizeKnownFlags = C.MOONLM_TOKENIZE_ADD_SPECIAL | C.MOONLM_TOKENIZE_PARSE_SPECIAL
 
 //export moonlmgo_tokenize
-func moonlmgo_tokenize(h C.uintptr_t, text *C.char, n C.size_t, flags C.uint32_t, out *C.int32_t, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_tokenize(h C.uintptr_t, text *C.char, n C.size_t, flags C.uint32_t, out *C.int32_t, cap C.size_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_tokenize"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	if text == nil && n != 0 {
-		return fail(stInvalid, fn, "text is NULL but len is %d", n)
-	}
-	if uint64(n) > maxTextBytes {
-		return fail(stInvalid, fn, "len is %d bytes, more than %d (64 MiB): tokenize a text this long in parts", uint64(n), maxTextBytes)
-	}
-	if out == nil && cap != 0 {
-		return fail(stInvalid, fn, "out is NULL but cap is %d", cap)
-	}
-	if flags&^tokenizeKnownFlags != 0 {
-		return fail(stInvalid, fn, "unknown flags %#x", uint32(flags&^tokenizeKnownFlags))
-	}
-	var s string
-	if n != 0 {
-		s = string(unsafe.Slice((*byte)(unsafe.Pointer(text)), int(n)))
-	}
-	toks, err := o.m.Tokenize(s, flags&C.MOONLM_TOKENIZE_ADD_SPECIAL != 0, flags&C.MOONLM_TOKENIZE_PARSE_SPECIAL != 0)
-	if err != nil {
-		return failErr(fn, fmt.Errorf("tokenizing %d bytes: %w", n, err))
-	}
-	if nOut != nil {
-		*nOut = C.size_t(len(toks))
-	}
-	if uint64(cap) < uint64(len(toks)) {
-		return fail(stBufferTooSmall, fn, "text is %d tokens; cap is %d", len(toks), cap)
-	}
-	copy(cTokens(out, C.size_t(len(toks))), toks)
-	return stOK
+	return withModel(fn, h, func(o *cModel) C.int {
+		if text == nil && n != 0 {
+			return fail(stInvalid, fn, "text is NULL but len is %d", n)
+		}
+		if uint64(n) > maxTextBytes {
+			return fail(stInvalid, fn, "len is %d bytes, more than %d (64 MiB): tokenize a text this long in parts", uint64(n), maxTextBytes)
+		}
+		if out == nil && cap != 0 {
+			return fail(stInvalid, fn, "out is NULL but cap is %d", cap)
+		}
+		if flags&^tokenizeKnownFlags != 0 {
+			return fail(stInvalid, fn, "unknown flags %#x", uint32(flags&^tokenizeKnownFlags))
+		}
+		var s string
+		if n != 0 {
+			s = string(unsafe.Slice((*byte)(unsafe.Pointer(text)), int(n)))
+		}
+		toks, err := o.m.Tokenize(s, flags&C.MOONLM_TOKENIZE_ADD_SPECIAL != 0, flags&C.MOONLM_TOKENIZE_PARSE_SPECIAL != 0)
+		if err != nil {
+			return failErr(fn, fmt.Errorf("tokenizing %d bytes: %w", n, err))
+		}
+		if nOut != nil {
+			*nOut = C.size_t(len(toks))
+		}
+		if uint64(cap) < uint64(len(toks)) {
+			return fail(stBufferTooSmall, fn, "text is %d tokens; cap is %d", len(toks), cap)
+		}
+		copy(cTokens(out, C.size_t(len(toks))), toks)
+		return stOK
+	})
 }
 
 //export moonlmgo_token_to_piece
-func moonlmgo_token_to_piece(h C.uintptr_t, tok C.int32_t, buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_token_to_piece(h C.uintptr_t, tok C.int32_t, buf *C.char, cap C.size_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_token_to_piece"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	if tok < 0 || int(tok) >= o.info.NVocab {
-		return fail(stInvalid, fn, "token %d is outside the vocabulary [0, %d)", tok, o.info.NVocab)
-	}
-	return writeText(fn, o.m.Piece(int32(tok)), buf, cap, nOut)
+	return withModel(fn, h, func(o *cModel) C.int {
+		if tok < 0 || int(tok) >= o.info.NVocab {
+			return fail(stInvalid, fn, "token %d is outside the vocabulary [0, %d)", tok, o.info.NVocab)
+		}
+		return writeText(fn, o.m.Piece(int32(tok)), buf, cap, nOut)
+	})
 }
 
 //export moonlmgo_detokenize
-func moonlmgo_detokenize(h C.uintptr_t, toks *C.int32_t, n C.size_t, buf *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_detokenize(h C.uintptr_t, toks *C.int32_t, n C.size_t, buf *C.char, cap C.size_t, nOut *C.size_t) C.int {
 	const fn = "moonlm_detokenize"
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	if toks == nil && n != 0 {
-		return fail(stInvalid, fn, "tokens is NULL but n is %d", n)
-	}
-	if uint64(n) > maxDetokenize {
-		return fail(stInvalid, fn, "n is %d tokens, more than %d: detokenize a text this long in parts", uint64(n), maxDetokenize)
-	}
-	ids := append([]int32(nil), cTokens(toks, n)...)
-	if st := checkTokens(fn, ids, o.info.NVocab); st != stOK {
-		return st
-	}
-	return writeText(fn, o.m.Detokenize(ids), buf, cap, nOut)
+	return withModel(fn, h, func(o *cModel) C.int {
+		if toks == nil && n != 0 {
+			return fail(stInvalid, fn, "tokens is NULL but n is %d", n)
+		}
+		if uint64(n) > maxDetokenize {
+			return fail(stInvalid, fn, "n is %d tokens, more than %d: detokenize a text this long in parts", uint64(n), maxDetokenize)
+		}
+		ids := append([]int32(nil), cTokens(toks, n)...)
+		if st := checkTokens(fn, ids, o.info.NVocab); st != stOK {
+			return st
+		}
+		return writeText(fn, o.m.Detokenize(ids), buf, cap, nOut)
+	})
 }
 
 //export moonlmgo_chat_apply_template
-func moonlmgo_chat_apply_template(h C.uintptr_t, name *C.char, named C.int, msgs *C.moonlm_message, n C.size_t, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) (st C.int) {
+func moonlmgo_chat_apply_template(h C.uintptr_t, name *C.char, named C.int, msgs *C.moonlm_message, n C.size_t, addAssistant C.int, out *C.char, cap C.size_t, nOut *C.size_t) C.int {
 	fn := "moonlm_chat_apply_template"
 	if named != 0 {
 		fn = "moonlm_chat_apply_template_named"
 	}
-	defer guard(fn, &st)
-	enter(fn)
-	o, st := getModel(fn, h)
-	if o == nil {
-		return st
-	}
-	defer o.release()
-	if msgs == nil && n != 0 {
-		return fail(stInvalid, fn, "msgs is NULL but n is %d", n)
-	}
-	if uint64(n) > maxMessages {
-		return fail(stInvalid, fn, "n is %d messages, more than %d", uint64(n), maxMessages)
-	}
-	var cm []C.moonlm_message
-	if n != 0 {
-		cm = unsafe.Slice(msgs, int(n))
-	}
-	// Measure before copying: the messages together are bounded like a
-	// text to tokenize.
-	total := uint64(0)
-	for i, m := range cm {
-		if m.role == nil || m.content == nil {
-			return fail(stInvalid, fn, "msgs[%d] has a NULL role or content", i)
+	return withModel(fn, h, func(o *cModel) C.int {
+		if msgs == nil && n != 0 {
+			return fail(stInvalid, fn, "msgs is NULL but n is %d", n)
 		}
-		total += uint64(C.strlen(m.role)) + uint64(C.strlen(m.content))
-		if total > maxTextBytes {
-			return fail(stInvalid, fn, "the messages up to msgs[%d] hold more than %d bytes (64 MiB)", i, maxTextBytes)
+		if uint64(n) > maxMessages {
+			return fail(stInvalid, fn, "n is %d messages, more than %d", uint64(n), maxMessages)
 		}
-	}
-	gm := make([]message, len(cm))
-	for i, m := range cm {
-		gm[i] = message{Role: C.GoString(m.role), Content: C.GoString(m.content)}
-	}
-	var tmpl string
-	if name != nil {
-		tmpl = C.GoString(name)
-	}
-	text, err := o.m.ApplyChatTemplate(tmpl, gm, addAssistant != 0)
-	if err != nil {
-		if named == 0 && statusOf(err) == stUnsupported {
-			// Say which call takes the name.
-			return fail(stUnsupported, fn, "%v (moonlm_chat_apply_template_named takes one)", err)
+		var cm []C.moonlm_message
+		if n != 0 {
+			cm = unsafe.Slice(msgs, int(n))
 		}
-		return failErr(fn, err)
-	}
-	return writeText(fn, text, out, cap, nOut)
+		// Measure before copying: the messages together are bounded like a
+		// text to tokenize.
+		total := uint64(0)
+		for i, m := range cm {
+			if m.role == nil || m.content == nil {
+				return fail(stInvalid, fn, "msgs[%d] has a NULL role or content", i)
+			}
+			total += uint64(C.strlen(m.role)) + uint64(C.strlen(m.content))
+			if total > maxTextBytes {
+				return fail(stInvalid, fn, "the messages up to msgs[%d] hold more than %d bytes (64 MiB)", i, maxTextBytes)
+			}
+		}
+		gm := make([]message, len(cm))
+		for i, m := range cm {
+			gm[i] = message{Role: C.GoString(m.role), Content: C.GoString(m.content)}
+		}
+		var tmpl string
+		if name != nil {
+			tmpl = C.GoString(name)
+		}
+		text, err := o.m.ApplyChatTemplate(tmpl, gm, addAssistant != 0)
+		if err != nil {
+			if named == 0 && statusOf(err) == stUnsupported {
+				// Say which call takes the name.
+				return fail(stUnsupported, fn, "%v (moonlm_chat_apply_template_named takes one)", err)
+			}
+			return failErr(fn, err)
+		}
+		return writeText(fn, text, out, cap, nOut)
+	})
 }
 
 //export moonlmgo_chat_builtin_templates
