@@ -15,9 +15,8 @@ import (
 // text, a chat turn, code, numbers and French, the lengths are chosen where
 // batching matters: 65 and 70 tokens (a 64-token chunk plus 1-7, where
 // llama.cpp still multiplies q6_K with its 8-token-and-more kernel) and 133
-// tokens (the same past 128). The file's last prompt (786 tokens) is not
-// checked: it is not yet exact, from its position 29 on (see
-// testdata/README.md). The last 12
+// tokens (the same past 128), and 786 tokens (two micro-batches, 512 + 274,
+// and past the local layers' 512-position window). The last 12
 // positions of each prompt and the first 12 greedy positions are checked:
 // the 262144-row q8_0 output head on the pure-Go exact kernels costs most
 // of a second per position.
@@ -29,7 +28,7 @@ func TestGemma3LlamaCppVaried(t *testing.T) {
 	runRefFiles(t, refOptions{
 		model: gemma3Path(t), refs: "testdata/gemma3-270m.varied.ref.jsonl",
 		tol: 1e-5, gap: 0, parseSpecial: true, diffs: &diffs, numerics: NumericsLlamaCpp,
-		nCtx: 1024, lastPrompt: 12, maxGreedy: 12, cases: 8,
+		nCtx: 1024, lastPrompt: 12, maxGreedy: 12,
 	})
 	require.NotEmpty(t, diffs)
 	t.Logf("%d positions, largest difference %.6f", len(diffs), slices.Max(diffs))
