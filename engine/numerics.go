@@ -67,6 +67,10 @@ func checkNumericsBlock(n Numerics, c *config) error {
 	if n == NumericsIk && c.LayerNorm {
 		return fmt.Errorf("%w: numerics mode ik: layer norms", ErrUnsupported)
 	}
+	if n == NumericsIk && c.AttnSinks {
+		// ik's flash attention is followed without sinks only.
+		return fmt.Errorf("%w: numerics mode ik: attention sinks", ErrUnsupported)
+	}
 	if n == NumericsIk && c.AttnSoftcap != 0 {
 		// ik's flash attention is followed without soft-capped scores only.
 		return fmt.Errorf("%w: numerics mode ik: attention soft-capping", ErrUnsupported)
