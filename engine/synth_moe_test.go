@@ -416,15 +416,8 @@ func TestSynthMoELlamaCppExact(t *testing.T) {
 		}
 		for _, name := range names {
 			for _, kvf32 := range []bool{false, true} {
-				ref := name + map[bool]string{false: ".ref.jsonl", true: ".kvf32.ref.jsonl"}[kvf32]
 				t.Run(name+map[bool]string{true: "-kvf32"}[kvf32], func(t *testing.T) {
-					var diffs []float64
-					runRefFiles(t, refOptions{
-						model: synthNewPath(name + ".gguf"), refs: synthNewPath(ref), kvf32: kvf32,
-						tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
-					})
-					require.NotEmpty(t, diffs)
-					assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
+					checkSynthLlamaCppExact(t, name, kvf32)
 				})
 			}
 		}

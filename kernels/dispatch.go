@@ -64,6 +64,8 @@ const (
 	asmQ5_0TokensAVX512
 	asmF16TokensAVX2
 	asmQ4_1TileAVX512
+	asmMXFP4RowsAVX2
+	asmMXFP4RowsAVX512
 )
 
 // simdKernels names a type's kernels at one instruction-set level (zero:

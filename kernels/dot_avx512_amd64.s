@@ -104,17 +104,6 @@ done: \
 TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
 	ROWS512(Q80_CONSTSZ, Q80_PAIRZ, Q80_ONEZ, 34, Q80_PFZ)
 
-// Two Q4_0/Q4_1 blocks' nibbles (16 bytes at off and off+bstride) into Z4,
-// laid out like two consecutive q8 blocks: [b0 lo | b0 hi | b1 lo | b1 hi]
-// (needs Z14 = 0x0f bytes).
-#define NIBBLES2(off, bstride) \
-	VMOVDQU      off(AX), X4 \
-	VINSERTI128  $1, (off+bstride)(AX), Y4, Y4 \
-	VPSRLW       $4, Y4, Y5 \
-	VINSERTI64X4 $1, Y5, Z4, Z4 \
-	VSHUFI64X2   $0xd8, Z4, Z4, Z4 \
-	VPANDD       Z14, Z4, Z4
-
 // q4_0: quants q-8 with q in 0..15: dot = sum(q*x) - sum(8*x), both by
 // VPDPBUSD (Z14 = 0x0f bytes, Z13 = 0x08 bytes).
 #define Q40_CONSTSZ \
@@ -153,6 +142,49 @@ TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
 // func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
 	ROWS512(Q40_CONSTSZ, Q40_PAIRZ, Q40_ONEZ, 18, Q40_PFZ)
+
+// MXFP4 (see dot_avx2_amd64.s): two blocks per 512-bit register (lanes 0-7
+// the even block, 8-15 the odd one), integer sums by VPDPBUSD, an odd last
+// block as the AVX2 kernel's MX_BLOCK; Z14 = 0x0f bytes, Z12 = the value
+// table in every 128-bit lane, Z31 = 0, Y15 = 0x0001 words, R10 = the
+// scale table.
+#define MX_CONSTSZ \
+	ONES16_Y15 \
+	MOVL            $0x0f0f0f0f, DX \
+	VPBROADCASTD    DX, Z14 \
+	VBROADCASTI32X4 ·kvaluesMXFP4(SB), Z12 \
+	VPXORD          Z31, Z31, Z31 \
+	LEAQ            ·e8m0HalfTable(SB), R10
+
+// Y2 = the scale product of the block at wo(AX) and xo(BX), broadcast.
+#define MX_SCALE(wo, xo, Y, T) \
+	MOVBLZX      wo(AX), DX \
+	MOVWLZX      xo(BX), R12 \
+	VBROADCASTSS (R13)(R12*4), Y \
+	VBROADCASTSS (R10)(DX*4), T \
+	VMULPS       T, Y, Y
+
+#define MX_PAIRZ \
+	MX_SCALE(0, 0, Y2, Y3) \
+	MX_SCALE(17, 34, Y3, Y4) \
+	VINSERTF64X4 $1, Y3, Z2, Z2 \
+	NIBBLES2(1, 17) \
+	VPSHUFB      Z4, Z12, Z4 \
+	VMOVDQU      2(BX), Y5 \
+	VINSERTI64X4 $1, 36(BX), Z5, Z5 \
+	VPABSB       Z4, Z6 \
+	VPMOVB2M     Z4, K1 \
+	VPSUBB       Z5, Z31, K1, Z5 \
+	VPXORD       Z7, Z7, Z7 \
+	VPDPBUSD     Z5, Z6, Z7 \
+	VCVTDQ2PS    Z7, Z7 \
+	VFMADD231PS  Z7, Z2, Z0
+
+#define MX_ONEZ MX_BLOCK(0, 0, Y0)
+
+// func dotMXFP4RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-56
+	ROWS512(MX_CONSTSZ, MX_PAIRZ, MX_ONEZ, 17, MX_PF)
 
 // ---------------------------------------------------------------------------
 // Four-token prefill kernels for the K-quants on 512-bit registers: each

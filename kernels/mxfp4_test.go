@@ -186,3 +186,31 @@ func f32Bytes(v []float32) []byte {
 	}
 	return b
 }
+
+// TestMXFP4SIMDIsGGMLOrder: on rows of an even number of blocks the SIMD
+// kernels sum exactly as ggml_vec_dot_mxfp4_q8_0 (ggmlDotMXFP4), over
+// random blocks with scales across a wide range.
+func TestMXFP4SIMDIsGGMLOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 3))
+	forSets(t, func(t *testing.T, ks *Set) {
+		if ks.types[gguf.MXFP4].rows == nil {
+			t.Skipf("set %s has no MXFP4 kernel (the generic twin sums in its own order)", ks.Name())
+		}
+		for _, n := range []int{64, 128, 2880} {
+			const rows = 5
+			w, stride, xq := simdRows(r, gguf.MXFP4, n, rows, 3)
+			for i := 0; i < len(w); i += stride {
+				for b := 0; b+bytesMXFP4 <= min(stride, len(w)-i); b += bytesMXFP4 {
+					w[i+b] = byte(100 + r.IntN(50))
+				}
+			}
+			y := make([]float32, rows)
+			ks.types[gguf.MXFP4].rows(n, w, stride, xq, y)
+			for k := range rows {
+				var want [1]float32
+				ggmlDotMXFP4(n, w[k*stride:], xq, 0, 1, want[:], 0)
+				require.Equal(t, want[0], y[k], "n %d row %d", n, k)
+			}
+		}
+	})
+}
