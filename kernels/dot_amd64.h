@@ -318,19 +318,32 @@ store: \
 	VSHUFI64X2   $0xd8, Z4, Z4, Z4 \
 	VPANDD       Z14, Z4, Z4
 
-// One MXFP4 block at wo(AX) against the q8_0 block at xo(BX) into ACC
-// (dot_avx2_amd64.s; needs Y12, Y14, Y15, R10, R13 as set there).
-#define MX_BLOCK(wo, xo, ACC) \
+// Y = the scale product of the MXFP4 block at wo(AX) and the q8_0 block
+// at xo(BX), broadcast (T clobbered; R10 the E8M0 table, R13 the f16 one).
+#define MX_SCALE(wo, xo, Y, T) \
 	MOVBLZX      wo(AX), DX \
 	MOVWLZX      xo(BX), R12 \
-	VBROADCASTSS (R13)(R12*4), Y2 \
-	VBROADCASTSS (R10)(DX*4), Y3 \
-	VMULPS       Y3, Y2, Y2 \
+	VBROADCASTSS (R13)(R12*4), Y \
+	VBROADCASTSS (R10)(DX*4), T \
+	VMULPS       T, Y, Y
+
+// One MXFP4 block at wo(AX) against the q8_0 block at xo(BX) into ACC
+// (needs Y12 the value table, Y14 0x0f bytes, Y15 0x0001 words).
+#define MX_BLOCK(wo, xo, ACC) \
+	MX_SCALE(wo, xo, Y2, Y3) \
 	VMOVDQU      (wo+1)(AX), X4 \
 	VPSRLW       $4, X4, X5 \
 	VINSERTI128  $1, X5, Y4, Y4 \
 	VPAND        Y14, Y4, Y4 \
 	VPSHUFB      Y4, Y12, Y4 \
+	SIGNED_DOT(xo, ACC)
+
+#define MX_PF PREFETCHT0 2048(AX)
+
+// A block of signed weight quants (Y4) against the q8_0 block at xo(BX),
+// times the scale Y2, into ACC: the weights' signs go to the activations
+// (VPSIGNB) so the product is unsigned times signed.
+#define SIGNED_DOT(xo, ACC) \
 	VMOVDQU      (xo+2)(BX), Y5 \
 	VPABSB       Y4, Y6 \
 	VPSIGNB      Y4, Y5, Y5 \
@@ -338,5 +351,3 @@ store: \
 	VPMADDWD     Y15, Y6, Y6 \
 	VCVTDQ2PS    Y6, Y6 \
 	VFMADD231PS  Y6, Y2, ACC
-
-#define MX_PF PREFETCHT0 2048(AX)

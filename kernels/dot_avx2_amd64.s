@@ -37,18 +37,11 @@
 	VMULPS       Y3, Y2, Y2
 
 // A block of signed weight quants (Y4, from UNPACK(wo)) against its q8_0
-// block: the weights' signs go to the activations (VPSIGNB) so the product
-// is unsigned times signed.
+// block (SIGNED_DOT).
 #define SIGNED_BLOCK(wo, xo, ACC, UNPACK) \
 	BLKSCALE(wo, xo) \
 	UNPACK(wo) \
-	VMOVDQU      (xo+2)(BX), Y5 \
-	VPABSB       Y4, Y6 \
-	VPSIGNB      Y4, Y5, Y5 \
-	VPMADDUBSW   Y5, Y6, Y6 \
-	VPMADDWD     Y15, Y6, Y6 \
-	VCVTDQ2PS    Y6, Y6 \
-	VFMADD231PS  Y6, Y2, ACC
+	SIGNED_DOT(xo, ACC)
 
 #define Q80_W(wo) VMOVDQU (wo+2)(AX), Y4
 #define Q40_W(wo) \

@@ -72,10 +72,10 @@ done: \
 // q8_0: the activations get the weights' signs (x * sign(w): VPSUBB from
 // zero in Z31 where the weight is negative), VPDPBUSD against |w|.
 #define Q80_CONSTSZ VPXORD Z31, Z31, Z31
-#define Q80_PAIRZ \
-	SCALES2(0, 34, 0, 34) \
-	VMOVDQU      2(AX), Y4 \
-	VINSERTI64X4 $1, 36(AX), Z4, Z4 \
+
+// Two blocks of signed weight quants (Z4) against two q8_0 blocks at BX,
+// times the scales Z2, into Z0 (needs Z31 = 0).
+#define SIGNED_PAIRZ \
 	VMOVDQU      2(BX), Y5 \
 	VINSERTI64X4 $1, 36(BX), Z5, Z5 \
 	VPABSB       Z4, Z6 \
@@ -85,6 +85,12 @@ done: \
 	VPDPBUSD     Z5, Z6, Z7 \
 	VCVTDQ2PS    Z7, Z7 \
 	VFMADD231PS  Z7, Z2, Z0
+
+#define Q80_PAIRZ \
+	SCALES2(0, 34, 0, 34) \
+	VMOVDQU      2(AX), Y4 \
+	VINSERTI64X4 $1, 36(AX), Z4, Z4 \
+	SIGNED_PAIRZ
 #define Q80_ONEZ \
 	SCALES1(0, 0) \
 	VMOVDQU       2(AX), Y4 \
@@ -156,29 +162,13 @@ TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
 	VPXORD          Z31, Z31, Z31 \
 	LEAQ            ·e8m0HalfTable(SB), R10
 
-// Y2 = the scale product of the block at wo(AX) and xo(BX), broadcast.
-#define MX_SCALE(wo, xo, Y, T) \
-	MOVBLZX      wo(AX), DX \
-	MOVWLZX      xo(BX), R12 \
-	VBROADCASTSS (R13)(R12*4), Y \
-	VBROADCASTSS (R10)(DX*4), T \
-	VMULPS       T, Y, Y
-
 #define MX_PAIRZ \
 	MX_SCALE(0, 0, Y2, Y3) \
 	MX_SCALE(17, 34, Y3, Y4) \
 	VINSERTF64X4 $1, Y3, Z2, Z2 \
 	NIBBLES2(1, 17) \
 	VPSHUFB      Z4, Z12, Z4 \
-	VMOVDQU      2(BX), Y5 \
-	VINSERTI64X4 $1, 36(BX), Z5, Z5 \
-	VPABSB       Z4, Z6 \
-	VPMOVB2M     Z4, K1 \
-	VPSUBB       Z5, Z31, K1, Z5 \
-	VPXORD       Z7, Z7, Z7 \
-	VPDPBUSD     Z5, Z6, Z7 \
-	VCVTDQ2PS    Z7, Z7 \
-	VFMADD231PS  Z7, Z2, Z0
+	SIGNED_PAIRZ
 
 #define MX_ONEZ MX_BLOCK(0, 0, Y0)
 
