@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 
+	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -91,10 +92,14 @@ func (s *Session) attendHeadQ8(t, h, worker int) {
 	}
 	s.kern.QuantizeAct(gguf.Q8_0, q, qq)
 	K, V := kc.kq8[s.il], kc.vq8[s.il]
+	sink := float32(math.NaN()) // none
+	if sinks := s.m.layers[s.il].vecs[arch.Sinks]; sinks != nil {
+		sink = sinks[h]
+	}
 	if s.m.numerics == NumericsFast {
-		s.attendQ8Fast(K[g*hb:], V[g*hb:], rb, hb, first, pos, qq, out, worker)
+		s.attendQ8Fast(K[g*hb:], V[g*hb:], rb, hb, first, pos, qq, out, sink, worker)
 	} else {
-		s.attendQ8Ggml(K[g*hb:], V[g*hb:], rb, hb, first, pos, qq, out, worker)
+		s.attendQ8Ggml(K[g*hb:], V[g*hb:], rb, hb, first, pos, qq, out, sink, worker)
 	}
 	if kc.rotV > 0 {
 		hadamard(out, kc.rotV)
@@ -104,8 +109,9 @@ func (s *Session) attendHeadQ8(t, h, worker int) {
 // attendQ8Ggml is attention over one KV head's keys K and values V (rows
 // rb bytes apart, hb bytes each) at positions first..pos in the
 // arithmetic of llama.cpp's CPU flash attention: the llama.cpp numerics
-// modes reproduce it bit for bit.
-func (s *Session) attendQ8Ggml(K, V []byte, rb, hb, first, pos int, qq []byte, out []float32, worker int) {
+// modes reproduce it bit for bit. A sink logit (NaN: none) joins the
+// softmax after the keys, as llama.cpp adds it.
+func (s *Session) attendQ8Ggml(K, V []byte, rb, hb, first, pos int, qq []byte, out []float32, sink float32, worker int) {
 	// llama.cpp's online softmax, step for step: a larger score rescales
 	// the sum and the accumulated values by exp(old max - new max); its
 	// compiler fuses S*ms + vs and the vector multiply-adds.
@@ -131,6 +137,18 @@ func (s *Session) attendQ8Ggml(K, V []byte, rb, hb, first, pos int, qq []byte, o
 		}
 		sum = fmaf(sum, ms, vs)
 	}
+	if sink == sink { // not NaN
+		ms, vs := float32(1), float32(1)
+		if sink > m {
+			ms = expf(m - sink)
+			for d := range out {
+				out[d] *= ms
+			}
+		} else {
+			vs = expf(sink - m)
+		}
+		sum = fmaf(sum, ms, vs)
+	}
 	inv := float32(0)
 	if sum != 0 {
 		inv = 1 / sum
@@ -143,7 +161,7 @@ func (s *Session) attendQ8Ggml(K, V []byte, rb, hb, first, pos int, qq []byte, o
 // attendQ8Fast is attendQ8Ggml for the fast mode: the kernel set's dot
 // product, the maximum found first, and each block's scale folded into its
 // weight instead of expanding the values.
-func (s *Session) attendQ8Fast(K, V []byte, rb, hb, first, pos int, qq []byte, out []float32, worker int) {
+func (s *Session) attendQ8Fast(K, V []byte, rb, hb, first, pos int, qq []byte, out []float32, sink float32, worker int) {
 	hd := s.c.HeadDim
 	sc := s.scores[worker][:pos-first+1]
 	mx := float32(math.Inf(-1))
@@ -155,6 +173,10 @@ func (s *Session) attendQ8Fast(K, V []byte, rb, hb, first, pos int, qq []byte, o
 	}
 	clear(out)
 	var sum float32
+	if sink == sink { // not NaN: the sink's share of the softmax
+		mx = max(mx, sink)
+		sum = expf(sink - mx)
+	}
 	for j, x := range sc {
 		w := expf(x - mx)
 		sum += w

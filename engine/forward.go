@@ -7,6 +7,7 @@ import (
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/numerics"
 	"github.com/moonlm/moonlm/engine/pool"
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
 )
 
@@ -142,6 +143,10 @@ func (s *Session) runMatrices(i, n int) {
 		job := &s.jobs[j]
 		lo, hi := pool.Split(job.m.Rows, i, n, 16)
 		if lo >= hi {
+			continue
+		}
+		if s.ops.F32GGML && job.m.Type == gguf.F32 {
+			s.kern.MatMulF32GGML(job.m, job.xq, s.nTok, job.y, lo, hi)
 			continue
 		}
 		if s.nTok == 1 {
@@ -362,7 +367,10 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 				kernels.SiLU(x, x)
 			}
 		case tkShGate:
-			sharedGate(s.tok(op.out, t), s.tok(arch.SH, t), s.tok(op.in, t), L.vecs[op.w])
+			var dot [1]float32
+			w := L.vecs[op.w]
+			s.kern.AttnDotF32RowsSingle(s.tok(op.in, t), w, len(w), dot[:], false)
+			sharedGate(s.tok(op.out, t), s.tok(arch.SH, t), dot[0])
 		}
 	}
 }
@@ -454,10 +462,20 @@ func (s *Session) attendGroup(t, g, worker int) {
 		for i := range row[:first-base] {
 			row[i] = float32(math.Inf(-1))
 		}
-		s.kern.FastSoftmax(row)
+		s.headSoftmax(row, h0+j)
 	}
 	s.kern.RoundF16(sc, sc) // the softmax weights in f16, as ggml
 	s.kern.AttnDotF16RowsMulti(sc, G, n, n, V[kc.vAt(g*hd)+base:], kc.cap, hd, s.att[t*qDim+h0*hd:t*qDim+(h0+G)*hd], hd)
+}
+
+// headSoftmax is the softmax of head h's scores, with the head's sink
+// logit when the layer has sinks (as ggml's soft_max with sinks).
+func (s *Session) headSoftmax(row []float32, h int) {
+	if sinks := s.m.layers[s.il].vecs[arch.Sinks]; sinks != nil {
+		s.kern.FastSoftmaxSink(row, sinks[h])
+		return
+	}
+	s.kern.FastSoftmax(row)
 }
 
 // headView returns what attention head h of batch token t works on: its KV
@@ -545,7 +563,7 @@ func (s *Session) attendHead(t, h, worker int) {
 		for i := range sc[:first-base] {
 			sc[i] = float32(math.Inf(-1))
 		}
-		s.kern.FastSoftmax(sc)
+		s.headSoftmax(sc, h)
 		if single {
 			s.kern.AttnDotF32RowsSingle(sc, V[kc.vAt(g*hd)+base:], kc.cap, out, true)
 		} else {
@@ -573,7 +591,7 @@ func (s *Session) attendHead(t, h, worker int) {
 	for i := range sc[:first-base] {
 		sc[i] = float32(math.Inf(-1))
 	}
-	s.kern.FastSoftmax(sc)
+	s.headSoftmax(sc, h)
 	w16 := s.w16[worker][:n]
 	s.kern.FastF16Encode(w16, sc)
 	// Output: value row g*hd+d holds that dimension for every position.

@@ -438,6 +438,11 @@ func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights, list []ar
 		return fmt.Errorf("%w: missing tensor %s", ErrBadFile, name)
 	}
 	cols := l.c.Of(t.Cols, l.vocab)
+	if t.PerExpert && !t.Matrix() {
+		v, err := asExpertVectors(tt, cols, l.c.MoE.Experts)
+		w.vecs[t.Role] = v
+		return err
+	}
 	if t.PerExpert {
 		exps, err := asExperts(tt, cols, l.c.Of(t.Rows, l.vocab), l.c.MoE.Experts)
 		w.exps[t.Role] = exps

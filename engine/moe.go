@@ -31,10 +31,11 @@ type moeScratch struct {
 	// Routing, per token t: sel[t*k+j] is its j-th expert (most probable
 	// first), w[t*k+j] that expert's weight, slotOf[t*k+j] the sorted slot
 	// of that pair.
-	sel    []int32
-	w      []float32
-	slotOf []int32
-	probs  [][]float32 // per worker: the router's probabilities
+	sel     []int32
+	w       []float32
+	slotOf  []int32
+	slotExp []int32     // each sorted slot's expert
+	probs   [][]float32 // per worker: the router's probabilities
 	// Slots sorted by expert: off[e] is expert e's first slot; jobs are
 	// the experts with tokens.
 	off  []int32
@@ -121,6 +122,27 @@ func asExperts(t *gguf.Tensor, cols, rows, experts int) ([]kernels.Matrix, error
 	return ms, nil
 }
 
+// asExpertVectors returns the 2-D tensor t, of shape [n, experts] (one
+// vector of n per expert, as the experts' biases), converted to float32:
+// expert e's vector at e*n.
+func asExpertVectors(t *gguf.Tensor, n, experts int) ([]float32, error) {
+	if len(t.Shape) != 2 || t.Shape[0] != int64(n) || t.Shape[1] != int64(experts) {
+		return nil, fmt.Errorf("%w: %s: shape %v, want [%d %d]", ErrBadFile, t.Name, t.Shape, n, experts)
+	}
+	if !kernels.Supported(t.Type) || n%t.Type.BlockSize() != 0 {
+		return nil, fmt.Errorf("%w: tensor %s has type %s", ErrUnsupported, t.Name, t.Type)
+	}
+	rb, err := t.Type.RowBytes(int64(n))
+	if err != nil || int64(len(t.Data)) < rb*int64(experts) {
+		return nil, fmt.Errorf("%w: tensor %s is truncated", ErrBadFile, t.Name)
+	}
+	out := make([]float32, n*experts)
+	for e := 0; e < experts; e++ {
+		kernels.DequantizeRow(t.Type, t.Data[int64(e)*rb:int64(e+1)*rb], out[e*n:(e+1)*n])
+	}
+	return out, nil
+}
+
 // newMoEScratch sizes the MoE buffers for nb tokens.
 func (s *Session) newMoEScratch(nb int) *moeScratch {
 	c := s.c
@@ -137,6 +159,7 @@ func (s *Session) newMoEScratch(nb int) *moeScratch {
 	ms.sel = make([]int32, slots)
 	ms.w = make([]float32, slots)
 	ms.slotOf = make([]int32, slots)
+	ms.slotExp = make([]int32, slots)
 	ms.probs = make([][]float32, s.pool.Threads())
 	for i := range ms.probs {
 		ms.probs[i] = make([]float32, c.MoE.Experts)
@@ -221,9 +244,21 @@ func (s *Session) runMoEStage(i, n int) {
 	case moeAct:
 		at := kernels.ActType(&L.exps[arch.DownExps][0])
 		lo, hi := pool.Split(s.nTok*ms.k, i, n, 1)
+		bg, bu := L.vecs[arch.BGateExps], L.vecs[arch.BUpExps]
 		for sl := lo; sl < hi; sl++ {
-			g := ms.g[sl*ms.ff : (sl+1)*ms.ff]
-			s.kern.FastSwiGLU(g, g, ms.u[sl*ms.ff:(sl+1)*ms.ff])
+			g, u := ms.g[sl*ms.ff:(sl+1)*ms.ff], ms.u[sl*ms.ff:(sl+1)*ms.ff]
+			e := int(ms.slotExp[sl])
+			if bg != nil {
+				kernels.Add(g, g, bg[e*ms.ff:(e+1)*ms.ff])
+			}
+			if bu != nil {
+				kernels.Add(u, u, bu[e*ms.ff:(e+1)*ms.ff])
+			}
+			if c.MoE.Act == arch.SwiGLUOAI {
+				swigluOAI(g, u)
+			} else {
+				s.kern.FastSwiGLU(g, g, u)
+			}
 			s.kern.QuantizeAct(at, g, ms.hq[sl*ms.rbD:(sl+1)*ms.rbD])
 		}
 	case moeDown:
@@ -259,14 +294,19 @@ func (s *Session) expertMul(m *kernels.Matrix, xq []byte, n int, y []float32, lo
 // moeRouteToken chooses token t's experts and their weights and quantizes
 // its input for the gate and up matrices. As llama.cpp: the softmax of the
 // logits, the Used most probable experts (most probable first), their
-// probabilities renormalized to sum to 1 when NormW.
+// probabilities renormalized to sum to 1 when NormW; or, with
+// WeightSoftmax, the Used largest logits, weighted by their own softmax.
 func (s *Session) moeRouteToken(t, worker int) {
 	ms := s.moe
 	c := s.c
 	p := ms.probs[worker]
 	copy(p, s.tok(arch.R, t))
-	s.kern.FastSoftmax(p)
-	chooseExperts(p, ms.sel[t*ms.k:(t+1)*ms.k], ms.w[t*ms.k:(t+1)*ms.k], &c.MoE)
+	if !c.MoE.WeightSoftmax {
+		// A router row has no padding: ggml's scalar tail for the last
+		// values (SoftmaxRow), unlike an attention row.
+		s.kern.SoftmaxRow(p)
+	}
+	chooseExperts(p, ms.sel[t*ms.k:(t+1)*ms.k], ms.w[t*ms.k:(t+1)*ms.k], &c.MoE, s.kern.SoftmaxRow)
 	L := ms.L
 	xn := s.tok(arch.XN, t)
 	s.kern.QuantizeAct(kernels.ActType(&L.exps[arch.GateExps][0]), xn, ms.xqTok[0][t*ms.rbG:(t+1)*ms.rbG])
@@ -275,31 +315,31 @@ func (s *Session) moeRouteToken(t, worker int) {
 	}
 }
 
-// chooseExperts writes the len(sel) most probable experts of probs (the
-// router's softmax, overwritten) into sel, most probable first (the lower
-// index first among equals), and their weights into w: renormalized to
-// sum to 1 when e.NormW (the sum clamped below at 2^-14, as llama.cpp
-// does), then times e.WScale.
-func chooseExperts(probs []float32, sel []int32, w []float32, e *arch.MoEParams) {
+// chooseExperts writes the len(sel) largest scores of probs (the router's
+// softmax, or its logits with e.WeightSoftmax) into sel, largest first
+// (the lower index first among equals; a NaN only when nothing else is
+// left), and their weights into w: with e.WeightSoftmax the softmax (by
+// softmax) of the chosen logits; renormalized to sum to 1 when e.NormW
+// (the sum clamped below at 2^-14, as llama.cpp does); then times
+// e.WScale.
+func chooseExperts(probs []float32, sel []int32, w []float32, e *arch.MoEParams, softmax func([]float32)) {
 	for j := range sel {
 		best := -1
+	next:
 		for i, x := range probs {
-			// Taken experts are marked -1 (probabilities are >= 0); a
-			// NaN is taken only when nothing else is left.
-			if x >= 0 && (best < 0 || x > probs[best]) {
+			for _, taken := range sel[:j] {
+				if int(taken) == i {
+					continue next
+				}
+			}
+			if best < 0 || x > probs[best] || (probs[best] != probs[best] && x == x) {
 				best = i
 			}
 		}
-		if best < 0 { // only NaNs left
-			for i, x := range probs {
-				if x != -1 {
-					best = i
-					break
-				}
-			}
-		}
 		sel[j], w[j] = int32(best), probs[best]
-		probs[best] = -1
+	}
+	if e.WeightSoftmax {
+		softmax(w)
 	}
 	if e.NormW {
 		var sum float64
@@ -315,6 +355,20 @@ func chooseExperts(probs []float32, sel []int32, w []float32, e *arch.MoEParams)
 		for j := range w {
 			w[j] *= e.WScale
 		}
+	}
+}
+
+// swigluOAI sets g = gpt-oss's clamped SwiGLU of gate g and up u, as
+// ggml's swiglu_oai computes it (alpha 1.702, limit 7): x = min(g, 7),
+// y = clamp(u, -7, 7), x / (1 + expf(alpha * -x)) * (y + 1), in float32
+// with libm's expf.
+func swigluOAI(g, u []float32) {
+	const alpha, limit = float32(1.702), float32(7)
+	for i, x := range g {
+		x = min(x, limit)
+		y := min(max(u[i], -limit), limit)
+		glu := x / (1 + expf(alpha*(-x)))
+		g[i] = glu * (y + 1)
 	}
 }
 
@@ -336,6 +390,7 @@ func (s *Session) moeSort() {
 		sl := int(ms.fill[e])
 		ms.fill[e]++
 		ms.slotOf[i] = int32(sl)
+		ms.slotExp[sl] = e
 		t := i / ms.k
 		copy(ms.xqG[sl*rb:(sl+1)*rb], ms.xqTok[0][t*rb:(t+1)*rb])
 		if !ms.sameGU {
@@ -357,10 +412,17 @@ func (s *Session) moeSumToken(t int) {
 	ms := s.moe
 	dim := s.c.Dim
 	out := s.tok(arch.O, t)
+	bd := ms.L.vecs[arch.BDownExps]
 	for j := 0; j < ms.k; j++ {
 		i := t*ms.k + j
 		sl := int(ms.slotOf[i])
 		y, w := ms.y[sl*dim:(sl+1)*dim], ms.w[i]
+		if bd != nil {
+			// The expert's down bias, added before the weighting (in
+			// place: each slot is summed once).
+			e := int(ms.sel[i])
+			kernels.Add(y, y, bd[e*dim:(e+1)*dim])
+		}
 		if j == 0 {
 			for d := range out {
 				out[d] = y[d] * w
@@ -374,13 +436,11 @@ func (s *Session) moeSumToken(t int) {
 }
 
 // sharedGate adds the shared expert's output sh to out, scaled by
-// sigmoid(w . x); the gate is computed as llama.cpp's qwen2moe does,
-// silu(s)/s, with s = 0 (where that is 0/0) taking sigmoid(0) = 1/2.
-func sharedGate(out, sh, x, w []float32) {
-	var dot float32
-	for i, v := range w {
-		dot += v * x[i]
-	}
+// sigmoid(dot), dot being the gate's product w . x (which llama.cpp sums
+// as ggml_vec_dot_f32, a one-row F32 product); the gate is computed as
+// llama.cpp's qwen2moe does, silu(s)/s, with s = 0 (where that is 0/0)
+// taking sigmoid(0) = 1/2.
+func sharedGate(out, sh []float32, dot float32) {
 	g := float32(0.5)
 	if dot != 0 {
 		silu := dot / (1 + float32(math.Exp(float64(-dot))))

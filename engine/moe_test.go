@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/kernels"
 )
 
 // TestChooseExperts: the top-k by probability, most probable first, with
@@ -17,23 +18,23 @@ import (
 func TestChooseExperts(t *testing.T) {
 	probs := []float32{0.05, 0.30, 0.10, 0.25, 0.30, 0}
 	sel, w := make([]int32, 3), make([]float32, 3)
-	chooseExperts(append([]float32(nil), probs...), sel, w, &arch.MoEParams{NormW: true, WScale: 1})
+	chooseExperts(append([]float32(nil), probs...), sel, w, &arch.MoEParams{NormW: true, WScale: 1}, nil)
 	assert.Equal(t, []int32{1, 4, 3}, sel, "most probable first, the lower index first among equals")
 	sum := float32(0.30 + 0.30 + 0.25)
 	assert.Equal(t, []float32{0.30 / sum, 0.30 / sum, 0.25 / sum}, w)
 
-	chooseExperts(append([]float32(nil), probs...), sel, w, &arch.MoEParams{WScale: 2})
+	chooseExperts(append([]float32(nil), probs...), sel, w, &arch.MoEParams{WScale: 2}, nil)
 	assert.Equal(t, []float32{0.60, 0.60, 0.50}, w, "not renormalized, scaled")
 
 	// All-zero chosen weights: the sum is clamped, not divided by zero.
 	sel, w = make([]int32, 2), make([]float32, 2)
-	chooseExperts([]float32{0, 0, 0}, sel, w, &arch.MoEParams{NormW: true, WScale: 1})
+	chooseExperts([]float32{0, 0, 0}, sel, w, &arch.MoEParams{NormW: true, WScale: 1}, nil)
 	assert.Equal(t, []int32{0, 1}, sel)
 	assert.Equal(t, []float32{0, 0}, w)
 
 	// NaN probabilities are chosen last, and every index stays in range.
 	nan := float32(math.NaN())
-	chooseExperts([]float32{nan, nan, 0.5}, sel, w, &arch.MoEParams{WScale: 1})
+	chooseExperts([]float32{nan, nan, 0.5}, sel, w, &arch.MoEParams{WScale: 1}, nil)
 	assert.Equal(t, []int32{2, 0}, sel)
 }
 
@@ -135,7 +136,7 @@ func TestSharedGate(t *testing.T) {
 		s := float64(w[0]*x[0] + w[1]*x[1] + w[2]*x[2])
 		out := []float32{1, -2}
 		sh := []float32{3, 5}
-		sharedGate(out, sh, x, w)
+		sharedGate(out, sh, float32(s))
 		g := 1 / (1 + math.Exp(-s))
 		assert.InDelta(t, 1+3*g, float64(out[0]), 1e-6, "w.x = %v", s)
 		assert.InDelta(t, -2+5*g, float64(out[1]), 1e-6, "w.x = %v", s)
@@ -199,4 +200,37 @@ func TestMoEThreadsAndChunks(t *testing.T) {
 		require.NoError(t, m.Close())
 	}
 	assert.Equal(t, logits[1], logits[3], "1 and 3 threads")
+}
+
+// TestSwiGLUOAI checks gpt-oss's clamped SwiGLU against its definition in
+// float64, on both sides of the limit of 7 (the gate clamped above only,
+// the up value on both sides).
+func TestSwiGLUOAI(t *testing.T) {
+	g := []float32{-20, -7.5, -1, 0, 0.5, 3, 6.99, 7, 7.01, 30}
+	u := []float32{-30, -7.01, -2, 1, 0, 6.5, 7.5, -8, 2, 100}
+	want := make([]float64, len(g))
+	for i := range g {
+		x := math.Min(float64(g[i]), 7)
+		y := math.Max(math.Min(float64(u[i]), 7), -7)
+		want[i] = x / (1 + math.Exp(-1.702*x)) * (y + 1)
+	}
+	swigluOAI(g, u)
+	for i, w := range want {
+		assert.InDelta(t, w, float64(g[i]), 1e-5*math.Max(1, math.Abs(w)), "value %d", i)
+	}
+}
+
+// TestChooseExpertsWeightSoftmax: with WeightSoftmax the largest logits
+// (negative ones too) are chosen, largest first, and weighted by the
+// softmax of the chosen ones alone.
+func TestChooseExpertsWeightSoftmax(t *testing.T) {
+	logits := []float32{-3, 1.5, -0.5, 2, -1}
+	sel, w := make([]int32, 3), make([]float32, 3)
+	e := &arch.MoEParams{WeightSoftmax: true, WScale: 1}
+	chooseExperts(logits, sel, w, e, kernels.Detect().SoftmaxRow)
+	assert.Equal(t, []int32{3, 1, 2}, sel)
+	d := math.Exp(2) + math.Exp(1.5) + math.Exp(-0.5)
+	for j, l := range []float64{2, 1.5, -0.5} {
+		assert.InDelta(t, math.Exp(l)/d, float64(w[j]), 1e-6)
+	}
 }

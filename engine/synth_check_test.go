@@ -95,3 +95,19 @@ func matchSynthFile(t *testing.T, path string, img []byte) {
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
 }
+
+// checkSynthLlamaCppExact runs testdata/synth/NAME.gguf in the llama.cpp
+// numerics mode against NAME.ref.jsonl (F16 KV cache) or, with kvf32,
+// NAME.kvf32.ref.jsonl: every prompt and greedy position equal to 1e-5 (the
+// rounding of the float64 log-sum-exp).
+func checkSynthLlamaCppExact(t *testing.T, name string, kvf32 bool) {
+	t.Helper()
+	ref := name + map[bool]string{false: ".ref.jsonl", true: ".kvf32.ref.jsonl"}[kvf32]
+	var diffs []float64
+	runRefFiles(t, refOptions{
+		model: synthNewPath(name + ".gguf"), refs: synthNewPath(ref), kvf32: kvf32,
+		tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
+	})
+	require.NotEmpty(t, diffs)
+	assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
+}

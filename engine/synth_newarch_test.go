@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -81,18 +80,8 @@ func TestSynthNewArchQ8LlamaCppExact(t *testing.T) {
 	for _, spec := range synthSpecs {
 		for _, kvf32 := range []bool{false, true} {
 			name := "synth-" + spec.arch + "-Q8_0"
-			ref := name + ".ref.jsonl"
-			if kvf32 {
-				ref = name + ".kvf32.ref.jsonl"
-			}
 			t.Run(name+map[bool]string{true: "-kvf32"}[kvf32], func(t *testing.T) {
-				var diffs []float64
-				runRefFiles(t, refOptions{
-					model: synthNewPath(name + ".gguf"), refs: synthNewPath(ref), kvf32: kvf32,
-					tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
-				})
-				require.NotEmpty(t, diffs)
-				assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
+				checkSynthLlamaCppExact(t, name, kvf32)
 			})
 		}
 	}

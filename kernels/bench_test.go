@@ -24,7 +24,7 @@ const (
 	benchMatMulDiv = 32        // MatMul uses 1/32 of the rows, to keep an iteration near a second
 )
 
-var benchTypes = []gguf.Type{gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K}
+var benchTypes = []gguf.Type{gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K, gguf.MXFP4}
 
 // benchMatrix holds the one weight matrix alive at a time (each is 256 MiB).
 var benchMatrix struct {

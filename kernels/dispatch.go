@@ -64,6 +64,8 @@ const (
 	asmQ5_0TokensAVX512
 	asmF16TokensAVX2
 	asmQ4_1TileAVX512
+	asmMXFP4RowsAVX2
+	asmMXFP4RowsAVX512
 )
 
 // asmPacked names a packed layout of a SIMD level (a pure-Go layout's bytes

@@ -306,3 +306,48 @@ store: \
 	STORE \
 	VZEROUPPER \
 	RET
+
+// Two Q4_0/Q4_1/MXFP4 blocks' nibbles (16 bytes at off and off+bstride) into Z4,
+// laid out like two consecutive q8 blocks: [b0 lo | b0 hi | b1 lo | b1 hi]
+// (needs Z14 = 0x0f bytes).
+#define NIBBLES2(off, bstride) \
+	VMOVDQU      off(AX), X4 \
+	VINSERTI128  $1, (off+bstride)(AX), Y4, Y4 \
+	VPSRLW       $4, Y4, Y5 \
+	VINSERTI64X4 $1, Y5, Z4, Z4 \
+	VSHUFI64X2   $0xd8, Z4, Z4, Z4 \
+	VPANDD       Z14, Z4, Z4
+
+// Y = the scale product of the MXFP4 block at wo(AX) and the q8_0 block
+// at xo(BX), broadcast (T clobbered; R10 the E8M0 table, R13 the f16 one).
+#define MX_SCALE(wo, xo, Y, T) \
+	MOVBLZX      wo(AX), DX \
+	MOVWLZX      xo(BX), R12 \
+	VBROADCASTSS (R13)(R12*4), Y \
+	VBROADCASTSS (R10)(DX*4), T \
+	VMULPS       T, Y, Y
+
+// One MXFP4 block at wo(AX) against the q8_0 block at xo(BX) into ACC
+// (needs Y12 the value table, Y14 0x0f bytes, Y15 0x0001 words).
+#define MX_BLOCK(wo, xo, ACC) \
+	MX_SCALE(wo, xo, Y2, Y3) \
+	VMOVDQU      (wo+1)(AX), X4 \
+	VPSRLW       $4, X4, X5 \
+	VINSERTI128  $1, X5, Y4, Y4 \
+	VPAND        Y14, Y4, Y4 \
+	VPSHUFB      Y4, Y12, Y4 \
+	SIGNED_DOT(xo, ACC)
+
+#define MX_PF PREFETCHT0 2048(AX)
+
+// A block of signed weight quants (Y4) against the q8_0 block at xo(BX),
+// times the scale Y2, into ACC: the weights' signs go to the activations
+// (VPSIGNB) so the product is unsigned times signed.
+#define SIGNED_DOT(xo, ACC) \
+	VMOVDQU      (xo+2)(BX), Y5 \
+	VPABSB       Y4, Y6 \
+	VPSIGNB      Y4, Y5, Y5 \
+	VPMADDUBSW   Y5, Y6, Y6 \
+	VPMADDWD     Y15, Y6, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
+	VFMADD231PS  Y6, Y2, ACC

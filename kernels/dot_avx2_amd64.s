@@ -37,18 +37,11 @@
 	VMULPS       Y3, Y2, Y2
 
 // A block of signed weight quants (Y4, from UNPACK(wo)) against its q8_0
-// block: the weights' signs go to the activations (VPSIGNB) so the product
-// is unsigned times signed.
+// block (SIGNED_DOT).
 #define SIGNED_BLOCK(wo, xo, ACC, UNPACK) \
 	BLKSCALE(wo, xo) \
 	UNPACK(wo) \
-	VMOVDQU      (xo+2)(BX), Y5 \
-	VPABSB       Y4, Y6 \
-	VPSIGNB      Y4, Y5, Y5 \
-	VPMADDUBSW   Y5, Y6, Y6 \
-	VPMADDWD     Y15, Y6, Y6 \
-	VCVTDQ2PS    Y6, Y6 \
-	VFMADD231PS  Y6, Y2, ACC
+	SIGNED_DOT(xo, ACC)
 
 #define Q80_W(wo) VMOVDQU (wo+2)(AX), Y4
 #define Q40_W(wo) \
@@ -832,3 +825,28 @@ f16t4store:
 	STORE4
 	VZEROUPPER
 	RET
+
+// MXFP4 x Q8_0 row-dot kernels (AVX2 here, AVX-512 VNNI in
+// dot_avx512_amd64.s), in the frame of
+// the q4_0 kernels (dot_avx2_amd64.s, dot_avx512_amd64.s): two blocks a
+// step, the nibbles mapped to E2M1 values doubled (small integers, the
+// kvaluesMXFP4 table, by VPSHUFB), the weights' signs moved to the
+// activations so the products are unsigned x signed bytes, each block's
+// exact integer sums in 8 lanes (lane l: values 4l..4l+3) times the
+// product of the Q8_0 scale (f16 table at R13) and the halved E8M0 scale
+// (e8m0HalfTable at R10), fused into an even-block and an odd-block
+// accumulator, which are added and reduced by the 8-lane tree. That is
+// ggml_vec_dot_mxfp4_q8_0's order on AVX2 whenever a row has an even
+// number of blocks (an odd last block is fused into the lanes here, added
+// to the reduced sum there).
+
+// Y14 = 0x0f bytes, Y12 = the value table in both halves, R10 = the scale
+// table.
+#define MX_CONSTS \
+	LOWNIB_Y14 \
+	VBROADCASTI128 ·kvaluesMXFP4(SB), Y12 \
+	LEAQ           ·e8m0HalfTable(SB), R10
+
+// func dotMXFP4RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+TEXT ·dotMXFP4RowsAVX2(SB), NOSPLIT, $0-56
+	SIGNED_ROWS(MX_CONSTS, MX_BLOCK, 17, MX_PF)

@@ -72,10 +72,10 @@ done: \
 // q8_0: the activations get the weights' signs (x * sign(w): VPSUBB from
 // zero in Z31 where the weight is negative), VPDPBUSD against |w|.
 #define Q80_CONSTSZ VPXORD Z31, Z31, Z31
-#define Q80_PAIRZ \
-	SCALES2(0, 34, 0, 34) \
-	VMOVDQU      2(AX), Y4 \
-	VINSERTI64X4 $1, 36(AX), Z4, Z4 \
+
+// Two blocks of signed weight quants (Z4) against two q8_0 blocks at BX,
+// times the scales Z2, into Z0 (needs Z31 = 0).
+#define SIGNED_PAIRZ \
 	VMOVDQU      2(BX), Y5 \
 	VINSERTI64X4 $1, 36(BX), Z5, Z5 \
 	VPABSB       Z4, Z6 \
@@ -85,6 +85,12 @@ done: \
 	VPDPBUSD     Z5, Z6, Z7 \
 	VCVTDQ2PS    Z7, Z7 \
 	VFMADD231PS  Z7, Z2, Z0
+
+#define Q80_PAIRZ \
+	SCALES2(0, 34, 0, 34) \
+	VMOVDQU      2(AX), Y4 \
+	VINSERTI64X4 $1, 36(AX), Z4, Z4 \
+	SIGNED_PAIRZ
 #define Q80_ONEZ \
 	SCALES1(0, 0) \
 	VMOVDQU       2(AX), Y4 \
@@ -103,17 +109,6 @@ done: \
 // func dotQ8_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
 	ROWS512(Q80_CONSTSZ, Q80_PAIRZ, Q80_ONEZ, 34, Q80_PFZ)
-
-// Two Q4_0/Q4_1 blocks' nibbles (16 bytes at off and off+bstride) into Z4,
-// laid out like two consecutive q8 blocks: [b0 lo | b0 hi | b1 lo | b1 hi]
-// (needs Z14 = 0x0f bytes).
-#define NIBBLES2(off, bstride) \
-	VMOVDQU      off(AX), X4 \
-	VINSERTI128  $1, (off+bstride)(AX), Y4, Y4 \
-	VPSRLW       $4, Y4, Y5 \
-	VINSERTI64X4 $1, Y5, Z4, Z4 \
-	VSHUFI64X2   $0xd8, Z4, Z4, Z4 \
-	VPANDD       Z14, Z4, Z4
 
 // q4_0: quants q-8 with q in 0..15: dot = sum(q*x) - sum(8*x), both by
 // VPDPBUSD (Z14 = 0x0f bytes, Z13 = 0x08 bytes).
@@ -153,6 +148,33 @@ TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
 // func dotQ4_0RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
 	ROWS512(Q40_CONSTSZ, Q40_PAIRZ, Q40_ONEZ, 18, Q40_PFZ)
+
+// MXFP4 (see dot_avx2_amd64.s): two blocks per 512-bit register (lanes 0-7
+// the even block, 8-15 the odd one), integer sums by VPDPBUSD, an odd last
+// block as the AVX2 kernel's MX_BLOCK; Z14 = 0x0f bytes, Z12 = the value
+// table in every 128-bit lane, Z31 = 0, Y15 = 0x0001 words, R10 = the
+// scale table.
+#define MX_CONSTSZ \
+	ONES16_Y15 \
+	MOVL            $0x0f0f0f0f, DX \
+	VPBROADCASTD    DX, Z14 \
+	VBROADCASTI32X4 ·kvaluesMXFP4(SB), Z12 \
+	VPXORD          Z31, Z31, Z31 \
+	LEAQ            ·e8m0HalfTable(SB), R10
+
+#define MX_PAIRZ \
+	MX_SCALE(0, 0, Y2, Y3) \
+	MX_SCALE(17, 34, Y3, Y4) \
+	VINSERTF64X4 $1, Y3, Z2, Z2 \
+	NIBBLES2(1, 17) \
+	VPSHUFB      Z4, Z12, Z4 \
+	SIGNED_PAIRZ
+
+#define MX_ONEZ MX_BLOCK(0, 0, Y0)
+
+// func dotMXFP4RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-56
+	ROWS512(MX_CONSTSZ, MX_PAIRZ, MX_ONEZ, 17, MX_PF)
 
 // ---------------------------------------------------------------------------
 // Four-token prefill kernels for the K-quants on 512-bit registers: each

@@ -78,7 +78,10 @@ var formats = [numTypes]format{
 	gguf.Q8_K:   {dequant: dequantQ8K, quantize: quantizeQ8K},
 	gguf.IQ4_NL: {vecDot: gguf.Q8_0, dequant: dequantIQ4NL, quantize: quantizeIQ4NL, dot: dotIQ4NLGeneric},
 	gguf.IQ4_XS: {vecDot: gguf.Q8_K, dequant: dequantIQ4XS, quantize: quantizeIQ4XS, dot: dotIQ4XSGeneric},
-	gguf.MXFP4:  {vecDot: gguf.Q8_0, dequant: dequantMXFP4, quantize: quantizeMXFP4, dot: dotMXFP4Generic},
+	gguf.MXFP4: {vecDot: gguf.Q8_0, dequant: dequantMXFP4, quantize: quantizeMXFP4, dot: dotMXFP4Generic, exact: &ggmlMXFP4Dot,
+		simd: [numISA]simdKernels{
+			isaAVX2:   {rows: asmMXFP4RowsAVX2},
+			isaAVX512: {rows: asmMXFP4RowsAVX512}}},
 }
 
 // formatOf returns t's entry, or nil for a type the kernels do not know.

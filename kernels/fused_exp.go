@@ -109,7 +109,25 @@ func sum16(v *[16]float32) float32 {
 // A llama.cpp attention row starts at KV cell 0 (masked cells give 0), so
 // callers pass rows aligned that way to get identical sums. -Inf entries
 // become 0.
-func (s *Set) FastSoftmax(x []float32) {
+func (s *Set) FastSoftmax(x []float32) { s.softmax(x, 0, false, true) }
+
+// FastSoftmaxSink is FastSoftmax with an attention sink: one more logit,
+// sink, that takes part in the maximum and the sum (its exp by libm's
+// expf, added last in float64) but has no output, as ggml's soft_max
+// does with sinks (gpt-oss).
+func (s *Set) FastSoftmaxSink(x []float32, sink float32) { s.softmax(x, sink, true, true) }
+
+// SoftmaxRow is ggml's soft_max of a row of exactly len(x) values on an
+// AVX-512 build (a router's logits, a few expert weights): as FastSoftmax
+// for the whole 16-value chunks, then the values past them one by one as
+// ggml's scalar tail does: libm's expf, each added in float64.
+func (s *Set) SoftmaxRow(x []float32) { s.softmax(x, 0, false, false) }
+
+// softmax is the softmax of x in ggml's arithmetic; with hasSink, sink
+// joins the maximum and the sum; padded: the values past the last whole
+// 16-value chunk are summed as one chunk padded with zeros (a KV row's
+// masked cells), else as ggml's scalar tail.
+func (s *Set) softmax(x []float32, sink float32, hasSink, padded bool) {
 	if len(x) == 0 {
 		return
 	}
@@ -123,8 +141,15 @@ func (s *Set) FastSoftmax(x []float32) {
 			max = v
 		}
 	}
-	done := s.expSubVec(x, max)
-	if done < len(x) {
+	if hasSink && sink > max {
+		max = sink
+	}
+	body := x
+	if !padded {
+		body = x[:len(x)&^15]
+	}
+	done := s.expSubVec(body, max)
+	if padded && done < len(x) {
 		// The last few values go through the vector kernel too, padded
 		// with -Inf (whose exp is 0), where there is one.
 		var buf [8]float32
@@ -137,19 +162,26 @@ func (s *Set) FastSoftmax(x []float32) {
 			done = len(x)
 		}
 	}
-	for i := done; i < len(x); i++ {
+	for i := done; i < len(body); i++ {
 		x[i] = ExpGGML(x[i] - max)
 	}
-	sum, head := s.chunkSumsVec(x)
+	sum, head := s.chunkSumsVec(body)
 	var chunk [16]float32
-	for i := head; i < len(x); i += 16 {
-		if i+16 <= len(x) {
-			sum += float64(sum16((*[16]float32)(x[i : i+16])))
+	for i := head; i < len(body); i += 16 {
+		if i+16 <= len(body) {
+			sum += float64(sum16((*[16]float32)(body[i : i+16])))
 			continue
 		}
 		chunk = [16]float32{}
-		copy(chunk[:], x[i:])
+		copy(chunk[:], body[i:])
 		sum += float64(sum16(&chunk))
+	}
+	for i := len(body); i < len(x); i++ {
+		x[i] = float32(math.Exp(float64(x[i] - max)))
+		sum += float64(x[i])
+	}
+	if hasSink {
+		sum += float64(float32(math.Exp(float64(sink - max))))
 	}
 	s.Scale(x, float32(1/sum))
 }

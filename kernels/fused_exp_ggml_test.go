@@ -154,3 +154,67 @@ func TestAttnDotF32RowsSingleGGML(t *testing.T) {
 		}
 	})
 }
+
+// TestSoftmaxSinkAndRow checks the two variants of FastSoftmax: with a
+// sink of -Inf FastSoftmaxSink is FastSoftmax bit for bit, with a finite
+// one it is the float64 softmax over the row and the sink (the sink's
+// share left out); SoftmaxRow is FastSoftmax on whole 16-value chunks and
+// ggml's scalar tail (libm's expf, float64 sum) past them.
+func TestSoftmaxSinkAndRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	forSets(t, func(t *testing.T, ks *Set) {
+		for _, n := range []int{1, 4, 8, 15, 16, 17, 40, 64, 100} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(3 * r.NormFloat64())
+			}
+			a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+			ks.FastSoftmax(a)
+			ks.FastSoftmaxSink(b, float32(math.Inf(-1)))
+			require.Equal(t, a, b, "sink -Inf, n %d", n)
+
+			for _, sink := range []float32{-2, 0.5, 9} {
+				got := append([]float32(nil), x...)
+				ks.FastSoftmaxSink(got, sink)
+				mx := float64(sink)
+				for _, v := range x {
+					mx = math.Max(mx, float64(v))
+				}
+				sum := math.Exp(float64(sink) - mx)
+				for _, v := range x {
+					sum += math.Exp(float64(v) - mx)
+				}
+				for i, v := range x {
+					assert.InDelta(t, math.Exp(float64(v)-mx)/sum, float64(got[i]), 2e-7, "sink %v, n %d, value %d", sink, n, i)
+				}
+			}
+
+			row := append([]float32(nil), x...)
+			ks.SoftmaxRow(row)
+			want := append([]float32(nil), x...)
+			head := n &^ 15
+			mx := float32(math.Inf(-1))
+			for _, v := range x {
+				mx = max(mx, v)
+			}
+			var sum float64
+			for i := 0; i < head; i += 16 {
+				var c [16]float32
+				for j := range c {
+					c[j] = ExpGGML(x[i+j] - mx)
+					want[i+j] = c[j]
+				}
+				sum += float64(sum16(&c))
+			}
+			for i := head; i < n; i++ {
+				want[i] = float32(math.Exp(float64(x[i] - mx)))
+				sum += float64(want[i])
+			}
+			inv := float32(1 / sum)
+			for i := range want {
+				want[i] *= inv
+			}
+			require.Equal(t, want, row, "SoftmaxRow, n %d", n)
+		}
+	})
+}

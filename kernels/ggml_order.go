@@ -53,6 +53,7 @@ func ggmlLayout(name string, t gguf.Type, dot func(cols int, g, x []byte, xStrid
 
 var (
 	ggmlQ80VecDot = ggmlLayout("q8_0.ggml-vecdot.v1", gguf.Q8_0, ggmlDotQ80)
+	ggmlMXFP4Dot  = ggmlLayout("mxfp4.ggml-vecdot.v1", gguf.MXFP4, ggmlDotMXFP4)
 	ggmlQ41VecDot = ggmlLayout("q4_1.ggml-vecdot.v1", gguf.Q4_1, ggmlDotQ41)
 	ggmlQ50VecDot = ggmlLayout("q5_0.ggml-vecdot.v1", gguf.Q5_0, ggmlDotQ50)
 	ggmlQ4KVecDot = ggmlLayout("q4_K.ggml-vecdot-tiled.v1", gguf.Q4_K, ggmlDotQ4K)
@@ -89,6 +90,67 @@ func ggmlDotQ80(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 		}
 		y[t*yStride] = ggmlTree8(&acc)
 	}
+}
+
+// ggmlDotMXFP4 follows ggml_vec_dot_mxfp4_q8_0 on AVX2 (the order of
+// llama.cpp's repacked mxfp4_8x8 products too): blocks in pairs, each
+// block's 8 lanes (lane l: the exact integer sum of values 4l..4l+3)
+// times the product of the Q8_0 scale and the halved E8M0 scale fused
+// into one of two accumulators (even blocks, odd blocks), the two added
+// and reduced by the 8-lane tree; an odd last block is added as ggml's
+// scalar tail does, its scaled sum fused into the total.
+func ggmlDotMXFP4(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / 32
+	w := g[:nb*bytesMXFP4]
+	for t := range nTok {
+		xt := x[t*xStride : t*xStride+nb*gguf.BytesQ8_0]
+		var acc [2][8]float32
+		ib := 0
+		for ; ib+1 < nb; ib += 2 {
+			for k := range acc {
+				wb, xb := w[(ib+k)*bytesMXFP4:(ib+k+1)*bytesMXFP4], xt[(ib+k)*gguf.BytesQ8_0:(ib+k+1)*gguf.BytesQ8_0]
+				d := f16At(xb) * e8m0Half(wb[0])
+				lanes := mxfp4Lanes(wb, xb)
+				for l := range acc[k] {
+					acc[k][l] = FMA32(d, float32(lanes[l]), acc[k][l])
+				}
+			}
+		}
+		var sum [8]float32
+		for l := range sum {
+			sum[l] = acc[0][l] + acc[1][l]
+		}
+		total := ggmlTree8(&sum)
+		for ; ib < nb; ib++ {
+			wb, xb := w[ib*bytesMXFP4:(ib+1)*bytesMXFP4], xt[ib*gguf.BytesQ8_0:(ib+1)*gguf.BytesQ8_0]
+			d := f16At(xb) * e8m0Half(wb[0])
+			lanes := mxfp4Lanes(wb, xb)
+			var s int32
+			for _, v := range lanes {
+				s += v
+			}
+			total = FMA32(d, float32(s), total)
+		}
+		y[t*yStride] = total
+	}
+}
+
+// mxfp4Lanes is the integer dot product of MXFP4 block wb with Q8_0
+// block xb, in ggml's 8 lanes: lane l sums values 4l..4l+3 (the low
+// nibbles are values 0-15, the high ones 16-31).
+func mxfp4Lanes(wb, xb []byte) [8]int32 {
+	qs, q8 := wb[1:bytesMXFP4], xb[2:gguf.BytesQ8_0]
+	var lanes [8]int32
+	for i := range 32 {
+		var c byte
+		if i < 16 {
+			c = qs[i] & 0xf
+		} else {
+			c = qs[i-16] >> 4
+		}
+		lanes[i/4] += int32(kvaluesMXFP4[c]) * int32(int8(q8[i]))
+	}
+	return lanes
 }
 
 // q8KBlock is one q8_K activation block: float32 scale, 256 quants, 16

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -114,4 +115,102 @@ func TestMXFP4Dot(t *testing.T) {
 		ks.MatVec(m, xq, y, 0, rows)
 		assert.Equal(t, want, y, "set %s", ks.Name())
 	}
+}
+
+// TestMXFP4GGMLOrderOddBlocks checks the ggml-order MXFP4 dot on rows of
+// an odd number of blocks (the last one through ggml's scalar tail)
+// against the float64 product.
+func TestMXFP4GGMLOrderOddBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 2))
+	for _, n := range []int{32, 96, 160} {
+		w, x := make([]float32, n), make([]float32, n)
+		for i := range w {
+			w[i], x[i] = float32(rng.NormFloat64()*0.05), float32(rng.NormFloat64())
+		}
+		wq := make([]byte, n/qk32*bytesMXFP4)
+		QuantizeRow(gguf.MXFP4, w, wq)
+		xq := make([]byte, ActivationBytes(gguf.MXFP4, n))
+		QuantizeRow(gguf.Q8_0, x, xq)
+		wd, xd := make([]float32, n), make([]float32, n)
+		DequantizeRow(gguf.MXFP4, wq, wd)
+		DequantizeRow(gguf.Q8_0, xq, xd)
+		var ref, mag float64
+		for i := range wd {
+			ref += float64(wd[i]) * float64(xd[i])
+			mag += math.Abs(float64(wd[i]) * float64(xd[i]))
+		}
+		var y [1]float32
+		ggmlDotMXFP4(n, wq, xq, 0, 1, y[:], 0)
+		assert.InDelta(t, ref, float64(y[0]), 1e-6*mag, "%d values", n)
+	}
+}
+
+// TestMatMulF32GGML checks the llama.cpp-order F32 product: a batch of
+// two or more tokens in tinyBLAS's order when the rows allow it (a
+// multiple of 16 values, of 4 rows), else ggml_vec_dot_f32's, bit for bit
+// as the pure-Go definitions of those orders.
+func TestMatMulF32GGML(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	forSets(t, func(t *testing.T, ks *Set) {
+		for _, c := range []struct{ rows, cols, nTok int }{{8, 256, 1}, {8, 256, 3}, {6, 256, 3}, {8, 72, 2}, {4, 100, 1}} {
+			w := make([]float32, c.rows*c.cols)
+			x := make([]float32, c.nTok*c.cols)
+			for i := range w {
+				w[i] = float32(rng.NormFloat64())
+			}
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			m := &Matrix{Type: gguf.F32, Rows: c.rows, Cols: c.cols, Data: f32Bytes(w)}
+			y := make([]float32, c.nTok*c.rows)
+			ks.MatMulF32GGML(m, f32Bytes(x), c.nTok, y, 1, c.rows)
+			for tok := range c.nTok {
+				assert.Zero(t, y[tok*c.rows], "row 0 is not asked for")
+				for r := 1; r < c.rows; r++ {
+					a, b := x[tok*c.cols:(tok+1)*c.cols], w[r*c.cols:(r+1)*c.cols]
+					want := attnDotF32SingleGeneric(a, b, false)
+					if c.nTok >= 2 && c.cols%16 == 0 && c.rows%4 == 0 {
+						want = attnDotF32Generic(a, b)
+					}
+					require.Equal(t, want, y[tok*c.rows+r], "%+v token %d row %d", c, tok, r)
+				}
+			}
+		}
+	})
+}
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// TestMXFP4SIMDIsGGMLOrder: on rows of an even number of blocks the SIMD
+// kernels sum exactly as ggml_vec_dot_mxfp4_q8_0 (ggmlDotMXFP4), over
+// random blocks with scales across a wide range.
+func TestMXFP4SIMDIsGGMLOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 3))
+	forSets(t, func(t *testing.T, ks *Set) {
+		if ks.types[gguf.MXFP4].rows == nil {
+			t.Skipf("set %s has no MXFP4 kernel (the generic twin sums in its own order)", ks.Name())
+		}
+		for _, n := range []int{64, 128, 2880} {
+			const rows = 5
+			w, stride, xq := simdRows(r, gguf.MXFP4, n, rows, 3)
+			for i := 0; i < len(w); i += stride {
+				for b := 0; b+bytesMXFP4 <= min(stride, len(w)-i); b += bytesMXFP4 {
+					w[i+b] = byte(100 + r.IntN(50))
+				}
+			}
+			y := make([]float32, rows)
+			ks.types[gguf.MXFP4].rows(n, w, stride, xq, y)
+			for k := range rows {
+				var want [1]float32
+				ggmlDotMXFP4(n, w[k*stride:], xq, 0, 1, want[:], 0)
+				require.Equal(t, want[0], y[k], "n %d row %d", n, k)
+			}
+		}
+	})
 }

@@ -78,6 +78,7 @@ func TestGGMLOrderValues(t *testing.T) {
 		{gguf.Q4_K, 6, GGMLRepack, "q4_K.ggml-vecdot-tiled.v1"},
 		{gguf.Q4_K, 8, GGMLVecDot, "q4_K.ggml-vecdot-tiled.v1"},
 		{gguf.Q6_K, 8, GGMLRepack, "q6_K.ggml-vecdot-tiled.v1"},
+		{gguf.MXFP4, 8, GGMLRepack, "mxfp4.ggml-vecdot.v1"},
 	} {
 		l := PackedExact(tc.typ, tc.rows, tc.o)
 		require.NotNil(t, l, "%v", tc.typ)

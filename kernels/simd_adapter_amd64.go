@@ -44,6 +44,10 @@ func runRows(k asmKernel, w *byte, stride, nrows int, x *byte, nb int, y *float3
 		dotQ4_0RowsAVX512(w, stride, nrows, x, nb, y, f16)
 	case asmQ5_0RowsAVX512:
 		dotQ5_0RowsAVX512(w, stride, nrows, x, nb, y, f16)
+	case asmMXFP4RowsAVX2:
+		dotMXFP4RowsAVX2(w, stride, nrows, x, nb, y, f16)
+	case asmMXFP4RowsAVX512:
+		dotMXFP4RowsAVX512(w, stride, nrows, x, nb, y, f16)
 	default:
 		panic(fmt.Sprintf("kernels: %d is not a multi-row kernel", k))
 	}

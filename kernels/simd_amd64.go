@@ -19,6 +19,12 @@ import (
 func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
 //go:noescape
+func dotMXFP4RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+
+//go:noescape
+func dotMXFP4RowsAVX512(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
+
+//go:noescape
 func dotQ4_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
 
 //go:noescape

@@ -53,3 +53,12 @@ func wordRuns(n int) (t [128]uint16) {
 	}
 	return
 }
+
+// e8m0HalfTable is e8m0Half of every E8M0 byte, the MXFP4 kernels' scale
+// lookup (mxfp4_amd64.s).
+var e8m0HalfTable = func() (t [256]float32) {
+	for e := range t {
+		t[e] = e8m0Half(uint8(e))
+	}
+	return
+}()

@@ -15,7 +15,7 @@ import (
 
 // simdTypes are the weight types with SIMD row-dot kernels, the formats of
 // the real models.
-var simdTypes = []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.F32}
+var simdTypes = []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.F32, gguf.MXFP4}
 
 // simdVariants returns the names of the non-generic kernel sets this build
 // and CPU support, skipping the test when there are none (non-amd64, or a
@@ -134,6 +134,8 @@ func simdRandomRow(r *rand.Rand, typ gguf.Type, w []byte) {
 			half(blk[2:], 0.005) // dmin
 		case gguf.Q6_K:
 			half(blk[208:], 0.002)
+		case gguf.MXFP4:
+			blk[0] = byte(118 + r.IntN(8)) // scales 2^-10 to 2^-3
 		}
 	}
 }
@@ -294,6 +296,11 @@ func simdIntRow(t *testing.T, r *rand.Rand, typ gguf.Type, nb int, extreme bool)
 			for j := range 16 {
 				blk[2+j] = byte(pick(0, 255))
 			}
+		case gguf.MXFP4:
+			blk[0] = 128 // a halved scale of 1: the values are the table's integers
+			for j := range 16 {
+				blk[1+j] = byte(pick(0, 255))
+			}
 		case gguf.Q4_1:
 			le.PutUint16(blk, one)
 			le.PutUint16(blk[2:], simdF16Of(t, float32(pick(-16, 16))))
@@ -396,8 +403,8 @@ func TestSIMDQuantvecRows(t *testing.T) {
 	for _, v := range variants {
 		ks := mustSet(t, v)
 		for _, typ := range simdTypes {
-			if typ == gguf.F32 {
-				continue // quantvec has no f32 weights
+			if typ == gguf.F32 || typ == gguf.MXFP4 {
+				continue // quantvec has no f32 or mxfp4 weights (TestMXFP4Dot checks ggml's mxfp4 dot)
 			}
 			t.Run(fmt.Sprintf("%s/%v", v, typ), func(t *testing.T) {
 				wq := q.tensor(t, typ.String()+".q")

@@ -77,6 +77,7 @@ var families = []*Family{
 	&qwen3moe,
 	&olmoe,
 	&qwen2moe,
+	&gptOSS,
 }
 
 // Lookup returns the family named name.
@@ -117,6 +118,9 @@ type Activation int
 const (
 	SiLU Activation = iota // SwiGLU
 	GELU                   // GeGLU with the tanh GELU
+	// SwiGLUOAI is gpt-oss's clamped SwiGLU (its experts'):
+	// min(g, 7)·sigmoid(1.702·min(g, 7)) · (clamp(u, -7, 7) + 1).
+	SwiGLUOAI
 )
 
 // Params are a model's hyperparameters, with llama.cpp's defaults for
@@ -179,6 +183,10 @@ type Params struct {
 	RankSoftmax bool
 	// MoE describes the experts of a mixture-of-experts FFN (a MoE step).
 	MoE MoEParams
+	// AttnSinks: each head's softmax has one more term, exp of the head's
+	// learned sink logit (the Sinks tensor), which takes weight from the
+	// positions without adding a value (gpt-oss).
+	AttnSinks bool
 }
 
 // QDim is the width of all query heads.
@@ -218,6 +226,7 @@ const (
 	Experts             // MoE.Experts (the router's rows)
 	ExpFF               // MoE.FF (one expert's feed-forward length)
 	ShFF                // MoE.SharedFF (the shared expert's feed-forward length)
+	NHeads              // Heads (one value per query head)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -251,6 +260,8 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.MoE.FF
 	case ShFF:
 		return p.MoE.SharedFF
+	case NHeads:
+		return p.Heads
 	}
 	return -1
 }
@@ -318,6 +329,11 @@ const (
 	GateShexp    // MoE shared expert's gate matrix
 	UpShexp      // MoE shared expert's up matrix
 	DownShexp    // MoE shared expert's down matrix
+	BGateInp     // MoE router's bias (Experts)
+	BGateExps    // MoE experts' gate biases (PerExpert vector: ExpFF per expert)
+	BUpExps      // MoE experts' up biases (PerExpert vector: ExpFF per expert)
+	BDownExps    // MoE experts' down biases (PerExpert vector: Dim per expert)
+	Sinks        // attention sinks: one logit per query head (Params.AttnSinks)
 	NumRoles
 )
 
@@ -344,7 +360,9 @@ type Tensor struct {
 	// it is never packed.
 	Lookup bool
 	// PerExpert marks a 3-D tensor of MoE.Experts matrices of Cols x Rows
-	// (GGUF shape [Cols, Rows, Experts]), one per expert.
+	// (GGUF shape [Cols, Rows, Experts]), one per expert; on a vector
+	// (Rows None), a 2-D tensor of one vector of Cols per expert (GGUF
+	// shape [Cols, Experts]), loaded as one vector, expert e's at e*Cols.
 	PerExpert bool
 }
 

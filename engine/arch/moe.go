@@ -19,6 +19,13 @@ type MoEParams struct {
 	// WScale multiplies the chosen weights after any renormalization;
 	// 1 = none.
 	WScale float32
+	// WeightSoftmax chooses the experts by their raw router logits and
+	// weights them by the softmax of the chosen logits alone (llama.cpp's
+	// SOFTMAX_WEIGHT gating, gpt-oss's); otherwise the softmax over all
+	// experts gives both the choice and the weights.
+	WeightSoftmax bool
+	// Act is the experts' gated activation: SiLU (SwiGLU) or SwiGLUOAI.
+	Act Activation
 }
 
 // readMoE reads the expert counts shared by the mixture-of-experts

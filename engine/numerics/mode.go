@@ -33,10 +33,11 @@ const (
 	// LlamaCpp reproduces the arithmetic of llama.cpp's x86 CPU backend
 	// with its defaults (q4_K matrices repacked to q4_K_8x8): q8_0, q4_1,
 	// q5_0, q4_K and q6_K products in ggml's summation order (pure-Go
-	// kernels, several times slower than the fast ones) and one-token
-	// attention in ggml_vec_dot_f16's order. Float (f32, f16) weight
-	// matrices keep the fast kernels and are not bit-exact; other
-	// quantized types are refused.
+	// kernels, several times slower than the fast ones), mxfp4 as
+	// ggml_vec_dot_mxfp4_q8_0, f32 matrices (a MoE router) as tinyBLAS for
+	// a batch and ggml_vec_dot_f32 for one token, and one-token attention
+	// in ggml_vec_dot_f16's order. F16 weight matrices keep the fast
+	// kernels and are not bit-exact; other quantized types are refused.
 	LlamaCpp
 	// LlamaCppNoRepack is LlamaCpp for llama.cpp run without repacked
 	// layouts (use_extra_bufts off): every q4_K matrix in
@@ -107,6 +108,7 @@ type Features struct {
 	HeadDim     int
 	NonCausal   bool // an encoder: attention over every position
 	LayerNorm   bool // layer norms rather than RMS norms
+	AttnSinks   bool // learned per-head sink logits in the softmax
 	AttnSoftcap bool // soft-capped attention scores
 }
 
@@ -126,6 +128,8 @@ func (m Mode) CheckModel(f Features) error {
 		return fmt.Errorf("%w: numerics mode ik: encoders (it follows ik_llama.cpp's causal attention over an f16 cache only)", arch.ErrUnsupported)
 	case f.LayerNorm:
 		return fmt.Errorf("%w: numerics mode ik: layer norms (it follows ik_llama.cpp's RMS norms only)", arch.ErrUnsupported)
+	case f.AttnSinks:
+		return fmt.Errorf("%w: numerics mode ik: attention sinks (it follows ik_llama.cpp's flash attention without sinks only)", arch.ErrUnsupported)
 	case f.AttnSoftcap:
 		return fmt.Errorf("%w: numerics mode ik: attention soft-capping (it follows ik_llama.cpp's flash attention without soft-capped scores only)", arch.ErrUnsupported)
 	}

@@ -71,6 +71,7 @@ func TestChecks(t *testing.T) {
 		{Features{HeadDim: 64, NonCausal: true}, "encoders"},
 		{Features{HeadDim: 64, LayerNorm: true}, "layer norms"},
 		{Features{HeadDim: 64, AttnSoftcap: true}, "attention soft-capping"},
+		{Features{HeadDim: 64, AttnSinks: true}, "attention sinks"},
 	} {
 		err := Ik.CheckModel(c.f)
 		assert.True(t, errors.Is(err, arch.ErrUnsupported), "%v", err)

@@ -26,6 +26,10 @@ type Ops struct {
 	// GGMLDecode sums a one-token batch's attention products in
 	// ggml_vec_dot_f16's order.
 	GGMLDecode bool
+	// F32GGML computes the products of F32 matrices (a MoE router, an
+	// F32 output head) in llama.cpp's order (kernels.MatMulF32GGML)
+	// instead of the fast kernels'.
+	F32GGML bool
 	// Batch is the most tokens one forward pass takes (0: the engine's
 	// own limit). The reference engines pick kernels, and so summation
 	// orders, by the size of the whole micro-batch (llama.cpp's q4_K and
@@ -59,6 +63,7 @@ func (m Mode) Ops(set *kernels.Set, sh SessionShape) Ops {
 	}
 	if m.Reference() {
 		o.Batch = RefUbatch
+		o.F32GGML = m != Ik
 	}
 	if m == Ik {
 		o.RMSNorm = rmsNormIk
