@@ -67,6 +67,12 @@ func checkNumericsBlock(n Numerics, c *config) error {
 	if n == NumericsIk && c.LayerNorm {
 		return fmt.Errorf("%w: numerics mode ik: layer norms", ErrUnsupported)
 	}
+	if n == NumericsIk && c.Shapes != nil {
+		// ik_llama.cpp's Gemma 4 graph differs from llama.cpp's (its
+		// default soft-cap, the per-layer projection's norm), and its
+		// attention here is followed for one head size per model.
+		return fmt.Errorf("%w: numerics mode ik: layers of different shapes (%s)", ErrUnsupported, c.Arch)
+	}
 	if n == NumericsIk && c.AttnSoftcap != 0 {
 		// ik's flash attention is followed without soft-capped scores only.
 		return fmt.Errorf("%w: numerics mode ik: attention soft-capping", ErrUnsupported)
