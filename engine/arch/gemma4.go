@@ -29,7 +29,11 @@ import (
 //   - Feed-forward widths per layer (the "double-wide" MLP of the shared
 //     layers) and final logit soft-capping.
 //
-// The mixture-of-experts models (26B-A4B) are not supported.
+// The mixture-of-experts models (26B-A4B) are not supported. The
+// built-in chat format named for a file without a usable template is
+// "gemma", Gemma 2 and 3's (<start_of_turn>), the nearest there is: Gemma
+// 4's own (<|turn>) comes with the published files' templates, which the
+// template interpreter renders.
 var gemma4 = Family{
 	Name:        "gemma4",
 	ChatFormat:  "gemma",
