@@ -100,7 +100,7 @@ func gemma4Layer() []Tensor {
 // another's KV cache runs it without the steps of its own keys and
 // values.
 func gemma4Block() []Step {
-	return []Step{
+	return join([]Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Out: Q}, Proj{W: WK, Out: K}, Proj{W: WV, Out: V}),
 		HeadNorm(Q, QNorm),
@@ -108,29 +108,17 @@ func gemma4Block() []Step {
 		HeadNorm(V, NoRole),
 		RoPE(),
 		Attend(),
-		Project(Att, Proj{W: WO, Out: O}),
-		Norm(PostAttnNorm, O, O),
-		Residual(O),
-		Norm(FFNNorm, X, XN),
-		Project(XN, Proj{W: Gate, Out: G}, Proj{W: Up, Out: U}),
-		GLU(),
-		Project(G, Proj{W: Down, Out: O}),
-		Norm(PostFFNNorm, O, O),
-		Residual(O),
-	}
+	}, postNormAttnOut(), postNormGLU())
 }
 
 func gemma4Hparams(m Meta, p *Params) error {
-	if _, ok := m.lookup("attention.layer_norm_rms_epsilon"); !ok {
-		return fmt.Errorf("%w: missing metadata key %s.attention.layer_norm_rms_epsilon", ErrBadFile, m.Arch)
-	}
-	experts, err := m.Uint("expert_count", 0, false)
-	if err != nil {
+	if err := requireKey(m, "attention.layer_norm_rms_epsilon"); err != nil {
 		return err
 	}
-	if experts > 0 {
-		return fmt.Errorf("%w: gemma4 with %d experts (mixture of experts)", ErrUnsupported, experts)
+	if err := refuseExperts(m); err != nil {
+		return err
 	}
+	var err error
 	p.Neox, p.Act = true, GELU
 	p.EmbScale = float32(math.Sqrt(float64(p.Dim)))
 	p.QScale, p.KQScale = 1, 1

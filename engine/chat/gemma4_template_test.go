@@ -3,12 +3,9 @@ package chat
 import (
 	"encoding/json"
 	"os"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
 // TestGemma4Template renders Gemma 4's published chat template (31B-it,
@@ -18,11 +15,8 @@ import (
 // question) and compares with Jinja2 3.1.6 set up as Hugging Face's
 // apply_chat_template sets it up.
 func TestGemma4Template(t *testing.T) {
-	raw, err := os.ReadFile(shareddata.Path(t, "templates/expected.json"))
-	require.NoError(t, err)
-	var exp expectedFile
-	require.NoError(t, json.Unmarshal(raw, &exp))
-	raw, err = os.ReadFile("testdata/gemma4_template.json")
+	exp := sharedCases(t)
+	raw, err := os.ReadFile("testdata/gemma4_template.json")
 	require.NoError(t, err)
 	var g4 struct {
 		Source    string            `json:"source"`
@@ -47,24 +41,7 @@ func TestGemma4Template(t *testing.T) {
 		} `json:"tool_cases"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &g4))
-	names := make([]string, 0, len(g4.Cases))
-	for n := range g4.Cases {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	require.Len(t, names, 5)
-	for _, cn := range names {
-		c, ok := exp.Cases[cn]
-		require.True(t, ok, "case %s", cn)
-		msgs := make([]Message, len(c.Messages))
-		for i, m := range c.Messages {
-			msgs[i] = Message{Role: m.Role, Content: m.Content}
-		}
-		got, info, err := Apply(g4.Source, msgs, c.AddGenerationPrompt, "<bos>", "<eos>")
-		require.NoError(t, err, "case %s", cn)
-		require.False(t, info.Fallback(), "case %s fell back: %v", cn, info.Err)
-		require.Equal(t, g4.Cases[cn], got, "case %s", cn)
-	}
+	checkSharedCases(t, exp, g4.Source, "<bos>", "<eos>", g4.Cases)
 	require.Len(t, g4.ToolCases, 2)
 	for cn, c := range g4.ToolCases {
 		var msgs []Message
