@@ -1,6 +1,17 @@
 package engine
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/gguf"
+)
 
 // The synthetic gemma4 model: five layers, sliding (0, 1, 3) and global
 // (2, 4), the last two sharing the KV caches of layers 1 and 2.
@@ -117,4 +128,103 @@ func gemma4SynthTensors(layers int) []synthTensor {
 			return 1e30
 		}},
 	)
+}
+
+func gemma4Q8Path() string { return synthNewPath("synth-gemma4-Q8_0.gguf") }
+
+// TestGemma4LayerShapes: the synthetic file's layers get their own
+// shapes, one plan per distinct shape (own or shared KV, sliding or
+// global), a KV cache layer for each layer with its own keys only, and
+// layer 2's absent attn_v is its attn_k.
+func TestGemma4LayerShapes(t *testing.T) {
+	m, err := Open(gemma4Q8Path(), ModelParams{Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	var heads, kvHeads, ff, kvFrom []int
+	for il := range m.layers {
+		L := &m.layers[il]
+		assert.Equal(t, g4Sliding[il], L.sliding, "layer %d sliding", il)
+		heads = append(heads, L.c.HeadDim)
+		kvHeads = append(kvHeads, L.c.KVHeads)
+		ff = append(ff, L.c.FF)
+		kvFrom = append(kvFrom, m.cfg.Shapes[il].KVFrom)
+	}
+	assert.Equal(t, []int{32, 32, 64, 32, 64}, heads)
+	assert.Equal(t, []int{2, 2, 1, 2, 1}, kvHeads)
+	assert.Equal(t, []int{256, 256, 256, 512, 512}, ff)
+	assert.Equal(t, []int{0, 1, 2, 1, 2}, kvFrom)
+	assert.Len(t, m.plans, 4)
+	assert.Equal(t, []int{64, 64, 64}, m.kvDims)
+	for il, want := range []int{0, 1, 2, 1, 2} {
+		assert.Equal(t, want, m.layers[il].kv, "layer %d's cache layer", il)
+	}
+	for _, il := range []int{3, 4} {
+		L := &m.layers[il]
+		assert.True(t, L.plan.sharedKV)
+		assert.Nil(t, L.mats[arch.WK].Data, "layer %d loads no attn_k", il)
+		assert.Nil(t, L.vecs[arch.KNorm], "layer %d loads no attn_k_norm", il)
+		for _, ph := range L.plan.phases {
+			for _, op := range ph.ops {
+				assert.NotEqual(t, tkStoreKV, op.kind, "layer %d stores no keys", il)
+			}
+		}
+	}
+	L2 := &m.layers[2]
+	require.NotNil(t, L2.mats[arch.WK].Data)
+	assert.Same(t, &L2.mats[arch.WK].Data[0], &L2.mats[arch.WV].Data[0], "layer 2's V is its K")
+	assert.Equal(t, 4, m.plan.width[arch.Q]/32)
+	assert.Equal(t, g4PerLayer, m.plan.width[arch.P])
+}
+
+// TestGemma4StateRoundTrip: a saved state of the layers' caches of
+// different owners loads into a new session that continues exactly as the
+// one that saved it.
+func TestGemma4StateRoundTrip(t *testing.T) {
+	m, err := Open(gemma4Q8Path(), ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	toks, err := m.Tokenize("Lily wanted to play with her ball and her friend Tom", true, false)
+	require.NoError(t, err)
+	vocab := m.Info().VocabSize
+	a, err := m.NewSession(SessionParams{NCtx: 64})
+	require.NoError(t, err)
+	defer a.Close()
+	require.NoError(t, a.Prefill(toks[:len(toks)-1], nil))
+	state, err := a.SaveState()
+	require.NoError(t, err)
+	want := make([]float32, vocab)
+	require.NoError(t, a.Decode(toks[len(toks)-1], want))
+
+	b, err := m.NewSession(SessionParams{NCtx: 64})
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, b.LoadState(state))
+	got := make([]float32, vocab)
+	require.NoError(t, b.Decode(toks[len(toks)-1], got))
+	assert.Equal(t, want, got)
+}
+
+// TestGemma4Refusals: what the engine does not run for gemma4 is
+// ErrUnsupported, and a layer with its own KV cache but no attn_k is
+// ErrBadFile naming the tensor.
+func TestGemma4Refusals(t *testing.T) {
+	m, err := Open(gemma4Q8Path(), ModelParams{Threads: 1})
+	require.NoError(t, err)
+	_, err = m.NewSession(SessionParams{KVType: gguf.Q8_0, NCtx: 64})
+	assert.ErrorIs(t, err, ErrUnsupported)
+	require.NoError(t, m.Close())
+
+	_, err = Open(gemma4Q8Path(), ModelParams{Threads: 1, Numerics: NumericsIk})
+	assert.ErrorIs(t, err, ErrUnsupported)
+
+	noK := rewriteTensors(t, gemma4Q8Path(), func(ts *gguf.Tensor) []*gguf.Tensor {
+		if ts.Name == "blk.1.attn_k.weight" {
+			return nil
+		}
+		return []*gguf.Tensor{ts}
+	})
+	_, err = Open(noK, ModelParams{Threads: 1})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrBadFile), "%v", err)
+	assert.True(t, strings.Contains(err.Error(), "blk.1.attn_k.weight"), "%v", err)
 }

@@ -29,6 +29,14 @@ import (
 //   - Feed-forward widths per layer (the "double-wide" MLP of the shared
 //     layers) and final logit soft-capping.
 //
+// This follows llama.cpp (October 2026). ik_llama.cpp (August 2026) builds
+// the same graph with the same KV sharing but differs in three places:
+// without final_logit_softcapping it caps at 30 (llama.cpp: no cap); it
+// norms the per-layer projection without the 1/sqrt(dim) scale and with an
+// epsilon dim times larger (the same function, rounded otherwise); and it
+// applies each layer's output scale at the start of the next. The ik
+// numerics mode refuses gemma4.
+//
 // The mixture-of-experts models (26B-A4B) are not supported. The
 // built-in chat format named for a file without a usable template is
 // "gemma", Gemma 2 and 3's (<start_of_turn>), the nearest there is: Gemma
