@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,8 +22,24 @@ import (
 // llama_detokenize of those ids, which cleans spaces before punctuation
 // and reads "▁" as a space), BOS is added (llama.cpp forces it for Gemma
 // 4) and <turn|> ends generation.
+//
+// The vocabulary is llama.cpp's models/ggml-vocab-gemma-4.gguf (with its
+// own 46 vectors, .inp and .out), expected in the shared test data's
+// vocab/ folder; the test is skipped without it. (It is not in vocabNames,
+// whose every file FuzzEncode needs.)
 func TestGemma4Tokenizer(t *testing.T) {
 	tok := openTokenizer(t, "vocab/ggml-vocab-gemma-4.gguf")
+	for i, c := range readCases(t, "gemma-4") {
+		got, err := tok.Encode(c.text, false, false)
+		require.NoError(t, err)
+		assert.Equal(t, c.ids, got, "llama.cpp's case %d %q", i, c.text)
+		for _, special := range []bool{false, true} {
+			ids, err := tok.Encode(c.text, special, false)
+			require.NoError(t, err)
+			want := tok.Decode(ids)
+			assert.Equal(t, want, streamDecode(t, tok, ids, utf8.ValidString(want)), "llama.cpp's case %d streamed", i)
+		}
+	}
 	cases := readCaseFiles(t, "gemma4", "testdata/gemma4.inp", "testdata/gemma4.out")
 	require.Len(t, cases, 100)
 	raw, err := os.ReadFile("testdata/gemma4.detok.jsonl")

@@ -16,7 +16,6 @@ import (
 var vocabNames = []string{
 	"llama-spm", "phi-3", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon",
 	"mpt", "refact", "starcoder", "bert-bge", "smollm2", "qwen3", "llama3",
-	"gemma-4", // llama.cpp's models/ggml-vocab-gemma-4.gguf; skipped where the shared test data lacks it
 }
 
 func openTokenizer(tb testing.TB, rel string) *Tokenizer {
