@@ -57,8 +57,8 @@ func TestFamiliesCompile(t *testing.T) {
 			// Head size 32 differs from dim/heads, so a width taken from
 			// the wrong hyperparameter shows.
 			c := config{Arch: name, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, HeadDimV: 32, FF: 160, Rot: 32,
-				MoE: arch.MoEParams{Experts: 6, Used: 2, FF: 48, SharedFF: 40, WScale: 1}}
-			pl, err := compilePlan(fam, &c)
+				MoE: arch.MoEParams{Experts: 6, Used: 2, FF: 48, SharedFF: 40, WScale: 1}, PerLayerDim: 24}
+			pl, err := compilePlan(fam, &c, false)
 			require.NoError(t, err)
 			assert.Equal(t, 64, pl.width[arch.X])
 			assert.Equal(t, 128, pl.width[arch.Q])
@@ -85,10 +85,10 @@ func TestCompilePlanRefusesBadDescriptions(t *testing.T) {
 	bad := *llama
 	bad.Block = slices.Clone(llama.Block)
 	bad.Block[1] = arch.Project(arch.XN, arch.Proj{W: arch.AttnNorm, Out: arch.Q})
-	_, err := compilePlan(&bad, &c)
+	_, err := compilePlan(&bad, &c, false)
 	assert.ErrorIs(t, err, ErrInternal)
 	bad.Block = slices.DeleteFunc(slices.Clone(llama.Block), func(s arch.Step) bool { return s.Op == arch.OpAttend })
-	_, err = compilePlan(&bad, &c)
+	_, err = compilePlan(&bad, &c, false)
 	assert.ErrorIs(t, err, ErrInternal)
 }
 

@@ -81,7 +81,7 @@ func (s *Session) storeKVQ8(il, pos int, k, v []float32) {
 // attendHeadQ8 computes head h of token t's attention output over a Q8_0
 // cache.
 func (s *Session) attendHeadQ8(t, h, worker int) {
-	c := s.c
+	c := s.lc
 	hd := c.HeadDim
 	g, pos, first, q, out := s.headView(t, h)
 	kc := s.cache
@@ -91,7 +91,7 @@ func (s *Session) attendHeadQ8(t, h, worker int) {
 		hadamard(q, kc.rotK) // in place: nothing reads the query after attention
 	}
 	s.kern.QuantizeAct(gguf.Q8_0, q, qq)
-	K, V := kc.kq8[s.il], kc.vq8[s.il]
+	K, V := kc.kq8[s.kvl], kc.vq8[s.kvl]
 	sink := float32(math.NaN()) // none
 	if sinks := s.m.layers[s.il].vecs[arch.Sinks]; sinks != nil {
 		sink = sinks[h]

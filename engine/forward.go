@@ -13,28 +13,40 @@ import (
 
 // Per-token stages of the forward pass, run by runStage over the batch.
 const (
-	stEmbed = iota // embedding, RoPE angles, the first layer's first phase
-	stLayer        // token phase s.phase of layer s.il (and with s.chain, phase 0 of the next)
-	stFinal        // output norm
+	stEmbed    = iota // embedding, RoPE angles, the first layer's first phase
+	stLayer           // token phase s.phase of layer s.il (and with s.chain, phase 0 of the next)
+	stFinal           // output norm
+	stPerLayer        // per-layer inputs (after their projection), the first layer's first phase
 )
 
 // forward runs one chunk of tokens at positions s.pos.. through the model.
 // out, when not nil, receives the logits of tokens[first:], one row each.
 func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	m := s.m
-	pl := m.plan
 	s.batch = tokens
 	s.nTok = len(tokens)
 	s.p0 = s.pos
-	s.il = 0
+	L0 := &m.layers[0]
+	s.il, s.pl, s.lc, s.kvl = 0, L0.plan, L0.c, L0.kv
 	s.stageRun(stEmbed)
-	last := len(pl.phases) - 1
+	if m.pleProj != nil {
+		// The per-layer inputs' projection of the embeddings quantized by
+		// stEmbed, then the inputs themselves.
+		s.jobs[0] = mmJob{m.pleProj, s.act(m.pleProj), s.pli}
+		s.nJobs = 1
+		if err := s.pool.Run(s.fnMat); err != nil {
+			return err
+		}
+		s.stageRun(stPerLayer)
+	}
 	for il := range m.layers {
 		if s.cancelled() {
 			return fmt.Errorf("layer %d: %w", il, ErrCancelled)
 		}
 		L := &m.layers[il]
-		s.il = il
+		pl := L.plan
+		last := len(pl.phases) - 1
+		s.il, s.pl, s.lc, s.kvl = il, pl, L.c, L.kv
 		for pi := 1; pi < last; pi++ {
 			ph := &pl.phases[pi]
 			var err error
@@ -182,9 +194,12 @@ func (s *Session) quantizeFor(row []float32, dst int, mt *kernels.Matrix) {
 	s.kern.QuantizeAct(kernels.ActType(mt), row, s.acts[kernels.ActType(mt)][dst*rb:(dst+1)*rb])
 }
 
-// tok is token t's row of buffer b.
-func (s *Session) tok(b arch.Buf, t int) []float32 {
-	w := s.m.plan.width[b]
+// tok is token t's row of buffer b in the current layer.
+func (s *Session) tok(b arch.Buf, t int) []float32 { return s.row(s.pl, b, t) }
+
+// row is token t's row of buffer b as plan pl lays it out.
+func (s *Session) row(pl *plan, b arch.Buf, t int) []float32 {
+	w := pl.width[b]
 	return s.bufs[b][t*w : (t+1)*w]
 }
 
@@ -211,14 +226,21 @@ func (s *Session) stageToken(t, worker int) {
 			ExtFactor: c.YarnExt, CorrDims: m.yarnCorr},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
-			kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeSWA, FreqScale: c.RopeScaleSWA, AttnFactor: c.AttnFactorSWA},
-				pos, s.ropeSWA[t*c.Rot:(t+1)*c.Rot])
+			kernels.RoPECache(kernels.RoPEParams{NDims: c.RotSWA, FreqBase: c.RopeSWA, FreqScale: c.RopeScaleSWA, AttnFactor: c.AttnFactorSWA},
+				pos, s.ropeSWA[t*c.RotSWA:(t+1)*c.RotSWA])
 		}
-		s.tokenOps(m.plan.phases[0].ops, 0, t)
+		if m.pleProj != nil {
+			s.quantizeFor(x, t, m.pleProj) // for the per-layer inputs' projection
+			return
+		}
+		s.tokenOps(m.layers[0].plan.phases[0].ops, 0, t)
+	case stPerLayer:
+		s.perLayerInputs(t, worker)
+		s.tokenOps(m.layers[0].plan.phases[0].ops, 0, t)
 	case stLayer:
-		s.tokenOps(m.plan.phases[s.phase].ops, s.il, t)
+		s.tokenOps(m.layers[s.il].plan.phases[s.phase].ops, s.il, t)
 		if s.chain {
-			s.tokenOps(m.plan.phases[0].ops, s.il+1, t)
+			s.tokenOps(m.layers[s.il+1].plan.phases[0].ops, s.il+1, t)
 		}
 	case stFinal:
 		// Token t's logits are output row t - outFirst; earlier tokens
@@ -292,23 +314,46 @@ func layerNorm(dst, x, w, b []float32, eps float32) {
 	}
 }
 
+// perLayerInputs computes token t's per-layer inputs in place in its row
+// of s.pli, which holds the projection of its embeddings: as llama.cpp,
+// the projection times 1/sqrt(dim), RMS-normed per layer, plus the
+// token's row of per_layer_token_embd times sqrt(PerLayerDim), all times
+// 1/sqrt(2).
+func (s *Session) perLayerInputs(t, worker int) {
+	c, m := s.c, s.m
+	n := c.PerLayerDim
+	all := n * c.Layers
+	pli := s.pli[t*all : (t+1)*all]
+	s.kern.Scale(pli, 1/float32(math.Sqrt(float64(c.Dim))))
+	row := s.pleRow[worker]
+	kernels.DequantizeRow(m.pleEmbd.Type, m.pleEmbd.Row(int(s.batch[t])), row)
+	s.kern.Scale(row, float32(math.Sqrt(float64(n))))
+	for j := 0; j < all; j += n {
+		s.ops.RMSNorm(pli[j:j+n], pli[j:j+n], m.pleNorm, c.Eps)
+	}
+	kernels.Add(pli, pli, row)
+	s.kern.Scale(pli, 1/float32(math.Sqrt(2)))
+}
+
 // tokenOps runs the per-token operations ops of layer il for token t.
 func (s *Session) tokenOps(ops []tokOp, il, t int) {
-	c := s.c
 	L := &s.m.layers[il]
+	c, pl := L.c, L.plan
 	for i := range ops {
 		op := &ops[i]
 		switch op.kind {
 		case tkNorm:
 			if w := L.vecs[op.w]; w != nil {
-				s.norm(s.tok(op.out, t), s.tok(op.in, t), w)
+				s.norm(s.row(pl, op.out, t), s.row(pl, op.in, t), w)
 			}
 		case tkHeadNorm:
+			// A weightless norm (w NoRole) is RMS alone; an absent
+			// optional weight skips the step.
 			w := L.vecs[op.w]
-			if w == nil {
+			if w == nil && op.w != arch.NoRole {
 				continue
 			}
-			x := s.tok(op.in, t)
+			x := s.row(pl, op.in, t)
 			hd := c.HeadDim
 			for h := 0; h+hd <= len(x); h += hd {
 				s.ops.RMSNorm(x[h:h+hd], x[h:h+hd], w, c.Eps)
@@ -316,7 +361,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		case tkBias:
 			for _, p := range op.proj {
 				if b := L.vecs[p.Bias]; b != nil {
-					y := s.tok(p.Out, t)
+					y := s.row(pl, p.Out, t)
 					kernels.Add(y, y, b)
 				}
 			}
@@ -324,32 +369,35 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			if L.noRope {
 				continue
 			}
-			rc := s.rope[t*c.Rot : (t+1)*c.Rot]
+			// The caches' widths are the model's (s.c) RoPE dimensions.
+			rc := s.rope[t*s.c.Rot : (t+1)*s.c.Rot]
 			if L.sliding && s.ropeSWA != nil {
-				rc = s.ropeSWA[t*c.Rot : (t+1)*c.Rot]
+				rc = s.ropeSWA[t*s.c.RotSWA : (t+1)*s.c.RotSWA]
 			}
-			s.ops.RoPE(s.tok(arch.Q, t), c.HeadDim, c.Heads, rc, c.Neox)
-			s.ops.RoPE(s.tok(arch.K, t), c.HeadDim, c.KVHeads, rc, c.Neox)
+			s.ops.RoPE(s.row(pl, arch.Q, t), c.HeadDim, c.Heads, rc, c.Neox)
+			if !op.qOnly {
+				s.ops.RoPE(s.row(pl, arch.K, t), c.HeadDim, c.KVHeads, rc, c.Neox)
+			}
 		case tkScaleQ:
 			if c.QScale != 1 && !s.ops.QScaleInAttention {
-				s.kern.Scale(s.tok(arch.Q, t), c.QScale)
+				s.kern.Scale(s.row(pl, arch.Q, t), c.QScale)
 			}
 		case tkTempQ:
 			if c.AttnTempScale != 0 {
 				if f := attnTemp(c, s.p0+t); f != 1 {
-					s.kern.Scale(s.tok(arch.Q, t), f)
+					s.kern.Scale(s.row(pl, arch.Q, t), f)
 				}
 			}
 		case tkStoreKV:
-			s.storeKV(il, t)
+			s.storeKV(L, t)
 		case tkResidual:
-			x, in := s.tok(arch.X, t), s.tok(op.in, t)
+			x, in := s.row(pl, arch.X, t), s.row(pl, op.in, t)
 			if c.ResScale != 1 {
 				s.kern.Scale(in, c.ResScale)
 			}
 			kernels.Add(x, x, in)
 		case tkGLU:
-			g, u := s.tok(arch.G, t), s.tok(arch.U, t)
+			g, u := s.row(pl, arch.G, t), s.row(pl, arch.U, t)
 			if c.Act == arch.GELU {
 				s.ops.GELU(g, g)
 				kernels.Mul(g, g, u)
@@ -357,11 +405,11 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 				s.kern.FastSwiGLU(g, g, u)
 			}
 		case tkQuantize:
-			s.quantize(s.tok(op.in, t), t, L, op.proj)
+			s.quantize(s.row(pl, op.in, t), t, L, op.proj)
 		case tkLayerNorm:
-			layerNorm(s.tok(op.out, t), s.tok(op.in, t), L.vecs[op.w], L.vecs[op.b], c.Eps)
+			layerNorm(s.row(pl, op.out, t), s.row(pl, op.in, t), L.vecs[op.w], L.vecs[op.b], c.Eps)
 		case tkAct:
-			if x := s.tok(op.in, t); c.Act == arch.GELU {
+			if x := s.row(pl, op.in, t); c.Act == arch.GELU {
 				s.ops.GELU(x, x)
 			} else {
 				kernels.SiLU(x, x)
@@ -369,15 +417,25 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		case tkShGate:
 			var dot [1]float32
 			w := L.vecs[op.w]
-			s.kern.AttnDotF32RowsSingle(s.tok(op.in, t), w, len(w), dot[:], false)
-			sharedGate(s.tok(op.out, t), s.tok(arch.SH, t), dot[0])
+			s.kern.AttnDotF32RowsSingle(s.row(pl, op.in, t), w, len(w), dot[:], false)
+			sharedGate(s.row(pl, op.out, t), s.row(pl, arch.SH, t), dot[0])
+		case tkPerLayer:
+			n := c.PerLayerDim
+			off := (t*c.Layers + il) * n
+			x := s.row(pl, op.in, t)
+			kernels.Mul(x, x, s.pli[off:off+n])
+		case tkScale:
+			if w := L.vecs[op.w]; w != nil {
+				s.kern.Scale(s.row(pl, op.in, t), w[0])
+			}
 		}
 	}
 }
 
-// storeKV writes token t's keys and values into layer il's cache.
-func (s *Session) storeKV(il, t int) {
-	k, v := s.tok(arch.K, t), s.tok(arch.V, t)
+// storeKV writes token t's keys and values into layer L's cache.
+func (s *Session) storeKV(L *layer, t int) {
+	il := L.kv
+	k, v := s.row(L.plan, arch.K, t), s.row(L.plan, arch.V, t)
 	kvDim := len(k)
 	pos := s.p0 + t
 	kc := s.cache
@@ -403,7 +461,7 @@ func (s *Session) storeKV(il, t int) {
 // runAttention is the pool task of causal attention: thread i takes every
 // n-th (token, head) pair.
 func (s *Session) runAttention(i, n int) {
-	c := s.c
+	c := s.lc
 	// Causal rows grow with the token, so a contiguous split would give the
 	// last thread most of the work: deal (token, head) pairs round-robin.
 	if s.cache.q8 {
@@ -437,7 +495,7 @@ func (s *Session) groupAttention() bool {
 // values made together (kernels.AttnDotF16RowsMulti), so each cached f16
 // row is converted once for all of them.
 func (s *Session) attendGroup(t, g, worker int) {
-	c := s.c
+	c := s.lc
 	hd := c.HeadDim
 	G := c.Heads / c.KVHeads
 	qDim, kvDim := c.Heads*hd, c.KVHeads*hd
@@ -450,7 +508,7 @@ func (s *Session) attendGroup(t, g, worker int) {
 	// attention).
 	q := s.q[t*qDim+h0*hd : t*qDim+(h0+G)*hd]
 	s.kern.RoundF16(q, q)
-	K, V := kc.k16[s.il], kc.v16[s.il]
+	K, V := kc.k16[s.kvl], kc.v16[s.kvl]
 	sc := s.scores[worker][:G*n]
 	s.kern.AttnDotF16RowsMulti(q, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
 	for j := 0; j < G; j++ {
@@ -483,7 +541,7 @@ func (s *Session) headSoftmax(row []float32, h int) {
 // last position it may see), the first position it may see (the sliding
 // window's start, else 0), its query and its output.
 func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
-	c := s.c
+	c := s.lc
 	hd, qDim := c.HeadDim, c.Heads*c.HeadDim
 	g = h / (c.Heads / c.KVHeads)
 	pos = s.p0 + t
@@ -507,19 +565,19 @@ func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 // attendMode computes head h of token t's attention with the numerics
 // mode's own attention (an f16 cache).
 func (s *Session) attendMode(t, h, worker int) {
-	c := s.c
+	c := s.lc
 	hd := c.HeadDim
 	g, pos, first, q, out := s.headView(t, h)
 	kc := s.cache
 	scale := c.KQScale
-	if s.ops.QScaleInAttention && s.m.plan.scalesQ {
+	if s.ops.QScaleInAttention && s.pl.scalesQ {
 		// The ScaleQ step left Q unscaled for the mode's attention.
 		scale *= c.QScale
 	}
 	s.ops.Attend(numerics.Head{
 		Q: q, Out: out,
-		K: kc.k16[s.il][g*hd:], KStride: c.KVHeads * hd,
-		V: kc.v16[s.il][kc.vAt(g*hd):], VStride: kc.cap,
+		K: kc.k16[s.kvl][g*hd:], KStride: c.KVHeads * hd,
+		V: kc.v16[s.kvl][kc.vAt(g*hd):], VStride: kc.cap,
 		First: first, Pos: pos, Scale: scale, Scores: s.scores[worker],
 	})
 }
@@ -533,7 +591,7 @@ func (s *Session) attendMode(t, h, worker int) {
 // positions (exact while cells hold positions in order, as llama.cpp's
 // full-size cache keeps them within its size, sliding window or not).
 func (s *Session) attendHead(t, h, worker int) {
-	c := s.c
+	c := s.lc
 	hd := c.HeadDim
 	kvDim := c.KVHeads * hd
 	g, pos, first, q, out := s.headView(t, h)
@@ -554,7 +612,7 @@ func (s *Session) attendHead(t, h, worker int) {
 		// ggml's f32 products: q is not contiguous in a batch, so the
 		// scores always take ggml_vec_dot_f32; the output takes tinyBLAS
 		// for a batch and ggml_vec_dot_f32 for one token.
-		K, V := kc.k32[s.il], kc.v32[s.il]
+		K, V := kc.k32[s.kvl], kc.v32[s.kvl]
 		s.kern.AttnDotF32RowsSingle(q, K[first*kvDim+g*hd:], kvDim, live, false)
 		if c.AttnSoftcap != 0 {
 			softcap(live, c.AttnSoftcap)
@@ -573,7 +631,7 @@ func (s *Session) attendHead(t, h, worker int) {
 	}
 	q16 := s.q16[worker][:hd]
 	s.kern.FastF16Encode(q16, q)
-	K, V := kc.k16[s.il], kc.v16[s.il]
+	K, V := kc.k16[s.kvl], kc.v16[s.kvl]
 	// Scores: key j of head g is hd values at j*kvDim+g*hd. Cells before
 	// the window are masked (-Inf), as ggml's mask does.
 	// ggml sums a one-token batch's products with its own f16 dot, bigger

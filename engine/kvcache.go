@@ -2,11 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
 // kvCache holds every layer's keys and values. Keys are position-major:
-// the row of position j is kvDim values (all KV heads). Values are stored
+// the row of position j is the layer's kvDim values (all KV heads; a
+// model whose layers differ in shape has a width per layer, and its
+// layers that share another's cache have none of their own). Values are stored
 // transposed, as ggml does without flash attention: row i (KV head g,
 // dimension d, i = g*headDim+d) holds that value for every position, with a
 // stride of cap, so the attention output is one dot product per dimension
@@ -32,9 +35,9 @@ type kvCache struct {
 	// values, 0 for none (see attn_q8.go)
 	rotK, rotV int
 	nLayer     int
-	kvDim      int
-	cap        int // positions allocated
-	max        int // positions allowed (the session's NCtx)
+	dims       []int // per layer, its width (kvDim)
+	cap        int   // positions allocated
+	max        int   // positions allowed (the session's NCtx)
 	k16, v16   [][]uint16
 	k32, v32   [][]float32
 	kq8, vq8   [][]byte
@@ -79,14 +82,27 @@ const (
 // q8Block is the size of a Q8_0 block: an f16 scale and 32 int8 values.
 const q8Block = 34
 
+// newKVCache is a cache of nLayer layers of kvDim values per position.
 func newKVCache(nLayer, kvDim, nCtx int, kind kvKind) (*kvCache, error) {
-	c := &kvCache{f32: kind == kvF32, q8: kind == kvQ8, nLayer: nLayer, kvDim: kvDim, max: nCtx}
+	dims := make([]int, nLayer)
+	for i := range dims {
+		dims[i] = kvDim
+	}
+	return newKVCacheDims(dims, nCtx, kind)
+}
+
+// newKVCacheDims is a cache of one layer per entry of dims, each of that
+// many values per position. A Q8_0 cache needs them all equal.
+func newKVCacheDims(dims []int, nCtx int, kind kvKind) (*kvCache, error) {
+	nLayer := len(dims)
+	c := &kvCache{f32: kind == kvF32, q8: kind == kvQ8, nLayer: nLayer, dims: dims, max: nCtx}
 	switch kind {
 	case kvF32:
 		c.k32, c.v32 = make([][]float32, nLayer), make([][]float32, nLayer)
 	case kvQ8:
-		if kvDim%32 != 0 {
-			return nil, fmt.Errorf("%w: a Q8_0 KV cache needs rows of whole blocks of 32, got %d values", ErrUnsupported, kvDim)
+		kvDim := dims[0]
+		if kvDim%32 != 0 || slices.ContainsFunc(dims, func(d int) bool { return d != kvDim }) {
+			return nil, fmt.Errorf("%w: a Q8_0 KV cache needs rows of whole blocks of 32, the same in every layer, got %v values", ErrUnsupported, dims)
 		}
 		c.rowQ8 = kvDim / 32 * q8Block
 		c.kq8, c.vq8 = make([][]byte, nLayer), make([][]byte, nLayer)
@@ -120,23 +136,23 @@ func (c *kvCache) vAt(i int) int { return i * c.cap }
 // grow reallocates every layer to newCap positions, copying the first used.
 // On failure the cache is unchanged.
 func (c *kvCache) grow(newCap, used int) (err error) {
-	n := newCap * c.kvDim
-	keep := used * c.kvDim
 	used = min(used, c.cap)
-	bytes := n * c.elemBytes()
-	if c.q8 {
-		bytes = newCap * c.rowQ8
-	}
 	maps := make([][]byte, 0, 2*c.nLayer)
-	for range 2 * c.nLayer {
+	for i := range 2 * c.nLayer {
+		bytes := newCap * c.dims[i/2] * c.elemBytes()
+		if c.q8 {
+			bytes = newCap * c.rowQ8
+		}
 		b, err := mapKV(bytes)
 		if err != nil {
 			unmapAll(maps)
-			return fmt.Errorf("%w: KV cache of %d positions x %d values x %d layers: %w", ErrOutOfMemory, newCap, c.kvDim, c.nLayer, err)
+			return fmt.Errorf("%w: KV cache of %d positions x %d values x %d layers: %w", ErrOutOfMemory, newCap, c.dims[i/2], c.nLayer, err)
 		}
 		maps = append(maps, b)
 	}
 	for il := 0; il < c.nLayer; il++ {
+		kvDim := c.dims[il]
+		n, keep := newCap*kvDim, used*kvDim
 		kb, vb := maps[2*il], maps[2*il+1]
 		if c.q8 {
 			if c.kq8[il] != nil {
@@ -150,7 +166,7 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 			k, v := mapped[float32](kb, n), mapped[float32](vb, n)
 			if c.k32[il] != nil {
 				copy(k, c.k32[il][:min(keep, len(c.k32[il]))])
-				for i := 0; i < c.kvDim && used > 0; i++ {
+				for i := 0; i < kvDim && used > 0; i++ {
 					copy(v[i*newCap:i*newCap+used], c.v32[il][i*c.cap:i*c.cap+used])
 				}
 			}
@@ -159,7 +175,7 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 			k, v := mapped[uint16](kb, n), mapped[uint16](vb, n)
 			if c.k16[il] != nil {
 				copy(k, c.k16[il][:min(keep, len(c.k16[il]))])
-				for i := 0; i < c.kvDim && used > 0; i++ {
+				for i := 0; i < kvDim && used > 0; i++ {
 					copy(v[i*newCap:i*newCap+used], c.v16[il][i*c.cap:i*c.cap+used])
 				}
 			}
@@ -185,7 +201,7 @@ func (c *kvCache) keyBytes(il, n int) []byte {
 	if c.q8 {
 		return c.maps[2*il][:n*c.rowQ8]
 	}
-	return c.maps[2*il][:n*c.kvDim*c.elemBytes()]
+	return c.maps[2*il][:n*c.dims[il]*c.elemBytes()]
 }
 
 // layerChunks calls f with layer il's bytes for the first n positions in
@@ -198,7 +214,7 @@ func (c *kvCache) layerChunks(il, n int, f func([]byte)) {
 		f(c.maps[2*il+1][:n*c.rowQ8])
 		return
 	}
-	for i := 0; i < c.kvDim; i++ {
+	for i := 0; i < c.dims[il]; i++ {
 		f(c.valueRowBytes(il, i, n))
 	}
 }
@@ -209,6 +225,15 @@ func (c *kvCache) valueRowBytes(il, i, n int) []byte {
 	e := c.elemBytes()
 	off := c.vAt(i) * e
 	return c.maps[2*il+1][off : off+n*e]
+}
+
+// totalDim is the sum of the layers' widths.
+func (c *kvCache) totalDim() int {
+	n := 0
+	for _, d := range c.dims {
+		n += d
+	}
+	return n
 }
 
 // copyFrom copies the first n positions of src, a cache of the same shape

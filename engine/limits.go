@@ -57,7 +57,8 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 		}
 	}
 	// Each dimension against the tensor that has it (axis 0 is the row
-	// length, axis 1 the rows).
+	// length, axis 1 the rows), in the first block, whose own shape it is.
+	c0 := c.Layer(0)
 	dims := []struct {
 		what string
 		want int64
@@ -65,9 +66,9 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 		axis int
 	}{
 		{key("embedding_length"), int64(c.Dim), arch.TokenEmbd, 0},
-		{key("feed_forward_length"), int64(c.FF), arch.Up, 1},
-		{key("attention.head_count") + " x " + key("attention.key_length"), int64(c.Heads) * int64(c.HeadDim), arch.WQ, 1},
-		{key("attention.head_count_kv") + " x " + key("attention.key_length"), int64(c.KVHeads) * int64(c.HeadDim), arch.WK, 1},
+		{key("feed_forward_length"), int64(c0.FF), arch.Up, 1},
+		{key("attention.head_count") + " x " + key("attention.key_length"), int64(c0.Heads) * int64(c0.HeadDim), arch.WQ, 1},
+		{key("attention.head_count_kv") + " x " + key("attention.key_length"), int64(c0.KVHeads) * int64(c0.HeadDim), arch.WK, 1},
 	}
 	for _, d := range dims {
 		name, ok := tensorName(fam, d.role)

@@ -90,11 +90,14 @@ type weights struct {
 	exps [arch.NumRoles][]kernels.Matrix // per-expert matrices (PerExpert tensors), one per expert
 }
 
-// layer holds one transformer block's weights.
+// layer holds one transformer block's weights and what it runs with.
 type layer struct {
 	weights
 	sliding bool
-	noRope  bool // the block's RoPE step is skipped (Params.Rotates)
+	noRope  bool    // the block's RoPE step is skipped (Params.Rotates)
+	c       *config // the model's parameters with this layer's shape (Params.Layer)
+	plan    *plan   // the block compiled for this layer's shape
+	kv      int     // the KV cache layer it stores into and attends over
 }
 
 // Model is a loaded model. Its weights are views into the file mapping.
@@ -103,21 +106,28 @@ type Model struct {
 	ownsFile   bool
 	fam        *arch.Family
 	cfg        config
-	plan       *plan // the block as phases, compiled from fam.Block
+	plan       *plan   // the block as phases, compiled from fam.Block (layer 0's)
+	plans      []*plan // every layer's plan, each once (one unless layers differ in shape)
+	kvDims     []int   // per KV cache layer, its width (KV heads times head size)
 	tok        *tokenizer.Tokenizer
 	glob       weights         // the tensors outside the blocks
 	embd       *kernels.Matrix // token_embd: vocab rows of dim
 	output     *kernels.Matrix // output head (a copy of token_embd's when tied)
 	outputNorm []float32
-	ropeFreqs  []float32  // llama3 per-pair frequency divisors, or nil
-	ropeLong   []float32  // LongRoPE's divisors beyond the original context, or nil
-	ropeShort  []float32  // LongRoPE's divisors within it, or nil
-	yarnCorr   [2]float32 // YaRN's correction dimensions (Params.YarnExt)
-	encoder    bool       // non-causal, no output head: embeddings only (encoder.go)
-	layers     []layer
-	pool       *pool.Pool
-	info       Info
-	template   string
+	ropeFreqs  []float32 // llama3 per-pair frequency divisors, or nil
+	ropeLong   []float32 // LongRoPE's divisors beyond the original context, or nil
+	ropeShort  []float32 // LongRoPE's divisors within it, or nil
+	// Per-layer inputs (Gemma 4), nil without: each token's rows of
+	// per_layer_token_embd, the projection of its embedding and that
+	// projection's norm.
+	pleEmbd, pleProj *kernels.Matrix
+	pleNorm          []float32
+	yarnCorr         [2]float32 // YaRN's correction dimensions (Params.YarnExt)
+	encoder          bool       // non-causal, no output head: embeddings only (encoder.go)
+	layers           []layer
+	pool             *pool.Pool
+	info             Info
+	template         string
 
 	dryBreakers *sample.BreakerCache // DRY breaker lists resolved against tok (SamplerVocab)
 
@@ -352,7 +362,7 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity, prog *progress) (m 
 		kern = kernels.Detect()
 	}
 	m = &Model{f: f, fam: fam, cfg: cfg, numerics: numerics, kern: kern, dryBreakers: sample.NewBreakerCache(dryBreakerLists)}
-	if m.plan, err = compilePlan(fam, &m.cfg); err != nil {
+	if err := m.compileLayers(); err != nil {
 		return nil, err
 	}
 	if cfg.YarnExt != 0 {
@@ -581,6 +591,16 @@ func (m *Model) loadTensors() error {
 	m.embd, m.output = &m.glob.mats[arch.TokenEmbd], &m.glob.mats[arch.Output]
 	m.outputNorm, m.ropeFreqs = m.glob.vecs[arch.OutputNorm], m.glob.vecs[arch.RopeFreqs]
 	m.ropeLong, m.ropeShort = m.glob.vecs[arch.RopeLong], m.glob.vecs[arch.RopeShort]
+	if c.PerLayerDim > 0 {
+		m.pleEmbd, m.pleProj = &m.glob.mats[arch.PerLayerTokEmbd], &m.glob.mats[arch.PerLayerModelProj]
+		m.pleNorm = m.glob.vecs[arch.PerLayerProjNorm]
+		if m.pleEmbd.Data == nil || m.pleProj.Data == nil || m.pleNorm == nil {
+			return descriptionError(m.fam, "per-layer inputs without their tensors")
+		}
+		if m.pleEmbd.Rows != m.embd.Rows {
+			return fmt.Errorf("%w: per_layer_token_embd.weight has %d rows, token_embd.weight %d", ErrBadFile, m.pleEmbd.Rows, m.embd.Rows)
+		}
+	}
 	m.encoder = c.NonCausal
 	if m.encoder {
 		if err := m.checkEncoder(); err != nil {
@@ -592,18 +612,19 @@ func (m *Model) loadTensors() error {
 	if m.embd.Rows < m.tok.VocabSize() {
 		return fmt.Errorf("%w: token_embd.weight has %d rows for a vocabulary of %d", ErrBadFile, m.embd.Rows, m.tok.VocabSize())
 	}
-	m.layers = make([]layer, c.Layers)
 	for i := range m.layers {
 		L := &m.layers[i]
 		p := "blk." + strconv.Itoa(i) + "."
-		L.sliding = c.Sliding(i)
-		L.noRope = !c.Rotates(i)
+		l.c = L.c
 		for j := range m.fam.Layer {
+			if m.fam.Layer[j].KV && L.plan.sharedKV {
+				continue // another layer's keys and values
+			}
 			if err := l.load(&m.fam.Layer[j], p, &L.weights, m.fam.Layer); err != nil {
 				return err
 			}
 		}
-		for _, ph := range m.plan.phases {
+		for _, ph := range L.plan.phases {
 			for _, pr := range ph.proj {
 				if L.mats[pr.W].Data == nil {
 					return missingMatrix(m.fam, p, pr.W)
@@ -611,6 +632,63 @@ func (m *Model) loadTensors() error {
 			}
 		}
 	}
+	return nil
+}
+
+// headDimGCD is the greatest common divisor of the layers' head sizes
+// (the head size when they all have one): what a numerics mode's
+// conditions on the head size (a multiple of 16) hold for in every layer.
+func (m *Model) headDimGCD() int {
+	g := m.cfg.HeadDim
+	for i := range m.layers {
+		for a := m.layers[i].c.HeadDim; a != 0; {
+			g, a = a, g%a
+		}
+	}
+	return g
+}
+
+// compileLayers gives each layer its parameters, its plan (one per
+// distinct layer shape) and its KV cache layer.
+func (m *Model) compileLayers() error {
+	c := &m.cfg
+	m.layers = make([]layer, c.Layers)
+	type shape struct {
+		heads, kvHeads, headDim, ff int
+		sharedKV                    bool
+	}
+	plans := map[shape]*plan{}
+	var own []config
+	if c.Shapes != nil {
+		own = make([]config, c.Layers)
+	}
+	for il := range m.layers {
+		L := &m.layers[il]
+		L.c = c
+		if own != nil {
+			own[il] = c.Layer(il)
+			L.c = &own[il]
+		}
+		L.sliding = c.Sliding(il)
+		L.noRope = !c.Rotates(il)
+		shared := c.SharesKV(il)
+		k := shape{L.c.Heads, L.c.KVHeads, L.c.HeadDim, L.c.FF, shared}
+		if L.plan = plans[k]; L.plan == nil {
+			pl, err := compilePlan(m.fam, L.c, shared)
+			if err != nil {
+				return err
+			}
+			plans[k], L.plan = pl, pl
+			m.plans = append(m.plans, pl)
+		}
+		if shared {
+			L.kv = m.layers[c.Shapes[il].KVFrom].kv
+			continue
+		}
+		L.kv = len(m.kvDims)
+		m.kvDims = append(m.kvDims, L.c.KVDim())
+	}
+	m.plan = m.layers[0].plan
 	return nil
 }
 

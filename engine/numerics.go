@@ -60,5 +60,5 @@ func (m *Model) Kernels() *kernels.Set { return m.kern }
 
 // numericsFeatures are the parts of c a numerics mode may refuse.
 func numericsFeatures(c *config) numerics.Features {
-	return numerics.Features{HeadDim: c.HeadDim, NonCausal: c.NonCausal, LayerNorm: c.LayerNorm, AttnSinks: c.AttnSinks, AttnSoftcap: c.AttnSoftcap != 0}
+	return numerics.Features{HeadDim: c.HeadDim, NonCausal: c.NonCausal, LayerNorm: c.LayerNorm, AttnSinks: c.AttnSinks, AttnSoftcap: c.AttnSoftcap != 0, LayerShapes: c.Shapes != nil}
 }

@@ -28,6 +28,9 @@ type plan struct {
 	scalesQ bool
 	// moe: the block has a MoE step (the session needs its scratch).
 	moe bool
+	// sharedKV: compiled for a layer that attends over an earlier layer's
+	// KV cache, without the steps of its own keys and values.
+	sharedKV bool
 }
 
 type phaseKind uint8
@@ -63,7 +66,9 @@ const (
 	tkQuantize
 	tkLayerNorm
 	tkAct
-	tkShGate // MoE shared expert: out += sigmoid(w . in) * SH
+	tkShGate   // MoE shared expert: out += sigmoid(w . in) * SH
+	tkPerLayer // in *= the layer's per-layer input
+	tkScale    // in *= w[0]
 )
 
 // tokOp is one per-token operation of a token phase.
@@ -73,16 +78,24 @@ type tokOp struct {
 	w       arch.Role
 	b       arch.Role   // tkLayerNorm's bias
 	proj    []arch.Proj // tkBias, tkQuantize
+	qOnly   bool        // tkRoPE: rotate the queries only (the keys are another layer's)
 }
 
 // maxProj is the most products one Project step may hold.
 const maxProj = 4
 
 // compilePlan groups fam's block into phases and sizes its buffers from the
-// shapes of the tensors it multiplies. A description it cannot run is an
-// ErrInternal error (the families' tests compile each one).
-func compilePlan(fam *arch.Family, c *config) (*plan, error) {
-	pl := &plan{}
+// shapes of the tensors it multiplies, for a layer of c's shape; sharedKV
+// compiles it for a layer attending over another's KV cache (without the
+// products, norms, rotation and store of its own keys and values). A
+// description it cannot run is an ErrInternal error (the families' tests
+// compile each one).
+func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
+	block := fam.Block
+	if sharedKV {
+		block = withoutOwnKV(block)
+	}
+	pl := &plan{sharedKV: sharedKV}
 	pl.width[arch.X] = c.Dim
 	pl.width[arch.XN] = c.Dim
 	pl.width[arch.Att] = c.QDim()
@@ -121,7 +134,7 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 		}
 	}
 	// Products first: their outputs give the other buffers' widths.
-	for _, st := range fam.Block {
+	for _, st := range block {
 		if st.Op != arch.OpProject {
 			continue
 		}
@@ -145,7 +158,7 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 			pl.width[p.Out] = rows
 		}
 	}
-	if pl.width[arch.Q] != c.QDim() || pl.width[arch.K] != c.KVDim() || pl.width[arch.V] != c.KVDim() {
+	if pl.width[arch.Q] != c.QDim() || (!sharedKV && (pl.width[arch.K] != c.KVDim() || pl.width[arch.V] != c.KVDim())) {
 		return nil, descriptionError(fam, "Q, K, V are not written with %d, %d, %d values", c.QDim(), c.KVDim(), c.KVDim())
 	}
 	cur := phase{kind: phTokens}
@@ -153,8 +166,9 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 		pl.phases = append(pl.phases, cur)
 		cur = phase{kind: phTokens}
 	}
-	for _, st := range fam.Block {
-		if pl.width[st.In] == 0 || (st.Op != arch.OpProject && pl.width[st.Out] == 0) {
+	for _, st := range block {
+		ownOut := st.Op != arch.OpProject && !(sharedKV && st.Op == arch.OpRoPE) // a sharing layer rotates no keys
+		if pl.width[st.In] == 0 || (ownOut && pl.width[st.Out] == 0) {
 			return nil, descriptionError(fam, "step %d reads or writes a buffer nothing writes", st.Op)
 		}
 		switch st.Op {
@@ -175,7 +189,9 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 				}
 			}
 		case arch.OpAttend:
-			cur.ops = append(cur.ops, tokOp{kind: tkStoreKV})
+			if !sharedKV {
+				cur.ops = append(cur.ops, tokOp{kind: tkStoreKV})
+			}
 			flush()
 			pl.phases = append(pl.phases, phase{kind: phAttend})
 		case arch.OpNorm:
@@ -184,9 +200,22 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 			}
 			cur.ops = append(cur.ops, tokOp{kind: tkNorm, in: st.In, out: st.Out, w: st.W})
 		case arch.OpHeadNorm:
+			if pl.width[st.In]%c.HeadDim != 0 {
+				return nil, descriptionError(fam, "a per-head norm of %d values in heads of %d", pl.width[st.In], c.HeadDim)
+			}
 			cur.ops = append(cur.ops, tokOp{kind: tkHeadNorm, in: st.In, w: st.W})
 		case arch.OpRoPE:
-			cur.ops = append(cur.ops, tokOp{kind: tkRoPE})
+			cur.ops = append(cur.ops, tokOp{kind: tkRoPE, qOnly: sharedKV})
+		case arch.OpPerLayer:
+			if c.PerLayerDim == 0 || pl.width[st.In] != c.PerLayerDim {
+				return nil, descriptionError(fam, "a per-layer input of %d values for a buffer of %d", c.PerLayerDim, pl.width[st.In])
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkPerLayer, in: st.In})
+		case arch.OpScale:
+			if t := decl(st.W); t == nil || t.Matrix() || t.Cols != arch.One {
+				return nil, descriptionError(fam, "a scale whose weight is not a single value")
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkScale, in: st.In, w: st.W})
 		case arch.OpScaleQ:
 			cur.ops = append(cur.ops, tokOp{kind: tkScaleQ})
 			pl.scalesQ = true
@@ -242,6 +271,35 @@ func compilePlan(fam *arch.Family, c *config) (*plan, error) {
 		return nil, descriptionError(fam, "%d attention steps (the KV cache holds one per layer)", attends)
 	}
 	return pl, nil
+}
+
+// withoutOwnKV is block without what computes a layer's own keys and
+// values: their products (a Project step left with none is dropped) and
+// their norms. The RoPE and attention steps stay (compilePlan makes them
+// rotate only the queries and store nothing).
+func withoutOwnKV(block []arch.Step) []arch.Step {
+	var out []arch.Step
+	for _, st := range block {
+		switch st.Op {
+		case arch.OpProject:
+			var ps []arch.Proj
+			for _, p := range st.Proj {
+				if p.Out != arch.K && p.Out != arch.V {
+					ps = append(ps, p)
+				}
+			}
+			if len(ps) == 0 {
+				continue
+			}
+			st.Proj = ps
+		case arch.OpHeadNorm:
+			if st.In == arch.K || st.In == arch.V {
+				continue
+			}
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 // blockMatrices lists the block matrices of fam that products read, in

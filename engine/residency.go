@@ -13,7 +13,14 @@ const lookupDropMin = 32 << 20
 // so a 512-token prompt on a 128K-token vocabulary left ~35 MiB of table
 // resident that no one reads again. Dropping the mapping's pages keeps
 // them in the page cache; the next lookup maps its page again.
+//
+// Gemma 4's per-layer token embeddings (per_layer_token_embd, several
+// times the size of the embeddings in its small models) are only looked
+// up, one row per token, and are dropped the same way.
 func (m *Model) dropLookupPages() {
+	if m.pleEmbd != nil && len(m.pleEmbd.Data) >= lookupDropMin {
+		dropResidency(m.pleEmbd.Data, 0, len(m.pleEmbd.Data), m.logf)
+	}
 	e := m.embd.Data
 	if len(e) < lookupDropMin {
 		return

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/moonlm/moonlm/kernels"
 )
 
 // presentPages counts the pages of b mapped in this process
@@ -34,14 +36,11 @@ func presentPages(t *testing.T, b []byte) int {
 	return c
 }
 
-// TestDropResidency reads scattered rows of a file mapping, as embedding
-// lookups do, and checks that dropResidency (as dropLookupPages calls it) unmaps the pages they (and the
-// kernel's fault-around) made resident while the data stays readable.
-func TestDropResidency(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("counts resident pages with /proc/self/pagemap, Linux only")
-	}
-	const size = 48 << 20
+// mapScattered maps a temporary file of size bytes and reads 512
+// scattered rows of it, as embedding lookups do; it returns the mapping
+// and the sum of the bytes read.
+func mapScattered(t *testing.T, size int) ([]byte, int) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "table")
 	data := make([]byte, size)
 	for i := range data {
@@ -53,13 +52,38 @@ func TestDropResidency(t *testing.T) {
 	defer f.Close()
 	b, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
 	require.NoError(t, err)
-	defer unix.Munmap(b)
+	t.Cleanup(func() { unix.Munmap(b) })
 	sum := 0
 	for i := 0; i < 512; i++ {
 		sum += int(b[(i*7919*4099)%size])
 	}
+	require.GreaterOrEqual(t, presentPages(t, b), 256, "the reads made pages resident")
+	return b, sum
+}
+
+// TestDropLookupPagesPerLayer: the per-layer token embeddings (Gemma 4)
+// are dropped after lookups as the token embeddings are.
+func TestDropLookupPagesPerLayer(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts resident pages with /proc/self/pagemap, Linux only")
+	}
+	b, _ := mapScattered(t, 48<<20)
+	small := make([]byte, 4096)
+	m := &Model{embd: &kernels.Matrix{Data: small}, output: &kernels.Matrix{Data: small}, pleEmbd: &kernels.Matrix{Data: b}}
+	m.dropLookupPages()
+	require.LessOrEqual(t, presentPages(t, b), 1)
+}
+
+// TestDropResidency reads scattered rows of a file mapping, as embedding
+// lookups do, and checks that dropResidency (as dropLookupPages calls it) unmaps the pages they (and the
+// kernel's fault-around) made resident while the data stays readable.
+func TestDropResidency(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts resident pages with /proc/self/pagemap, Linux only")
+	}
+	const size = 48 << 20
+	b, sum := mapScattered(t, size)
 	before := presentPages(t, b)
-	require.GreaterOrEqual(t, before, 256, "the reads made pages resident")
 	dropResidency(b, 1, len(b), t.Logf) // an unaligned start: the partial first page stays
 	after := presentPages(t, b)
 	t.Logf("resident pages: %d after 512 scattered reads, %d after dropResidency", before, after)

@@ -73,7 +73,9 @@ type Session struct {
 	actTypes []gguf.Type             // keys of acts, fixed order
 	rope     []float32               // nb x nRot cos/sin, global layers
 	ropeFreq []float32               // the RoPE frequency divisors for this context, or nil
-	ropeSWA  []float32               // nb x nRot cos/sin, sliding layers
+	ropeSWA  []float32               // nb x RotSWA cos/sin, sliding layers
+	pli      []float32               // nb x PerLayerDim*Layers: each token's per-layer inputs, or nil
+	pleRow   [][]float32             // per thread: one token's per_layer_token_embd row, dequantized
 	scores   [][]float32             // per thread, cache capacity
 	q16      [][]uint16              // per thread, head dim
 	w16      [][]uint16              // per thread, cache capacity: f16 softmax weights
@@ -83,9 +85,12 @@ type Session struct {
 	batch    []int32                 // the tokens of the current forward pass
 
 	// the current operation's parameters, read by the pool tasks
-	nTok     int // tokens in the batch
-	p0       int // position of the first
-	il       int // layer
+	nTok     int     // tokens in the batch
+	p0       int     // position of the first
+	il       int     // layer
+	pl       *plan   // layer il's plan (its buffers' widths)
+	lc       *config // layer il's parameters
+	kvl      int     // layer il's KV cache layer
 	stage    int
 	phase    int  // stLayer: the token phase of the plan
 	chain    bool // stLayer: also run phase 0 of layer il+1
@@ -155,6 +160,9 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	case p.KVType == gguf.F16, p.KVType == gguf.F32:
 	case p.KVType == gguf.Q8_0:
 		kind = kvQ8
+		if c.Shapes != nil {
+			return nil, fmt.Errorf("engine: new session: %w: a Q8_0 KV cache for layers of different shapes (%s)", ErrUnsupported, c.Arch)
+		}
 		if c.HeadDim%32 != 0 {
 			return nil, fmt.Errorf("engine: new session: %w: a Q8_0 KV cache needs a head dimension that is a multiple of 32, this model's is %d", ErrUnsupported, c.HeadDim)
 		}
@@ -168,7 +176,11 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	// we could recover, so refuse absurd caches up front. (Sizes in
 	// eighths of a byte per value: Q8_0 is 34 bytes per 32 values.)
 	eighths := map[kvKind]int64{kvF16: 16, kvF32: 32, kvQ8: 34 * 8 / 32}[kind]
-	if full := int64(nCtx) * int64(c.KVHeads*c.HeadDim) * int64(c.Layers) * 2 * eighths / 8; nCtx > 1<<26 || full > 1<<40 {
+	kvWidth := int64(0)
+	for _, d := range m.kvDims {
+		kvWidth += int64(d)
+	}
+	if full := int64(nCtx) * kvWidth * 2 * eighths / 8; nCtx > 1<<26 || full > 1<<40 {
 		return nil, fmt.Errorf("engine: new session: %w: a context of %d needs a %d-byte KV cache", ErrOutOfMemory, nCtx, full)
 	}
 	if err := m.numerics.CheckSession(f32); err != nil {
@@ -185,7 +197,7 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	s := &Session{m: m, kern: m.kern, c: c, nCtx: nCtx, pool: m.pool}
 	s.params = p
 	s.params.NCtx = nCtx
-	s.ops = m.numerics.Ops(m.kern, numerics.SessionShape{HeadDim: c.HeadDim, KVF32: f32, GGMLDecode: m.ggmlDecodeOrder})
+	s.ops = m.numerics.Ops(m.kern, numerics.SessionShape{HeadDim: m.headDimGCD(), KVF32: f32, GGMLDecode: m.ggmlDecodeOrder})
 	if s.ops.Batch == 0 {
 		s.ops.Batch = maxBatch
 	}
@@ -208,7 +220,11 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 // least what the numerics mode's attention needs (attendMode), and one
 // head's f16 weights (attendHead).
 func (s *Session) attnScratch() ([]float32, []uint16) {
-	n := s.cache.cap * (s.c.Heads / s.c.KVHeads)
+	g := 0
+	for i := range s.m.layers {
+		g = max(g, s.m.layers[i].c.Heads/s.m.layers[i].c.KVHeads)
+	}
+	n := s.cache.cap * g
 	return make([]float32, max(n, s.ops.AttendScratch)), make([]uint16, s.cache.cap)
 }
 
@@ -220,7 +236,7 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	}()
 	c := s.c
 	m := s.m
-	s.cache, err = newKVCache(c.Layers, c.KVHeads*c.HeadDim, s.nCtx, kind)
+	s.cache, err = newKVCacheDims(m.kvDims, s.nCtx, kind)
 	if err != nil {
 		return err
 	}
@@ -235,8 +251,16 @@ func (s *Session) alloc(kind kvKind) (err error) {
 		nb = s.nCtx // a sequence is computed in one pass (non-causal attention)
 	}
 	s.nb = nb
-	pl := m.plan
-	for b, w := range pl.width {
+	// Each buffer as wide as the widest layer's.
+	var width [arch.NumBufs]int
+	maxIn, moe := 0, false
+	for _, pl := range m.plans {
+		for b, w := range pl.width {
+			width[b] = max(width[b], w)
+		}
+		maxIn, moe = max(maxIn, pl.maxIn), moe || pl.moe
+	}
+	for b, w := range width {
 		if w > 0 {
 			s.bufs[b] = make([]float32, nb*w)
 		}
@@ -245,12 +269,15 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	s.rope = make([]float32, nb*c.Rot)
 	s.ropeFreq = m.ropeFactors(s.nCtx)
 	if c.SWAWindow > 0 && c.RopeSWA != 0 {
-		s.ropeSWA = make([]float32, nb*c.Rot)
+		s.ropeSWA = make([]float32, nb*c.RotSWA)
+	}
+	if m.pleProj != nil {
+		s.pli = make([]float32, nb*m.pleProj.Rows)
 	}
 	s.tokens = make([]int32, nb)
 	// One activation buffer per vec-dot type, big enough for the widest input.
 	s.acts = map[gguf.Type][]byte{}
-	maxCols := max(c.Dim, pl.maxIn)
+	maxCols := max(c.Dim, maxIn)
 	add := func(mt *kernels.Matrix) {
 		t := kernels.ActType(mt)
 		if _, ok := s.acts[t]; !ok && mt.Data != nil {
@@ -259,6 +286,9 @@ func (s *Session) alloc(kind kvKind) (err error) {
 		}
 	}
 	add(m.output)
+	if m.pleProj != nil {
+		add(m.pleProj)
+	}
 	mats := blockMatrices(m.fam)
 	for i := range m.layers {
 		for _, t := range mats {
@@ -269,9 +299,19 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	s.scores = make([][]float32, s.workers)
 	s.q16 = make([][]uint16, s.workers)
 	s.w16 = make([][]uint16, s.workers)
+	maxHead := 0
+	for i := range m.layers {
+		maxHead = max(maxHead, m.layers[i].c.HeadDim)
+	}
 	for i := range s.scores {
 		s.scores[i], s.w16[i] = s.attnScratch()
-		s.q16[i] = make([]uint16, c.HeadDim)
+		s.q16[i] = make([]uint16, maxHead)
+	}
+	if m.pleProj != nil {
+		s.pleRow = make([][]float32, s.workers)
+		for i := range s.pleRow {
+			s.pleRow[i] = make([]float32, m.pleProj.Rows)
+		}
 	}
 	if kind == kvQ8 {
 		s.cache.rotK, s.cache.rotV = kvRotation(c.HeadDim)
@@ -282,9 +322,11 @@ func (s *Session) alloc(kind kvKind) (err error) {
 			s.vrow[i] = make([]float32, c.HeadDim)
 		}
 	}
-	if pl.moe {
+	if moe {
 		s.moe = s.newMoEScratch(nb)
 	}
+	L0 := &m.layers[0]
+	s.pl, s.lc, s.kvl = L0.plan, L0.c, L0.kv
 	s.fnMat = s.runMatrices
 	s.fnAttn = s.runAttention
 	s.fnStage = s.runStage

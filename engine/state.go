@@ -150,11 +150,18 @@ func writeU64(h io.Writer, v uint64) {
 
 // header describes the session's state as a saved header would.
 func (s *Session) header() stateHeader {
+	// A model whose layers differ in KV width (or share caches) saves its
+	// cache layers as one layer of their summed width: the same bytes, in
+	// the same order, as the per-layer sizes would give.
+	layers, kvDim := s.c.Layers, s.cache.dims[0]
+	if s.c.Shapes != nil {
+		layers, kvDim = 1, s.cache.totalDim()
+	}
 	h := stateHeader{
 		fingerprint: s.m.Fingerprint(),
 		arch:        s.c.Arch,
-		layers:      uint32(s.c.Layers),
-		kvDim:       uint32(s.cache.kvDim),
+		layers:      uint32(layers),
+		kvDim:       uint32(kvDim),
 		vocab:       uint32(s.m.embd.Rows),
 		kvType:      1,
 		numerics:    uint32(s.m.numerics),

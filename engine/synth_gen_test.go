@@ -185,6 +185,17 @@ var synthSpecs = []synthSpec{
 		{"attention.sliding_window", uint32(4096)},
 		{"logit_scale", float32(1)},
 	}, f32SHA256: "36f17a17fdd86a731c164beb48c87ead69a2ff377f87f0dc4c25e50f826db037"},
+	// Gemma 4 in the E2B model's kind (synth_gemma4_test.go): both layer
+	// shapes, KV sharing, per-layer inputs, an attn_k standing in for an
+	// absent attn_v.
+	{arch: "gemma4", layers: g4Layers, seed: 11, tensors: gemma4SynthTensors, keys: gemma4SynthKeys(),
+		ablations: []synthKey{
+			{"embedding_length_per_layer_input", uint32(0)},
+			{"attention.sliding_window", uint32(4096)},
+			{"rope.freq_base_swa", float32(1e6)},
+			// A cap of 3, not none: 30 bends these logits by 0.045 only.
+			{"final_logit_softcapping", float32(3)},
+		}, f32SHA256: "375f0d0ad849d3082f8c007ba01018dc46ff6f9e1e54db82ed36f0f272793400"},
 }
 
 // cohere2SynthTensors is cohere2's set: the llama set without ffn_norm.

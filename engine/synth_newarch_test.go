@@ -35,7 +35,8 @@ import (
 // (whose logits are divided by 8) 0.0093 and 0.0039, phi3 0.139 and
 // 0.069, gemma2 0.092 and 0.042, olmo2 0.078 and 0.045, mistral3 0.135
 // and 0.068, exaone4 0.075 and 0.041, cohere2 (logits times 0.25) 0.0175
-// and 0.0104.
+// and 0.0104, gemma4 0.182 and 0.068 (over the 119 positions where the
+// two runs' greedy paths coincide).
 var synthNewQ8Spread = map[string]struct{ max, median float64 }{
 	"smollm3":  {0.15, 0.075},
 	"granite":  {0.01, 0.004},
@@ -45,6 +46,7 @@ var synthNewQ8Spread = map[string]struct{ max, median float64 }{
 	"mistral3": {0.14, 0.07},
 	"exaone4":  {0.08, 0.045},
 	"cohere2":  {0.02, 0.011},
+	"gemma4":   {0.19, 0.07},
 }
 
 func synthNewPath(name string) string { return filepath.Join("testdata", "synth", name) }
@@ -209,6 +211,13 @@ func TestNewArchBadMetadata(t *testing.T) {
 		{"exaone4", "nextn_predict_layers", uint32(4), "prediction layers"},
 		{"cohere2", "logit_scale", nan, "logit_scale"},
 		{"cohere2", "attention.layer_norm_epsilon", float32(0), "cohere2.attention.layer_norm_epsilon"},
+		{"gemma4", "attention.sliding_window_pattern", []bool{true, false}, "sliding_window_pattern"},
+		{"gemma4", "attention.head_count_kv", []uint32{2, 1, 3, 1, 2}, "kv heads"},
+		{"gemma4", "attention.shared_kv_layers", uint32(3), "shared"},
+		{"gemma4", "attention.key_length_swa", uint32(0), "key length"},
+		{"gemma4", "rope.dimension_count_swa", uint32(48), "rope dimensions"},
+		{"gemma4", "final_logit_softcapping", float32(-30), "soft-capping"},
+		{"gemma4", "expert_count", uint32(8), "experts"},
 	} {
 		t.Run(c.arch+"/"+c.key, func(t *testing.T) {
 			path := withKey(t, synthNewPath("synth-"+c.arch+"-Q8_0.gguf"), c.arch+"."+c.key, c.v)

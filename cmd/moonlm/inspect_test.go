@@ -140,7 +140,7 @@ func TestInspectArchitectureSupport(t *testing.T) {
 		line      string
 	}{
 		{"llama", true, "", `arch:        "llama" (supported)`},
-		{"internlm2", false, "llama", `arch:        "internlm2" (not supported; closest supported family: llama; supported: bert, cohere2, exaone4, gemma2, gemma3, granite, llama,`},
+		{"internlm2", false, "llama", `arch:        "internlm2" (not supported; closest supported family: llama; supported: bert, cohere2, exaone4, gemma2, gemma3, gemma4, granite, llama,`},
 		{"mamba", false, "none", `arch:        "mamba" (not supported; closest supported family: none;`},
 	}
 	for _, c := range cases {

@@ -56,6 +56,11 @@ type Family struct {
 	// for a model without a usable template; "" guesses from the
 	// vocabulary.
 	ChatFormat string
+	// LayerShapes: the family's layers may differ in shape (head counts,
+	// head sizes, feed-forward widths given as per-layer arrays), and its
+	// Hparams fills Params.Shapes. The shared keys then read as the
+	// largest value of their arrays.
+	LayerShapes bool
 }
 
 // families is the registry: one line per architecture.
@@ -72,6 +77,7 @@ var families = []*Family{
 	&mistral3,
 	&exaone4,
 	&cohere2,
+	&gemma4,
 	&bert,
 	&nomicBert,
 	&qwen3moe,
@@ -187,7 +193,43 @@ type Params struct {
 	// learned sink logit (the Sinks tensor), which takes weight from the
 	// positions without adding a value (gpt-oss).
 	AttnSinks bool
+	// RotSWA is the RoPE dimensions of the sliding-window layers (Rot
+	// unless rope.dimension_count_swa says otherwise).
+	RotSWA int
+	// PerLayerDim is the width of each layer's per-layer input (Gemma 4's
+	// embedding_length_per_layer_input), 0 for none.
+	PerLayerDim int
+	// Shapes, when not nil, holds one entry per layer: the layers' own
+	// head counts and sizes, feed-forward widths and KV caches (a family
+	// with LayerShapes). Nil: every layer has the model's shape.
+	Shapes []LayerShape
 }
+
+// LayerShape is what may differ between the layers of one model.
+type LayerShape struct {
+	Heads, KVHeads, HeadDim, Rot, FF int
+	Sliding                          bool
+	// KVFrom is the layer whose KV cache this one attends over: itself,
+	// or an earlier layer whose keys and values it shares (it then
+	// computes none of its own).
+	KVFrom int
+}
+
+// Layer is p as layer il sees it: the model's parameters with the
+// layer's own shape (p itself, copied, when the layers do not differ).
+func (p *Params) Layer(il int) Params {
+	q := *p
+	if p.Shapes == nil {
+		return q
+	}
+	s := p.Shapes[il]
+	q.Heads, q.KVHeads, q.HeadDim, q.HeadDimV, q.Rot, q.FF = s.Heads, s.KVHeads, s.HeadDim, s.HeadDim, s.Rot, s.FF
+	return q
+}
+
+// SharesKV reports whether layer il attends over an earlier layer's KV
+// cache instead of its own.
+func (p *Params) SharesKV(il int) bool { return p.Shapes != nil && p.Shapes[il].KVFrom != il }
 
 // QDim is the width of all query heads.
 func (p *Params) QDim() int { return p.Heads * p.HeadDim }
@@ -197,6 +239,9 @@ func (p *Params) KVDim() int { return p.KVHeads * p.HeadDim }
 
 // Sliding reports whether layer il uses sliding-window attention.
 func (p *Params) Sliding(il int) bool {
+	if p.Shapes != nil {
+		return p.Shapes[il].Sliding
+	}
 	return p.SWAWindow > 0 && p.SWAPattern > 0 && il%p.SWAPattern < p.SWAPattern-1
 }
 
@@ -227,6 +272,9 @@ const (
 	ExpFF               // MoE.FF (one expert's feed-forward length)
 	ShFF                // MoE.SharedFF (the shared expert's feed-forward length)
 	NHeads              // Heads (one value per query head)
+	PLDim               // PerLayerDim (one layer's per-layer input)
+	PLAll               // PerLayerDim * Layers (every layer's per-layer input)
+	One                 // a single value (a scalar weight)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -262,6 +310,12 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.MoE.SharedFF
 	case NHeads:
 		return p.Heads
+	case PLDim:
+		return p.PerLayerDim
+	case PLAll:
+		return p.PerLayerDim * p.Layers
+	case One:
+		return 1
 	}
 	return -1
 }
@@ -334,6 +388,17 @@ const (
 	BUpExps      // MoE experts' up biases (PerExpert vector: ExpFF per expert)
 	BDownExps    // MoE experts' down biases (PerExpert vector: Dim per expert)
 	Sinks        // attention sinks: one logit per query head (Params.AttnSinks)
+	// Per-layer inputs (Gemma 4): the token's per-layer embeddings (a
+	// lookup table of PLAll per token), the projection of the scaled
+	// embeddings onto them and its norm; in each block the gate and
+	// projection of the layer's input and the norm after it.
+	PerLayerTokEmbd
+	PerLayerModelProj
+	PerLayerProjNorm
+	PLGate
+	PLProj
+	PLPostNorm
+	LayerOutScale // a scalar multiplying the block's output (Gemma 4)
 	NumRoles
 )
 
@@ -364,6 +429,10 @@ type Tensor struct {
 	// (Rows None), a 2-D tensor of one vector of Cols per expert (GGUF
 	// shape [Cols, Experts]), loaded as one vector, expert e's at e*Cols.
 	PerExpert bool
+	// KV marks a tensor that computes the layer's own keys and values: a
+	// layer that shares an earlier layer's KV cache (Params.SharesKV)
+	// neither needs nor loads it.
+	KV bool
 }
 
 // Matrix reports whether t is a weight matrix (multiplied by activations)
@@ -386,6 +455,7 @@ const (
 	O2             // a second projection back to Dim (parallel blocks)
 	R              // MoE router logits (Experts)
 	SH             // MoE shared expert's output (Dim)
+	P              // the layer's per-layer input path (PerLayerDim)
 	NumBufs
 )
 
@@ -406,6 +476,8 @@ const (
 	OpAct                 // In = Act(In), in place (an ungated FFN)
 	OpMoE                 // Out = the chosen experts' FFNs of In, weighted by the router logits in R
 	OpShGate              // Out += sigmoid(W . In) * SH (a MoE's gated shared expert)
+	OpPerLayer            // In *= the layer's per-layer input (Params.PerLayerDim values)
+	OpScale               // In *= W, a single value (skipped when the optional W is absent)
 )
 
 // Proj is one matrix product of a Project step.
@@ -427,8 +499,16 @@ type Step struct {
 // Norm is Out = RMSNorm(In) * w; with In == Out it norms in place.
 func Norm(w Role, in, out Buf) Step { return Step{Op: OpNorm, W: w, In: in, Out: out} }
 
-// HeadNorm norms every head of b with w.
+// HeadNorm norms every head of b with w; with w NoRole, the plain RMS
+// norm without a weight.
 func HeadNorm(b Buf, w Role) Step { return Step{Op: OpHeadNorm, W: w, In: b, Out: b} }
+
+// PerLayer multiplies b by the layer's per-layer input (Gemma 4).
+func PerLayer(b Buf) Step { return Step{Op: OpPerLayer, In: b, Out: b} }
+
+// Scale multiplies b by the scalar weight w (skipped when the optional w
+// is absent).
+func Scale(b Buf, w Role) Step { return Step{Op: OpScale, W: w, In: b, Out: b} }
 
 // Project multiplies in by each projection's matrix (the products run
 // together, split over the threads).
@@ -478,6 +558,9 @@ func SharedGate(in Buf, w Role, out Buf) Step {
 type Meta struct {
 	F    *gguf.File
 	Arch string
+	// varying: a per-layer array whose values differ reads as its
+	// largest (Family.LayerShapes); otherwise it is ErrUnsupported.
+	varying bool
 }
 
 func (m Meta) lookup(key string) (gguf.Value, bool) {
@@ -505,9 +588,13 @@ func (m Meta) Uint(key string, def int, required bool) (int, error) {
 		}
 		for i := 1; i < a.Len(); i++ {
 			x, err := a.Uint64(i)
-			if err != nil || x != first {
+			if err != nil {
+				return 0, fmt.Errorf("%w: metadata key %s.%s: %v", ErrBadFile, m.Arch, key, err)
+			}
+			if x != first && !m.varying {
 				return 0, fmt.Errorf("%w: metadata key %s.%s varies per layer", ErrUnsupported, m.Arch, key)
 			}
+			first = max(first, x)
 		}
 		if first > math.MaxInt32 {
 			return 0, fmt.Errorf("%w: metadata key %s.%s = %d is out of range", ErrBadFile, m.Arch, key, first)
@@ -572,7 +659,7 @@ func Read(f *gguf.File) (*Family, Params, error) {
 	if !ok {
 		return nil, p, fmt.Errorf("%w: architecture %q (supported: %s)", ErrUnsupported, p.Arch, strings.Join(Names(), ", "))
 	}
-	m := Meta{f, p.Arch}
+	m := Meta{F: f, Arch: p.Arch, varying: fam.LayerShapes}
 	if err := readShared(m, &p); err != nil {
 		return nil, p, err
 	}
@@ -667,6 +754,7 @@ func readShared(m Meta, p *Params) error {
 	if p.HeadDim <= 0 || p.Rot <= 0 || p.Rot > p.HeadDim || p.Rot%2 != 0 {
 		return fmt.Errorf("%w: rope dimensions %d for head size %d", ErrBadFile, p.Rot, p.HeadDim)
 	}
+	p.RotSWA = p.Rot
 	if p.Eps, err = m.Float("attention.layer_norm_rms_epsilon", 1e-5); err != nil {
 		return err
 	}
@@ -719,4 +807,58 @@ func readShared(m Meta, p *Params) error {
 		p.ClsLabels = a.Len()
 	}
 	return nil
+}
+
+// Uints reads a per-layer key of n values: an array of n, or one value
+// for every layer; def for every layer when it is absent and not required.
+func (m Meta) Uints(key string, n, def int, required bool) ([]int, error) {
+	out := make([]int, n)
+	v, ok := m.lookup(key)
+	if !ok {
+		if required {
+			return nil, fmt.Errorf("%w: missing metadata key %s.%s", ErrBadFile, m.Arch, key)
+		}
+		for i := range out {
+			out[i] = def
+		}
+		return out, nil
+	}
+	a, err := v.Array()
+	if err != nil {
+		x, err := m.Uint(key, def, required)
+		for i := range out {
+			out[i] = x
+		}
+		return out, err
+	}
+	if a.Len() != n {
+		return nil, fmt.Errorf("%w: metadata key %s.%s has %d values for %d layers", ErrBadFile, m.Arch, key, a.Len(), n)
+	}
+	for i := range out {
+		x, err := a.Uint64(i)
+		if err != nil || x > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: metadata key %s.%s[%d]: not a count (%v)", ErrBadFile, m.Arch, key, i, err)
+		}
+		out[i] = int(x)
+	}
+	return out, nil
+}
+
+// Bools reads a required per-layer array of n booleans.
+func (m Meta) Bools(key string, n int) ([]bool, error) {
+	v, ok := m.lookup(key)
+	if !ok {
+		return nil, fmt.Errorf("%w: missing metadata key %s.%s", ErrBadFile, m.Arch, key)
+	}
+	a, err := v.Array()
+	if err != nil || a.Len() != n {
+		return nil, fmt.Errorf("%w: metadata key %s.%s is not an array of %d booleans", ErrBadFile, m.Arch, key, n)
+	}
+	out := make([]bool, n)
+	for i := range out {
+		if out[i], err = a.Bool(i); err != nil {
+			return nil, fmt.Errorf("%w: metadata key %s.%s[%d]: %v", ErrBadFile, m.Arch, key, i, err)
+		}
+	}
+	return out, nil
 }

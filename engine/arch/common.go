@@ -1,5 +1,7 @@
 package arch
 
+import "fmt"
+
 // The tensors and steps most families share. Each helper returns a fresh
 // slice, so a family can append its own without touching another's.
 
@@ -73,9 +75,9 @@ func gluFFN() []Tensor {
 	}
 }
 
-// join concatenates tensor lists into a new slice.
-func join(parts ...[]Tensor) []Tensor {
-	var out []Tensor
+// join concatenates lists (of tensors or steps) into a new slice.
+func join[T any](parts ...[]T) []T {
+	var out []T
 	for _, p := range parts {
 		out = append(out, p...)
 	}
@@ -104,4 +106,49 @@ func llamaBlock() []Step {
 // llamaLayer is llamaBlock's tensors, with Q/K/V biases required or optional.
 func llamaLayer(optionalBias bool) []Tensor {
 	return join(qkv(), qkvBias(optionalBias), []Tensor{attnOut}, gluFFN(), []Tensor{ffnNorm})
+}
+
+// requireKey is ErrBadFile when the family's key (after "ARCH.") is absent:
+// a key llama.cpp requires though it has a default elsewhere.
+func requireKey(m Meta, key string) error {
+	if _, ok := m.lookup(key); !ok {
+		return fmt.Errorf("%w: missing metadata key %s.%s", ErrBadFile, m.Arch, key)
+	}
+	return nil
+}
+
+// refuseExperts is ErrUnsupported for a file of a dense family that
+// declares experts (a mixture-of-experts variant the family does not run).
+func refuseExperts(m Meta) error {
+	experts, err := m.Uint("expert_count", 0, false)
+	if err != nil {
+		return err
+	}
+	if experts > 0 {
+		return fmt.Errorf("%w: %s with %d experts (mixture of experts)", ErrUnsupported, m.Arch, experts)
+	}
+	return nil
+}
+
+// postNormAttnOut is the attention's output projection, normed before it
+// joins the residual stream (Gemma's post_attention_norm).
+func postNormAttnOut() []Step {
+	return []Step{
+		Project(Att, Proj{W: WO, Out: O}),
+		Norm(PostAttnNorm, O, O),
+		Residual(O),
+	}
+}
+
+// postNormGLU is the pre-normed gated FFN whose output is normed before it
+// joins the residual stream (Gemma's post_ffw_norm).
+func postNormGLU() []Step {
+	return []Step{
+		Norm(FFNNorm, X, XN),
+		Project(XN, Proj{W: Gate, Out: G}, Proj{W: Up, Out: U}),
+		GLU(),
+		Project(G, Proj{W: Down, Out: O}),
+		Norm(PostFFNNorm, O, O),
+		Residual(O),
+	}
 }

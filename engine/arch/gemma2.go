@@ -62,20 +62,11 @@ var gemma2 = Family{
 		{Role: PostAttnNorm, Name: "post_attention_norm.weight", Cols: Dim}},
 		gluFFN(), []Tensor{ffnNorm,
 			{Role: PostFFNNorm, Name: "post_ffw_norm.weight", Cols: Dim}}),
-	Block: []Step{
+	Block: join([]Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Bias: BQ, Out: Q}, Proj{W: WK, Bias: BK, Out: K}, Proj{W: WV, Bias: BV, Out: V}),
 		RoPE(),
 		ScaleQ(),
 		Attend(), // scores soft-capped (Params.AttnSoftcap)
-		Project(Att, Proj{W: WO, Out: O}),
-		Norm(PostAttnNorm, O, O),
-		Residual(O),
-		Norm(FFNNorm, X, XN),
-		Project(XN, Proj{W: Gate, Out: G}, Proj{W: Up, Out: U}),
-		GLU(),
-		Project(G, Proj{W: Down, Out: O}),
-		Norm(PostFFNNorm, O, O),
-		Residual(O),
-	},
+	}, postNormAttnOut(), postNormGLU()),
 }

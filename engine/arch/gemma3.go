@@ -39,7 +39,7 @@ var gemma3 = Family{
 		{Role: PostAttnNorm, Name: "post_attention_norm.weight", Cols: Dim}},
 		gluFFN(), []Tensor{ffnNorm,
 			{Role: PostFFNNorm, Name: "post_ffw_norm.weight", Cols: Dim}}),
-	Block: []Step{
+	Block: join([]Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Out: Q}, Proj{W: WK, Out: K}, Proj{W: WV, Out: V}),
 		HeadNorm(Q, QNorm),
@@ -47,16 +47,7 @@ var gemma3 = Family{
 		RoPE(),
 		ScaleQ(),
 		Attend(),
-		Project(Att, Proj{W: WO, Out: O}),
-		Norm(PostAttnNorm, O, O),
-		Residual(O),
-		Norm(FFNNorm, X, XN),
-		Project(XN, Proj{W: Gate, Out: G}, Proj{W: Up, Out: U}),
-		GLU(),
-		Project(G, Proj{W: Down, Out: O}),
-		Norm(PostFFNNorm, O, O),
-		Residual(O),
-	},
+	}, postNormAttnOut(), postNormGLU()),
 }
 
 // gemma3Sizes names the published models by layer count, as llama.cpp

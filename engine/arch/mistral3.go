@@ -14,19 +14,16 @@ import "fmt"
 var mistral3 = Family{
 	Name: "mistral3",
 	Hparams: func(m Meta, p *Params) error {
-		if _, ok := m.lookup("attention.layer_norm_rms_epsilon"); !ok {
-			return fmt.Errorf("%w: missing metadata key %s.attention.layer_norm_rms_epsilon", ErrBadFile, m.Arch)
+		if err := requireKey(m, "attention.layer_norm_rms_epsilon"); err != nil {
+			return err
 		}
 		if p.Rot != p.HeadDim {
 			return fmt.Errorf("%w: mistral3 rope dimension %d differs from head size %d", ErrBadFile, p.Rot, p.HeadDim)
 		}
-		experts, err := m.Uint("expert_count", 0, false)
-		if err != nil {
+		if err := refuseExperts(m); err != nil {
 			return err
 		}
-		if experts > 0 {
-			return fmt.Errorf("%w: mistral3 with %d experts (mixture of experts)", ErrUnsupported, experts)
-		}
+		var err error
 		if p.AttnTempScale, err = m.Float("attention.temperature_scale", 0); err != nil {
 			return err
 		}

@@ -1,9 +1,6 @@
 package arch
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // phi3 is Phi-3, Phi-3.5 and Phi-4-mini: the llama block with Q, K and V
 // in one fused matrix (attn_qkv; separate ones are accepted too), the
@@ -21,15 +18,11 @@ import (
 var phi3 = Family{
 	Name: "phi3",
 	Hparams: func(m Meta, p *Params) error {
-		if _, ok := m.lookup("attention.layer_norm_rms_epsilon"); !ok {
-			return fmt.Errorf("%w: missing metadata key %s.attention.layer_norm_rms_epsilon", ErrBadFile, m.Arch)
-		}
-		experts, err := m.Uint("expert_count", 0, false)
-		if err != nil {
+		if err := requireKey(m, "attention.layer_norm_rms_epsilon"); err != nil {
 			return err
 		}
-		if experts > 0 {
-			return fmt.Errorf("%w: phi3 with %d experts (mixture of experts)", ErrUnsupported, experts)
+		if err := refuseExperts(m); err != nil {
+			return err
 		}
 		if _, err := m.Uint("attention.sliding_window", 0, false); err != nil {
 			return err

@@ -18,11 +18,8 @@ import (
 // generation prompt) and compares with Jinja2 3.1.6 set up as Hugging
 // Face's apply_chat_template sets it up.
 func TestNewFamilyTemplates(t *testing.T) {
-	raw, err := os.ReadFile(shareddata.Path(t, "templates/expected.json"))
-	require.NoError(t, err)
-	var exp expectedFile
-	require.NoError(t, json.Unmarshal(raw, &exp))
-	raw, err = os.ReadFile("testdata/family_templates.json")
+	exp := sharedCases(t)
+	raw, err := os.ReadFile("testdata/family_templates.json")
 	require.NoError(t, err)
 	var fams map[string]struct {
 		Source string            `json:"source"`
@@ -34,24 +31,42 @@ func TestNewFamilyTemplates(t *testing.T) {
 	require.Len(t, fams, 2)
 	for name, f := range fams {
 		t.Run(name, func(t *testing.T) {
-			names := make([]string, 0, len(f.Cases))
-			for n := range f.Cases {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			require.Len(t, names, 5)
-			for _, cn := range names {
-				c, ok := exp.Cases[cn]
-				require.True(t, ok, "case %s", cn)
-				msgs := make([]Message, len(c.Messages))
-				for i, m := range c.Messages {
-					msgs[i] = Message{Role: m.Role, Content: m.Content}
-				}
-				got, info, err := Apply(f.Source, msgs, c.AddGenerationPrompt, f.BOS, f.EOS)
-				require.NoError(t, err, "case %s", cn)
-				require.False(t, info.Fallback(), "case %s fell back: %v", cn, info.Err)
-				require.Equal(t, f.Cases[cn], got, "case %s", cn)
-			}
+			checkSharedCases(t, exp, f.Source, f.BOS, f.EOS, f.Cases)
 		})
+	}
+}
+
+// sharedCases reads the shared conversations (templates/expected.json).
+func sharedCases(t *testing.T) expectedFile {
+	t.Helper()
+	raw, err := os.ReadFile(shareddata.Path(t, "templates/expected.json"))
+	require.NoError(t, err)
+	var exp expectedFile
+	require.NoError(t, json.Unmarshal(raw, &exp))
+	return exp
+}
+
+// checkSharedCases renders template src over the five shared
+// conversations want names, through Apply (which must not fall back to a
+// built-in format), and compares with want.
+func checkSharedCases(t *testing.T, exp expectedFile, src, bos, eos string, want map[string]string) {
+	t.Helper()
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	require.Len(t, names, 5)
+	for _, cn := range names {
+		c, ok := exp.Cases[cn]
+		require.True(t, ok, "case %s", cn)
+		msgs := make([]Message, len(c.Messages))
+		for i, m := range c.Messages {
+			msgs[i] = Message{Role: m.Role, Content: m.Content}
+		}
+		got, info, err := Apply(src, msgs, c.AddGenerationPrompt, bos, eos)
+		require.NoError(t, err, "case %s", cn)
+		require.False(t, info.Fallback(), "case %s fell back: %v", cn, info.Err)
+		require.Equal(t, want[cn], got, "case %s", cn)
 	}
 }

@@ -110,6 +110,7 @@ type Features struct {
 	LayerNorm   bool // layer norms rather than RMS norms
 	AttnSinks   bool // learned per-head sink logits in the softmax
 	AttnSoftcap bool // soft-capped attention scores
+	LayerShapes bool // layers of different shapes (gemma4)
 }
 
 // CheckModel refuses a model whose blocks mode m cannot follow its
@@ -128,6 +129,11 @@ func (m Mode) CheckModel(f Features) error {
 		return fmt.Errorf("%w: numerics mode ik: encoders (it follows ik_llama.cpp's causal attention over an f16 cache only)", arch.ErrUnsupported)
 	case f.LayerNorm:
 		return fmt.Errorf("%w: numerics mode ik: layer norms (it follows ik_llama.cpp's RMS norms only)", arch.ErrUnsupported)
+	case f.LayerShapes:
+		// ik_llama.cpp's Gemma 4 graph differs from llama.cpp's (its
+		// default soft-cap, the per-layer projection's norm), and its
+		// attention is followed here for one head size per model.
+		return fmt.Errorf("%w: numerics mode ik: layers of different shapes", arch.ErrUnsupported)
 	case f.AttnSinks:
 		return fmt.Errorf("%w: numerics mode ik: attention sinks (it follows ik_llama.cpp's flash attention without sinks only)", arch.ErrUnsupported)
 	case f.AttnSoftcap:

@@ -24,7 +24,11 @@ func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
 	if a&(attrUnknown|attrControl|attrUserDefined) != 0 {
 		return append(dst, text...)
 	}
-	switch t.kind {
+	kind := t.kind
+	if t.spmBPE {
+		kind = SPM // its pieces are SentencePiece's
+	}
+	switch kind {
 	case SPM, WPM:
 		switch {
 		case a&attrNormal != 0:

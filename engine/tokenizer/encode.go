@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // fragment is a piece of the input: raw text [start,end) when tok < 0, or a
@@ -578,6 +579,9 @@ func popKey(h []uint64) []uint64 {
 
 // encodeBPE pre-tokenizes text and runs byte-level BPE on each word.
 func (t *Tokenizer) encodeBPE(dst []int32, text string, sc *scratch) []int32 {
+	if t.spmBPE && strings.IndexByte(text, ' ') >= 0 {
+		text = strings.ReplaceAll(text, " ", spmSpace)
+	}
 	sc.cpts = appendCpts(sc.cpts[:0], text)
 	sc.segs, sc.segs2 = preSplit(t.pre, sc.cpts, sc.segs, sc.segs2)
 	s := 0
@@ -609,6 +613,9 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 			return append(dst, id)
 		}
 	}
+	if t.spmBPE {
+		return t.bpeWordUTF8(dst, w, sc)
+	}
 	if len(w) == 1 {
 		if id := t.byteTok[w[0]]; id >= 0 {
 			return append(dst, id)
@@ -619,6 +626,30 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 		syms = append(syms, symbol{prev: int32(i) - 1, next: int32(i) + 1, start: int32(i), n: 1, id: t.byteTok[c]})
 	}
 	syms[len(syms)-1].next = -1
+	return t.bpeMerge(dst, w, syms, sc)
+}
+
+// bpeWordUTF8 is bpeWord for SentencePiece-style BPE: the symbols start
+// as the word's UTF-8 characters, and a word of newlines alone that is a
+// token is taken whole (as llama.cpp's Gemma 4 tokenizer does).
+func (t *Tokenizer) bpeWordUTF8(dst []int32, w []byte, sc *scratch) []int32 {
+	if w[0] == '\n' && bytes.IndexFunc(w, func(r rune) bool { return r != '\n' }) < 0 {
+		if id := t.ids.getBytes(w); id >= 0 {
+			return append(dst, id)
+		}
+	}
+	syms := sc.syms[:0]
+	for i := 0; i < len(w); {
+		_, n := utf8.DecodeRune(w[i:])
+		syms = append(syms, symbol{prev: int32(len(syms)) - 1, next: int32(len(syms)) + 1, start: int32(i), n: int32(n), id: t.ids.getBytes(w[i : i+n])})
+		i += n
+	}
+	syms[len(syms)-1].next = -1
+	return t.bpeMerge(dst, w, syms, sc)
+}
+
+// bpeMerge merges the symbols syms of word w by merge rank.
+func (t *Tokenizer) bpeMerge(dst []int32, w []byte, syms []symbol, sc *scratch) []int32 {
 	sc.syms = syms
 	if len(syms) <= shortWord {
 		return t.bpeShort(dst, w, syms)
@@ -729,6 +760,15 @@ func (t *Tokenizer) bpeEmit(dst []int32, w []byte, syms []symbol) []int32 {
 		s := &syms[i]
 		if s.id >= 0 {
 			dst = append(dst, s.id)
+			continue
+		}
+		if t.spmBPE {
+			// Its bytes' <0xXX> tokens, skipping those that are not tokens.
+			for _, c := range w[s.start : s.start+s.n] {
+				if id := t.byteTok[c]; id >= 0 {
+					dst = append(dst, id)
+				}
+			}
 			continue
 		}
 		// Not a token: llama.cpp emits the tokens of the single bytes of

@@ -47,7 +47,7 @@ func readVocab(f *gguf.File, packed bool) (*Vocab, error) {
 	if v.packedTokens, err = stringArray(f, "tokenizer.ggml.tokens", true); err != nil {
 		return nil, err
 	}
-	if v.Model == "gpt2" {
+	if v.Model == "gpt2" || v.Model == "gemma4" {
 		if v.packedMerges, err = stringArray(f, "tokenizer.ggml.merges", true); err != nil {
 			return nil, err
 		}

@@ -26,7 +26,8 @@ const (
 	preDeepseekV3
 	preTekken
 	preChameleon
-	preGPT4o // also llama4
+	preGPT4o  // also llama4
+	preGemma4 // lines and runs of newlines; also granite-embed-multi-311m
 )
 
 type preInfo struct {
@@ -35,6 +36,7 @@ type preInfo struct {
 	ignoreMerges bool
 	addBOS       bool
 	noBOS        bool
+	spmBPE       bool // SentencePiece-style BPE (Tokenizer.spmBPE)
 }
 
 // lookupPre maps tokenizer.ggml.pre to the pre-tokenizer and the options
@@ -82,6 +84,8 @@ func lookupPre(name string) (preInfo, bool) {
 		return preInfo{typ: preChameleon, noClean: true, addBOS: true}, true
 	case "gpt-4o", "llama4":
 		return preInfo{typ: preGPT4o, noClean: true}, true
+	case "gemma4", "granite-embed-multi-311m":
+		return preInfo{typ: preGemma4, spmBPE: true}, true
 	}
 	return preInfo{}, false
 }
@@ -113,6 +117,7 @@ var preStages = map[preType][]stage{
 	preDeepseekV3:    {{match: matchNumber3}, {match: matchRun(wKana)}, {match: matchDeepseekV3}},
 	preTekken:        {{match: matchTekken}},
 	preGPT4o:         {{match: matchGPT4o}},
+	preGemma4:        {{match: matchRun(func(r rune) bool { return r != '\n' })}}, // [^\n]+|[\n]+
 	preChameleon: {
 		{match: matchSentinel}, {match: matchImage}, {match: matchChameleonSpace},
 		{match: matchOne(colNumber)}, {match: matchOne(colChameleonPunct)}, {partition: splitGPT2},

@@ -122,6 +122,11 @@ type Tokenizer struct {
 	eog          map[int32]bool
 	ignoreMerges bool
 	cleanSpaces  bool
+	// spmBPE: SentencePiece-style BPE (Gemma 4): spaces become "▁" before
+	// merging, the merges run on UTF-8 characters rather than byte-level
+	// ones, bytes without a token fall back to <0xXX> tokens, and pieces
+	// decode as SentencePiece's.
+	spmBPE bool
 	// spmCutSafe: no token holds "▁" after anything but another "▁", so
 	// SentencePiece text can be merged in pieces cut before a "▁" that
 	// follows another character (see encodeSPMPieces).
@@ -190,14 +195,21 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.kind = WPM
 		t.bos, t.unk, t.sep, t.pad, t.mask = 101, 100, 102, 0, 103
 		t.cleanSpaces, t.addBOS = true, true
-	case "gpt2":
+	case "gpt2", "gemma4":
 		t.kind = BPE
 		t.bos, t.eos = 11, 11
 		t.cleanSpaces = true
-		p, ok := lookupPre(v.Pre)
+		pre := v.Pre
+		if v.Model == "gemma4" {
+			// llama.cpp's gemma4 model: no default specials, its own
+			// pre-tokenizer whatever tokenizer.ggml.pre says.
+			t.bos, t.eos, pre = -1, -1, "gemma4"
+		}
+		p, ok := lookupPre(pre)
 		if !ok {
 			return nil, fmt.Errorf("%w: pre-tokenizer %q", ErrUnsupported, v.Pre)
 		}
+		t.spmBPE = p.spmBPE
 		t.pre = p.typ
 		if p.noClean {
 			t.cleanSpaces = false
@@ -235,10 +247,10 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 	for b := 0; b < 256; b++ {
 		t.rawByteTok[b] = t.lookup(string([]byte{byte(b)}))
-		switch t.kind {
-		case SPM:
+		switch {
+		case t.kind == SPM, t.spmBPE:
 			id := t.lookup(fmt.Sprintf("<0x%02X>", b))
-			if id < 0 {
+			if id < 0 && !t.spmBPE {
 				id = t.rawByteTok[b]
 			}
 			t.byteTok[b] = id
@@ -257,6 +269,9 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 	if v.AddBOS != nil {
 		t.addBOS = *v.AddBOS
+	}
+	if t.pre == preGemma4 {
+		t.addBOS = true // llama.cpp overrides add_bos_token = false for Gemma 4
 	}
 	if v.AddEOS != nil {
 		t.addEOS = *v.AddEOS
@@ -513,7 +528,8 @@ func (t *Tokenizer) findEOG() {
 			t.eog[id] = true
 		}
 	}
-	for _, s := range []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>"} {
+	for _, s := range []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
+		"<eos>", "<turn|>", "<|tool_response>"} { // the last three: Gemma 4
 		if id := t.lookup(s); id >= 0 {
 			t.eog[id] = true
 			t.attrs[id] = t.forceControl(id)
