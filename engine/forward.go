@@ -36,6 +36,9 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 		s.il = il
 		for pi := 1; pi < last; pi++ {
 			ph := &pl.phases[pi]
+			if !ph.only.Has(s.c, il) {
+				continue // a phase of the other kind of layer (hybrid models)
+			}
 			var err error
 			switch ph.kind {
 			case phMatMul:
@@ -45,6 +48,9 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 				err = s.pool.Run(s.fnAttn)
 			case phMoE:
 				err = s.runMoE(L)
+			case phDeltaNet:
+				s.shiftConvState(il)
+				err = s.pool.Run(s.fnDelta)
 			case phTokens:
 				s.phase, s.chain = pi, false
 				s.stageRun(stLayer)
@@ -293,6 +299,9 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 	L := &s.m.layers[il]
 	for i := range ops {
 		op := &ops[i]
+		if !op.only.Has(c, il) {
+			continue
+		}
 		switch op.kind {
 		case tkNorm:
 			if w := L.vecs[op.w]; w != nil {
@@ -363,6 +372,12 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			}
 		case tkShGate:
 			sharedGate(s.tok(op.out, t), s.tok(arch.SH, t), s.tok(op.in, t), L.vecs[op.w])
+		case tkSplitGate:
+			splitGate(s.tok(arch.QG, t), s.tok(arch.Q, t), s.tok(arch.AG, t), c.HeadDim)
+		case tkGate:
+			sigmoidGate(s.tok(op.in, t), s.tok(arch.AG, t))
+		case tkConv:
+			s.deltaNetToken(L, il, t)
 		}
 	}
 }
