@@ -327,8 +327,8 @@ func buildSynth(t *testing.T, spec synthSpec, q8 bool) []byte {
 	add := func(name string, shape []int64, fill func(int) float32, keepF32 bool) {
 		n := int(shape[0])
 		rows := 1
-		if len(shape) == 2 {
-			rows = int(shape[1])
+		for _, d := range shape[1:] {
+			rows *= int(d) // a 3-D tensor: per-expert matrices
 		}
 		vals := make([]float32, n*rows)
 		for i := range vals {
@@ -342,7 +342,7 @@ func buildSynth(t *testing.T, spec synthSpec, q8 bool) []byte {
 			}
 		}
 		typ := gguf.F32
-		if q8 && len(shape) == 2 && !keepF32 {
+		if q8 && len(shape) >= 2 && !keepF32 {
 			typ = gguf.Q8_0
 		}
 		addSynthTensor(t, w, name, typ, shape, vals)

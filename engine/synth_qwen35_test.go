@@ -42,11 +42,56 @@ var synthQwen35 = synthSpec{
 
 const qwen35SynthFF = 256
 
+// synthQwen35MoE is a small Qwen3.5-MoE: synthQwen35's shape with 3
+// layers (DeltaNet, attention, DeltaNet) and, in every block, 4 experts
+// of 128 (2 used) and a gated shared expert of 128.
+var synthQwen35MoE = synthSpec{
+	arch: "qwen35moe", layers: 3, seed: 36,
+	keys: append(slices.Clone(synthQwen35.keys),
+		synthKey{"expert_count", uint32(4)},
+		synthKey{"expert_used_count", uint32(2)},
+		synthKey{"expert_feed_forward_length", uint32(128)},
+		synthKey{"expert_shared_feed_forward_length", uint32(128)},
+	),
+	tensors: func(layers int) []synthTensor { return qwen35SynthTensorsFFN(layers, qwen35MoESynthFFN) },
+}
+
+// qwen35MoESynthFFN is synthQwen35MoE's FFN tensors of block p: the
+// router (kept F32, as llama-quantize does), the experts and the shared
+// expert, whose gate vector is drawn small (a product's weights).
+func qwen35MoESynthFFN(p string) []synthTensor {
+	const experts, expFF, shFF = 4, 128, 128
+	return []synthTensor{
+		{name: p + "ffn_gate_inp.weight", shape: []int64{synthDim, experts}, keepF32: true},
+		{name: p + "ffn_gate_exps.weight", shape: []int64{synthDim, expFF, experts}},
+		{name: p + "ffn_up_exps.weight", shape: []int64{synthDim, expFF, experts}},
+		{name: p + "ffn_down_exps.weight", shape: []int64{expFF, synthDim, experts}},
+		{name: p + "ffn_gate_inp_shexp.weight", shape: []int64{synthDim}, fill: func(i int) float32 {
+			return 0.08 * float32(math.Sin(float64(i)))
+		}},
+		{name: p + "ffn_gate_shexp.weight", shape: []int64{synthDim, shFF}},
+		{name: p + "ffn_up_shexp.weight", shape: []int64{synthDim, shFF}},
+		{name: p + "ffn_down_shexp.weight", shape: []int64{shFF, synthDim}},
+	}
+}
+
 // qwen35SynthTensors is the qwen35 tensor set for synthQwen35's shape.
 // The decay's scale ssm_a (-exp(A_log) in a converted file) is drawn
 // negative and its bias ssm_dt small, so the state decays by a factor
 // between about 0.3 and 0.9 per token, as in trained models.
 func qwen35SynthTensors(layers int) []synthTensor {
+	return qwen35SynthTensorsFFN(layers, func(p string) []synthTensor {
+		return []synthTensor{
+			{name: p + "ffn_gate.weight", shape: []int64{synthDim, qwen35SynthFF}},
+			{name: p + "ffn_up.weight", shape: []int64{synthDim, qwen35SynthFF}},
+			{name: p + "ffn_down.weight", shape: []int64{qwen35SynthFF, synthDim}},
+		}
+	})
+}
+
+// qwen35SynthTensorsFFN is the qwen35 tensor set with each block's FFN
+// tensors from ffn (given the block's name prefix).
+func qwen35SynthTensorsFFN(layers int, ffn func(p string) []synthTensor) []synthTensor {
 	const (
 		state, kHeads, vHeads, convK = 32, 4, 8, 4
 		inner                        = vHeads * state
@@ -81,12 +126,8 @@ func qwen35SynthTensors(layers int) []synthTensor {
 				synthTensor{name: p + "ssm_out.weight", shape: []int64{inner, synthDim}},
 			)
 		}
-		ts = append(ts,
-			synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}},
-			synthTensor{name: p + "ffn_gate.weight", shape: []int64{synthDim, qwen35SynthFF}},
-			synthTensor{name: p + "ffn_up.weight", shape: []int64{synthDim, qwen35SynthFF}},
-			synthTensor{name: p + "ffn_down.weight", shape: []int64{qwen35SynthFF, synthDim}},
-		)
+		ts = append(ts, synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}})
+		ts = append(ts, ffn(p)...)
 	}
 	return append(ts, synthTensor{name: "output_norm.weight", shape: []int64{synthDim}})
 }
@@ -209,4 +250,39 @@ func TestSynthQwen35BadMetadata(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
+}
+
+// synthQwen35MoEF32SHA256 is the sha256 of synthQwen35MoE's F32 file.
+const synthQwen35MoEF32SHA256 = "926187904112ce25f464cffea0afdc22f83bf1f5ed2c8a819a0739c5ca80ade9"
+
+// synthQwen35MoEQ8Spread is llama.cpp's F16- against F32-cache spread on
+// the Q8_0 file (0.088 and 0.036), rounded up.
+var synthQwen35MoEQ8Spread = struct{ max, median float64 }{0.1, 0.04}
+
+// TestSynthQwen35MoE: the generator writes the committed Q8_0 file and
+// the recorded F32 one; the F32 file is within the parity rules of
+// llama.cpp and the Q8_0 one within llama.cpp's own spread in the default
+// numerics. (The llama.cpp numerics are not exact here, as for the other
+// MoE families: their expert products are not summed in ggml's order.)
+func TestSynthQwen35MoE(t *testing.T) {
+	spec := synthQwen35MoE
+	t.Run("write", func(t *testing.T) {
+		writeOrMatchSynth(t, synthNewPath("synth-qwen35moe-Q8_0.gguf"), buildSynth(t, spec, true))
+		img := buildSynth(t, spec, false)
+		sum := fmt.Sprintf("%x", sha256.Sum256(img))
+		if *updateSynth {
+			out := filepath.Join("..", "build", "synth", "synth-qwen35moe-f32.gguf")
+			require.NoError(t, os.WriteFile(out, img, 0o644))
+			t.Logf("wrote %s, sha256 %s", out, sum)
+			return
+		}
+		require.Equal(t, synthQwen35MoEF32SHA256, sum)
+	})
+	t.Run("f32", func(t *testing.T) {
+		spec.f32SHA256 = synthQwen35MoEF32SHA256
+		checkSynthF32(t, synthF32(t, spec), "synth-qwen35moe-f32")
+	})
+	t.Run("Q8_0", func(t *testing.T) {
+		checkSynthQ8(t, "synth-qwen35moe-Q8_0", synthQwen35MoEQ8Spread.max, synthQwen35MoEQ8Spread.median)
+	})
 }

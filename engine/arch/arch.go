@@ -78,6 +78,7 @@ var families = []*Family{
 	&olmoe,
 	&qwen2moe,
 	&qwen35,
+	&qwen35moe,
 }
 
 // Lookup returns the family named name.

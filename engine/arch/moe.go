@@ -62,6 +62,17 @@ func moeFFN() []Tensor {
 	}
 }
 
+// sharedExpert is a MoE's shared expert: its sigmoid gate (a vector) and
+// its SwiGLU network's three matrices.
+func sharedExpert() []Tensor {
+	return []Tensor{
+		{Role: GateInpShexp, Name: "ffn_gate_inp_shexp.weight", Cols: Dim},
+		{Role: GateShexp, Name: "ffn_gate_shexp.weight", Cols: Dim, Rows: ShFF},
+		{Role: UpShexp, Name: "ffn_up_shexp.weight", Cols: Dim, Rows: ShFF},
+		{Role: DownShexp, Name: "ffn_down_shexp.weight", Cols: ShFF, Rows: Dim},
+	}
+}
+
 // moeSteps is the FFN half of a pre-norm MoE block: norm, router logits,
 // the experts, the residual.
 func moeSteps() []Step {

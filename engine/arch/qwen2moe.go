@@ -30,12 +30,7 @@ var qwen2moe = Family{
 		return nil
 	},
 	Model: tiedHead(),
-	Layer: join(qkv(), qkvBias(true), []Tensor{attnOut, ffnNorm}, moeFFN(), []Tensor{
-		{Role: GateInpShexp, Name: "ffn_gate_inp_shexp.weight", Cols: Dim},
-		{Role: GateShexp, Name: "ffn_gate_shexp.weight", Cols: Dim, Rows: ShFF},
-		{Role: UpShexp, Name: "ffn_up_shexp.weight", Cols: Dim, Rows: ShFF},
-		{Role: DownShexp, Name: "ffn_down_shexp.weight", Cols: ShFF, Rows: Dim},
-	}),
+	Layer: join(qkv(), qkvBias(true), []Tensor{attnOut, ffnNorm}, moeFFN(), sharedExpert()),
 	Block: []Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Bias: BQ, Out: Q}, Proj{W: WK, Bias: BK, Out: K}, Proj{W: WV, Bias: BV, Out: V}),

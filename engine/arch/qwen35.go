@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -24,7 +25,17 @@ var qwen35 = Family{
 	Name:    "qwen35",
 	Hparams: qwen35Hparams,
 	Model:   tiedHead(),
-	Layer: join(
+	Layer:   qwen35Layer(gluFFN()),
+	Block: qwen35Block(
+		Project(XN, Proj{W: Gate, Out: G}, Proj{W: Up, Out: U}),
+		GLU(),
+		Project(G, Proj{W: Down, Out: O}),
+	),
+}
+
+// qwen35Layer is the tensors of a Qwen3.5 block whose FFN has ffn.
+func qwen35Layer(ffn []Tensor) []Tensor {
+	return join(
 		[]Tensor{
 			{Role: AttnNorm, Name: "attn_norm.weight", Cols: Dim},
 			{Role: FFNNorm, Name: "post_attention_norm.weight", Cols: Dim},
@@ -36,9 +47,15 @@ var qwen35 = Family{
 			{Role: KNorm, Name: "attn_k_norm.weight", Cols: HeadDim, Only: AttnLayers},
 		},
 		deltaNetLayer(),
-		gluFFN(),
-	),
-	Block: []Step{
+		ffn,
+	)
+}
+
+// qwen35Block is a Qwen3.5 block whose FFN (from the normed XN to O) is
+// ffn: the gated attention or the DeltaNet, each layer as its kind, then
+// the FFN after the post-attention norm.
+func qwen35Block(ffn ...Step) []Step {
+	return slices.Concat([]Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Out: QG}, Proj{W: WK, Out: K}, Proj{W: WV, Out: V}).On(AttnLayers),
 		SplitGate().On(AttnLayers),
@@ -53,11 +70,7 @@ var qwen35 = Family{
 		Project(DN, Proj{W: SSMOut, Out: O}).On(RecurrentLayers),
 		Residual(O),
 		Norm(FFNNorm, X, XN),
-		Project(XN, Proj{W: Gate, Out: G}, Proj{W: Up, Out: U}),
-		GLU(),
-		Project(G, Proj{W: Down, Out: O}),
-		Residual(O),
-	},
+	}, ffn, []Step{Residual(O)})
 }
 
 // deltaNetLayer is a gated DeltaNet layer's tensors, as llama.cpp names
