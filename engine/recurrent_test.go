@@ -261,3 +261,65 @@ func TestHybridCancelRestores(t *testing.T) {
 	want := hybridCalls{hybA, hybB}.run(t, ref)
 	assert.Equal(t, want[1], got)
 }
+
+// FuzzLoadStateHybrid: a hybrid model's saved state (KV of the attention
+// layers, then the recurrent state), mutated, is refused with a classified
+// error or loads as a state of the session's shape, never a crash.
+func FuzzLoadStateHybrid(f *testing.F) {
+	m, err := Open(synthNewPath("synth-qwen35-Q8_0.gguf"), ModelParams{Threads: 1})
+	require.NoError(f, err)
+	defer m.Close()
+	s, err := m.NewSession(SessionParams{NCtx: 16})
+	require.NoError(f, err)
+	defer s.Close()
+	f.Add(stateFor(f, m, []int32{1, 400, 7}, SessionParams{NCtx: 16}), false)
+	f.Add(stateFor(f, m, nil, SessionParams{NCtx: 16}), true)
+	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
+		if fix && len(data) >= 4 {
+			data = reseal(slices.Clone(data))
+		}
+		if err := s.LoadState(data); err != nil {
+			if !isStateRefusal(err) {
+				t.Fatalf("unclassified error: %v", err)
+			}
+			return
+		}
+		held, err := s.Tokens()
+		require.NoError(t, err)
+		require.Len(t, held, s.Pos())
+		// The loaded state runs.
+		if s.Pos() < 16 {
+			require.NoError(t, s.Decode(1, make([]float32, m.Info().VocabSize)))
+		}
+	})
+}
+
+// TestHybridStateMutations is a deterministic sample of the fuzzer's
+// work on a hybrid state: headers with the layer counts or the recurrent
+// size changed are refused, the checksum made right again.
+func TestHybridStateMutations(t *testing.T) {
+	m := openQwen35(t)
+	s := newHybridSession(t, m, SessionParams{NCtx: 64})
+	good := stateFor(t, m, []int32{1, 400, 7}, SessionParams{NCtx: 64})
+	le := func(b []byte, off int, v uint32) []byte {
+		b = slices.Clone(b)
+		b[off], b[off+1], b[off+2], b[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		return reseal(b)
+	}
+	for name, c := range map[string]struct {
+		data []byte
+		want error
+	}{
+		"KV layers":          {le(good, 128, 3), ErrBadFile},
+		"recurrent layers":   {le(good, 132, 1), ErrBadFile},
+		"recurrent size":     {le(good, 136, 12345), ErrBadFile},
+		"no recurrent state": {le(le(le(good, 128, 4), 132, 0), 136, 0), ErrBadFile},
+		"reserved":           {le(good, 150, 1), ErrUnsupported},
+	} {
+		err := s.LoadState(c.data)
+		assert.ErrorIs(t, err, c.want, "%s: %v", name, err)
+		assert.Equal(t, 0, s.Pos(), name)
+	}
+	require.NoError(t, s.LoadState(good))
+	assert.Equal(t, 3, s.Pos())
+}
