@@ -224,11 +224,7 @@ func TestMakeBenchModelSmall(t *testing.T) {
 	logits := make([]float32, m.Info().VocabSize)
 	require.NoError(t, s.Prefill([]int32{128000, 9906, 1917}, logits))
 	require.NoError(t, s.Decode(11, logits))
-	for i, l := range logits {
-		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
-			t.Fatalf("logit %d is %v", i, l)
-		}
-	}
+	requireFinite(t, logits)
 	// Random weights of scale 0.02 still give distinct logits.
 	assert.NotEqual(t, logits[0], logits[1])
 
@@ -241,6 +237,16 @@ func TestMakeBenchModelSmall(t *testing.T) {
 	b, err := os.ReadFile(out2)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(a, b), "same seed, different thread count: files differ")
+}
+
+// requireFinite fails t if a logit is NaN or infinite.
+func requireFinite(t *testing.T, logits []float32) {
+	t.Helper()
+	for i, l := range logits {
+		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
+			t.Fatalf("logit %d is %v", i, l)
+		}
+	}
 }
 
 // TestMakeBenchModelQwen35: --arch qwen35 writes a hybrid the engine runs,
@@ -276,11 +282,7 @@ func TestMakeBenchModelQwen35(t *testing.T) {
 	logits := make([]float32, m.Info().VocabSize)
 	require.NoError(t, s.Prefill([]int32{9707, 1917, 11}, logits))
 	require.NoError(t, s.Decode(13, logits))
-	for i, l := range logits {
-		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
-			t.Fatalf("logit %d is %v", i, l)
-		}
-	}
+	requireFinite(t, logits)
 	assert.NotEqual(t, logits[0], logits[1])
 
 	_, err = makeBenchModel(filepath.Join(t.TempDir(), "x.gguf"), vocab, "q4_k_m", sh, 7, 2)

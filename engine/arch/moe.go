@@ -52,6 +52,20 @@ func readMoE(m Meta, p *Params, normW bool) error {
 	return nil
 }
 
+// readSharedFF reads the shared expert's hidden size,
+// expert_shared_feed_forward_length (default feed_forward_length).
+func readSharedFF(m Meta, p *Params) error {
+	sh, err := m.Uint("expert_shared_feed_forward_length", p.FF, false)
+	if err != nil {
+		return err
+	}
+	if sh <= 0 {
+		return fmt.Errorf("%w: metadata key %s.expert_shared_feed_forward_length = %d", ErrBadFile, m.Arch, sh)
+	}
+	p.MoE.SharedFF = sh
+	return nil
+}
+
 // moeFFN is the router and the experts' three matrices of a MoE step.
 func moeFFN() []Tensor {
 	return []Tensor{

@@ -19,15 +19,7 @@ var qwen2moe = Family{
 		if err := readMoE(m, p, false); err != nil {
 			return err
 		}
-		sh, err := m.Uint("expert_shared_feed_forward_length", p.FF, false)
-		if err != nil {
-			return err
-		}
-		if sh <= 0 {
-			return fmt.Errorf("%w: metadata key %s.expert_shared_feed_forward_length = %d", ErrBadFile, m.Arch, sh)
-		}
-		p.MoE.SharedFF = sh
-		return nil
+		return readSharedFF(m, p)
 	},
 	Model: tiedHead(),
 	Layer: join(qkv(), qkvBias(true), []Tensor{attnOut, ffnNorm}, moeFFN(), sharedExpert()),

@@ -1,7 +1,5 @@
 package arch
 
-import "fmt"
-
 // qwen35moe is Qwen3.5-MoE (Qwen3.5-35B-A3B and larger): qwen35's hybrid
 // of DeltaNet and gated attention layers with a mixture of experts as
 // every block's FFN: softmax over the router logits, the top
@@ -19,15 +17,7 @@ var qwen35moe = Family{
 		if err := readMoE(m, p, true); err != nil {
 			return err
 		}
-		sh, err := m.Uint("expert_shared_feed_forward_length", p.FF, false)
-		if err != nil {
-			return err
-		}
-		if sh <= 0 {
-			return fmt.Errorf("%w: metadata key %s.expert_shared_feed_forward_length = %d", ErrBadFile, m.Arch, sh)
-		}
-		p.MoE.SharedFF = sh
-		return nil
+		return readSharedFF(m, p)
 	},
 	Model: tiedHead(),
 	Layer: qwen35Layer(join(moeFFN(), sharedExpert())),
