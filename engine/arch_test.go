@@ -57,7 +57,8 @@ func TestFamiliesCompile(t *testing.T) {
 			// Head size 32 differs from dim/heads, so a width taken from
 			// the wrong hyperparameter shows.
 			c := config{Arch: name, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, HeadDimV: 32, FF: 160, Rot: 32,
-				MoE: arch.MoEParams{Experts: 6, Used: 2, FF: 48, SharedFF: 40, WScale: 1}, PerLayerDim: 24}
+				MoE: arch.MoEParams{Experts: 6, Used: 2, FF: 48, SharedFF: 40, WScale: 1}, PerLayerDim: 24,
+				SSM: arch.SSMParams{ConvK: 4, State: 16, VHeads: 4, KHeads: 2, Inner: 64, Recurrent: []bool{true, false}}}
 			pl, err := compilePlan(fam, &c, false)
 			require.NoError(t, err)
 			assert.Equal(t, 64, pl.width[arch.X])
@@ -71,6 +72,14 @@ func TestFamiliesCompile(t *testing.T) {
 			} else {
 				assert.Equal(t, 160, max(pl.width[arch.G], pl.width[arch.U])) // gated or not
 				assert.Equal(t, 160, pl.maxIn)
+			}
+			if pl.deltaNet {
+				// The DeltaNet's widths are the SSM hyperparameters'.
+				assert.Equal(t, 128, pl.width[arch.MX]) // 2 key heads x 16, twice, and 64 values
+				assert.Equal(t, 128, pl.width[arch.CV])
+				assert.Equal(t, 64, pl.width[arch.Z])
+				assert.Equal(t, 64, pl.width[arch.DN])
+				assert.Equal(t, 4, pl.width[arch.BT])
 			}
 			assert.Equal(t, phTokens, pl.phases[len(pl.phases)-1].kind)
 		})

@@ -7,6 +7,8 @@ import "fmt"
 // so that the two continue independently and either gives the logits s
 // would have given.
 //
+// A hybrid model's recurrent state and its checkpoints are copied too.
+//
 // The KV cache is copied, not shared: the new session owns its arrays from
 // the start, so neither session pays a check on every write and closing
 // one never affects the other. The copy costs what it copies (the held
@@ -27,6 +29,7 @@ func (s *Session) Fork() (*Session, error) {
 		f.Close()
 		return nil, fmt.Errorf("engine: fork: %w", err)
 	}
+	f.adoptRecurrent(s.rec)
 	return f, nil
 }
 
@@ -42,4 +45,12 @@ func (s *Session) adopt(src *kvCache, hist []int32) error {
 	s.hist = append(s.hist[:0], hist...)
 	s.pos = n
 	return nil
+}
+
+// adoptRecurrent makes s hold src's recurrent state and checkpoints (a
+// hybrid model's; nothing for the others).
+func (s *Session) adoptRecurrent(src *recurrent) {
+	if s.rec != nil && src != nil {
+		s.rec.copyFrom(src)
+	}
 }

@@ -49,6 +49,9 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 		s.il, s.pl, s.lc, s.kvl = il, pl, L.c, L.kv
 		for pi := 1; pi < last; pi++ {
 			ph := &pl.phases[pi]
+			if !ph.only.Has(s.c, il) {
+				continue // a phase of the other kind of layer (hybrid models)
+			}
 			var err error
 			switch ph.kind {
 			case phMatMul:
@@ -58,6 +61,9 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 				err = s.pool.Run(s.fnAttn)
 			case phMoE:
 				err = s.runMoE(L)
+			case phDeltaNet:
+				s.shiftConvState(il)
+				err = s.pool.Run(s.fnDelta)
 			case phTokens:
 				s.phase, s.chain = pi, false
 				s.stageRun(stLayer)
@@ -341,6 +347,9 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 	c, pl := L.c, L.plan
 	for i := range ops {
 		op := &ops[i]
+		if !op.only.Has(c, il) {
+			continue
+		}
 		switch op.kind {
 		case tkNorm:
 			if w := L.vecs[op.w]; w != nil {
@@ -428,6 +437,12 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			if w := L.vecs[op.w]; w != nil {
 				s.kern.Scale(s.row(pl, op.in, t), w[0])
 			}
+		case tkSplitGate:
+			splitGate(s.row(pl, arch.QG, t), s.row(pl, arch.Q, t), s.row(pl, arch.AG, t), c.HeadDim)
+		case tkGate:
+			sigmoidGate(s.row(pl, op.in, t), s.row(pl, arch.AG, t))
+		case tkConv:
+			s.deltaNetToken(L, il, t)
 		}
 	}
 }

@@ -42,6 +42,10 @@ type kvCache struct {
 	k32, v32   [][]float32
 	kq8, vq8   [][]byte
 	maps       [][]byte // the mappings behind the arrays above
+	// unused marks the layers that never store keys and values (a hybrid
+	// model's recurrent layers): their mappings stay untouched, never
+	// copied, so they cost address space only.
+	unused []bool
 }
 
 // mapKV returns a zeroed anonymous mapping of n bytes (at least one page).
@@ -154,6 +158,10 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 		kvDim := c.dims[il]
 		n, keep := newCap*kvDim, used*kvDim
 		kb, vb := maps[2*il], maps[2*il+1]
+		used, keep := used, keep
+		if c.isUnused(il) {
+			used, keep = 0, 0 // nothing stored: nothing to copy
+		}
 		if c.q8 {
 			if c.kq8[il] != nil {
 				copy(kb, c.kq8[il][:used*c.rowQ8])
@@ -187,6 +195,9 @@ func (c *kvCache) grow(newCap, used int) (err error) {
 	c.cap = newCap
 	return nil
 }
+
+// isUnused reports whether layer il never stores keys and values.
+func (c *kvCache) isUnused(il int) bool { return il < len(c.unused) && c.unused[il] }
 
 // elemBytes is the size of one cached value.
 func (c *kvCache) elemBytes() int {
@@ -241,6 +252,9 @@ func (c *kvCache) totalDim() int {
 // what it copies: n positions of every layer.
 func (c *kvCache) copyFrom(src *kvCache, n int) {
 	for il := 0; il < c.nLayer; il++ {
+		if c.isUnused(il) {
+			continue
+		}
 		var chunks [][]byte
 		src.layerChunks(il, n, func(b []byte) { chunks = append(chunks, b) })
 		i := 0

@@ -40,12 +40,15 @@ func checkFileLimits(f *gguf.File, fam *arch.Family, c *config) error {
 	}
 	// Every block has the family's required tensors, so the file's tensor
 	// count bounds the block count.
-	required := 0
+	// (A hybrid family's block has those of every layer and those of
+	// its smaller kind of layer.)
+	var byKind [3]int
 	for _, t := range fam.Layer {
 		if !t.Optional {
-			required++
+			byKind[t.Only]++
 		}
 	}
+	required := byKind[arch.AllLayers] + min(byKind[arch.AttnLayers], byKind[arch.RecurrentLayers])
 	nTensors := len(f.Tensors())
 	if c.Layers <= 0 || c.Layers > nTensors/max(required, 1) {
 		return fmt.Errorf("%w: metadata key %s = %d, but the file holds %d tensors (a block has at least %d)",
@@ -160,7 +163,7 @@ func tensorName(fam *arch.Family, r arch.Role) (string, bool) {
 		}
 	}
 	for _, t := range fam.Layer {
-		if t.Role == r && t.Name != "" {
+		if t.Role == r && t.Name != "" && t.Only == arch.AllLayers {
 			return "blk.0." + t.Name, true
 		}
 	}

@@ -458,6 +458,11 @@ func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights, list []ar
 		w.exps[t.Role] = exps
 		return err
 	}
+	if t.Table {
+		v, err := asTable(tt, cols, l.c.Of(t.Rows, l.vocab))
+		w.vecs[t.Role] = v
+		return err
+	}
 	if !t.Matrix() {
 		v, err := asVector(tt, cols)
 		w.vecs[t.Role] = v
@@ -579,6 +584,26 @@ func asVector(t *gguf.Tensor, n int) ([]float32, error) {
 	return out, nil
 }
 
+// asTable returns the 2-D tensor t (rows of cols values) converted to
+// float32, row after row.
+func asTable(t *gguf.Tensor, cols, rows int) ([]float32, error) {
+	if len(t.Shape) != 2 || t.Shape[0] != int64(cols) || t.Shape[1] != int64(rows) {
+		return nil, fmt.Errorf("%w: %s: shape %v, want [%d %d]", ErrBadFile, t.Name, t.Shape, cols, rows)
+	}
+	if !kernels.Supported(t.Type) || cols%t.Type.BlockSize() != 0 {
+		return nil, fmt.Errorf("%w: tensor %s has type %s", ErrUnsupported, t.Name, t.Type)
+	}
+	rb, err := t.Type.RowBytes(int64(cols))
+	if err != nil || int64(len(t.Data)) < rb*int64(rows) {
+		return nil, fmt.Errorf("%w: tensor %s is truncated", ErrBadFile, t.Name)
+	}
+	out := make([]float32, cols*rows)
+	for r := range rows {
+		kernels.DequantizeRow(t.Type, t.Data[int64(r)*rb:int64(r+1)*rb], out[r*cols:(r+1)*cols])
+	}
+	return out, nil
+}
+
 // loadTensors loads and checks every tensor the architecture declares.
 func (m *Model) loadTensors() error {
 	c := &m.cfg
@@ -620,11 +645,17 @@ func (m *Model) loadTensors() error {
 			if m.fam.Layer[j].KV && L.plan.sharedKV {
 				continue // another layer's keys and values
 			}
+			if !m.fam.Layer[j].Only.Has(c, i) {
+				continue // a tensor of the other kind of layer (hybrid models)
+			}
 			if err := l.load(&m.fam.Layer[j], p, &L.weights, m.fam.Layer); err != nil {
 				return err
 			}
 		}
 		for _, ph := range L.plan.phases {
+			if !ph.only.Has(c, i) {
+				continue
+			}
 			for _, pr := range ph.proj {
 				if L.mats[pr.W].Data == nil {
 					return missingMatrix(m.fam, p, pr.W)

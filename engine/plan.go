@@ -31,6 +31,9 @@ type plan struct {
 	// sharedKV: compiled for a layer that attends over an earlier layer's
 	// KV cache, without the steps of its own keys and values.
 	sharedKV bool
+	// deltaNet: the block has a DeltaNet step (the session keeps a
+	// recurrent state for the layers that run it).
+	deltaNet bool
 }
 
 type phaseKind uint8
@@ -39,7 +42,8 @@ const (
 	phTokens phaseKind = iota
 	phMatMul
 	phAttend
-	phMoE // the experts of a MoE step (runMoE)
+	phMoE      // the experts of a MoE step (runMoE)
+	phDeltaNet // a DeltaNet step's recurrence, split by value head (deltanet.go)
 )
 
 // phase is one dispatch of the block.
@@ -47,6 +51,9 @@ type phase struct {
 	kind phaseKind
 	ops  []tokOp     // phTokens
 	proj []arch.Proj // phMatMul
+	// only is the kind of layer that runs the phase (a token phase: the
+	// kind all its operations share, else every layer).
+	only arch.LayerKind
 }
 
 // tokKind is a per-token operation: the steps' building blocks plus the
@@ -66,9 +73,12 @@ const (
 	tkQuantize
 	tkLayerNorm
 	tkAct
-	tkShGate   // MoE shared expert: out += sigmoid(w . in) * SH
-	tkPerLayer // in *= the layer's per-layer input
-	tkScale    // in *= w[0]
+	tkPerLayer  // in *= the layer's per-layer input
+	tkScale     // in *= w[0]
+	tkShGate    // MoE shared expert: out += sigmoid(w . in) * SH
+	tkSplitGate // QG -> Q and AG
+	tkGate      // in *= sigmoid(AG)
+	tkConv      // a DeltaNet step's per-token part: convolution, norms, gates
 )
 
 // tokOp is one per-token operation of a token phase.
@@ -79,6 +89,7 @@ type tokOp struct {
 	b       arch.Role   // tkLayerNorm's bias
 	proj    []arch.Proj // tkBias, tkQuantize
 	qOnly   bool        // tkRoPE: rotate the queries only (the keys are another layer's)
+	only    arch.LayerKind
 }
 
 // maxProj is the most products one Project step may hold.
@@ -158,11 +169,27 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 			pl.width[p.Out] = rows
 		}
 	}
+	for _, st := range block {
+		switch st.Op {
+		case arch.OpSplitGate:
+			if pl.width[arch.QG] != 2*c.QDim() {
+				return nil, descriptionError(fam, "queries and gates of %d values for %d query values", pl.width[arch.QG], c.QDim())
+			}
+			pl.width[arch.Q], pl.width[arch.AG] = c.QDim(), c.QDim()
+		case arch.OpDeltaNet:
+			if err := checkDeltaNet(fam, c, pl); err != nil {
+				return nil, err
+			}
+			pl.width[arch.CV], pl.width[arch.DN] = c.SSM.ConvDim(), c.SSM.Inner
+			pl.deltaNet = true
+		}
+	}
 	if pl.width[arch.Q] != c.QDim() || (!sharedKV && (pl.width[arch.K] != c.KVDim() || pl.width[arch.V] != c.KVDim())) {
 		return nil, descriptionError(fam, "Q, K, V are not written with %d, %d, %d values", c.QDim(), c.KVDim(), c.KVDim())
 	}
 	cur := phase{kind: phTokens}
 	flush := func() {
+		cur.only = tokensOnly(cur.ops)
 		pl.phases = append(pl.phases, cur)
 		cur = phase{kind: phTokens}
 	}
@@ -171,6 +198,7 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 		if pl.width[st.In] == 0 || (ownOut && pl.width[st.Out] == 0) {
 			return nil, descriptionError(fam, "step %d reads or writes a buffer nothing writes", st.Op)
 		}
+		nOps, nPhases := len(cur.ops), len(pl.phases)
 		switch st.Op {
 		case arch.OpProject:
 			for _, p := range st.Proj {
@@ -179,21 +207,33 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 				}
 			}
 			pl.maxIn = max(pl.maxIn, pl.width[st.In])
-			cur.ops = append(cur.ops, tokOp{kind: tkQuantize, in: st.In, proj: st.Proj})
+			cur.ops = append(cur.ops, tokOp{kind: tkQuantize, in: st.In, proj: st.Proj, only: st.Only})
 			flush()
-			pl.phases = append(pl.phases, phase{kind: phMatMul, proj: st.Proj})
+			pl.phases = append(pl.phases, phase{kind: phMatMul, proj: st.Proj, only: st.Only})
 			for _, p := range st.Proj {
 				if p.Bias != arch.NoRole {
-					cur.ops = append(cur.ops, tokOp{kind: tkBias, proj: st.Proj})
+					cur.ops = append(cur.ops, tokOp{kind: tkBias, proj: st.Proj, only: st.Only})
 					break
 				}
 			}
+			continue // its operations and phases carry st.Only already
 		case arch.OpAttend:
 			if !sharedKV {
 				cur.ops = append(cur.ops, tokOp{kind: tkStoreKV})
 			}
 			flush()
 			pl.phases = append(pl.phases, phase{kind: phAttend})
+		case arch.OpSplitGate:
+			cur.ops = append(cur.ops, tokOp{kind: tkSplitGate})
+		case arch.OpGate:
+			if pl.width[st.In] != c.QDim() {
+				return nil, descriptionError(fam, "an output gate over %d values", pl.width[st.In])
+			}
+			cur.ops = append(cur.ops, tokOp{kind: tkGate, in: st.In})
+		case arch.OpDeltaNet:
+			cur.ops = append(cur.ops, tokOp{kind: tkConv})
+			flush()
+			pl.phases = append(pl.phases, phase{kind: phDeltaNet})
 		case arch.OpNorm:
 			if pl.width[st.In] != pl.width[st.Out] {
 				return nil, descriptionError(fam, "a norm from %d to %d values", pl.width[st.In], pl.width[st.Out])
@@ -256,6 +296,24 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 		default:
 			return nil, descriptionError(fam, "unknown step %d", st.Op)
 		}
+		// The step's operations and phases run on its kind of layer.
+		for i := nOps; i < len(cur.ops); i++ {
+			cur.ops[i].only = st.Only
+		}
+		for i := nPhases; i < len(pl.phases); i++ {
+			if pl.phases[i].kind != phTokens {
+				pl.phases[i].only = st.Only
+			}
+		}
+		if nPhases < len(pl.phases) {
+			// The step flushed the token phase its first operations
+			// joined (after those of earlier steps).
+			flushed := &pl.phases[nPhases]
+			for i := nOps; i < len(flushed.ops); i++ {
+				flushed.ops[i].only = st.Only
+			}
+			flushed.only = tokensOnly(flushed.ops)
+		}
 	}
 	flush()
 	if pl.phases[0].kind != phTokens || len(pl.phases) < 3 {
@@ -300,6 +358,41 @@ func withoutOwnKV(block []arch.Step) []arch.Step {
 		out = append(out, st)
 	}
 	return out
+}
+
+// tokensOnly is the kind of layer a token phase of ops runs on: the kind
+// all of them share, else every layer.
+func tokensOnly(ops []tokOp) arch.LayerKind {
+	if len(ops) == 0 {
+		return arch.AllLayers
+	}
+	k := ops[0].only
+	for _, op := range ops[1:] {
+		if op.only != k {
+			return arch.AllLayers
+		}
+	}
+	return k
+}
+
+// checkDeltaNet checks what a DeltaNet step reads: the mixed Q, K, V of
+// the convolution's channels, the output gate of every value head and one
+// write strength and decay input per value head, and the tensors its
+// recurrence takes.
+func checkDeltaNet(fam *arch.Family, c *config, pl *plan) error {
+	s := &c.SSM
+	if s.VHeads == 0 {
+		return descriptionError(fam, "a DeltaNet step without DeltaNet hyperparameters")
+	}
+	if pl.width[arch.MX] != s.ConvDim() || pl.width[arch.Z] != s.Inner || pl.width[arch.BT] != s.VHeads || pl.width[arch.AL] != s.VHeads {
+		return descriptionError(fam, "a DeltaNet step over %d, %d, %d and %d values", pl.width[arch.MX], pl.width[arch.Z], pl.width[arch.BT], pl.width[arch.AL])
+	}
+	for _, r := range []arch.Role{arch.SSMConv, arch.SSMDt, arch.SSMA, arch.SSMNorm} {
+		if fam.Tensor(r) == nil {
+			return descriptionError(fam, "a DeltaNet step without tensor role %d", r)
+		}
+	}
+	return nil
 }
 
 // blockMatrices lists the block matrices of fam that products read, in

@@ -80,6 +80,11 @@ func (s *Session) PrefillReuse(tokens []int32, logits []float32) (int, error) {
 	if logits != nil {
 		keep = min(keep, len(tokens)-1)
 	}
+	if s.rec != nil && keep < s.pos {
+		// A recurrent state goes back only to a checkpoint: evaluate
+		// from there.
+		keep = s.rec.restore(keep)
+	}
 	s.setPos(keep)
 	s.stats.Reused += int64(keep)
 	rest := tokens[keep:]

@@ -32,6 +32,16 @@ type SessionParams struct {
 	// Threads is the number of threads; 0 uses the model's shared pool.
 	// Another count gives the session a pool of its own.
 	Threads int
+	// CheckpointEvery and CheckpointBytes, for a hybrid model (recurrent
+	// layers, whose state cannot be cut back to a position), say how often
+	// the session keeps a copy of that state while decoding (every so many
+	// positions; 0 is 32, negative never) and how much memory those
+	// copies may take (0 is 128 MiB, negative none; at least two are
+	// kept otherwise). A copy is also kept at the end of every prefill.
+	// Rewinding goes back to the last copy at or before the position and
+	// evaluates the tokens after it again (recurrent.go).
+	CheckpointEvery int
+	CheckpointBytes int64
 }
 
 // maxBatch is how many tokens one forward pass processes at once in the
@@ -100,6 +110,7 @@ type Session struct {
 	fnMat    pool.Task
 	fnAttn   pool.Task
 	fnStage  pool.Task
+	fnDelta  pool.Task
 
 	// embed is Embed's pooling state (embed.go), nil until the first Embed.
 	embed *embedState
@@ -110,10 +121,16 @@ type Session struct {
 	packText, packPos, packFirst, packLast []int32
 	// moe is the MoE step's scratch, nil for a dense model.
 	moe *moeScratch
+	// rec is the recurrent layers' state and checkpoints, nil for a model
+	// without recurrent layers.
+	rec *recurrent
 
 	// gen is Generate's scratch, reused so that generating allocates
 	// nothing per token.
 	gen genScratch
+	// testAfterChunk, when set (by tests), runs after each chunk of an
+	// evaluation.
+	testAfterChunk func()
 
 	// ops are the numerics mode's building blocks.
 	ops numerics.Ops
@@ -240,6 +257,9 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	if err != nil {
 		return err
 	}
+	if c.Hybrid() {
+		s.cache.unused = c.SSM.Recurrent
+	}
 	// The cache is mapped outside the Go heap: unmap it if the session is
 	// dropped without Close (Close unmaps it at once and stops the cleanup,
 	// so a closed session costs the collector nothing later, which could
@@ -327,7 +347,11 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	}
 	L0 := &m.layers[0]
 	s.pl, s.lc, s.kvl = L0.plan, L0.c, L0.kv
+	if s.rec, err = newRecurrent(c, s.params.CheckpointEvery, s.params.CheckpointBytes); err != nil {
+		return err
+	}
 	s.fnMat = s.runMatrices
+	s.fnDelta = s.runDeltaNet
 	s.fnAttn = s.runAttention
 	s.fnStage = s.runStage
 	return nil
@@ -389,6 +413,10 @@ func (s *Session) release() {
 		s.cache.free()
 	}
 	s.cache = nil
+	if s.rec != nil {
+		s.rec.free()
+		s.rec = nil
+	}
 	s.m.mu.Lock()
 	s.m.sessions--
 	s.m.mu.Unlock()
@@ -396,6 +424,9 @@ func (s *Session) release() {
 
 // Rewind drops every position from nKeep on, so the next token is at
 // position nKeep (for example to regenerate, or to reuse a shared prefix).
+// A hybrid model's session restores its last checkpoint at or before
+// nKeep and evaluates the tokens after it again (see SessionParams); if
+// that fails the error says which positions the session then holds.
 func (s *Session) Rewind(nKeep int) error {
 	if err := s.enter("rewind"); err != nil {
 		return err
@@ -404,12 +435,19 @@ func (s *Session) Rewind(nKeep int) error {
 	if nKeep < 0 || nKeep > s.pos {
 		return fmt.Errorf("engine: rewind: %w: keep %d of %d positions", ErrInvalidArgument, nKeep, s.pos)
 	}
-	s.setPos(nKeep)
-	return nil
+	if nKeep == s.pos {
+		return nil
+	}
+	return s.truncate("rewind", nKeep)
 }
 
-// setPos drops the positions from n on (n <= s.pos).
+// setPos drops the positions from n on (n <= s.pos), as positions of the
+// KV cache; a hybrid model's recurrent state goes back with truncate
+// (setPos(0) empties it).
 func (s *Session) setPos(n int) {
+	if n == 0 && s.rec != nil {
+		s.rec.reset()
+	}
 	s.pos = n
 	s.hist = s.hist[:n]
 }
@@ -521,6 +559,14 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 			err = panicError("engine: "+what, r)
 		}
 		if err != nil {
+			if s.rec != nil && s.pos >= start {
+				// The recurrent state went past start, perhaps half
+				// way through a chunk: go back to a checkpoint.
+				if terr := s.truncate(what, start); terr != nil {
+					err = fmt.Errorf("%w; %w", err, terr)
+				}
+				return
+			}
 			s.setPos(start)
 		}
 	}()
@@ -548,7 +594,13 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 		s.pos += n
 		s.stats.Evaluated += int64(n)
 		done += n
+		if s.testAfterChunk != nil {
+			s.testAfterChunk()
+		}
 		s.m.dropLookupPages()
+	}
+	if s.rec != nil {
+		s.rec.checkpointAfter(len(tokens), s.pos)
 	}
 	return nil
 }

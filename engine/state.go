@@ -35,13 +35,22 @@ import (
 //	104    8    the saving session's context size
 //	112    8    positions held, n
 //	120    8    payload bytes after the header, without the checksum
-//	128    32   reserved (0)
+//	128    4    KV layers: the layers with a KV cache (attention layers)
+//	132    4    recurrent layers (layers + recurrent layers = KV layers)
+//	136    8    values (float32) of one recurrent layer's state
+//	144    16   reserved (0)
 //	160         n tokens (int32)
-//	            per layer: the keys, n rows of KV width values (position-
+//	            per KV layer: the keys, n rows of KV width values (position-
 //	            major), then the values, KV width rows of n values (one row
 //	            per KV head dimension); for q8_0 the values are n rows of
 //	            KV width values too, and every row is Q8_0 blocks
+//	            per recurrent layer: its state (the convolution's last
+//	            inputs, then the DeltaNet matrices), float32
 //	end-4  4    CRC-32C of every byte before it
+//
+// A hybrid model's checkpoints are not saved: a loaded session can go
+// back only by evaluating from position 0 (or from checkpoints it takes
+// afterwards).
 //
 // A reader checks the sizes against the header and each other, the
 // checksum, the tokens against the vocabulary and the identity against
@@ -49,7 +58,7 @@ import (
 // hostile string is refused with an error and the session is unchanged.
 const (
 	stateMagic      = "MOONLMKV"
-	stateVersion    = 2 // 1 fingerprinted with SHA-256
+	stateVersion    = 3 // 1 fingerprinted with SHA-256; 2 had no recurrent layers
 	stateHeaderSize = 160
 )
 
@@ -68,6 +77,9 @@ type stateHeader struct {
 	nCtx        uint64
 	nPos        uint64
 	payload     uint64
+	kvLayers    uint32
+	recLayers   uint32
+	recFloats   uint64
 }
 
 // Fingerprint identifies the model a saved state belongs to: a 256-bit
@@ -167,6 +179,12 @@ func (s *Session) header() stateHeader {
 		numerics:    uint32(s.m.numerics),
 		nCtx:        uint64(s.nCtx),
 		nPos:        uint64(s.pos),
+		kvLayers:    uint32(layers),
+	}
+	if r := s.rec; r != nil {
+		h.recLayers = uint32(len(r.state) / (r.conv + r.ssm))
+		h.kvLayers -= h.recLayers
+		h.recFloats = uint64(r.conv + r.ssm)
 	}
 	switch {
 	case s.cache.f32:
@@ -181,7 +199,8 @@ func (s *Session) header() stateHeader {
 // payloadBytes is the size of the tokens and KV data a header announces,
 // or 0 if it overflows (sizes are bounded before this is trusted).
 func payloadBytes(h stateHeader) uint64 {
-	if h.nPos > 1<<32 || h.kvDim > 1<<24 || h.layers > 1<<16 {
+	if h.nPos > 1<<32 || h.kvDim > 1<<24 || h.layers > 1<<16 || h.recFloats > 1<<36 ||
+		uint64(h.kvLayers)+uint64(h.recLayers) != uint64(h.layers) || (h.recLayers == 0) != (h.recFloats == 0) {
 		return 0
 	}
 	row := uint64(h.kvDim) * 2
@@ -194,7 +213,7 @@ func payloadBytes(h stateHeader) uint64 {
 		}
 		row = uint64(h.kvDim) / 32 * q8Block
 	}
-	return 4*h.nPos + uint64(h.layers)*2*h.nPos*row
+	return 4*h.nPos + uint64(h.kvLayers)*2*h.nPos*row + uint64(h.recLayers)*4*h.recFloats
 }
 
 func (h stateHeader) encode() []byte {
@@ -214,6 +233,9 @@ func (h stateHeader) encode() []byte {
 	le.PutUint64(b[104:], h.nCtx)
 	le.PutUint64(b[112:], h.nPos)
 	le.PutUint64(b[120:], h.payload)
+	le.PutUint32(b[128:], h.kvLayers)
+	le.PutUint32(b[132:], h.recLayers)
+	le.PutUint64(b[136:], h.recFloats)
 	return b
 }
 
@@ -252,7 +274,12 @@ func (s *Session) WriteState(w io.Writer) (int64, error) {
 		cw.write(unsafe.Slice((*byte)(unsafe.Pointer(&s.hist[0])), 4*n))
 	}
 	for il := 0; il < s.cache.nLayer; il++ {
-		s.cache.layerChunks(il, n, cw.write)
+		if !s.c.Recurrent(il) {
+			s.cache.layerChunks(il, n, cw.write)
+		}
+	}
+	if r := s.rec; r != nil {
+		cw.write(unsafe.Slice((*byte)(unsafe.Pointer(&r.state[0])), 4*len(r.state)))
 	}
 	var sum [4]byte
 	binary.LittleEndian.PutUint32(sum[:], cw.crc)
@@ -343,7 +370,7 @@ func parseState(data []byte) (stateHeader, error) {
 			return h, fmt.Errorf("%w: saved state format version %d; this library reads version %d", ErrUnsupported, v, stateVersion)
 		}
 		if v >= 1 {
-			return h, fmt.Errorf("%w: saved state format version %d is from an older library (its model fingerprint is not this one's); this library reads version %d: save the state again", ErrUnsupported, v, stateVersion)
+			return h, fmt.Errorf("%w: saved state format version %d is from an older library; this library reads version %d: save the state again", ErrUnsupported, v, stateVersion)
 		}
 		return h, fmt.Errorf("%w: saved state format version %d is not a version", ErrBadFile, v)
 	}
@@ -361,6 +388,9 @@ func parseState(data []byte) (stateHeader, error) {
 	h.nCtx = le.Uint64(data[104:])
 	h.nPos = le.Uint64(data[112:])
 	h.payload = le.Uint64(data[120:])
+	h.kvLayers = le.Uint32(data[128:])
+	h.recLayers = le.Uint32(data[132:])
+	h.recFloats = le.Uint64(data[136:])
 	if t := gguf.Type(h.kvType); t != gguf.F32 && t != gguf.F16 && t != gguf.Q8_0 {
 		return h, fmt.Errorf("%w: saved state KV type %d (want 0 f32, 1 f16 or 8 q8_0)", ErrBadFile, h.kvType)
 	}
@@ -378,7 +408,7 @@ func parseState(data []byte) (stateHeader, error) {
 	if sum, got := le.Uint32(data[end:]), crc32.Checksum(data[:end], crcTable); sum != got {
 		return h, fmt.Errorf("%w: saved state is corrupted: checksum %08x, computed %08x", ErrBadFile, sum, got)
 	}
-	if h.flags != 0 || !allZero(data[128:stateHeaderSize]) {
+	if h.flags != 0 || !allZero(data[144:stateHeaderSize]) {
 		return h, fmt.Errorf("%w: saved state uses flags %#x or reserved header bytes this library does not know", ErrUnsupported, h.flags)
 	}
 	return h, nil
@@ -396,7 +426,8 @@ func allZero(b []byte) bool {
 // compatible says why a well-formed saved state h cannot be loaded into s.
 func (s *Session) compatible(h stateHeader) error {
 	own := s.header()
-	if h.fingerprint != own.fingerprint || h.layers != own.layers || h.kvDim != own.kvDim || h.vocab != own.vocab {
+	if h.fingerprint != own.fingerprint || h.layers != own.layers || h.kvDim != own.kvDim || h.vocab != own.vocab ||
+		h.kvLayers != own.kvLayers || h.recLayers != own.recLayers || h.recFloats != own.recFloats {
 		return fmt.Errorf("%w: the saved state belongs to another model (%s, %d layers, KV width %d, vocabulary %d; this one: %s, %d, %d, %d; fingerprints %x.., %x..)",
 			ErrInvalidArgument, h.arch, h.layers, h.kvDim, h.vocab, own.arch, own.layers, own.kvDim, own.vocab, h.fingerprint[:6], own.fingerprint[:6])
 	}
@@ -475,7 +506,15 @@ func (s *Session) loadState(data []byte) (err error) {
 	}
 	p = p[4*n:]
 	for il := 0; il < s.cache.nLayer; il++ {
-		s.cache.layerChunks(il, n, func(b []byte) { p = p[copy(b, p):] })
+		if !s.c.Recurrent(il) {
+			s.cache.layerChunks(il, n, func(b []byte) { p = p[copy(b, p):] })
+		}
+	}
+	if r := s.rec; r != nil {
+		p = p[copy(unsafe.Slice((*byte)(unsafe.Pointer(&r.state[0])), 4*len(r.state)), p):]
+		// The checkpoints were of other positions; the loaded one is one.
+		r.dropAfter(0)
+		r.snapshot(n)
 	}
 	s.pos = n
 	s.stats = SessionStats{}

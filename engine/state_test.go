@@ -369,22 +369,30 @@ func FuzzLoadState(f *testing.F) {
 	f.Add(stateFor(f, m, []int32{1}, SessionParams{NCtx: 16, KVF32: true}), true)
 	f.Add([]byte(stateMagic), true)
 	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
-		if fix && len(data) >= 4 {
-			data = reseal(slices.Clone(data))
-		}
-		if err := s.LoadState(data); err != nil {
-			if !isStateRefusal(err) {
-				t.Fatalf("unclassified error: %v", err)
-			}
-			return
-		}
-		held, err := s.Tokens()
-		require.NoError(t, err)
-		require.Len(t, held, s.Pos())
-		for _, tok := range held {
+		for _, tok := range loadFuzzed(t, s, data, fix) {
 			require.True(t, tok >= 0 && tok < 512)
 		}
 	})
+}
+
+// loadFuzzed loads a fuzzed state into s (with its checksum made right
+// first when fix): a refusal must be a classified error; a state that
+// loads must hold one token per position, which it returns.
+func loadFuzzed(t *testing.T, s *Session, data []byte, fix bool) []int32 {
+	t.Helper()
+	if fix && len(data) >= 4 {
+		data = reseal(slices.Clone(data))
+	}
+	if err := s.LoadState(data); err != nil {
+		if !isStateRefusal(err) {
+			t.Fatalf("unclassified error: %v", err)
+		}
+		return nil
+	}
+	held, err := s.Tokens()
+	require.NoError(t, err)
+	require.Len(t, held, s.Pos())
+	return held
 }
 
 // TestStateRandomMutations is a deterministic sample of what the fuzzer

@@ -53,6 +53,9 @@ type synthTensor struct {
 	name  string
 	shape []int64
 	fill  func(i int) float32
+	// keepF32 keeps a matrix in F32 in the Q8_0 file (llama-quantize keeps
+	// the DeltaNet convolution's weights, whose rows are not whole blocks).
+	keepF32 bool
 }
 
 // llamaSynthTensors is the llama tensor set: no biases, tied output.
@@ -333,11 +336,11 @@ func buildSynth(t *testing.T, spec synthSpec, q8 bool) []byte {
 	setSynthTail(t, tokFile, set, a, spec.keys, q8)
 
 	rng := rand.New(rand.NewPCG(spec.seed, 0x5eed))
-	add := func(name string, shape []int64, fill func(int) float32) {
+	add := func(name string, shape []int64, fill func(int) float32, keepF32 bool) {
 		n := int(shape[0])
 		rows := 1
-		if len(shape) == 2 {
-			rows = int(shape[1])
+		for _, d := range shape[1:] {
+			rows *= int(d) // a 3-D tensor: per-expert matrices
 		}
 		vals := make([]float32, n*rows)
 		for i := range vals {
@@ -351,7 +354,7 @@ func buildSynth(t *testing.T, spec synthSpec, q8 bool) []byte {
 			}
 		}
 		typ := gguf.F32
-		if q8 && len(shape) == 2 {
+		if q8 && len(shape) >= 2 && !keepF32 {
 			typ = gguf.Q8_0
 		}
 		addSynthTensor(t, w, name, typ, shape, vals)
@@ -361,7 +364,7 @@ func buildSynth(t *testing.T, spec synthSpec, q8 bool) []byte {
 		tensors = llamaSynthTensors
 	}
 	for _, ts := range tensors(spec.layers) {
-		add(ts.name, ts.shape, ts.fill)
+		add(ts.name, ts.shape, ts.fill, ts.keepF32)
 	}
 
 	var buf bytes.Buffer

@@ -218,6 +218,13 @@ func TestNewArchBadMetadata(t *testing.T) {
 		{"gemma4", "rope.dimension_count_swa", uint32(48), "rope dimensions"},
 		{"gemma4", "final_logit_softcapping", float32(-30), "soft-capping"},
 		{"gemma4", "expert_count", uint32(8), "experts"},
+		{"qwen35", "ssm.conv_kernel", uint32(0), "conv_kernel"},
+		{"qwen35", "ssm.conv_kernel", uint32(1 << 20), "conv_kernel"},
+		{"qwen35", "ssm.state_size", uint32(1 << 30), "state_size"},
+		{"qwen35", "ssm.group_count", uint32(3), "group_count"},
+		{"qwen35", "ssm.inner_size", uint32(255), "inner_size"},
+		{"qwen35", "full_attention_interval", uint32(0), "full_attention_interval"},
+		{"qwen35", "rope.dimension_sections", []int32{3, 3, 1, 0}, "dimension_sections"},
 	} {
 		t.Run(c.arch+"/"+c.key, func(t *testing.T) {
 			path := withKey(t, synthNewPath("synth-"+c.arch+"-Q8_0.gguf"), c.arch+"."+c.key, c.v)

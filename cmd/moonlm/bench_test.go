@@ -224,11 +224,7 @@ func TestMakeBenchModelSmall(t *testing.T) {
 	logits := make([]float32, m.Info().VocabSize)
 	require.NoError(t, s.Prefill([]int32{128000, 9906, 1917}, logits))
 	require.NoError(t, s.Decode(11, logits))
-	for i, l := range logits {
-		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
-			t.Fatalf("logit %d is %v", i, l)
-		}
-	}
+	requireFinite(t, logits)
 	// Random weights of scale 0.02 still give distinct logits.
 	assert.NotEqual(t, logits[0], logits[1])
 
@@ -241,6 +237,56 @@ func TestMakeBenchModelSmall(t *testing.T) {
 	b, err := os.ReadFile(out2)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(a, b), "same seed, different thread count: files differ")
+}
+
+// requireFinite fails t if a logit is NaN or infinite.
+func requireFinite(t *testing.T, logits []float32) {
+	t.Helper()
+	for i, l := range logits {
+		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
+			t.Fatalf("logit %d is %v", i, l)
+		}
+	}
+}
+
+// TestMakeBenchModelQwen35: --arch qwen35 writes a hybrid the engine runs,
+// with Q8_0 weights and the DeltaNet's F32 tensors, attention every
+// fourth layer; other types are refused.
+func TestMakeBenchModelQwen35(t *testing.T) {
+	vocab := shareddata.Path(t, "vocab/ggml-vocab-qwen3.gguf")
+	out := filepath.Join(t.TempDir(), "bench-qwen35.gguf")
+	sh := benchShape{Arch: "qwen35", Dim: 256, Layers: 4, Heads: 2, KVHeads: 1, FFN: 512}
+	_, err := makeBenchModel(out, vocab, "q8_0", sh, 7, 2)
+	require.NoError(t, err)
+	f, err := gguf.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	for name, typ := range map[string]gguf.Type{
+		"blk.0.attn_qkv.weight": gguf.Q8_0, "blk.0.ssm_conv1d.weight": gguf.F32, "blk.0.ssm_a": gguf.F32,
+		"blk.3.attn_q.weight": gguf.Q8_0, "blk.3.attn_q_norm.weight": gguf.F32,
+	} {
+		tt, ok := f.Tensor(name)
+		if assert.True(t, ok, name) {
+			assert.Equal(t, typ, tt.Type, name)
+		}
+	}
+	_, ok := f.Tensor("blk.3.attn_qkv.weight")
+	assert.False(t, ok, "layer 3 is a full-attention layer")
+
+	m, err := engine.Open(out, engine.ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	s, err := m.NewSession(engine.SessionParams{NCtx: 16})
+	require.NoError(t, err)
+	defer s.Close()
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{9707, 1917, 11}, logits))
+	require.NoError(t, s.Decode(13, logits))
+	requireFinite(t, logits)
+	assert.NotEqual(t, logits[0], logits[1])
+
+	_, err = makeBenchModel(filepath.Join(t.TempDir(), "x.gguf"), vocab, "q4_k_m", sh, 7, 2)
+	assert.ErrorContains(t, err, "q8_0 only")
 }
 
 func TestLlama3RopeFreqs(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -19,13 +20,13 @@ import (
 func init() {
 	register(&command{
 		name:    "make-bench-model",
-		summary: "write a random-weight Llama-3.2-1B-shaped benchmark model (--vocab FILE -o OUT [--type q8_0|q4_k_m])",
+		summary: "write a random-weight Llama-3.2-1B- or Qwen3.5-0.8B-shaped benchmark model (--vocab FILE -o OUT [--type q8_0|q4_k_m] [--arch qwen35])",
 		run:     runMakeBenchModel,
 	})
 }
 
 const makeBenchUsage = `usage: moonlm make-bench-model --vocab VOCAB.gguf -o OUT.gguf [--type q8_0|q4_k_m] [--seed S] [-t THREADS]
-       [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192]
+       [--arch llama|qwen35] [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192]
 
 Writes a llama-architecture model with random weights shaped like
 Llama-3.2-1B (hidden 2048, 16 layers, 32 query and 8 KV heads, ffn 8192,
@@ -36,11 +37,20 @@ embedding rows; use the Llama 3 vocabulary for the real shape.
 --type q4_k_m mixes types as llama.cpp's Q4_K_M does for this shape: Q4_K,
 with Q6_K for the tied token_embd and for attn_v and ffn_down of layers
 0, 1, 4, 7, 10, 13, 14, 15. Norms and rope_freqs are F32.
+
+--arch qwen35 writes a Qwen3.5 hybrid shaped like Qwen3.5-0.8B instead
+(unless the shape flags say otherwise: hidden 1024, 24 layers, every
+fourth one full attention with 8 query and 2 KV heads of 256 and RoPE on
+64 dimensions, the others gated DeltaNet with 16 key and 16 value heads of
+128 and a convolution of 4, ffn 3584, tied embeddings), in q8_0 only; the
+convolution's weights, the decay's parameters and the norms are F32.
 `
 
 // benchShape is a model's hyperparameters.
 type benchShape struct {
 	Dim, Layers, Heads, KVHeads, FFN int
+	// Arch is "llama" (or "") or "qwen35".
+	Arch string
 }
 
 func runMakeBenchModel(args []string) error {
@@ -59,8 +69,19 @@ func runMakeBenchModel(args []string) error {
 	fs.IntVar(&sh.Heads, "heads", 32, "query `heads`")
 	fs.IntVar(&sh.KVHeads, "kv-heads", 8, "KV `heads`")
 	fs.IntVar(&sh.FFN, "ffn", 8192, "feed-forward `size`")
+	fs.StringVar(&sh.Arch, "arch", "llama", "`architecture`: llama or qwen35")
 	if help, err := parseFlags(fs, makeBenchUsage, args); help || err != nil {
 		return err
+	}
+	if sh.Arch == "qwen35" {
+		// Qwen3.5-0.8B's sizes where the flags were not given.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]*int{"dim": &sh.Dim, "layers": &sh.Layers, "heads": &sh.Heads, "kv-heads": &sh.KVHeads, "ffn": &sh.FFN} {
+			if !set[name] {
+				*v = qwen35BenchShape[name]
+			}
+		}
 	}
 	if vocab == "" || out == "" || fs.NArg() > 0 {
 		return usageErr(makeBenchUsage, "--vocab and -o are required")
@@ -139,8 +160,18 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 	default:
 		return 0, fmt.Errorf("make-bench-model: --type %q: want q8_0 or q4_k_m", ftype)
 	}
+	switch sh.Arch {
+	case "", "llama":
+	case "qwen35":
+		if ftype != "q8_0" {
+			return 0, fmt.Errorf("make-bench-model: --arch qwen35 is written in q8_0 only")
+		}
+	default:
+		return 0, fmt.Errorf("make-bench-model: --arch %q: want llama or qwen35", sh.Arch)
+	}
 	if sh.Dim <= 0 || sh.Layers <= 0 || sh.Heads <= 0 || sh.KVHeads <= 0 || sh.FFN <= 0 ||
-		sh.Dim%sh.Heads != 0 || sh.Heads%sh.KVHeads != 0 || sh.Dim%256 != 0 || sh.FFN%256 != 0 {
+		sh.Heads%sh.KVHeads != 0 || sh.Dim%256 != 0 || sh.FFN%256 != 0 ||
+		(sh.Arch != "qwen35" && sh.Dim%sh.Heads != 0) {
 		return 0, fmt.Errorf("make-bench-model: shape %+v: sizes must be positive, heads divide the hidden size, KV heads the heads, and hidden and ffn sizes be multiples of 256", sh)
 	}
 	threads = max(threads, 1)
@@ -159,8 +190,6 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 	}
 	nVocab := arr.Len()
 
-	headDim := sh.Dim / sh.Heads
-	const ropeBase = 500000.0
 	w := gguf.NewWriter()
 	set := func(k string, v any) {
 		if err == nil {
@@ -169,21 +198,16 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 			}
 		}
 	}
-	set("general.architecture", "llama")
-	set("general.name", fmt.Sprintf("moonlm bench Llama-3.2-1B-shaped random %s", strings.ToUpper(ftype)))
+	keys, ts := llamaBench(sh, ftype, nVocab)
+	if sh.Arch == "qwen35" {
+		keys, ts = qwen35Bench(sh, nVocab)
+	}
+	set("general.architecture", keys[0].v)
+	set("general.name", fmt.Sprintf("moonlm bench %s-shaped random %s", keys[1].v, strings.ToUpper(ftype)))
 	set("general.file_type", fileType)
-	set("llama.context_length", uint32(131072))
-	set("llama.embedding_length", uint32(sh.Dim))
-	set("llama.block_count", uint32(sh.Layers))
-	set("llama.feed_forward_length", uint32(sh.FFN))
-	set("llama.attention.head_count", uint32(sh.Heads))
-	set("llama.attention.head_count_kv", uint32(sh.KVHeads))
-	set("llama.rope.freq_base", float32(ropeBase))
-	set("llama.attention.layer_norm_rms_epsilon", float32(1e-5))
-	set("llama.attention.key_length", uint32(headDim))
-	set("llama.attention.value_length", uint32(headDim))
-	set("llama.rope.dimension_count", uint32(headDim))
-	set("llama.vocab_size", uint32(nVocab))
+	for _, kv := range keys[2:] {
+		set(kv.k, kv.v)
+	}
 	for _, k := range vf.Keys() {
 		if strings.HasPrefix(k, "tokenizer.") {
 			v, _ := vf.Lookup(k)
@@ -193,38 +217,6 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 	if err != nil {
 		return 0, err
 	}
-
-	// Tensors in the order llama.cpp's converter writes them.
-	norm := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = 1
-		}
-		return v
-	}
-	qDim, kvDim := sh.Heads*headDim, sh.KVHeads*headDim
-	mat := func(name string, il int, cols, rows int) *benchTensor {
-		return &benchTensor{name: name, typ: benchTensorType(ftype, name, il, sh.Layers), shape: []int64{int64(cols), int64(rows)}}
-	}
-	ts := []*benchTensor{
-		mat("token_embd.weight", -1, sh.Dim, nVocab),
-		{name: "rope_freqs.weight", typ: gguf.F32, shape: []int64{int64(headDim / 2)}, f32: llama3RopeFreqs(headDim, ropeBase)},
-	}
-	for il := 0; il < sh.Layers; il++ {
-		p := "blk." + strconv.Itoa(il) + "."
-		ts = append(ts,
-			&benchTensor{name: p + "attn_norm.weight", typ: gguf.F32, shape: []int64{int64(sh.Dim)}, f32: norm(sh.Dim)},
-			mat(p+"attn_q.weight", il, sh.Dim, qDim),
-			mat(p+"attn_k.weight", il, sh.Dim, kvDim),
-			mat(p+"attn_v.weight", il, sh.Dim, kvDim),
-			mat(p+"attn_output.weight", il, qDim, sh.Dim),
-			&benchTensor{name: p + "ffn_norm.weight", typ: gguf.F32, shape: []int64{int64(sh.Dim)}, f32: norm(sh.Dim)},
-			mat(p+"ffn_gate.weight", il, sh.Dim, sh.FFN),
-			mat(p+"ffn_up.weight", il, sh.Dim, sh.FFN),
-			mat(p+"ffn_down.weight", il, sh.FFN, sh.Dim),
-		)
-	}
-	ts = append(ts, &benchTensor{name: "output_norm.weight", typ: gguf.F32, shape: []int64{int64(sh.Dim)}, f32: norm(sh.Dim)})
 
 	for ti, t := range ts {
 		if t.f32 != nil {
@@ -264,6 +256,67 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 		return 0, fmt.Errorf("make-bench-model: write %s: %w", out, err)
 	}
 	return n, nil
+}
+
+// benchKey is one metadata key and its value.
+type benchKey struct {
+	k string
+	v any
+}
+
+// llamaBench is the Llama-3.2-1B-shaped model's keys (the architecture and
+// the shape's name first) and tensors, in the order llama.cpp's converter
+// writes them.
+func llamaBench(sh benchShape, ftype string, nVocab int) ([]benchKey, []*benchTensor) {
+	headDim := sh.Dim / sh.Heads
+	const ropeBase = 500000.0
+	keys := []benchKey{
+		{"general.architecture", "llama"}, {"", "Llama-3.2-1B"},
+		{"llama.context_length", uint32(131072)},
+		{"llama.embedding_length", uint32(sh.Dim)},
+		{"llama.block_count", uint32(sh.Layers)},
+		{"llama.feed_forward_length", uint32(sh.FFN)},
+		{"llama.attention.head_count", uint32(sh.Heads)},
+		{"llama.attention.head_count_kv", uint32(sh.KVHeads)},
+		{"llama.rope.freq_base", float32(ropeBase)},
+		{"llama.attention.layer_norm_rms_epsilon", float32(1e-5)},
+		{"llama.attention.key_length", uint32(headDim)},
+		{"llama.attention.value_length", uint32(headDim)},
+		{"llama.rope.dimension_count", uint32(headDim)},
+		{"llama.vocab_size", uint32(nVocab)},
+	}
+	qDim, kvDim := sh.Heads*headDim, sh.KVHeads*headDim
+	mat := func(name string, il int, cols, rows int) *benchTensor {
+		return &benchTensor{name: name, typ: benchTensorType(ftype, name, il, sh.Layers), shape: []int64{int64(cols), int64(rows)}}
+	}
+	ts := []*benchTensor{
+		mat("token_embd.weight", -1, sh.Dim, nVocab),
+		{name: "rope_freqs.weight", typ: gguf.F32, shape: []int64{int64(headDim / 2)}, f32: llama3RopeFreqs(headDim, ropeBase)},
+	}
+	for il := 0; il < sh.Layers; il++ {
+		p := "blk." + strconv.Itoa(il) + "."
+		ts = append(ts,
+			benchVector(p+"attn_norm.weight", sh.Dim, 1),
+			mat(p+"attn_q.weight", il, sh.Dim, qDim),
+			mat(p+"attn_k.weight", il, sh.Dim, kvDim),
+			mat(p+"attn_v.weight", il, sh.Dim, kvDim),
+			mat(p+"attn_output.weight", il, qDim, sh.Dim),
+			benchVector(p+"ffn_norm.weight", sh.Dim, 1),
+			mat(p+"ffn_gate.weight", il, sh.Dim, sh.FFN),
+			mat(p+"ffn_up.weight", il, sh.Dim, sh.FFN),
+			mat(p+"ffn_down.weight", il, sh.FFN, sh.Dim),
+		)
+	}
+	return keys, append(ts, benchVector("output_norm.weight", sh.Dim, 1))
+}
+
+// benchVector is an F32 vector of n values v.
+func benchVector(name string, n int, v float32) *benchTensor {
+	f := make([]float32, n)
+	for i := range f {
+		f[i] = v
+	}
+	return &benchTensor{name: name, typ: gguf.F32, shape: []int64{int64(n)}, f32: f}
 }
 
 func putF32(b []byte, v float32) {

@@ -84,6 +84,8 @@ var families = []*Family{
 	&olmoe,
 	&qwen2moe,
 	&gptOSS,
+	&qwen35,
+	&qwen35moe,
 }
 
 // Lookup returns the family named name.
@@ -203,6 +205,56 @@ type Params struct {
 	// head counts and sizes, feed-forward widths and KV caches (a family
 	// with LayerShapes). Nil: every layer has the model's shape.
 	Shapes []LayerShape
+	// SSM describes the linear-attention (gated DeltaNet) layers of a
+	// hybrid model; zero for the others.
+	SSM SSMParams
+}
+
+// SSMParams describe the gated DeltaNet layers of a hybrid model
+// (qwen35): a short causal convolution over the mixed Q, K, V channels,
+// then per value head a State x State recurrent matrix updated by the
+// delta rule with a decay gate.
+type SSMParams struct {
+	ConvK  int // ssm.conv_kernel: the convolution's width (its state keeps ConvK-1 inputs)
+	Inner  int // ssm.inner_size: all value heads (VHeads * State)
+	State  int // ssm.state_size: the key and value length of a head
+	VHeads int // ssm.time_step_rank: value heads (each with its own state)
+	KHeads int // ssm.group_count: query/key heads (value head h reads key head h % KHeads)
+	// Recurrent marks the linear-attention layers; the others are full
+	// attention.
+	Recurrent []bool
+}
+
+// ConvDim is the convolution's channels: the queries, keys and values.
+func (s *SSMParams) ConvDim() int { return 2*s.KHeads*s.State + s.Inner }
+
+// Recurrent reports whether layer il is a linear-attention (recurrent)
+// layer of a hybrid model.
+func (p *Params) Recurrent(il int) bool {
+	return il < len(p.SSM.Recurrent) && p.SSM.Recurrent[il]
+}
+
+// Hybrid reports whether the model has recurrent layers.
+func (p *Params) Hybrid() bool { return len(p.SSM.Recurrent) > 0 }
+
+// LayerKind picks the layers of a hybrid model a tensor or step belongs to.
+type LayerKind uint8
+
+const (
+	AllLayers       LayerKind = iota
+	AttnLayers                // the full-attention layers
+	RecurrentLayers           // the linear-attention (recurrent) layers
+)
+
+// Has reports whether layer il of a model of p is of kind k.
+func (k LayerKind) Has(p *Params, il int) bool {
+	switch k {
+	case AttnLayers:
+		return !p.Recurrent(il)
+	case RecurrentLayers:
+		return p.Recurrent(il)
+	}
+	return true
 }
 
 // LayerShape is what may differ between the layers of one model.
@@ -255,26 +307,32 @@ func (p *Params) Rotates(il int) bool {
 type Size int
 
 const (
-	None    Size = iota // no such dimension (a vector's rows)
-	Any                 // any length (token_embd's rows: the vocabulary)
-	Vocab               // the rows of token_embd
-	Dim                 // embedding length
-	QDim                // Heads * HeadDim
-	KVDim               // KVHeads * HeadDim
-	HeadDim             // one head
-	FF                  // feed-forward length
-	RotHalf             // Rot / 2 (per-pair RoPE factors)
-	QKVDim              // QDim + 2*KVDim (fused Q, K, V)
-	FF2                 // 2*FF (fused gate and up)
-	Ctx                 // training context (learned position embeddings)
-	Labels              // classifier outputs (Params.ClsLabels)
-	Experts             // MoE.Experts (the router's rows)
-	ExpFF               // MoE.FF (one expert's feed-forward length)
-	ShFF                // MoE.SharedFF (the shared expert's feed-forward length)
-	NHeads              // Heads (one value per query head)
-	PLDim               // PerLayerDim (one layer's per-layer input)
-	PLAll               // PerLayerDim * Layers (every layer's per-layer input)
-	One                 // a single value (a scalar weight)
+	None     Size = iota // no such dimension (a vector's rows)
+	Any                  // any length (token_embd's rows: the vocabulary)
+	Vocab                // the rows of token_embd
+	Dim                  // embedding length
+	QDim                 // Heads * HeadDim
+	KVDim                // KVHeads * HeadDim
+	HeadDim              // one head
+	FF                   // feed-forward length
+	RotHalf              // Rot / 2 (per-pair RoPE factors)
+	QKVDim               // QDim + 2*KVDim (fused Q, K, V)
+	FF2                  // 2*FF (fused gate and up)
+	Ctx                  // training context (learned position embeddings)
+	Labels               // classifier outputs (Params.ClsLabels)
+	Experts              // MoE.Experts (the router's rows)
+	ExpFF                // MoE.FF (one expert's feed-forward length)
+	ShFF                 // MoE.SharedFF (the shared expert's feed-forward length)
+	QDim2                // 2*QDim (queries and their output gate, interleaved per head)
+	ConvK                // SSM.ConvK
+	ConvDim              // SSM.ConvDim()
+	SSMInner             // SSM.Inner
+	SSMState             // SSM.State
+	SSMHeads             // SSM.VHeads
+	NHeads               // Heads (one value per query head)
+	PLDim                // PerLayerDim (one layer's per-layer input)
+	PLAll                // PerLayerDim * Layers (every layer's per-layer input)
+	One                  // a single value (a scalar weight)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -316,6 +374,18 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.PerLayerDim * p.Layers
 	case One:
 		return 1
+	case QDim2:
+		return 2 * p.QDim()
+	case ConvK:
+		return p.SSM.ConvK
+	case ConvDim:
+		return p.SSM.ConvDim()
+	case SSMInner:
+		return p.SSM.Inner
+	case SSMState:
+		return p.SSM.State
+	case SSMHeads:
+		return p.SSM.VHeads
 	}
 	return -1
 }
@@ -399,6 +469,19 @@ const (
 	PLProj
 	PLPostNorm
 	LayerOutScale // a scalar multiplying the block's output (Gemma 4)
+	// Gated DeltaNet (linear attention) layers: the mixed Q, K, V
+	// projection, the output gate's projection, the convolution's
+	// weights, the decay's bias and scale, the write strength and decay
+	// projections, the output's norm and projection.
+	SSMQKV
+	SSMGate
+	SSMConv
+	SSMDt
+	SSMA
+	SSMBeta
+	SSMAlpha
+	SSMNorm
+	SSMOut
 	NumRoles
 )
 
@@ -433,11 +516,16 @@ type Tensor struct {
 	// layer that shares an earlier layer's KV cache (Params.SharesKV)
 	// neither needs nor loads it.
 	KV bool
+	// Table marks a 2-D tensor read as Cols x Rows float32 values (the
+	// convolution's weights), never multiplied as a matrix.
+	Table bool
+	// Only, in a hybrid family, is the kind of layer that has the tensor.
+	Only LayerKind
 }
 
 // Matrix reports whether t is a weight matrix (multiplied by activations)
-// rather than a vector (norm weights, biases, factors).
-func (t *Tensor) Matrix() bool { return t.Rows != None }
+// rather than a vector (norm weights, biases, factors) or a table.
+func (t *Tensor) Matrix() bool { return t.Rows != None && !t.Table }
 
 // Buf is a per-token activation buffer of the session.
 type Buf int
@@ -456,6 +544,14 @@ const (
 	R              // MoE router logits (Experts)
 	SH             // MoE shared expert's output (Dim)
 	P              // the layer's per-layer input path (PerLayerDim)
+	QG             // queries and their output gates, interleaved per head (2*QDim)
+	AG             // attention output gate (QDim)
+	MX             // a DeltaNet layer's mixed Q, K, V before the convolution (ConvDim)
+	CV             // the same after the convolution (ConvDim)
+	Z              // a DeltaNet layer's output gate (SSM.Inner)
+	BT             // its write strengths, one per value head
+	AL             // its decay inputs, one per value head
+	DN             // its output (SSM.Inner)
 	NumBufs
 )
 
@@ -478,6 +574,9 @@ const (
 	OpShGate              // Out += sigmoid(W . In) * SH (a MoE's gated shared expert)
 	OpPerLayer            // In *= the layer's per-layer input (Params.PerLayerDim values)
 	OpScale               // In *= W, a single value (skipped when the optional W is absent)
+	OpSplitGate           // QG -> Q and AG (queries and gates interleaved per head)
+	OpGate                // In *= sigmoid(AG)
+	OpDeltaNet            // DN = gated DeltaNet of MX, Z, BT, AL, with the layer's recurrent state
 )
 
 // Proj is one matrix product of a Project step.
@@ -494,7 +593,23 @@ type Step struct {
 	W       Role
 	B       Role // OpLayerNorm's bias
 	Proj    []Proj
+	// Only, in a hybrid family, is the kind of layer that runs the step.
+	Only LayerKind
 }
+
+// On returns st restricted to layers of kind k.
+func (st Step) On(k LayerKind) Step { st.Only = k; return st }
+
+// SplitGate splits the interleaved queries and gates of QG into Q and AG.
+func SplitGate() Step { return Step{Op: OpSplitGate, In: QG, Out: Q} }
+
+// OutGate multiplies in by sigmoid(AG), the attention's output gate.
+func OutGate(in Buf) Step { return Step{Op: OpGate, In: in, Out: in} }
+
+// DeltaNet is a gated DeltaNet layer's core: the causal convolution of MX
+// (with its state), the per-head delta-rule recurrence, and the gated
+// norm of its output with Z, into DN.
+func DeltaNet() Step { return Step{Op: OpDeltaNet, In: MX, Out: DN} }
 
 // Norm is Out = RMSNorm(In) * w; with In == Out it norms in place.
 func Norm(w Role, in, out Buf) Step { return Step{Op: OpNorm, W: w, In: in, Out: out} }

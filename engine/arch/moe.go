@@ -59,6 +59,20 @@ func readMoE(m Meta, p *Params, normW bool) error {
 	return nil
 }
 
+// readSharedFF reads the shared expert's hidden size,
+// expert_shared_feed_forward_length (default feed_forward_length).
+func readSharedFF(m Meta, p *Params) error {
+	sh, err := m.Uint("expert_shared_feed_forward_length", p.FF, false)
+	if err != nil {
+		return err
+	}
+	if sh <= 0 {
+		return fmt.Errorf("%w: metadata key %s.expert_shared_feed_forward_length = %d", ErrBadFile, m.Arch, sh)
+	}
+	p.MoE.SharedFF = sh
+	return nil
+}
+
 // moeFFN is the router and the experts' three matrices of a MoE step.
 func moeFFN() []Tensor {
 	return []Tensor{
@@ -66,6 +80,17 @@ func moeFFN() []Tensor {
 		{Role: GateExps, Name: "ffn_gate_exps.weight", Cols: Dim, Rows: ExpFF, PerExpert: true},
 		{Role: UpExps, Name: "ffn_up_exps.weight", Cols: Dim, Rows: ExpFF, PerExpert: true},
 		{Role: DownExps, Name: "ffn_down_exps.weight", Cols: ExpFF, Rows: Dim, PerExpert: true},
+	}
+}
+
+// sharedExpert is a MoE's shared expert: its sigmoid gate (a vector) and
+// its SwiGLU network's three matrices.
+func sharedExpert() []Tensor {
+	return []Tensor{
+		{Role: GateInpShexp, Name: "ffn_gate_inp_shexp.weight", Cols: Dim},
+		{Role: GateShexp, Name: "ffn_gate_shexp.weight", Cols: Dim, Rows: ShFF},
+		{Role: UpShexp, Name: "ffn_up_shexp.weight", Cols: Dim, Rows: ShFF},
+		{Role: DownShexp, Name: "ffn_down_shexp.weight", Cols: ShFF, Rows: Dim},
 	}
 }
 

@@ -19,23 +19,10 @@ var qwen2moe = Family{
 		if err := readMoE(m, p, false); err != nil {
 			return err
 		}
-		sh, err := m.Uint("expert_shared_feed_forward_length", p.FF, false)
-		if err != nil {
-			return err
-		}
-		if sh <= 0 {
-			return fmt.Errorf("%w: metadata key %s.expert_shared_feed_forward_length = %d", ErrBadFile, m.Arch, sh)
-		}
-		p.MoE.SharedFF = sh
-		return nil
+		return readSharedFF(m, p)
 	},
 	Model: tiedHead(),
-	Layer: join(qkv(), qkvBias(true), []Tensor{attnOut, ffnNorm}, moeFFN(), []Tensor{
-		{Role: GateInpShexp, Name: "ffn_gate_inp_shexp.weight", Cols: Dim},
-		{Role: GateShexp, Name: "ffn_gate_shexp.weight", Cols: Dim, Rows: ShFF},
-		{Role: UpShexp, Name: "ffn_up_shexp.weight", Cols: Dim, Rows: ShFF},
-		{Role: DownShexp, Name: "ffn_down_shexp.weight", Cols: ShFF, Rows: Dim},
-	}),
+	Layer: join(qkv(), qkvBias(true), []Tensor{attnOut, ffnNorm}, moeFFN(), sharedExpert()),
 	Block: []Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Bias: BQ, Out: Q}, Proj{W: WK, Bias: BK, Out: K}, Proj{W: WV, Bias: BV, Out: V}),

@@ -28,6 +28,7 @@ const (
 	preChameleon
 	preGPT4o  // also llama4
 	preGemma4 // lines and runs of newlines; also granite-embed-multi-311m
+	preQwen35
 )
 
 type preInfo struct {
@@ -66,6 +67,8 @@ func lookupPre(name string) (preInfo, bool) {
 		return preInfo{typ: preGPT2}, true
 	case "qwen2", "deepseek-r1-qwen":
 		return preInfo{typ: preQwen2, noClean: true}, true
+	case "qwen35":
+		return preInfo{typ: preQwen35, noClean: true}, true
 	case "stablelm2", "megrez":
 		return preInfo{typ: preQwen2}, true
 	case "chatglm-bpe":
@@ -107,6 +110,7 @@ var preStages = map[preType][]stage{
 	},
 	preLlama3:        {{partition: splitLlama3}},
 	preQwen2:         {{partition: splitQwen2}},
+	preQwen35:        {{partition: splitQwen35}},
 	preGPT2:          {{partition: splitGPT2}},
 	preStarcoder:     {{match: matchOne(colNumber)}, {partition: splitGPT2}},
 	preFalcon:        {{match: matchRun(colFalcon)}, {partition: splitGPT2}, {match: matchThreeDigits}},
@@ -471,15 +475,26 @@ func splitGPT2(c []rune, s, e int, out []int32) []int32 {
 	return out
 }
 
-func splitLlama3(c []rune, s, e int, out []int32) []int32 { return splitLlama3Like(c, s, e, out, 3) }
-func splitQwen2(c []rune, s, e int, out []int32) []int32  { return splitLlama3Like(c, s, e, out, 1) }
+func splitLlama3(c []rune, s, e int, out []int32) []int32 {
+	return splitLlama3Like(c, s, e, out, 3, fLetter)
+}
+func splitQwen2(c []rune, s, e int, out []int32) []int32 {
+	return splitLlama3Like(c, s, e, out, 1, fLetter)
+}
+
+// splitQwen35 is Qwen3.5's expression: Qwen2's with combining marks
+// (\p{M}) taken as letters, [\p{L}\p{M}]+ for \p{L}+.
+func splitQwen35(c []rune, s, e int, out []int32) []int32 {
+	return splitLlama3Like(c, s, e, out, 1, fLetter|fMark)
+}
 
 // splitLlama3Like matches Llama 3's expression
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,maxDigits}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 // as llama.cpp's custom matcher does (maxDigits 3); Qwen2's expression is the
 // same with single digits, which llama.cpp runs through std::regex with the
-// same result.
-func splitLlama3Like(c []rune, s, e int, out []int32, maxDigits int) []int32 {
+// same result. letters is the letter class (\p{L}, or with Qwen3.5 also
+// \p{M}).
+func splitLlama3Like(c []rune, s, e int, out []int32, maxDigits int, letters uint16) []int32 {
 	flags := func(i int) uint16 {
 		if i < e {
 			return cptFlags(c[i])
@@ -500,7 +515,7 @@ func splitLlama3Like(c []rune, s, e int, out []int32, maxDigits int) []int32 {
 		}
 		prev = end
 	}
-	const other = fSpace | fLetter | fNumber
+	other := fSpace | letters | fNumber
 	for pos := s; pos < e; {
 		r := c[pos]
 		f := flags(pos)
@@ -521,9 +536,9 @@ func splitLlama3Like(c []rune, s, e int, out []int32, maxDigits int) []int32 {
 			}
 		}
 		if !(r == '\r' || r == '\n' || f&fNumber != 0) {
-			if f&fLetter != 0 || flags(pos+1)&fLetter != 0 {
+			if f&letters != 0 || flags(pos+1)&letters != 0 {
 				pos++
-				for flags(pos)&fLetter != 0 {
+				for flags(pos)&letters != 0 {
 					pos++
 				}
 				add(pos)

@@ -15,7 +15,7 @@ import (
 // vocabNames are the tokenizer test vocabularies of the shared test data.
 var vocabNames = []string{
 	"llama-spm", "phi-3", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon",
-	"mpt", "refact", "starcoder", "bert-bge", "smollm2", "qwen3", "llama3",
+	"mpt", "refact", "starcoder", "bert-bge", "smollm2", "qwen3", "llama3", "qwen35",
 }
 
 func openTokenizer(tb testing.TB, rel string) *Tokenizer {

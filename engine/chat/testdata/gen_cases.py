@@ -369,6 +369,17 @@ shared_cases = {
     "llama3.jinja": [
         ("trimmed", {"messages": [{"role": "system", "content": "  S\n"}, {"role": "user", "content": "\tu "}]}, False),
     ],
+    # Qwen3.5's published template (llama.cpp's models/templates/Qwen3.5-4B.jinja),
+    # whose tool calls take their arguments as mappings only.
+    "Qwen3.5-4B.jinja": [
+        ("single", {"messages": U}, True),
+        ("multi", {"messages": MULTI}, False),
+        ("tools", {"tools": TOOLS, "messages": TOOL_MSGS[:2] + [dict(TOOL_MSGS[2], tool_calls=TOOL_MSGS[2]["tool_calls"][:1])] + TOOL_MSGS[3:4] + TOOL_MSGS[5:]}, True),
+        ("no_thinking", {"enable_thinking": False}, True),
+        ("think_history", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "<think>r1</think>b"},
+                                        {"role": "user", "content": "c"}, {"role": "assistant", "content": "<think>\nr2\n</think>\n\nd"}]}, False),
+        ("system_image", {"messages": [{"role": "system", "content": [{"type": "image"}]}, {"role": "user", "content": "x"}]}, True),
+    ],
 }
 for name, cs in shared_cases.items():
     rel = "templates/" + name

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/engine/pool"
+	"github.com/moonlm/moonlm/kernels"
+)
+
+// The gated DeltaNet layers of a hybrid model (arch.DeltaNet), as
+// llama.cpp computes them. Per token, the mixed projection MX (the
+// queries, keys and values of every head) goes through a causal
+// convolution of width ConvK over the last inputs of each channel (the
+// layer's convolution state, then the batch), then silu; queries and keys
+// are L2-normed per head; the write strength is sigmoid(beta) and the
+// decay exp(softplus(alpha + dt) * a) with a = -exp(A_log). Per value
+// head h, with key head h % KHeads, the state S (State x State) follows
+// the delta rule
+//
+//	S = decay * S;  S += k (beta (v - S^T k))^T;  o = S^T q / sqrt(State)
+//
+// and o is RMS-normed (ssm_norm) and multiplied by silu(z). The per-token
+// part runs split over tokens (deltaNetToken), the recurrence split over
+// value heads (runDeltaNet), each head's tokens in order, so a decoded
+// token costs the same at any context length.
+
+// splitGate separates a full-attention layer's queries from their output
+// gates: qg holds, per head, hd queries then hd gate values.
+func splitGate(qg, q, g []float32, hd int) {
+	for h := 0; h < len(q)/hd; h++ {
+		copy(q[h*hd:(h+1)*hd], qg[2*h*hd:(2*h+1)*hd])
+		copy(g[h*hd:(h+1)*hd], qg[(2*h+1)*hd:(2*h+2)*hd])
+	}
+}
+
+// sigmoidGate multiplies x by sigmoid(g), as ggml (1/(1+exp(-g)) in float32).
+func sigmoidGate(x, g []float32) {
+	for i, v := range g[:len(x)] {
+		x[i] *= sigmoid(v)
+	}
+}
+
+func sigmoid(x float32) float32 { return 1 / (1 + expf(-x)) }
+
+// softplus is ggml's: x above 20, else log(1 + exp(x)) in float32.
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log(float64(1 + expf(x))))
+}
+
+// deltaNetToken is the per-token part of layer il's DeltaNet for batch
+// token t: the convolution (reading the state's inputs before the batch's
+// first tokens), silu, the queries' and keys' L2 norms and the gates.
+func (s *Session) deltaNetToken(L *layer, il, t int) {
+	sp := &s.c.SSM
+	K, ch := sp.ConvK, sp.ConvDim()
+	w := L.vecs[arch.SSMConv]
+	state := s.rec.convState(il)
+	mx := s.bufs[arch.MX]
+	out := s.tok(arch.CV, t)
+	for c := range ch {
+		wc := w[c*K : (c+1)*K]
+		var sum float32
+		for i, wi := range wc {
+			j := t - (K - 1) + i // the input's batch token
+			var x float32
+			if j < 0 {
+				x = state[c*(K-1)+K-1+j]
+			} else {
+				x = mx[j*ch+c]
+			}
+			sum += x * wi
+		}
+		out[c] = sum
+	}
+	kernels.SiLU(out, out)
+	S := sp.State
+	for h := 0; h < 2*sp.KHeads; h++ {
+		l2Norm(out[h*S:(h+1)*S], s.c.Eps)
+	}
+	bt, al := s.tok(arch.BT, t), s.tok(arch.AL, t)
+	dt, a := L.vecs[arch.SSMDt], L.vecs[arch.SSMA]
+	for h := range bt {
+		bt[h] = sigmoid(bt[h])
+		al[h] = softplus(al[h]+dt[h]) * a[h]
+	}
+}
+
+// l2Norm divides x by its length (at least eps), as llama.cpp's DeltaNet
+// graph computes it: an RMS norm with eps/n, then times 1/sqrt(n).
+func l2Norm(x []float32, eps float32) {
+	n := float32(len(x))
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps/n)))
+	inv := 1 / float32(math.Sqrt(float64(n)))
+	for i, v := range x {
+		x[i] = v * scale * inv
+	}
+}
+
+// shiftConvState makes layer il's convolution state the last ConvK-1
+// inputs of each channel after the current batch (the state's, then the
+// batch's), once the batch's convolutions are done.
+func (s *Session) shiftConvState(il int) {
+	sp := &s.c.SSM
+	K1, ch := sp.ConvK-1, sp.ConvDim()
+	state := s.rec.convState(il)
+	mx := s.bufs[arch.MX]
+	n := s.nTok
+	for c := range ch {
+		row := state[c*K1 : (c+1)*K1]
+		// Reads come from later in row than the writes, so ascending
+		// order reads each old value before it is replaced.
+		for i := range K1 {
+			j := n - K1 + i
+			if j < 0 {
+				row[i] = row[K1+j]
+			} else {
+				row[i] = mx[j*ch+c]
+			}
+		}
+	}
+}
+
+// runDeltaNet is the pool task of the recurrence of layer s.il: thread i
+// takes its share of the value heads, each over the batch's tokens in
+// order.
+func (s *Session) runDeltaNet(i, n int) {
+	sp := &s.c.SSM
+	lo, hi := pool.Split(sp.VHeads, i, n, 1)
+	for h := lo; h < hi; h++ {
+		s.deltaNetHead(h)
+	}
+}
+
+// deltaNetHead advances value head h's state over the batch and writes
+// its gated, normed output for every token. The state is stored
+// transposed (row j is column j of S), so each step is, per row, one dot
+// product with the key, one update along the key and one dot product with
+// the query.
+func (s *Session) deltaNetHead(h int) {
+	c := s.c
+	sp := &c.SSM
+	il := s.il
+	L := &s.m.layers[il]
+	S := sp.State
+	kh := h % sp.KHeads
+	M := s.rec.ssmState(il)[h*S*S : (h+1)*S*S]
+	scale := 1 / float32(math.Sqrt(float64(S)))
+	norm := L.vecs[arch.SSMNorm]
+	for t := 0; t < s.nTok; t++ {
+		cv := s.tok(arch.CV, t)
+		q := cv[kh*S : (kh+1)*S]
+		k := cv[(sp.KHeads+kh)*S : (sp.KHeads+kh+1)*S]
+		v := cv[(2*sp.KHeads+h)*S : (2*sp.KHeads+h+1)*S]
+		beta := s.tok(arch.BT, t)[h]
+		s.kern.Scale(M, expf(s.tok(arch.AL, t)[h]))
+		out := s.tok(arch.DN, t)[h*S : (h+1)*S]
+		for j := range S {
+			row := M[j*S : (j+1)*S]
+			d := (v[j] - s.kern.Dot(row, k)) * beta
+			s.kern.Axpy(row, d, k)
+			out[j] = s.kern.Dot(row, q) * scale
+		}
+		s.ops.RMSNorm(out, out, norm, c.Eps)
+		z := s.tok(arch.Z, t)[h*S : (h+1)*S]
+		for j, zv := range z {
+			out[j] *= zv / (1 + expf(-zv))
+		}
+	}
+}
