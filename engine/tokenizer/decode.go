@@ -25,7 +25,7 @@ func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
 		return append(dst, text...)
 	}
 	switch t.kind {
-	case SPM, WPM:
+	case SPM, WPM, UGM:
 		switch {
 		case a&attrNormal != 0:
 			for {
