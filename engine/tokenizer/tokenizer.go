@@ -159,7 +159,7 @@ type scratch struct {
 	keys   []uint64 // SPM: queue of candidate merges
 	word   []byte
 	pairs  *[1 << 16 / 64]uint64 // byte pairs present in the text
-	ugm    []ugmBest              // Unigram: best segmentation of each prefix
+	ugm    []ugmBest             // Unigram: best segmentation of each prefix
 }
 
 // New builds a tokenizer from vocabulary metadata.
