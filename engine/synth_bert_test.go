@@ -106,8 +106,19 @@ func buildSynthBert(t *testing.T, q8 bool) []byte {
 	if q8 {
 		set("general.quantization_version", uint32(2))
 	}
-	rng := rand.New(rand.NewPCG(bertSeed, 0x5eed))
-	add := func(name string, quant bool, scale, offset float64, shape ...int64) {
+	add := synthAdder(t, w, rand.New(rand.NewPCG(bertSeed, 0x5eed)), q8)
+	addBertTensors(add, bertShape{dim: bertDim, ff: bertFF, layers: bertLayers, ctx: bertCtx, vocab: int64(len(toks)), typeRows: 2})
+	var buf bytes.Buffer
+	_, err := w.WriteTo(&buf)
+	require.NoError(t, err)
+	return buf.Bytes()
+}
+
+// synthAdder returns a function adding a tensor of the given shape (cols,
+// rows) with values offset + scale·N(0,1) drawn from rng, Q8_0 when q8
+// and quant, else F32.
+func synthAdder(t *testing.T, w *gguf.Writer, rng *rand.Rand, q8 bool) func(name string, quant bool, scale, offset float64, shape ...int64) {
+	return func(name string, quant bool, scale, offset float64, shape ...int64) {
 		n := int(shape[0])
 		rows := 1
 		if len(shape) == 2 {
@@ -123,37 +134,44 @@ func buildSynthBert(t *testing.T, q8 bool) []byte {
 		}
 		addSynthTensor(t, w, name, typ, shape, vals)
 	}
+}
+
+// bertShape is the shape of a synthetic encoder of the bert family.
+type bertShape struct{ dim, ff, layers, ctx, vocab, typeRows int64 }
+
+// addBertTensors adds a bert encoder's tensors through add, in the
+// synthetic BERT's order: embeddings (token-type ones with typeRows rows),
+// blocks with biased projections, and a reranker's classifier head of
+// one label. Weights N(0, 0.08²); LayerNorm weights 1 + 0.1·N(0,1),
+// biases 0.02·N(0,1).
+func addBertTensors(add func(name string, quant bool, scale, offset float64, shape ...int64), s bertShape) {
 	mat := func(name string, cols, rows int64) { add(name, true, 0.08, 0, cols, rows) }
-	normW := func(name string) { add(name, false, 0.1, 1, bertDim) }
+	normW := func(name string) { add(name, false, 0.1, 1, s.dim) }
 	bias := func(name string, n int64) { add(name, false, 0.02, 0, n) }
-	mat("token_embd.weight", bertDim, int64(len(toks)))
-	add("token_types.weight", false, 0.08, 0, bertDim, 2)
-	add("position_embd.weight", false, 0.08, 0, bertDim, bertCtx)
+	mat("token_embd.weight", s.dim, s.vocab)
+	add("token_types.weight", false, 0.08, 0, s.dim, s.typeRows)
+	add("position_embd.weight", false, 0.08, 0, s.dim, s.ctx)
 	normW("token_embd_norm.weight")
-	bias("token_embd_norm.bias", bertDim)
-	for il := 0; il < bertLayers; il++ {
+	bias("token_embd_norm.bias", s.dim)
+	for il := 0; il < int(s.layers); il++ {
 		p := fmt.Sprintf("blk.%d.", il)
 		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_output"} {
-			mat(p+n+".weight", bertDim, bertDim)
-			bias(p+n+".bias", bertDim)
+			mat(p+n+".weight", s.dim, s.dim)
+			bias(p+n+".bias", s.dim)
 		}
 		normW(p + "attn_output_norm.weight")
-		bias(p+"attn_output_norm.bias", bertDim)
-		mat(p+"ffn_up.weight", bertDim, bertFF)
-		bias(p+"ffn_up.bias", bertFF)
-		mat(p+"ffn_down.weight", bertFF, bertDim)
-		bias(p+"ffn_down.bias", bertDim)
+		bias(p+"attn_output_norm.bias", s.dim)
+		mat(p+"ffn_up.weight", s.dim, s.ff)
+		bias(p+"ffn_up.bias", s.ff)
+		mat(p+"ffn_down.weight", s.ff, s.dim)
+		bias(p+"ffn_down.bias", s.dim)
 		normW(p + "layer_output_norm.weight")
-		bias(p+"layer_output_norm.bias", bertDim)
+		bias(p+"layer_output_norm.bias", s.dim)
 	}
-	mat("cls.weight", bertDim, bertDim)
-	bias("cls.bias", bertDim)
-	mat("cls.output.weight", bertDim, 1)
+	mat("cls.weight", s.dim, s.dim)
+	bias("cls.bias", s.dim)
+	mat("cls.output.weight", s.dim, 1)
 	bias("cls.output.bias", 1)
-	var buf bytes.Buffer
-	_, err := w.WriteTo(&buf)
-	require.NoError(t, err)
-	return buf.Bytes()
 }
 
 func sha256Hex(b []byte) string {
