@@ -64,6 +64,7 @@ const (
 	asmQ5_0TokensAVX512
 	asmF16TokensAVX2
 	asmQ4_1TileAVX512
+	asmF16TileAVX512
 )
 
 // simdKernels names a type's kernels at one instruction-set level (zero:

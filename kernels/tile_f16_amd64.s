@@ -1,0 +1,84 @@
+// F16 x F16 tile kernel for prefill (AVX-512): 4 weight rows against 4
+// tokens, 16 columns a step. Each step widens the 4 rows' and the 4
+// tokens' halves once (VCVTPH2PS) and makes 16 fused multiply-adds, where
+// the multi-token kernel widens every token's halves again for each row.
+// Products of two halves are exact in float32, so only the summation
+// order differs from ggml's f16 dot.
+
+#include "textflag.h"
+
+// func f16Tile4x4AVX512(w *byte, wstride int, x *byte, xstride int, n16 int, acc *float32)
+TEXT ·f16Tile4x4AVX512(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), R8
+	MOVQ   wstride+8(FP), R9
+	MOVQ   x+16(FP), SI
+	MOVQ   xstride+24(FP), DI
+	MOVQ   n16+32(FP), CX
+	MOVQ   acc+40(FP), R11
+	LEAQ   (R9)(R9*2), R10
+	LEAQ   (DI)(DI*2), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+f16tileloop:
+	VCVTPH2PS   (R8), Z16
+	VCVTPH2PS   (R8)(R9*1), Z17
+	VCVTPH2PS   (R8)(R9*2), Z18
+	VCVTPH2PS   (R8)(R10*1), Z19
+	VCVTPH2PS   (SI), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z1
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z3
+	VCVTPH2PS   (SI)(DI*1), Z21
+	VFMADD231PS Z21, Z16, Z4
+	VFMADD231PS Z21, Z17, Z5
+	VFMADD231PS Z21, Z18, Z6
+	VFMADD231PS Z21, Z19, Z7
+	VCVTPH2PS   (SI)(DI*2), Z22
+	VFMADD231PS Z22, Z16, Z8
+	VFMADD231PS Z22, Z17, Z9
+	VFMADD231PS Z22, Z18, Z10
+	VFMADD231PS Z22, Z19, Z11
+	VCVTPH2PS   (SI)(DX*1), Z23
+	VFMADD231PS Z23, Z16, Z12
+	VFMADD231PS Z23, Z17, Z13
+	VFMADD231PS Z23, Z18, Z14
+	VFMADD231PS Z23, Z19, Z15
+	ADDQ        $32, R8
+	ADDQ        $32, SI
+	DECQ        CX
+	JNZ         f16tileloop
+
+	VMOVUPS Z0, 0(R11)
+	VMOVUPS Z1, 64(R11)
+	VMOVUPS Z2, 128(R11)
+	VMOVUPS Z3, 192(R11)
+	VMOVUPS Z4, 256(R11)
+	VMOVUPS Z5, 320(R11)
+	VMOVUPS Z6, 384(R11)
+	VMOVUPS Z7, 448(R11)
+	VMOVUPS Z8, 512(R11)
+	VMOVUPS Z9, 576(R11)
+	VMOVUPS Z10, 640(R11)
+	VMOVUPS Z11, 704(R11)
+	VMOVUPS Z12, 768(R11)
+	VMOVUPS Z13, 832(R11)
+	VMOVUPS Z14, 896(R11)
+	VMOVUPS Z15, 960(R11)
+	VZEROUPPER
+	RET
