@@ -4,12 +4,12 @@ package kernels
 
 import "encoding/binary"
 
-// f16Tile4x4AVX512 sets acc[(t*4+r)*16+l] to lane l of the running dot of
-// F16 row r (of 4, wstride bytes apart) with F16 token t (of 4, xstride
-// bytes apart) over the first 16*n16 columns; n16 must be positive.
+// f16Tile4x4AVX512 sets out[t*4+r] to the dot of F16 row r (of 4,
+// wstride bytes apart) with F16 token t (of 4, xstride bytes apart) over
+// the first 16*n16 columns; n16 must be positive.
 //
 //go:noescape
-func f16Tile4x4AVX512(w *byte, wstride int, x *byte, xstride int, n16 int, acc *float32)
+func f16Tile4x4AVX512(w *byte, wstride int, x *byte, xstride int, n16 int, out *float32)
 
 // f16TileTokens bounds the activations one pass over the rows streams
 // (tokens of 2·cols bytes), so they stay in L2 while each group of four
@@ -34,17 +34,17 @@ func tileF16AVX512(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) (row
 	_ = xq[toks4*ab-1]
 	_ = y[(toks4-1)*m.Rows+r0+rows4-1]
 	chunk := max(4, f16TileTokens/ab/4*4)
-	var acc [256]float32
+	var out [16]float32
 	for t0 := 0; t0 < toks4; t0 += chunk {
 		t1 := min(t0+chunk, toks4)
 		for r := r0; r < r0+rows4; r += 4 {
 			w := m.Data[r*rb:]
 			for t := t0; t < t1; t += 4 {
-				f16Tile4x4AVX512(&w[0], rb, &xq[t*ab], ab, n16, &acc[0])
+				f16Tile4x4AVX512(&w[0], rb, &xq[t*ab], ab, n16, &out[0])
 				for j := range 4 {
 					x := xq[(t+j)*ab:]
 					for i := range 4 {
-						s := sum16((*[16]float32)(acc[(j*4+i)*16:]))
+						s := out[j*4+i]
 						wi := w[i*rb:]
 						for c := n16 * 16; c < n; c++ {
 							s += f16Table[binary.LittleEndian.Uint16(wi[2*c:])] * f16Table[binary.LittleEndian.Uint16(x[2*c:])]

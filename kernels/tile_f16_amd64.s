@@ -7,14 +7,28 @@
 
 #include "textflag.h"
 
-// func f16Tile4x4AVX512(w *byte, wstride int, x *byte, xstride int, n16 int, acc *float32)
+// X = Z's 16 lanes folded to 4 (lane i the sum of lanes i, i+4, i+8,
+// i+12). Clobbers Z16.
+#define RED4(Z, Y, X) \
+	VEXTRACTF64X4 $1, Z, Y16 \
+	VADDPS        Y16, Y, Y \
+	VEXTRACTF32X4 $1, Y, X16 \
+	VADDPS        X16, X, X
+
+// A = the lane sums of A, B, C and D, in that order. Clobbers C.
+#define HSUM4(A, B, C, D) \
+	VHADDPS B, A, A \
+	VHADDPS D, C, C \
+	VHADDPS C, A, A
+
+// func f16Tile4x4AVX512(w *byte, wstride int, x *byte, xstride int, n16 int, out *float32)
 TEXT ·f16Tile4x4AVX512(SB), NOSPLIT, $0-48
 	MOVQ   w+0(FP), R8
 	MOVQ   wstride+8(FP), R9
 	MOVQ   x+16(FP), SI
 	MOVQ   xstride+24(FP), DI
 	MOVQ   n16+32(FP), CX
-	MOVQ   acc+40(FP), R11
+	MOVQ   out+40(FP), R11
 	LEAQ   (R9)(R9*2), R10
 	LEAQ   (DI)(DI*2), DX
 	VPXORD Z0, Z0, Z0
@@ -64,21 +78,31 @@ f16tileloop:
 	DECQ        CX
 	JNZ         f16tileloop
 
-	VMOVUPS Z0, 0(R11)
-	VMOVUPS Z1, 64(R11)
-	VMOVUPS Z2, 128(R11)
-	VMOVUPS Z3, 192(R11)
-	VMOVUPS Z4, 256(R11)
-	VMOVUPS Z5, 320(R11)
-	VMOVUPS Z6, 384(R11)
-	VMOVUPS Z7, 448(R11)
-	VMOVUPS Z8, 512(R11)
-	VMOVUPS Z9, 576(R11)
-	VMOVUPS Z10, 640(R11)
-	VMOVUPS Z11, 704(R11)
-	VMOVUPS Z12, 768(R11)
-	VMOVUPS Z13, 832(R11)
-	VMOVUPS Z14, 896(R11)
-	VMOVUPS Z15, 960(R11)
+	// Each accumulator's 16 lanes summed: halves folded to 4 lanes, then
+	// three horizontal adds per token put its 4 rows' sums in one X.
+	RED4(Z0, Y0, X0)
+	RED4(Z1, Y1, X1)
+	RED4(Z2, Y2, X2)
+	RED4(Z3, Y3, X3)
+	RED4(Z4, Y4, X4)
+	RED4(Z5, Y5, X5)
+	RED4(Z6, Y6, X6)
+	RED4(Z7, Y7, X7)
+	RED4(Z8, Y8, X8)
+	RED4(Z9, Y9, X9)
+	RED4(Z10, Y10, X10)
+	RED4(Z11, Y11, X11)
+	RED4(Z12, Y12, X12)
+	RED4(Z13, Y13, X13)
+	RED4(Z14, Y14, X14)
+	RED4(Z15, Y15, X15)
+	HSUM4(X0, X1, X2, X3)
+	HSUM4(X4, X5, X6, X7)
+	HSUM4(X8, X9, X10, X11)
+	HSUM4(X12, X13, X14, X15)
+	VMOVUPS X0, 0(R11)
+	VMOVUPS X4, 16(R11)
+	VMOVUPS X8, 32(R11)
+	VMOVUPS X12, 48(R11)
 	VZEROUPPER
 	RET
