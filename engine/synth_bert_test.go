@@ -84,25 +84,9 @@ func buildSynthBert(t *testing.T, q8 bool) []byte {
 	set("general.architecture", a)
 	set("general.name", "synth-bert")
 	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
-	set(a+".context_length", uint32(bertCtx))
-	set(a+".embedding_length", uint32(bertDim))
-	set(a+".block_count", uint32(bertLayers))
-	set(a+".feed_forward_length", uint32(bertFF))
-	set(a+".attention.head_count", uint32(bertHeads))
-	set(a+".attention.layer_norm_epsilon", float32(1e-12))
-	set(a+".attention.causal", false)
+	setEncoderShape(set, a, bertCtx, bertDim, bertLayers, bertFF, bertHeads, 1e-12)
 	set(a+".pooling_type", uint32(1)) // mean, as bge-small's files
-	set("tokenizer.ggml.model", "bert")
-	set("tokenizer.ggml.pre", "bert-bge")
-	set("tokenizer.ggml.tokens", toks)
-	set("tokenizer.ggml.token_type", types)
-	set("tokenizer.ggml.token_type_count", uint32(2))
-	set("tokenizer.ggml.unknown_token_id", uint32(100))
-	set("tokenizer.ggml.seperator_token_id", uint32(102))
-	set("tokenizer.ggml.padding_token_id", uint32(0))
-	set("tokenizer.ggml.cls_token_id", uint32(101))
-	set("tokenizer.ggml.mask_token_id", uint32(103))
-	set("tokenizer.ggml.bos_token_id", uint32(101))
+	setWordPieceVocab(set, "bert-bge", toks, types)
 	if q8 {
 		set("general.quantization_version", uint32(2))
 	}
@@ -112,6 +96,34 @@ func buildSynthBert(t *testing.T, q8 bool) []byte {
 	_, err := w.WriteTo(&buf)
 	require.NoError(t, err)
 	return buf.Bytes()
+}
+
+// setEncoderShape sets an encoder's shape keys under arch a (non-causal),
+// in the order the synthetic encoders write them.
+func setEncoderShape(set func(string, any), a string, ctx, dim, layers, ff, heads int, eps float32) {
+	set(a+".context_length", uint32(ctx))
+	set(a+".embedding_length", uint32(dim))
+	set(a+".block_count", uint32(layers))
+	set(a+".feed_forward_length", uint32(ff))
+	set(a+".attention.head_count", uint32(heads))
+	set(a+".attention.layer_norm_epsilon", eps)
+	set(a+".attention.causal", false)
+}
+
+// setWordPieceVocab sets the tokenizer keys of bertVocab's subset of the
+// bge WordPiece vocabulary, with pre-tokenizer name pre.
+func setWordPieceVocab(set func(string, any), pre string, toks []string, types []int32) {
+	set("tokenizer.ggml.model", "bert")
+	set("tokenizer.ggml.pre", pre)
+	set("tokenizer.ggml.tokens", toks)
+	set("tokenizer.ggml.token_type", types)
+	set("tokenizer.ggml.token_type_count", uint32(2))
+	set("tokenizer.ggml.unknown_token_id", uint32(100))
+	set("tokenizer.ggml.seperator_token_id", uint32(102))
+	set("tokenizer.ggml.padding_token_id", uint32(0))
+	set("tokenizer.ggml.cls_token_id", uint32(101))
+	set("tokenizer.ggml.mask_token_id", uint32(103))
+	set("tokenizer.ggml.bos_token_id", uint32(101))
 }
 
 // synthAdder returns a function adding a tensor of the given shape (cols,
@@ -193,18 +205,7 @@ func synthBertPath(t *testing.T, typ, dir string) string {
 // TestWriteSynthBert checks the committed Q8_0 BERT is what the generator
 // writes; with -update-synth it rewrites it, and writes the F32 file to
 // build/synth/ for making references.
-func TestWriteSynthBert(t *testing.T) {
-	img := buildSynthBert(t, true)
-	path := synthNewPath("synth-bert-Q8_0.gguf")
-	if *updateSynth {
-		require.NoError(t, os.WriteFile(path, img, 0o644))
-		dir := filepath.Join("..", "build", "synth")
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "synth-bert-f32.gguf"), buildSynthBert(t, false), 0o644))
-		return
-	}
-	matchSynthFile(t, path, img)
-}
+func TestWriteSynthBert(t *testing.T) { writeSynthEncoder(t, "synth-bert", buildSynthBert) }
 
 // rerankTemplate is the synthetic Qwen3 reranker's prompt template
 // (tokenizer.chat_template.rerank), one line as the reference tool reads

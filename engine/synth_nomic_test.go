@@ -44,26 +44,10 @@ func buildSynthNomicBert(t *testing.T, q8 bool) []byte {
 	set("general.architecture", a)
 	set("general.name", "synth-nomic-bert")
 	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
-	set(a+".context_length", uint32(bertCtx))
-	set(a+".embedding_length", uint32(bertDim))
-	set(a+".block_count", uint32(bertLayers))
-	set(a+".feed_forward_length", uint32(bertFF))
-	set(a+".attention.head_count", uint32(bertHeads))
-	set(a+".attention.layer_norm_epsilon", float32(1e-12))
-	set(a+".attention.causal", false)
+	setEncoderShape(set, a, bertCtx, bertDim, bertLayers, bertFF, bertHeads, 1e-12)
 	set(a+".rope.freq_base", float32(1000))
 	set(a+".pooling_type", uint32(1)) // mean, as nomic-embed-text's files
-	set("tokenizer.ggml.model", "bert")
-	set("tokenizer.ggml.pre", "bert-bge")
-	set("tokenizer.ggml.tokens", toks)
-	set("tokenizer.ggml.token_type", types)
-	set("tokenizer.ggml.token_type_count", uint32(2))
-	set("tokenizer.ggml.unknown_token_id", uint32(100))
-	set("tokenizer.ggml.seperator_token_id", uint32(102))
-	set("tokenizer.ggml.padding_token_id", uint32(0))
-	set("tokenizer.ggml.cls_token_id", uint32(101))
-	set("tokenizer.ggml.mask_token_id", uint32(103))
-	set("tokenizer.ggml.bos_token_id", uint32(101))
+	setWordPieceVocab(set, "bert-bge", toks, types)
 	set("tokenizer.ggml.eos_token_id", uint32(102))
 	if q8 {
 		set("general.quantization_version", uint32(2))
@@ -134,33 +118,14 @@ func synthNomicBertPath(t *testing.T, typ, dir string) string {
 // generator writes; with -update-synth it rewrites it, and writes the F32
 // file to build/synth/ for making references.
 func TestWriteSynthNomicBert(t *testing.T) {
-	img := buildSynthNomicBert(t, true)
-	path := synthNewPath("synth-nomic-bert-Q8_0.gguf")
-	if *updateSynth {
-		require.NoError(t, os.WriteFile(path, img, 0o644))
-		dir := filepath.Join("..", "build", "synth")
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "synth-nomic-bert-f32.gguf"), buildSynthNomicBert(t, false), 0o644))
-		return
-	}
-	have, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
+	writeSynthEncoder(t, "synth-nomic-bert", buildSynthNomicBert)
 }
 
 // openSynthNomicBert opens the synthetic nomic-bert of type typ, checking
 // the file is the one its references were made from.
 func openSynthNomicBert(t *testing.T, typ string, p ModelParams) (*Model, *embedRef) {
 	shareddata.Path(t, "vocab/ggml-vocab-bert-bge.gguf") // the generator's vocabulary
-	ref := readEmbedRef(t, "synth-nomic-bert-"+typ+".embed.json")
-	path := synthNomicBertPath(t, typ, t.TempDir())
-	img, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, ref.SHA256, sha256Hex(img), "%s is not the file the references were made from", filepath.Base(path))
-	m, err := Open(path, p)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, m.Close()) })
-	return m, ref
+	return openSynthEncoder(t, "synth-nomic-bert", typ, buildSynthNomicBert, p)
 }
 
 // The synthetic nomic-bert against llama.cpp's embeddings
