@@ -2,7 +2,10 @@ package engine
 
 import (
 	"bufio"
+	"encoding/binary"
 	"flag"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/kernels"
 )
 
 // The embedding benchmark: sentences per second for batches of 32 texts
@@ -39,12 +43,71 @@ const (
 // gguf.Q8_0 for its matrices; vectors and the position and type
 // embeddings F32) to path. Its vocabulary is the synthetic BERT's.
 func buildBgeBase(t testing.TB, typ gguf.Type, path string) {
-	meta := encoderMeta{arch: "bert", name: "bench-bge-base", fileType: map[gguf.Type]uint32{gguf.F16: 1, gguf.Q8_0: 7}[typ],
-		ctx: bgeCtx, dim: bgeDim, layers: bgeLayers, ff: bgeFF, head: bgeHeads, pooling: 2} // cls, as bge's files
-	w, set, nVocab := newEncoderWriter(t, meta)
+	toks, types := bertVocab(t)
+	w := gguf.NewWriter()
+	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
+	a := "bert"
+	set("general.architecture", a)
+	set("general.name", "bench-bge-base")
+	set("general.file_type", map[gguf.Type]uint32{gguf.F16: 1, gguf.Q8_0: 7}[typ])
+	setEncoderShape(set, a, bgeCtx, bgeDim, bgeLayers, bgeFF, bgeHeads, 1e-12)
+	set(a+".pooling_type", uint32(2)) // cls, as bge's files
+	setWordPieceVocab(set, "bert-bge", toks, types)
 	set("general.quantization_version", uint32(2))
-	d := encoderDraw{t: t, w: w, rng: rand.New(rand.NewPCG(5, 0x5eed)), matType: typ, matScale: 0.04}
-	d.bertTensors(meta, nVocab)
+	rng := rand.New(rand.NewPCG(5, 0x5eed))
+	vals := func(n int, scale, offset float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(offset + scale*rng.NormFloat64())
+		}
+		return v
+	}
+	f32 := func(name string, v []float32, shape ...int64) {
+		data := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+		}
+		require.NoError(t, w.AddTensor(name, gguf.F32, shape, data))
+	}
+	mat := func(name string, cols, rows int) {
+		v := vals(cols*rows, 0.04, 0)
+		var data []byte
+		if typ == gguf.Q8_0 {
+			rb := cols / 32 * 34
+			data = make([]byte, rows*rb)
+			for r := 0; r < rows; r++ {
+				kernels.QuantizeWeightRow(gguf.Q8_0, v[r*cols:(r+1)*cols], data[r*rb:(r+1)*rb])
+			}
+		} else {
+			data = make([]byte, 2*len(v))
+			for i, x := range v {
+				binary.LittleEndian.PutUint16(data[2*i:], kernels.F32ToF16(x))
+			}
+		}
+		require.NoError(t, w.AddTensor(name, typ, []int64{int64(cols), int64(rows)}, data))
+	}
+	normW := func(name string) { f32(name, vals(bgeDim, 0.1, 1), bgeDim) }
+	bias := func(name string, n int) { f32(name, vals(n, 0.02, 0), int64(n)) }
+	mat("token_embd.weight", bgeDim, len(toks))
+	f32("token_types.weight", vals(2*bgeDim, 0.04, 0), bgeDim, 2)
+	f32("position_embd.weight", vals(bgeCtx*bgeDim, 0.04, 0), bgeDim, bgeCtx)
+	normW("token_embd_norm.weight")
+	bias("token_embd_norm.bias", bgeDim)
+	for il := 0; il < bgeLayers; il++ {
+		p := fmt.Sprintf("blk.%d.", il)
+		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_output"} {
+			mat(p+n+".weight", bgeDim, bgeDim)
+			bias(p+n+".bias", bgeDim)
+		}
+		normW(p + "attn_output_norm.weight")
+		bias(p+"attn_output_norm.bias", bgeDim)
+		mat(p+"ffn_up.weight", bgeDim, bgeFF)
+		bias(p+"ffn_up.bias", bgeFF)
+		mat(p+"ffn_down.weight", bgeFF, bgeDim)
+		bias(p+"ffn_down.bias", bgeDim)
+		normW(p + "layer_output_norm.weight")
+		bias(p+"layer_output_norm.bias", bgeDim)
+	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	require.NoError(t, err)

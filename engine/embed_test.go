@@ -186,15 +186,7 @@ func runEmbedRef(t *testing.T, m *Model, ref *embedRef, rule embedRule) []string
 // openSynthBert opens the synthetic BERT of type typ ("f32" or "Q8_0"),
 // checking the file is the one its references were made from.
 func openSynthBert(t *testing.T, typ string, p ModelParams) (*Model, *embedRef) {
-	ref := readEmbedRef(t, "synth-bert-"+typ+".embed.json")
-	path := encoderSynthPath(t, "bert", typ, t.TempDir(), buildSynthBert)
-	img, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, ref.SHA256, sha256Hex(img), "%s is not the file the references were made from", filepath.Base(path))
-	m, err := Open(path, p)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, m.Close()) })
-	return m, ref
+	return openSynthEncoder(t, "synth-bert", typ, buildSynthBert, p)
 }
 
 func TestBertSynthEmbedF32(t *testing.T) {
@@ -219,7 +211,7 @@ func TestBertSynthEmbedQ8(t *testing.T) {
 // flash attention over an f16 cache, not an encoder's, so it refuses one
 // at open rather than compute it some other way.
 func TestBertSynthEmbedIkRefused(t *testing.T) {
-	path := encoderSynthPath(t, "bert", "Q8_0", t.TempDir(), buildSynthBert)
+	path := synthBertPath(t, "Q8_0", t.TempDir())
 	_, err := Open(path, ModelParams{Threads: 2, Numerics: NumericsIk})
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.Contains(t, err.Error(), "numerics mode ik: encoders")

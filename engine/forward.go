@@ -108,6 +108,41 @@ func attnTemp(c *config, pos int) float32 {
 	return float32(math.Log(fl+1)*float64(c.AttnTempScale) + 1)
 }
 
+// alibiSlopes are ALiBi's per-head slopes as ggml's soft_max computes
+// them: for the largest power of two n2 <= heads, head h < n2 takes
+// m0^(h+1) and the others m1^(2(h-n2)+1), where m0 = 2^(-maxBias/n2) and
+// m1 = 2^(-maxBias/2/n2).
+func alibiSlopes(heads int, maxBias float32) []float32 {
+	n2 := 1
+	for n2*2 <= heads {
+		n2 *= 2
+	}
+	m0 := float32(math.Pow(2, float64(-maxBias/float32(n2))))
+	m1 := float32(math.Pow(2, float64(-(maxBias/2)/float32(n2))))
+	out := make([]float32, heads)
+	for h := range out {
+		if h < n2 {
+			out[h] = float32(math.Pow(float64(m0), float64(h+1)))
+		} else {
+			out[h] = float32(math.Pow(float64(m1), float64(2*(h-n2)+1)))
+		}
+	}
+	return out
+}
+
+// addAlibi adds slope times minus the distance to the query to scores of
+// consecutive keys, the first d0 positions from the query (negative:
+// before it), as ggml's soft_max adds the slope times the mask.
+func addAlibi(scores []float32, slope float32, d0 int) {
+	for i := range scores {
+		d := d0 + i
+		if d < 0 {
+			d = -d
+		}
+		scores[i] += slope * -float32(d)
+	}
+}
+
 // softcap replaces each x by c*tanh(x/c), as ggml computes it: x times
 // 1/c, tanh in float32, times c.
 func softcap(x []float32, c float32) {
@@ -633,6 +668,9 @@ func (s *Session) attendHead(t, h, worker int) {
 			softcap(live, c.AttnSoftcap)
 		}
 		s.kern.Scale(live, c.KQScale)
+		if s.alibi != nil {
+			addAlibi(live, s.alibi[h], first-(s.p0+t))
+		}
 		for i := range sc[:first-base] {
 			sc[i] = float32(math.Inf(-1))
 		}

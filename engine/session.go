@@ -87,6 +87,7 @@ type Session struct {
 	pli      []float32               // nb x PerLayerDim*Layers: each token's per-layer inputs, or nil
 	pleRow   [][]float32             // per thread: one token's per_layer_token_embd row, dequantized
 	scores   [][]float32             // per thread, cache capacity
+	alibi    []float32               // per head, ALiBi's slope (Params.AlibiMaxBias)
 	q16      [][]uint16              // per thread, head dim
 	w16      [][]uint16              // per thread, cache capacity: f16 softmax weights
 	q8q      [][]byte                // per thread, Q8_0 cache: one head's query in Q8_0
@@ -221,6 +222,12 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 	s.attend = s.attendHead
 	if s.ops.Attend != nil {
 		s.attend = s.attendMode
+	}
+	if c.AlibiMaxBias > 0 {
+		if s.ops.Attend != nil || !f32 {
+			return nil, fmt.Errorf("engine: new session: %w: ALiBi with an f16 or quantized cache or the %s numerics' attention", ErrUnsupported, m.numerics)
+		}
+		s.alibi = alibiSlopes(c.Heads, c.AlibiMaxBias)
 	}
 	if p.Threads != 0 && p.Threads != m.pool.Threads() {
 		s.pool, s.ownPool = pool.New(p.Threads, m.poolOpts...), true

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -76,37 +77,113 @@ func bertVocab(t testing.TB) ([]string, []int32) {
 // and token-type embeddings and vectors F32).
 func buildSynthBert(t *testing.T, q8 bool) []byte {
 	t.Helper()
-	meta := bertSynthMeta("bert", q8)
-	meta.pooling = 1 // mean, as bge-small's files
-	w, set, nVocab := newEncoderWriter(t, meta)
+	toks, types := bertVocab(t)
+	w := gguf.NewWriter()
+	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
+	a := "bert"
+	set("general.architecture", a)
+	set("general.name", "synth-bert")
+	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
+	setEncoderShape(set, a, bertCtx, bertDim, bertLayers, bertFF, bertHeads, 1e-12)
+	set(a+".pooling_type", uint32(1)) // mean, as bge-small's files
+	setWordPieceVocab(set, "bert-bge", toks, types)
 	if q8 {
 		set("general.quantization_version", uint32(2))
 	}
-	d := encoderDraw{t: t, w: w, rng: rand.New(rand.NewPCG(bertSeed, 0x5eed)), matType: synthMatType(q8), matScale: 0.08}
-	d.bertTensors(meta, nVocab)
-	d.mat("cls.weight", bertDim, bertDim)
-	d.bias("cls.bias", bertDim)
-	d.mat("cls.output.weight", bertDim, 1)
-	d.bias("cls.output.bias", 1)
+	add := synthAdder(t, w, rand.New(rand.NewPCG(bertSeed, 0x5eed)), q8)
+	addBertTensors(add, bertShape{dim: bertDim, ff: bertFF, layers: bertLayers, ctx: bertCtx, vocab: int64(len(toks)), typeRows: 2})
 	var buf bytes.Buffer
 	_, err := w.WriteTo(&buf)
 	require.NoError(t, err)
 	return buf.Bytes()
 }
 
-// bertSynthMeta is the metadata of the synthetic encoders of arch (the
-// BERT's shape) in F32 or (q8) Q8_0; the caller sets the pooling type.
-func bertSynthMeta(arch string, q8 bool) encoderMeta {
-	return encoderMeta{arch: arch, name: "synth-" + arch, fileType: map[bool]uint32{false: 0, true: 7}[q8],
-		ctx: bertCtx, dim: bertDim, layers: bertLayers, ff: bertFF, head: bertHeads}
+// setEncoderShape sets an encoder's shape keys under arch a (non-causal),
+// in the order the synthetic encoders write them.
+func setEncoderShape(set func(string, any), a string, ctx, dim, layers, ff, heads int, eps float32) {
+	set(a+".context_length", uint32(ctx))
+	set(a+".embedding_length", uint32(dim))
+	set(a+".block_count", uint32(layers))
+	set(a+".feed_forward_length", uint32(ff))
+	set(a+".attention.head_count", uint32(heads))
+	set(a+".attention.layer_norm_epsilon", eps)
+	set(a+".attention.causal", false)
 }
 
-// synthMatType is the matrices' type of a synthetic file: F32, or (q8) Q8_0.
-func synthMatType(q8 bool) gguf.Type {
-	if q8 {
-		return gguf.Q8_0
+// setWordPieceVocab sets the tokenizer keys of bertVocab's subset of the
+// bge WordPiece vocabulary, with pre-tokenizer name pre.
+func setWordPieceVocab(set func(string, any), pre string, toks []string, types []int32) {
+	set("tokenizer.ggml.model", "bert")
+	set("tokenizer.ggml.pre", pre)
+	set("tokenizer.ggml.tokens", toks)
+	set("tokenizer.ggml.token_type", types)
+	set("tokenizer.ggml.token_type_count", uint32(2))
+	set("tokenizer.ggml.unknown_token_id", uint32(100))
+	set("tokenizer.ggml.seperator_token_id", uint32(102))
+	set("tokenizer.ggml.padding_token_id", uint32(0))
+	set("tokenizer.ggml.cls_token_id", uint32(101))
+	set("tokenizer.ggml.mask_token_id", uint32(103))
+	set("tokenizer.ggml.bos_token_id", uint32(101))
+}
+
+// synthAdder returns a function adding a tensor of the given shape (cols,
+// rows) with values offset + scale·N(0,1) drawn from rng, Q8_0 when q8
+// and quant, else F32.
+func synthAdder(t *testing.T, w *gguf.Writer, rng *rand.Rand, q8 bool) func(name string, quant bool, scale, offset float64, shape ...int64) {
+	return func(name string, quant bool, scale, offset float64, shape ...int64) {
+		n := int(shape[0])
+		rows := 1
+		if len(shape) == 2 {
+			rows = int(shape[1])
+		}
+		vals := make([]float32, n*rows)
+		for i := range vals {
+			vals[i] = float32(offset + scale*rng.NormFloat64())
+		}
+		typ := gguf.F32
+		if q8 && quant {
+			typ = gguf.Q8_0
+		}
+		addSynthTensor(t, w, name, typ, shape, vals)
 	}
-	return gguf.F32
+}
+
+// bertShape is the shape of a synthetic encoder of the bert family.
+type bertShape struct{ dim, ff, layers, ctx, vocab, typeRows int64 }
+
+// addBertTensors adds a bert encoder's tensors through add, in the
+// synthetic BERT's order: embeddings (token-type ones with typeRows rows),
+// blocks with biased projections, and a reranker's classifier head of
+// one label. Weights N(0, 0.08²); LayerNorm weights 1 + 0.1·N(0,1),
+// biases 0.02·N(0,1).
+func addBertTensors(add func(name string, quant bool, scale, offset float64, shape ...int64), s bertShape) {
+	mat := func(name string, cols, rows int64) { add(name, true, 0.08, 0, cols, rows) }
+	normW := func(name string) { add(name, false, 0.1, 1, s.dim) }
+	bias := func(name string, n int64) { add(name, false, 0.02, 0, n) }
+	mat("token_embd.weight", s.dim, s.vocab)
+	add("token_types.weight", false, 0.08, 0, s.dim, s.typeRows)
+	add("position_embd.weight", false, 0.08, 0, s.dim, s.ctx)
+	normW("token_embd_norm.weight")
+	bias("token_embd_norm.bias", s.dim)
+	for il := 0; il < int(s.layers); il++ {
+		p := fmt.Sprintf("blk.%d.", il)
+		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_output"} {
+			mat(p+n+".weight", s.dim, s.dim)
+			bias(p+n+".bias", s.dim)
+		}
+		normW(p + "attn_output_norm.weight")
+		bias(p+"attn_output_norm.bias", s.dim)
+		mat(p+"ffn_up.weight", s.dim, s.ff)
+		bias(p+"ffn_up.bias", s.ff)
+		mat(p+"ffn_down.weight", s.ff, s.dim)
+		bias(p+"ffn_down.bias", s.dim)
+		normW(p + "layer_output_norm.weight")
+		bias(p+"layer_output_norm.bias", s.dim)
+	}
+	mat("cls.weight", s.dim, s.dim)
+	bias("cls.bias", s.dim)
+	mat("cls.output.weight", s.dim, 1)
+	bias("cls.output.bias", 1)
 }
 
 func sha256Hex(b []byte) string {
@@ -114,10 +191,21 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// synthBertPath is the synthetic BERT file of the given type ("f32" or
+// "Q8_0"): the committed Q8_0 file, or the F32 one written into dir.
+func synthBertPath(t *testing.T, typ, dir string) string {
+	if typ == "Q8_0" {
+		return synthNewPath("synth-bert-Q8_0.gguf")
+	}
+	p := filepath.Join(dir, "synth-bert-f32.gguf")
+	require.NoError(t, os.WriteFile(p, buildSynthBert(t, false), 0o644))
+	return p
+}
+
 // TestWriteSynthBert checks the committed Q8_0 BERT is what the generator
 // writes; with -update-synth it rewrites it, and writes the F32 file to
 // build/synth/ for making references.
-func TestWriteSynthBert(t *testing.T) { writeOrMatchEncoderSynth(t, "bert", buildSynthBert) }
+func TestWriteSynthBert(t *testing.T) { writeSynthEncoder(t, "synth-bert", buildSynthBert) }
 
 // rerankTemplate is the synthetic Qwen3 reranker's prompt template
 // (tokenizer.chat_template.rerank), one line as the reference tool reads

@@ -66,6 +66,7 @@ const (
 	asmQ4_1TileAVX512
 	asmMXFP4RowsAVX2
 	asmMXFP4RowsAVX512
+	asmF16TileAVX512
 )
 
 // asmPacked names a packed layout of a SIMD level (a pure-Go layout's bytes

@@ -348,3 +348,54 @@ func TestFastQuantizeRow(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulTiledF16 checks MatMulTiled on F16 matrices against the
+// generic MatMul (within float32 summation-order rounding) on shapes with
+// and without whole 4x4 tiles and 16-column steps (leftover rows, tokens
+// and columns, row sub-ranges), and that rows outside the range stay
+// untouched.
+func TestMatMulTiledF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, cols := range []int{8, 16, 40, 768} {
+		for _, rows := range []int{4, 7, 33} {
+			for _, nTok := range []int{1, 4, 6, 13} {
+				for _, rng := range [][2]int{{0, rows}, {1, rows}, {rows / 2, rows}} {
+					name := fmt.Sprintf("cols=%d/rows=%d/tok=%d/r=%d-%d", cols, rows, nTok, rng[0], rng[1])
+					t.Run(name, func(t *testing.T) {
+						m := &Matrix{Type: gguf.F16, Rows: rows, Cols: cols, Data: make([]byte, rows*2*cols)}
+						xq := make([]byte, nTok*2*cols)
+						v := make([]float32, cols)
+						for i := range rows {
+							for j := range v {
+								v[j] = float32(r.NormFloat64())
+							}
+							F32RowToF16(v, m.Data[i*2*cols:(i+1)*2*cols])
+						}
+						for k := range nTok {
+							for j := range v {
+								v[j] = float32(r.NormFloat64())
+							}
+							F32RowToF16(v, xq[k*2*cols:(k+1)*2*cols])
+						}
+						want := make([]float32, nTok*rows)
+						genericSet.MatMul(m, xq, nTok, want, rng[0], rng[1])
+						for _, ks := range testSets(t) {
+							got := make([]float32, nTok*rows)
+							ks.MatMulTiled(m, xq, nTok, got, rng[0], rng[1])
+							for k := range nTok {
+								for i := range rows {
+									w, g := want[k*rows+i], got[k*rows+i]
+									if i < rng[0] {
+										require.Zero(t, g, "%s wrote row %d outside the range", ks.Name(), i)
+										continue
+									}
+									require.InDelta(t, w, g, 1e-4*(1+math.Sqrt(float64(cols))), "%s: token %d row %d", ks.Name(), k, i)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}

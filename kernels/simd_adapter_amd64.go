@@ -170,6 +170,8 @@ func (k simdKernels) apply(t gguf.Type, tk *typeKernels, avx2Rows asmKernel) {
 	case 0:
 	case asmQ4_1TileAVX512:
 		tk.tile = tileQ41AVX512
+	case asmF16TileAVX512:
+		tk.tile = tileF16AVX512
 	default:
 		panic(fmt.Sprintf("kernels: %d is not a tile kernel", k.tile))
 	}

@@ -80,6 +80,7 @@ var families = []*Family{
 	&gemma4,
 	&bert,
 	&nomicBert,
+	&jinaBertV2,
 	&qwen3moe,
 	&olmoe,
 	&qwen2moe,
@@ -180,6 +181,10 @@ type Params struct {
 	// NonCausal: every token attends to the whole sequence (the
 	// encoders); a sequence is then computed in one forward pass.
 	NonCausal bool
+	// AlibiMaxBias > 0 adds ALiBi to the attention scores: head h's
+	// slope (from this maximum bias, as ggml's soft_max) times minus the
+	// distance between query and key.
+	AlibiMaxBias float32
 	// Pooling is ARCH.pooling_type in llama.cpp's numbering (0 none,
 	// 1 mean, 2 cls, 3 last, 4 rank), -1 when the file has none.
 	Pooling int
@@ -482,6 +487,7 @@ const (
 	SSMAlpha
 	SSMNorm
 	SSMOut
+	BGateUp // fused biases of the gate and up projections
 	NumRoles
 )
 

@@ -22,7 +22,6 @@ var resembles = map[string]string{
 	"granitemoe":    "granite",
 	"granitehybrid": "granite",
 	"minicpm":       "granite", // scaled embeddings, residuals and logits
-	"jina-bert-v2":  "bert",    // ALiBi positions, GeGLU FFN
 	"modern-bert":   "bert",
 }
 

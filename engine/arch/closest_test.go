@@ -19,7 +19,7 @@ func TestClosestNamesOnlySupportedFamilies(t *testing.T) {
 func TestClosest(t *testing.T) {
 	for name, want := range map[string]string{
 		"internlm2": "llama", "minicpm": "granite", "gemma3n": "gemma3",
-		"mamba": "", "": "", "t5": "", "jina-bert-v2": "bert",
+		"mamba": "", "": "", "t5": "", "modern-bert": "bert",
 	} {
 		if got := Closest(name); got != want {
 			t.Errorf("Closest(%q) = %q, want %q", name, got, want)

@@ -29,7 +29,7 @@ func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
 		kind = SPM // its pieces are SentencePiece's
 	}
 	switch kind {
-	case SPM, WPM:
+	case SPM, WPM, UGM:
 		switch {
 		case a&attrNormal != 0:
 			for {

@@ -116,7 +116,7 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpec
 				return dst, err
 			}
 		}
-	case BPE:
+	case BPE, UGM:
 		if addSpecial && t.addBOS {
 			if dst, err = t.appendSpecial(dst, t.bos, "BOS"); err != nil {
 				return dst, err
@@ -125,6 +125,12 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpec
 		for _, f := range sc.frags {
 			if f.tok >= 0 {
 				dst = append(dst, f.tok)
+				continue
+			}
+			if t.kind == UGM {
+				if dst, err = t.encodeUGM(dst, text[f.start:f.end], sc); err != nil {
+					return dst, err
+				}
 				continue
 			}
 			dst = t.encodeBPE(dst, text[f.start:f.end], sc)
@@ -333,6 +339,9 @@ func (sc *scratch) trim() {
 	}
 	if cap(sc.word) > keepScratch {
 		sc.word = nil
+	}
+	if cap(sc.ugm) > keepScratch {
+		sc.ugm = nil
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -85,6 +86,7 @@ func readVocab(f *gguf.File, packed bool) (*Vocab, error) {
 		{"tokenizer.ggml.add_bos_token", &v.AddBOS},
 		{"tokenizer.ggml.add_eos_token", &v.AddEOS},
 		{"tokenizer.ggml.add_space_prefix", &v.AddSpacePrefix},
+		{"tokenizer.ggml.remove_extra_whitespaces", &v.RemoveExtraWhitespaces},
 	} {
 		val, ok := f.Lookup(b.key)
 		if !ok {
@@ -96,7 +98,39 @@ func readVocab(f *gguf.File, packed bool) (*Vocab, error) {
 		}
 		*b.dst = &x
 	}
+	if v.Model == "t5" {
+		if v.Charsmap, err = byteArray(f, "tokenizer.ggml.precompiled_charsmap"); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
+}
+
+// byteArray reads an array of bytes (u8 or i8), copied.
+func byteArray(f *gguf.File, key string) ([]byte, error) {
+	val, ok := f.Lookup(key)
+	if !ok {
+		return nil, nil
+	}
+	a, err := val.Array()
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	}
+	if et := a.ElemType(); et != gguf.ValueUint8 && et != gguf.ValueInt8 {
+		return nil, fmt.Errorf("%w: key %s holds %s, not bytes", ErrBadVocab, key, et)
+	}
+	if raw := a.Raw(); len(raw) == a.Len() {
+		return slices.Clone(raw), nil
+	}
+	out := make([]byte, a.Len())
+	for i := range out {
+		x, err := a.Int64(i)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: key %s[%d]: %w", key, i, err)
+		}
+		out[i] = byte(x)
+	}
+	return out, nil
 }
 
 func optString(f *gguf.File, key string) (string, error) {

@@ -1,17 +1,18 @@
 // Package tokenizer turns text into token ids and back for the vocabularies
 // GGUF files carry: SentencePiece-style BPE over scores ("llama"), GPT-2
-// byte-level BPE with merges and per-model pre-tokenizers ("gpt2") and
-// WordPiece ("bert"). It reproduces llama.cpp's tokenizer (build 4748)
-// exactly, quirks included, because models are trained and evaluated with
-// the ids it produces.
+// byte-level BPE with merges and per-model pre-tokenizers ("gpt2"),
+// WordPiece ("bert") and SentencePiece Unigram ("t5"). It reproduces
+// llama.cpp's tokenizer (build 4748; the Unigram one as of llama.cpp
+// 0.3.36) exactly, quirks included, because models are trained and
+// evaluated with the ids it produces.
 //
 // Known differences from llama.cpp, none reachable with the vocabularies
 // tested: merges whose sides or result are not tokens are not applied (see
 // buildMerges); a SentencePiece character with no byte token becomes UNK
 // where llama.cpp throws; code points past U+10FFFF become U+FFFD where
 // llama.cpp throws; ties between special tokens of equal length are broken
-// by id where llama.cpp's order is unspecified. The "t5" (Unigram) and
-// "rwkv" vocabularies are not supported.
+// by id where llama.cpp's order is unspecified. The "rwkv" vocabulary is
+// not supported.
 //
 // A Tokenizer is immutable after construction and safe for concurrent use.
 package tokenizer
@@ -38,6 +39,7 @@ const (
 	SPM Kind = iota + 1 // SentencePiece BPE over piece scores, byte fallback
 	BPE                 // GPT-2 byte-level BPE with ranked merges
 	WPM                 // WordPiece (BERT)
+	UGM                 // SentencePiece Unigram (T5, XLM-RoBERTa)
 )
 
 func (k Kind) String() string {
@@ -48,6 +50,8 @@ func (k Kind) String() string {
 		return "BPE"
 	case WPM:
 		return "WPM"
+	case UGM:
+		return "UGM"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -79,7 +83,7 @@ const (
 // Vocab is the tokenizer part of a model's metadata, as the tokenizer.ggml.*
 // keys hold it. FromGGUF fills it from a file; tests may build one directly.
 type Vocab struct {
-	Model  string   // tokenizer.ggml.model: "llama", "gpt2" or "bert"
+	Model  string   // tokenizer.ggml.model: "llama", "gpt2", "bert" or "t5"
 	Pre    string   // tokenizer.ggml.pre (gpt2 only)
 	Name   string   // general.name; llama.cpp special-cases Phi-3 by it
 	Tokens []string // tokenizer.ggml.tokens
@@ -91,6 +95,10 @@ type Vocab struct {
 	// tokenizer.ggml.<suffix>_token_id keys give them.
 	Special                        map[string]int64
 	AddBOS, AddEOS, AddSpacePrefix *bool // nil: the model type's default
+	// Unigram ("t5") only: tokenizer.ggml.remove_extra_whitespaces and
+	// tokenizer.ggml.precompiled_charsmap.
+	RemoveExtraWhitespaces *bool
+	Charsmap               []byte
 
 	// Packed tokens and merges, which FromGGUF gives instead of Tokens and
 	// Merges.
@@ -131,6 +139,7 @@ type Tokenizer struct {
 	// SentencePiece text can be merged in pieces cut before a "▁" that
 	// follows another character (see encodeSPMPieces).
 	spmCutSafe bool
+	ugm        *ugm // Unigram only
 
 	addBOS, addEOS, addSpacePrefix bool
 
@@ -155,6 +164,7 @@ type scratch struct {
 	keys   []uint64 // SPM: queue of candidate merges
 	word   []byte
 	pairs  *[1 << 16 / 64]uint64 // byte pairs present in the text
+	ugm    []ugmBest             // Unigram: best segmentation of each prefix
 }
 
 // New builds a tokenizer from vocabulary metadata.
@@ -223,6 +233,10 @@ func New(v *Vocab) (*Tokenizer, error) {
 		if p.noBOS {
 			t.bos = -1
 		}
+	case "t5":
+		t.kind = UGM
+		t.eos, t.unk, t.pad = 1, 2, 0
+		t.addEOS = true
 	case "":
 		return nil, fmt.Errorf("%w: no tokenizer model", ErrBadVocab)
 	default:
@@ -314,6 +328,11 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 
 	t.buildPieces()
+	if t.kind == UGM {
+		if err := t.buildUGM(v); err != nil {
+			return nil, err
+		}
+	}
 	switch t.kind {
 	case SPM:
 		t.nl = t.byteTok['\n']

@@ -143,7 +143,7 @@ func TestBPEMergeRanks(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	_, err := New(&Vocab{Model: "t5", Tokens: []string{"a"}})
+	_, err := New(&Vocab{Model: "rwkv", Tokens: []string{"a"}})
 	assert.True(t, errors.Is(err, ErrUnsupported), "%v", err)
 	_, err = New(bpeVocab("no-such-pre"))
 	assert.True(t, errors.Is(err, ErrUnsupported), "%v", err)

@@ -20,13 +20,7 @@ var vocabNames = []string{
 
 func openTokenizer(tb testing.TB, rel string) *Tokenizer {
 	tb.Helper()
-	path := shareddata.Path(tb, rel)
-	f, err := gguf.Open(path)
-	require.NoError(tb, err)
-	defer f.Close()
-	tok, err := FromGGUF(f)
-	require.NoError(tb, err, rel)
-	return tok
+	return openGGUFTokenizer(tb, shareddata.Path(tb, rel))
 }
 
 type vocabCase struct {

@@ -120,3 +120,27 @@ def test_embed_without_numpy_gives_lists(bert, monkeypatch):
     assert got == want
     none = bert.embed(["hi"], pooling="none")
     assert type(none[0]) is list and len(none[0][0]) == 256
+
+
+XLMR_REF = json.loads((SYNTH / "synth-xlmr-Q8_0.embed.json").read_text())
+
+
+def test_xlmr_rerank_and_embed_match_llamacpp(lib):
+    # XLM-RoBERTa-shaped (bge-reranker-v2-m3, bge-m3): a Unigram vocabulary
+    # with its character map, pairs as <s> query </s> document </s>.
+    with moonlm.Model(SYNTH / "synth-xlmr-Q8_0.gguf", n_threads=2) as m:
+        rank = next(c for c in XLMR_REF["cases"] if c["pooling"] == "rank")
+        docs = [d for _, d in rank["pairs"]]
+        for (q, d), w in zip(rank["pairs"], rank["embeddings"]):
+            (s,) = m.rerank(q, [d])
+            assert abs(s - w[0]) <= 3e-2
+        # Several documents in one call score as they do alone.
+        q = rank["pairs"][0][0]
+        together = m.rerank(q, docs[:2])
+        alone = [m.rerank(q, [d])[0] for d in docs[:2]]
+        assert together == pytest.approx(alone, abs=1e-5)
+        c = next(c for c in XLMR_REF["cases"] if c["pooling"] == "cls")
+        got = rows(m.embed(c["texts"]))  # the file's pooling: cls
+        for g, w in zip(got, c["embeddings"]):
+            assert cosine(g, w) >= 0.999
+        assert m.tokenize(c["texts"][0]) == c["tokens"][0]
