@@ -195,8 +195,12 @@ func (e engineSession) Generate(prompt []int32, smp backendSampler, p generatePa
 		gp.TokenSampler = es.Sampler // the engine binds the vocabulary and reads logprobs through it
 	}
 	extendGenerateParams(&gp, p)
+	if err := setDrafter(&gp, e.s, p); err != nil {
+		return generateResult{LastToken: -1}, err
+	}
 	res, err := e.s.Generate(prompt, gp, onPiece)
-	out := generateResult{PromptTokens: res.PromptTokens, Generated: res.Tokens, Evalled: res.Tokens, LastToken: res.LastToken}
+	out := generateResult{PromptTokens: res.PromptTokens, Generated: res.Tokens, Evalled: res.Tokens, LastToken: res.LastToken,
+		Drafted: res.Drafted, DraftAccepted: res.DraftAccepted}
 	if res.Tokens > 0 && !res.LastTokenCached {
 		out.Evalled--
 	}

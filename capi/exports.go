@@ -860,12 +860,21 @@ func moonlmgo_generate_ex(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, p 
 		return st
 	}
 	defer gr.unlock()
+	ds, st := lockDraftSession(fn, p, &req, sh)
+	if st != stOK {
+		return st
+	}
+	if ds != nil {
+		defer ds.unlock()
+	}
 	res, st := o.generate(fn, smp, prompt, n, req)
 	r.finish_reason = C.int32_t(res.Finish)
 	r.last_token = C.int32_t(res.LastToken)
 	r.n_prompt = C.size_t(res.PromptTokens)
 	r.n_generated = C.size_t(res.Generated)
 	r.n_evaluated = C.size_t(res.Evalled)
+	r.n_drafted = C.size_t(res.Drafted)
+	r.n_draft_accepted = C.size_t(res.DraftAccepted)
 	return st
 }
 

@@ -880,7 +880,44 @@ typedef struct moonlm_generate_params {
     /* A grammar of the session's model constraining the generated text
        (see moonlm_grammar_new); default NULL: none. */
     moonlm_grammar *grammar;
+    /*
+     * Speculative decoding (see "Speculative decoding" below): draft is a
+     * MOONLM_DRAFT_* (default MOONLM_DRAFT_NONE); draft_tokens the most
+     * tokens guessed per verification pass (default 0: the library's,
+     * MOONLM_DEFAULT_DRAFT_TOKENS; at most MOONLM_MAX_DRAFT_TOKENS);
+     * draft_session, with MOONLM_DRAFT_MODEL, a session of the draft model
+     * (default NULL), which the call uses exclusively.
+     */
+    int32_t draft;
+    int32_t draft_tokens;
+    moonlm_session *draft_session;
 } moonlm_generate_params;
+
+/*
+ * Speculative decoding: a drafter guesses the next tokens, the session
+ * evaluates the pending token and the guesses in one batched pass, and
+ * the sampler draws each position from those logits in order; guesses are
+ * kept while they equal the draws, the rest are dropped from the session.
+ * The drafts are deterministic (the draft distribution is a point mass),
+ * so the standard acceptance rule reduces to exactly this, and the tokens
+ * follow the model's own distribution with any sampler, grammar or
+ * penalty. Only the speed changes; a batched pass rounds floats as a
+ * prefill does, unlike a one-token decode, so a greedy run can differ
+ * from plain decoding where the two best logits are closer than that
+ * rounding. moonlm_generate_result's n_drafted and n_draft_accepted count
+ * the guesses.
+ */
+#define MOONLM_DRAFT_NONE 0
+/* Guesses the tokens that followed the latest earlier occurrence of the
+   text's last 2-4 tokens (prompt lookup; no model evaluation). */
+#define MOONLM_DRAFT_LOOKUP 1
+/* Guesses greedily with draft_session's model, which must have the same
+   vocabulary as the session's (else MOONLM_INVALID_ARGUMENT saying where
+   they differ). The draft session keeps the tokens it evaluated and
+   re-evaluates only from the first that differs. */
+#define MOONLM_DRAFT_MODEL 2
+#define MOONLM_DEFAULT_DRAFT_TOKENS 8
+#define MOONLM_MAX_DRAFT_TOKENS 64
 
 /*
  * Fills the size bytes at params (the caller's sizeof(moonlm_generate_params))
@@ -903,6 +940,10 @@ typedef struct moonlm_generate_result {
     size_t n_generated;    /* tokens generated (passed to the callback); an eog token is not counted */
     size_t n_evaluated;    /* of those, how many are in the session: n_generated, or one less
                               when the last one was not evaluated */
+    /* Added after the first version (a caller whose struct ends at
+       n_evaluated gets the members above only): */
+    size_t n_drafted;        /* tokens guessed by speculative decoding */
+    size_t n_draft_accepted; /* of those, how many were kept */
 } moonlm_generate_result;
 
 /*
