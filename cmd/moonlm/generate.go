@@ -29,8 +29,9 @@ to stderr. The prompt is -p's text, the contents of -f FILE, or with -p -
 what stdin holds (one trailing newline dropped from a file or stdin, as
 llama.cpp does). -n 0 sets no limit: generation runs until the model ends
 it or the context (-c, default the model's) is full. --temp 0 is greedy
-decoding. --lookup and --model-draft decode speculatively (the output is
-the same as without them; only the speed changes).`
+decoding. --lookup and --model-draft decode speculatively: faster when the
+guesses are right, the tokens drawn from the model's distribution as
+without them.`
 
 // maxPromptBytes bounds a prompt read from a file or stdin: far more text
 // than any model's context holds, so a larger one is a mistake.

@@ -40,6 +40,8 @@ class Completion:
     "id", "bytes", "logprob"}, ...]}, ...]}, one entry per generated token
     (the model's distribution after the grammar, logit bias and penalties,
     before truncation and temperature); else None.
+    drafted, draft_accepted: with speculative decoding (draft=...), the
+    tokens the drafter guessed and how many of them were kept (0 without).
     """
 
     __slots__ = (
@@ -52,6 +54,8 @@ class Completion:
         "content",
         "tool_call_error",
         "logprobs",
+        "drafted",
+        "draft_accepted",
     )
 
     def __init__(self, text: str, finish_reason: str, tokens: List[int], prompt_tokens: int, completion_tokens: int):
@@ -65,6 +69,8 @@ class Completion:
         self.content: Optional[str] = None
         self.tool_call_error: Optional[str] = None
         self.logprobs: Optional[Dict[str, Any]] = None
+        self.drafted = 0
+        self.draft_accepted = 0
 
     def __repr__(self) -> str:
         return (
@@ -133,14 +139,17 @@ def run(
     on_done: Optional[Callable[[Completion], None]] = None,
     grammar: Optional[int] = None,
     logprobs: Optional[Tuple[int, Callable[[int], bytes]]] = None,
+    draft: Optional[Tuple[int, int, Any]] = None,
 ) -> TextStream:
     """Starts nothing yet: returns the stream whose first next() runs
     moonlm_generate_ex on session with sampler (objects with _h(what)).
     cleanup() runs when the generation is over (or abandoned); on_done
-    completes the Completion before the stream ends."""
+    completes the Completion before the stream ends. draft is
+    (moonlm_generate_params.draft, draft_tokens, the draft session or
+    None)."""
     box: List[Optional[Completion]] = [None]
     it = _pieces(
-        lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done, grammar, logprobs
+        lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done, grammar, logprobs, draft
     )
     return TextStream(it, box)
 
@@ -159,6 +168,7 @@ class _Call:
         stops: List[bytes],
         grammar: Optional[int] = None,
         top_logprobs: Optional[int] = None,
+        draft: Optional[Tuple[int, int, Optional[int]]] = None,
     ):
         self.lib = lib
         self.h = h
@@ -185,6 +195,8 @@ class _Call:
             p.n_stop = len(stops)
         if grammar is not None:
             p.grammar = grammar
+        if draft is not None:
+            p.draft, p.draft_tokens, p.draft_session = draft
         self.logprobs: Optional[Any] = None
         if top_logprobs is not None:
             # One entry per token: max_tokens is bounded (the caller made it so).
@@ -281,11 +293,16 @@ def _pieces(
     on_done: Optional[Callable[[Completion], None]],
     grammar: Optional[int],
     logprobs: Optional[Tuple[int, Callable[[int], bytes]]],
+    draft: Optional[Tuple[int, int, Any]] = None,
 ) -> Iterator[str]:
     call: Optional[_Call] = None
     try:
         top = None if logprobs is None else logprobs[0]
-        call = _Call(lib, session._h("generate"), sampler._h("generate"), tokens, max_tokens, stops, grammar, top)
+        dr = None
+        if draft is not None:
+            mode, k, ds = draft
+            dr = (mode, k, None if ds is None else ds._h("generate"))
+        call = _Call(lib, session._h("generate"), sampler._h("generate"), tokens, max_tokens, stops, grammar, top, dr)
         call.start()
         text: List[str] = []
         while True:
@@ -307,6 +324,7 @@ def _pieces(
             int(r.n_prompt),
             int(r.n_generated),
         )
+        done.drafted, done.draft_accepted = int(r.n_drafted), int(r.n_draft_accepted)
         if call.logprobs is not None and logprobs is not None:
             n = min(int(r.n_generated), len(call.logprobs))
             done.logprobs = _openai_logprobs(call.logprobs, n, logprobs[1])

@@ -211,7 +211,15 @@ class GenerateParams(Structure):
         ("logprobs_cap", c_size_t),
         ("top_logprobs", c_int32),
         ("grammar", c_void_p),
+        ("draft", c_int32),
+        ("draft_tokens", c_int32),
+        ("draft_session", c_void_p),
     ]
+
+
+# moonlm_generate_params.draft and its bounds.
+DRAFT_NONE, DRAFT_LOOKUP, DRAFT_MODEL = 0, 1, 2
+MAX_DRAFT_TOKENS = 64
 
 
 class GenerateResult(Structure):
@@ -222,6 +230,8 @@ class GenerateResult(Structure):
         ("n_prompt", c_size_t),
         ("n_generated", c_size_t),
         ("n_evaluated", c_size_t),
+        ("n_drafted", c_size_t),
+        ("n_draft_accepted", c_size_t),
     ]
 
 _status = c_int

@@ -757,6 +757,8 @@ class Model:
         response_format: Optional[Mapping[str, Any]] = None,
         logprobs: bool = False,
         top_logprobs: Optional[int] = None,
+        draft: Union[None, str, "Model"] = None,
+        draft_tokens: Optional[int] = None,
         _on_done: Optional[Callable[[Completion], None]] = None,
         _own_grammar: bool = False,
         **sampling: Any,
@@ -797,6 +799,16 @@ class Model:
         logprobs=True (with details or stream) fills Completion.logprobs
         with each token's log-probability and its top_logprobs (0 to 20)
         most likely alternatives.
+
+        Speculative decoding: draft="lookup" guesses tokens by prompt
+        lookup (the tokens after the latest earlier occurrence of the
+        text's last few tokens), draft=a Model of the same vocabulary
+        guesses greedily with that smaller model; the model checks
+        draft_tokens guesses (default 8, at most 64) in one batched pass.
+        The tokens are drawn from the model's distribution as without a
+        draft (a greedy run can differ only where the two best logits are
+        within float rounding); Completion.drafted and draft_accepted count
+        the guesses.
         """
         if isinstance(prompt, str):
             tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
@@ -826,6 +838,7 @@ class Model:
         unknown = set(sampling) - set(S.sampler_kwargs(dict(sampling)))
         if unknown:
             raise TypeError(f"generate() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        mode, k = _draft_option("generate", draft, draft_tokens, Model)
         if n_ctx is None:
             # Sized for the job; a prompt longer than the model's context
             # fails with ContextFullError.
@@ -854,6 +867,7 @@ class Model:
             gram, owned = S.resolve("generate", self, grammar, json_schema, response_format)
             owned = owned or _own_grammar  # made by chat(tool_choice=...) for this call
             sess = Session(self, n_ctx=n_ctx)
+            dsess = Session(draft, n_ctx=n_ctx) if isinstance(draft, Model) else None
         except BaseException:
             sampler.close()
             if owned and gram is not None:
@@ -862,12 +876,15 @@ class Model:
 
         def cleanup() -> None:
             sess.close()
+            if dsess is not None:
+                dsess.close()
             sampler.close()
             if owned and gram is not None:
                 gram.close()
 
         gh = None if gram is None else gram._h("generate")
-        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done, gh, lp)
+        dr = None if mode == L.DRAFT_NONE else (mode, k, dsess)
+        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done, gh, lp, dr)
         if stream:
             return it
         return _finish(it, details)
@@ -933,6 +950,23 @@ class Model:
             c.tool_call_error = p.get("error")
 
         return self.generate(tokens, max_tokens, stream=stream, _on_done=add_calls, **kwargs)
+
+
+def _draft_option(what: str, draft: Any, draft_tokens: Any, model_kind: type) -> Tuple[int, int]:
+    """moonlm_generate_params.draft and draft_tokens for a draft option:
+    None, "lookup", or a model_kind (a Model, or a Session of one)."""
+    if draft is None:
+        if draft_tokens is not None:
+            raise A.range_error(what, "draft_tokens", "needs draft")
+        return L.DRAFT_NONE, 0
+    k = 0 if draft_tokens is None else A.integer(what, "draft_tokens", draft_tokens, 1, L.MAX_DRAFT_TOKENS)
+    if isinstance(draft, str):
+        if draft != "lookup":
+            raise A.range_error(what, "draft", f"must be 'lookup' or a {model_kind.__name__}, got {draft!r}")
+        return L.DRAFT_LOOKUP, k
+    if not isinstance(draft, model_kind):
+        raise A.type_error(what, "draft", f"must be 'lookup' or a moonlm.{model_kind.__name__}, got {type(draft).__name__}")
+    return L.DRAFT_MODEL, k
 
 
 def _finish(it: TextStream, details: bool) -> Union[str, Completion]:
@@ -1088,23 +1122,59 @@ class Session(SessionStateMixin):
         *,
         sampler: Optional["Sampler"] = None,
         stop: Optional[Iterable[str]] = None,
+        grammar: Union[None, str, "S.Grammar"] = None,
+        json_schema: Union[None, str, Mapping[str, Any]] = None,
+        response_format: Optional[Mapping[str, Any]] = None,
+        logprobs: bool = False,
+        top_logprobs: Optional[int] = None,
+        draft: Union[None, str, "Session"] = None,
+        draft_tokens: Optional[int] = None,
     ) -> TextStream:
         """Streams a continuation of tokens from this session's current
         position (its text pieces; the stream's completion holds the
         details once it is exhausted). The session is not closed
         afterwards; the last generated token is not evaluated (pass
         completion.tokens[-1] first to continue the text). The session is
-        busy until the stream is exhausted or closed."""
+        busy until the stream is exhausted or closed.
+
+        grammar, json_schema, response_format, logprobs and top_logprobs
+        are as for Model.generate. draft="lookup" decodes speculatively
+        with prompt lookup, draft=a Session of a draft model (same
+        vocabulary; busy during the call, and worth reusing across calls
+        of one conversation: it keeps what it evaluated) with that model;
+        draft_tokens guesses per pass (default 8)."""
         toks = A.token_list("generate", "tokens", tokens)
         c_max, stops = _check_loop("generate", max_tokens, stop)
         if sampler is not None and not isinstance(sampler, Sampler):
             raise A.type_error("generate", "sampler", f"must be a moonlm.Sampler, got {type(sampler).__name__}")
         if not toks:
             raise A.range_error("generate", "tokens", "has no tokens")
+        A.boolean("generate", "logprobs", logprobs)
+        if top_logprobs is not None and not logprobs:
+            raise A.range_error("generate", "top_logprobs", "needs logprobs=True")
+        lp: Optional[Tuple[int, Callable[[int], bytes]]] = None
+        if logprobs:
+            top = 0 if top_logprobs is None else A.integer("generate", "top_logprobs", top_logprobs, 0, L.MAX_TOP_LOGPROBS)
+            lp = (top, self.model.token_to_piece)
+            # One entry per token: no more than the context can still hold.
+            bound = self.n_ctx + 1
+            c_max = bound if c_max < 0 else min(c_max, bound)
+        mode, k = _draft_option("generate", draft, draft_tokens, Session)
+        if isinstance(draft, Session) and draft is self:
+            raise A.range_error("generate", "draft", "is this session; the draft model needs a session of its own")
+        gram, owned = S.resolve("generate", self.model, grammar, json_schema, response_format)
         # keep the caller's sampler open: close only one made here
         s = Sampler() if sampler is None else sampler
-        cleanup = s.close if sampler is None else (lambda: None)
-        return G.run(self._lib, self, s, toks, c_max, stops, True, cleanup)
+
+        def cleanup() -> None:
+            if sampler is None:
+                s.close()
+            if owned and gram is not None:
+                gram.close()
+
+        gh = None if gram is None else gram._h("generate")
+        dr = None if mode == L.DRAFT_NONE else (mode, k, draft if isinstance(draft, Session) else None)
+        return G.run(self._lib, self, s, toks, c_max, stops, True, cleanup, None, gh, lp, dr)
 
 
 class Sampler:
