@@ -175,6 +175,19 @@ export interface OutputOptions {
   topLogprobs?: number;
 }
 
+/** Speculative decoding: options of Model.generate/stream/chat/chatStream (draft: a Model) and Session.stream (draft: a Session). */
+export interface DraftOptions<D> {
+  /**
+   * 'lookup' guesses tokens by prompt lookup (what followed the latest
+   * earlier occurrence of the text's last few tokens); a draft model of
+   * the same vocabulary guesses greedily. The model checks the guesses in
+   * one batched pass; the tokens follow its own distribution as without.
+   */
+  draft?: 'lookup' | D;
+  /** Guesses per pass, 1 to 64 (default 8; needs draft). */
+  draftTokens?: number;
+}
+
 /** Why a generation ended. */
 export type FinishReason = 'stop' | 'length' | 'eog' | 'context' | 'cancelled';
 
@@ -200,6 +213,9 @@ export interface Completion {
   content: string | null;
   /** chat with tools: why text that looked like a call could not be read (else null). */
   toolCallError: string | null;
+  /** With opts.draft: the tokens guessed, and how many were kept (0 without). */
+  drafted: number;
+  draftAccepted: number;
   /** With opts.logprobs: each generated token's log-probability and its top alternatives (the model's distribution after grammar, bias and penalties, before truncation and temperature). */
   logprobs?: { content: Array<TokenLogprob & { topLogprobs: TokenLogprob[] }> };
 }
@@ -229,14 +245,14 @@ export interface StreamOptions extends SamplerOptions {
   nCtx?: number;
 }
 
-export interface GenerateStreamOptions extends StreamOptions, OutputOptions {}
+export interface GenerateStreamOptions extends StreamOptions, OutputOptions, DraftOptions<Model> {}
 
 export interface GenerateOptions extends GenerateStreamOptions {
   /** Resolve to a Completion instead of the text. */
   details?: boolean;
 }
 
-export interface SessionStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial' | 'nCtx'> {
+export interface SessionStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial' | 'nCtx'>, OutputOptions, DraftOptions<Session> {
   /** Use (and keep open) this sampler instead of a new one. */
   sampler?: Sampler;
 }

@@ -221,6 +221,13 @@ const SAMPLER_FIELDS = {
 const SAMPLER_OPT_NAMES = new Set([...Object.keys(SAMPLER_FIELDS), 'seed', 'drySequenceBreakers', 'logitBias']);
 // Structured output and log-probabilities: options of generate/chat and their streams.
 const OUTPUT_OPTS = ['grammar', 'jsonSchema', 'responseFormat', 'logprobs', 'topLogprobs'];
+// Speculative decoding: 'lookup', a draft Model (Session for Session.stream), and guesses per pass.
+const DRAFT_OPTS = ['draft', 'draftTokens'];
+// moonlm_generate_params.draft and its bound (moonlm.h).
+const DRAFT_NONE = 0;
+const DRAFT_LOOKUP = 1;
+const DRAFT_MODEL = 2;
+const MAX_DRAFT_TOKENS = 64;
 // Bounds of moonlm_sampler_params and moonlm_generate_params (moonlm.h).
 const MAX_LOGIT_BIAS = 1 << 20;
 const MAX_DRY_BREAKERS = 1024;
@@ -231,12 +238,12 @@ const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
 const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
 const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
 // 'details': generate/chat resolve to a Completion instead of the text.
-const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details']);
+const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details']);
 // 'template': a built-in chat format by name (checked where the template is applied).
 // 'tools': OpenAI-style function specs; the completion reports the calls.
 // 'toolChoice': 'auto', 'none', 'required' or { type: 'function', function: { name } }.
-const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, 'nCtx', 'template', 'details', 'tools', 'toolChoice']);
-const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'sampler']);
+const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'template', 'details', 'tools', 'toolChoice']);
+const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'sampler']);
 const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template', 'tools']);
 const PARSE_TOOLS_OPTS = new Set(['template']);
 
@@ -369,6 +376,7 @@ function lib() {
     generateResult: koffi.struct({
       size: 'size_t', finish_reason: 'int32_t', last_token: 'int32_t',
       n_prompt: 'size_t', n_generated: 'size_t', n_evaluated: 'size_t',
+      n_drafted: 'size_t', n_draft_accepted: 'size_t',
     }),
   };
   t.embedParams = koffi.struct({ size: 'size_t', pooling: 'int32_t', flags: 'uint32_t' });
@@ -381,6 +389,7 @@ function lib() {
     stop: koffi.pointer(koffi.pointer('uint8_t')), stop_len: koffi.pointer('size_t'), n_stop: 'size_t',
     callback: koffi.pointer(t.pieceCallback), user_data: 'void *',
     logprobs: 'void *', logprobs_cap: 'size_t', top_logprobs: 'int32_t', grammar: 'void *',
+    draft: 'int32_t', draft_tokens: 'int32_t', draft_session: 'void *',
   });
   const P = (x) => koffi.pointer(x);
   const out = (x) => koffi.out(koffi.pointer(x));
@@ -1079,6 +1088,7 @@ class Model {
     const nCtx = opts.nCtx != null ? arg.int(what, 'opts.nCtx', opts.nCtx, 1, INT32_MAX)
       : Math.min(tokens.length + Math.max(Math.min(maxTokens, INT32_MAX), 1), this.contextLength);
     const lp = logprobsOption(what, opts);
+    const draft = draftOption(what, opts, Model);
     const sampler = new Sampler(samplerOptions(opts), what);
     let session;
     let grammar = null;
@@ -1087,12 +1097,16 @@ class Model {
       [grammar, ownGrammar] = resolveGrammar(what, this, opts);
       if (opts._ownGrammar) ownGrammar = true;
       session = new Session(this, { nCtx });
+      // A draft Model drafts in a session of its own, made for this call.
+      if (draft.mode === DRAFT_MODEL) draft.session = new Session(opts.draft, { nCtx });
     } catch (e) {
       sampler.close();
       if (ownGrammar) grammar.close();
+      if (session) session.close();
       throw e;
     }
-    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.tokenToPiece(tok) };
+    draft.own = draft.mode === DRAFT_MODEL;
+    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.tokenToPiece(tok), draft };
     // One log-probability entry per token: no more than the context can
     // hold (it ends the generation first), so the buffer is bounded.
     const max = lp === null ? maxTokens : Math.min(maxTokens, nCtx + 1);
@@ -1189,6 +1203,11 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
     }
     const extra = box.extra;
     if (extra && extra.grammar) params.grammar = extra.grammar._handle(what);
+    if (extra && extra.draft && extra.draft.mode !== DRAFT_NONE) {
+      params.draft = extra.draft.mode;
+      params.draft_tokens = extra.draft.tokens;
+      if (extra.draft.session) params.draft_session = extra.draft.session._handle(what);
+    }
     if (extra && extra.topLogprobs != null) {
       lpCap = Math.max(maxTokens, 1);
       lpBuf = koffi.alloc(t.tokenLogprob, lpCap);
@@ -1270,7 +1289,21 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
     if (ownSession) session.close();
     if (ownSampler) sampler.close();
     if (box.extra && box.extra.ownGrammar) box.extra.grammar.close();
+    if (box.extra && box.extra.draft && box.extra.draft.own) box.extra.draft.session.close();
   }
+}
+
+/** opts.draft / opts.draftTokens, checked: { mode, tokens, session } (session: a Session given, else null). */
+function draftOption(what, opts, kind) {
+  if (opts.draft == null) {
+    if (opts.draftTokens != null) throw arg.rangeError(what, 'opts.draftTokens', 'needs opts.draft');
+    return { mode: DRAFT_NONE, tokens: 0, session: null };
+  }
+  const tokens = opts.draftTokens == null ? 0 : arg.int(what, 'opts.draftTokens', opts.draftTokens, 1, MAX_DRAFT_TOKENS);
+  if (opts.draft === 'lookup') return { mode: DRAFT_LOOKUP, tokens, session: null };
+  if (typeof opts.draft === 'string') throw arg.rangeError(what, 'opts.draft', `must be 'lookup' or a ${kind.name}, got ${shown(opts.draft)}`);
+  if (!(opts.draft instanceof kind)) throw arg.typeError(what, 'opts.draft', `must be 'lookup' or a ${kind.name}, got ${shown(opts.draft)}`);
+  return { mode: DRAFT_MODEL, tokens, session: kind === Session ? opts.draft : null };
 }
 
 /** moonlm_token_logprob entries in OpenAI's shape ({ content: [...] }). */
@@ -1427,6 +1460,9 @@ function completionOf(call, r) {
     tokens: Int32Array.from(call.tokens),
     promptTokens: Number(r.n_prompt),
     completionTokens: Number(r.n_generated),
+    // Speculative decoding: the guesses, and how many were kept.
+    drafted: Number(r.n_drafted ?? 0),
+    draftAccepted: Number(r.n_draft_accepted ?? 0),
     // chat with opts.tools: the calls the reply makes, and the rest of it.
     toolCalls: null,
     content: null,
@@ -1594,14 +1630,20 @@ class Session {
    * Streams a continuation of tokens from this session's position (the
    * session stays open; the last generated token is not evaluated: pass
    * completion.tokens at its end first to continue). The session is busy
-   * until the stream is exhausted or left. opts as for Model.stream;
-   * opts.sampler uses (and keeps open) a Sampler.
+   * until the stream is exhausted or left. opts as for Model.stream
+   * (grammar, jsonSchema, responseFormat, logprobs, topLogprobs too);
+   * opts.sampler uses (and keeps open) a Sampler; opts.draft is 'lookup'
+   * or a Session of a draft model (same vocabulary; busy during the call,
+   * and worth reusing: it keeps what it evaluated).
    */
   stream(tokens, opts) {
     opts = arg.options('stream', opts, SESSION_STREAM_OPTS);
     const toks = arg.tokens('stream', 'tokens', tokens, true);
     const { maxTokens, stop, signal } = loopArgs('stream', opts);
     if (toks.length === 0) throw arg.rangeError('stream', 'tokens', 'has no tokens');
+    const lp = logprobsOption('stream', opts);
+    const draft = draftOption('stream', opts, Session);
+    if (draft.session === this) throw arg.rangeError('stream', 'opts.draft', 'is this session; the draft model needs a session of its own');
     const own = opts.sampler == null;
     if (!own) {
       if (!(opts.sampler instanceof Sampler)) {
@@ -1610,8 +1652,18 @@ class Session {
       const extra = Object.keys(samplerOptions(opts));
       if (extra.length) throw arg.typeError('stream', `opts.${extra[0]}`, 'cannot be combined with opts.sampler');
     }
-    const sampler = own ? new Sampler(samplerOptions(opts), 'stream') : opts.sampler;
-    return generation('stream', this, toks, maxTokens, sampler, stop, signal, false, own);
+    const [grammar, ownGrammar] = resolveGrammar('stream', this.model, opts);
+    let sampler;
+    try {
+      sampler = own ? new Sampler(samplerOptions(opts), 'stream') : opts.sampler;
+    } catch (e) {
+      if (ownGrammar) grammar.close();
+      throw e;
+    }
+    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.model.tokenToPiece(tok), draft };
+    // One log-probability entry per token: no more than the context can hold.
+    const max = lp === null ? maxTokens : Math.min(maxTokens, this.nCtx + 1);
+    return generation('stream', this, toks, max, sampler, stop, signal, false, own, null, extra);
   }
 }
 
