@@ -271,6 +271,10 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 		buf = g.rows
 	}
 	P, n, r := s.pos-1, 0, 0
+	// k is the drafts asked for next: doubled (up to DraftTokens) after a
+	// pass whose guesses were all kept, cut to one more than were kept
+	// after a rejection, so wrong guesses cost little batched work.
+	k := p.DraftTokens
 	// keep is the positions verified so far; drafts past it go on return.
 	keep := s.pos
 	defer func() {
@@ -369,8 +373,15 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 		}
 		// Evaluate tok, with drafts after it while generation goes on.
 		g.batch = append(g.batch[:0], tok)
+		if n > 0 {
+			if r == n {
+				k = min(2*k, p.DraftTokens)
+			} else {
+				k = r + 1
+			}
+		}
 		if p.Draft != nil && end == FinishNone {
-			nd, err := s.draft(p, tok)
+			nd, err := s.draft(p, tok, k)
 			if err != nil {
 				return FinishNone, err
 			}
@@ -396,11 +407,11 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 	}
 }
 
-// draft appends the drafter's guesses after tok to g.batch (as many as
-// fit the context, the token budget and DraftTokens) and returns how many.
-func (s *Session) draft(p GenerateParams, tok int32) (int, error) {
+// draft appends the drafter's guesses after tok to g.batch (at most k,
+// as many as fit the context and the token budget) and returns how many.
+func (s *Session) draft(p GenerateParams, tok int32, k int) (int, error) {
 	g := &s.gen
-	k := min(p.DraftTokens, s.nCtx-s.pos-1)
+	k = min(k, s.nCtx-s.pos-1)
 	if p.MaxTokens > 0 {
 		k = min(k, p.MaxTokens-len(g.tokens))
 	}
