@@ -1236,15 +1236,38 @@ MOONLM_API moonlm_status moonlm_rerank(const moonlm_model *model, const char *qu
  * features of moonlm_grammar_from_json_schema; a schema's local $refs are
  * its own). tool_name NULL or "" admits any of the functions (OpenAI's
  * tool_choice "required"), else only that one (a named tool_choice; a name
- * tools_json lacks is MOONLM_INVALID_ARGUMENT). The "hermes" format
+ * tools_json lacks is MOONLM_INVALID_ARGUMENT). Every call format
+ * moonlm_chat_parse_tool_calls reads is supported: "hermes"
  * (<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>: Qwen,
- * Hermes and every template without tool syntax, and the built-in formats)
- * is supported; other formats are MOONLM_UNSUPPORTED. A compatible
- * addition: look it up with dlsym() to run with older libraries.
+ * Hermes, Gemma and every template without tool syntax, and the built-in
+ * formats), "llama3" ({"name": ..., "parameters": {...}}), "mistral"
+ * ([TOOL_CALLS][{...}]), "phi4" (<|tool_call|>[{...}]<|/tool_call|>) and
+ * "harmony" (<|channel|>commentary to=functions.NAME <|constrain|>json
+ * <|message|>{...}); a marker the vocabulary has as a token is that token.
+ * What the grammar admits parses with moonlm_chat_parse_tool_calls, also
+ * when the detokenizer drops the markers. A compatible addition: look it
+ * up with dlsym() to run with older libraries.
  */
 MOONLM_API moonlm_status moonlm_grammar_for_tool_calls(const moonlm_model *model, const char *template_name,
                                                        const char *tools_json, const char *tool_name,
                                                        moonlm_grammar **out);
+
+/* moonlm_grammar_for_tool_calls_ex flags. */
+/* One or more calls (OpenAI's parallel_tool_calls), where the format can
+   write several in one reply: hermes blocks one after another, llama3
+   objects one per line, mistral and phi4 arrays. A harmony call ends the
+   message, so harmony stays at one call. */
+#define MOONLM_TOOL_CALLS_PARALLEL 1u
+
+/*
+ * moonlm_grammar_for_tool_calls with flags (MOONLM_TOOL_CALLS_*; unknown
+ * bits are MOONLM_INVALID_ARGUMENT). With MOONLM_TOOL_CALLS_PARALLEL the
+ * reply is one or more calls and ends with an end-of-generation token
+ * after any of them. A compatible addition, as above.
+ */
+MOONLM_API moonlm_status moonlm_grammar_for_tool_calls_ex(const moonlm_model *model, const char *template_name,
+                                                          const char *tools_json, const char *tool_name,
+                                                          uint32_t flags, moonlm_grammar **out);
 
 #ifdef __cplusplus
 }

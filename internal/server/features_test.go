@@ -564,6 +564,33 @@ func TestToolCalls(t *testing.T) {
 	}
 }
 
+// With parallel_tool_calls true a forced reply may make several calls,
+// each valid; without it, one.
+func TestToolCallsParallel(t *testing.T) {
+	m := smol(t)
+	_, ts := start(t, m, Config{Ctx: 2048})
+	url := ts.URL + "/v1/chat/completions"
+	multi := 0
+	for _, stream := range []bool{false, true} {
+		body := chatBody("What is the weather in Paris?", `,"temperature":1.0,"seed":1,"max_tokens":300,"parallel_tool_calls":true,"tools":`+weatherTool+`,"tool_choice":"required"`)
+		calls, _, finish := toolCallsOf(t, url, body, stream)
+		if finish != "tool_calls" || len(calls) == 0 {
+			t.Fatalf("stream %v: finish %q, %d calls", stream, finish, len(calls))
+		}
+		if len(calls) > 1 {
+			multi++
+		}
+		for i, c := range calls {
+			if err := checkCallArgs(c); err != nil {
+				t.Errorf("stream %v call %d: %v", stream, i, err)
+			}
+		}
+	}
+	if multi == 0 {
+		t.Error("no reply made several calls")
+	}
+}
+
 // Gemma 3 with the built-in gemma format (told to use the Hermes form)
 // takes a forced call too.
 func TestToolCallsGemma(t *testing.T) {
@@ -667,7 +694,7 @@ func TestHeldTextHermes(t *testing.T) {
 		if len(r.texts) != c.before {
 			t.Errorf("case %d: %d pieces sent before the end (%q), want %d", i, len(r.texts), r.texts, c.before)
 		}
-		reason, err := s.releaseHeld(&r, 0, &h, chat.ToolFormatHermes, "stop")
+		reason, err := s.releaseHeld(&r, 0, &h, chat.ToolFormatHermes, false, "stop")
 		if err != nil {
 			t.Fatal(err)
 		}

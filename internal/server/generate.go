@@ -153,7 +153,7 @@ func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan, isChat bool
 		return invalid("tools", "invalid_value", "tools and tool_choice are chat parameters")
 	}
 	if isChat {
-		if p.tools, e = toolsFor(c, s.toolFormat); e != nil {
+		if p.tools, e = toolsFor(c, s.toolFormat, s.m.ToolCallGrammar); e != nil {
 			return e
 		}
 		if p.tools.parse {
@@ -481,9 +481,12 @@ func hermesFirstCall(text string, from int) int {
 // releaseHeld writes the rest of a sequence's text: its tool calls, if the
 // model made any (the finish reason becomes tool_calls), and the content
 // not streamed yet.
-func (s *Server) releaseHeld(out responder, idx int, h *heldText, f chat.ToolFormat, reason string) (string, error) {
+func (s *Server) releaseHeld(out responder, idx int, h *heldText, f chat.ToolFormat, single bool, reason string) (string, error) {
 	text := h.text.String()
 	parsed := chat.ParseToolCalls(f, text)
+	if single && len(parsed.Calls) > 1 {
+		parsed.Calls = parsed.Calls[:1] // parallel_tool_calls: false
+	}
 	if len(parsed.Calls) == 0 {
 		if parsed.Err != "" {
 			s.cfg.Log("moonlm serve: the output looked like a tool call but could not be read: %s", parsed.Err)
@@ -643,7 +646,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 			reason := finishName(ev.res.Finish)
 			var err error
 			if held != nil {
-				reason, err = s.releaseHeld(out, ev.idx, &held[ev.idx], p.toolFormat, reason)
+				reason, err = s.releaseHeld(out, ev.idx, &held[ev.idx], p.toolFormat, p.tools.single, reason)
 			}
 			if err == nil {
 				err = out.finish(ev.idx, reason)
