@@ -341,6 +341,8 @@ export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'p
    * required/named need a template writing calls the Hermes way (<tool_call> JSON).
    */
   toolChoice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+  /** true: a forced reply may make several calls; false: one call (a free reply's first); default: forced one call, every free call. */
+  parallelToolCalls?: boolean;
 }
 
 export interface ChatOptions extends ChatStreamOptions {
@@ -464,7 +466,7 @@ export declare class Grammar {
   /** The JSON values valid against schema. */
   static fromJsonSchema(model: Model, schema: object | string): Grammar;
   /** One call of one of tools (only toolName if given) in the template's (Hermes) syntax. */
-  static forToolCalls(model: Model, tools: Tool[], opts?: { toolName?: string; template?: BuiltinChatTemplate }): Grammar;
+  static forToolCalls(model: Model, tools: Tool[], opts?: { toolName?: string; template?: BuiltinChatTemplate; parallel?: boolean }): Grammar;
   readonly model: Model;
   readonly closed: boolean;
   close(): void;

@@ -228,6 +228,8 @@ const DRAFT_NONE = 0;
 const DRAFT_LOOKUP = 1;
 const DRAFT_MODEL = 2;
 const MAX_DRAFT_TOKENS = 64;
+// moonlm_grammar_for_tool_calls_ex flags.
+const TOOL_CALLS_PARALLEL = 1;
 // Bounds of moonlm_sampler_params and moonlm_generate_params (moonlm.h).
 const MAX_LOGIT_BIAS = 1 << 20;
 const MAX_DRY_BREAKERS = 1024;
@@ -242,7 +244,9 @@ const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPT
 // 'template': a built-in chat format by name (checked where the template is applied).
 // 'tools': OpenAI-style function specs; the completion reports the calls.
 // 'toolChoice': 'auto', 'none', 'required' or { type: 'function', function: { name } }.
-const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'template', 'details', 'tools', 'toolChoice']);
+// 'parallelToolCalls': true lets a forced reply make several calls; false keeps one (also of a free reply).
+const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'template', 'details', 'tools', 'toolChoice',
+  'parallelToolCalls']);
 const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'sampler']);
 const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template', 'tools']);
 const PARSE_TOOLS_OPTS = new Set(['template']);
@@ -466,6 +470,12 @@ function lib() {
       ['void *', 'const char *', 'const char *', 'const char *', koffi.out(P('void *'))]);
   } catch {
     c.grammar_for_tool_calls = null;
+  }
+  try {
+    c.grammar_for_tool_calls_ex = f('moonlm_grammar_for_tool_calls_ex', 'int',
+      ['void *', 'const char *', 'const char *', 'const char *', 'uint32_t', koffi.out(P('void *'))]);
+  } catch {
+    c.grammar_for_tool_calls_ex = null;
   }
   try {
     c.chat_apply_template_named = f('moonlm_chat_apply_template_named', 'int',
@@ -1057,6 +1067,7 @@ class Model {
 
   _chat(messages, opts) {
     const { mode, name } = toolChoiceOf(opts.toolChoice);
+    const parallel = opts.parallelToolCalls == null ? null : arg.bool('chat', 'opts.parallelToolCalls', opts.parallelToolCalls);
     if (opts.tools == null && mode !== 'auto') throw arg.rangeError('chat', 'opts.toolChoice', 'needs opts.tools');
     const tools = mode === 'none' ? null : opts.tools;
     const tokens = this._chatTokens(messages, opts.template, tools);
@@ -1068,12 +1079,12 @@ class Model {
       if (OUTPUT_OPTS.slice(0, 3).some((k) => opts[k] != null)) {
         throw arg.rangeError('chat', 'opts.toolChoice', 'cannot be combined with grammar, jsonSchema or responseFormat');
       }
-      opts = { ...opts, grammar: Grammar.forToolCalls(this, tools, { toolName: name, template: opts.template }) };
+      opts = { ...opts, grammar: Grammar.forToolCalls(this, tools, { toolName: name, template: opts.template, parallel: parallel === true }) };
       opts._ownGrammar = true;
     }
     const onDone = (done) => {
       const p = this.parseToolCalls(done.text, { template: opts.template });
-      done.toolCalls = p.tool_calls;
+      done.toolCalls = parallel === false ? p.tool_calls.slice(0, 1) : p.tool_calls;
       done.content = p.content;
       done.toolCallError = p.error ?? null;
     };
@@ -1397,8 +1408,9 @@ function schemaText(what, schema) {
  * model's generations (one at a time): new Grammar(model, gbnf) parses GBNF
  * (a parse error throws MoonlmError INVALID_ARGUMENT naming line:col);
  * Grammar.fromJsonSchema(model, schema) admits the JSON values valid
- * against schema; Grammar.forToolCalls(model, tools, { toolName, template })
- * admits one call of a tool in the template's (Hermes) syntax.
+ * against schema; Grammar.forToolCalls(model, tools, { toolName, template,
+ * parallel }) admits one call (parallel: one or more) of a tool in the
+ * template's call syntax (hermes, llama3, mistral, phi4, harmony).
  */
 class Grammar {
   constructor(model, gbnf, _kind = 'grammar', _tools = null) {
@@ -1408,7 +1420,12 @@ class Grammar {
     const out = [null];
     if (_tools) {
       if (!c.grammar_for_tool_calls) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no tool-call grammars`);
-      check(c.grammar_for_tool_calls(model._handle(what), _tools.template, _tools.json, _tools.name, out), what);
+      if (_tools.parallel) {
+        if (!c.grammar_for_tool_calls_ex) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no parallel tool-call grammars`);
+        check(c.grammar_for_tool_calls_ex(model._handle(what), _tools.template, _tools.json, _tools.name, TOOL_CALLS_PARALLEL, out), what);
+      } else {
+        check(c.grammar_for_tool_calls(model._handle(what), _tools.template, _tools.json, _tools.name, out), what);
+      }
     } else {
       const fn = _kind === 'jsonSchema' ? c.grammar_from_json_schema : c.grammar_new;
       if (!fn) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no grammars`);
@@ -1428,13 +1445,14 @@ class Grammar {
 
   static forToolCalls(model, tools, opts) {
     const what = 'toolChoice';
-    opts = arg.options(what, opts, new Set(['toolName', 'template']));
+    opts = arg.options(what, opts, new Set(['toolName', 'template', 'parallel']));
     if (!Array.isArray(tools)) throw arg.typeError(what, 'tools', `must be an array, got ${shown(tools)}`);
     const json = JSON.stringify(tools);
     if (json.includes('\u0000')) throw arg.rangeError(what, 'tools', 'must not contain NUL characters');
     const name = opts.toolName == null ? null : arg.string(what, 'opts.toolName', opts.toolName, false);
     const template = opts.template == null ? null : arg.string(what, 'opts.template', opts.template, false);
-    return new Grammar(model, '', what, { json, name, template });
+    const parallel = opts.parallel == null ? false : arg.bool(what, 'opts.parallel', opts.parallel);
+    return new Grammar(model, '', what, { json, name, template, parallel });
   }
 
   close() {

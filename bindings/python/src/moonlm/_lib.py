@@ -315,7 +315,11 @@ _OPTIONAL_PROTOTYPES = {
     "moonlm_grammar_from_json_schema": (_status, [_handle, c_char_p, c_size_t, POINTER(_handle)]),
     "moonlm_grammar_free": (_status, [_handle]),
     "moonlm_grammar_for_tool_calls": (_status, [_handle, c_char_p, c_char_p, c_char_p, POINTER(_handle)]),
+    "moonlm_grammar_for_tool_calls_ex": (_status, [_handle, c_char_p, c_char_p, c_char_p, c_uint32, POINTER(_handle)]),
 }
+
+# moonlm_grammar_for_tool_calls_ex flags.
+TOOL_CALLS_PARALLEL = 1
 
 
 def _candidates() -> List[Path]:

@@ -898,6 +898,7 @@ class Model:
         template: Optional[str] = None,
         tools: Optional[Sequence[Mapping[str, Any]]] = None,
         tool_choice: Union[str, Mapping[str, Any]] = "auto",
+        parallel_tool_calls: Optional[bool] = None,
         **kwargs: Any,
     ) -> Union[str, TextStream, Completion]:
         """Generates the assistant's reply to OpenAI-style messages
@@ -920,10 +921,16 @@ class Model:
         calls; "required" constrains the reply to one call of one of the
         tools, and {"type": "function", "function": {"name": NAME}} to one
         call of that tool, with arguments valid against its parameters
-        schema (for templates that write calls the Hermes way, <tool_call>
-        JSON, as Qwen's and the built-in formats do; others raise
-        UnsupportedError)."""
+        schema, in the template's call syntax (hermes, llama3, mistral,
+        phi4 or harmony).
+
+        parallel_tool_calls: True lets a forced reply make several calls
+        (where the format can: not harmony); False keeps one call, also
+        the first of a free reply's; None (the default, as llama-server)
+        forces one call and returns every call a free reply makes."""
         mode, name = S.tool_choice_name(tool_choice)
+        if parallel_tool_calls is not None:
+            A.boolean("chat", "parallel_tool_calls", parallel_tool_calls)
         if tools is None and mode != "auto":
             raise A.range_error("chat", "tool_choice", "needs tools")
         if mode == "none":
@@ -940,12 +947,14 @@ class Model:
         if mode == "required":
             if any(kwargs.get(k) is not None for k in ("grammar", "json_schema", "response_format")):
                 raise A.range_error("chat", "tool_choice", "cannot be combined with grammar, json_schema or response_format")
-            kwargs["grammar"] = S.Grammar.for_tool_calls(self, tools, name, template)
+            kwargs["grammar"] = S.Grammar.for_tool_calls(self, tools, name, template, parallel=bool(parallel_tool_calls))
             kwargs["_own_grammar"] = True
 
         def add_calls(c: Completion) -> None:
             p = self.parse_tool_calls(c.text, template)
             c.tool_calls = p["tool_calls"]
+            if parallel_tool_calls is False:
+                c.tool_calls = c.tool_calls[:1]
             c.content = p["content"]
             c.tool_call_error = p.get("error")
 
