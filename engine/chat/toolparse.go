@@ -50,7 +50,7 @@ func ToolFormatOf(src string) ToolFormat {
 		return ToolFormatHarmony
 	case has("[TOOL_CALLS]"):
 		return ToolFormatMistral
-	case has("<|tool_call|>"):
+	case has("<|tool_call|>"), has("<|tool|>") && readsMessageTools(src):
 		return ToolFormatPhi4
 	case has("<tool_call>"):
 		return ToolFormatHermes

@@ -160,6 +160,23 @@ func ApplyTools(src string, msgs []Message, tools JSON, addGenerationPrompt bool
 	if _, err := messagesValue(msgs); err != nil {
 		return "", Info{Err: err}, errorf("chat messages: %w", err)
 	}
+	if readsMessageTools(src) {
+		t, perr := Parse(src)
+		if perr == nil {
+			pm, err := phi4Messages(msgs, tv)
+			if err != nil {
+				return "", Info{Err: err}, errorf("chat messages: %w", err)
+			}
+			out, rerr := t.renderValues(msgs, addGenerationPrompt, bosToken, eosToken, map[string]any{"messages": pm})
+			if rerr == nil {
+				return out, Info{}, nil
+			}
+			var ex *ExceptionError
+			if errors.As(rerr, &ex) {
+				return "", Info{Err: rerr}, rerr
+			}
+		}
+	}
 	if HasToolSyntax(src) {
 		t, perr := Parse(src)
 		if perr == nil {
