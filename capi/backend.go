@@ -118,6 +118,8 @@ type generateParams struct {
 	Draft        int
 	DraftTokens  int
 	DraftSession backendSession
+	// KeepSpecial renders control tokens as their text.
+	KeepSpecial bool
 }
 
 // tokenLogprob is moonlm_top_logprob.

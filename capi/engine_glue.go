@@ -189,7 +189,7 @@ var finishReasons = [...]finishReason{
 
 func (e engineSession) Generate(prompt []int32, smp backendSampler, p generateParams, onPiece func([]byte, int32) bool) (generateResult, error) {
 	gp := engine.GenerateParams{
-		MaxTokens: p.MaxTokens, TokenSampler: smp, Stop: p.Stop, DecodeLast: p.DecodeLast,
+		MaxTokens: p.MaxTokens, TokenSampler: smp, Stop: p.Stop, DecodeLast: p.DecodeLast, KeepSpecial: p.KeepSpecial,
 	}
 	if es, ok := smp.(engineSampler); ok {
 		gp.TokenSampler = es.Sampler // the engine binds the vocabulary and reads logprobs through it

@@ -888,10 +888,11 @@ func generateRequest(fn string, p *C.moonlm_generate_params) (genRequest, C.int)
 	if req.maxTokens > 0 {
 		req.p.MaxTokens = req.maxTokens
 	}
-	if unknown := uint32(p.flags) &^ C.MOONLM_GENERATE_DECODE_LAST; unknown != 0 {
+	if unknown := uint32(p.flags) &^ (C.MOONLM_GENERATE_DECODE_LAST | C.MOONLM_GENERATE_KEEP_SPECIAL); unknown != 0 {
 		return req, fail(stInvalid, fn, "moonlm_generate_params.flags has unknown bits %#x", unknown)
 	}
 	req.p.DecodeLast = p.flags&C.MOONLM_GENERATE_DECODE_LAST != 0
+	req.p.KeepSpecial = p.flags&C.MOONLM_GENERATE_KEEP_SPECIAL != 0
 	if st := generateRequestExt(fn, p, &req); st != stOK {
 		return req, st
 	}

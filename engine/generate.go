@@ -76,6 +76,10 @@ type GenerateParams struct {
 	// DraftTokens is the most tokens drafted per pass, 0 (meaning
 	// DefaultDraftTokens) to MaxDraftTokens.
 	DraftTokens int
+	// KeepSpecial renders control tokens in the text as their text (such
+	// as harmony's <|channel|>, so the reasoning and final channels can be
+	// told apart); an end-of-generation token still ends the text unseen.
+	KeepSpecial bool
 }
 
 // DefaultDraftTokens is the drafted tokens per pass when
@@ -226,6 +230,7 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 		}
 	}
 	g.dec.ResetContinuation()
+	g.dec.SetRenderSpecial(p.KeepSpecial)
 	g.stop.reset(p.Stop)
 	g.tokens = g.tokens[:0]
 

@@ -817,6 +817,12 @@ MOONLM_API const char *moonlm_finish_reason_string(moonlm_finish_reason reason);
 /* moonlm_generate_params.flags. */
 /* Also evaluate the last generated token, so that every generated token is in the session. */
 #define MOONLM_GENERATE_DECODE_LAST 1u
+/* Render control tokens in the text passed to the callback as their text
+   (e.g. gpt-oss's <|channel|>analysis<|message|>, so the reasoning can be
+   told from the answer; see moonlm_chat_parse_tool_calls' "reasoning");
+   by default they render as nothing. An end-of-generation token still
+   ends generation unseen. */
+#define MOONLM_GENERATE_KEEP_SPECIAL 2u
 
 /* At most this many alternatives per token in moonlm_token_logprob. */
 #define MOONLM_MAX_TOP_LOGPROBS 20
