@@ -101,3 +101,17 @@ def test_session_generate_json_schema_and_logprobs(smol):
         g.close()
         with pytest.raises(ValueError, match="needs logprobs"):
             s.generate(toks, 4, top_logprobs=2)
+
+
+def test_keep_special_and_reasoning(stories, smol):
+    # BOS forced mid-text by a grammar: rendered only with keep_special.
+    g = 'root ::= "Once" <[1]> "up"'
+    assert stories.generate("Hi", 10, grammar=g, temperature=0) == "Onceup"
+    assert stories.generate("Hi", 10, grammar=g, temperature=0, keep_special=True) == "Once<s>up"
+    # A reply that reasons first: chat splits it off (here forced by a grammar).
+    think = 'root ::= "<think>Add them.</think>" "5"'
+    c = smol.chat([{"role": "user", "content": "2+3?"}], 40, grammar=think, temperature=0, details=True)
+    assert c.reasoning == "Add them."
+    assert c.content == "5"
+    p = smol.parse_tool_calls("<think>x</think>y")
+    assert p["reasoning"] == "x" and p["content"] == "y"

@@ -40,6 +40,9 @@ class Completion:
     "id", "bytes", "logprob"}, ...]}, ...]}, one entry per generated token
     (the model's distribution after the grammar, logit bias and penalties,
     before truncation and temperature); else None.
+    reasoning: for chat, the reply's reasoning (gpt-oss's analysis
+    channel, a <think> block) when it has some, else None; content is then
+    the answer without it.
     drafted, draft_accepted: with speculative decoding (draft=...), the
     tokens the drafter guessed and how many of them were kept (0 without).
     """
@@ -56,6 +59,7 @@ class Completion:
         "logprobs",
         "drafted",
         "draft_accepted",
+        "reasoning",
     )
 
     def __init__(self, text: str, finish_reason: str, tokens: List[int], prompt_tokens: int, completion_tokens: int):
@@ -71,6 +75,7 @@ class Completion:
         self.logprobs: Optional[Dict[str, Any]] = None
         self.drafted = 0
         self.draft_accepted = 0
+        self.reasoning: Optional[str] = None
 
     def __repr__(self) -> str:
         return (
@@ -140,6 +145,7 @@ def run(
     grammar: Optional[int] = None,
     logprobs: Optional[Tuple[int, Callable[[int], bytes]]] = None,
     draft: Optional[Tuple[int, int, Any]] = None,
+    flags: int = 0,
 ) -> TextStream:
     """Starts nothing yet: returns the stream whose first next() runs
     moonlm_generate_ex on session with sampler (objects with _h(what)).
@@ -149,7 +155,7 @@ def run(
     None)."""
     box: List[Optional[Completion]] = [None]
     it = _pieces(
-        lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done, grammar, logprobs, draft
+        lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done, grammar, logprobs, draft, flags
     )
     return TextStream(it, box)
 
@@ -169,6 +175,7 @@ class _Call:
         grammar: Optional[int] = None,
         top_logprobs: Optional[int] = None,
         draft: Optional[Tuple[int, int, Optional[int]]] = None,
+        flags: int = 0,
     ):
         self.lib = lib
         self.h = h
@@ -187,6 +194,7 @@ class _Call:
         lib.generate_params_init(ctypes.byref(p), ctypes.sizeof(p))
         p.size = ctypes.sizeof(L.GenerateParams)
         p.max_tokens = max_tokens
+        p.flags = flags
         if stops:
             self._stop = (ctypes.c_char_p * len(stops))(*stops)
             self._stop_len = (ctypes.c_size_t * len(stops))(*[len(s) for s in stops])
@@ -294,6 +302,7 @@ def _pieces(
     grammar: Optional[int],
     logprobs: Optional[Tuple[int, Callable[[int], bytes]]],
     draft: Optional[Tuple[int, int, Any]] = None,
+    flags: int = 0,
 ) -> Iterator[str]:
     call: Optional[_Call] = None
     try:
@@ -302,7 +311,7 @@ def _pieces(
         if draft is not None:
             mode, k, ds = draft
             dr = (mode, k, None if ds is None else ds._h("generate"))
-        call = _Call(lib, session._h("generate"), sampler._h("generate"), tokens, max_tokens, stops, grammar, top, dr)
+        call = _Call(lib, session._h("generate"), sampler._h("generate"), tokens, max_tokens, stops, grammar, top, dr, flags)
         call.start()
         text: List[str] = []
         while True:

@@ -217,6 +217,9 @@ class GenerateParams(Structure):
     ]
 
 
+# moonlm_generate_params.flags: control tokens rendered as their text.
+GENERATE_KEEP_SPECIAL = 2
+
 # moonlm_generate_params.draft and its bounds.
 DRAFT_NONE, DRAFT_LOOKUP, DRAFT_MODEL = 0, 1, 2
 MAX_DRAFT_TOKENS = 64

@@ -556,12 +556,22 @@ class Model:
         name = template.encode("utf-8") if template else None
         return self._textbuf().call(lib, lib.chat_apply_template_json, what, h, name, mj, tj, add)
 
+    def _tool_format(self, template: Optional[str]) -> Optional[str]:
+        """The format replies are parsed in, None if the model cannot say
+        (no chat template, an older library)."""
+        try:
+            return self.parse_tool_calls("", template)["format"]
+        except (UnsupportedError, InvalidArgumentError):
+            return None
+
     def parse_tool_calls(self, text: str, template: Optional[str] = None) -> Dict[str, Any]:
         """The tool calls in text (a generated reply), read in the format the
         model's template (or the built-in format template) writes them: a
         dict {"format", "content", "tool_calls": [{"id", "type": "function",
         "function": {"name", "arguments"}}]}, arguments a JSON text, plus
-        "error" when something looked like a call but could not be read."""
+        "reasoning" when the reply reasons first (gpt-oss's analysis channel,
+        a <think> block; content is then the rest) and "error" when
+        something looked like a call but could not be read."""
         what = "parse_tool_calls"
         h = self._h(what)
         lib = self._lib
@@ -759,6 +769,7 @@ class Model:
         top_logprobs: Optional[int] = None,
         draft: Union[None, str, "Model"] = None,
         draft_tokens: Optional[int] = None,
+        keep_special: bool = False,
         _on_done: Optional[Callable[[Completion], None]] = None,
         _own_grammar: bool = False,
         **sampling: Any,
@@ -809,6 +820,10 @@ class Model:
         draft (a greedy run can differ only where the two best logits are
         within float rounding); Completion.drafted and draft_accepted count
         the guesses.
+
+        keep_special=True puts control tokens in the text as their text
+        (such as gpt-oss's <|channel|>analysis<|message|>); by default they
+        render as nothing.
         """
         if isinstance(prompt, str):
             tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
@@ -839,6 +854,7 @@ class Model:
         if unknown:
             raise TypeError(f"generate() got an unexpected keyword argument {sorted(unknown)[0]!r}")
         mode, k = _draft_option("generate", draft, draft_tokens, Model)
+        A.boolean("generate", "keep_special", keep_special)
         if n_ctx is None:
             # Sized for the job; a prompt longer than the model's context
             # fails with ContextFullError.
@@ -884,7 +900,8 @@ class Model:
 
         gh = None if gram is None else gram._h("generate")
         dr = None if mode == L.DRAFT_NONE else (mode, k, dsess)
-        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done, gh, lp, dr)
+        flags = L.GENERATE_KEEP_SPECIAL if keep_special else 0
+        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done, gh, lp, dr, flags)
         if stream:
             return it
         return _finish(it, details)
@@ -929,6 +946,10 @@ class Model:
         the first of a free reply's; None (the default, as llama-server)
         forces one call and returns every call a free reply makes."""
         mode, name = S.tool_choice_name(tool_choice)
+        if "keep_special" not in kwargs and self._tool_format(template) == "harmony":
+            # gpt-oss: the channels are control tokens; keep them to split
+            # the reasoning (analysis) from the answer (final).
+            kwargs["keep_special"] = True
         if parallel_tool_calls is not None:
             A.boolean("chat", "parallel_tool_calls", parallel_tool_calls)
         if tools is None and mode != "auto":
@@ -936,12 +957,22 @@ class Model:
         if mode == "none":
             tools = None
         tokens = self._chat_tokens(messages, template, tools)
+
+        def reasoning(c: Completion) -> Dict[str, Any]:
+            # The reply's reasoning, and the rest parsed.
+            p = self.parse_tool_calls(c.text, template)
+            c.reasoning = p.get("reasoning")
+            if c.reasoning is not None:
+                c.content = p["content"]
+            return p
+
         if tools is None:
             if mode != "none":
-                return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+                return self.generate(tokens, max_tokens, stream=stream, _on_done=reasoning, **kwargs)
 
             def no_calls(c: Completion) -> None:
-                c.tool_calls, c.content = [], c.text
+                p = reasoning(c)
+                c.tool_calls, c.content = [], p["content"] if c.reasoning is not None else c.text
 
             return self.generate(tokens, max_tokens, stream=stream, _on_done=no_calls, **kwargs)
         if mode == "required":
@@ -951,7 +982,7 @@ class Model:
             kwargs["_own_grammar"] = True
 
         def add_calls(c: Completion) -> None:
-            p = self.parse_tool_calls(c.text, template)
+            p = reasoning(c)
             c.tool_calls = p["tool_calls"]
             if parallel_tool_calls is False:
                 c.tool_calls = c.tool_calls[:1]
