@@ -213,6 +213,8 @@ export interface Completion {
   content: string | null;
   /** chat with tools: why text that looked like a call could not be read (else null). */
   toolCallError: string | null;
+  /** chat: the reply's reasoning (gpt-oss's analysis channel, a <think> block), else null; content is then the answer without it. */
+  reasoning: string | null;
   /** With opts.draft: the tokens guessed, and how many were kept (0 without). */
   drafted: number;
   draftAccepted: number;
@@ -245,7 +247,10 @@ export interface StreamOptions extends SamplerOptions {
   nCtx?: number;
 }
 
-export interface GenerateStreamOptions extends StreamOptions, OutputOptions, DraftOptions<Model> {}
+export interface GenerateStreamOptions extends StreamOptions, OutputOptions, DraftOptions<Model> {
+  /** Control tokens in the text as their text (e.g. <|channel|>); chat turns it on for harmony templates. */
+  keepSpecial?: boolean;
+}
 
 export interface GenerateOptions extends GenerateStreamOptions {
   /** Resolve to a Completion instead of the text. */
@@ -329,7 +334,9 @@ export interface ChatTemplateOptions {
   tools?: Tool[] | null;
 }
 
-export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial'>, OutputOptions {
+export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial'>, OutputOptions, DraftOptions<Model> {
+  /** Control tokens in the text as their text; on by default for harmony (gpt-oss) templates. */
+  keepSpecial?: boolean;
   /** A built-in format to use instead of the model's template (required for a model without one). */
   template?: BuiltinChatTemplate | null;
   /** Functions the model may call; the completion reports the calls (toolCalls). */

@@ -223,6 +223,8 @@ const SAMPLER_OPT_NAMES = new Set([...Object.keys(SAMPLER_FIELDS), 'seed', 'dryS
 const OUTPUT_OPTS = ['grammar', 'jsonSchema', 'responseFormat', 'logprobs', 'topLogprobs'];
 // Speculative decoding: 'lookup', a draft Model (Session for Session.stream), and guesses per pass.
 const DRAFT_OPTS = ['draft', 'draftTokens'];
+// 'keepSpecial': control tokens in the text as their text (MOONLM_GENERATE_KEEP_SPECIAL).
+const GENERATE_KEEP_SPECIAL = 2;
 // moonlm_generate_params.draft and its bound (moonlm.h).
 const DRAFT_NONE = 0;
 const DRAFT_LOOKUP = 1;
@@ -240,13 +242,14 @@ const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
 const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
 const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
 // 'details': generate/chat resolve to a Completion instead of the text.
-const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details']);
+const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details',
+  'keepSpecial']);
 // 'template': a built-in chat format by name (checked where the template is applied).
 // 'tools': OpenAI-style function specs; the completion reports the calls.
 // 'toolChoice': 'auto', 'none', 'required' or { type: 'function', function: { name } }.
 // 'parallelToolCalls': true lets a forced reply make several calls; false keeps one (also of a free reply).
 const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'template', 'details', 'tools', 'toolChoice',
-  'parallelToolCalls']);
+  'parallelToolCalls', 'keepSpecial']);
 const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'sampler']);
 const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template', 'tools']);
 const PARSE_TOOLS_OPTS = new Set(['template']);
@@ -871,6 +874,15 @@ class Model {
    * { name, arguments } }] }, arguments a JSON text, plus error when
    * something looked like a call but could not be read.
    */
+  /** The format replies are parsed in, null if the model cannot say. */
+  _toolFormat(template) {
+    try {
+      return this.parseToolCalls('', { template }).format;
+    } catch {
+      return null;
+    }
+  }
+
   parseToolCalls(text, opts) {
     const what = 'parseToolCalls';
     const h = this._handle(what);
@@ -1067,14 +1079,30 @@ class Model {
 
   _chat(messages, opts) {
     const { mode, name } = toolChoiceOf(opts.toolChoice);
+    if (opts.keepSpecial == null && this._toolFormat(opts.template) === 'harmony') {
+      // gpt-oss: the channels are control tokens; keep them to split the
+      // reasoning (analysis) from the answer (final).
+      opts = { ...opts, keepSpecial: true };
+    }
+    // The reply's reasoning, and the rest parsed.
+    const reasoning = (done) => {
+      const p = this.parseToolCalls(done.text, { template: opts.template });
+      done.reasoning = p.reasoning ?? null;
+      if (done.reasoning !== null) done.content = p.content;
+      return p;
+    };
     const parallel = opts.parallelToolCalls == null ? null : arg.bool('chat', 'opts.parallelToolCalls', opts.parallelToolCalls);
     if (opts.tools == null && mode !== 'auto') throw arg.rangeError('chat', 'opts.toolChoice', 'needs opts.tools');
     const tools = mode === 'none' ? null : opts.tools;
     const tokens = this._chatTokens(messages, opts.template, tools);
     if (mode === 'none') {
-      return this._stream(tokens, opts, 'chat', (done) => { done.toolCalls = []; done.content = done.text; });
+      return this._stream(tokens, opts, 'chat', (done) => {
+        const p = reasoning(done);
+        done.toolCalls = [];
+        done.content = done.reasoning !== null ? p.content : done.text;
+      });
     }
-    if (tools == null) return this._stream(tokens, opts, 'chat');
+    if (tools == null) return this._stream(tokens, opts, 'chat', reasoning);
     if (mode === 'required') {
       if (OUTPUT_OPTS.slice(0, 3).some((k) => opts[k] != null)) {
         throw arg.rangeError('chat', 'opts.toolChoice', 'cannot be combined with grammar, jsonSchema or responseFormat');
@@ -1083,7 +1111,7 @@ class Model {
       opts._ownGrammar = true;
     }
     const onDone = (done) => {
-      const p = this.parseToolCalls(done.text, { template: opts.template });
+      const p = reasoning(done);
       done.toolCalls = parallel === false ? p.tool_calls.slice(0, 1) : p.tool_calls;
       done.content = p.content;
       done.toolCallError = p.error ?? null;
@@ -1117,7 +1145,8 @@ class Model {
       throw e;
     }
     draft.own = draft.mode === DRAFT_MODEL;
-    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.tokenToPiece(tok), draft };
+    const keepSpecial = opts.keepSpecial == null ? false : arg.bool(what, 'opts.keepSpecial', opts.keepSpecial);
+    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.tokenToPiece(tok), draft, keepSpecial };
     // One log-probability entry per token: no more than the context can
     // hold (it ends the generation first), so the buffer is bounded.
     const max = lp === null ? maxTokens : Math.min(maxTokens, nCtx + 1);
@@ -1207,6 +1236,7 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
     c.generate_params_init(params, koffi.sizeof(t.generateParams));
     params.size = koffi.sizeof(t.generateParams);
     params.max_tokens = maxTokens > INT32_MAX ? -1 : maxTokens;
+    if (box.extra && box.extra.keepSpecial) params.flags = GENERATE_KEEP_SPECIAL;
     if (stop.length) {
       params.stop = stop;
       params.stop_len = stop.map((b) => b.length);
@@ -1478,6 +1508,8 @@ function completionOf(call, r) {
     tokens: Int32Array.from(call.tokens),
     promptTokens: Number(r.n_prompt),
     completionTokens: Number(r.n_generated),
+    // chat: the reply's reasoning (analysis channel, <think> block), else null.
+    reasoning: null,
     // Speculative decoding: the guesses, and how many were kept.
     drafted: Number(r.n_drafted ?? 0),
     draftAccepted: Number(r.n_draft_accepted ?? 0),

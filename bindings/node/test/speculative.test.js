@@ -99,3 +99,29 @@ describe('Session.stream options on SmolLM2', { skip: smol.skip || skip }, () =>
     }
   });
 });
+
+describe('keepSpecial and reasoning', { skip: smol.skip || skip }, () => {
+  let stories;
+  let model;
+  before(async () => {
+    stories = await Model.open(h.dataPath('models/stories260K.gguf'), { threads: 1 });
+    model = await Model.open(smol.path, { threads: 2 });
+  });
+  after(() => { stories.close(); model.close(); });
+
+  it('renders control tokens only with keepSpecial', async () => {
+    const grammar = 'root ::= "Once" <[1]> "up"';
+    assert.equal(await stories.generate('Hi', { maxTokens: 10, grammar, temperature: 0 }), 'Onceup');
+    assert.equal(await stories.generate('Hi', { maxTokens: 10, grammar, temperature: 0, keepSpecial: true }), 'Once<s>up');
+  });
+
+  it('chat splits the reasoning of a reply from its content', async () => {
+    const c = await model.chat([{ role: 'user', content: '2+3?' }],
+      { maxTokens: 40, grammar: 'root ::= "<think>Add them.</think>" "5"', temperature: 0, details: true });
+    assert.equal(c.reasoning, 'Add them.');
+    assert.equal(c.content, '5');
+    const p = model.parseToolCalls('<think>x</think>y');
+    assert.equal(p.reasoning, 'x');
+    assert.equal(p.content, 'y');
+  });
+});
