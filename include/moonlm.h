@@ -1034,9 +1034,11 @@ MOONLM_API moonlm_status moonlm_chat_apply_template_json(const moonlm_model *mod
  * them, and writes the result as NUL-terminated JSON with the (buf, cap,
  * n_out) protocol: {"format": F, "content": "...", "tool_calls": [{"id",
  * "type": "function", "function": {"name", "arguments"}}]}, arguments a
- * JSON text, plus "error" when text holds something that looks like a call
- * but cannot be read (then tool_calls is empty and content is the whole
- * text). F, chosen from the template's text, is "hermes" (<tool_call>
+ * JSON text, plus "reasoning" when the reply reasons first (harmony's
+ * analysis channel, text generated with MOONLM_GENERATE_KEEP_SPECIAL; a
+ * <think>...</think> block; content is then the rest) and "error" when
+ * text holds something that looks like a call but cannot be read (then
+ * tool_calls is empty and content is the whole text). F, chosen from the template's text, is "hermes" (<tool_call>
  * JSON: Qwen 2.5/3, Hermes, and every template without tool syntax),
  * "llama3" (<|python_tag|> or bare {"name", "parameters"} JSON), "mistral"
  * ([TOOL_CALLS] JSON array or name[ARGS]{...}), "gemma" (```tool_code
