@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/moonlm/moonlm/engine/sample"
 )
 
 // Speculative decoding: a Drafter guesses the next few tokens, the model
@@ -159,7 +161,7 @@ func (d *ModelDrafter) Draft(hist, dst []int32) (int, error) {
 		return 0, d.quiet(err)
 	}
 	for i := range n {
-		dst[i] = greedyToken(d.logits[:s.m.output.Rows])
+		dst[i] = sample.Argmax(d.logits[:s.m.output.Rows])
 		if i == n-1 {
 			break
 		}
@@ -180,15 +182,4 @@ func (d *ModelDrafter) quiet(err error) error {
 		return nil
 	}
 	return err
-}
-
-// greedyToken is the index of the largest value (the first of equals).
-func greedyToken(l []float32) int32 {
-	best := 0
-	for i, v := range l {
-		if v > l[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }

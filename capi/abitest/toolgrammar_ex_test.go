@@ -21,17 +21,28 @@ const toolCallsParallel uint32 = 1 // MOONLM_TOOL_CALLS_PARALLEL
 
 // newToolGrammarEx calls moonlm_grammar_for_tool_calls_ex ("\x00" for NULL).
 func newToolGrammarEx(t testing.TB, l *Lib, m uintptr, tmpl, tools, name string, flags uint32) (uintptr, int32, string) {
-	toolGrammarExOnce.Do(func() {
-		h, err := purego.Dlopen(l.Path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-		if err != nil {
-			panic(err)
-		}
-		purego.RegisterLibFunc(&toolGrammarEx, h, "moonlm_grammar_for_tool_calls_ex")
+	toolGrammarExOnce.Do(func() { registerLibFunc(l, &toolGrammarEx, "moonlm_grammar_for_tool_calls_ex") })
+	return grammarCall(t, l, func(out *uintptr) int32 {
+		return toolGrammarEx(m, cstrOrNil(tmpl), cstrOrNil(tools), cstrOrNil(name), flags, out)
 	})
+}
+
+// registerLibFunc binds fptr to the library's function name.
+func registerLibFunc(l *Lib, fptr any, name string) {
+	h, err := purego.Dlopen(l.Path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		panic(err)
+	}
+	purego.RegisterLibFunc(fptr, h, name)
+}
+
+// grammarCall runs a call making a grammar on a locked thread; the
+// grammar, if made, is freed at cleanup.
+func grammarCall(t testing.TB, l *Lib, call func(out *uintptr) int32) (uintptr, int32, string) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var g uintptr
-	st := toolGrammarEx(m, cstrOrNil(tmpl), cstrOrNil(tools), cstrOrNil(name), flags, &g)
+	st := call(&g)
 	msg := l.LastError()
 	if st == OK {
 		t.Cleanup(func() { grammarFree(g) })
