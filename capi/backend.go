@@ -112,6 +112,14 @@ type generateParams struct {
 	// Grammar, if not nil, constrains the tokens; Generate starts it from
 	// its beginning.
 	Grammar backendGrammar
+	// Draft is a draft* mode for speculative decoding, DraftTokens the
+	// most tokens per pass (0: the default), DraftSession the draft
+	// model's session for draftModel (locked by the caller).
+	Draft        int
+	DraftTokens  int
+	DraftSession backendSession
+	// KeepSpecial renders control tokens as their text.
+	KeepSpecial bool
 }
 
 // tokenLogprob is moonlm_top_logprob.
@@ -137,6 +145,7 @@ type generateResult struct {
 	Finish                           finishReason
 	PromptTokens, Generated, Evalled int
 	LastToken                        int32
+	Drafted, DraftAccepted           int
 }
 
 type backendModel interface {

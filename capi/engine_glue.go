@@ -189,14 +189,18 @@ var finishReasons = [...]finishReason{
 
 func (e engineSession) Generate(prompt []int32, smp backendSampler, p generateParams, onPiece func([]byte, int32) bool) (generateResult, error) {
 	gp := engine.GenerateParams{
-		MaxTokens: p.MaxTokens, TokenSampler: smp, Stop: p.Stop, DecodeLast: p.DecodeLast,
+		MaxTokens: p.MaxTokens, TokenSampler: smp, Stop: p.Stop, DecodeLast: p.DecodeLast, KeepSpecial: p.KeepSpecial,
 	}
 	if es, ok := smp.(engineSampler); ok {
 		gp.TokenSampler = es.Sampler // the engine binds the vocabulary and reads logprobs through it
 	}
 	extendGenerateParams(&gp, p)
+	if err := setDrafter(&gp, e.s, p); err != nil {
+		return generateResult{LastToken: -1}, err
+	}
 	res, err := e.s.Generate(prompt, gp, onPiece)
-	out := generateResult{PromptTokens: res.PromptTokens, Generated: res.Tokens, Evalled: res.Tokens, LastToken: res.LastToken}
+	out := generateResult{PromptTokens: res.PromptTokens, Generated: res.Tokens, Evalled: res.Tokens, LastToken: res.LastToken,
+		Drafted: res.Drafted, DraftAccepted: res.DraftAccepted}
 	if res.Tokens > 0 && !res.LastTokenCached {
 		out.Evalled--
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/moonlm/moonlm/engine"
-	"github.com/moonlm/moonlm/engine/chat"
 	"github.com/moonlm/moonlm/engine/grammar"
 )
 
@@ -13,26 +12,12 @@ func errUnsupportedf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{engine.ErrUnsupported}, args...)...)
 }
 
-// The text around a call's JSON in the Hermes format, as the templates
-// and ApplyTools write it.
-const (
-	hermesCallOpen  = "<tool_call>\n"
-	hermesCallClose = "\n</tool_call>"
-)
-
-func (e engineModel) ToolCallGrammar(name string, tools []byte, only string) (backendGrammar, error) {
+func (e engineModel) ToolCallGrammar(name string, tools []byte, only string, parallel bool) (backendGrammar, error) {
 	f, err := e.m.ToolCallFormat(name)
 	if err != nil {
 		return nil, err
 	}
-	if f != chat.ToolFormatHermes {
-		return nil, errUnsupportedf("tool-call grammars cover the hermes format; this template writes calls in the %s format", f)
-	}
 	return bindGrammar(e, func() (*grammar.Grammar, error) {
-		src, err := grammar.ToolCall(tools, only, hermesCallOpen, hermesCallClose)
-		if err != nil {
-			return nil, err
-		}
-		return grammar.Parse(src)
+		return e.m.ToolCallGrammar(f, tools, only, parallel)
 	})
 }

@@ -835,12 +835,21 @@ func moonlmgo_generate_ex(sh, smh C.uintptr_t, prompt *C.int32_t, n C.size_t, p 
 		return st
 	}
 	defer gr.unlock()
+	ds, st := lockDraftSession(fn, p, &req, sh)
+	if st != stOK {
+		return st
+	}
+	if ds != nil {
+		defer ds.unlock()
+	}
 	res, st := o.generate(fn, smp, prompt, n, req)
 	r.finish_reason = C.int32_t(res.Finish)
 	r.last_token = C.int32_t(res.LastToken)
 	r.n_prompt = C.size_t(res.PromptTokens)
 	r.n_generated = C.size_t(res.Generated)
 	r.n_evaluated = C.size_t(res.Evalled)
+	r.n_drafted = C.size_t(res.Drafted)
+	r.n_draft_accepted = C.size_t(res.DraftAccepted)
 	return st
 }
 
@@ -854,10 +863,11 @@ func generateRequest(fn string, p *C.moonlm_generate_params) (genRequest, C.int)
 	if req.maxTokens > 0 {
 		req.p.MaxTokens = req.maxTokens
 	}
-	if unknown := uint32(p.flags) &^ C.MOONLM_GENERATE_DECODE_LAST; unknown != 0 {
+	if unknown := uint32(p.flags) &^ (C.MOONLM_GENERATE_DECODE_LAST | C.MOONLM_GENERATE_KEEP_SPECIAL); unknown != 0 {
 		return req, fail(stInvalid, fn, "moonlm_generate_params.flags has unknown bits %#x", unknown)
 	}
 	req.p.DecodeLast = p.flags&C.MOONLM_GENERATE_DECODE_LAST != 0
+	req.p.KeepSpecial = p.flags&C.MOONLM_GENERATE_KEEP_SPECIAL != 0
 	if st := generateRequestExt(fn, p, &req); st != stOK {
 		return req, st
 	}

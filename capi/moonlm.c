@@ -215,6 +215,7 @@ static moonlm_status moonlm__read_struct(const char *fn, const char *what, const
 #define MOONLM__MODEL_PARAMS_V1_SIZE offsetof(moonlm_model_params, pack)
 #define MOONLM__SAMPLER_PARAMS_V1_SIZE offsetof(moonlm_sampler_params, typical_p)
 #define MOONLM__GENERATE_PARAMS_V1_SIZE offsetof(moonlm_generate_params, logprobs)
+#define MOONLM__GENERATE_RESULT_V1_SIZE offsetof(moonlm_generate_result, n_drafted)
 
 /* ---- versions, status strings, defaults -------------------------------- */
 
@@ -695,10 +696,10 @@ moonlm_status moonlm_generate_ex(moonlm_session *session, moonlm_sampler *sample
                                  size_t n_prompt, const moonlm_generate_params *params,
                                  moonlm_generate_result *result) {
     MOONLM__ENTER("moonlm_generate_ex");
-    if (result != NULL && result->size < sizeof(moonlm_generate_result)) {
+    if (result != NULL && result->size < MOONLM__GENERATE_RESULT_V1_SIZE) {
         moonlm__errorf("moonlm_generate_ex: result->size is %zu, want at least %zu (set it to "
                        "sizeof(moonlm_generate_result))",
-                       result->size, sizeof(moonlm_generate_result));
+                       result->size, (size_t)MOONLM__GENERATE_RESULT_V1_SIZE);
         return MOONLM_INVALID_ARGUMENT;
     }
     moonlm_generate_result r;
@@ -720,7 +721,7 @@ moonlm_status moonlm_generate_ex(moonlm_session *session, moonlm_sampler *sample
     if (result != NULL) {
         /* Only the members this library knows; a newer caller's others stay as given. */
         size_t keep = result->size;
-        memcpy(result, &r, sizeof r);
+        memcpy(result, &r, keep < sizeof r ? keep : sizeof r);
         result->size = keep;
     }
     return st;

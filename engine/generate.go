@@ -67,7 +67,24 @@ type GenerateParams struct {
 	// TopLogprobs is how many alternatives OnLogprobs gets, 0 to
 	// sample.MaxTopLogprobs.
 	TopLogprobs int
+	// Draft, if not nil, makes decoding speculative: after each sampled
+	// token the drafter guesses up to DraftTokens more, the model
+	// evaluates them in one batched pass, and the guesses are kept while
+	// they equal what the sampler draws (see Drafter). The output follows
+	// the model's own distribution; only the speed changes.
+	Draft Drafter
+	// DraftTokens is the most tokens drafted per pass, 0 (meaning
+	// DefaultDraftTokens) to MaxDraftTokens.
+	DraftTokens int
+	// KeepSpecial renders control tokens in the text as their text (such
+	// as harmony's <|channel|>, so the reasoning and final channels can be
+	// told apart); an end-of-generation token still ends the text unseen.
+	KeepSpecial bool
 }
+
+// DefaultDraftTokens is the drafted tokens per pass when
+// GenerateParams.DraftTokens is 0.
+const DefaultDraftTokens = 8
 
 // FinishReason says why Generate stopped.
 type FinishReason int
@@ -109,6 +126,8 @@ type GenerateResult struct {
 	LastTokenCached bool          // whether LastToken is in the KV cache
 	PromptDuration  time.Duration // prefill time
 	DecodeDuration  time.Duration // time sampling and decoding generated tokens
+	Drafted         int           // tokens a Drafter proposed
+	DraftAccepted   int           // proposed tokens kept
 }
 
 // PieceFunc receives generated text. It is called once per generated token
@@ -132,6 +151,11 @@ type genScratch struct {
 	eog    []int32 // the end-of-generation ids within the logits
 	eogL   []float32
 	top    [sample.MaxTopLogprobs]sample.TokenLogprob
+	// Speculative decoding: the logits of a verification pass (one row
+	// per token), the tokens evaluated, and the sequence for the drafter.
+	rows  []float32
+	batch []int32
+	hist  []int32
 }
 
 // Generate prefills prompt after the session's current position, then
@@ -159,6 +183,12 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 	}
 	if p.TopLogprobs < 0 || p.TopLogprobs > sample.MaxTopLogprobs {
 		return res, fmt.Errorf("engine: generate: %w: top logprobs %d; want 0 to %d", ErrInvalidArgument, p.TopLogprobs, sample.MaxTopLogprobs)
+	}
+	if p.DraftTokens < 0 || p.DraftTokens > MaxDraftTokens {
+		return res, fmt.Errorf("engine: generate: %w: draft tokens %d; want 0 to %d", ErrInvalidArgument, p.DraftTokens, MaxDraftTokens)
+	}
+	if p.Draft != nil && p.DraftTokens == 0 {
+		p.DraftTokens = DefaultDraftTokens
 	}
 	smp := p.TokenSampler
 	if smp == nil {
@@ -188,7 +218,19 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 	if g.dec == nil {
 		g.dec = tokenizer.NewContinuationDecoder(s.m.tok)
 	}
+	if p.Draft != nil {
+		if need := (p.DraftTokens + 1) * s.m.output.Rows; len(g.rows) < need {
+			g.rows = make([]float32, need)
+		}
+		if cap(g.batch) < MaxDraftTokens+1 {
+			g.batch = make([]int32, 0, MaxDraftTokens+1)
+		}
+		if cap(g.hist) < s.nCtx+1 {
+			g.hist = make([]int32, 0, s.nCtx+1)
+		}
+	}
 	g.dec.ResetContinuation()
+	g.dec.SetRenderSpecial(p.KeepSpecial)
 	g.stop.reset(p.Stop)
 	g.tokens = g.tokens[:0]
 
@@ -215,24 +257,51 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 }
 
 // generateLoop samples, streams and decodes until a finish reason.
+//
+// The logits sampled from come in rows: row r of an evaluation of n+1
+// tokens (the pending token and n drafts) at positions P.. follows the
+// token at P+r. Plain decoding evaluates one token (n = 0); the prompt's
+// last row counts as such an evaluation. A token sampled at row r < n
+// that equals the draft evaluated after it is already in the cache, and
+// row r+1 is next; otherwise the drafts after row r are dropped and the
+// token is evaluated (with new drafts).
 func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece PieceFunc, res *GenerateResult) (FinishReason, error) {
 	g := &s.gen
+	vocab := s.m.output.Rows
 	cons := p.Constraint
 	lps, _ := smp.(LogprobSource)
 	pp, _ := smp.(interface{ Possible(tok int32) bool })
+	rows, buf := g.logits, g.logits
+	if p.Draft != nil {
+		buf = g.rows
+	}
+	P, n, r := s.pos-1, 0, 0
+	// k is the drafts asked for next: doubled (up to DraftTokens) after a
+	// pass whose guesses were all kept, cut to one more than were kept
+	// after a rejection, so wrong guesses cost little batched work.
+	k := p.DraftTokens
+	// keep is the positions verified so far; drafts past it go on return.
+	keep := s.pos
+	defer func() {
+		if s.pos > keep {
+			s.setPos(keep)
+		}
+	}()
 	for {
+		keep = P + r + 1
 		if s.cancelled() {
 			return FinishCancelled, fmt.Errorf("engine: generate: %w", ErrCancelled)
 		}
-		logits := g.logits[:s.m.output.Rows]
+		logits := rows[r*vocab : (r+1)*vocab]
 		if cons != nil {
 			if cons.Done() {
+				s.setPos(keep)
 				return s.finishText(FinishEOG, onPiece), nil
 			}
 			s.mask(cons, logits)
 		}
 		tok := smp.Sample(logits)
-		if tok < 0 || int(tok) >= s.m.output.Rows {
+		if tok < 0 || int(tok) >= vocab {
 			return FinishNone, fmt.Errorf("engine: generate: %w: sampler returned token %d", ErrInternal, tok)
 		}
 		if cons != nil && (math.IsInf(float64(logits[tok]), -1) || pp != nil && !pp.Possible(tok)) {
@@ -242,9 +311,17 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			return FinishNone, fmt.Errorf("engine: generate: %w: the constraint (with the logit bias) allows no token here (%v)", ErrInvalidArgument, why)
 		}
 		if s.m.tok.IsEOG(tok) {
+			s.setPos(keep)
 			return s.finishText(FinishEOG, onPiece), nil
 		}
-		if p.DecodeLast && s.pos >= s.nCtx {
+		// cached: the token is the draft evaluated after row r.
+		cached := r < n && tok == g.batch[r+1]
+		if cached {
+			res.DraftAccepted++
+		} else if s.pos > keep {
+			s.setPos(keep)
+		}
+		if p.DecodeLast && !cached && s.pos >= s.nCtx {
 			return s.finishText(FinishContext, onPiece), nil
 		}
 		if cons != nil {
@@ -278,7 +355,7 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			end = FinishEOG
 		case p.MaxTokens > 0 && len(g.tokens) >= p.MaxTokens:
 			end = FinishLength
-		case !p.DecodeLast && s.pos >= s.nCtx:
+		case !p.DecodeLast && keep >= s.nCtx:
 			end = FinishContext
 		}
 		if end != FinishNone && !p.DecodeLast {
@@ -287,13 +364,43 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			}
 			return s.finishText(end, onPiece), nil
 		}
-		s.tokens[0] = tok
-		if err := s.eval("generate: decode", s.tokens[:1], g.logits, 0); err != nil {
+		if cached {
+			res.LastTokenCached = true
+			r++
+			if end == FinishNone {
+				continue
+			}
+			keep = P + r + 1
+			if end == FinishCancelled || end == FinishStop {
+				return end, nil
+			}
+			return s.finishText(end, onPiece), nil
+		}
+		// Evaluate tok, with drafts after it while generation goes on.
+		g.batch = append(g.batch[:0], tok)
+		if n > 0 {
+			if r == n {
+				k = min(2*k, p.DraftTokens)
+			} else {
+				k = r + 1
+			}
+		}
+		if p.Draft != nil && end == FinishNone {
+			nd, err := s.draft(p, tok, k)
+			if err != nil {
+				return FinishNone, err
+			}
+			res.Drafted += nd
+		}
+		P, n, r = s.pos, len(g.batch)-1, 0
+		if err := s.eval("generate: decode", g.batch, buf, 0); err != nil {
 			if errors.Is(err, ErrCancelled) {
 				return FinishCancelled, err
 			}
 			return FinishNone, err
 		}
+		rows = buf
+		keep = P + 1
 		res.LastTokenCached = true
 		switch end {
 		case FinishNone:
@@ -303,6 +410,35 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			return s.finishText(end, onPiece), nil
 		}
 	}
+}
+
+// draft appends the drafter's guesses after tok to g.batch (at most k,
+// as many as fit the context and the token budget) and returns how many.
+func (s *Session) draft(p GenerateParams, tok int32, k int) (int, error) {
+	g := &s.gen
+	k = min(k, s.nCtx-s.pos-1)
+	if p.MaxTokens > 0 {
+		k = min(k, p.MaxTokens-len(g.tokens))
+	}
+	if k <= 0 {
+		return 0, nil
+	}
+	g.hist = append(append(g.hist[:0], s.hist...), tok)
+	dst := g.batch[1 : 1+k]
+	nd, err := p.Draft.Draft(g.hist, dst)
+	if err != nil {
+		return 0, fmt.Errorf("engine: generate: draft: %w", err)
+	}
+	if nd < 0 || nd > k {
+		return 0, fmt.Errorf("engine: generate: %w: the drafter returned %d tokens for %d places", ErrInternal, nd, k)
+	}
+	for _, t := range dst[:nd] {
+		if t < 0 || int(t) >= s.m.output.Rows {
+			return 0, fmt.Errorf("engine: generate: %w: the drafter proposed token %d outside the vocabulary", ErrInvalidArgument, t)
+		}
+	}
+	g.batch = g.batch[:1+nd]
+	return nd, nil
 }
 
 // mask applies cons to logits, then allows the end-of-generation tokens

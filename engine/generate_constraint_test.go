@@ -336,3 +336,23 @@ func TestGenerateReusesDRYBreakers(t *testing.T) {
 	run("\n")
 	assert.Equal(t, 2, m.dryBreakers.Len())
 }
+
+// KeepSpecial renders a control token (here BOS, forced mid-text) as its
+// text; by default it renders as nothing.
+func TestGenerateKeepSpecial(t *testing.T) {
+	m := openStories(t, 1)
+	bos := m.Info().BOS
+	seq := append(pieceTokens(t, m, " Once"), bos)
+	seq = append(seq, pieceTokens(t, m, " up")...)
+	for _, keep := range []bool{false, true} {
+		s := newStoriesSession(t, m, 128)
+		var c collect
+		_, err := s.Generate([]int32{bos}, GenerateParams{Constraint: &seqConstraint{seq: seq}, KeepSpecial: keep}, c.piece)
+		require.NoError(t, err)
+		want := " Once up"
+		if keep {
+			want = " Once" + string(m.Tokenizer().PieceSpecial(bos)) + " up"
+		}
+		assert.Equal(t, want, c.text(), "keep %v", keep)
+	}
+}

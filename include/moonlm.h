@@ -819,6 +819,12 @@ MOONLM_API const char *moonlm_finish_reason_string(moonlm_finish_reason reason);
 /* moonlm_generate_params.flags. */
 /* Also evaluate the last generated token, so that every generated token is in the session. */
 #define MOONLM_GENERATE_DECODE_LAST 1u
+/* Render control tokens in the text passed to the callback as their text
+   (e.g. gpt-oss's <|channel|>analysis<|message|>, so the reasoning can be
+   told from the answer; see moonlm_chat_parse_tool_calls' "reasoning");
+   by default they render as nothing. An end-of-generation token still
+   ends generation unseen. */
+#define MOONLM_GENERATE_KEEP_SPECIAL 2u
 
 /* At most this many alternatives per token in moonlm_token_logprob. */
 #define MOONLM_MAX_TOP_LOGPROBS 20
@@ -882,7 +888,44 @@ typedef struct moonlm_generate_params {
     /* A grammar of the session's model constraining the generated text
        (see moonlm_grammar_new); default NULL: none. */
     moonlm_grammar *grammar;
+    /*
+     * Speculative decoding (see "Speculative decoding" below): draft is a
+     * MOONLM_DRAFT_* (default MOONLM_DRAFT_NONE); draft_tokens the most
+     * tokens guessed per verification pass (default 0: the library's,
+     * MOONLM_DEFAULT_DRAFT_TOKENS; at most MOONLM_MAX_DRAFT_TOKENS);
+     * draft_session, with MOONLM_DRAFT_MODEL, a session of the draft model
+     * (default NULL), which the call uses exclusively.
+     */
+    int32_t draft;
+    int32_t draft_tokens;
+    moonlm_session *draft_session;
 } moonlm_generate_params;
+
+/*
+ * Speculative decoding: a drafter guesses the next tokens, the session
+ * evaluates the pending token and the guesses in one batched pass, and
+ * the sampler draws each position from those logits in order; guesses are
+ * kept while they equal the draws, the rest are dropped from the session.
+ * The drafts are deterministic (the draft distribution is a point mass),
+ * so the standard acceptance rule reduces to exactly this, and the tokens
+ * follow the model's own distribution with any sampler, grammar or
+ * penalty. Only the speed changes; a batched pass rounds floats as a
+ * prefill does, unlike a one-token decode, so a greedy run can differ
+ * from plain decoding where the two best logits are closer than that
+ * rounding. moonlm_generate_result's n_drafted and n_draft_accepted count
+ * the guesses.
+ */
+#define MOONLM_DRAFT_NONE 0
+/* Guesses the tokens that followed the latest earlier occurrence of the
+   text's last 2-4 tokens (prompt lookup; no model evaluation). */
+#define MOONLM_DRAFT_LOOKUP 1
+/* Guesses greedily with draft_session's model, which must have the same
+   vocabulary as the session's (else MOONLM_INVALID_ARGUMENT saying where
+   they differ). The draft session keeps the tokens it evaluated and
+   re-evaluates only from the first that differs. */
+#define MOONLM_DRAFT_MODEL 2
+#define MOONLM_DEFAULT_DRAFT_TOKENS 8
+#define MOONLM_MAX_DRAFT_TOKENS 64
 
 /*
  * Fills the size bytes at params (the caller's sizeof(moonlm_generate_params))
@@ -905,6 +948,10 @@ typedef struct moonlm_generate_result {
     size_t n_generated;    /* tokens generated (passed to the callback); an eog token is not counted */
     size_t n_evaluated;    /* of those, how many are in the session: n_generated, or one less
                               when the last one was not evaluated */
+    /* Added after the first version (a caller whose struct ends at
+       n_evaluated gets the members above only): */
+    size_t n_drafted;        /* tokens guessed by speculative decoding */
+    size_t n_draft_accepted; /* of those, how many were kept */
 } moonlm_generate_result;
 
 /*
@@ -989,9 +1036,11 @@ MOONLM_API moonlm_status moonlm_chat_apply_template_json(const moonlm_model *mod
  * them, and writes the result as NUL-terminated JSON with the (buf, cap,
  * n_out) protocol: {"format": F, "content": "...", "tool_calls": [{"id",
  * "type": "function", "function": {"name", "arguments"}}]}, arguments a
- * JSON text, plus "error" when text holds something that looks like a call
- * but cannot be read (then tool_calls is empty and content is the whole
- * text). F, chosen from the template's text, is "hermes" (<tool_call>
+ * JSON text, plus "reasoning" when the reply reasons first (harmony's
+ * analysis channel, text generated with MOONLM_GENERATE_KEEP_SPECIAL; a
+ * <think>...</think> block; content is then the rest) and "error" when
+ * text holds something that looks like a call but cannot be read (then
+ * tool_calls is empty and content is the whole text). F, chosen from the template's text, is "hermes" (<tool_call>
  * JSON: Qwen 2.5/3, Hermes, and every template without tool syntax),
  * "llama3" (<|python_tag|> or bare {"name", "parameters"} JSON), "mistral"
  * ([TOOL_CALLS] JSON array or name[ARGS]{...}), "gemma" (```tool_code
@@ -1197,15 +1246,38 @@ MOONLM_API moonlm_status moonlm_rerank(const moonlm_model *model, const char *qu
  * features of moonlm_grammar_from_json_schema; a schema's local $refs are
  * its own). tool_name NULL or "" admits any of the functions (OpenAI's
  * tool_choice "required"), else only that one (a named tool_choice; a name
- * tools_json lacks is MOONLM_INVALID_ARGUMENT). The "hermes" format
+ * tools_json lacks is MOONLM_INVALID_ARGUMENT). Every call format
+ * moonlm_chat_parse_tool_calls reads is supported: "hermes"
  * (<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>: Qwen,
- * Hermes and every template without tool syntax, and the built-in formats)
- * is supported; other formats are MOONLM_UNSUPPORTED. A compatible
- * addition: look it up with dlsym() to run with older libraries.
+ * Hermes, Gemma and every template without tool syntax, and the built-in
+ * formats), "llama3" ({"name": ..., "parameters": {...}}), "mistral"
+ * ([TOOL_CALLS][{...}]), "phi4" (<|tool_call|>[{...}]<|/tool_call|>) and
+ * "harmony" (<|channel|>commentary to=functions.NAME <|constrain|>json
+ * <|message|>{...}); a marker the vocabulary has as a token is that token.
+ * What the grammar admits parses with moonlm_chat_parse_tool_calls, also
+ * when the detokenizer drops the markers. A compatible addition: look it
+ * up with dlsym() to run with older libraries.
  */
 MOONLM_API moonlm_status moonlm_grammar_for_tool_calls(const moonlm_model *model, const char *template_name,
                                                        const char *tools_json, const char *tool_name,
                                                        moonlm_grammar **out);
+
+/* moonlm_grammar_for_tool_calls_ex flags. */
+/* One or more calls (OpenAI's parallel_tool_calls), where the format can
+   write several in one reply: hermes blocks one after another, llama3
+   objects one per line, mistral and phi4 arrays. A harmony call ends the
+   message, so harmony stays at one call. */
+#define MOONLM_TOOL_CALLS_PARALLEL 1u
+
+/*
+ * moonlm_grammar_for_tool_calls with flags (MOONLM_TOOL_CALLS_*; unknown
+ * bits are MOONLM_INVALID_ARGUMENT). With MOONLM_TOOL_CALLS_PARALLEL the
+ * reply is one or more calls and ends with an end-of-generation token
+ * after any of them. A compatible addition, as above.
+ */
+MOONLM_API moonlm_status moonlm_grammar_for_tool_calls_ex(const moonlm_model *model, const char *template_name,
+                                                          const char *tools_json, const char *tool_name,
+                                                          uint32_t flags, moonlm_grammar **out);
 
 #ifdef __cplusplus
 }

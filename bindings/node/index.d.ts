@@ -175,6 +175,19 @@ export interface OutputOptions {
   topLogprobs?: number;
 }
 
+/** Speculative decoding: options of Model.generate/stream/chat/chatStream (draft: a Model) and Session.stream (draft: a Session). */
+export interface DraftOptions<D> {
+  /**
+   * 'lookup' guesses tokens by prompt lookup (what followed the latest
+   * earlier occurrence of the text's last few tokens); a draft model of
+   * the same vocabulary guesses greedily. The model checks the guesses in
+   * one batched pass; the tokens follow its own distribution as without.
+   */
+  draft?: 'lookup' | D;
+  /** Guesses per pass, 1 to 64 (default 8; needs draft). */
+  draftTokens?: number;
+}
+
 /** Why a generation ended. */
 export type FinishReason = 'stop' | 'length' | 'eog' | 'context' | 'cancelled';
 
@@ -200,6 +213,11 @@ export interface Completion {
   content: string | null;
   /** chat with tools: why text that looked like a call could not be read (else null). */
   toolCallError: string | null;
+  /** chat: the reply's reasoning (gpt-oss's analysis channel, a <think> block), else null; content is then the answer without it. */
+  reasoning: string | null;
+  /** With opts.draft: the tokens guessed, and how many were kept (0 without). */
+  drafted: number;
+  draftAccepted: number;
   /** With opts.logprobs: each generated token's log-probability and its top alternatives (the model's distribution after grammar, bias and penalties, before truncation and temperature). */
   logprobs?: { content: Array<TokenLogprob & { topLogprobs: TokenLogprob[] }> };
 }
@@ -229,14 +247,17 @@ export interface StreamOptions extends SamplerOptions {
   nCtx?: number;
 }
 
-export interface GenerateStreamOptions extends StreamOptions, OutputOptions {}
+export interface GenerateStreamOptions extends StreamOptions, OutputOptions, DraftOptions<Model> {
+  /** Control tokens in the text as their text (e.g. <|channel|>); chat turns it on for harmony templates. */
+  keepSpecial?: boolean;
+}
 
 export interface GenerateOptions extends GenerateStreamOptions {
   /** Resolve to a Completion instead of the text. */
   details?: boolean;
 }
 
-export interface SessionStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial' | 'nCtx'> {
+export interface SessionStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial' | 'nCtx'>, OutputOptions, DraftOptions<Session> {
   /** Use (and keep open) this sampler instead of a new one. */
   sampler?: Sampler;
 }
@@ -313,7 +334,9 @@ export interface ChatTemplateOptions {
   tools?: Tool[] | null;
 }
 
-export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial'>, OutputOptions {
+export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'parseSpecial'>, OutputOptions, DraftOptions<Model> {
+  /** Control tokens in the text as their text; on by default for harmony (gpt-oss) templates. */
+  keepSpecial?: boolean;
   /** A built-in format to use instead of the model's template (required for a model without one). */
   template?: BuiltinChatTemplate | null;
   /** Functions the model may call; the completion reports the calls (toolCalls). */
@@ -325,6 +348,8 @@ export interface ChatStreamOptions extends Omit<StreamOptions, 'addSpecial' | 'p
    * required/named need a template writing calls the Hermes way (<tool_call> JSON).
    */
   toolChoice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+  /** true: a forced reply may make several calls; false: one call (a free reply's first); default: forced one call, every free call. */
+  parallelToolCalls?: boolean;
 }
 
 export interface ChatOptions extends ChatStreamOptions {
@@ -448,7 +473,7 @@ export declare class Grammar {
   /** The JSON values valid against schema. */
   static fromJsonSchema(model: Model, schema: object | string): Grammar;
   /** One call of one of tools (only toolName if given) in the template's (Hermes) syntax. */
-  static forToolCalls(model: Model, tools: Tool[], opts?: { toolName?: string; template?: BuiltinChatTemplate }): Grammar;
+  static forToolCalls(model: Model, tools: Tool[], opts?: { toolName?: string; template?: BuiltinChatTemplate; parallel?: boolean }): Grammar;
   readonly model: Model;
   readonly closed: boolean;
   close(): void;

@@ -221,6 +221,17 @@ const SAMPLER_FIELDS = {
 const SAMPLER_OPT_NAMES = new Set([...Object.keys(SAMPLER_FIELDS), 'seed', 'drySequenceBreakers', 'logitBias']);
 // Structured output and log-probabilities: options of generate/chat and their streams.
 const OUTPUT_OPTS = ['grammar', 'jsonSchema', 'responseFormat', 'logprobs', 'topLogprobs'];
+// Speculative decoding: 'lookup', a draft Model (Session for Session.stream), and guesses per pass.
+const DRAFT_OPTS = ['draft', 'draftTokens'];
+// 'keepSpecial': control tokens in the text as their text (MOONLM_GENERATE_KEEP_SPECIAL).
+const GENERATE_KEEP_SPECIAL = 2;
+// moonlm_generate_params.draft and its bound (moonlm.h).
+const DRAFT_NONE = 0;
+const DRAFT_LOOKUP = 1;
+const DRAFT_MODEL = 2;
+const MAX_DRAFT_TOKENS = 64;
+// moonlm_grammar_for_tool_calls_ex flags.
+const TOOL_CALLS_PARALLEL = 1;
 // Bounds of moonlm_sampler_params and moonlm_generate_params (moonlm.h).
 const MAX_LOGIT_BIAS = 1 << 20;
 const MAX_DRY_BREAKERS = 1024;
@@ -231,12 +242,15 @@ const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
 const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
 const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
 // 'details': generate/chat resolve to a Completion instead of the text.
-const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details']);
+const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details',
+  'keepSpecial']);
 // 'template': a built-in chat format by name (checked where the template is applied).
 // 'tools': OpenAI-style function specs; the completion reports the calls.
 // 'toolChoice': 'auto', 'none', 'required' or { type: 'function', function: { name } }.
-const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, 'nCtx', 'template', 'details', 'tools', 'toolChoice']);
-const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, 'sampler']);
+// 'parallelToolCalls': true lets a forced reply make several calls; false keeps one (also of a free reply).
+const CHAT_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'template', 'details', 'tools', 'toolChoice',
+  'parallelToolCalls', 'keepSpecial']);
+const SESSION_STREAM_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'sampler']);
 const APPLY_TEMPLATE_OPTS = new Set(['addAssistant', 'template', 'tools']);
 const PARSE_TOOLS_OPTS = new Set(['template']);
 
@@ -369,6 +383,7 @@ function lib() {
     generateResult: koffi.struct({
       size: 'size_t', finish_reason: 'int32_t', last_token: 'int32_t',
       n_prompt: 'size_t', n_generated: 'size_t', n_evaluated: 'size_t',
+      n_drafted: 'size_t', n_draft_accepted: 'size_t',
     }),
   };
   t.embedParams = koffi.struct({ size: 'size_t', pooling: 'int32_t', flags: 'uint32_t' });
@@ -381,6 +396,7 @@ function lib() {
     stop: koffi.pointer(koffi.pointer('uint8_t')), stop_len: koffi.pointer('size_t'), n_stop: 'size_t',
     callback: koffi.pointer(t.pieceCallback), user_data: 'void *',
     logprobs: 'void *', logprobs_cap: 'size_t', top_logprobs: 'int32_t', grammar: 'void *',
+    draft: 'int32_t', draft_tokens: 'int32_t', draft_session: 'void *',
   });
   const P = (x) => koffi.pointer(x);
   const out = (x) => koffi.out(koffi.pointer(x));
@@ -457,6 +473,12 @@ function lib() {
       ['void *', 'const char *', 'const char *', 'const char *', koffi.out(P('void *'))]);
   } catch {
     c.grammar_for_tool_calls = null;
+  }
+  try {
+    c.grammar_for_tool_calls_ex = f('moonlm_grammar_for_tool_calls_ex', 'int',
+      ['void *', 'const char *', 'const char *', 'const char *', 'uint32_t', koffi.out(P('void *'))]);
+  } catch {
+    c.grammar_for_tool_calls_ex = null;
   }
   try {
     c.chat_apply_template_named = f('moonlm_chat_apply_template_named', 'int',
@@ -852,6 +874,15 @@ class Model {
    * { name, arguments } }] }, arguments a JSON text, plus error when
    * something looked like a call but could not be read.
    */
+  /** The format replies are parsed in, null if the model cannot say. */
+  _toolFormat(template) {
+    try {
+      return this.parseToolCalls('', { template }).format;
+    } catch {
+      return null;
+    }
+  }
+
   parseToolCalls(text, opts) {
     const what = 'parseToolCalls';
     const h = this._handle(what);
@@ -1048,23 +1079,40 @@ class Model {
 
   _chat(messages, opts) {
     const { mode, name } = toolChoiceOf(opts.toolChoice);
+    if (opts.keepSpecial == null && this._toolFormat(opts.template) === 'harmony') {
+      // gpt-oss: the channels are control tokens; keep them to split the
+      // reasoning (analysis) from the answer (final).
+      opts = { ...opts, keepSpecial: true };
+    }
+    // The reply's reasoning, and the rest parsed.
+    const reasoning = (done) => {
+      const p = this.parseToolCalls(done.text, { template: opts.template });
+      done.reasoning = p.reasoning ?? null;
+      if (done.reasoning !== null) done.content = p.content;
+      return p;
+    };
+    const parallel = opts.parallelToolCalls == null ? null : arg.bool('chat', 'opts.parallelToolCalls', opts.parallelToolCalls);
     if (opts.tools == null && mode !== 'auto') throw arg.rangeError('chat', 'opts.toolChoice', 'needs opts.tools');
     const tools = mode === 'none' ? null : opts.tools;
     const tokens = this._chatTokens(messages, opts.template, tools);
     if (mode === 'none') {
-      return this._stream(tokens, opts, 'chat', (done) => { done.toolCalls = []; done.content = done.text; });
+      return this._stream(tokens, opts, 'chat', (done) => {
+        const p = reasoning(done);
+        done.toolCalls = [];
+        done.content = done.reasoning !== null ? p.content : done.text;
+      });
     }
-    if (tools == null) return this._stream(tokens, opts, 'chat');
+    if (tools == null) return this._stream(tokens, opts, 'chat', reasoning);
     if (mode === 'required') {
       if (OUTPUT_OPTS.slice(0, 3).some((k) => opts[k] != null)) {
         throw arg.rangeError('chat', 'opts.toolChoice', 'cannot be combined with grammar, jsonSchema or responseFormat');
       }
-      opts = { ...opts, grammar: Grammar.forToolCalls(this, tools, { toolName: name, template: opts.template }) };
+      opts = { ...opts, grammar: Grammar.forToolCalls(this, tools, { toolName: name, template: opts.template, parallel: parallel === true }) };
       opts._ownGrammar = true;
     }
     const onDone = (done) => {
-      const p = this.parseToolCalls(done.text, { template: opts.template });
-      done.toolCalls = p.tool_calls;
+      const p = reasoning(done);
+      done.toolCalls = parallel === false ? p.tool_calls.slice(0, 1) : p.tool_calls;
       done.content = p.content;
       done.toolCallError = p.error ?? null;
     };
@@ -1079,6 +1127,7 @@ class Model {
     const nCtx = opts.nCtx != null ? arg.int(what, 'opts.nCtx', opts.nCtx, 1, INT32_MAX)
       : Math.min(tokens.length + Math.max(Math.min(maxTokens, INT32_MAX), 1), this.contextLength);
     const lp = logprobsOption(what, opts);
+    const draft = draftOption(what, opts, Model);
     const sampler = new Sampler(samplerOptions(opts), what);
     let session;
     let grammar = null;
@@ -1087,12 +1136,17 @@ class Model {
       [grammar, ownGrammar] = resolveGrammar(what, this, opts);
       if (opts._ownGrammar) ownGrammar = true;
       session = new Session(this, { nCtx });
+      // A draft Model drafts in a session of its own, made for this call.
+      if (draft.mode === DRAFT_MODEL) draft.session = new Session(opts.draft, { nCtx });
     } catch (e) {
       sampler.close();
       if (ownGrammar) grammar.close();
+      if (session) session.close();
       throw e;
     }
-    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.tokenToPiece(tok) };
+    draft.own = draft.mode === DRAFT_MODEL;
+    const keepSpecial = opts.keepSpecial == null ? false : arg.bool(what, 'opts.keepSpecial', opts.keepSpecial);
+    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.tokenToPiece(tok), draft, keepSpecial };
     // One log-probability entry per token: no more than the context can
     // hold (it ends the generation first), so the buffer is bounded.
     const max = lp === null ? maxTokens : Math.min(maxTokens, nCtx + 1);
@@ -1182,6 +1236,7 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
     c.generate_params_init(params, koffi.sizeof(t.generateParams));
     params.size = koffi.sizeof(t.generateParams);
     params.max_tokens = maxTokens > INT32_MAX ? -1 : maxTokens;
+    if (box.extra && box.extra.keepSpecial) params.flags = GENERATE_KEEP_SPECIAL;
     if (stop.length) {
       params.stop = stop;
       params.stop_len = stop.map((b) => b.length);
@@ -1189,6 +1244,11 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
     }
     const extra = box.extra;
     if (extra && extra.grammar) params.grammar = extra.grammar._handle(what);
+    if (extra && extra.draft && extra.draft.mode !== DRAFT_NONE) {
+      params.draft = extra.draft.mode;
+      params.draft_tokens = extra.draft.tokens;
+      if (extra.draft.session) params.draft_session = extra.draft.session._handle(what);
+    }
     if (extra && extra.topLogprobs != null) {
       lpCap = Math.max(maxTokens, 1);
       lpBuf = koffi.alloc(t.tokenLogprob, lpCap);
@@ -1270,7 +1330,21 @@ async function* runGeneration(what, session, tokens, maxTokens, sampler, stop, s
     if (ownSession) session.close();
     if (ownSampler) sampler.close();
     if (box.extra && box.extra.ownGrammar) box.extra.grammar.close();
+    if (box.extra && box.extra.draft && box.extra.draft.own) box.extra.draft.session.close();
   }
+}
+
+/** opts.draft / opts.draftTokens, checked: { mode, tokens, session } (session: a Session given, else null). */
+function draftOption(what, opts, kind) {
+  if (opts.draft == null) {
+    if (opts.draftTokens != null) throw arg.rangeError(what, 'opts.draftTokens', 'needs opts.draft');
+    return { mode: DRAFT_NONE, tokens: 0, session: null };
+  }
+  const tokens = opts.draftTokens == null ? 0 : arg.int(what, 'opts.draftTokens', opts.draftTokens, 1, MAX_DRAFT_TOKENS);
+  if (opts.draft === 'lookup') return { mode: DRAFT_LOOKUP, tokens, session: null };
+  if (typeof opts.draft === 'string') throw arg.rangeError(what, 'opts.draft', `must be 'lookup' or a ${kind.name}, got ${shown(opts.draft)}`);
+  if (!(opts.draft instanceof kind)) throw arg.typeError(what, 'opts.draft', `must be 'lookup' or a ${kind.name}, got ${shown(opts.draft)}`);
+  return { mode: DRAFT_MODEL, tokens, session: kind === Session ? opts.draft : null };
 }
 
 /** moonlm_token_logprob entries in OpenAI's shape ({ content: [...] }). */
@@ -1364,8 +1438,9 @@ function schemaText(what, schema) {
  * model's generations (one at a time): new Grammar(model, gbnf) parses GBNF
  * (a parse error throws MoonlmError INVALID_ARGUMENT naming line:col);
  * Grammar.fromJsonSchema(model, schema) admits the JSON values valid
- * against schema; Grammar.forToolCalls(model, tools, { toolName, template })
- * admits one call of a tool in the template's (Hermes) syntax.
+ * against schema; Grammar.forToolCalls(model, tools, { toolName, template,
+ * parallel }) admits one call (parallel: one or more) of a tool in the
+ * template's call syntax (hermes, llama3, mistral, phi4, harmony).
  */
 class Grammar {
   constructor(model, gbnf, _kind = 'grammar', _tools = null) {
@@ -1375,7 +1450,12 @@ class Grammar {
     const out = [null];
     if (_tools) {
       if (!c.grammar_for_tool_calls) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no tool-call grammars`);
-      check(c.grammar_for_tool_calls(model._handle(what), _tools.template, _tools.json, _tools.name, out), what);
+      if (_tools.parallel) {
+        if (!c.grammar_for_tool_calls_ex) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no parallel tool-call grammars`);
+        check(c.grammar_for_tool_calls_ex(model._handle(what), _tools.template, _tools.json, _tools.name, TOOL_CALLS_PARALLEL, out), what);
+      } else {
+        check(c.grammar_for_tool_calls(model._handle(what), _tools.template, _tools.json, _tools.name, out), what);
+      }
     } else {
       const fn = _kind === 'jsonSchema' ? c.grammar_from_json_schema : c.grammar_new;
       if (!fn) throw new MoonlmError(Status.UNSUPPORTED, `${what}: this library has no grammars`);
@@ -1395,13 +1475,14 @@ class Grammar {
 
   static forToolCalls(model, tools, opts) {
     const what = 'toolChoice';
-    opts = arg.options(what, opts, new Set(['toolName', 'template']));
+    opts = arg.options(what, opts, new Set(['toolName', 'template', 'parallel']));
     if (!Array.isArray(tools)) throw arg.typeError(what, 'tools', `must be an array, got ${shown(tools)}`);
     const json = JSON.stringify(tools);
     if (json.includes('\u0000')) throw arg.rangeError(what, 'tools', 'must not contain NUL characters');
     const name = opts.toolName == null ? null : arg.string(what, 'opts.toolName', opts.toolName, false);
     const template = opts.template == null ? null : arg.string(what, 'opts.template', opts.template, false);
-    return new Grammar(model, '', what, { json, name, template });
+    const parallel = opts.parallel == null ? false : arg.bool(what, 'opts.parallel', opts.parallel);
+    return new Grammar(model, '', what, { json, name, template, parallel });
   }
 
   close() {
@@ -1427,6 +1508,11 @@ function completionOf(call, r) {
     tokens: Int32Array.from(call.tokens),
     promptTokens: Number(r.n_prompt),
     completionTokens: Number(r.n_generated),
+    // chat: the reply's reasoning (analysis channel, <think> block), else null.
+    reasoning: null,
+    // Speculative decoding: the guesses, and how many were kept.
+    drafted: Number(r.n_drafted ?? 0),
+    draftAccepted: Number(r.n_draft_accepted ?? 0),
     // chat with opts.tools: the calls the reply makes, and the rest of it.
     toolCalls: null,
     content: null,
@@ -1594,14 +1680,20 @@ class Session {
    * Streams a continuation of tokens from this session's position (the
    * session stays open; the last generated token is not evaluated: pass
    * completion.tokens at its end first to continue). The session is busy
-   * until the stream is exhausted or left. opts as for Model.stream;
-   * opts.sampler uses (and keeps open) a Sampler.
+   * until the stream is exhausted or left. opts as for Model.stream
+   * (grammar, jsonSchema, responseFormat, logprobs, topLogprobs too);
+   * opts.sampler uses (and keeps open) a Sampler; opts.draft is 'lookup'
+   * or a Session of a draft model (same vocabulary; busy during the call,
+   * and worth reusing: it keeps what it evaluated).
    */
   stream(tokens, opts) {
     opts = arg.options('stream', opts, SESSION_STREAM_OPTS);
     const toks = arg.tokens('stream', 'tokens', tokens, true);
     const { maxTokens, stop, signal } = loopArgs('stream', opts);
     if (toks.length === 0) throw arg.rangeError('stream', 'tokens', 'has no tokens');
+    const lp = logprobsOption('stream', opts);
+    const draft = draftOption('stream', opts, Session);
+    if (draft.session === this) throw arg.rangeError('stream', 'opts.draft', 'is this session; the draft model needs a session of its own');
     const own = opts.sampler == null;
     if (!own) {
       if (!(opts.sampler instanceof Sampler)) {
@@ -1610,8 +1702,18 @@ class Session {
       const extra = Object.keys(samplerOptions(opts));
       if (extra.length) throw arg.typeError('stream', `opts.${extra[0]}`, 'cannot be combined with opts.sampler');
     }
-    const sampler = own ? new Sampler(samplerOptions(opts), 'stream') : opts.sampler;
-    return generation('stream', this, toks, maxTokens, sampler, stop, signal, false, own);
+    const [grammar, ownGrammar] = resolveGrammar('stream', this.model, opts);
+    let sampler;
+    try {
+      sampler = own ? new Sampler(samplerOptions(opts), 'stream') : opts.sampler;
+    } catch (e) {
+      if (ownGrammar) grammar.close();
+      throw e;
+    }
+    const extra = { grammar, ownGrammar, topLogprobs: lp, pieceOf: (tok) => this.model.tokenToPiece(tok), draft };
+    // One log-probability entry per token: no more than the context can hold.
+    const max = lp === null ? maxTokens : Math.min(maxTokens, this.nCtx + 1);
+    return generation('stream', this, toks, max, sampler, stop, signal, false, own, null, extra);
   }
 }
 

@@ -320,8 +320,8 @@ func TestGenerateExParams(t *testing.T) {
 	invalid("unknown option", "nonzero byte", &np.GenerateParams, &r)
 
 	bad := p
-	bad.Flags = 6
-	invalid("flags", "unknown bits 0x6", &bad, &r)
+	bad.Flags = 12
+	invalid("flags", "unknown bits 0xc", &bad, &r)
 	bad = p
 	bad.MaxTokens = -2
 	invalid("max_tokens", "max_tokens is -2", &bad, &r)

@@ -140,6 +140,10 @@ type GenerateParams struct {
 	LogprobsCap uintptr
 	TopLogprobs int32
 	Grammar     uintptr // moonlm_grammar *
+
+	Draft        int32
+	DraftTokens  int32
+	DraftSession uintptr // moonlm_session *
 }
 
 // generateParamsV1Size is sizeof(moonlm_generate_params) before the
@@ -154,6 +158,9 @@ type GenerateResult struct {
 	NPrompt      uintptr
 	NGenerated   uintptr
 	NEvaluated   uintptr
+
+	NDrafted       uintptr
+	NDraftAccepted uintptr
 }
 
 // moonlm_finish_reason values.

@@ -2,12 +2,10 @@ package abitest
 
 import (
 	"encoding/json"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,22 +25,10 @@ func cstrOrNil(s string) *byte {
 
 // newToolGrammar calls moonlm_grammar_for_tool_calls ("\x00" for NULL).
 func newToolGrammar(t testing.TB, l *Lib, m uintptr, tmpl, tools, name string) (uintptr, int32, string) {
-	toolGrammarOnce.Do(func() {
-		h, err := purego.Dlopen(l.Path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-		if err != nil {
-			panic(err)
-		}
-		purego.RegisterLibFunc(&toolGrammar, h, "moonlm_grammar_for_tool_calls")
+	toolGrammarOnce.Do(func() { registerLibFunc(l, &toolGrammar, "moonlm_grammar_for_tool_calls") })
+	return grammarCall(t, l, func(out *uintptr) int32 {
+		return toolGrammar(m, cstrOrNil(tmpl), cstrOrNil(tools), cstrOrNil(name), out)
 	})
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var g uintptr
-	st := toolGrammar(m, cstrOrNil(tmpl), cstrOrNil(tools), cstrOrNil(name), &g)
-	msg := l.LastError()
-	if st == OK {
-		t.Cleanup(func() { grammarFree(g) })
-	}
-	return g, st, msg
 }
 
 const abiTools = `[

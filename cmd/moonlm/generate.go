@@ -23,12 +23,15 @@ func init() {
 
 const generateUsage = `usage: moonlm generate -m FILE (-p PROMPT | -f FILE | -p -) [-n N] [--temp T] [--top-k K] [--top-p P]
                        [--min-p P] [--seed S] [-t THREADS] [-c CTX] [--ids] [--no-display-prompt]
+                       [--lookup | --model-draft FILE] [--draft-max N]
 Prints the prompt and streams its continuation to stdout, and the timings
 to stderr. The prompt is -p's text, the contents of -f FILE, or with -p -
 what stdin holds (one trailing newline dropped from a file or stdin, as
 llama.cpp does). -n 0 sets no limit: generation runs until the model ends
 it or the context (-c, default the model's) is full. --temp 0 is greedy
-decoding.`
+decoding. --lookup and --model-draft decode speculatively: faster when the
+guesses are right, the tokens drawn from the model's distribution as
+without them.`
 
 // maxPromptBytes bounds a prompt read from a file or stdin: far more text
 // than any model's context holds, so a larger one is a mistake.
@@ -38,8 +41,10 @@ func runGenerate(args []string) error {
 	fs := newFlagSet("generate")
 	var ef engineFlags
 	var sf samplerFlags
+	var spf specFlags
 	ef.register(fs, 0)
 	sf.register(fs)
+	spf.register(fs)
 	prompt := fs.String("p", "", "the prompt `text`; - reads it from stdin")
 	fs.StringVar(prompt, "prompt", "", "")
 	file := fs.String("f", "", "read the prompt from `file`")
@@ -86,6 +91,11 @@ func runGenerate(args []string) error {
 	if len(toks) > s.NCtx() {
 		return fmt.Errorf("the prompt is %d tokens, more than the context's %d (-c)", len(toks), s.NCtx())
 	}
+	draft, closeDraft, err := spf.drafter(&ef, m, s.NCtx())
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
 
 	// Ctrl-C stops the generation cleanly (timings still print).
 	sig := make(chan os.Signal, 1)
@@ -111,7 +121,7 @@ func runGenerate(args []string) error {
 		}
 		return true
 	}
-	st, err := s.Generate(toks, engine.GenerateParams{MaxTokens: *n, Sampler: sf.params()}, emit)
+	st, err := s.Generate(toks, engine.GenerateParams{MaxTokens: *n, Sampler: sf.params(), Draft: draft, DraftTokens: spf.draftMax}, emit)
 	if *ids {
 		for i, id := range st.Generated {
 			if i > 0 {
@@ -123,6 +133,7 @@ func runGenerate(args []string) error {
 	out.WriteByte('\n')
 	out.Flush()
 	printTimings(st, err)
+	fmt.Fprint(os.Stderr, draftLine(st))
 	return err
 }
 

@@ -50,7 +50,7 @@ func ToolFormatOf(src string) ToolFormat {
 		return ToolFormatHarmony
 	case has("[TOOL_CALLS]"):
 		return ToolFormatMistral
-	case has("<|tool_call|>"):
+	case has("<|tool_call|>"), has("<|tool|>") && readsMessageTools(src):
 		return ToolFormatPhi4
 	case has("<tool_call>"):
 		return ToolFormatHermes
@@ -69,6 +69,9 @@ type Parsed struct {
 	// for harmony the final channel's message), trimmed.
 	Content string
 	Calls   []ToolCall
+	// Reasoning is the reply's reasoning (SplitReasoning), taken out of
+	// the text before the rest is parsed; "" if none.
+	Reasoning string
 	// Err says why text that looked like a call could not be read; the
 	// text is then all Content and Calls is empty.
 	Err string
@@ -81,6 +84,7 @@ type Parsed struct {
 // require) so a tool result can answer it.
 func ParseToolCalls(f ToolFormat, text string) Parsed {
 	p := Parsed{Format: f}
+	p.Reasoning, text = SplitReasoning(f, text)
 	var content string
 	var calls []ToolCall
 	var err error

@@ -5,16 +5,10 @@ import (
 	"strings"
 )
 
-// Tool calling here is rendering (ApplyTools) and parsing (ParseToolCalls)
-// only: nothing makes the model write a call, or write valid arguments.
-// OpenAI's tool_choice ("required", or a named function) needs
-// grammar-constrained sampling, which the sampler does not have yet. What
-// it will take: a grammar per tool from its parameters schema (the JSON
-// schema converter), wrapped in the call syntax of the template's
-// ToolFormat (for Hermes `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>`,
-// for Mistral `[TOOL_CALLS][...]`, and so on); for "required" or a named
-// tool it applies from the first generated token, for "auto" it is
-// triggered once the format's opening marker has been generated.
+// Tool calling here is rendering (ApplyTools) and parsing
+// (ParseToolCalls). Making the model write a call (OpenAI's tool_choice
+// "required" or a named function) is a grammar in the format's call syntax
+// (engine.Model.ToolCallGrammar, built with grammar.ToolCalls).
 
 // ToolCall is one function call an assistant message makes.
 type ToolCall struct {
@@ -159,6 +153,23 @@ func ApplyTools(src string, msgs []Message, tools JSON, addGenerationPrompt bool
 	// Bad tool calls are the caller's error, not a reason to fall back.
 	if _, err := messagesValue(msgs); err != nil {
 		return "", Info{Err: err}, errorf("chat messages: %w", err)
+	}
+	if readsMessageTools(src) {
+		t, perr := Parse(src)
+		if perr == nil {
+			pm, err := phi4Messages(msgs, tv)
+			if err != nil {
+				return "", Info{Err: err}, errorf("chat messages: %w", err)
+			}
+			out, rerr := t.renderValues(msgs, addGenerationPrompt, bosToken, eosToken, map[string]any{"messages": pm})
+			if rerr == nil {
+				return out, Info{}, nil
+			}
+			var ex *ExceptionError
+			if errors.As(rerr, &ex) {
+				return "", Info{Err: rerr}, rerr
+			}
+		}
 	}
 	if HasToolSyntax(src) {
 		t, perr := Parse(src)

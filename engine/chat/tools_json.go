@@ -174,8 +174,9 @@ func compactJSON(v value) (string, error) {
 // ToolCallsJSON is a parse result as JSON, the shape of an OpenAI
 // assistant message: {"content": ..., "tool_calls": [{"id", "type",
 // "function": {"name", "arguments"}}]}, the arguments a JSON text, plus
-// "format" (the parser used) and, when a call was found but could not be
-// read, "error".
+// "format" (the parser used), "reasoning" when the reply has some
+// (SplitReasoning) and, when a call was found but could not be read,
+// "error".
 func ToolCallsJSON(p Parsed) string {
 	d := newDict()
 	d.Set("format", string(p.Format))
@@ -192,6 +193,9 @@ func ToolCallsJSON(p Parsed) string {
 		calls[i] = tc
 	}
 	d.Set("tool_calls", &list{Items: calls})
+	if p.Reasoning != "" {
+		d.Set("reasoning", p.Reasoning)
+	}
 	if p.Err != "" {
 		d.Set("error", p.Err)
 	}

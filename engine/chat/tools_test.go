@@ -193,6 +193,8 @@ func TestToolCallRoundTrip(t *testing.T) {
 		{"mistral-nemo", ToolFormatMistral, true, false},
 		{"mistral-small-3.2", ToolFormatMistral, true, false},
 		{"gpt-oss", ToolFormatHarmony, false, false},
+		// Phi-4-mini's published template: tools on the system message.
+		{"phi4-mini", ToolFormatPhi4, true, true},
 		// Templates without tool syntax: Hermes tags through the template.
 		{"gemma3", ToolFormatGemma, true, true},
 		{"llama3", ToolFormatHermes, true, true},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,32 @@ const MaxTools = 1024
 // (they are rebased onto the combined document); the schema features are
 // those of FromJSONSchema.
 func ToolCall(tools []byte, only, prefix, suffix string) (string, error) {
+	return ToolCalls(tools, only, CallSyntax{Open: GBNFLiteral(prefix), Close: GBNFLiteral(suffix)}, false)
+}
+
+// CallSyntax is how a model family writes tool calls, as GBNF pieces (a
+// literal such as "\"<tool_call>\"", a token reference such as "<[12]>",
+// or a sequence of them; "" for nothing).
+type CallSyntax struct {
+	// Before and After surround all the calls of a reply; Sep goes
+	// between two calls.
+	Before, After, Sep string
+	// Open and Close surround each call.
+	Open, Close string
+	// NameOutside writes a call as Open NameBefore NAME NameAfter ARGS
+	// Close (NAME bare, ARGS the arguments object); otherwise a call is
+	// the JSON object {"name": NAME, ArgsKey: ARGS}.
+	NameOutside           bool
+	NameBefore, NameAfter string
+	// ArgsKey is the arguments' key in a JSON call ("" means "arguments").
+	ArgsKey string
+}
+
+// ToolCalls returns GBNF for a reply that is one tool call in syntax syn,
+// or with parallel one or more, each a call of one of the functions in
+// tools (only the one named only, if not "") whose arguments validate
+// against its parameters schema (as ToolCall).
+func ToolCalls(tools []byte, only string, syn CallSyntax, parallel bool) (string, error) {
 	list, err := jsonread.Decode(tools, maxRebaseDepth)
 	if err != nil {
 		return "", fmt.Errorf("tool call grammar: tools: %w", err)
@@ -33,7 +60,12 @@ func ToolCall(tools []byte, only, prefix, suffix string) (string, error) {
 	if len(list.Items) > MaxTools {
 		return "", fmt.Errorf("tool call grammar: %d tools; at most %d", len(list.Items), MaxTools)
 	}
+	argsKey := syn.ArgsKey
+	if argsKey == "" {
+		argsKey = "arguments"
+	}
 	var alts [][]byte
+	var names []string
 	for i, t := range list.Items {
 		typ, fn := member(t, "type"), member(t, "function")
 		var name, params *jsonread.Value
@@ -49,17 +81,29 @@ func ToolCall(tools []byte, only, prefix, suffix string) (string, error) {
 		if only != "" && name.Text != only {
 			continue
 		}
-		base := fmt.Sprintf("#/anyOf/%d/properties/arguments", len(alts))
+		base := fmt.Sprintf("#/anyOf/%d", len(alts))
+		if !syn.NameOutside {
+			base += "/properties/" + argsKey
+		}
 		ps := []byte(`{"type": "object"}`)
 		if params != nil && params.Kind != jsonread.Null {
 			ps = appendRebased(nil, *params, base, false)
 		}
+		names = append(names, name.Text)
+		if syn.NameOutside {
+			alts = append(alts, ps)
+			continue
+		}
 		var b bytes.Buffer
 		b.WriteString(`{"type": "object", "properties": {"name": {"const": `)
 		b.Write(jsonread.AppendQuoted(nil, name.Text, false))
-		b.WriteString(`}, "arguments": `)
+		b.WriteString(`}, `)
+		b.Write(jsonread.AppendQuoted(nil, argsKey, false))
+		b.WriteString(`: `)
 		b.Write(ps)
-		b.WriteString(`}, "required": ["name", "arguments"], "additionalProperties": false}`)
+		b.WriteString(`}, "required": ["name", `)
+		b.Write(jsonread.AppendQuoted(nil, argsKey, false))
+		b.WriteString(`], "additionalProperties": false}`)
 		alts = append(alts, b.Bytes())
 	}
 	if len(alts) == 0 {
@@ -70,24 +114,80 @@ func ToolCall(tools []byte, only, prefix, suffix string) (string, error) {
 	}
 	schema := append([]byte(`{"anyOf": [`), bytes.Join(alts, []byte(", "))...)
 	schema = append(schema, "]}"...)
-	src, err := FromJSONSchema(schema)
+	src, err := callRules(schema, names, syn, parallel)
 	if err != nil {
 		return "", fmt.Errorf("tool call grammar: %w", err)
 	}
-	// The schema's root becomes a rule of a free name under the new root.
-	call := "tool-call"
-	for i := 2; strings.Contains(src, "\n"+call+" ::= "); i++ {
-		call = "tool-call-" + strconv.Itoa(i)
-	}
-	body, ok := strings.CutPrefix(src, "root ::= ")
-	if !ok {
-		return "", errors.New("tool call grammar: the converted schema has no root rule first")
-	}
-	return "root ::= " + gbnfLiteral(prefix) + " " + call + " " + gbnfLiteral(suffix) + "\n" + call + " ::= " + body, nil
+	return src, nil
 }
 
-// gbnfLiteral is s as a GBNF string literal ("" for nothing).
-func gbnfLiteral(s string) string {
+// callRules converts each alternative of schema's anyOf (the call object
+// or, with NameOutside, the arguments of the function names[i]) into a
+// rule of its own, and writes the root: the calls in syn.
+func callRules(schema []byte, names []string, syn CallSyntax, parallel bool) (string, error) {
+	doc, err := decodeOrdered(schema)
+	if err != nil {
+		return "", fmt.Errorf("json schema: %w", err)
+	}
+	c := &schemaConverter{doc: doc, rules: map[string]string{}, refs: map[string]string{}}
+	anyOf, _ := doc.(*object).get("anyOf")
+	items := anyOf.([]any)
+	// The rule names below are free: the converter's names are those of
+	// the schema's paths ("tool-call-N..." cannot be one: it has no such
+	// property) and its primitives.
+	calls := make([]string, len(items))
+	for i, it := range items {
+		rule, err := c.visit(it, fmt.Sprintf("tool-call-%d", i), fmt.Sprintf("#/anyOf/%d", i))
+		if err != nil {
+			return "", fmt.Errorf("json schema: %w", err)
+		}
+		body := rule
+		if syn.NameOutside {
+			body = seq(syn.NameBefore, GBNFLiteral(names[i]), syn.NameAfter, rule)
+		}
+		calls[i] = "( " + seq(syn.Open, body, syn.Close) + " )"
+	}
+	call := strings.Join(calls, " | ")
+	root := seq(syn.Before, "tool-calls-one", syn.After)
+	if parallel {
+		root = seq(syn.Before, "tool-calls-one", "( "+seq(syn.Sep, "tool-calls-one")+" )*", syn.After)
+	}
+	var b strings.Builder
+	b.WriteString("root ::= " + root + "\n")
+	b.WriteString("tool-calls-one ::= " + call + "\n")
+	ruleNames := make([]string, 0, len(c.rules))
+	for n := range c.rules {
+		ruleNames = append(ruleNames, n)
+	}
+	sort.Strings(ruleNames)
+	for _, n := range ruleNames {
+		if n == "root" || n == "tool-calls-one" {
+			return "", fmt.Errorf("the converted schema has a rule named %s", n)
+		}
+		b.WriteString(n + " ::= " + c.rules[n] + "\n")
+	}
+	if b.Len() > MaxSourceBytes {
+		return "", fmt.Errorf("the grammar would be %d bytes, more than %d", b.Len(), MaxSourceBytes)
+	}
+	return b.String(), nil
+}
+
+// seq joins the non-empty GBNF pieces with spaces ("" + "" is "\"\"").
+func seq(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return `""`
+	}
+	return strings.Join(out, " ")
+}
+
+// GBNFLiteral is s as a GBNF string literal ("" for the empty string).
+func GBNFLiteral(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {

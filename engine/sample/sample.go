@@ -302,7 +302,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	// Greedy without a stage that can drop the best token (mirostat
 	// replaces typical-p and XTC): the argmax.
 	if s.p.Temperature == 0 && (s.p.Mirostat != 0 || !s.typicalOn() && !s.xtcOn()) {
-		return argmax(w)
+		return Argmax(w)
 	}
 	// Candidates: every token not banned (-Inf).
 	c := s.cands[:0]
@@ -312,7 +312,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		}
 	}
 	if len(c) == 0 {
-		return argmax(w)
+		return Argmax(w)
 	}
 	t := float64(s.p.Temperature)
 	if s.p.Mirostat != 0 && t > 0 {
@@ -408,8 +408,9 @@ func clampFinite(v, orig, adj float32) float32 {
 	return v
 }
 
-// argmax returns the index of the largest value, the lowest on ties.
-func argmax(w []float32) int32 {
+// Argmax returns the index of the largest value, the lowest on ties: the
+// greedy choice.
+func Argmax(w []float32) int32 {
 	best := 0
 	for i, l := range w {
 		if l > w[best] {

@@ -201,7 +201,13 @@ type StreamDecoder struct {
 	pending []byte
 	checked int // cut points up to here were tried and can never become final
 	out     []byte
+	special bool // control and unknown tokens render as their text
 }
+
+// SetRenderSpecial makes the stream render control and unknown tokens as
+// their text (PieceSpecial), as llama.cpp's detokenize with special=true
+// does; by default they render as nothing.
+func (d *StreamDecoder) SetRenderSpecial(on bool) { d.special = on }
 
 // NewStreamDecoder starts a stream that decodes as Decode would the same
 // tokens (so a SentencePiece stream loses the leading space of its first
@@ -244,6 +250,9 @@ func (d *StreamDecoder) Flush() string {
 // AppendAdd is Add appending the final text to dst, without allocating.
 func (d *StreamDecoder) AppendAdd(dst []byte, id int32) []byte {
 	p := d.t.Piece(id)
+	if d.special {
+		p = d.t.PieceSpecial(id)
+	}
 	if !d.started {
 		d.started = true
 		if d.t.addSpacePrefix && len(p) > 0 && p[0] == ' ' {

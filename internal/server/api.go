@@ -220,9 +220,10 @@ type usage struct {
 }
 
 type chatMessageOut struct {
-	Role      string        `json:"role"`
-	Content   *string       `json:"content"`
-	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
+	Role             string        `json:"role"`
+	Content          *string       `json:"content"`
+	ReasoningContent string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 type chatChoice struct {
@@ -242,9 +243,10 @@ type chatResponse struct {
 }
 
 type chatDelta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type chatChunkChoice struct {

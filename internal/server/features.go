@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
@@ -302,13 +301,22 @@ type toolPlan struct {
 	tools   chat.JSON
 	parse   bool
 	grammar *grammar.Grammar
+	// single: parallel_tool_calls is false, so a free reply's first call
+	// is kept. A forced reply is one call unless parallel_tool_calls is
+	// true (llama-server's default: false).
+	single bool
 }
 
-// toolsFor reads tools and tool_choice. format is the model's tool call
-// format; forcing a call ("required" or a named function) needs a format
-// whose calls the server can write a grammar for (Hermes).
-func toolsFor(c *commonRequest, format func() (chat.ToolFormat, error)) (toolPlan, *apiError) {
+// callGrammar compiles the grammar of a reply of tool calls in a format
+// (engine.Model.ToolCallGrammar).
+type callGrammar func(f chat.ToolFormat, tools []byte, only string, parallel bool) (*grammar.Grammar, error)
+
+// toolsFor reads tools, tool_choice and parallel_tool_calls. format is the
+// model's tool call format; forcing calls ("required" or a named
+// function) uses calls' grammar for it.
+func toolsFor(c *commonRequest, format func() (chat.ToolFormat, error), calls callGrammar) (toolPlan, *apiError) {
 	var tp toolPlan
+	tp.single = c.ParallelToolCalls != nil && !*c.ParallelToolCalls
 	choice := "auto"
 	named := ""
 	if !isNull(c.ToolChoice) {
@@ -366,57 +374,12 @@ func toolsFor(c *commonRequest, format func() (chat.ToolFormat, error)) (toolPla
 	if err != nil {
 		return tp, invalid("tools", "chat_template_unavailable", "%v", err)
 	}
-	// Gemma's parser reads the Hermes form too, which is what its
-	// template (without tool syntax) is told to use.
-	if f != chat.ToolFormatHermes && f != chat.ToolFormatGemma {
-		return tp, invalid("tool_choice", "unsupported_value",
-			"tool_choice: %s is not supported for this model's tool call format (%s); only the Hermes form can be forced", choice, f)
-	}
-	src, e := hermesCallGrammar(specs, named)
-	if e != nil {
-		return tp, e
-	}
-	g, err := grammar.Parse(src)
+	g, err := calls(f, c.Tools, named, c.ParallelToolCalls != nil && *c.ParallelToolCalls)
 	if err != nil {
-		return tp, invalid("tools", "unsupported_schema", "tools: the call grammar does not compile: %v", err)
+		return tp, invalid("tools", "unsupported_schema", "tools: %v", err)
 	}
 	tp.grammar = g
 	return tp, nil
-}
-
-// hermesCallGrammar is the GBNF of one Hermes call,
-// <tool_call>\n{"name": NAME, "arguments": ARGS}\n</tool_call>, for any of
-// the tools (only named if set), each tool's arguments following its
-// parameters schema.
-func hermesCallGrammar(specs []toolSpec, named string) (string, *apiError) {
-	var alts []json.RawMessage
-	for _, t := range specs {
-		if named != "" && t.Function.Name != named {
-			continue
-		}
-		params := t.Function.Parameters
-		if isNull(params) {
-			params = json.RawMessage(`{"type":"object"}`)
-		}
-		nameJSON, _ := json.Marshal(t.Function.Name)
-		alt := fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},"arguments":%s},"required":["name","arguments"]}`, nameJSON, params)
-		alts = append(alts, json.RawMessage(alt))
-	}
-	schema := alts[0]
-	if len(alts) > 1 {
-		b, _ := json.Marshal(map[string]any{"anyOf": alts})
-		schema = b
-	}
-	src, err := grammar.FromJSONSchema(schema)
-	if err != nil {
-		return "", invalid("tools", "unsupported_schema", "tools: a function's parameters: %v", err)
-	}
-	// Rename the schema's root and wrap it in the call's tags.
-	if !strings.HasPrefix(src, "root ::= ") {
-		return "", invalid("tools", "unsupported_schema", "tools: unexpected grammar from the schema")
-	}
-	src = "tool-call-json ::= " + strings.TrimPrefix(src, "root ::= ")
-	return `root ::= "<tool_call>\n" tool-call-json "\n</tool_call>"` + "\n" + src, nil
 }
 
 // toolCallsIn reads an assistant message's tool_calls.

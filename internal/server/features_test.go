@@ -564,6 +564,33 @@ func TestToolCalls(t *testing.T) {
 	}
 }
 
+// With parallel_tool_calls true a forced reply may make several calls,
+// each valid; without it, one.
+func TestToolCallsParallel(t *testing.T) {
+	m := smol(t)
+	_, ts := start(t, m, Config{Ctx: 2048})
+	url := ts.URL + "/v1/chat/completions"
+	multi := 0
+	for _, stream := range []bool{false, true} {
+		body := chatBody("What is the weather in Paris?", `,"temperature":1.0,"seed":1,"max_tokens":300,"parallel_tool_calls":true,"tools":`+weatherTool+`,"tool_choice":"required"`)
+		calls, _, finish := toolCallsOf(t, url, body, stream)
+		if finish != "tool_calls" || len(calls) == 0 {
+			t.Fatalf("stream %v: finish %q, %d calls", stream, finish, len(calls))
+		}
+		if len(calls) > 1 {
+			multi++
+		}
+		for i, c := range calls {
+			if err := checkCallArgs(c); err != nil {
+				t.Errorf("stream %v call %d: %v", stream, i, err)
+			}
+		}
+	}
+	if multi == 0 {
+		t.Error("no reply made several calls")
+	}
+}
+
 // Gemma 3 with the built-in gemma format (told to use the Hermes form)
 // takes a forced call too.
 func TestToolCallsGemma(t *testing.T) {
@@ -624,8 +651,9 @@ func TestSamplerExtras(t *testing.T) {
 
 // recorder is a responder that records what it is given.
 type recorder struct {
-	texts []string
-	calls []toolCallOut
+	texts    []string
+	calls    []toolCallOut
+	thoughts []string
 }
 
 func (r *recorder) text(_ int, t string, _ []tokenLogprob) error {
@@ -634,6 +662,10 @@ func (r *recorder) text(_ int, t string, _ []tokenLogprob) error {
 }
 func (r *recorder) toolCalls(_ int, c []toolCallOut) error {
 	r.calls = append(r.calls, c...)
+	return nil
+}
+func (r *recorder) reasoning(_ int, t string) error {
+	r.thoughts = append(r.thoughts, t)
 	return nil
 }
 func (r *recorder) finish(int, string) error { return nil }
@@ -667,7 +699,7 @@ func TestHeldTextHermes(t *testing.T) {
 		if len(r.texts) != c.before {
 			t.Errorf("case %d: %d pieces sent before the end (%q), want %d", i, len(r.texts), r.texts, c.before)
 		}
-		reason, err := s.releaseHeld(&r, 0, &h, chat.ToolFormatHermes, "stop")
+		reason, err := s.releaseHeld(&r, 0, &h, chat.ToolFormatHermes, false, true, "stop")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -676,6 +708,45 @@ func TestHeldTextHermes(t *testing.T) {
 		}
 		if want := map[bool]string{true: "tool_calls", false: "stop"}[c.calls > 0]; reason != want {
 			t.Errorf("case %d: reason %q", i, reason)
+		}
+	}
+}
+
+// A reply's reasoning goes out as reasoning_content and the answer as the
+// content: harmony's analysis and final channels, a <think> block; with
+// tools, the calls after the reasoning are read too.
+func TestHeldTextReasoning(t *testing.T) {
+	s := &Server{cfg: Config{Log: func(string, ...any) {}}}
+	cases := []struct {
+		f               chat.ToolFormat
+		tools           bool
+		text            string
+		thought, answer string
+		calls           int
+	}{
+		{chat.ToolFormatHarmony, false, "<|channel|>analysis<|message|>User greets.<|end|><|start|>assistant<|channel|>final<|message|>Hello!", "User greets.", "Hello!", 0},
+		{chat.ToolFormatHarmony, false, "<|channel|>final<|message|>Hi", "", "Hi", 0},
+		{chat.ToolFormatHermes, false, "<think>\nEasy.\n</think>\n\n5", "Easy.", "5", 0},
+		{chat.ToolFormatHermes, false, "no thoughts", "", "no thoughts", 0},
+		{chat.ToolFormatHarmony, true, "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}", "Need weather.", "", 1},
+	}
+	for i, c := range cases {
+		var r recorder
+		var h heldText
+		if err := h.add(&r, 0, c.text, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.releaseHeld(&r, 0, &h, c.f, false, c.tools, "stop"); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(r.thoughts, ""); got != c.thought {
+			t.Errorf("case %d: reasoning %q, want %q", i, got, c.thought)
+		}
+		if got := strings.Join(r.texts, ""); got != c.answer {
+			t.Errorf("case %d: content %q, want %q", i, got, c.answer)
+		}
+		if len(r.calls) != c.calls {
+			t.Errorf("case %d: %d calls, want %d", i, len(r.calls), c.calls)
 		}
 	}
 }

@@ -131,6 +131,10 @@ type genPlan struct {
 	topLogprobs int
 	tools       toolPlan
 	toolFormat  chat.ToolFormat
+	// reasons: the model's replies may reason first (harmony's analysis
+	// channel, <think> blocks); the text is held and the reasoning goes
+	// out as reasoning_content.
+	reasons bool
 }
 
 // plan checks the fields both routes share and fills p.
@@ -153,7 +157,7 @@ func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan, isChat bool
 		return invalid("tools", "invalid_value", "tools and tool_choice are chat parameters")
 	}
 	if isChat {
-		if p.tools, e = toolsFor(c, s.toolFormat); e != nil {
+		if p.tools, e = toolsFor(c, s.toolFormat, s.m.ToolCallGrammar); e != nil {
 			return e
 		}
 		if p.tools.parse {
@@ -162,6 +166,12 @@ func (s *Server) plan(c *commonRequest, m *engine.Model, p *genPlan, isChat bool
 				return invalid("tools", "chat_template_unavailable", "%v", err)
 			}
 			p.toolFormat = f
+		}
+		if f, err := s.toolFormat(); err == nil && s.reasoningModel(f) {
+			p.reasons = true
+			if !p.tools.parse {
+				p.toolFormat = f
+			}
 		}
 		if p.tools.grammar != nil {
 			if p.grammar != nil {
@@ -481,9 +491,28 @@ func hermesFirstCall(text string, from int) int {
 // releaseHeld writes the rest of a sequence's text: its tool calls, if the
 // model made any (the finish reason becomes tool_calls), and the content
 // not streamed yet.
-func (s *Server) releaseHeld(out responder, idx int, h *heldText, f chat.ToolFormat, reason string) (string, error) {
+func (s *Server) releaseHeld(out responder, idx int, h *heldText, f chat.ToolFormat, single, withCalls bool, reason string) (string, error) {
 	text := h.text.String()
 	parsed := chat.ParseToolCalls(f, text)
+	if parsed.Reasoning != "" && h.sent == 0 {
+		if err := out.reasoning(idx, parsed.Reasoning); err != nil {
+			return reason, err
+		}
+	}
+	if !withCalls {
+		parsed.Calls, parsed.Err = nil, ""
+	}
+	if h.sent == 0 && len(parsed.Calls) == 0 && (parsed.Reasoning != "" || f == chat.ToolFormatHarmony && !withCalls) {
+		// The answer without the reasoning (harmony: the final channel).
+		_, rest := chat.SplitReasoning(f, text)
+		text = strings.TrimLeft(rest, " \t\r\n")
+		if f == chat.ToolFormatHarmony {
+			text = parsed.Content
+		}
+	}
+	if single && len(parsed.Calls) > 1 {
+		parsed.Calls = parsed.Calls[:1] // parallel_tool_calls: false
+	}
 	if len(parsed.Calls) == 0 {
 		if parsed.Err != "" {
 			s.cfg.Log("moonlm serve: the output looked like a tool call but could not be read: %s", parsed.Err)
@@ -535,7 +564,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 			var last time.Time
 			var pending []tokenLogprob
 			j := &job{ctx: ctx}
-			params := engine.GenerateParams{MaxTokens: p.maxTokens, Sampler: sp, Stop: p.stop}
+			// Harmony's channels are control tokens: kept, to split them.
+			params := engine.GenerateParams{MaxTokens: p.maxTokens, Sampler: sp, Stop: p.stop,
+				KeepSpecial: p.reasons && p.toolFormat == chat.ToolFormatHarmony}
 			if p.grammar != nil {
 				mt, err := p.model.GrammarMatcher(p.grammar)
 				if err != nil {
@@ -598,7 +629,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 	// sequence ends; until then it is held (streamed, Hermes: only from
 	// the first call tag on).
 	var held []heldText
-	if p.tools.parse {
+	if p.tools.parse || p.reasons {
 		held = make([]heldText, total)
 	}
 	var u usage
@@ -611,7 +642,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 		ev := <-events
 		if !ev.final {
 			if held != nil {
-				if err := held[ev.idx].add(out, ev.idx, ev.text, ev.lps, p.stream && p.toolFormat == chat.ToolFormatHermes); err != nil && !clientGone {
+				if err := held[ev.idx].add(out, ev.idx, ev.text, ev.lps, p.stream && !p.reasons && p.toolFormat == chat.ToolFormatHermes); err != nil && !clientGone {
 					clientGone = true
 					cancel()
 				}
@@ -643,7 +674,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sched *scheduler, p
 			reason := finishName(ev.res.Finish)
 			var err error
 			if held != nil {
-				reason, err = s.releaseHeld(out, ev.idx, &held[ev.idx], p.toolFormat, reason)
+				reason, err = s.releaseHeld(out, ev.idx, &held[ev.idx], p.toolFormat, p.tools.single, p.tools.parse, reason)
 			}
 			if err == nil {
 				err = out.finish(ev.idx, reason)

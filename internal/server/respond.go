@@ -15,6 +15,8 @@ type responder interface {
 	// released it (nil unless asked for).
 	text(idx int, t string, lps []tokenLogprob) error
 	toolCalls(idx int, calls []toolCallOut) error
+	// reasoning writes the reply's reasoning (reasoning_content).
+	reasoning(idx int, t string) error
 	finish(idx int, reason string) error
 	done(u usage)
 	fail(e *apiError)
@@ -30,11 +32,13 @@ type wholeResponder struct {
 	lps      [][]tokenLogprob
 	calls    [][]toolCallOut
 	reasons  []string
+	thought  []string
 }
 
 func newWholeResponder(w http.ResponseWriter, model string, isChat bool, n int, logprobs bool) *wholeResponder {
 	return &wholeResponder{w: w, model: model, chat: isChat, logprobs: logprobs, texts: make([]strings.Builder, n),
-		lps: make([][]tokenLogprob, n), calls: make([][]toolCallOut, n), reasons: make([]string, n)}
+		lps: make([][]tokenLogprob, n), calls: make([][]toolCallOut, n), reasons: make([]string, n),
+		thought: make([]string, n)}
 }
 
 func (o *wholeResponder) text(idx int, t string, lps []tokenLogprob) error {
@@ -48,6 +52,8 @@ func (o *wholeResponder) toolCalls(idx int, calls []toolCallOut) error {
 	return nil
 }
 
+func (o *wholeResponder) reasoning(idx int, t string) error { o.thought[idx] += t; return nil }
+
 func (o *wholeResponder) finish(idx int, reason string) error { o.reasons[idx] = reason; return nil }
 
 func (o *wholeResponder) done(u usage) {
@@ -55,7 +61,8 @@ func (o *wholeResponder) done(u usage) {
 	if o.chat {
 		resp := chatResponse{ID: newID("chatcmpl-"), Object: "chat.completion", Created: created, Model: o.model, Usage: u}
 		for i := range o.texts {
-			c := chatChoice{Index: i, FinishReason: o.reasons[i], Message: chatMessageOut{Role: "assistant", ToolCalls: o.calls[i]}}
+			c := chatChoice{Index: i, FinishReason: o.reasons[i],
+				Message: chatMessageOut{Role: "assistant", ToolCalls: o.calls[i], ReasoningContent: o.thought[i]}}
 			if t := o.texts[i].String(); t != "" || len(o.calls[i]) == 0 {
 				c.Message.Content = &t
 			}
@@ -182,6 +189,10 @@ func (o *streamResponder) toolCalls(idx int, calls []toolCallOut) error {
 		d.ToolCalls[i] = toolCallDelta{Index: i, ID: c.ID, Type: c.Type, Function: c.Function}
 	}
 	return o.send(o.chatChunk(idx, d, nil))
+}
+
+func (o *streamResponder) reasoning(idx int, t string) error {
+	return o.send(o.chatChunk(idx, chatDelta{ReasoningContent: t}, nil))
 }
 
 func (o *streamResponder) finish(idx int, reason string) error {

@@ -431,6 +431,20 @@ func (s *Server) renderChatTools(msgs []chat.Message, tools chat.JSON) (string, 
 	return s.m.ApplyChatTemplateTools(s.cfg.ChatTemplate, msgs, tools, true)
 }
 
+// reasoningModel reports whether replies in format f with the server's
+// template may reason first: harmony (its analysis channel), or a
+// template that writes <think> blocks (Qwen3, DeepSeek-R1).
+func (s *Server) reasoningModel(f chat.ToolFormat) bool {
+	if f == chat.ToolFormatHarmony {
+		return true
+	}
+	src := s.cfg.ChatTemplateSource
+	if src == "" && s.cfg.ChatTemplate == "" {
+		src = s.m.Info().ChatTemplate
+	}
+	return strings.Contains(src, "<think>") || strings.Contains(src, "</think>")
+}
+
 // toolFormat is the format the model writes tool calls in with the
 // server's template.
 func (s *Server) toolFormat() (chat.ToolFormat, error) {

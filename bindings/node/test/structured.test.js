@@ -136,6 +136,21 @@ describe('structured output on SmolLM2', { skip: smol.skip }, () => {
     }
   });
 
+  it('parallelToolCalls: true allows several calls, false keeps one', async () => {
+    let multi = 0;
+    for (const seed of [1, 2, 3]) {
+      const c = await model.chat(ASK, { maxTokens: 300, tools: TOOLS, toolChoice: 'required', parallelToolCalls: true, temperature: 1.0, seed, details: true });
+      assert.equal(c.toolCallError, null, c.text);
+      assert.ok(c.toolCalls.length >= 1, c.text);
+      if (c.toolCalls.length > 1) multi++;
+      c.toolCalls.forEach(checkCall);
+    }
+    assert.ok(multi > 0, 'no reply made several calls');
+    const one = await model.chat(ASK, { maxTokens: 300, tools: TOOLS, toolChoice: 'required', parallelToolCalls: false, temperature: 1.0, seed: 1, details: true });
+    assert.equal(one.toolCalls.length, 1);
+    await assert.rejects(model.chat(ASK, { tools: TOOLS, parallelToolCalls: 'yes' }), TypeError);
+  });
+
   it('a named toolChoice calls that tool; none and auto', async () => {
     const choice = { type: 'function', function: { name: 'get_time' } };
     const s = model.chatStream(ASK, { maxTokens: 200, tools: TOOLS, toolChoice: choice, temperature: 1.2, seed: 1 });

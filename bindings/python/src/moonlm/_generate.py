@@ -40,6 +40,11 @@ class Completion:
     "id", "bytes", "logprob"}, ...]}, ...]}, one entry per generated token
     (the model's distribution after the grammar, logit bias and penalties,
     before truncation and temperature); else None.
+    reasoning: for chat, the reply's reasoning (gpt-oss's analysis
+    channel, a <think> block) when it has some, else None; content is then
+    the answer without it.
+    drafted, draft_accepted: with speculative decoding (draft=...), the
+    tokens the drafter guessed and how many of them were kept (0 without).
     """
 
     __slots__ = (
@@ -52,6 +57,9 @@ class Completion:
         "content",
         "tool_call_error",
         "logprobs",
+        "drafted",
+        "draft_accepted",
+        "reasoning",
     )
 
     def __init__(self, text: str, finish_reason: str, tokens: List[int], prompt_tokens: int, completion_tokens: int):
@@ -65,6 +73,9 @@ class Completion:
         self.content: Optional[str] = None
         self.tool_call_error: Optional[str] = None
         self.logprobs: Optional[Dict[str, Any]] = None
+        self.drafted = 0
+        self.draft_accepted = 0
+        self.reasoning: Optional[str] = None
 
     def __repr__(self) -> str:
         return (
@@ -133,14 +144,18 @@ def run(
     on_done: Optional[Callable[[Completion], None]] = None,
     grammar: Optional[int] = None,
     logprobs: Optional[Tuple[int, Callable[[int], bytes]]] = None,
+    draft: Optional[Tuple[int, int, Any]] = None,
+    flags: int = 0,
 ) -> TextStream:
     """Starts nothing yet: returns the stream whose first next() runs
     moonlm_generate_ex on session with sampler (objects with _h(what)).
     cleanup() runs when the generation is over (or abandoned); on_done
-    completes the Completion before the stream ends."""
+    completes the Completion before the stream ends. draft is
+    (moonlm_generate_params.draft, draft_tokens, the draft session or
+    None)."""
     box: List[Optional[Completion]] = [None]
     it = _pieces(
-        lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done, grammar, logprobs
+        lib, session, sampler, tokens, max_tokens, stops, borrowed_session, cleanup, box, on_done, grammar, logprobs, draft, flags
     )
     return TextStream(it, box)
 
@@ -159,6 +174,8 @@ class _Call:
         stops: List[bytes],
         grammar: Optional[int] = None,
         top_logprobs: Optional[int] = None,
+        draft: Optional[Tuple[int, int, Optional[int]]] = None,
+        flags: int = 0,
     ):
         self.lib = lib
         self.h = h
@@ -177,6 +194,7 @@ class _Call:
         lib.generate_params_init(ctypes.byref(p), ctypes.sizeof(p))
         p.size = ctypes.sizeof(L.GenerateParams)
         p.max_tokens = max_tokens
+        p.flags = flags
         if stops:
             self._stop = (ctypes.c_char_p * len(stops))(*stops)
             self._stop_len = (ctypes.c_size_t * len(stops))(*[len(s) for s in stops])
@@ -185,6 +203,8 @@ class _Call:
             p.n_stop = len(stops)
         if grammar is not None:
             p.grammar = grammar
+        if draft is not None:
+            p.draft, p.draft_tokens, p.draft_session = draft
         self.logprobs: Optional[Any] = None
         if top_logprobs is not None:
             # One entry per token: max_tokens is bounded (the caller made it so).
@@ -281,11 +301,17 @@ def _pieces(
     on_done: Optional[Callable[[Completion], None]],
     grammar: Optional[int],
     logprobs: Optional[Tuple[int, Callable[[int], bytes]]],
+    draft: Optional[Tuple[int, int, Any]] = None,
+    flags: int = 0,
 ) -> Iterator[str]:
     call: Optional[_Call] = None
     try:
         top = None if logprobs is None else logprobs[0]
-        call = _Call(lib, session._h("generate"), sampler._h("generate"), tokens, max_tokens, stops, grammar, top)
+        dr = None
+        if draft is not None:
+            mode, k, ds = draft
+            dr = (mode, k, None if ds is None else ds._h("generate"))
+        call = _Call(lib, session._h("generate"), sampler._h("generate"), tokens, max_tokens, stops, grammar, top, dr, flags)
         call.start()
         text: List[str] = []
         while True:
@@ -307,6 +333,7 @@ def _pieces(
             int(r.n_prompt),
             int(r.n_generated),
         )
+        done.drafted, done.draft_accepted = int(r.n_drafted), int(r.n_draft_accepted)
         if call.logprobs is not None and logprobs is not None:
             n = min(int(r.n_generated), len(call.logprobs))
             done.logprobs = _openai_logprobs(call.logprobs, n, logprobs[1])

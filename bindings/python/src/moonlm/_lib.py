@@ -211,7 +211,18 @@ class GenerateParams(Structure):
         ("logprobs_cap", c_size_t),
         ("top_logprobs", c_int32),
         ("grammar", c_void_p),
+        ("draft", c_int32),
+        ("draft_tokens", c_int32),
+        ("draft_session", c_void_p),
     ]
+
+
+# moonlm_generate_params.flags: control tokens rendered as their text.
+GENERATE_KEEP_SPECIAL = 2
+
+# moonlm_generate_params.draft and its bounds.
+DRAFT_NONE, DRAFT_LOOKUP, DRAFT_MODEL = 0, 1, 2
+MAX_DRAFT_TOKENS = 64
 
 
 class GenerateResult(Structure):
@@ -222,6 +233,8 @@ class GenerateResult(Structure):
         ("n_prompt", c_size_t),
         ("n_generated", c_size_t),
         ("n_evaluated", c_size_t),
+        ("n_drafted", c_size_t),
+        ("n_draft_accepted", c_size_t),
     ]
 
 _status = c_int
@@ -305,7 +318,11 @@ _OPTIONAL_PROTOTYPES = {
     "moonlm_grammar_from_json_schema": (_status, [_handle, c_char_p, c_size_t, POINTER(_handle)]),
     "moonlm_grammar_free": (_status, [_handle]),
     "moonlm_grammar_for_tool_calls": (_status, [_handle, c_char_p, c_char_p, c_char_p, POINTER(_handle)]),
+    "moonlm_grammar_for_tool_calls_ex": (_status, [_handle, c_char_p, c_char_p, c_char_p, c_uint32, POINTER(_handle)]),
 }
+
+# moonlm_grammar_for_tool_calls_ex flags.
+TOOL_CALLS_PARALLEL = 1
 
 
 def _candidates() -> List[Path]:

@@ -556,12 +556,22 @@ class Model:
         name = template.encode("utf-8") if template else None
         return self._textbuf().call(lib, lib.chat_apply_template_json, what, h, name, mj, tj, add)
 
+    def _tool_format(self, template: Optional[str]) -> Optional[str]:
+        """The format replies are parsed in, None if the model cannot say
+        (no chat template, an older library)."""
+        try:
+            return self.parse_tool_calls("", template)["format"]
+        except (UnsupportedError, InvalidArgumentError):
+            return None
+
     def parse_tool_calls(self, text: str, template: Optional[str] = None) -> Dict[str, Any]:
         """The tool calls in text (a generated reply), read in the format the
         model's template (or the built-in format template) writes them: a
         dict {"format", "content", "tool_calls": [{"id", "type": "function",
         "function": {"name", "arguments"}}]}, arguments a JSON text, plus
-        "error" when something looked like a call but could not be read."""
+        "reasoning" when the reply reasons first (gpt-oss's analysis channel,
+        a <think> block; content is then the rest) and "error" when
+        something looked like a call but could not be read."""
         what = "parse_tool_calls"
         h = self._h(what)
         lib = self._lib
@@ -757,6 +767,9 @@ class Model:
         response_format: Optional[Mapping[str, Any]] = None,
         logprobs: bool = False,
         top_logprobs: Optional[int] = None,
+        draft: Union[None, str, "Model"] = None,
+        draft_tokens: Optional[int] = None,
+        keep_special: bool = False,
         _on_done: Optional[Callable[[Completion], None]] = None,
         _own_grammar: bool = False,
         **sampling: Any,
@@ -797,6 +810,20 @@ class Model:
         logprobs=True (with details or stream) fills Completion.logprobs
         with each token's log-probability and its top_logprobs (0 to 20)
         most likely alternatives.
+
+        Speculative decoding: draft="lookup" guesses tokens by prompt
+        lookup (the tokens after the latest earlier occurrence of the
+        text's last few tokens), draft=a Model of the same vocabulary
+        guesses greedily with that smaller model; the model checks
+        draft_tokens guesses (default 8, at most 64) in one batched pass.
+        The tokens are drawn from the model's distribution as without a
+        draft (a greedy run can differ only where the two best logits are
+        within float rounding); Completion.drafted and draft_accepted count
+        the guesses.
+
+        keep_special=True puts control tokens in the text as their text
+        (such as gpt-oss's <|channel|>analysis<|message|>); by default they
+        render as nothing.
         """
         if isinstance(prompt, str):
             tokens = self.tokenize(prompt, add_special=add_special, parse_special=parse_special)
@@ -826,6 +853,8 @@ class Model:
         unknown = set(sampling) - set(S.sampler_kwargs(dict(sampling)))
         if unknown:
             raise TypeError(f"generate() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        mode, k = _draft_option("generate", draft, draft_tokens, Model)
+        A.boolean("generate", "keep_special", keep_special)
         if n_ctx is None:
             # Sized for the job; a prompt longer than the model's context
             # fails with ContextFullError.
@@ -854,6 +883,7 @@ class Model:
             gram, owned = S.resolve("generate", self, grammar, json_schema, response_format)
             owned = owned or _own_grammar  # made by chat(tool_choice=...) for this call
             sess = Session(self, n_ctx=n_ctx)
+            dsess = Session(draft, n_ctx=n_ctx) if isinstance(draft, Model) else None
         except BaseException:
             sampler.close()
             if owned and gram is not None:
@@ -862,12 +892,16 @@ class Model:
 
         def cleanup() -> None:
             sess.close()
+            if dsess is not None:
+                dsess.close()
             sampler.close()
             if owned and gram is not None:
                 gram.close()
 
         gh = None if gram is None else gram._h("generate")
-        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done, gh, lp)
+        dr = None if mode == L.DRAFT_NONE else (mode, k, dsess)
+        flags = L.GENERATE_KEEP_SPECIAL if keep_special else 0
+        it = G.run(self._lib, sess, sampler, tokens, c_max, stops, False, cleanup, _on_done, gh, lp, dr, flags)
         if stream:
             return it
         return _finish(it, details)
@@ -881,6 +915,7 @@ class Model:
         template: Optional[str] = None,
         tools: Optional[Sequence[Mapping[str, Any]]] = None,
         tool_choice: Union[str, Mapping[str, Any]] = "auto",
+        parallel_tool_calls: Optional[bool] = None,
         **kwargs: Any,
     ) -> Union[str, TextStream, Completion]:
         """Generates the assistant's reply to OpenAI-style messages
@@ -903,36 +938,75 @@ class Model:
         calls; "required" constrains the reply to one call of one of the
         tools, and {"type": "function", "function": {"name": NAME}} to one
         call of that tool, with arguments valid against its parameters
-        schema (for templates that write calls the Hermes way, <tool_call>
-        JSON, as Qwen's and the built-in formats do; others raise
-        UnsupportedError)."""
+        schema, in the template's call syntax (hermes, llama3, mistral,
+        phi4 or harmony).
+
+        parallel_tool_calls: True lets a forced reply make several calls
+        (where the format can: not harmony); False keeps one call, also
+        the first of a free reply's; None (the default, as llama-server)
+        forces one call and returns every call a free reply makes."""
         mode, name = S.tool_choice_name(tool_choice)
+        if "keep_special" not in kwargs and self._tool_format(template) == "harmony":
+            # gpt-oss: the channels are control tokens; keep them to split
+            # the reasoning (analysis) from the answer (final).
+            kwargs["keep_special"] = True
+        if parallel_tool_calls is not None:
+            A.boolean("chat", "parallel_tool_calls", parallel_tool_calls)
         if tools is None and mode != "auto":
             raise A.range_error("chat", "tool_choice", "needs tools")
         if mode == "none":
             tools = None
         tokens = self._chat_tokens(messages, template, tools)
+
+        def reasoning(c: Completion) -> Dict[str, Any]:
+            # The reply's reasoning, and the rest parsed.
+            p = self.parse_tool_calls(c.text, template)
+            c.reasoning = p.get("reasoning")
+            if c.reasoning is not None:
+                c.content = p["content"]
+            return p
+
         if tools is None:
             if mode != "none":
-                return self.generate(tokens, max_tokens, stream=stream, **kwargs)
+                return self.generate(tokens, max_tokens, stream=stream, _on_done=reasoning, **kwargs)
 
             def no_calls(c: Completion) -> None:
-                c.tool_calls, c.content = [], c.text
+                p = reasoning(c)
+                c.tool_calls, c.content = [], p["content"] if c.reasoning is not None else c.text
 
             return self.generate(tokens, max_tokens, stream=stream, _on_done=no_calls, **kwargs)
         if mode == "required":
             if any(kwargs.get(k) is not None for k in ("grammar", "json_schema", "response_format")):
                 raise A.range_error("chat", "tool_choice", "cannot be combined with grammar, json_schema or response_format")
-            kwargs["grammar"] = S.Grammar.for_tool_calls(self, tools, name, template)
+            kwargs["grammar"] = S.Grammar.for_tool_calls(self, tools, name, template, parallel=bool(parallel_tool_calls))
             kwargs["_own_grammar"] = True
 
         def add_calls(c: Completion) -> None:
-            p = self.parse_tool_calls(c.text, template)
+            p = reasoning(c)
             c.tool_calls = p["tool_calls"]
+            if parallel_tool_calls is False:
+                c.tool_calls = c.tool_calls[:1]
             c.content = p["content"]
             c.tool_call_error = p.get("error")
 
         return self.generate(tokens, max_tokens, stream=stream, _on_done=add_calls, **kwargs)
+
+
+def _draft_option(what: str, draft: Any, draft_tokens: Any, model_kind: type) -> Tuple[int, int]:
+    """moonlm_generate_params.draft and draft_tokens for a draft option:
+    None, "lookup", or a model_kind (a Model, or a Session of one)."""
+    if draft is None:
+        if draft_tokens is not None:
+            raise A.range_error(what, "draft_tokens", "needs draft")
+        return L.DRAFT_NONE, 0
+    k = 0 if draft_tokens is None else A.integer(what, "draft_tokens", draft_tokens, 1, L.MAX_DRAFT_TOKENS)
+    if isinstance(draft, str):
+        if draft != "lookup":
+            raise A.range_error(what, "draft", f"must be 'lookup' or a {model_kind.__name__}, got {draft!r}")
+        return L.DRAFT_LOOKUP, k
+    if not isinstance(draft, model_kind):
+        raise A.type_error(what, "draft", f"must be 'lookup' or a moonlm.{model_kind.__name__}, got {type(draft).__name__}")
+    return L.DRAFT_MODEL, k
 
 
 def _finish(it: TextStream, details: bool) -> Union[str, Completion]:
@@ -1088,23 +1162,59 @@ class Session(SessionStateMixin):
         *,
         sampler: Optional["Sampler"] = None,
         stop: Optional[Iterable[str]] = None,
+        grammar: Union[None, str, "S.Grammar"] = None,
+        json_schema: Union[None, str, Mapping[str, Any]] = None,
+        response_format: Optional[Mapping[str, Any]] = None,
+        logprobs: bool = False,
+        top_logprobs: Optional[int] = None,
+        draft: Union[None, str, "Session"] = None,
+        draft_tokens: Optional[int] = None,
     ) -> TextStream:
         """Streams a continuation of tokens from this session's current
         position (its text pieces; the stream's completion holds the
         details once it is exhausted). The session is not closed
         afterwards; the last generated token is not evaluated (pass
         completion.tokens[-1] first to continue the text). The session is
-        busy until the stream is exhausted or closed."""
+        busy until the stream is exhausted or closed.
+
+        grammar, json_schema, response_format, logprobs and top_logprobs
+        are as for Model.generate. draft="lookup" decodes speculatively
+        with prompt lookup, draft=a Session of a draft model (same
+        vocabulary; busy during the call, and worth reusing across calls
+        of one conversation: it keeps what it evaluated) with that model;
+        draft_tokens guesses per pass (default 8)."""
         toks = A.token_list("generate", "tokens", tokens)
         c_max, stops = _check_loop("generate", max_tokens, stop)
         if sampler is not None and not isinstance(sampler, Sampler):
             raise A.type_error("generate", "sampler", f"must be a moonlm.Sampler, got {type(sampler).__name__}")
         if not toks:
             raise A.range_error("generate", "tokens", "has no tokens")
+        A.boolean("generate", "logprobs", logprobs)
+        if top_logprobs is not None and not logprobs:
+            raise A.range_error("generate", "top_logprobs", "needs logprobs=True")
+        lp: Optional[Tuple[int, Callable[[int], bytes]]] = None
+        if logprobs:
+            top = 0 if top_logprobs is None else A.integer("generate", "top_logprobs", top_logprobs, 0, L.MAX_TOP_LOGPROBS)
+            lp = (top, self.model.token_to_piece)
+            # One entry per token: no more than the context can still hold.
+            bound = self.n_ctx + 1
+            c_max = bound if c_max < 0 else min(c_max, bound)
+        mode, k = _draft_option("generate", draft, draft_tokens, Session)
+        if isinstance(draft, Session) and draft is self:
+            raise A.range_error("generate", "draft", "is this session; the draft model needs a session of its own")
+        gram, owned = S.resolve("generate", self.model, grammar, json_schema, response_format)
         # keep the caller's sampler open: close only one made here
         s = Sampler() if sampler is None else sampler
-        cleanup = s.close if sampler is None else (lambda: None)
-        return G.run(self._lib, self, s, toks, c_max, stops, True, cleanup)
+
+        def cleanup() -> None:
+            if sampler is None:
+                s.close()
+            if owned and gram is not None:
+                gram.close()
+
+        gh = None if gram is None else gram._h("generate")
+        dr = None if mode == L.DRAFT_NONE else (mode, k, draft if isinstance(draft, Session) else None)
+        return G.run(self._lib, self, s, toks, c_max, stops, True, cleanup, None, gh, lp, dr)
 
 
 class Sampler:

@@ -55,8 +55,15 @@ class Grammar:
         if _tools is not None:
             if lib.grammar_for_tool_calls is None:
                 raise UnsupportedError(4, f"{what}: this library has no tool-call grammars (it predates them)")
-            template, tools_json, name = _tools
-            st = lib.grammar_for_tool_calls(model._h(what), template, tools_json, name, ctypes.byref(handle))
+            template, tools_json, name, parallel = _tools
+            if parallel:
+                if lib.grammar_for_tool_calls_ex is None:
+                    raise UnsupportedError(4, f"{what}: this library has no parallel tool-call grammars (it predates them)")
+                st = lib.grammar_for_tool_calls_ex(
+                    model._h(what), template, tools_json, name, L.TOOL_CALLS_PARALLEL, ctypes.byref(handle)
+                )
+            else:
+                st = lib.grammar_for_tool_calls(model._h(what), template, tools_json, name, ctypes.byref(handle))
             lib.check(st, what)
         else:
             fn = lib.grammar_from_json_schema if _schema else lib.grammar_new
@@ -77,14 +84,19 @@ class Grammar:
 
     @classmethod
     def for_tool_calls(
-        cls, model: Any, tools: Any, tool_name: Optional[str] = None, template: Optional[str] = None
+        cls,
+        model: Any,
+        tools: Any,
+        tool_name: Optional[str] = None,
+        template: Optional[str] = None,
+        parallel: bool = False,
     ) -> "Grammar":
-        """The grammar of one call of one of tools (OpenAI-style function
-        specs; only tool_name if given) in the syntax of the model's
-        template (or the built-in format template), its arguments valid
-        against the function's parameters schema. Templates that write
-        calls the Hermes way (<tool_call> JSON) are supported; others raise
-        UnsupportedError."""
+        """The grammar of one call (with parallel=True one or more) of one
+        of tools (OpenAI-style function specs; only tool_name if given) in
+        the syntax of the model's template (or the built-in format
+        template): hermes, llama3, mistral, phi4 or harmony (one call: a
+        harmony call ends the message); its arguments valid against the
+        function's parameters schema."""
         what = "tool_choice"
         if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, (list, tuple)):
             raise A.type_error(what, "tools", f"must be a list of dicts, got {type(tools).__name__}")
@@ -96,7 +108,8 @@ class Grammar:
         tmpl = None if template is None else A.string(what, "template", template, nul=False).encode("utf-8")
         if b"\0" in tj:
             raise A.range_error(what, "tools", "must not contain NUL characters")
-        return cls(model, "", _tools=(tmpl, tj, name))
+        A.boolean(what, "parallel", parallel)
+        return cls(model, "", _tools=(tmpl, tj, name, parallel))
 
 
     def close(self) -> None:

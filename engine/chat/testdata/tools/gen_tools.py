@@ -66,6 +66,31 @@ CASES = [
     ("answered", [SYSTEM, USER, CALL, RESULT, ANSWER], False),
 ]
 
+def phi4_messages(msgs):
+    """The conversation as Phi-4-mini's template reads it (Microsoft's
+    model card): the functions as a JSON text in the system message's
+    "tools" key (an empty system message first if there is none), an
+    assistant's calls in its content between <|tool_call|> and
+    <|/tool_call|>."""
+    fns = json.dumps([t["function"] for t in TOOLS], ensure_ascii=False)
+    out, system = [], False
+    for m in msgs:
+        m = dict(m)
+        if m["role"] == "system" and not system:
+            system = True
+            m["tools"] = fns
+        if m.get("tool_calls"):
+            calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in m.pop("tool_calls")]
+            m["content"] = m["content"] + "<|tool_call|>" + json.dumps(calls, ensure_ascii=False) + "<|/tool_call|>"
+        out.append(m)
+    if not system:
+        out.insert(0, {"role": "system", "content": "", "tools": fns})
+    return out
+
+
+# How a template that does not take the tools variable is given them.
+ADAPT = {"phi4-mini": phi4_messages}
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.environ.get("MOONLM_TESTDATA", os.path.join(HERE, "..", "..", "..", "..", "..", "shared", "testdata"))
 TEMPLATES = {
@@ -78,6 +103,7 @@ TEMPLATES = {
     "mistral-small-3.2": (os.path.join(HERE, "mistral-small-3.2.jinja"), "<s>", "</s>"),
     "gpt-oss": (os.path.join(HERE, "gpt-oss.jinja"), "<|startoftext|>", "<|return|>"),
     "qwen3": (os.path.join(SHARED, "templates", "qwen3.jinja"), "", "<|im_end|>"),
+    "phi4-mini": (os.path.join(HERE, "phi4-mini.jinja"), "<|endoftext|>", "<|endoftext|>"),
 }
 
 out = {"tools": TOOLS, "templates": {}}
@@ -85,8 +111,9 @@ for name, (path, bos, eos) in TEMPLATES.items():
     src = open(path, encoding="utf-8").read()
     entry = {"sha256": hashlib.sha256(src.encode()).hexdigest(), "bos_token": bos, "eos_token": eos, "cases": []}
     for cname, msgs, gen in CASES:
+        given = ADAPT.get(name, lambda m: m)(json.loads(json.dumps(msgs)))
         vars = dict(tools=TOOLS, documents=None, add_generation_prompt=gen, bos_token=bos, eos_token=eos,
-                    messages=json.loads(json.dumps(msgs)))
+                    messages=given)
         case = {"name": cname, "messages": msgs, "gen": gen}
         try:
             case["out"] = env.from_string(src).render(**vars)
