@@ -103,6 +103,9 @@ type Session struct {
 	// of the text's first and last tokens.
 	packed                                 bool
 	packText, packPos, packFirst, packLast []int32
+	// multi, when not nil, says the batch holds tokens of several sessions
+	// (a Batcher's step): this session is then only the step's scratch.
+	multi *multiSeq
 	// moe is the MoE step's scratch, nil for a dense model.
 	moe *moeScratch
 
@@ -208,8 +211,13 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 // least what the numerics mode's attention needs (attendMode), and one
 // head's f16 weights (attendHead).
 func (s *Session) attnScratch() ([]float32, []uint16) {
-	n := s.cache.cap * (s.c.Heads / s.c.KVHeads)
-	return make([]float32, max(n, s.ops.AttendScratch)), make([]uint16, s.cache.cap)
+	return s.attnScratchFor(s.cache.cap)
+}
+
+// attnScratchFor is attnScratch for a cache of capacity positions.
+func (s *Session) attnScratchFor(capacity int) ([]float32, []uint16) {
+	n := capacity * (s.c.Heads / s.c.KVHeads)
+	return make([]float32, max(n, s.ops.AttendScratch)), make([]uint16, capacity)
 }
 
 func (s *Session) alloc(kind kvKind) (err error) {
