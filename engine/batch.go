@@ -61,8 +61,14 @@ type Batcher struct {
 	tokens []int32
 	logits []float32 // MaxTokens x vocabulary
 	live   []int     // the entries taking part in the current step
-	busy   atomic.Bool
-	closed atomic.Bool
+	// entered[k]: Step marked live entry k's session busy (not when its
+	// Generate lent it).
+	entered []bool
+	busy    atomic.Bool
+	closed  atomic.Bool
+	// step numbers the steps; a session taking part in one records it
+	// (Session.inStep), so a lent session is not admitted twice.
+	step uint64
 }
 
 // NewBatcher makes a batcher for sessions made with parameters like p: its
@@ -83,6 +89,7 @@ func (m *Model) NewBatcher(p SessionParams) (*Batcher, error) {
 	b.tokens = make([]int32, nb)
 	b.logits = make([]float32, nb*m.output.Rows)
 	b.live = make([]int, 0, nb)
+	b.entered = make([]bool, nb)
 	b.ms.scratchAt = s.cache.cap
 	return b, nil
 }
@@ -118,14 +125,17 @@ func (b *Batcher) Step(entries []BatchEntry) (err error) {
 		return fmt.Errorf("engine: batch step: %w: another step is running on this batcher", ErrBusy)
 	}
 	defer b.busy.Store(false)
+	b.step++
 	b.live = b.live[:0]
 	total, nOut := 0, 0
 	for i := range entries {
 		e := &entries[i]
-		e.Err = b.admit(e, total)
+		var entered bool
+		entered, e.Err = b.admit(e, total)
 		if e.Err != nil {
 			continue
 		}
+		b.entered[len(b.live)] = entered
 		b.live = append(b.live, i)
 		total += len(e.Tokens)
 		if e.Logits != nil {
@@ -136,8 +146,10 @@ func (b *Batcher) Step(entries []BatchEntry) (err error) {
 		return nil
 	}
 	defer func() {
-		for _, i := range b.live {
-			entries[i].Session.leave()
+		for k, i := range b.live {
+			if b.entered[k] {
+				entries[i].Session.leave()
+			}
 		}
 	}()
 	// Lay the tokens out entry after entry.
@@ -185,8 +197,33 @@ func (b *Batcher) Step(entries []BatchEntry) (err error) {
 }
 
 // admit checks entry e and, when it can take part in a step that already
-// holds total tokens, marks its session busy and makes room in its cache.
-func (b *Batcher) admit(e *BatchEntry, total int) error {
+// holds total tokens, marks its session busy (entered; unless a Generate
+// lent it) and makes room in its cache.
+func (b *Batcher) admit(e *BatchEntry, total int) (entered bool, err error) {
+	err = b.check(e, total)
+	if err != nil {
+		return false, err
+	}
+	s := e.Session
+	if !s.lent {
+		if err := s.enter("batch step"); err != nil {
+			return false, err
+		}
+	} else if s.inStep == b.step {
+		return false, fmt.Errorf("engine: batch step: %w: the session is in this step already", ErrBusy)
+	}
+	if err := b.prepare(s, len(e.Tokens)); err != nil {
+		if !s.lent {
+			s.leave()
+		}
+		return false, err
+	}
+	s.inStep = b.step
+	return !s.lent, nil
+}
+
+// check is admit's checks of e's arguments.
+func (b *Batcher) check(e *BatchEntry, total int) error {
 	const what = "batch step"
 	s := e.Session
 	if s == nil {
@@ -210,27 +247,30 @@ func (b *Batcher) admit(e *BatchEntry, total int) error {
 			return fmt.Errorf("engine: %s: %w: token %d at %d is outside the vocabulary of %d", what, ErrInvalidArgument, t, i, vocab)
 		}
 	}
-	if err := s.enter(what); err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		s.leave()
-		return err
+	return nil
+}
+
+// prepare checks that s (held) can take n more tokens in this step and
+// makes room in its cache.
+func (b *Batcher) prepare(s *Session, n int) error {
+	const what = "batch step"
+	if s.closed.Load() {
+		return fmt.Errorf("engine: %s: %w: session is closed", what, ErrInvalidArgument)
 	}
 	if s.cache.f32 != b.s.cache.f32 || s.cache.q8 != b.s.cache.q8 {
-		return fail(fmt.Errorf("engine: %s: %w: the session's KV cache type differs from the batcher's", what, ErrInvalidArgument))
+		return fmt.Errorf("engine: %s: %w: the session's KV cache type differs from the batcher's", what, ErrInvalidArgument)
 	}
 	if s.cancelled() {
-		return fail(fmt.Errorf("engine: %s: %w", what, ErrCancelled))
+		return fmt.Errorf("engine: %s: %w", what, ErrCancelled)
 	}
-	if s.pos+len(e.Tokens) > s.nCtx {
-		return fail(fmt.Errorf("engine: %s: %w: %d positions used + %d tokens > context %d", what, ErrContextFull, s.pos, len(e.Tokens), s.nCtx))
+	if s.pos+n > s.nCtx {
+		return fmt.Errorf("engine: %s: %w: %d positions used + %d tokens > context %d", what, ErrContextFull, s.pos, n, s.nCtx)
 	}
-	if err := b.m.numerics.CheckPositions(s.pos + len(e.Tokens)); err != nil {
-		return fail(fmt.Errorf("engine: %s: %w", what, err))
+	if err := b.m.numerics.CheckPositions(s.pos + n); err != nil {
+		return fmt.Errorf("engine: %s: %w", what, err)
 	}
-	if err := s.cache.ensure(s.pos+len(e.Tokens), s.pos); err != nil {
-		return fail(fmt.Errorf("engine: %s: %w", what, err))
+	if err := s.cache.ensure(s.pos+n, s.pos); err != nil {
+		return fmt.Errorf("engine: %s: %w", what, err)
 	}
 	s.fitScratch()
 	return nil

@@ -67,6 +67,19 @@ type GenerateParams struct {
 	// TopLogprobs is how many alternatives OnLogprobs gets, 0 to
 	// sample.MaxTopLogprobs.
 	TopLogprobs int
+	// Stepper, if not nil, evaluates the prompt and the generated tokens
+	// instead of the session itself: a loop that advances several
+	// generations in shared batched steps (a Batcher) implements it.
+	Stepper Stepper
+}
+
+// Stepper evaluates tokens for a Generate call running on session s (which
+// that call holds): Eval evaluates tokens at s's next positions and writes
+// the last one's logits into logits. A Stepper hands s to
+// Batcher.Step, which accepts a session held by its own Generate; on an
+// error s may hold part of the tokens (Generate then drops them).
+type Stepper interface {
+	Eval(s *Session, tokens []int32, logits []float32) error
 }
 
 // FinishReason says why Generate stopped.
@@ -193,7 +206,7 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 	g.tokens = g.tokens[:0]
 
 	t0 := time.Now()
-	if err := s.eval("generate: prefill", prompt, g.logits, len(prompt)-1); err != nil {
+	if err := s.genEval(p.Stepper, "generate: prefill", prompt, g.logits); err != nil {
 		if errors.Is(err, ErrCancelled) {
 			res.Finish = FinishCancelled
 		}
@@ -288,7 +301,7 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			return s.finishText(end, onPiece), nil
 		}
 		s.tokens[0] = tok
-		if err := s.eval("generate: decode", s.tokens[:1], g.logits, 0); err != nil {
+		if err := s.genEval(p.Stepper, "generate: decode", s.tokens[:1], g.logits); err != nil {
 			if errors.Is(err, ErrCancelled) {
 				return FinishCancelled, err
 			}
@@ -336,4 +349,22 @@ func (s *Session) finishText(reason FinishReason, onPiece PieceFunc) FinishReaso
 		onPiece(text, -1)
 	}
 	return reason
+}
+
+// genEval evaluates tokens for Generate, writing the last one's logits:
+// itself, or through st, marking the session as lent to it for the call.
+// On error the session's position is unchanged.
+func (s *Session) genEval(st Stepper, what string, tokens []int32, logits []float32) error {
+	if st == nil {
+		return s.eval(what, tokens, logits, len(tokens)-1)
+	}
+	start := s.pos
+	s.lent = true
+	err := st.Eval(s, tokens, logits)
+	s.lent = false
+	if err != nil {
+		s.setPos(start)
+		return fmt.Errorf("engine: %s: %w", what, err)
+	}
+	return nil
 }

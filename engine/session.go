@@ -60,8 +60,12 @@ type Session struct {
 	// stats counts the work done, for SessionStats.
 	stats SessionStats
 
-	busy    atomic.Bool
-	cancel  atomic.Bool
+	busy   atomic.Bool
+	cancel atomic.Bool
+	// lent: the Generate holding busy has handed the session to its
+	// Stepper, so a Batcher step may use it without entering it.
+	lent    bool
+	inStep  uint64 // the Batcher step the session last took part in
 	closed  atomic.Bool
 	workers int
 
