@@ -274,8 +274,9 @@ def test_json_schema(server, stream):
             text, finish = r.choices[0].message.content, r.choices[0].finish_reason
         assert finish == "stop", text
         jsonschema.validate(json.loads(text), PERSON)
-    r = ask(server.client, "Say hi as JSON.", temperature=1.0, seed=5, max_tokens=200,
+    r = ask(server.client, "Say hi as JSON.", temperature=0.7, seed=1, max_tokens=400,
             response_format={"type": "json_object"})
+    assert r.choices[0].finish_reason == "stop", r.choices[0].message.content
     assert isinstance(json.loads(r.choices[0].message.content), dict)
 
 
