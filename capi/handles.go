@@ -109,12 +109,15 @@ type cModel struct {
 	refs
 	m    backendModel
 	info modelInfo
+	// batch holds moonlm_batch_decode's batchers (exports_batch.go).
+	batch modelBatchers
 }
 
 func (o *cModel) ref() *refs { return &o.refs }
 
 func (o *cModel) release() {
 	if o.n.Add(-1) == 0 {
+		o.batch.close()
 		_ = o.m.Close()
 	}
 }

@@ -67,8 +67,7 @@ func hadamard(x []float32, n int) {
 // storeKVQ8 writes the keys and values of position pos of layer il.
 // k and v are the token's buffers, rotated in place (attention reads the
 // cache, not them).
-func (s *Session) storeKVQ8(il, pos int, k, v []float32) {
-	kc := s.cache
+func (s *Session) storeKVQ8(kc *kvCache, il, pos int, k, v []float32) {
 	rb := kc.rowQ8
 	if kc.rotK > 0 {
 		hadamard(k, kc.rotK)
@@ -84,7 +83,7 @@ func (s *Session) attendHeadQ8(t, h, worker int) {
 	c := s.lc
 	hd := c.HeadDim
 	g, pos, first, q, out := s.headView(t, h)
-	kc := s.cache
+	kc := s.kvOf(t)
 	rb, hb := kc.rowQ8, hd/32*q8Block
 	qq := s.q8q[worker]
 	if kc.rotK > 0 {

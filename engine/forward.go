@@ -84,6 +84,10 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	}
 	s.outFirst = first
 	s.stageRun(stFinal)
+	if s.multi != nil {
+		// The final stage quantized the wanted tokens into rows 0..nOut-1.
+		first = s.nTok - s.multi.nOut
+	}
 	// The final stage normed and quantized token first+r into row r.
 	s.jobs[0] = mmJob{m.output, s.act(m.output), out}
 	s.nJobs = 1
@@ -172,7 +176,7 @@ func (s *Session) stageRun(stage int) {
 		s.stageToken(0, 0)
 		return
 	}
-	if stage == stFinal && s.outFirst == s.nTok-1 {
+	if stage == stFinal && s.outFirst == s.nTok-1 && s.multi == nil {
 		s.stageToken(s.nTok-1, 0)
 		return
 	}
@@ -256,14 +260,18 @@ func (s *Session) stageToken(t, worker int) {
 		if c.EmbScale != 1 {
 			s.kern.Scale(x, c.EmbScale)
 		}
-		pos := s.p0 + t
+		pos := s.posOf(t)
 		if s.packed {
 			pos = int(s.packPos[t]) // its position in its own text
 		}
 		if m.encoder {
 			s.encoderEmbed(t, pos)
 		}
-		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: s.ropeFreq, AttnFactor: c.AttnFactor,
+		freq := s.ropeFreq
+		if s.multi != nil {
+			freq = s.multi.seq[t].ropeFreq // each session's own context
+		}
+		kernels.RoPECache(kernels.RoPEParams{NDims: c.Rot, FreqBase: c.RopeBase, FreqScale: c.RopeScale, FreqFactors: freq, AttnFactor: c.AttnFactor,
 			ExtFactor: c.YarnExt, CorrDims: m.yarnCorr},
 			pos, s.rope[t*c.Rot:(t+1)*c.Rot])
 		if s.ropeSWA != nil {
@@ -286,12 +294,16 @@ func (s *Session) stageToken(t, worker int) {
 	case stFinal:
 		// Token t's logits are output row t - outFirst; earlier tokens
 		// are not wanted.
-		if t < s.outFirst {
+		row := t - s.outFirst
+		if s.multi != nil {
+			row = int(s.multi.outRow[t])
+		}
+		if row < 0 {
 			return
 		}
 		xn := s.tok(arch.XN, t)
 		s.norm(xn, s.tok(arch.X, t), m.outputNorm)
-		s.quantizeFor(xn, t-s.outFirst, m.output)
+		s.quantizeFor(xn, row, m.output)
 	}
 }
 
@@ -428,7 +440,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			}
 		case tkTempQ:
 			if c.AttnTempScale != 0 {
-				if f := attnTemp(c, s.p0+t); f != 1 {
+				if f := attnTemp(c, s.posOf(t)); f != 1 {
 					s.kern.Scale(s.row(pl, arch.Q, t), f)
 				}
 			}
@@ -487,10 +499,10 @@ func (s *Session) storeKV(L *layer, t int) {
 	il := L.kv
 	k, v := s.row(L.plan, arch.K, t), s.row(L.plan, arch.V, t)
 	kvDim := len(k)
-	pos := s.p0 + t
-	kc := s.cache
+	pos := s.posOf(t)
+	kc := s.kvOf(t)
 	if kc.q8 {
-		s.storeKVQ8(il, pos, k, v)
+		s.storeKVQ8(kc, il, pos, k, v)
 		return
 	}
 	if kc.f32 {
@@ -520,7 +532,23 @@ func (s *Session) runAttention(i, n int) {
 		}
 		return
 	}
-	if s.groupAttention() {
+	if s.multi != nil {
+		// Tokens of several sequences: each takes the path its own
+		// sequence's batch would (grouped or by head), by KV head.
+		G := c.Heads / c.KVHeads
+		for w := i; w < s.nTok*c.KVHeads; w += n {
+			t, g := w/c.KVHeads, w%c.KVHeads
+			if s.groupAttention(t) {
+				s.attendGroup(t, g, i)
+				continue
+			}
+			for h := g * G; h < (g+1)*G; h++ {
+				s.attend(t, h, i)
+			}
+		}
+		return
+	}
+	if s.groupAttention(0) {
 		for w := i; w < s.nTok*c.KVHeads; w += n {
 			s.attendGroup(w/c.KVHeads, w%c.KVHeads, i)
 		}
@@ -531,12 +559,36 @@ func (s *Session) runAttention(i, n int) {
 	}
 }
 
-// groupAttention says whether this batch's attention goes by KV head
+// posOf is the position of batch token t in its sequence.
+func (s *Session) posOf(t int) int {
+	if s.multi != nil {
+		return s.multi.seq[t].pos + int(s.multi.off[t])
+	}
+	return s.p0 + t
+}
+
+// kvOf is the KV cache of batch token t's sequence.
+func (s *Session) kvOf(t int) *kvCache {
+	if s.multi != nil {
+		return s.multi.seq[t].cache
+	}
+	return s.cache
+}
+
+// seqTokens is how many tokens batch token t's sequence has in the batch.
+func (s *Session) seqTokens(t int) int {
+	if s.multi != nil {
+		return int(s.multi.n[t])
+	}
+	return s.nTok
+}
+
+// groupAttention says whether batch token t's attention goes by KV head
 // (attendGroup): where the numerics allow it (an f16 cache summed in the
-// tinyBLAS order), for every batch but a one-token one in ggml's decode
-// order.
-func (s *Session) groupAttention() bool {
-	return s.ops.GroupAttention && !(s.nTok == 1 && s.ops.GGMLDecode)
+// tinyBLAS order), for every sequence but one with a single token in the
+// batch in ggml's decode order.
+func (s *Session) groupAttention(t int) bool {
+	return s.ops.GroupAttention && !(s.seqTokens(t) == 1 && s.ops.GGMLDecode)
 }
 
 // attendGroup computes the query heads of KV head g for token t: for each
@@ -551,7 +603,7 @@ func (s *Session) attendGroup(t, g, worker int) {
 	qDim, kvDim := c.Heads*hd, c.KVHeads*hd
 	h0 := g * G
 	_, pos, first, _, _ := s.headView(t, h0)
-	kc := s.cache
+	kc := s.kvOf(t)
 	base := first &^ 15
 	n := pos - base + 1
 	// The queries rounded to f16, in place (nothing reads them after
@@ -594,7 +646,7 @@ func (s *Session) headView(t, h int) (g, pos, first int, q, out []float32) {
 	c := s.lc
 	hd, qDim := c.HeadDim, c.Heads*c.HeadDim
 	g = h / (c.Heads / c.KVHeads)
-	pos = s.p0 + t
+	pos = s.posOf(t)
 	if c.NonCausal {
 		// pos is the last position the head sees: the sequence's end.
 		pos = s.p0 + s.nTok - 1
@@ -618,7 +670,7 @@ func (s *Session) attendMode(t, h, worker int) {
 	c := s.lc
 	hd := c.HeadDim
 	g, pos, first, q, out := s.headView(t, h)
-	kc := s.cache
+	kc := s.kvOf(t)
 	scale := c.KQScale
 	if s.ops.QScaleInAttention && s.pl.scalesQ {
 		// The ScaleQ step left Q unscaled for the mode's attention.
@@ -645,8 +697,8 @@ func (s *Session) attendHead(t, h, worker int) {
 	hd := c.HeadDim
 	kvDim := c.KVHeads * hd
 	g, pos, first, q, out := s.headView(t, h)
-	kc := s.cache
-	single := s.nTok == 1 && s.ops.GGMLDecode
+	kc := s.kvOf(t)
+	single := s.seqTokens(t) == 1 && s.ops.GGMLDecode
 	// ggml's rows start at KV cell 0: tinyBLAS groups cells by 16 lanes,
 	// ggml_vec_dot (one token) by 64-value steps of four 16-lane
 	// accumulators, so a row past a sliding window's start begins at the

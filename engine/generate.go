@@ -80,6 +80,19 @@ type GenerateParams struct {
 	// as harmony's <|channel|>, so the reasoning and final channels can be
 	// told apart); an end-of-generation token still ends the text unseen.
 	KeepSpecial bool
+	// Stepper, if not nil, evaluates the prompt and the generated tokens
+	// instead of the session itself: a loop that advances several
+	// generations in shared batched steps (a Batcher) implements it.
+	Stepper Stepper
+}
+
+// Stepper evaluates tokens for a Generate call running on session s (which
+// that call holds): Eval evaluates tokens at s's next positions and writes
+// the last one's logits into logits. A Stepper hands s to
+// Batcher.Step, which accepts a session held by its own Generate; on an
+// error s may hold part of the tokens (Generate then drops them).
+type Stepper interface {
+	Eval(s *Session, tokens []int32, logits []float32) error
 }
 
 // DefaultDraftTokens is the drafted tokens per pass when
@@ -184,6 +197,11 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 	if p.TopLogprobs < 0 || p.TopLogprobs > sample.MaxTopLogprobs {
 		return res, fmt.Errorf("engine: generate: %w: top logprobs %d; want 0 to %d", ErrInvalidArgument, p.TopLogprobs, sample.MaxTopLogprobs)
 	}
+	if p.Draft != nil && p.Stepper != nil {
+		// A Stepper returns the last token's logits only; verifying drafts
+		// needs every row.
+		return res, fmt.Errorf("engine: generate: %w: drafting with a Stepper (batched steps)", ErrInvalidArgument)
+	}
 	if p.DraftTokens < 0 || p.DraftTokens > MaxDraftTokens {
 		return res, fmt.Errorf("engine: generate: %w: draft tokens %d; want 0 to %d", ErrInvalidArgument, p.DraftTokens, MaxDraftTokens)
 	}
@@ -235,7 +253,7 @@ func (s *Session) Generate(prompt []int32, p GenerateParams, onPiece PieceFunc) 
 	g.tokens = g.tokens[:0]
 
 	t0 := time.Now()
-	if err := s.eval("generate: prefill", prompt, g.logits, len(prompt)-1); err != nil {
+	if err := s.genEval(p.Stepper, "generate: prefill", prompt, g.logits); err != nil {
 		if errors.Is(err, ErrCancelled) {
 			res.Finish = FinishCancelled
 		}
@@ -393,7 +411,13 @@ func (s *Session) generateLoop(p GenerateParams, smp TokenSampler, onPiece Piece
 			res.Drafted += nd
 		}
 		P, n, r = s.pos, len(g.batch)-1, 0
-		if err := s.eval("generate: decode", g.batch, buf, 0); err != nil {
+		var err error
+		if p.Stepper != nil {
+			err = s.genEval(p.Stepper, "generate: decode", g.batch, buf) // no drafts: refused above
+		} else {
+			err = s.eval("generate: decode", g.batch, buf, 0)
+		}
+		if err != nil {
 			if errors.Is(err, ErrCancelled) {
 				return FinishCancelled, err
 			}
@@ -472,4 +496,22 @@ func (s *Session) finishText(reason FinishReason, onPiece PieceFunc) FinishReaso
 		onPiece(text, -1)
 	}
 	return reason
+}
+
+// genEval evaluates tokens for Generate, writing the last one's logits:
+// itself, or through st, marking the session as lent to it for the call.
+// On error the session's position is unchanged.
+func (s *Session) genEval(st Stepper, what string, tokens []int32, logits []float32) error {
+	if st == nil {
+		return s.eval(what, tokens, logits, len(tokens)-1)
+	}
+	start := s.pos
+	s.lent = true
+	err := st.Eval(s, tokens, logits)
+	s.lent = false
+	if err != nil {
+		s.setPos(start)
+		return fmt.Errorf("engine: %s: %w", what, err)
+	}
+	return nil
 }

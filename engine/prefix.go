@@ -45,13 +45,14 @@ func commonPrefix(a, b []int32) int {
 // whole history each turn and pays only for the new tokens.
 //
 // The logits are those of a session that evaluated the same tokens in the
-// same calls. They equal a single prefill of all of tokens bit for bit
-// when the kept prefix ends on a prefill chunk boundary, or when the
-// model's product kernels round each token's row the same wherever it
-// sits in a batch (the pure-Go and most SIMD kernels); a register-tiled
-// product (the avx512 set's Q4_1) rounds by the token's place in the
-// batch, so there the two differ by float rounding, as Decode and Prefill
-// of the same tokens do.
+// same calls, and, in the fast numerics, bit for bit those of a single
+// prefill of all of tokens wherever the kept prefix ends: the products are
+// batch-invariant (a token's row rounds the same whatever the chunk it sits
+// in). Positions the session decoded one at a time (its replies) are kept
+// as they are; with ggml's one-token attention order they differ from a
+// prefill of the same tokens by float rounding. The llama.cpp and
+// ik_llama.cpp numerics modes round products by batch size, as those
+// engines do, so there the split matters.
 //
 // Arguments are checked before anything changes; if the evaluation itself
 // fails, the session holds the common prefix.

@@ -70,8 +70,12 @@ type Session struct {
 	// stats counts the work done, for SessionStats.
 	stats SessionStats
 
-	busy    atomic.Bool
-	cancel  atomic.Bool
+	busy   atomic.Bool
+	cancel atomic.Bool
+	// lent: the Generate holding busy has handed the session to its
+	// Stepper, so a Batcher step may use it without entering it.
+	lent    bool
+	inStep  uint64 // the Batcher step the session last took part in
 	closed  atomic.Bool
 	workers int
 
@@ -120,6 +124,9 @@ type Session struct {
 	// of the text's first and last tokens.
 	packed                                 bool
 	packText, packPos, packFirst, packLast []int32
+	// multi, when not nil, says the batch holds tokens of several sessions
+	// (a Batcher's step): this session is then only the step's scratch.
+	multi *multiSeq
 	// moe is the MoE step's scratch, nil for a dense model.
 	moe *moeScratch
 	// rec is the recurrent layers' state and checkpoints, nil for a model
@@ -244,12 +251,16 @@ func (m *Model) NewSession(p SessionParams) (*Session, error) {
 // least what the numerics mode's attention needs (attendMode), and one
 // head's f16 weights (attendHead).
 func (s *Session) attnScratch() ([]float32, []uint16) {
+	return s.attnScratchFor(s.cache.cap)
+}
+
+// attnScratchFor is attnScratch for a cache of capacity positions.
+func (s *Session) attnScratchFor(capacity int) ([]float32, []uint16) {
 	g := 0
 	for i := range s.m.layers {
 		g = max(g, s.m.layers[i].c.Heads/s.m.layers[i].c.KVHeads)
 	}
-	n := s.cache.cap * g
-	return make([]float32, max(n, s.ops.AttendScratch)), make([]uint16, s.cache.cap)
+	return make([]float32, max(capacity*g, s.ops.AttendScratch)), make([]uint16, capacity)
 }
 
 func (s *Session) alloc(kind kvKind) (err error) {

@@ -170,10 +170,14 @@ func TestRealModelsReference(t *testing.T) {
 
 // TestRealModelsFirstPositionExact checks that the first prompt position
 // (F32 cache, where no cache rounding is involved) reproduces llama.cpp
-// exactly with at least one of our kernel sets: SmolLM2's q4_1 with the AVX2
-// kernels (the AVX-512 set's packed q4_1 layout sums in its own order, 0.08
-// off at this position, like the generic set), Gemma 3's mix of q5_0, q4_K,
-// q6_K and q8_0 with every set (measured 0.0000 with each).
+// exactly with at least one of our kernel sets or, for SmolLM2's q4_1,
+// the llamacpp numerics mode: Gemma 3's mix of q5_0, q4_K, q6_K and q8_0
+// with the generic and avx512 sets (0.0000; the avx2 set 0.05, its decode
+// kernels' order now serving prefill too); SmolLM2's q4_1 kernels sum
+// in orders of their own (0.04-0.08 off at this position: the fast kernels
+// are batch-invariant, so prefill takes the decode kernels' order, and the
+// AVX2 four-token kernel that happened to sum as ggml no longer serves
+// prefill), and the llamacpp mode's ggml-order layout reproduces it.
 // A systematic error in the model (an embedding scale, a norm, RoPE, the
 // attention scale, softcapping) would show with every kernel set; summation
 // order, which is all the kernel sets differ in, cannot explain it away.
@@ -213,6 +217,25 @@ func TestRealModelsFirstPositionExact(t *testing.T) {
 				t.Logf("kernels %s: first position within %.4f of llama.cpp", v, worst)
 				if worst <= 0.005 && exact == "" {
 					exact = v
+				}
+			}
+			if exact == "" && tc.name == "smollm2" {
+				m, err := Open(path, ModelParams{Numerics: NumericsLlamaCpp})
+				require.NoError(t, err)
+				vocab := m.Info().VocabSize
+				worst := 0.0
+				for _, rc := range refs {
+					s, err := m.NewSession(SessionParams{NCtx: 512, KVF32: true})
+					require.NoError(t, err)
+					all := make([]float32, len(rc.Tokens)*vocab)
+					require.NoError(t, s.PrefillAll(rc.Tokens, all))
+					s.Close()
+					worst = max(worst, worstLogProbDiff(all[:vocab], rc.PromptLogits[0]))
+				}
+				require.NoError(t, m.Close())
+				t.Logf("llamacpp numerics: first position within %.4f of llama.cpp", worst)
+				if worst <= 0.005 {
+					exact = "llamacpp numerics"
 				}
 			}
 			assert.NotEmpty(t, exact, "no kernel set reproduces llama.cpp's first position")

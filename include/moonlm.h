@@ -1279,6 +1279,57 @@ MOONLM_API moonlm_status moonlm_grammar_for_tool_calls_ex(const moonlm_model *mo
                                                           const char *tools_json, const char *tool_name,
                                                           uint32_t flags, moonlm_grammar **out);
 
+/* ------------------------------------------------------------------------ */
+/* Batched decoding of several sessions                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One session's part of a batched step. The caller sets size =
+ * sizeof(moonlm_batch_entry) in every entry (all entries of one call the
+ * same size: it is the array's stride, so a newer caller's larger entries
+ * still work).
+ */
+typedef struct moonlm_batch_entry {
+    size_t size;
+    moonlm_session *session; /* a session of the model; at most one entry per session */
+    const int32_t *tokens;   /* evaluated at the session's next positions: one to decode,
+                                or several (a chunk of a prompt) */
+    size_t n_tokens;
+    float *logits;           /* NULL, or receives the last token's logits */
+    size_t logits_cap;       /* floats in logits (>= the vocabulary size) */
+    moonlm_status status;    /* out: MOONLM_OK when the tokens were evaluated (the session
+                                holds them), else why not (the session is unchanged; its
+                                moonlm_session_last_error says more) */
+} moonlm_batch_entry;
+
+/*
+ * Evaluates every entry's tokens in one forward pass over the model: the
+ * matrix products take the tokens of all the sessions as one batch, so the
+ * weights are read from memory once per step instead of once per session,
+ * while attention runs per session over its own KV cache. All sessions of
+ * one call must have the same KV type. A session's logits do not depend
+ * on what else is in the step: with the default numerics they equal bit
+ * for bit what moonlm_decode (or moonlm_prefill of the same chunk) gives
+ * it alone.
+ *
+ * An entry that cannot take part (a freed or busy session, one of another
+ * model or KV type, a token outside the vocabulary, a short logits
+ * buffer, a full context, a pending moonlm_session_cancel, which it
+ * consumes, or more tokens than the step has room for after the entries
+ * before it: see moonlm_batch_max_tokens) gets its own status, and the
+ * others are evaluated. Returns MOONLM_OK when every entry is; else the
+ * status of the first entry that is not (the others' statuses say which
+ * were evaluated), or an error about the call itself (a bad model handle,
+ * entries NULL with n_entries > 0, sizes below sizeof(moonlm_batch_entry)
+ * or unequal, more than 4096 entries). Concurrent calls on one model run
+ * one after the other.
+ */
+MOONLM_API moonlm_status moonlm_batch_decode(moonlm_model *model, moonlm_batch_entry *entries, size_t n_entries);
+
+/* The most tokens one moonlm_batch_decode evaluates, over all its entries (64 with the
+   default numerics). */
+MOONLM_API moonlm_status moonlm_batch_max_tokens(const moonlm_model *model, size_t *n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,10 +80,20 @@ func (s *Set) dotFor(t gguf.Type, who string) RowDotFunc {
 // in L2 while every weight row is streamed over it once.
 const matMulTileBytes = 128 << 10
 
+// matMulRowBlockBytes bounds the weights of one block of rows, which stay
+// in L1 while a tile's tokens pass over them.
+const matMulRowBlockBytes = 16 << 10
+
 // MatMul computes y[tok*m.Rows + r] = dot(row r, token tok) for tok < nTok
 // and r in [r0, r1). xq holds nTok activation rows converted with
 // QuantizeRow(VecDotType(m.Type), ...), ActivationBytes(m.Type, m.Cols)
-// bytes each, consecutive. Each weight row is read once per tile of tokens.
+// bytes each, consecutive. Each weight row is read from memory once per
+// tile of tokens.
+//
+// MatMul is batch-invariant: each token's row is computed by the kernel
+// MatVec uses, in the same order, so a token's result is bit for bit the
+// same whatever the batch size and its place in the batch (batched decoding
+// of several sequences and prefix reuse rely on it).
 func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	if r0 >= r1 || nTok <= 0 {
 		return
@@ -106,17 +116,22 @@ func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	_ = y[(nTok-1)*m.Rows+r1-1]
 	tile := matMulTileBytes / max(ab, 1)
 	tile = max(1, min(tile, nTok))
-	multi := s.types[t].tokens
+	block := max(1, matMulRowBlockBytes/max(rb, 1))
+	rows := s.types[t].rows
 	for t0 := 0; t0 < nTok; t0 += tile {
 		t1 := min(t0+tile, nTok)
-		for r := r0; r < r1; r++ {
-			w := m.Data[r*rb : (r+1)*rb]
-			if multi != nil {
-				multi(n, w, xq[t0*ab:t1*ab], ab, t1-t0, y[t0*m.Rows+r:], m.Rows)
-				continue
-			}
+		for b0 := r0; b0 < r1; b0 += block {
+			b1 := min(b0+block, r1)
 			for k := t0; k < t1; k++ {
-				y[k*m.Rows+r] = f(n, w, xq[k*ab:(k+1)*ab])
+				x := xq[k*ab : (k+1)*ab]
+				yk := y[k*m.Rows : k*m.Rows+b1]
+				if rows != nil {
+					rows(n, m.Data[b0*rb:b1*rb], rb, x, yk[b0:b1])
+					continue
+				}
+				for r := b0; r < b1; r++ {
+					yk[r] = f(n, m.Data[r*rb:(r+1)*rb], x)
+				}
 			}
 		}
 	}

@@ -17,7 +17,7 @@
 //   Z0-Z7 the block's nibbles as bytes (Z(2c) values 4c.., Z(2c+1) values
 //   16+4c..), Z8 row d, Z9 row m, Z10 0x0f bytes, Z11 d_row*d_a, Z12 the
 //   GFNI matrix that moves a byte's high nibble down,
-//   Z16-Z23 float sums (K <= 4: Z16.. the d terms, Z20.. the m terms),
+//   Z16-Z23 float sums, one per token,
 //   Z24-Z31 integer sums.
 
 // The block's row scales and offsets in float, and its nibbles as bytes.
@@ -90,25 +90,22 @@
 	VPBROADCASTQ DX, Z12 \
 	ZEROF
 
-// FIN for each token: with 8 tokens the m terms go into the float sums
-// themselves; with fewer into Z20+t, added to them before the store (ADDS).
+// FIN for each token. The m terms go into the float sums themselves, one
+// block after another, in every form: a token's row then rounds the same
+// whether it is computed alone or among 2, 4 or 8 tokens (batch
+// invariance; the 8-token form has no registers for separate m sums).
 #define T_FIN8(a, P, I, FA, t) FIN(P, I, FA, FA)
 #define FINS8 ALL(REST8, T_FIN8, 0)
 #define FINS2 \
-	FIN(BX, Z24, Z16, Z20) \
-	FIN(R8, Z25, Z17, Z21)
+	FIN(BX, Z24, Z16, Z16) \
+	FIN(R8, Z25, Z17, Z17)
 #define FINS4 \
 	FINS2 \
-	FIN(R9, Z26, Z18, Z22) \
-	FIN(R10, Z27, Z19, Z23)
+	FIN(R9, Z26, Z18, Z18) \
+	FIN(R10, Z27, Z19, Z19)
 #define ADDS8
-#define ADDS2 \
-	VADDPS  Z20, Z16, Z16 \
-	VADDPS  Z21, Z17, Z17
-#define ADDS4 \
-	ADDS2 \
-	VADDPS  Z22, Z18, Z18 \
-	VADDPS  Z23, Z19, Z19
+#define ADDS2
+#define ADDS4
 
 // The kernel for K = 8, 4 or 2 tokens (REST, PTRS, ZERO, DP, FINS, ADDS of
 // that K) with the nibble split LW (LOADW or LOADWGF); labels are local to
@@ -155,13 +152,12 @@ blk: \
 	VPDPBUSD.BCST 16(BX), Z6, Z24 \
 	VPDPBUSD.BCST 32(BX), Z7, Z25 \
 	VPADDD        Z25, Z24, Z24 \
-	FIN(BX, Z24, Z16, Z20) \
+	FIN(BX, Z24, Z16, Z16) \
 	ADDQ $320, SI \
 	ADDQ $36, BX \
 	DECQ CX \
 	JNZ  blk \
 	STOREY \
-	VADDPS  Z20, Z16, Z16 \
 	VMOVUPS Z16, (AX) \
 	VZEROUPPER \
 	RET

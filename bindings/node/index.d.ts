@@ -619,3 +619,30 @@ declare const moonlm: {
   Conversation: typeof Conversation;
 };
 export default moonlm;
+
+/**
+ * Evaluates every [session, tokens] entry (one token, or an array such as a
+ * chunk of a prompt) in one forward pass; each session's logits then hold
+ * its last token's logits, bit for bit what it gets alone. Resolves to one
+ * error per entry, null where the tokens were evaluated.
+ */
+export function decodeBatch(
+  model: Model, entries: Array<[Session, number | ArrayLike<number>]>,
+): Promise<Array<MoonlmError | null>>;
+
+/** The most tokens one decodeBatch step evaluates, over all its entries. */
+export function maxBatchTokens(model: Model): number;
+
+/**
+ * Lets many async callers share batched steps: decode() queues a session's
+ * tokens and resolves with a copy of its logits once the shared step that
+ * evaluated them ran.
+ */
+export class Batcher {
+  constructor(model: Model);
+  readonly model: Model;
+  readonly maxTokens: number;
+  /** The batched steps run so far. */
+  readonly steps: number;
+  decode(session: Session, tokens: number | ArrayLike<number>): Promise<Float32Array>;
+}

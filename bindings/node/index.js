@@ -1866,4 +1866,8 @@ module.exports.Conversation = require('./state.js').install({
   koffi, lib, check, invalid, arg, shown, Status, MoonlmError, Model, Session, Sampler, registry, callAsync,
   loopArgs, samplerOptions, SAMPLER_OPT_NAMES, LOOP_OPTS, abortedError, generation,
 }).Conversation;
+// Batched decoding (decodeBatch, maxBatchTokens, Batcher): batch.js.
+Object.assign(module.exports, require('./batch.js').install({
+  koffi, lib, check, invalid, arg, shown, Status, MoonlmError, Model, Session, callAsync,
+}));
 module.exports.default = module.exports; // for `import moonlm from 'moonlm'` compiled to CommonJS

@@ -14,5 +14,8 @@ export const {
   pull,
   HubError,
   Conversation,
+  decodeBatch,
+  maxBatchTokens,
+  Batcher,
 } = moonlm;
 export default moonlm;

@@ -30,7 +30,7 @@ func init() {
 }
 
 const benchUsage = `usage: moonlm bench -m FILE [-t THREADS] [-p 512] [-n 128] [-r 5] [--pg P,N] [--json]
-       [--membw] [--no-warmup] [--cpuprofile FILE] [--memprofile FILE]
+       [--sequences N] [--membw] [--no-warmup] [--cpuprofile FILE] [--memprofile FILE]
        [--pack auto|on|off] [--cache cold|warm|off[,...]]
 
 Measures, each phase on its own: opening the model (mapping, parse of the
@@ -39,6 +39,13 @@ empty context (tokens/s and time to first token), decode of N tokens from an
 empty context one at a time without sampling (as llama-bench's tg), and with
 --pg P,N a P-token prefill followed by N decoded tokens. Results are medians
 over -r rounds, after one warm-up round. -p 0 or -n 0 skips that phase.
+
+--sequences N replaces the prefill and decode phases: N sequences are each
+prefilled with -p tokens and then decode -n tokens each, all in shared
+batched steps (one forward pass advances every sequence, as
+llama-batched-bench measures); it reports the aggregate prefill and decode
+tokens/s and the per-sequence latency (the time between two tokens of one
+sequence, mean, median and 99th percentile).
 
 Open reports the repacking of weights (--pack; auto follows MOONLM_PACK)
 and where the packed weights came from. --cache measures the open with the
@@ -62,6 +69,9 @@ type benchConfig struct {
 	Profile  io.Writer
 	Pack     engine.PackMode
 	Cache    []string // --cache states to measure the open in; the last one is used for the run
+	// Sequences, when > 0, replaces the prefill and decode phases by N
+	// sequences prefilled and decoded together (--sequences).
+	Sequences int
 }
 
 // benchOpen is the open phase, each step timed on its own.
@@ -119,6 +129,13 @@ type benchResult struct {
 	KVBytes        int64   `json:"kv_bytes"`
 	PeakRSS        int64   `json:"peak_rss_bytes"`
 	AllocsPerToken float64 `json:"allocs_per_token"`
+
+	// Batched is the --sequences phase.
+	Batched *benchSeqResult `json:"batched,omitempty"`
+	// AggregateDecodeTokS and SequenceTokenMS repeat Batched's headline
+	// figures at the top level.
+	AggregateDecodeTokS float64 `json:"aggregate_decode_tok_s,omitempty"`
+	SequenceTokenMS     float64 `json:"per_sequence_latency_ms,omitempty"`
 
 	MemReadGBs   float64 `json:"mem_read_gb_s,omitempty"`
 	BandwidthUse float64 `json:"bandwidth_ratio,omitempty"` // decode_weight_gb_s / mem_read_gb_s
@@ -222,6 +239,7 @@ func runBench(args []string) error {
 	fs.StringVar(&memProfile, "memprofile", "", "record every allocation and write the profile to `file` (finds what allocates per token)")
 	fs.StringVar(&pack, "pack", "auto", "repack weights at open (`mode`: auto follows MOONLM_PACK, on, off)")
 	fs.StringVar(&cache, "cache", "", "packed-weight cache `states` to measure the open in: cold, warm, off (comma-separated)")
+	fs.IntVar(&cfg.Sequences, "sequences", 0, "`N` sequences prefilled with -p tokens each and decoding -n tokens each in shared batched steps, instead of the single-sequence phases")
 	if help, err := parseFlags(fs, benchUsage, args); help || err != nil {
 		return err
 	}
@@ -358,6 +376,19 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 	info := m.Info()
 	res.Arch, res.Name = info.Arch, info.Name
 
+	if cfg.Sequences > 0 {
+		if cfg.Sequences > 4096 {
+			return nil, fmt.Errorf("bench: --sequences %d: at most 4096", cfg.Sequences)
+		}
+		br, err := benchSequences(m, cfg, cfg.Sequences)
+		if err != nil {
+			return nil, err
+		}
+		res.Batched = br
+		res.AggregateDecodeTokS, res.SequenceTokenMS = br.AggregateDecodeTokS, br.SequenceTokenMS
+		res.PeakRSS = procStatus("VmHWM")
+		return res, nil
+	}
 	nCtx := max(cfg.Prompt, cfg.Gen+1, cfg.PGPrompt+cfg.PGGen, 1)
 	t3 := time.Now()
 	s, err := m.NewSession(engine.SessionParams{NCtx: nCtx})
@@ -603,6 +634,10 @@ func (r *benchResult) writeText(w io.Writer) {
 	for _, c := range r.OpenCache {
 		fmt.Fprintf(w, "open %-5s %.1f ms (pack %.1f, %s), RSS after open %.1f MiB, close %.1f ms\n",
 			c.Cache, c.OpenMS, c.PackMS, c.PackSource, mib(c.RSSAfterOpen), c.CloseMS)
+	}
+	if b := r.Batched; b != nil {
+		fmt.Fprintf(w, "batched   %d sequences: prefill %.2f tok/s aggregate, decode %.2f tok/s aggregate\n", b.Sequences, b.AggregatePrefillTokS, b.AggregateDecodeTokS)
+		fmt.Fprintf(w, "latency   per sequence token %.2f ms mean, %.2f p50, %.2f p99; %.3f allocations per step\n", b.SequenceTokenMS, b.SequenceTokenP50MS, b.SequenceTokenP99MS, b.AllocsPerStep)
 	}
 	if r.PromptTokens > 0 {
 		fmt.Fprintf(w, "pp%-6d  %.2f tok/s, time to first token %.1f ms (open to first token %.1f ms)\n", r.PromptTokens, r.PrefillTokS, r.TTFTMS, r.OpenToFirstTok)

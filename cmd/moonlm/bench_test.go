@@ -357,3 +357,27 @@ func TestLibraryDeps(t *testing.T) {
 		assert.False(t, deps[p], "the library imports %s", p)
 	}
 }
+
+// TestBenchSequencesJSON runs the --sequences phase on stories260K and
+// checks its report: the aggregate and per-sequence figures are present and
+// plausible, and a step allocates nothing.
+func TestBenchSequencesJSON(t *testing.T) {
+	path := shareddata.Path(t, "models/stories260K.gguf")
+	res, err := benchRun(benchConfig{Path: path, Threads: 2, Prompt: 16, Gen: 8, Rounds: 2, Warmup: true, Sequences: 3})
+	require.NoError(t, err)
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out))
+	assert.Greater(t, out["aggregate_decode_tok_s"], 0.0)
+	assert.Greater(t, out["per_sequence_latency_ms"], 0.0)
+	batched, ok := out["batched"].(map[string]any)
+	require.True(t, ok, "batched is %T", out["batched"])
+	assert.EqualValues(t, 3, batched["sequences"])
+	assert.Greater(t, batched["aggregate_prefill_tok_s"], 0.0)
+	assert.LessOrEqual(t, batched["per_sequence_latency_p50_ms"], batched["per_sequence_latency_p99_ms"])
+	assert.Zero(t, batched["allocs_per_step"])
+	assert.Len(t, batched["aggregate_decode_tok_s_rounds"], 2)
+	_, err = benchRun(benchConfig{Path: path, Threads: 2, Prompt: 16, Gen: 8, Rounds: 1, Sequences: 65})
+	assert.ErrorContains(t, err, "at most")
+}

@@ -29,7 +29,7 @@ func init() {
 var serveUsage = `usage: moonlm serve -m FILE [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N]
                     [--api-key KEY | --api-key-file FILE] [--alias NAME] [--chat-template NAME|FILE]
                     [--max-queue N] [--max-prompt-tokens N] [--max-tokens N] [--max-body BYTES]
-                    [--timeout DUR] [--shutdown-timeout DUR] [--prefix-reuse] [--web DIR] [-t THREADS]
+                    [--timeout DUR] [--shutdown-timeout DUR] [--prefix-reuse=false] [--web DIR] [-t THREADS]
 Serves the model over the OpenAI HTTP API:
   POST /v1/chat/completions   chat, streamed (SSE) or not
   POST /v1/completions        text completion, streamed or not
@@ -68,7 +68,7 @@ func runServe(args []string) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "stop a request after `duration`")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 60*time.Second, "on SIGTERM, wait up to `duration` for requests in flight")
 	webDir := fs.String("web", "", "also serve the static files of `dir` under /web/ (the browser page of make web)")
-	reuse := fs.Bool("prefix-reuse", false, "keep each slot's KV cache and evaluate only what a prompt adds to it (temperature-0 answers may then differ in later tokens)")
+	reuse := fs.Bool("prefix-reuse", true, "keep each slot's KV cache and evaluate only what a prompt adds to it (--prefix-reuse=false: evaluate every prompt whole)")
 	if help, err := parseFlags(fs, serveUsage, args); help || err != nil {
 		return err
 	}

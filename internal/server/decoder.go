@@ -31,11 +31,10 @@ type Sequence struct {
 // and calls on one slot never do.
 //
 // The decode step is this interface's business: sessionDecoder runs each
-// slot's sequence with its own engine.Session.Generate (the sessions share
-// the model's worker pool, which serializes their forward passes); a
-// batched decoder implements Run by adding the sequence to a shared step
-// loop that decodes every active slot's next token in one forward pass,
-// and returns when the sequence ends. Nothing above this interface changes.
+// slot's sequence with its own engine.Session.Generate, whose evaluations
+// go, with more than one slot, through a shared step loop (stepLoop) that
+// advances every generating slot in one batched forward pass. Nothing
+// above this interface changes.
 // Prefix reuse belongs here too: Run gets the whole prompt and chooses
 // what to evaluate.
 type Decoder interface {
@@ -52,18 +51,22 @@ type Decoder interface {
 	Close()
 }
 
-// sessionDecoder is the Decoder on one engine.Session per slot.
+// sessionDecoder is the Decoder on one engine.Session per slot. With more
+// than one slot the slots' generations evaluate their tokens through one
+// stepLoop, which advances them all in shared batched forward steps.
 type sessionDecoder struct {
 	m      *engine.Model
 	slots  []*sessionSlot
 	nCtx   int
 	reuse  bool
 	closed bool
+	loop   *stepLoop // nil: each slot evaluates on its own
 }
 
 // sessionSlot is one slot's session and what its KV cache holds.
 type sessionSlot struct {
 	s      *engine.Session
+	req    *stepReq     // the slot's evaluations through the step loop (nil: none)
 	cached []int32      // the tokens in the session's KV cache, in order
 	used   atomic.Int64 // positions in use, for KVUsage
 
@@ -89,7 +92,31 @@ func newSessionDecoder(m *engine.Model, slots int, sp engine.SessionParams, reus
 		d.slots = append(d.slots, &sessionSlot{s: s})
 		d.nCtx = s.NCtx()
 	}
+	if slots > 1 {
+		b, err := m.NewBatcher(sp)
+		switch {
+		case errors.Is(err, engine.ErrUnsupported):
+			// The slots decode side by side, each on its own session.
+		case err != nil:
+			d.Close()
+			return nil, fmt.Errorf("server: batched steps: %w", err)
+		default:
+			d.loop = newStepLoop(b, slots)
+			for _, sl := range d.slots {
+				sl.req = d.loop.newReq()
+			}
+		}
+	}
 	return d, nil
+}
+
+// Steps is the number of forward steps the slots shared (0 without a step
+// loop).
+func (d *sessionDecoder) Steps() int64 {
+	if d.loop == nil {
+		return 0
+	}
+	return d.loop.steps.Load()
 }
 
 func (d *sessionDecoder) Slots() int { return len(d.slots) }
@@ -106,6 +133,9 @@ func (d *sessionDecoder) Close() {
 		return
 	}
 	d.closed = true
+	if d.loop != nil {
+		d.loop.close()
+	}
 	for _, sl := range d.slots {
 		sl.s.Close()
 	}
@@ -146,7 +176,12 @@ func (d *sessionDecoder) Run(ctx context.Context, slot int, seq *Sequence) (engi
 		sl.mu.Unlock()
 	})
 	n := int64(0)
-	res, err := sl.s.Generate(prompt[keep:], seq.Params, func(text []byte, tok int32) bool {
+	params := seq.Params
+	if d.loop != nil {
+		params.Stepper = sl.req
+		d.loop.enter()
+	}
+	res, err := sl.s.Generate(prompt[keep:], params, func(text []byte, tok int32) bool {
 		if tok >= 0 {
 			n++
 			sl.used.Store(base + n)
@@ -156,6 +191,9 @@ func (d *sessionDecoder) Run(ctx context.Context, slot int, seq *Sequence) (engi
 		}
 		return seq.Emit(text, tok)
 	})
+	if d.loop != nil {
+		d.loop.leave()
+	}
 	stop()
 	sl.mu.Lock()
 	sl.current = nil

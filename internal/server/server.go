@@ -63,10 +63,9 @@ type Config struct {
 	// PrefixReuse keeps each slot's KV cache between sequences and
 	// evaluates only the part of a prompt after the longest prefix the
 	// cache holds (a shared system prompt, a conversation's earlier turns).
-	// It is off by default: a prompt evaluated in other chunks rounds
-	// differently in the engine's fast mode, so a temperature-0 answer can
-	// then differ, in its later tokens, from the same request on a fresh
-	// slot; with it off every answer depends on its request only.
+	// In the engine's fast numerics a kept prefix gives the logits of
+	// evaluating it again bit for bit (batch-invariant products), so
+	// answers do not change; `moonlm serve` turns it on by default.
 	PrefixReuse bool
 	// Log receives one line per notable event (nil: none).
 	Log func(format string, args ...any)

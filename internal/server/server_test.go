@@ -608,7 +608,7 @@ func TestCancelledStreamFreesSlot(t *testing.T) {
 func TestIgnoreEOS(t *testing.T) {
 	m := smol(t)
 	_, ts := start(t, m, Config{Ctx: 512})
-	body := chatBody("What is the capital of France?", `,"temperature":0,"max_tokens":60`)
+	body := chatBody("What is the capital of Germany?", `,"temperature":0,"max_tokens":60`)
 	_, b := post(t, ts.URL+"/v1/chat/completions", body)
 	r := decode[chatResp](t, b)
 	if r.Choices[0].FinishReason != "stop" || r.Usage.CompletionTokens >= 60 {
@@ -915,5 +915,50 @@ func TestPrefixReuse(t *testing.T) {
 	}
 	if u := metricValue(t, reuse.URL, "moonlm_kv_cache_used_tokens"); u < float64(prompts[1]) {
 		t.Errorf("with reuse %g KV positions in use after a prompt of %d", u, prompts[1])
+	}
+}
+
+// Concurrent requests are decoded in shared batched steps (far fewer steps
+// than tokens), and each equals the same request served alone by a
+// one-slot server (no step loop) at temperature 0, with prefix reuse on.
+func TestConcurrentRequestsShareSteps(t *testing.T) {
+	m := smol(t)
+	_, single := start(t, m, Config{Parallel: 1, Ctx: 512})
+	srv, ts := start(t, m, Config{Parallel: 4, Ctx: 512, PrefixReuse: true})
+	dec, ok := srv.dec.(*sessionDecoder)
+	if !ok || dec.loop == nil {
+		t.Fatalf("the four-slot server has no step loop (%T)", srv.dec)
+	}
+	topics := []string{"the sea", "a cat", "winter", "bread"}
+	bodies := make([]string, len(topics))
+	alone := make([]string, len(topics))
+	for i, tp := range topics {
+		bodies[i] = chatBody("Say one sentence about "+tp+".", `,"temperature":0,"max_tokens":16,"ignore_eos":true`)
+		_, b := post(t, single.URL+"/v1/chat/completions", bodies[i])
+		alone[i] = decode[chatResp](t, b).Choices[0].Message.Content
+	}
+	for round := range 2 { // the second round reuses the slots' prefixes
+		before := dec.Steps()
+		got := make([]chatResp, len(topics))
+		var wg sync.WaitGroup
+		for i := range bodies {
+			wg.Go(func() {
+				_, b := post(t, ts.URL+"/v1/chat/completions", bodies[i])
+				got[i] = decode[chatResp](t, b)
+			})
+		}
+		wg.Wait()
+		steps := dec.Steps() - before
+		tokens := 0
+		for i := range got {
+			tokens += got[i].Usage.CompletionTokens
+			if got[i].Choices[0].Message.Content != alone[i] {
+				t.Errorf("round %d request %d concurrent: %q; alone: %q", round, i, got[i].Choices[0].Message.Content, alone[i])
+			}
+		}
+		if tokens != 16*len(topics) || steps >= int64(tokens)*3/4 {
+			t.Errorf("round %d: %d tokens in %d steps: the requests did not share steps", round, tokens, steps)
+		}
+		t.Logf("round %d: %d tokens in %d steps", round, tokens, steps)
 	}
 }

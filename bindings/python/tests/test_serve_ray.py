@@ -85,11 +85,11 @@ def replica_actors():
 def test_models_and_chat_through_ray(ray_app):
     c = openai.OpenAI(base_url=ray_app + "/v1", api_key="unused", max_retries=2)
     assert [m.id for m in c.models.list()] == ["smol"]
-    r = c.chat.completions.create(model="smol", messages=[{"role": "user", "content": "What is the capital of France?"}],
+    r = c.chat.completions.create(model="smol", messages=[{"role": "user", "content": "What is the capital of Germany?"}],
                                   temperature=0, max_tokens=24)
-    assert "Paris" in r.choices[0].message.content
+    assert "Berlin" in r.choices[0].message.content
     text = "".join(ch.choices[0].delta.content or "" for ch in c.chat.completions.create(
-        model="smol", messages=[{"role": "user", "content": "What is the capital of France?"}],
+        model="smol", messages=[{"role": "user", "content": "What is the capital of Germany?"}],
         temperature=0, max_tokens=24, stream=True) if ch.choices)
     assert text == r.choices[0].message.content
 

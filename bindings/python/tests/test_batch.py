@@ -1,0 +1,116 @@
+"""Batched decoding: decode_batch advances several sessions in one step with
+each session's logits bit for bit those it gets alone; a bad entry fails
+alone; the asyncio Batcher runs one step for every waiting task."""
+
+import asyncio
+import struct
+
+import pytest
+
+import moonlm
+
+PROMPTS = [
+    "Once upon a time, there was a little dog named Max.",
+    "The cat sat",
+    "Tom and Lily went to the park to play",
+]
+
+
+def bits(x):
+    return struct.pack(f"{len(x)}f", *[float(v) for v in x])
+
+
+def argmax(x):
+    x = [float(v) for v in x]
+    return max(range(len(x)), key=x.__getitem__)
+
+
+def alone(model, toks, n, n_ctx=128):
+    """Prefill then n greedy decodes on a fresh session: every step's logits."""
+    with model.session(n_ctx=n_ctx) as s:
+        out = [bits(s.prefill(toks))]
+        for _ in range(n):
+            out.append(bits(s.decode(argmax_bits(out[-1]))))
+        return out
+
+
+def argmax_bits(b):
+    return argmax(struct.unpack(f"{len(b) // 4}f", b))
+
+
+def test_decode_batch_matches_alone(model):
+    prompts = [model.tokenize(p) for p in PROMPTS]
+    want = [alone(model, t, 5) for t in prompts]
+    sessions = [model.session(n_ctx=128) for _ in prompts]
+    try:
+        got = [[] for _ in prompts]
+        entries = list(zip(sessions, prompts))
+        for _ in range(6):
+            assert moonlm.decode_batch(model, entries) == [None] * len(entries)
+            for i, s in enumerate(sessions):
+                got[i].append(bits(s.logits))
+            entries = [(s, argmax(s.logits)) for s in sessions]
+        assert got == want
+        assert [s.position for s in sessions] == [len(p) + 5 for p in prompts]
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def test_decode_batch_entry_errors(model):
+    with model.session(n_ctx=16) as a, model.session(n_ctx=16) as b, model.session(n_ctx=16) as c:
+        errs = moonlm.decode_batch(model, [(a, [1, 2]), (b, [model.vocab_size - 1 + 1]), (a, 3), (c, 5)])
+        assert errs[0] is None and errs[3] is None
+        assert isinstance(errs[1], moonlm.InvalidArgumentError)
+        assert isinstance(errs[2], moonlm.BusyError)
+        assert (a.position, b.position, c.position) == (2, 0, 1)
+        with pytest.raises(moonlm.InvalidArgumentError):
+            moonlm.decode_batch(model, [(b, [model.vocab_size])], raise_first=True)
+        with pytest.raises(moonlm.ContextFullError):
+            moonlm.decode_batch(model, [(c, list(range(1, 17)))], raise_first=True)
+        with pytest.raises(TypeError):
+            moonlm.decode_batch(model, [(a, "text")])
+        assert moonlm.decode_batch(model, []) == []
+    assert moonlm.max_batch_tokens(model) >= 8
+
+
+def test_batcher_shares_steps(model):
+    prompts = [model.tokenize(p) for p in PROMPTS]
+    n = 6
+    want = [alone(model, t, n) for t in prompts]
+
+    async def run():
+        b = moonlm.Batcher(model)
+        sessions = [model.session(n_ctx=128) for _ in prompts]
+
+        async def one(s, toks):
+            out = [bits(await b.decode(s, toks))]
+            for _ in range(n):
+                out.append(bits(await b.decode(s, argmax_bits(out[-1]))))
+            return out
+
+        try:
+            got = await asyncio.gather(*(one(s, t) for s, t in zip(sessions, prompts)))
+        finally:
+            for s in sessions:
+                s.close()
+        return got, b.steps
+
+    got, steps = asyncio.run(run())
+    assert got == want
+    assert steps == n + 1, "every task's tokens went in the same steps"
+
+
+def test_batcher_long_prompt_in_chunks(model):
+    toks = model.tokenize(" ".join(PROMPTS * 8))
+    b_max = moonlm.max_batch_tokens(model)
+    assert len(toks) > b_max
+    want = alone(model, toks, 0, n_ctx=512)[0]
+
+    async def run():
+        b = moonlm.Batcher(model)
+        with model.session(n_ctx=512) as s:
+            return bits(await b.decode(s, toks)), b.steps
+
+    got, steps = asyncio.run(run())
+    assert got == want and steps >= 2
