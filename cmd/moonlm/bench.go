@@ -131,9 +131,17 @@ type benchCacheOpen struct {
 	PackMS       float64 `json:"open_pack_ms"`
 	PackSource   string  `json:"pack_source"`
 	RSSAfterOpen int64   `json:"rss_after_open_bytes"`
+	// OpenToFirstTokMS is measured end to end: open, a new session and the
+	// logits of a firstTokenPrompt-token prompt (which waits for anything
+	// the open left to the background, such as verifying a cache entry).
+	OpenToFirstTokMS float64 `json:"open_to_first_token_ms"`
 	// CloseMS includes waiting for the background publish of a cold open.
 	CloseMS float64 `json:"close_ms"`
 }
+
+// firstTokenPrompt is the prompt length of the end-to-end open to first
+// token: a short chat turn.
+const firstTokenPrompt = 16
 
 // benchCacheParams returns the cache parameters of a --cache state, with a
 // fresh temporary cache folder for cold and warm (cleanup removes it).
@@ -196,12 +204,37 @@ func benchOpenIn(cfg benchConfig, state string) (benchCacheOpen, error) {
 	r.RSSAfterOpen = procStatus("VmRSS")
 	st := m.OpenStats()
 	r.PackMS, r.PackSource = st.PackMs, st.PackSource
+	if err := firstToken(m); err != nil {
+		m.Close()
+		return r, fmt.Errorf("bench: first token (cache %s): %w", state, err)
+	}
+	r.OpenToFirstTokMS = msSince(t0)
 	t1 := time.Now()
 	if err := m.Close(); err != nil {
 		return r, fmt.Errorf("bench: close (cache %s): %w", state, err)
 	}
 	r.CloseMS = msSince(t1)
 	return r, nil
+}
+
+// firstToken computes the logits of a firstTokenPrompt-token prompt (BOS
+// and random tokens) in a new session.
+func firstToken(m *engine.Model) error {
+	info := m.Info()
+	s, err := m.NewSession(engine.SessionParams{NCtx: firstTokenPrompt})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	prompt := make([]int32, firstTokenPrompt)
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(info.VocabSize))
+	}
+	if info.BOS >= 0 {
+		prompt[0] = info.BOS
+	}
+	return s.Prefill(prompt, make([]float32, info.VocabSize))
 }
 
 func runBench(args []string) error {
@@ -601,8 +634,8 @@ func (r *benchResult) writeText(w io.Writer) {
 		r.OpenMS, r.Open.MapMS, r.Open.ParseMS, r.Open.BuildMS, r.Open.PackMS, r.Open.SessionMS, mib(r.Open.RSSAfterOpen))
 	fmt.Fprintf(w, "packing   %s: %d matrices, %.1f MiB\n", r.PackSource, r.Open.PackedMatrices, mib(r.Open.PackedBytes))
 	for _, c := range r.OpenCache {
-		fmt.Fprintf(w, "open %-5s %.1f ms (pack %.1f, %s), RSS after open %.1f MiB, close %.1f ms\n",
-			c.Cache, c.OpenMS, c.PackMS, c.PackSource, mib(c.RSSAfterOpen), c.CloseMS)
+		fmt.Fprintf(w, "open %-5s %.1f ms (pack %.1f, %s), to first token (%d-token prompt) %.1f ms, RSS after open %.1f MiB, close %.1f ms\n",
+			c.Cache, c.OpenMS, c.PackMS, c.PackSource, firstTokenPrompt, c.OpenToFirstTokMS, mib(c.RSSAfterOpen), c.CloseMS)
 	}
 	if r.PromptTokens > 0 {
 		fmt.Fprintf(w, "pp%-6d  %.2f tok/s, time to first token %.1f ms (open to first token %.1f ms)\n", r.PromptTokens, r.PrefillTokS, r.TTFTMS, r.OpenToFirstTok)

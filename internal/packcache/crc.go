@@ -53,17 +53,30 @@ func crcCombine(crcA, crcB uint32, lenB uint64) uint32 {
 // below two of them one goroutine is faster than starting more.
 var parallelChunk = 32 << 20
 
+// shareAlign keeps every share's start page-aligned (when data's is) on
+// every page size in use, so each can be populated on its own.
+const shareAlign = 64 << 10
+
+// crcPiece is how much of its share a goroutine populates, then checksums,
+// at once: small enough that the pages are still in cache when read.
+var crcPiece = 4 << 20
+
 // checksum returns the CRC-32C of data, computed in parallel shares on up
 // to GOMAXPROCS goroutines and combined, so validating a large entry runs
-// at the memory bandwidth of the machine rather than of one core. The
+// at the memory bandwidth of the machine rather than of one core. With
+// fault, each goroutine populates the page tables of a piece of its share
+// right before reading it (a mapping made without prefaulting). The
 // helpers run with SetPanicOnFault like the caller, and a panic in one
 // (a fault on a shrunken mapping) is raised again in the caller.
-func checksum(data []byte) uint32 {
+func checksum(data []byte, fault bool) uint32 {
 	n := min(runtime.GOMAXPROCS(0), len(data)/parallelChunk)
 	if n <= 1 {
-		return crc32.Checksum(data, castagnoli)
+		return crcShare(data, fault)
 	}
-	share := (len(data) + n - 1) / n
+	share := ((len(data)+n-1)/n + shareAlign - 1) / shareAlign * shareAlign
+	if n = (len(data) + share - 1) / share; n <= 1 {
+		return crcShare(data, fault)
+	}
 	crcs := make([]uint32, n)
 	panics := make([]any, n)
 	var wg sync.WaitGroup
@@ -71,10 +84,10 @@ func checksum(data []byte) uint32 {
 		wg.Go(func() {
 			defer func() { panics[i] = recover() }()
 			debug.SetPanicOnFault(true)
-			crcs[i] = crc32.Checksum(data[i*share:min((i+1)*share, len(data))], castagnoli)
+			crcs[i] = crcShare(data[i*share:min((i+1)*share, len(data))], fault)
 		})
 	}
-	crcs[0] = crc32.Checksum(data[:share], castagnoli)
+	crcs[0] = crcShare(data[:share], fault)
 	wg.Wait()
 	for _, p := range panics {
 		if p != nil {
@@ -85,6 +98,21 @@ func checksum(data []byte) uint32 {
 	for i := 1; i < n; i++ {
 		lo, hi := i*share, min((i+1)*share, len(data))
 		crc = crcCombine(crc, crcs[i], uint64(hi-lo))
+	}
+	return crc
+}
+
+// crcShare is the CRC-32C of b, piece by piece, populating each piece
+// first when fault is set.
+func crcShare(b []byte, fault bool) uint32 {
+	var crc uint32
+	for len(b) > 0 {
+		p := b[:min(len(b), crcPiece)]
+		if fault {
+			populate(p)
+		}
+		crc = crc32.Update(crc, castagnoli, p)
+		b = b[len(p):]
 	}
 	return crc
 }
