@@ -14,7 +14,7 @@
 //	12      u32 CRC-32C of the header region [0, data offset), this field as zero
 //	16      u64 data offset
 //	24      u64 data length
-//	32      u32 CRC-32C of the data
+//	32      u32 CRC-32 (IEEE) of the data
 //	36      u32 length of the encoded key
 //	40      the encoded key, then zeros up to the data offset
 //	...     data
@@ -64,7 +64,7 @@ const DefaultMaxBytes = 8 << 30
 // FormatVersion is the entry file format version. It is part of the hash
 // that names an entry, so moonlm versions with different formats keep
 // separate entries instead of overwriting each other's.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Config says where and whether the cache lives.
 type Config struct {
@@ -254,7 +254,7 @@ func buildHeader(enc []byte, parts [][]byte) []byte {
 	var crc uint32
 	for _, p := range parts {
 		n += int64(len(p))
-		crc = crc32.Update(crc, castagnoli, p)
+		crc = crc32.Update(crc, dataTable, p)
 	}
 	le := binary.LittleEndian
 	le.PutUint32(h[offVersion:], FormatVersion)
