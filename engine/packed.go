@@ -363,6 +363,22 @@ func (ps *packState) repairUnverified(m *Model, why error) bool {
 	return true
 }
 
+// WaitPacked waits for the background work on the model's packed weights:
+// a cache entry's verification (and its repair after a mismatch) and the
+// publish of freshly packed weights to the cache. Forward passes need not
+// call it (they wait for the verification by themselves); it is for
+// callers that measure (allocations of those goroutines count against the
+// process) or that want the verification's verdict: its error means the
+// weights failed verification and could not be repaired.
+func (m *Model) WaitPacked() error {
+	ps := m.packed
+	if ps == nil {
+		return nil
+	}
+	ps.put.Wait()
+	return ps.ready()
+}
+
 // ready waits until the packed weights may be read: at once unless they
 // come from a cache entry still being verified. Its error means they
 // cannot be (the model must be reopened). One atomic load once verified,

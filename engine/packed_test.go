@@ -398,6 +398,12 @@ func TestPackedCacheColdWarm(t *testing.T) {
 	require.Equal(t, PackSourcePacked, st.PackSource)
 	require.Empty(t, cacheEntries(t, dir), "cache off writes nothing")
 
+	m, err := Open(path, cacheIn(dir, ks))
+	require.NoError(t, err)
+	require.NoError(t, m.WaitPacked())
+	require.Len(t, cacheEntries(t, dir), 1, "WaitPacked waited for the publish")
+	require.NoError(t, m.Close())
+	require.NoError(t, os.RemoveAll(dir))
 	cold, st := packedBytes(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource)
 	require.Len(t, cacheEntries(t, dir), 1, "Close waited for the publish")
@@ -417,7 +423,7 @@ func TestPackedCacheColdWarm(t *testing.T) {
 
 	// Decoding on the mapped entry (through the fault-watching layouts)
 	// allocates nothing.
-	m, err := Open(path, cacheIn(dir, ks))
+	m, err = Open(path, cacheIn(dir, ks))
 	require.NoError(t, err)
 	defer m.Close()
 	require.Equal(t, PackSourceCacheHit, m.OpenStats().PackSource)
@@ -778,6 +784,7 @@ func TestPackedCacheLazyVerifyRepairFails(t *testing.T) {
 	t.Cleanup(func() { repairPages = old })
 	m, err := Open(path, cacheIn(dir, ks))
 	require.NoError(t, err)
+	require.ErrorIs(t, m.WaitPacked(), packcache.ErrCorrupt, "WaitPacked gives the verdict")
 	s, err := m.NewSession(SessionParams{NCtx: 64})
 	require.NoError(t, err)
 	logits := make([]float32, m.Info().VocabSize)

@@ -472,6 +472,14 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 			return nil, fmt.Errorf("bench: warm-up decode: %w", err)
 		}
 	}
+	if cfg.Warmup {
+		// The measured rounds should not share the process with the
+		// background publish of a cold open (or a cache entry's
+		// verification): their allocations would count as the decode's.
+		if err := m.WaitPacked(); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
 	if cfg.Profile != nil {
 		if err := pprof.StartCPUProfile(cfg.Profile); err != nil {
 			return nil, fmt.Errorf("bench: cpu profile: %w", err)
