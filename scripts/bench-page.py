@@ -14,6 +14,7 @@ Environment: MOONLM_CLI (build/moonlm), MODELS (space-separated GGUF paths;
 default: SmolLM2-135M Q4_1 and the 1B-shaped benchmark models), OUT
 (build/bench), THREADS (2), ROUNDS (3), P (512), N (128), DEPTH (4096),
 QUICK=1 (P=128, N=32, DEPTH=512, ROUNDS=2: minutes on a 2-core machine),
+FROM_LOG (rebuild the results of an interrupted run from its standard error),
 BENCH_LOCK (a file each run holds with flock, for machines shared with
 other benchmarks), EXTRA_LLAMA / EXTRA_IK (more llama-bench arguments).
 """
@@ -220,8 +221,10 @@ def svg(results, path):
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>',
          '<text x="10" y="22" font-size="15" font-weight="bold">moonlm vs llama.cpp vs ik_llama.cpp: tokens/s, higher is better</text>',
-         '<text x="10" y="40">%s; %d threads unless said; median of %d interleaved rounds; %s</text>' % (
-             esc(results["machine"]["cpu"]), THREADS, ROUNDS, esc(results["date"])),
+         '<text x="10" y="40">%s, %s cores, L3 %s, plain read %s GB/s; %d threads unless said; median of %d interleaved rounds; load average %s; %s</text>' % (
+             esc(results["machine"]["cpu"]), results["machine"]["cores"], esc(results["machine"]["caches"].get("L3", "?")),
+             results["machine"]["mem_read_gb_s"], THREADS, results.get("rounds_done", ROUNDS), esc(results.get("load_range", "?")),
+             esc(results["date"])),
          ]
     x0 = 10
     for i, (e) in enumerate(names):
@@ -287,7 +290,13 @@ def main():
     for m in MODELS:
         for ph in phases(m):
             order.append((m, ph))
+    if env("FROM_LOG", ""):
+        from_log(env("FROM_LOG", ""), table, order)
+        write(results, table, order)
+        return
     for rnd in range(ROUNDS):
+        if rnd:
+            write(results, table, order)  # an interrupted run keeps the rounds done
         for m, (name, threads, p, n, depth, key) in order:
             for e, binary in ENGINES:
                 t0 = time.time()
@@ -300,6 +309,41 @@ def main():
                 table.setdefault((name, m), {}).setdefault(e, []).append(r)
                 print("round %d %-22s %-18s %-12s %s (load %s)" % (rnd + 1, name, short(m), e,
                       fmt(r["value"]) if r.get("value") else r.get("error", "-")[:80], r.get("load")), file=sys.stderr)
+    write(results, table, order)
+    for ph in results["phases"]:
+        for m, r in ph["models"].items():
+            print("%-24s %-20s %s" % (ph["name"], m, "  ".join("%s %s" % (e, fmt(v) if v else "-") for e, v in r.items())))
+
+
+def from_log(path, table, order):
+    """Fills table from the progress lines of an earlier run's standard error."""
+    names = {short(m): m for m, _ in order}
+    phase_names = sorted({ph[0] for _, ph in order}, key=len, reverse=True)
+    for line in read(path).splitlines():
+        if not line.startswith("round "):
+            continue
+        rest = line.split(" ", 2)[2]
+        name = next((p for p in phase_names if rest.startswith(p + " ")), None)
+        if not name:
+            continue
+        rest = rest[len(name):].strip()
+        model = next((sm for sm in sorted(names, key=len, reverse=True) if rest.startswith(sm + " ")), None)
+        if not model:
+            continue
+        rest = rest[len(model):].split()
+        engine, value = rest[0], rest[1]
+        load = re.search(r"load \[([\d.]+), ([\d.]+)\]", line)
+        try:
+            v = float(value)
+        except ValueError:
+            v = None
+        table.setdefault((name, names[model]), {}).setdefault(engine, []).append(
+            {"value": v, "load": [float(load.group(1)), float(load.group(2))] if load else None})
+
+
+def write(results, table, order):
+    """Writes results.json and results.svg from the runs in table so far."""
+    results["phases"] = []
     for name in dict.fromkeys(ph[0] for _, ph in order):
         entry = {"name": name, "models": {}}
         for m in MODELS:
@@ -310,13 +354,15 @@ def main():
             entry["models"][short(m)] = med
             entry.setdefault("runs", {})[short(m)] = runs
         results["phases"].append(entry)
+    rounds = min((len(rs) for runs in table.values() for rs in runs.values()), default=0)
+    results["rounds_done"] = rounds
+    loads = [x for runs in table.values() for rs in runs.values() for r in rs for x in r.get("load") or []]
+    if loads:
+        results["load_range"] = "%.1f-%.1f" % (min(loads), max(loads))
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
     svg(results, os.path.join(OUT, "results.svg"))
     print("wrote %s and %s" % (os.path.join(OUT, "results.json"), os.path.join(OUT, "results.svg")), file=sys.stderr)
-    for ph in results["phases"]:
-        for m, r in ph["models"].items():
-            print("%-24s %-20s %s" % (ph["name"], m, "  ".join("%s %s" % (e, fmt(v) if v else "-") for e, v in r.items())))
 
 
 if __name__ == "__main__":
