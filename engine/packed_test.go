@@ -483,15 +483,9 @@ func TestPackedCacheInvalidation(t *testing.T) {
 // offsets, or truncated) is a miss: the model packs in memory, computes
 // the same logits and rewrites the entry.
 func TestPackedCacheCorruptEntry(t *testing.T) {
-	_, ks := withFakeLayout(t)
-	dir := filepath.Join(t.TempDir(), "cache")
-	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	wantToks, wantLogits, st := runLogits(t, path, cacheIn(dir, ks))
-	require.Equal(t, PackSourceCacheWrite, st.PackSource)
-	entries := cacheEntries(t, dir)
-	require.Len(t, entries, 1)
-	good, err := os.ReadFile(entries[0])
-	require.NoError(t, err)
+	w := newWarmEntry(t)
+	ks, dir, path, wantToks, wantLogits, good := w.ks, w.dir, w.path, w.toks, w.logits, w.good
+	entries := []string{w.entry}
 	r := rand.New(rand.NewPCG(5, 5))
 	damage := map[string]func(b []byte) []byte{
 		"flip": func(b []byte) []byte {
@@ -724,15 +718,9 @@ func TestPackedCacheLazyVerify(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("replacing the entry's pages needs mremap (Linux)")
 	}
-	_, ks := withFakeLayout(t)
-	dir := filepath.Join(t.TempDir(), "cache")
-	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	wantToks, wantLogits, st := runLogits(t, path, cacheIn(dir, ks))
-	require.Equal(t, PackSourceCacheWrite, st.PackSource)
-	entries := cacheEntries(t, dir)
-	require.Len(t, entries, 1)
-	good, err := os.ReadFile(entries[0])
-	require.NoError(t, err)
+	w := newWarmEntry(t)
+	ks, dir, path, wantToks, wantLogits, good := w.ks, w.dir, w.path, w.toks, w.logits, w.good
+	entries := []string{w.entry}
 
 	hold := make(chan struct{})
 	beforeVerify = func() { <-hold }
@@ -768,14 +756,10 @@ func TestPackedCacheLazyVerify(t *testing.T) {
 // replaced, every forward pass fails with ErrIO (never runs on the damaged
 // bytes), and the next open packs afresh.
 func TestPackedCacheLazyVerifyRepairFails(t *testing.T) {
-	_, ks := withFakeLayout(t)
-	dir := filepath.Join(t.TempDir(), "cache")
-	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	_, wantLogits, _ := runLogits(t, path, cacheIn(dir, ks))
-	entries := cacheEntries(t, dir)
-	require.Len(t, entries, 1)
-	b, err := os.ReadFile(entries[0])
-	require.NoError(t, err)
+	w := newWarmEntry(t)
+	ks, dir, path, wantLogits := w.ks, w.dir, w.path, w.logits
+	entries := []string{w.entry}
+	b := append([]byte(nil), w.good...)
 	b[len(b)-100] ^= 1
 	require.NoError(t, os.WriteFile(entries[0], b, 0o644))
 
@@ -802,4 +786,32 @@ func TestPackedCacheLazyVerifyRepairFails(t *testing.T) {
 	_, logits2, st := runLogits(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource)
 	require.Equal(t, wantLogits, logits2)
+}
+
+// warmEntry is a synthetic model with a fake packed layout, opened once
+// with a cache in a new folder: its one entry's path and bytes, and the
+// tokens and logits of runLogits.
+type warmEntry struct {
+	ks               *kernels.Set
+	dir, path, entry string
+	toks             []int32
+	logits           [][]float32
+	good             []byte
+}
+
+func newWarmEntry(t *testing.T) warmEntry {
+	t.Helper()
+	_, ks := withFakeLayout(t)
+	w := warmEntry{ks: ks, dir: filepath.Join(t.TempDir(), "cache"),
+		path: writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)}
+	var st OpenStats
+	w.toks, w.logits, st = runLogits(t, w.path, cacheIn(w.dir, ks))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource)
+	entries := cacheEntries(t, w.dir)
+	require.Len(t, entries, 1)
+	w.entry = entries[0]
+	var err error
+	w.good, err = os.ReadFile(w.entry)
+	require.NoError(t, err)
+	return w
 }

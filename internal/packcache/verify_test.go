@@ -76,21 +76,6 @@ func TestLazyVerifyCorrupt(t *testing.T) {
 	}
 }
 
-// A full Get of a corrupt entry misses, as before.
-func TestFullGetCorrupt(t *testing.T) {
-	c, _ := newConfig(t)
-	k := testKey(3)
-	data := payload(5, 200<<10)
-	require.NoError(t, c.Put(k, data))
-	path := entryPath(t, c, k)
-	st, err := os.Stat(path)
-	require.NoError(t, err)
-	flipByte(t, path, st.Size()-1)
-	e, err := c.Get(k, int64(len(data)))
-	require.NoError(t, err)
-	assert.Nil(t, e)
-}
-
 // A corrupt header or a wrong length is caught by the lazy Get itself.
 func TestLazyGetChecksHeader(t *testing.T) {
 	c, _ := newConfig(t)
