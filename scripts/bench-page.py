@@ -14,7 +14,8 @@ Environment: MOONLM_CLI (build/moonlm), MODELS (space-separated GGUF paths;
 default: SmolLM2-135M Q4_1 and the 1B-shaped benchmark models), OUT
 (build/bench), THREADS (2), ROUNDS (3), P (512), N (128), DEPTH (4096),
 QUICK=1 (P=128, N=32, DEPTH=512, ROUNDS=2: minutes on a 2-core machine),
-FROM_LOG (rebuild the results of an interrupted run from its standard error),
+FROM_LOG (rebuild the results of an interrupted run from its standard error;
+MOONLM_COMMIT then names the commit that run measured),
 BENCH_LOCK (a file each run holds with flock, for machines shared with
 other benchmarks), EXTRA_LLAMA / EXTRA_IK (more llama-bench arguments).
 """
@@ -179,7 +180,8 @@ def versions():
             dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
                                    capture_output=True, text=True).stdout.strip()
             ver = subprocess.run([binary, "version"], capture_output=True, text=True).stdout.strip().splitlines()[0]
-            v[name] = {"commit": c.stdout.strip() + ("+changes" if dirty else ""), "version": ver,
+            commit = env("MOONLM_COMMIT", c.stdout.strip() + ("+changes" if dirty else ""))
+            v[name] = {"commit": commit, "version": ver,
                        "build": "go build -trimpath (make cli); " + subprocess.run(
                            ["go", "version"], capture_output=True, text=True).stdout.strip()}
             continue
@@ -191,7 +193,7 @@ def versions():
             src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(binary))))
             g = subprocess.run(["git", "-C", src, "rev-parse", "--short=8", "HEAD"], capture_output=True, text=True)
             commit = g.stdout.strip()
-        vline = next((l for l in text.splitlines() if "version" in l and "usage" not in l), "")
+        vline = next((l for l in text.splitlines() if "version" in l and "usage" not in l and "error" not in l), "")
         v[name] = {"commit": commit, "version": vline,
                    "cmake": cmake_flags(binary)}
     return v
@@ -211,27 +213,27 @@ def svg(results, path):
         rows = [(m, r) for m, r in ph["models"].items() if any(r.get(e) for e in names)]
         if rows:
             panels.append((ph["name"], rows))
-    pw, ph_h, top = 460, 40, 70
+    pw, top = 460, 70
     bar = 14
     heights = [top + len(rows) * (len(names) * bar + 18) + 30 for _, rows in panels]
     cols = 2
     W = cols * pw + 20
     rowsH = [max(heights[i:i + cols]) for i in range(0, len(heights), cols)]
-    H = 70 + sum(rowsH) + 30
+    H = 84 + sum(rowsH) + 30
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>',
          '<text x="10" y="22" font-size="15" font-weight="bold">moonlm vs llama.cpp vs ik_llama.cpp: tokens/s, higher is better</text>',
-         '<text x="10" y="40">%s, %s cores, L3 %s, plain read %s GB/s; %d threads unless said; median of %d interleaved rounds; load average %s; %s</text>' % (
+         '<text x="10" y="40">%s, %s cores, L3 %s, plain read %s GB/s; %d threads unless said; median of %d interleaved rounds</text>' % (
              esc(results["machine"]["cpu"]), results["machine"]["cores"], esc(results["machine"]["caches"].get("L3", "?")),
-             results["machine"]["mem_read_gb_s"], THREADS, results.get("rounds_done", ROUNDS), esc(results.get("load_range", "?")),
-             esc(results["date"])),
+             results["machine"]["mem_read_gb_s"], THREADS, results.get("rounds_done", ROUNDS)),
+         '<text x="10" y="56">load average during the runs %s; %s</text>' % (esc(results.get("load_range", "?")), esc(results["date"])),
          ]
     x0 = 10
     for i, (e) in enumerate(names):
-        o.append('<rect x="%d" y="50" width="12" height="12" fill="%s"/><text x="%d" y="60">%s %s</text>' % (
+        o.append('<rect x="%d" y="64" width="12" height="12" fill="%s"/><text x="%d" y="74">%s %s</text>' % (
             x0, colors.get(e, "#777"), x0 + 16, esc(e), esc(results["versions"][e]["commit"])))
         x0 += 200
-    y = 70
+    y = 84
     for r0 in range(0, len(panels), cols):
         for c, (name, rows) in enumerate(panels[r0:r0 + cols]):
             px = 10 + c * pw
