@@ -86,7 +86,7 @@ const (
 type OpenStats struct {
 	MapMs     float64 // open(2), fstat, mmap of the model file (0 for OpenFile)
 	ParseMs   float64 // GGUF header, metadata index and tensor table (0 for OpenFile)
-	TensorsMs float64 // config, tokenizer, tensor checks and norms, worker pool
+	TensorsMs float64 // config, tensor checks and norms, worker pool (the tokenizer builds alongside; the open waits for it after packing)
 	PackMs    float64 // packing the weights or mapping them from the cache
 	// PackSource is one of the PackSource constants.
 	PackSource string

@@ -72,7 +72,7 @@ type benchConfig struct {
 type benchOpen struct {
 	MapMS           float64 `json:"map_ms"`   // open(2), fstat, mmap (engine.Open)
 	ParseMS         float64 `json:"parse_ms"` // header, metadata index and tensor table (one pass in gguf.Parse)
-	BuildMS         float64 `json:"build_ms"` // config, tokenizer, tensor checks, norms, worker pool
+	BuildMS         float64 `json:"build_ms"` // config, tensor checks, norms, worker pool (the tokenizer builds alongside, until after the pack)
 	PackMS          float64 `json:"pack_ms"`  // repacking weights, or mapping them from the cache
 	PackSource      string  `json:"pack_source"`
 	PackedBytes     int64   `json:"packed_bytes"`
