@@ -325,10 +325,12 @@ run: all
 bench-models: cli
 	@scripts/bench-models.sh $(CLI)
 
-# moonlm bench over SmolLM2 and the benchmark models; LLAMA_BENCH=path/to/llama-bench
-# also runs llama.cpp interleaved with it and prints the ratios.
+# moonlm bench over SmolLM2 and the benchmark models, interleaved with the
+# llama-bench builds named by LLAMA_BENCH and IK_BENCH (either optional):
+# writes $(MOONLM_BENCH_DIR)/results.json and results.svg (scripts/bench-page.py;
+# QUICK=1 for a run of minutes, OUT=dir to write elsewhere).
 bench: cli bench-models
-	@MOONLM_CLI=$(CLI) scripts/bench.sh
+	@MOONLM_CLI=$(CLI) scripts/bench-page.py
 
 # Load test of moonlm serve on loopback (scripts/bench-serve.sh says the
 # settings); LLAMA_SERVER=path/to/llama-server runs llama.cpp's beside it.

@@ -23,6 +23,9 @@ const (
 // out, when not nil, receives the logits of tokens[first:], one row each.
 func (s *Session) forward(tokens []int32, out []float32, first int) error {
 	m := s.m
+	if err := m.packed.ready(); err != nil {
+		return err
+	}
 	s.batch = tokens
 	s.nTok = len(tokens)
 	s.p0 = s.pos

@@ -368,15 +368,51 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity, prog *progress) (m 
 	if cfg.YarnExt != 0 {
 		m.yarnCorr = kernels.RoPEYarnCorrDims(cfg.Rot, cfg.CtxOrig, cfg.RopeBase, cfg.YarnBetaFast, cfg.YarnBetaSlow)
 	}
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		if errors.Is(err, tokenizer.ErrUnsupported) {
-			return nil, fmt.Errorf("%w: tokenizer: %w", ErrUnsupported, err)
-		}
-		return nil, fmt.Errorf("%w: tokenizer: %w", ErrBadFile, err)
+	// The tokenizer (tens of milliseconds for a large vocabulary) is built
+	// on its own goroutine while the tensors are laid out and the packed
+	// weights looked up, so that a cache entry's background verification
+	// starts that much earlier. Every return joins it.
+	type tokResult struct {
+		tok *tokenizer.Tokenizer
+		err error
 	}
-	m.tok = tok
+	tokDone := make(chan tokResult, 1)
+	go func() {
+		var tok *tokenizer.Tokenizer
+		var err error
+		defer func() { tokDone <- tokResult{tok, err} }()
+		defer func() {
+			if r := recover(); r != nil {
+				err = panicError("loading the tokenizer", r)
+			}
+		}()
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		tok, err = tokenizer.FromGGUF(f)
+	}()
+	mm := m                  // m is the named result, which a failed return sets to nil
+	tokErr := func() error { // once: the goroutine sends one value
+		r, ok := <-tokDone
+		if !ok {
+			return nil
+		}
+		close(tokDone)
+		mm.tok = r.tok
+		err := r.err
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, tokenizer.ErrUnsupported):
+			return fmt.Errorf("%w: tokenizer: %w", ErrUnsupported, err)
+		case errors.Is(err, ErrIO):
+			return err
+		}
+		return fmt.Errorf("%w: tokenizer: %w", ErrBadFile, err)
+	}
+	defer func() { _ = tokErr() }()
 	if err := m.loadTensors(); err != nil {
+		if terr := tokErr(); terr != nil {
+			return nil, terr // a bad tokenizer is reported first, as it is read first
+		}
 		return nil, err
 	}
 	if err := m.checkNumericsWeights(); err != nil {
@@ -400,22 +436,32 @@ func openFile(f *gguf.File, p ModelParams, id *fileIdentity, prog *progress) (m 
 	}
 	err = m.pack(p, id, prog)
 	if err == nil {
+		err = tokErr()
+		if err == nil {
+			err = m.checkVocab()
+		}
+	}
+	if err == nil {
 		err = prog.report(1)
 	}
 	if err != nil {
-		// Only a cancelled open gets here: undo the packing and the pool.
+		// A cancelled open, or a tokenizer that failed or does not fit
+		// the embeddings: undo the packing and the pool.
 		if m.packed != nil {
 			_ = m.packed.close()
 		}
 		m.pool.Close()
-		return nil, fmt.Errorf("engine: open: %w", err)
+		if errors.Is(err, ErrCancelled) {
+			return nil, fmt.Errorf("engine: open: %w", err)
+		}
+		return nil, err
 	}
 	m.info = Info{
 		Arch: cfg.Arch, Name: cfg.Name, VocabSize: m.output.Rows,
 		ContextLength: cfg.CtxTrain, EmbeddingSize: cfg.Dim, Layers: cfg.Layers,
 		Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, FFNSize: cfg.FF,
 		ChatTemplate: m.template,
-		BOS:          tok.BOS(), EOS: tok.EOS(), EOT: tok.EOT(), AddBOS: tok.AddBOS(),
+		BOS:          m.tok.BOS(), EOS: m.tok.EOS(), EOT: m.tok.EOT(), AddBOS: m.tok.AddBOS(),
 		Threads: m.pool.Threads(),
 	}
 	return m, nil
@@ -604,6 +650,14 @@ func asTable(t *gguf.Tensor, cols, rows int) ([]float32, error) {
 	return out, nil
 }
 
+// checkVocab checks that the embeddings have a row for every token.
+func (m *Model) checkVocab() error {
+	if m.embd.Rows < m.tok.VocabSize() {
+		return fmt.Errorf("%w: token_embd.weight has %d rows for a vocabulary of %d", ErrBadFile, m.embd.Rows, m.tok.VocabSize())
+	}
+	return nil
+}
+
 // loadTensors loads and checks every tensor the architecture declares.
 func (m *Model) loadTensors() error {
 	c := &m.cfg
@@ -633,9 +687,6 @@ func (m *Model) loadTensors() error {
 		}
 	} else if m.embd.Data == nil || m.output.Data == nil || m.outputNorm == nil {
 		return descriptionError(m.fam, "token_embd, output and output_norm are required")
-	}
-	if m.embd.Rows < m.tok.VocabSize() {
-		return fmt.Errorf("%w: token_embd.weight has %d rows for a vocabulary of %d", ErrBadFile, m.embd.Rows, m.tok.VocabSize())
 	}
 	for i := range m.layers {
 		L := &m.layers[i]

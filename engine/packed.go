@@ -86,7 +86,7 @@ const (
 type OpenStats struct {
 	MapMs     float64 // open(2), fstat, mmap of the model file (0 for OpenFile)
 	ParseMs   float64 // GGUF header, metadata index and tensor table (0 for OpenFile)
-	TensorsMs float64 // config, tokenizer, tensor checks and norms, worker pool
+	TensorsMs float64 // config, tensor checks and norms, worker pool (the tokenizer builds alongside; the open waits for it after packing)
 	PackMs    float64 // packing the weights or mapping them from the cache
 	// PackSource is one of the PackSource constants.
 	PackSource string
@@ -132,6 +132,13 @@ type packState struct {
 	mu       sync.Mutex  // serializes recover against itself and close
 	repaired bool        // the entry's pages were replaced by in-memory packing
 	faulted  atomic.Bool // a kernel faulted on the entry; recovery started
+
+	// A cache entry is mapped at open after checking only its header, key
+	// and length; its data's checksum is verified in the background, and
+	// no forward pass starts before that ends (ready).
+	verified   atomic.Bool   // the weights may be used: verified, repaired, or not from the cache
+	verifyDone chan struct{} // closed when the verification (and any repair) ended
+	verifyErr  error         // set before verifyDone closes: the weights are unusable
 }
 
 // packAlign aligns every packed matrix to a cache line.
@@ -243,6 +250,7 @@ func (m *Model) pack(p ModelParams, id *fileIdentity, prog *progress) error {
 		return nil
 	}
 	cfg := cacheConfig(p.PackedCache, p.Debug)
+	cfg.LazyVerify = true // the checksum runs in the background (verifyEntry)
 	if total == 0 {
 		cfg.Disabled = true // nothing is copied, so nothing to cache
 	}
@@ -267,11 +275,13 @@ func (m *Model) pack(p ModelParams, id *fileIdentity, prog *progress) error {
 			ps.logf("packed-weight cache: %v; packing in memory", err)
 		case e != nil:
 			ps.entry = e
+			ps.prog = nil // a repair after the open is not part of it
 			ps.install(e.Data)
 			ps.watchFaults(m)
 			m.packed = ps
 			m.stats.PackSource = PackSourceCacheHit
 			m.stats.PackedBytes, m.stats.PackedMatrices = int64(total), len(ts)
+			ps.verifyEntry(m, cfg, key) // after the stats: a failed verification rewrites them
 			return nil
 		}
 	}
@@ -286,6 +296,7 @@ func (m *Model) pack(p ModelParams, id *fileIdentity, prog *progress) error {
 		m.stats.PackSource = PackSourceOff
 		return nil
 	}
+	ps.verified.Store(true)
 	m.packed = ps
 	m.stats.PackSource = PackSourcePacked
 	m.stats.PackedBytes, m.stats.PackedMatrices = int64(total), len(ts)
@@ -299,6 +310,85 @@ func (m *Model) pack(p ModelParams, id *fileIdentity, prog *progress) error {
 		}()
 	}
 	return nil
+}
+
+// verifyEntry starts the background verification of the cache entry's
+// data (packcache.Entry.Verify: every byte read and checksummed, on up to
+// GOMAXPROCS goroutines), which keeps the open from reading the whole entry.
+// Forward passes wait for it (ready). On a mismatch or a fault the entry
+// file is removed, the model packs its weights in memory in place of the
+// entry's pages (as RecoverPackedCache does) and publishes them as a new
+// entry, so no forward pass ever reads unverified weights; if that repair
+// fails, every forward pass of the model returns ErrIO.
+func (ps *packState) verifyEntry(m *Model, cfg packcache.Config, key packcache.Key) {
+	ps.verifyDone = make(chan struct{})
+	ps.put.Add(1) // Close waits for the verification
+	go func() {
+		defer ps.put.Done()
+		beforeVerify()
+		err := guardFaults("verifying the packed-weight cache entry", ps.entry.Verify)
+		if err == nil {
+			ps.verified.Store(true)
+			close(ps.verifyDone)
+			return
+		}
+		if !ps.repairUnverified(m, err) {
+			close(ps.verifyDone)
+			return
+		}
+		close(ps.verifyDone)
+		// The repaired pages replace the removed entry; Put logs its own
+		// failures.
+		_ = cfg.Put(key, ps.entry.Data)
+	}()
+}
+
+// repairUnverified packs the weights in memory in place of an entry that
+// failed verification (why); false means the weights are unusable.
+func (ps *packState) repairUnverified(m *Model, why error) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.repaired {
+		if _, err := ps.repackEntry(m); err != nil {
+			ps.logf("packed-weight cache entry %s failed verification (%v) and could not be replaced: %v", ps.entry.Path(), why, err)
+			ps.verifyErr = fmt.Errorf("engine: packed-weight cache entry %s failed verification (%w) and could not be replaced: %w: %w (reopen the model)", ps.entry.Path(), why, ErrIO, err)
+			return false
+		}
+	}
+	ps.logf("packed-weight cache entry %s failed verification (%v); packed in memory instead", ps.entry.Path(), why)
+	m.statsMu.Lock()
+	m.stats.PackSource = PackSourceCacheWrite
+	m.statsMu.Unlock()
+	ps.verified.Store(true)
+	return true
+}
+
+// WaitPacked waits for the background work on the model's packed weights:
+// a cache entry's verification (and its repair after a mismatch) and the
+// publish of freshly packed weights to the cache. Forward passes need not
+// call it (they wait for the verification by themselves); it is for
+// callers that measure (allocations of those goroutines count against the
+// process) or that want the verification's verdict: its error means the
+// weights failed verification and could not be repaired.
+func (m *Model) WaitPacked() error {
+	ps := m.packed
+	if ps == nil {
+		return nil
+	}
+	ps.put.Wait()
+	return ps.ready()
+}
+
+// ready waits until the packed weights may be read: at once unless they
+// come from a cache entry still being verified. Its error means they
+// cannot be (the model must be reopened). One atomic load once verified,
+// no allocation.
+func (ps *packState) ready() error {
+	if ps == nil || ps.verified.Load() {
+		return nil
+	}
+	<-ps.verifyDone
+	return ps.verifyErr
 }
 
 // cacheConfig is the packed-weight cache's configuration from p alone: on
@@ -395,6 +485,14 @@ func (ps *packState) packInMemory(m *Model) error {
 	ps.install(mem)
 	return nil
 }
+
+// beforeVerify runs as the background verification starts (a variable so
+// tests can hold it back).
+var beforeVerify = func() {}
+
+// repairPages allocates the pages a repair packs into (a variable so tests
+// can make it fail).
+var repairPages = anonPages
 
 // mapPacked allocates the in-memory packed block (a variable so tests can
 // make it fail).
@@ -613,7 +711,7 @@ func (ps *packState) repackEntry(m *Model) (bool, error) {
 		return false, fmt.Errorf("entry data at %#x is not page-aligned", start)
 	}
 	n := (len(data) + int(pg) - 1) / int(pg) * int(pg)
-	anon, err := anonPages(n)
+	anon, err := repairPages(n)
 	if err != nil {
 		return false, err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -401,6 +402,12 @@ func TestPackedCacheColdWarm(t *testing.T) {
 	require.Equal(t, PackSourcePacked, st.PackSource)
 	require.Empty(t, cacheEntries(t, dir), "cache off writes nothing")
 
+	m, err := Open(path, cacheIn(dir, ks))
+	require.NoError(t, err)
+	require.NoError(t, m.WaitPacked())
+	require.Len(t, cacheEntries(t, dir), 1, "WaitPacked waited for the publish")
+	require.NoError(t, m.Close())
+	require.NoError(t, os.RemoveAll(dir))
 	cold, st := packedBytes(t, path, cacheIn(dir, ks))
 	require.Equal(t, PackSourceCacheWrite, st.PackSource)
 	require.Len(t, cacheEntries(t, dir), 1, "Close waited for the publish")
@@ -420,7 +427,7 @@ func TestPackedCacheColdWarm(t *testing.T) {
 
 	// Decoding on the mapped entry (through the fault-watching layouts)
 	// allocates nothing.
-	m, err := Open(path, cacheIn(dir, ks))
+	m, err = Open(path, cacheIn(dir, ks))
 	require.NoError(t, err)
 	defer m.Close()
 	require.Equal(t, PackSourceCacheHit, m.OpenStats().PackSource)
@@ -480,15 +487,9 @@ func TestPackedCacheInvalidation(t *testing.T) {
 // offsets, or truncated) is a miss: the model packs in memory, computes
 // the same logits and rewrites the entry.
 func TestPackedCacheCorruptEntry(t *testing.T) {
-	_, ks := withFakeLayout(t)
-	dir := filepath.Join(t.TempDir(), "cache")
-	path := writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)
-	wantToks, wantLogits, st := runLogits(t, path, cacheIn(dir, ks))
-	require.Equal(t, PackSourceCacheWrite, st.PackSource)
-	entries := cacheEntries(t, dir)
-	require.Len(t, entries, 1)
-	good, err := os.ReadFile(entries[0])
-	require.NoError(t, err)
+	w := newWarmEntry(t)
+	ks, dir, path, wantToks, wantLogits, good := w.ks, w.dir, w.path, w.toks, w.logits, w.good
+	entries := []string{w.entry}
 	r := rand.New(rand.NewPCG(5, 5))
 	damage := map[string]func(b []byte) []byte{
 		"flip": func(b []byte) []byte {
@@ -710,4 +711,111 @@ func TestCacheConfig(t *testing.T) {
 	c = cacheConfig(PackedCacheParams{Mode: CacheOff, Dir: "d"}, DebugCache)
 	assert.True(t, c.Disabled)
 	assert.NotNil(t, c.Logf)
+}
+
+// TestPackedCacheLazyVerify: a warm open maps the entry after checking its
+// header, key and length only; one flipped byte in the data is caught by
+// the background checksum before the first forward pass reads it: the
+// logits are the intact model's, the damaged entry is replaced by the
+// repacked weights, and the next open is a clean hit.
+func TestPackedCacheLazyVerify(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("replacing the entry's pages needs mremap (Linux)")
+	}
+	w := newWarmEntry(t)
+	ks, dir, path, wantToks, wantLogits, good := w.ks, w.dir, w.path, w.toks, w.logits, w.good
+	entries := []string{w.entry}
+
+	hold := make(chan struct{})
+	beforeVerify = func() { <-hold }
+	t.Cleanup(func() { beforeVerify = func() {} })
+	for _, at := range []int{len(good) - 1, len(good) - len(good)/3, len(good) - 4096} {
+		bad := append([]byte(nil), good...)
+		bad[at] ^= 0x10
+		require.NoError(t, os.WriteFile(entries[0], bad, 0o644))
+		m, err := Open(path, cacheIn(dir, ks))
+		require.NoError(t, err)
+		require.Equal(t, PackSourceCacheHit, m.OpenStats().PackSource, "byte %d: the open does not read the data", at)
+		hold <- struct{}{} // the verification may start
+		s, err := m.NewSession(SessionParams{NCtx: 64})
+		require.NoError(t, err)
+		logits := make([]float32, m.Info().VocabSize)
+		require.NoError(t, s.Prefill([]int32{1, 403, 407, 261, 300, 11, 29, 75}, logits))
+		require.Equal(t, wantLogits[0], logits, "byte %d: the first logits come from verified weights", at)
+		assert.Equal(t, PackSourceCacheWrite, m.OpenStats().PackSource, "byte %d: repacked and republished", at)
+		s.Close()
+		require.NoError(t, m.Close())
+		got, err := os.ReadFile(entries[0])
+		require.NoError(t, err)
+		require.Equal(t, good, got, "byte %d: the entry was rewritten", at)
+	}
+	beforeVerify = func() {}
+	toks, logits, st := runLogits(t, path, cacheIn(dir, ks))
+	require.Equal(t, PackSourceCacheHit, st.PackSource)
+	require.Equal(t, wantToks, toks)
+	require.Equal(t, wantLogits, logits)
+}
+
+// TestPackedCacheLazyVerifyRepairFails: when a damaged entry cannot be
+// replaced, every forward pass fails with ErrIO (never runs on the damaged
+// bytes), and the next open packs afresh.
+func TestPackedCacheLazyVerifyRepairFails(t *testing.T) {
+	w := newWarmEntry(t)
+	ks, dir, path, wantLogits := w.ks, w.dir, w.path, w.logits
+	entries := []string{w.entry}
+	b := append([]byte(nil), w.good...)
+	b[len(b)-100] ^= 1
+	require.NoError(t, os.WriteFile(entries[0], b, 0o644))
+
+	old := repairPages
+	repairPages = func(int) ([]byte, error) { return nil, errors.New("test: no pages") }
+	t.Cleanup(func() { repairPages = old })
+	m, err := Open(path, cacheIn(dir, ks))
+	require.NoError(t, err)
+	require.ErrorIs(t, m.WaitPacked(), packcache.ErrCorrupt, "WaitPacked gives the verdict")
+	s, err := m.NewSession(SessionParams{NCtx: 64})
+	require.NoError(t, err)
+	logits := make([]float32, m.Info().VocabSize)
+	for range 2 {
+		err = s.Prefill([]int32{1, 403}, logits)
+		require.ErrorIs(t, err, ErrIO)
+		require.ErrorIs(t, err, packcache.ErrCorrupt)
+	}
+	s.Close()
+	require.NoError(t, m.Close())
+	repairPages = old
+	_, err = os.Stat(entries[0])
+	require.True(t, os.IsNotExist(err), "the damaged entry was removed: %v", err)
+
+	_, logits2, st := runLogits(t, path, cacheIn(dir, ks))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource)
+	require.Equal(t, wantLogits, logits2)
+}
+
+// warmEntry is a synthetic model with a fake packed layout, opened once
+// with a cache in a new folder: its one entry's path and bytes, and the
+// tokens and logits of runLogits.
+type warmEntry struct {
+	ks               *kernels.Set
+	dir, path, entry string
+	toks             []int32
+	logits           [][]float32
+	good             []byte
+}
+
+func newWarmEntry(t *testing.T) warmEntry {
+	t.Helper()
+	_, ks := withFakeLayout(t)
+	w := warmEntry{ks: ks, dir: filepath.Join(t.TempDir(), "cache"),
+		path: writeSynthModel(t, t.TempDir(), "m.gguf", smallShape, 1)}
+	var st OpenStats
+	w.toks, w.logits, st = runLogits(t, w.path, cacheIn(w.dir, ks))
+	require.Equal(t, PackSourceCacheWrite, st.PackSource)
+	entries := cacheEntries(t, w.dir)
+	require.Len(t, entries, 1)
+	w.entry = entries[0]
+	var err error
+	w.good, err = os.ReadFile(w.entry)
+	require.NoError(t, err)
+	return w
 }

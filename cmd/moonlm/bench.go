@@ -24,12 +24,12 @@ import (
 func init() {
 	register(&command{
 		name:    "bench",
-		summary: "measure open, prefill, decode, memory and allocations (-m FILE [-t N] [-p 512] [-n 128] [-r 5] [--pg P,N] [--json])",
+		summary: "measure open, prefill, decode, memory and allocations (-m FILE [-t N] [-p 512] [-n 128] [-d 0] [-r 5] [--pg P,N] [--json])",
 		run:     runBench,
 	})
 }
 
-const benchUsage = `usage: moonlm bench -m FILE [-t THREADS] [-p 512] [-n 128] [-r 5] [--pg P,N] [--json]
+const benchUsage = `usage: moonlm bench -m FILE [-t THREADS] [-p 512] [-n 128] [-d DEPTH] [-r 5] [--pg P,N] [--json]
        [--sequences N] [--membw] [--no-warmup] [--cpuprofile FILE] [--memprofile FILE]
        [--pack auto|on|off] [--cache cold|warm|off[,...]]
 
@@ -39,6 +39,9 @@ empty context (tokens/s and time to first token), decode of N tokens from an
 empty context one at a time without sampling (as llama-bench's tg), and with
 --pg P,N a P-token prefill followed by N decoded tokens. Results are medians
 over -r rounds, after one warm-up round. -p 0 or -n 0 skips that phase.
+-d D measures every phase at depth D, as llama-bench's -d: the context
+already holds D tokens (prefilled once, untimed) before each prefill and
+decode.
 
 --sequences N replaces the prefill and decode phases: N sequences are each
 prefilled with -p tokens and then decode -n tokens each, all in shared
@@ -64,6 +67,7 @@ type benchConfig struct {
 	Rounds   int // -r
 	PGPrompt int // --pg P,N; 0 when not requested
 	PGGen    int
+	Depth    int // -d: tokens already in the context before each phase
 	Warmup   bool
 	MemBW    bool // also measure plain memory read bandwidth
 	Profile  io.Writer
@@ -78,7 +82,7 @@ type benchConfig struct {
 type benchOpen struct {
 	MapMS           float64 `json:"map_ms"`   // open(2), fstat, mmap (engine.Open)
 	ParseMS         float64 `json:"parse_ms"` // header, metadata index and tensor table (one pass in gguf.Parse)
-	BuildMS         float64 `json:"build_ms"` // config, tokenizer, tensor checks, norms, worker pool
+	BuildMS         float64 `json:"build_ms"` // config, tensor checks, norms, worker pool (the tokenizer builds alongside, until after the pack)
 	PackMS          float64 `json:"pack_ms"`  // repacking weights, or mapping them from the cache
 	PackSource      string  `json:"pack_source"`
 	PackedBytes     int64   `json:"packed_bytes"`
@@ -114,6 +118,11 @@ type benchResult struct {
 	TTFTMS       float64   `json:"ttft_ms"`
 	PrefillAll   []float64 `json:"prefill_tok_s_rounds,omitempty"`
 
+	// Depth is -d: the tokens in the context before each phase, and
+	// DepthFillMS the untimed-for-the-phases prefill that put them there.
+	Depth       int     `json:"depth,omitempty"`
+	DepthFillMS float64 `json:"depth_fill_ms,omitempty"`
+
 	GenTokens  int       `json:"gen_tokens"`
 	DecodeTokS float64   `json:"decode_tok_s"`
 	DecodeAll  []float64 `json:"decode_tok_s_rounds,omitempty"`
@@ -148,9 +157,17 @@ type benchCacheOpen struct {
 	PackMS       float64 `json:"open_pack_ms"`
 	PackSource   string  `json:"pack_source"`
 	RSSAfterOpen int64   `json:"rss_after_open_bytes"`
+	// OpenToFirstTokMS is measured end to end: open, a new session and the
+	// logits of a firstTokenPrompt-token prompt (which waits for anything
+	// the open left to the background, such as verifying a cache entry).
+	OpenToFirstTokMS float64 `json:"open_to_first_token_ms"`
 	// CloseMS includes waiting for the background publish of a cold open.
 	CloseMS float64 `json:"close_ms"`
 }
+
+// firstTokenPrompt is the prompt length of the end-to-end open to first
+// token: a short chat turn.
+const firstTokenPrompt = 16
 
 // benchCacheParams returns the cache parameters of a --cache state, with a
 // fresh temporary cache folder for cold and warm (cleanup removes it).
@@ -213,12 +230,37 @@ func benchOpenIn(cfg benchConfig, state string) (benchCacheOpen, error) {
 	r.RSSAfterOpen = procStatus("VmRSS")
 	st := m.OpenStats()
 	r.PackMS, r.PackSource = st.PackMs, st.PackSource
+	if err := firstToken(m); err != nil {
+		m.Close()
+		return r, fmt.Errorf("bench: first token (cache %s): %w", state, err)
+	}
+	r.OpenToFirstTokMS = msSince(t0)
 	t1 := time.Now()
 	if err := m.Close(); err != nil {
 		return r, fmt.Errorf("bench: close (cache %s): %w", state, err)
 	}
 	r.CloseMS = msSince(t1)
 	return r, nil
+}
+
+// firstToken computes the logits of a firstTokenPrompt-token prompt (BOS
+// and random tokens) in a new session.
+func firstToken(m *engine.Model) error {
+	info := m.Info()
+	s, err := m.NewSession(engine.SessionParams{NCtx: firstTokenPrompt})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	prompt := make([]int32, firstTokenPrompt)
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(info.VocabSize))
+	}
+	if info.BOS >= 0 {
+		prompt[0] = info.BOS
+	}
+	return s.Prefill(prompt, make([]float32, info.VocabSize))
 }
 
 func runBench(args []string) error {
@@ -232,6 +274,7 @@ func runBench(args []string) error {
 	fs.IntVar(&cfg.Gen, "n", 128, "`tokens` to decode (0 skips)")
 	fs.IntVar(&cfg.Rounds, "r", 5, "`rounds` (medians are reported)")
 	fs.StringVar(&pg, "pg", "", "`P,N`: prefill P tokens, then decode N")
+	fs.IntVar(&cfg.Depth, "d", 0, "context `depth`: tokens in the context before each phase")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fs.BoolVar(&noWarmup, "no-warmup", false, "skip the warm-up round")
 	fs.BoolVar(&cfg.MemBW, "membw", false, "also measure plain memory read bandwidth")
@@ -314,8 +357,8 @@ func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) 
 
 // benchRun opens the model and measures every phase cfg asks for.
 func benchRun(cfg benchConfig) (*benchResult, error) {
-	if cfg.Rounds < 1 || cfg.Prompt < 0 || cfg.Gen < 0 || cfg.Threads < 1 {
-		return nil, fmt.Errorf("bench: need -r >= 1, -t >= 1, -p >= 0, -n >= 0 (have %d, %d, %d, %d)", cfg.Rounds, cfg.Threads, cfg.Prompt, cfg.Gen)
+	if cfg.Rounds < 1 || cfg.Prompt < 0 || cfg.Gen < 0 || cfg.Threads < 1 || cfg.Depth < 0 {
+		return nil, fmt.Errorf("bench: need -r >= 1, -t >= 1, -p >= 0, -n >= 0, -d >= 0 (have %d, %d, %d, %d, %d)", cfg.Rounds, cfg.Threads, cfg.Prompt, cfg.Gen, cfg.Depth)
 	}
 	params, err := withEnv(engine.ModelParams{Threads: cfg.Threads, Pack: cfg.Pack})
 	if err != nil {
@@ -389,7 +432,7 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 		res.PeakRSS = procStatus("VmHWM")
 		return res, nil
 	}
-	nCtx := max(cfg.Prompt, cfg.Gen+1, cfg.PGPrompt+cfg.PGGen, 1)
+	nCtx := cfg.Depth + max(cfg.Prompt, cfg.Gen+1, cfg.PGPrompt+cfg.PGGen, 1)
 	t3 := time.Now()
 	s, err := m.NewSession(engine.SessionParams{NCtx: nCtx})
 	if err != nil {
@@ -404,7 +447,7 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 	logits := make([]float32, info.VocabSize)
 	// Random prompt tokens after BOS, as llama-bench does.
 	rng := rand.New(rand.NewPCG(1, 2))
-	prompt := make([]int32, max(cfg.Prompt, cfg.PGPrompt, 1))
+	prompt := make([]int32, max(cfg.Prompt, cfg.PGPrompt, cfg.Depth, 1))
 	for i := range prompt {
 		prompt[i] = int32(rng.IntN(info.VocabSize))
 	}
@@ -417,7 +460,7 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 	}
 
 	prefill := func(n int) (float64, error) {
-		if err := s.Rewind(0); err != nil {
+		if err := s.Rewind(cfg.Depth); err != nil {
 			return 0, err
 		}
 		t := time.Now()
@@ -437,6 +480,14 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 		return time.Since(t).Seconds(), nil
 	}
 
+	if cfg.Depth > 0 {
+		// The context every phase starts from; each phase rewinds to it.
+		t := time.Now()
+		if err := s.Prefill(prompt[:cfg.Depth], logits); err != nil {
+			return nil, fmt.Errorf("bench: filling the context to depth %d: %w", cfg.Depth, err)
+		}
+		res.Depth, res.DepthFillMS = cfg.Depth, msSince(t)
+	}
 	if cfg.Warmup {
 		// One short pass of each kind so the first measured round does not
 		// pay page faults of the mapping and the cache's first growth.
@@ -445,11 +496,19 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 				return nil, fmt.Errorf("bench: warm-up prefill: %w", err)
 			}
 		}
-		if err := s.Rewind(0); err != nil {
+		if err := s.Rewind(cfg.Depth); err != nil {
 			return nil, fmt.Errorf("bench: rewind: %w", err)
 		}
 		if _, err := decode(min(max(cfg.Gen, cfg.PGGen), 8)); err != nil {
 			return nil, fmt.Errorf("bench: warm-up decode: %w", err)
+		}
+	}
+	if cfg.Warmup {
+		// The measured rounds should not share the process with the
+		// background publish of a cold open (or a cache entry's
+		// verification): their allocations would count as the decode's.
+		if err := m.WaitPacked(); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
 		}
 	}
 	if cfg.Profile != nil {
@@ -472,7 +531,7 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 			res.PrefillAll = append(res.PrefillAll, float64(cfg.Prompt)/secs)
 		}
 		if cfg.Gen > 0 {
-			if err := s.Rewind(0); err != nil {
+			if err := s.Rewind(cfg.Depth); err != nil {
 				return nil, fmt.Errorf("bench: rewind: %w", err)
 			}
 			// The first token grows nothing after warm-up; allocations are
@@ -512,7 +571,7 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 		res.PGPrompt, res.PGGen = cfg.PGPrompt, cfg.PGGen
 		res.PGTokS, res.PGDecodeTokS = median(pgRate), median(pgDec)
 	}
-	if cfg.Prompt > 0 {
+	if cfg.Prompt > 0 && cfg.Depth == 0 {
 		res.OpenToFirstTok = res.OpenMS + res.Open.SessionMS + res.TTFTMS
 	}
 	if allocTokens > 0 {
@@ -632,8 +691,11 @@ func (r *benchResult) writeText(w io.Writer) {
 		r.OpenMS, r.Open.MapMS, r.Open.ParseMS, r.Open.BuildMS, r.Open.PackMS, r.Open.SessionMS, mib(r.Open.RSSAfterOpen))
 	fmt.Fprintf(w, "packing   %s: %d matrices, %.1f MiB\n", r.PackSource, r.Open.PackedMatrices, mib(r.Open.PackedBytes))
 	for _, c := range r.OpenCache {
-		fmt.Fprintf(w, "open %-5s %.1f ms (pack %.1f, %s), RSS after open %.1f MiB, close %.1f ms\n",
-			c.Cache, c.OpenMS, c.PackMS, c.PackSource, mib(c.RSSAfterOpen), c.CloseMS)
+		fmt.Fprintf(w, "open %-5s %.1f ms (pack %.1f, %s), to first token (%d-token prompt) %.1f ms, RSS after open %.1f MiB, close %.1f ms\n",
+			c.Cache, c.OpenMS, c.PackMS, c.PackSource, firstTokenPrompt, c.OpenToFirstTokMS, mib(c.RSSAfterOpen), c.CloseMS)
+	}
+	if r.Depth > 0 {
+		fmt.Fprintf(w, "depth     %d tokens in the context before each phase (filled in %.0f ms)\n", r.Depth, r.DepthFillMS)
 	}
 	if b := r.Batched; b != nil {
 		fmt.Fprintf(w, "batched   %d sequences: prefill %.2f tok/s aggregate, decode %.2f tok/s aggregate\n", b.Sequences, b.AggregatePrefillTokS, b.AggregateDecodeTokS)

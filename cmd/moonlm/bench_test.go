@@ -107,6 +107,22 @@ func TestBenchFlags(t *testing.T) {
 	assert.Contains(t, err.Error(), "absent.gguf")
 }
 
+// TestBenchDepth: -d fills the context first and every phase runs after
+// it: the KV cache holds depth + the phase's tokens.
+func TestBenchDepth(t *testing.T) {
+	path := shareddata.Path(t, "models/stories260K.gguf")
+	res, err := benchRun(benchConfig{Path: path, Threads: 1, Prompt: 8, Gen: 4, Depth: 40, Rounds: 2, Warmup: true})
+	require.NoError(t, err)
+	assert.Equal(t, 40, res.Depth)
+	assert.Greater(t, res.DepthFillMS, 0.0)
+	assert.Greater(t, res.PrefillTokS, 0.0)
+	assert.Greater(t, res.DecodeTokS, 0.0)
+	assert.Zero(t, res.OpenToFirstTok, "open to first token is not defined at depth")
+	// 5 layers x 4 KV heads x 8 dims, keys and values, f16, 40 + 8 positions.
+	assert.Equal(t, int64(2*2*5*4*8*48), res.KVBytes)
+	assert.Error(t, runBench([]string{"-m", path, "-d", "-1"}))
+}
+
 func TestBenchMedian(t *testing.T) {
 	assert.Equal(t, 0.0, median(nil))
 	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
@@ -321,6 +337,7 @@ func TestBenchPackedCacheStates(t *testing.T) {
 		assert.Equal(t, want[c.Cache], c.PackSource, c.Cache)
 		assert.Greater(t, c.OpenMS, 0.0, c.Cache)
 		assert.LessOrEqual(t, c.PackMS, c.OpenMS, c.Cache)
+		assert.Greater(t, c.OpenToFirstTokMS, c.OpenMS, "%s: open to first token includes the open and a prefill", c.Cache)
 	}
 	// The run itself used the last state.
 	assert.Equal(t, engine.PackSourcePacked, res.PackSource)

@@ -124,3 +124,23 @@ func BenchmarkPoolRun(b *testing.B) {
 		_ = p.Run(task)
 	}
 }
+
+// BenchmarkPoolRunOneThread is what a one-thread model pays per parallel
+// region against calling the task directly (BenchmarkDirectCall): Run of a
+// one-thread pool calls the task inline, under the pool's mutex and fault
+// guard.
+func BenchmarkPoolRunOneThread(b *testing.B) {
+	p := New(1)
+	defer p.Close()
+	task := Task(func(i, n int) {})
+	for b.Loop() {
+		_ = p.Run(task)
+	}
+}
+
+func BenchmarkDirectCall(b *testing.B) {
+	task := Task(func(i, n int) {})
+	for b.Loop() {
+		task(0, 1)
+	}
+}

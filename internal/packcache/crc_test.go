@@ -23,8 +23,8 @@ func TestCRCCombine(t *testing.T) {
 	for _, la := range lens {
 		lb := lens[r.IntN(len(lens))]
 		a, b := payload(uint64(la), la), payload(uint64(lb)+1, lb)
-		want := crc32.Checksum(append(append([]byte(nil), a...), b...), castagnoli)
-		got := crcCombine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), uint64(lb))
+		want := crc32.ChecksumIEEE(append(append([]byte(nil), a...), b...))
+		got := crcCombine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), uint64(lb))
 		require.Equal(t, want, got, "len(A)=%d len(B)=%d", la, lb)
 	}
 }
@@ -44,7 +44,7 @@ func TestChecksumParallel(t *testing.T) {
 	withParallel(t, 4096, 5)
 	for _, n := range []int{0, 4095, 8192, 4096*5 + 17, 100_003, 1 << 20} {
 		data := payload(uint64(n), n)
-		assert.Equal(t, crc32.Checksum(data, castagnoli), checksum(data), "n=%d", n)
+		assert.Equal(t, crc32.ChecksumIEEE(data), checksum(data, false), "n=%d", n)
 	}
 	// Get goes through the parallel path and still validates.
 	c, _ := newConfig(t)
@@ -77,11 +77,11 @@ func testCheckEntryFault(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	off := dataOffset(len(enc))
-	m, err := mapFile(f, off+int64(len(data)))
+	m, err := mapFile(f, off+int64(len(data)), true)
 	require.NoError(t, err)
 	defer unmap(m)
-	require.Empty(t, checkEntry(m, enc, int64(len(data))), "valid before the truncation")
+	require.Empty(t, checkEntry(m, enc, int64(len(data)), true), "valid before the truncation")
 
 	require.NoError(t, os.Truncate(path, off+int64(len(data))/2))
-	assert.Contains(t, checkEntry(m, enc, int64(len(data))), "fault while reading")
+	assert.Contains(t, checkEntry(m, enc, int64(len(data)), true), "fault while reading")
 }

@@ -13,7 +13,7 @@ const mmapSupported = false
 
 func openNoFollow(path string) (*os.File, error) { return os.Open(path) }
 
-func mapFile(*os.File, int64) ([]byte, error) { return nil, errors.ErrUnsupported }
+func mapFile(*os.File, int64, bool) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func unmap([]byte) error { return nil }
 

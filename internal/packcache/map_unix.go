@@ -18,14 +18,22 @@ func openNoFollow(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 }
 
-// mapFile maps the first n bytes of f read-only and shared, and asks the
-// kernel to read them ahead: validation reads every byte right away.
-func mapFile(f *os.File, n int64) ([]byte, error) {
-	m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
+// mapFile maps the first n bytes of f read-only and shared. With prefault
+// it populates the page tables and asks the kernel to read the file ahead
+// (validation reads every byte right away); without, mapping costs no more
+// than a system call and pages come in as they are read.
+func mapFile(f *os.File, n int64, prefault bool) ([]byte, error) {
+	flags := unix.MAP_SHARED
+	if prefault {
+		flags |= mapPopulate
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, flags)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %d bytes: %w", n, err)
 	}
-	_ = unix.Madvise(m, unix.MADV_WILLNEED) // a hint; failure changes nothing
+	if prefault {
+		_ = unix.Madvise(m, unix.MADV_WILLNEED) // a hint; failure changes nothing
+	}
 	return m, nil
 }
 

@@ -14,13 +14,17 @@
 //	12      u32 CRC-32C of the header region [0, data offset), this field as zero
 //	16      u64 data offset
 //	24      u64 data length
-//	32      u32 CRC-32C of the data
+//	32      u32 CRC-32 (IEEE) of the data
 //	36      u32 length of the encoded key
 //	40      the encoded key, then zeros up to the data offset
 //	...     data
 //
 // Get validates an entry (length before mapping, then header, key and the
-// data's checksum) and maps it read-only; it never copies. Put writes a
+// data's checksum) and maps it read-only; it never copies. With
+// Config.LazyVerify, Get checks only the length, header and key (reading
+// one 64 KiB header, whatever the entry's size) and maps without reading the
+// data; the caller then runs Entry.Verify, which reads and checksums the
+// data (populating the page tables as it goes), before trusting Data. Put writes a
 // temporary file in Dir, fsyncs it, renames it over the entry and fsyncs
 // Dir, so concurrent writers in threads or processes never produce a torn
 // or mixed entry. Eviction is least recently used by the entry file's
@@ -60,7 +64,7 @@ const DefaultMaxBytes = 8 << 30
 // FormatVersion is the entry file format version. It is part of the hash
 // that names an entry, so moonlm versions with different formats keep
 // separate entries instead of overwriting each other's.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Config says where and whether the cache lives.
 type Config struct {
@@ -68,6 +72,9 @@ type Config struct {
 	Dir      string                           // the cache's own folder (entries live directly in it); eviction never leaves it
 	MaxBytes int64                            // eviction budget; <= 0 means DefaultMaxBytes
 	Logf     func(format string, args ...any) // debug log of every fallback and eviction; nil = silent
+	// LazyVerify: Get leaves the data's checksum to Entry.Verify, which the
+	// caller must run (and see succeed) before it trusts Data.
+	LazyVerify bool
 }
 
 // Key identifies an entry.
@@ -247,7 +254,7 @@ func buildHeader(enc []byte, parts [][]byte) []byte {
 	var crc uint32
 	for _, p := range parts {
 		n += int64(len(p))
-		crc = crc32.Update(crc, castagnoli, p)
+		crc = crc32.Update(crc, dataTable, p)
 	}
 	le := binary.LittleEndian
 	le.PutUint32(h[offVersion:], FormatVersion)
@@ -261,9 +268,10 @@ func buildHeader(enc []byte, parts [][]byte) []byte {
 }
 
 // checkEntry validates a mapped entry file m against the encoded key and
-// the data size; it returns why it is invalid, or "". A fault while reading
-// (the file shrank under us) is reported as a reason, not a crash.
-func checkEntry(m, enc []byte, size int64) (reason string) {
+// the data size, and with data the data's checksum; it returns why it is
+// invalid, or "". A fault while reading (the file shrank under us) is
+// reported as a reason, not a crash.
+func checkEntry(m, enc []byte, size int64, data bool) (reason string) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(runtime.Error); ok {
@@ -304,7 +312,10 @@ func checkEntry(m, enc []byte, size int64) (reason string) {
 	if !bytes.Equal(h[fixedLen:fixedLen+len(enc)], enc) {
 		return "stored key differs (hash collision or a copied file)"
 	}
-	if got, want := le.Uint32(h[offDataCRC:]), checksum(m[off:]); got != want {
+	if !data {
+		return ""
+	}
+	if got, want := le.Uint32(h[offDataCRC:]), checksum(m[off:], false); got != want {
 		return fmt.Sprintf("data checksum %#08x, computed %#08x", got, want)
 	}
 	return ""
@@ -320,8 +331,52 @@ type Entry struct {
 	mu      sync.Mutex
 	mapping []byte
 	f       *os.File
-	fd      uintptr // f's descriptor, for Valid's fstat
+	fd      uintptr     // f's descriptor, for Valid's fstat
+	st      fs.FileInfo // f's identity, so Verify removes this file only
 	path    string
+	crc     uint32 // the data's checksum as stored in the header
+}
+
+// ErrCorrupt says that an entry's data does not match its checksum.
+var ErrCorrupt = errors.New("packcache: entry data does not match its checksum")
+
+// Verify reads every byte of Data (on up to GOMAXPROCS goroutines,
+// populating the page tables as it goes, so that the first use of a
+// verified entry does not fault page by page) and compares the checksum
+// with the header's. On a mismatch it removes the entry file (unless it
+// was replaced meanwhile), so the next open packs afresh, and returns an
+// error wrapping ErrCorrupt. A fault while reading (the file shrank under
+// the mapping) is an error too, never a crash. Verify must not run
+// concurrently with Close.
+func (e *Entry) Verify() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("packcache: verify %s: fault while reading (file shrank?): %v", e.path, r)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	got := checksum(e.Data, true)
+	if got == e.crc {
+		return nil
+	}
+	err = fmt.Errorf("%w: %s: stored %#08x, computed %#08x", ErrCorrupt, e.path, e.crc, got)
+	cur, lerr := os.Lstat(e.path)
+	switch {
+	case lerr != nil || !os.SameFile(cur, e.st):
+		return fmt.Errorf("%w (replaced meanwhile, left alone)", err)
+	case removeErr(os.Remove(e.path)) != nil:
+		return fmt.Errorf("%w (cannot remove it)", err)
+	}
+	return fmt.Errorf("%w (removed)", err)
+}
+
+// removeErr is the error of a removal that did not happen (a file already
+// gone is not one).
+func removeErr(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // Path returns the entry's file path.
@@ -359,7 +414,8 @@ func (e *Entry) Close() error {
 
 // Get returns the entry for key if one exists and is valid: its stored key
 // equals key, its length equals size, the bounds of its records are sane and
-// the checksum of the data matches (CRC-32C, computed at memory speed).
+// the checksum of the data matches (CRC-32C, computed at memory speed; with
+// LazyVerify it is left to Entry.Verify).
 // A miss is (nil, nil). An invalid entry is removed, logged, and a miss.
 // A hit refreshes the entry's recency for eviction. Get returns an error
 // only for a negative size; cache trouble (unreadable folder, failed
@@ -418,13 +474,13 @@ func (c Config) Get(key Key, size int64) (*Entry, error) {
 		c.discard(f, st, path, fmt.Sprintf("size %d, want %d", st.Size(), want))
 		return nil, nil
 	}
-	m, err := mapFile(f, want)
+	m, err := mapFile(f, want, !c.LazyVerify)
 	if err != nil {
 		f.Close()
 		c.logf("miss %s: %v", path, err)
 		return nil, nil
 	}
-	if reason := checkEntry(m, enc, size); reason != "" {
+	if reason := checkEntry(m, enc, size, !c.LazyVerify); reason != "" {
 		_ = unmap(m)
 		c.discard(f, st, path, reason)
 		return nil, nil
@@ -434,7 +490,8 @@ func (c Config) Get(key Key, size int64) (*Entry, error) {
 		c.logf("hit %s: cannot refresh its recency: %v", path, err)
 	}
 	off := want - size
-	return &Entry{Data: m[off:want:want], mapping: m, f: f, fd: f.Fd(), path: path}, nil
+	crc := binary.LittleEndian.Uint32(m[offDataCRC:])
+	return &Entry{Data: m[off:want:want], mapping: m, f: f, fd: f.Fd(), st: st, path: path, crc: crc}, nil
 }
 
 // discard closes f, removes the invalid entry at path (unless another
