@@ -32,11 +32,14 @@ const (
 	// ToolFormatHarmony: gpt-oss's channels,
 	// <|channel|>commentary to=functions.NAME ... <|message|>{...}<|call|>.
 	ToolFormatHarmony ToolFormat = "harmony"
+	// ToolFormatQwenXML: <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE
+	// \n</parameter>\n...</function>\n</tool_call> (Qwen3-Coder, Qwen 3.5).
+	ToolFormatQwenXML ToolFormat = "qwen3coder"
 )
 
 // ToolFormats lists the formats, for callers that name one.
 func ToolFormats() []ToolFormat {
-	return []ToolFormat{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatGemma, ToolFormatPhi4, ToolFormatHarmony}
+	return []ToolFormat{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatGemma, ToolFormatPhi4, ToolFormatHarmony, ToolFormatQwenXML}
 }
 
 // ToolFormatOf chooses the tool call format from a template's text: the
@@ -52,6 +55,8 @@ func ToolFormatOf(src string) ToolFormat {
 		return ToolFormatMistral
 	case has("<|tool_call|>"), has("<|tool|>") && readsMessageTools(src):
 		return ToolFormatPhi4
+	case has("<function=") && has("<parameter="):
+		return ToolFormatQwenXML
 	case has("<tool_call>"):
 		return ToolFormatHermes
 	case has("<|python_tag|>"), has("<|start_header_id|>") && HasToolSyntax(src):
@@ -104,6 +109,8 @@ func ParseToolCalls(f ToolFormat, text string) Parsed {
 		}
 	case ToolFormatHarmony:
 		content, calls, err = parseHarmony(text)
+	case ToolFormatQwenXML:
+		content, calls, err = parseXMLCalls(text)
 	default:
 		p.Err = "unknown tool call format " + strconv.Quote(string(f))
 		p.Content = trimBlank(text)

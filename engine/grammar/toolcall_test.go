@@ -93,3 +93,52 @@ func TestToolCallRebasesRefs(t *testing.T) {
 		t.Errorf("accepted a value the $ref excludes\n%s", src)
 	}
 }
+
+// The XML parameter form (Qwen3-Coder): one block per parameter in the
+// schema's order, required ones present, string values raw, others JSON.
+func TestToolCallsXMLParams(t *testing.T) {
+	tools := `[{"type": "function", "function": {"name": "f", "parameters": {
+	  "type": "object", "properties": {"city": {"type": "string", "maxLength": 8}, "unit": {"$ref": "#/$defs/u"},
+	    "n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+	  "required": ["city", "n"], "$defs": {"u": {"enum": ["c", "f"]}}}}},
+	  {"type": "function", "function": {"name": "now"}}]`
+	syn := CallSyntax{NameOutside: true, XMLParams: true, Open: GBNFLiteral("<tool_call>\n<function="),
+		NameAfter: GBNFLiteral(">\n"), Close: GBNFLiteral("</function>\n</tool_call>"), Sep: GBNFLiteral("\n")}
+	src, err := ToolCalls([]byte(tools), "", syn, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(src)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	call := func(params string) string {
+		return "<tool_call>\n<function=f>\n" + params + "</function>\n</tool_call>"
+	}
+	p := func(name, v string) string { return "<parameter=" + name + ">\n" + v + "\n</parameter>\n" }
+	ok := []string{
+		call(p("city", "New York") + p("n", "3")),
+		call(p("city", "Oslo") + p("unit", "c") + p("n", "-2") + p("tags", `["a", "b"]`)),
+		call(p("city", "Oslo")+p("n", "1")) + "\n<tool_call>\n<function=now>\n</function>\n</tool_call>",
+	}
+	bad := []string{
+		call(p("city", "Oslo")),                                // n is required
+		call(p("n", "3") + p("city", "Oslo")),                  // out of order
+		call(p("city", "Oslo") + p("unit", "k") + p("n", "1")), // not in the enum
+		call(p("city", "Amsterdam") + p("n", "1")),             // longer than maxLength
+		call(p("city", "42") + p("n", "1")),                    // would read back as a number
+		call(p("city", "a<b") + p("n", "1")),                   // "<" ends the value
+		call(p("city", "Oslo") + p("n", "1.5")),                // not an integer
+		call(p("city", "Oslo") + p("n", "1") + p("x", "1")),    // no such parameter
+	}
+	for _, s := range ok {
+		if !completeOK(g, s) {
+			t.Errorf("refused %q\n%s", s, src)
+		}
+	}
+	for _, s := range bad {
+		if completeOK(g, s) {
+			t.Errorf("accepted %q\n%s", s, src)
+		}
+	}
+}
