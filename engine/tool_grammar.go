@@ -56,6 +56,11 @@ func toolCallSyntax(f chat.ToolFormat, ref func(text string) string) (grammar.Ca
 			NameOutside: true, XMLParams: true, Sep: lit("\n"),
 			Open: lit("<tool_call>\n<function="), NameAfter: lit(">\n"), Close: lit("</function>\n</tool_call>"),
 		}, true
+	case chat.ToolFormatGemma4:
+		return grammar.CallSyntax{
+			NameOutside: true, Gemma4Args: true, Quote: ref(`<|"|>`),
+			Open: ref("<|tool_call>") + " " + lit("call:"), NameAfter: lit("{"), Close: lit("}") + " " + ref("<tool_call|>"),
+		}, true
 	case chat.ToolFormatHarmony:
 		return grammar.CallSyntax{
 			NameOutside: true,

@@ -49,6 +49,11 @@ type CallSyntax struct {
 	// form). VALUE is raw text for a parameter of type string (see
 	// rawString), else JSON valid against the parameter's schema.
 	XMLParams bool
+	// Gemma4Args (with NameOutside) writes the arguments as Gemma 4 does,
+	// key:VALUE joined by "," in sorted key order, required ones present
+	// (see gemma4Args); Quote is the GBNF of its string delimiter.
+	Gemma4Args bool
+	Quote      string
 }
 
 // ToolCalls returns GBNF for a reply that is one tool call in syntax syn,
@@ -144,9 +149,12 @@ func callRules(schema []byte, names []string, syn CallSyntax, parallel bool) (st
 	calls := make([]string, len(items))
 	for i, it := range items {
 		var rule string
-		if syn.XMLParams {
+		switch {
+		case syn.XMLParams:
 			rule, err = xmlParams(c, it, i)
-		} else {
+		case syn.Gemma4Args:
+			rule, err = gemma4Args(c, it, i, syn.Quote)
+		default:
 			rule, err = c.visit(it, fmt.Sprintf("tool-call-%d", i), fmt.Sprintf("#/anyOf/%d", i))
 		}
 		if err != nil {
@@ -191,29 +199,9 @@ func xmlParams(c *schemaConverter, params any, i int) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("#/anyOf/%d: the parameters schema must be an object", i)
 	}
-	var props *object
-	if pv, ok := obj.get("properties"); ok {
-		if props, ok = pv.(*object); !ok {
-			return "", fmt.Errorf("#/anyOf/%d/properties: must be an object", i)
-		}
-	}
-	required := map[string]bool{}
-	if rv, ok := obj.get("required"); ok {
-		list, ok := rv.([]any)
-		if !ok {
-			return "", fmt.Errorf("#/anyOf/%d/required: must be an array", i)
-		}
-		for _, r := range list {
-			if name, ok := r.(string); ok {
-				required[name] = true
-			}
-		}
-	}
-	if props == nil {
-		if len(required) > 0 {
-			return "", fmt.Errorf("#/anyOf/%d: required parameters without properties", i)
-		}
-		return "", nil
+	props, required, err := paramsOf(obj, i)
+	if err != nil || props == nil {
+		return "", err
 	}
 	var parts []string
 	for k, name := range props.keys {

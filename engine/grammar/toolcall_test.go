@@ -142,3 +142,49 @@ func TestToolCallsXMLParams(t *testing.T) {
 		}
 	}
 }
+
+// Gemma 4's argument syntax: sorted keys, required ones present, strings
+// between quote markers that do not start like a number.
+func TestToolCallsGemma4Args(t *testing.T) {
+	tools := `[{"type": "function", "function": {"name": "f", "parameters": {
+	  "type": "object", "properties": {"unit": {"$ref": "#/$defs/u"}, "city": {"type": "string", "maxLength": 8},
+	    "n": {"type": "integer"}, "opts": {"type": "object"}},
+	  "required": ["n", "unit"], "$defs": {"u": {"enum": ["c", "f"]}}}}}]`
+	q := GBNFLiteral(`<|"|>`)
+	syn := CallSyntax{NameOutside: true, Gemma4Args: true, Quote: q, Open: GBNFLiteral("<|tool_call>call:"),
+		NameAfter: GBNFLiteral("{"), Close: GBNFLiteral("}<tool_call|>")}
+	src, err := ToolCalls([]byte(tools), "", syn, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(src)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	call := func(args string) string { return "<|tool_call>call:f{" + args + "}<tool_call|>" }
+	ok := []string{
+		call(`n:3,unit:<|"|>c<|"|>`),
+		call(`city:<|"|>Oslo<|"|>,n:-2,opts:{a:<|"|>x<|"|>,b:[1,true]},unit:<|"|>f<|"|>`),
+		call(`n:1,unit:<|"|>c<|"|>`) + call(`city:<|"|>Rome<|"|>,n:0,unit:<|"|>c<|"|>`),
+	}
+	bad := []string{
+		call(`n:3`),                  // unit is required
+		call(`unit:<|"|>c<|"|>,n:3`), // not sorted
+		call(`n:3,unit:<|"|>k<|"|>`), // not in the enum
+		call(`city:<|"|>Amsterdam<|"|>,n:3,unit:<|"|>c<|"|>`), // longer than maxLength
+		call(`city:<|"|>42<|"|>,n:3,unit:<|"|>c<|"|>`),        // would read as a number unquoted
+		call(`city:<|"|>a,b<|"|>,n:3,unit:<|"|>c<|"|>`),       // "," ends a bare value
+		call(`,n:3,unit:<|"|>c<|"|>`),
+		call(`n:1.5,unit:<|"|>c<|"|>`),
+	}
+	for _, s := range ok {
+		if !completeOK(g, s) {
+			t.Errorf("refused %q\n%s", s, src)
+		}
+	}
+	for _, s := range bad {
+		if completeOK(g, s) {
+			t.Errorf("accepted %q\n%s", s, src)
+		}
+	}
+}
