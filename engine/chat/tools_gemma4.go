@@ -27,8 +27,9 @@ func parseGemma4(text string) (string, []ToolCall, error) {
 		rest = text[first+len(gemma4CallOpen):]
 	} else {
 		t := strings.TrimLeft(text, " \t\r\n")
-		if !strings.HasPrefix(t, call) {
-			return text, nil, nil
+		name, _, found := strings.Cut(strings.TrimPrefix(t, call), "{")
+		if !strings.HasPrefix(t, call) || !found || name == "" || strings.ContainsAny(name, " \t\r\n<>,:}") {
+			return text, nil, nil // prose, not call:NAME{...}
 		}
 		first, rest = len(text)-len(t), t
 	}

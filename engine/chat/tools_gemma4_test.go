@@ -70,6 +70,10 @@ func TestGemma4ParseForms(t *testing.T) {
 	require.Len(t, p.Calls, 1)
 	require.JSONEq(t, `{"city": "a, b: {c}", "days": [1, 25]}`, p.Calls[0].Arguments)
 
+	p = ParseToolCalls(ToolFormatGemma4, "call: me later {maybe}")
+	require.Empty(t, p.Err)
+	require.Empty(t, p.Calls)
+
 	p = ParseToolCalls(ToolFormatGemma4, "No call here: call me later.")
 	require.Empty(t, p.Err)
 	require.Empty(t, p.Calls)

@@ -404,6 +404,8 @@ func FuzzToolCalls(f *testing.F) {
 		"<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", "```tool_code\nf(a=[1, {'b': None}])\n```",
 		"<|tool_call|>[{\"name\": \"f\"}]<|/tool_call|>", "<|channel|>commentary to=functions.f<|message|>{}<|call|>",
 		"to=functions.", "{", "[", "```json\n", "<tool_call>", "```tool_code\nf(",
+		"<tool_call>\n<function=f>\n<parameter=a>\n[1, {\"b\": 2}]\n</parameter>\n</function>\n</tool_call>", "<function=f><parameter=",
+		"<|tool_call>call:f{a:<|\"|>x<|\"|>,b:[1,{c:None}]}<tool_call|>", "call:f{a:x,b:[", "<|channel>thought\n",
 	} {
 		for i := range ToolFormats() {
 			f.Add(s, i)
