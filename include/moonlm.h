@@ -1045,7 +1045,7 @@ MOONLM_API moonlm_status moonlm_chat_apply_template_json(const moonlm_model *mod
  * "llama3" (<|python_tag|> or bare {"name", "parameters"} JSON), "mistral"
  * ([TOOL_CALLS] JSON array or name[ARGS]{...}), "gemma" (```tool_code
  * name(k=v), JSON, or <tool_call>), "phi4" (<|tool_call|>[...]),
- * "harmony" (gpt-oss) or "qwen3coder" (<tool_call><function=NAME> with
+ * "harmony" (gpt-oss), "qwen3coder" (<tool_call><function=NAME> with
  * <parameter=P>VALUE</parameter> blocks: Qwen3-Coder, Qwen 3.5; a value
  * that is JSON text is that JSON value, else a string) or "gemma4"
  * (<|tool_call>call:NAME{key:value,...}<tool_call|>, strings between <|"|>
@@ -1257,7 +1257,7 @@ MOONLM_API moonlm_status moonlm_rerank(const moonlm_model *model, const char *qu
  * formats), "llama3" ({"name": ..., "parameters": {...}}), "mistral"
  * ([TOOL_CALLS][{...}]), "phi4" (<|tool_call|>[{...}]<|/tool_call|>),
  * "harmony" (<|channel|>commentary to=functions.NAME <|constrain|>json
- * <|message|>{...}) and "qwen3coder" (<tool_call>\n<function=NAME>\n then
+ * <|message|>{...}), "qwen3coder" (<tool_call>\n<function=NAME>\n then
  * <parameter=P>\nVALUE\n</parameter>\n per parameter in the schema's order,
  * string values as raw text that does not start like JSON, others as
  * JSON) and "gemma4" (<|tool_call>call:NAME{key:VALUE,...}<tool_call|>,
