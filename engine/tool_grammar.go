@@ -51,6 +51,16 @@ func toolCallSyntax(f chat.ToolFormat, ref func(text string) string) (grammar.Ca
 		return grammar.CallSyntax{
 			Before: ref("<|tool_call|>") + " " + lit("["), After: lit("]") + " " + ref("<|/tool_call|>"), Sep: lit(", "),
 		}, true
+	case chat.ToolFormatQwenXML:
+		return grammar.CallSyntax{
+			NameOutside: true, XMLParams: true, Sep: lit("\n"),
+			Open: lit("<tool_call>\n<function="), NameAfter: lit(">\n"), Close: lit("</function>\n</tool_call>"),
+		}, true
+	case chat.ToolFormatGemma4:
+		return grammar.CallSyntax{
+			NameOutside: true, Gemma4Args: true, Quote: ref(`<|"|>`),
+			Open: ref("<|tool_call>") + " " + lit("call:"), NameAfter: lit("{"), Close: lit("}") + " " + ref("<tool_call|>"),
+		}, true
 	case chat.ToolFormatHarmony:
 		return grammar.CallSyntax{
 			NameOutside: true,

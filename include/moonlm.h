@@ -1044,8 +1044,12 @@ MOONLM_API moonlm_status moonlm_chat_apply_template_json(const moonlm_model *mod
  * JSON: Qwen 2.5/3, Hermes, and every template without tool syntax),
  * "llama3" (<|python_tag|> or bare {"name", "parameters"} JSON), "mistral"
  * ([TOOL_CALLS] JSON array or name[ARGS]{...}), "gemma" (```tool_code
- * name(k=v), JSON, or <tool_call>), "phi4" (<|tool_call|>[...]) or
- * "harmony" (gpt-oss). Calls without an id get "call" and five digits.
+ * name(k=v), JSON, or <tool_call>), "phi4" (<|tool_call|>[...]),
+ * "harmony" (gpt-oss), "qwen3coder" (<tool_call><function=NAME> with
+ * <parameter=P>VALUE</parameter> blocks: Qwen3-Coder, Qwen 3.5; a value
+ * that is JSON text is that JSON value, else a string) or "gemma4"
+ * (<|tool_call>call:NAME{key:value,...}<tool_call|>, strings between <|"|>
+ * markers: Gemma 4). Calls without an id get "call" and five digits.
  * Special-token markers that detokenized text lacks are not required where
  * the rest is unambiguous (a bare JSON call or array).
  */
@@ -1251,9 +1255,15 @@ MOONLM_API moonlm_status moonlm_rerank(const moonlm_model *model, const char *qu
  * (<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>: Qwen,
  * Hermes, Gemma and every template without tool syntax, and the built-in
  * formats), "llama3" ({"name": ..., "parameters": {...}}), "mistral"
- * ([TOOL_CALLS][{...}]), "phi4" (<|tool_call|>[{...}]<|/tool_call|>) and
+ * ([TOOL_CALLS][{...}]), "phi4" (<|tool_call|>[{...}]<|/tool_call|>),
  * "harmony" (<|channel|>commentary to=functions.NAME <|constrain|>json
- * <|message|>{...}); a marker the vocabulary has as a token is that token.
+ * <|message|>{...}), "qwen3coder" (<tool_call>\n<function=NAME>\n then
+ * <parameter=P>\nVALUE\n</parameter>\n per parameter in the schema's order,
+ * string values as raw text that does not start like JSON, others as
+ * JSON) and "gemma4" (<|tool_call>call:NAME{key:VALUE,...}<tool_call|>,
+ * keys sorted; strings between <|"|> without "<", ",", "}" or "]" and not
+ * starting like a number; the schemas of object and array parameters are
+ * not enforced); a marker the vocabulary has as a token is that token.
  * What the grammar admits parses with moonlm_chat_parse_tool_calls, also
  * when the detokenizer drops the markers. A compatible addition: look it
  * up with dlsym() to run with older libraries.

@@ -315,7 +315,7 @@ export interface ChatMessage {
 
 /** Model.parseToolCalls(): a reply split into its calls and the rest. */
 export interface ParsedToolCalls {
-  format: 'hermes' | 'llama3' | 'mistral' | 'gemma' | 'phi4' | 'harmony';
+  format: 'hermes' | 'llama3' | 'mistral' | 'gemma' | 'phi4' | 'harmony' | 'qwen3coder' | 'gemma4';
   content: string;
   tool_calls: ParsedToolCall[];
   /** Why text that looked like a call could not be read (then tool_calls is empty). */

@@ -1440,7 +1440,7 @@ function schemaText(what, schema) {
  * Grammar.fromJsonSchema(model, schema) admits the JSON values valid
  * against schema; Grammar.forToolCalls(model, tools, { toolName, template,
  * parallel }) admits one call (parallel: one or more) of a tool in the
- * template's call syntax (hermes, llama3, mistral, phi4, harmony).
+ * template's call syntax (hermes, llama3, mistral, phi4, harmony, qwen3coder, gemma4).
  */
 class Grammar {
   constructor(model, gbnf, _kind = 'grammar', _tools = null) {

@@ -6,11 +6,15 @@ import "strings"
 // messages of harmony's analysis channel (format harmony; the text must
 // have been decoded with the control tokens kept), and a <think>...</think>
 // block at the start (Qwen3, DeepSeek-R1; also when the prompt opened it
-// and the reply holds only its end, "...</think>"). reasoning is trimmed
+// and the reply holds only its end, "...</think>"), and Gemma 4's
+// leading <|channel>thought...<channel|> (format gemma4). reasoning is trimmed
 // ("" if none); rest is the text without it.
 func SplitReasoning(f ToolFormat, text string) (reasoning, rest string) {
 	if f == ToolFormatHarmony {
 		return splitHarmonyAnalysis(text)
+	}
+	if f == ToolFormatGemma4 {
+		return splitGemma4Thought(text)
 	}
 	return splitThink(text)
 }
@@ -61,4 +65,21 @@ func splitHarmonyAnalysis(text string) (string, string) {
 		text = body[next:]
 	}
 	return strings.Join(reasoning, "\n\n"), rest.String()
+}
+
+// splitGemma4Thought takes Gemma 4's leading thought channel,
+// <|channel>thought\n...<channel|> (its prompt opens and closes an empty
+// one when thinking is off, so a reply may also start after it).
+func splitGemma4Thought(text string) (string, string) {
+	const open, close = "<|channel>", "<channel|>"
+	t := strings.TrimLeft(text, " \t\r\n")
+	if !strings.HasPrefix(t, open) {
+		return "", text
+	}
+	body := strings.TrimPrefix(t[len(open):], "thought")
+	end := strings.Index(body, close)
+	if end < 0 {
+		return trimBlank(body), "" // generation stopped while thinking
+	}
+	return trimBlank(body[:end]), body[end+len(close):]
 }

@@ -32,11 +32,17 @@ const (
 	// ToolFormatHarmony: gpt-oss's channels,
 	// <|channel|>commentary to=functions.NAME ... <|message|>{...}<|call|>.
 	ToolFormatHarmony ToolFormat = "harmony"
+	// ToolFormatQwenXML: <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE
+	// \n</parameter>\n...</function>\n</tool_call> (Qwen3-Coder, Qwen 3.5).
+	ToolFormatQwenXML ToolFormat = "qwen3coder"
+	// ToolFormatGemma4: <|tool_call>call:NAME{key:value,...}<tool_call|>,
+	// strings between <|"|> markers (Gemma 4).
+	ToolFormatGemma4 ToolFormat = "gemma4"
 )
 
 // ToolFormats lists the formats, for callers that name one.
 func ToolFormats() []ToolFormat {
-	return []ToolFormat{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatGemma, ToolFormatPhi4, ToolFormatHarmony}
+	return []ToolFormat{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatGemma, ToolFormatPhi4, ToolFormatHarmony, ToolFormatQwenXML, ToolFormatGemma4}
 }
 
 // ToolFormatOf chooses the tool call format from a template's text: the
@@ -48,10 +54,14 @@ func ToolFormatOf(src string) ToolFormat {
 	switch {
 	case has("<|channel|>") && has("<|call|>"):
 		return ToolFormatHarmony
+	case has("<|tool_call>call:"):
+		return ToolFormatGemma4
 	case has("[TOOL_CALLS]"):
 		return ToolFormatMistral
 	case has("<|tool_call|>"), has("<|tool|>") && readsMessageTools(src):
 		return ToolFormatPhi4
+	case has("<function=") && has("<parameter="):
+		return ToolFormatQwenXML
 	case has("<tool_call>"):
 		return ToolFormatHermes
 	case has("<|python_tag|>"), has("<|start_header_id|>") && HasToolSyntax(src):
@@ -104,6 +114,10 @@ func ParseToolCalls(f ToolFormat, text string) Parsed {
 		}
 	case ToolFormatHarmony:
 		content, calls, err = parseHarmony(text)
+	case ToolFormatQwenXML:
+		content, calls, err = parseXMLCalls(text)
+	case ToolFormatGemma4:
+		content, calls, err = parseGemma4(text)
 	default:
 		p.Err = "unknown tool call format " + strconv.Quote(string(f))
 		p.Content = trimBlank(text)

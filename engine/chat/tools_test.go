@@ -193,6 +193,9 @@ func TestToolCallRoundTrip(t *testing.T) {
 		{"mistral-nemo", ToolFormatMistral, true, false},
 		{"mistral-small-3.2", ToolFormatMistral, true, false},
 		{"gpt-oss", ToolFormatHarmony, false, false},
+		// Qwen3-Coder's and Qwen 3.5's XML parameters.
+		{"qwen3-coder", ToolFormatQwenXML, true, true},
+		{"qwen3.5", ToolFormatQwenXML, true, true},
 		// Phi-4-mini's published template: tools on the system message.
 		{"phi4-mini", ToolFormatPhi4, true, true},
 		// Templates without tool syntax: Hermes tags through the template.
@@ -288,6 +291,15 @@ func TestParseToolCallsForms(t *testing.T) {
 		{ToolFormatHermes, "Write calls in <tool_call></tool_call> tags: <tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>",
 			"Write calls in <tool_call></tool_call> tags:", []ToolCall{{Name: "add", Arguments: `{}`}}},
 		{ToolFormatHermes, "Use <tool_call> tags.", "Use <tool_call> tags.", nil},
+		// Qwen3-Coder: parallel calls; values typed as JSON where they are
+		// JSON text (or Python's True/False/None), else raw strings.
+		{ToolFormatQwenXML, "Checking.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n[1, 2]\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=add>\n<parameter=a>\n-1.5\n</parameter>\n<parameter=b>\nnull\n</parameter>\n<parameter=opts>\n{\"x\": \"y\"}\n</parameter>\n<parameter=note>\nline one\n  line <two>\n</parameter>\n</function>\n</tool_call>", "Checking.",
+			[]ToolCall{{Name: "get_weather", Arguments: `{"city": "New York", "days": [1, 2], "metric": true}`},
+				{Name: "add", Arguments: `{"a": -1.5, "b": null, "opts": {"x": "y"}, "note": "line one\n  line <two>"}`}}},
+		// A call without parameters, without the wrapper, cut off at the end.
+		{ToolFormatQwenXML, "<function=now>\n</function>", "", []ToolCall{{Name: "now", Arguments: `{}`}}},
+		{ToolFormatQwenXML, "<tool_call>\n<function=add>\n<parameter=a>\n2", "", []ToolCall{{Name: "add", Arguments: `{"a": 2}`}}},
+		{ToolFormatQwenXML, "No call here.", "No call here.", nil},
 		// Hermes with the last closing tag cut off by the end of generation.
 		{ToolFormatHermes, "<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n", "", []ToolCall{{Name: "add", Arguments: `{}`}}},
 	}
@@ -317,6 +329,8 @@ func TestParseToolCallsMalformed(t *testing.T) {
 		{ToolFormatGemma, "```tool_code\nadd(1, 2)\n```", "positional"},
 		{ToolFormatGemma, "```tool_code\nadd(a=os.system)\n```", "literal"},
 		{ToolFormatHarmony, "<|channel|>commentary to=functions.add<|message|>{oops<|call|>", "add"},
+		{ToolFormatQwenXML, "<tool_call>\n<function=add\n", "name"},
+		{ToolFormatQwenXML, "<tool_call>\n<function=add>\n<param=a>1</param>", "expected <parameter="},
 		{ToolFormat("xml"), "<call/>", "unknown tool call format"},
 	} {
 		p := ParseToolCalls(c.f, c.text)
@@ -390,6 +404,8 @@ func FuzzToolCalls(f *testing.F) {
 		"<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", "```tool_code\nf(a=[1, {'b': None}])\n```",
 		"<|tool_call|>[{\"name\": \"f\"}]<|/tool_call|>", "<|channel|>commentary to=functions.f<|message|>{}<|call|>",
 		"to=functions.", "{", "[", "```json\n", "<tool_call>", "```tool_code\nf(",
+		"<tool_call>\n<function=f>\n<parameter=a>\n[1, {\"b\": 2}]\n</parameter>\n</function>\n</tool_call>", "<function=f><parameter=",
+		"<|tool_call>call:f{a:<|\"|>x<|\"|>,b:[1,{c:None}]}<tool_call|>", "call:f{a:x,b:[", "<|channel>thought\n",
 	} {
 		for i := range ToolFormats() {
 			f.Add(s, i)

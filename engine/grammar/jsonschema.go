@@ -564,11 +564,18 @@ func (c *schemaConverter) resolveShallow(v any, path string) (*object, error) {
 		var target any = c.doc
 		for _, part := range strings.Split(r[2:], "/") {
 			part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
-			t, ok := target.(*object)
-			if !ok {
-				return nil, fmt.Errorf("%s/$ref: %q not found", path, r)
-			}
-			if target, ok = t.get(part); !ok {
+			switch t := target.(type) {
+			case *object:
+				if target, ok = t.get(part); !ok {
+					return nil, fmt.Errorf("%s/$ref: %q not found", path, r)
+				}
+			case []any: // an index, as into the tools' anyOf
+				i, err := strconv.Atoi(part)
+				if err != nil || i < 0 || i >= len(t) {
+					return nil, fmt.Errorf("%s/$ref: %q not found", path, r)
+				}
+				target = t[i]
+			default:
 				return nil, fmt.Errorf("%s/$ref: %q not found", path, r)
 			}
 		}

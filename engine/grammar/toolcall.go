@@ -43,6 +43,17 @@ type CallSyntax struct {
 	NameBefore, NameAfter string
 	// ArgsKey is the arguments' key in a JSON call ("" means "arguments").
 	ArgsKey string
+	// XMLParams (with NameOutside) writes the arguments as one
+	// <parameter=PNAME>\nVALUE\n</parameter>\n block per parameter, in the
+	// schema's property order, each required one present (the Qwen3-Coder
+	// form). VALUE is raw text for a parameter of type string (see
+	// rawString), else JSON valid against the parameter's schema.
+	XMLParams bool
+	// Gemma4Args (with NameOutside) writes the arguments as Gemma 4 does,
+	// key:VALUE joined by "," in sorted key order, required ones present
+	// (see gemma4Args); Quote is the GBNF of its string delimiter.
+	Gemma4Args bool
+	Quote      string
 }
 
 // ToolCalls returns GBNF for a reply that is one tool call in syntax syn,
@@ -137,7 +148,15 @@ func callRules(schema []byte, names []string, syn CallSyntax, parallel bool) (st
 	// property) and its primitives.
 	calls := make([]string, len(items))
 	for i, it := range items {
-		rule, err := c.visit(it, fmt.Sprintf("tool-call-%d", i), fmt.Sprintf("#/anyOf/%d", i))
+		var rule string
+		switch {
+		case syn.XMLParams:
+			rule, err = xmlParams(c, it, i)
+		case syn.Gemma4Args:
+			rule, err = gemma4Args(c, it, i, syn.Quote)
+		default:
+			rule, err = c.visit(it, fmt.Sprintf("tool-call-%d", i), fmt.Sprintf("#/anyOf/%d", i))
+		}
 		if err != nil {
 			return "", fmt.Errorf("json schema: %w", err)
 		}
@@ -170,6 +189,140 @@ func callRules(schema []byte, names []string, syn CallSyntax, parallel bool) (st
 		return "", fmt.Errorf("the grammar would be %d bytes, more than %d", b.Len(), MaxSourceBytes)
 	}
 	return b.String(), nil
+}
+
+// xmlParams is the GBNF of the parameter blocks of the i-th function,
+// whose parameters schema is params (an object schema; its properties are
+// the parameters, each optional unless listed in required).
+func xmlParams(c *schemaConverter, params any, i int) (string, error) {
+	obj, ok := params.(*object)
+	if !ok {
+		return "", fmt.Errorf("#/anyOf/%d: the parameters schema must be an object", i)
+	}
+	props, required, err := paramsOf(obj, i)
+	if err != nil || props == nil {
+		return "", err
+	}
+	var parts []string
+	for k, name := range props.keys {
+		path := fmt.Sprintf("#/anyOf/%d/properties/%s", i, name)
+		rule := fmt.Sprintf("tool-call-%d-param-%d", i, k)
+		value, isRaw, err := rawString(c, props.vals[name], rule)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		if !isRaw {
+			if value, err = c.visit(props.vals[name], rule, path); err != nil {
+				return "", err
+			}
+		}
+		block := "( " + seq(GBNFLiteral("<parameter="+name+">\n"), value, GBNFLiteral("\n</parameter>\n")) + " )"
+		if !required[name] {
+			block += "?"
+		}
+		parts = append(parts, block)
+	}
+	return seq(parts...), nil
+}
+
+// rawString is the GBNF of a string parameter's value written as raw text,
+// for a schema (after local $refs) that is {"type": "string"} with
+// minLength and maxLength at most, or an enum or const of strings: text
+// without "<" (it would start the closing tag) whose first character
+// cannot start a JSON value (a quote, digit, minus sign, bracket or brace)
+// and is not white space, so that the parser, which reads a value that is
+// JSON text as JSON, reads it back as this string. Other schemas are
+// false: their values are written as JSON. (A string that is exactly
+// true, false, null, True, False or None still reads back as that value.)
+func rawString(c *schemaConverter, s any, name string) (string, bool, error) {
+	obj, err := c.resolveShallow(s, name)
+	if err != nil {
+		return "", false, nil // visit reports it
+	}
+	var words []string
+	for _, k := range obj.keys {
+		switch v := obj.vals[k]; {
+		case annotationKeywords[k], k == "minLength", k == "maxLength":
+		case k == "type":
+			if v != "string" {
+				return "", false, nil
+			}
+		case k == "const":
+			w, ok := v.(string)
+			if !ok {
+				return "", false, nil
+			}
+			words = append(words, w)
+		case k == "enum":
+			list, ok := v.([]any)
+			if !ok || len(list) == 0 {
+				return "", false, nil
+			}
+			for _, it := range list {
+				w, ok := it.(string)
+				if !ok {
+					return "", false, nil
+				}
+				words = append(words, w)
+			}
+		default:
+			return "", false, nil
+		}
+	}
+	if t, _ := obj.get("type"); t != "string" && words == nil {
+		return "", false, nil
+	}
+	if words != nil {
+		_, hasMin := obj.vals["minLength"]
+		_, hasMax := obj.vals["maxLength"]
+		if hasMin || hasMax {
+			return "", false, nil
+		}
+		alts := make([]string, len(words))
+		for i, w := range words {
+			if !rawSafe(w) {
+				return "", false, nil
+			}
+			alts[i] = GBNFLiteral(w)
+		}
+		return c.addRule(name, strings.Join(alts, " | ")), true, nil
+	}
+	lo, err := count(obj, "minLength", name, 0)
+	if err != nil {
+		return "", false, err
+	}
+	hi, err := count(obj, "maxLength", name, -1)
+	if err != nil {
+		return "", false, err
+	}
+	if hi >= 0 && hi < lo {
+		return "", false, fmt.Errorf("maxLength %d below minLength %d", hi, lo)
+	}
+	if hi == 0 {
+		return c.addRule(name, `""`), true, nil
+	}
+	restLo, restHi := 0, -1
+	if lo > 0 {
+		restLo = lo - 1
+	}
+	if hi > 0 {
+		restHi = hi - 1
+	}
+	body := seq(`[^<"{[0-9\- \t\r\n]`, repeat(`[^<]`, restLo, restHi))
+	if lo == 0 {
+		body = "( " + body + " )?"
+	}
+	return c.addRule(name, body), true, nil
+}
+
+// rawSafe says the raw text w reads back as the string w (see rawString).
+func rawSafe(w string) bool {
+	switch w {
+	case "", "true", "false", "null", "True", "False", "None":
+		return false
+	}
+	return !strings.ContainsRune(w, '<') && !strings.ContainsRune("\"{[0123456789- \t\r\n", rune(w[0])) &&
+		strings.TrimRight(w, " \t\r\n") == w
 }
 
 // seq joins the non-empty GBNF pieces with spaces ("" + "" is "\"\"").

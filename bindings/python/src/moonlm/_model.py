@@ -939,7 +939,7 @@ class Model:
         tools, and {"type": "function", "function": {"name": NAME}} to one
         call of that tool, with arguments valid against its parameters
         schema, in the template's call syntax (hermes, llama3, mistral,
-        phi4 or harmony).
+        phi4, harmony, qwen3coder or gemma4).
 
         parallel_tool_calls: True lets a forced reply make several calls
         (where the format can: not harmony); False keeps one call, also

@@ -94,7 +94,7 @@ class Grammar:
         """The grammar of one call (with parallel=True one or more) of one
         of tools (OpenAI-style function specs; only tool_name if given) in
         the syntax of the model's template (or the built-in format
-        template): hermes, llama3, mistral, phi4 or harmony (one call: a
+        template): hermes, llama3, mistral, phi4, harmony, qwen3coder or gemma4 (one call: a
         harmony call ends the message); its arguments valid against the
         function's parameters schema."""
         what = "tool_choice"

@@ -104,6 +104,8 @@ TEMPLATES = {
     "gpt-oss": (os.path.join(HERE, "gpt-oss.jinja"), "<|startoftext|>", "<|return|>"),
     "qwen3": (os.path.join(SHARED, "templates", "qwen3.jinja"), "", "<|im_end|>"),
     "phi4-mini": (os.path.join(HERE, "phi4-mini.jinja"), "<|endoftext|>", "<|endoftext|>"),
+    "qwen3-coder": (os.path.join(HERE, "qwen3-coder.jinja"), "", "<|im_end|>"),
+    "qwen3.5": (os.path.join(HERE, "qwen3.5.jinja"), "", "<|im_end|>"),
 }
 
 out = {"tools": TOOLS, "templates": {}}
