@@ -462,10 +462,7 @@ func ggmlDotQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 			for l := range acc {
 				var s int32
 				for e := 4 * l; e < 4*l+4; e++ {
-					q := qs[e&15] & 0xf
-					if e >= 16 {
-						q = qs[e&15] >> 4
-					}
+					q := q4Value(qs, e)
 					s += int32(q) * int32(int8(a[e]))
 				}
 				acc[l] = FMA32(d, float32(s), acc[l])
@@ -473,6 +470,15 @@ func ggmlDotQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 		}
 		y[t*yStride] = ggmlTree8(&acc) + summs
 	}
+}
+
+// q4Value is value e (0-31) of a 16-byte q4_0/q4_1/q5 nibble array: the
+// low nibbles hold values 0-15, the high ones 16-31.
+func q4Value(qs []byte, e int) byte {
+	if e >= 16 {
+		return qs[e&15] >> 4
+	}
+	return qs[e&15] & 0xf
 }
 
 // ggmlDotQ50 follows ggml_vec_dot_q5_0_q8_0 (one token) and tinyBLAS's
@@ -494,10 +500,7 @@ func ggmlDotQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 			for l := range acc {
 				var s int32
 				for e := 4 * l; e < 4*l+4; e++ {
-					q := qs[e&15] & 0xf
-					if e >= 16 {
-						q = qs[e&15] >> 4
-					}
+					q := q4Value(qs, e)
 					v := int32(q) | int32(qh>>uint(e)&1)<<4 - 16
 					s += v * int32(int8(a[e]))
 				}
