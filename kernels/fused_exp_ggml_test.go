@@ -191,29 +191,7 @@ func TestSoftmaxSinkAndRow(t *testing.T) {
 
 			row := append([]float32(nil), x...)
 			ks.SoftmaxRow(row)
-			want := append([]float32(nil), x...)
-			head := n &^ 15
-			mx := float32(math.Inf(-1))
-			for _, v := range x {
-				mx = max(mx, v)
-			}
-			var sum float64
-			for i := 0; i < head; i += 16 {
-				var c [16]float32
-				for j := range c {
-					c[j] = ExpGGML(x[i+j] - mx)
-					want[i+j] = c[j]
-				}
-				sum += float64(sum16(&c))
-			}
-			for i := head; i < n; i++ {
-				want[i] = float32(math.Exp(float64(x[i] - mx)))
-				sum += float64(want[i])
-			}
-			inv := float32(1 / sum)
-			for i := range want {
-				want[i] *= inv
-			}
+			want := softmaxGGMLRef(x, true)
 			require.Equal(t, want, row, "SoftmaxRow, n %d", n)
 		}
 	})
