@@ -179,12 +179,8 @@ func TestPackedQ4KExact(t *testing.T) {
 					}
 				}
 				for li, l := range layouts {
-					g := make([]byte, l.GroupBytes(cols))
-					l.Pack(g, src, cols)
-					for _, dot := range []struct {
-						name string
-						fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
-					}{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}} {
+					g := packedGroupOf(l, src, cols)
+					for _, dot := range packedDots(l) {
 						// Token counts that reach every kernel path
 						// (1, 4 and 8 tokens and their sums).
 						for _, nt := range []int{1, 3, 4, 5, 8} {
@@ -251,13 +247,9 @@ func checkPackedQuantvec(t *testing.T, typ gguf.Type, base *PackedLayout) {
 		bound[i] = simdDotBound(t, typ, q.cols, w[r*rb:(r+1)*rb], x)
 	}
 	for li, l := range layouts {
-		g := make([]byte, l.GroupBytes(q.cols))
-		l.Pack(g, src, q.cols)
+		g := packedGroupOf(l, src, q.cols)
 		xs := slices.Repeat(x, l.MaxTok)
-		for _, dot := range []struct {
-			name string
-			fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
-		}{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}} {
+		for _, dot := range packedDots(l) {
 			for nt := 1; nt <= l.MaxTok; nt++ {
 				y := make([]float32, 16*nt)
 				dot.fn(q.cols, g, xs, len(x), nt, y, 16)
@@ -302,12 +294,8 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 		}
 	}
 	for li, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		l.Pack(g, src, cols)
-		for _, dot := range []struct {
-			name string
-			fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
-		}{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}} {
+		g := packedGroupOf(l, src, cols)
+		for _, dot := range packedDots(l) {
 			for nt := 1; nt <= l.MaxTok && nt <= nTok; nt++ {
 				y := make([]float32, nTok*yStride)
 				for i := range y {
