@@ -142,13 +142,7 @@ func mxfp4Lanes(wb, xb []byte) [8]int32 {
 	qs, q8 := wb[1:bytesMXFP4], xb[2:gguf.BytesQ8_0]
 	var lanes [8]int32
 	for i := range 32 {
-		var c byte
-		if i < 16 {
-			c = qs[i] & 0xf
-		} else {
-			c = qs[i-16] >> 4
-		}
-		lanes[i/4] += int32(kvaluesMXFP4[c]) * int32(int8(q8[i]))
+		lanes[i/4] += int32(kvaluesMXFP4[nibbleAt(qs, i, 16)]) * int32(int8(q8[i]))
 	}
 	return lanes
 }
@@ -462,7 +456,7 @@ func ggmlDotQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 			for l := range acc {
 				var s int32
 				for e := 4 * l; e < 4*l+4; e++ {
-					q := q4Value(qs, e)
+					q := nibbleAt(qs, e, 16)
 					s += int32(q) * int32(int8(a[e]))
 				}
 				acc[l] = FMA32(d, float32(s), acc[l])
@@ -472,13 +466,14 @@ func ggmlDotQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 	}
 }
 
-// q4Value is value e (0-31) of a 16-byte q4_0/q4_1/q5 nibble array: the
-// low nibbles hold values 0-15, the high ones 16-31.
-func q4Value(qs []byte, e int) byte {
-	if e >= 16 {
-		return qs[e&15] >> 4
+// nibbleAt is value i of a nibble array whose low nibbles hold values
+// 0..half-1 and high nibbles values half..2*half-1 (GGUF's order for the
+// quants of q4/q5/MXFP4 blocks and for q3_K's low scale bits).
+func nibbleAt(b []byte, i, half int) byte {
+	if i >= half {
+		return b[i-half] >> 4
 	}
-	return qs[e&15] & 0xf
+	return b[i] & 0xf
 }
 
 // ggmlDotQ50 follows ggml_vec_dot_q5_0_q8_0 (one token) and tinyBLAS's
@@ -500,7 +495,7 @@ func ggmlDotQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 			for l := range acc {
 				var s int32
 				for e := 4 * l; e < 4*l+4; e++ {
-					q := q4Value(qs, e)
+					q := nibbleAt(qs, e, 16)
 					v := int32(q) | int32(qh>>uint(e)&1)<<4 - 16
 					s += v * int32(int8(a[e]))
 				}

@@ -612,13 +612,7 @@ func quantizeQ3K(src []float32, dst []byte) {
 		binary.LittleEndian.PutUint16(b[108:], dh)
 		d0 := F16ToF32(dh)
 		for j := range 16 {
-			var s byte
-			if j < 8 {
-				s = sc[j] & 0xf
-			} else {
-				s = sc[j-8] >> 4
-			}
-			s |= (sc[8+j%4] >> (2 * (j / 4)) & 3) << 4
+			s := nibbleAt(sc, j, 8) | (sc[8+j%4]>>(2*(j/4))&3)<<4
 			d := d0 * float32(int32(s)-32)
 			if d == 0 {
 				continue
