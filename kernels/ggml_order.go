@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -195,10 +194,9 @@ func ggmlDotQ4KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 		var accM [4]float32
 		for b := range nb {
 			wb, yb := w[b*144:(b+1)*144], xt[b*q8KBlock:(b+1)*q8KBlock]
-			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			yd, q8, _ := q8K(yb)
 			d := yd * f16At(wb[0:])
 			dmin := -yd * f16At(wb[2:])
-			q8 := yb[4:260]
 			var lanes, sub [8]int32
 			for j := range 8 {
 				sc, _ := q4KScaleMin(wb[4:16], j)
@@ -249,10 +247,9 @@ func ggmlDotQ4K8x8(cols int, g, x []byte, xStride, nTok int, y []float32, yStrid
 		var acc, accM float32
 		for b := range nb {
 			wb, yb := w[b*144:(b+1)*144], xt[b*q8KBlock:(b+1)*q8KBlock]
-			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			yd, q8, _ := q8K(yb)
 			ds := f16At(wb[0:]) * yd
 			dm := f16At(wb[2:]) * yd
-			q8 := yb[4:260]
 			var sb, mb int32 // the super-block's sums (gemv)
 			var sub [8]int32
 			for k := range 4 {
@@ -294,10 +291,9 @@ func ggmlDotQ6KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 		var acc [8]float32
 		for b := range nb {
 			wb, yb := w[b*210:(b+1)*210], xt[b*q8KBlock:(b+1)*q8KBlock]
-			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			yd, q8, bsums := q8K(yb)
 			d := yd * f16At(wb[208:])
 			ql, qh, sc := wb[0:128], wb[128:192], wb[192:208]
-			q8 := yb[4:260]
 			var lanes [8]int32
 			// Value e of the super-block (e = 128*half + 32*quarter + l)
 			// is built from ql and qh as in the GGUF layout.
@@ -319,7 +315,7 @@ func ggmlDotQ6KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 			}
 			for l := range lanes {
 				for grp := 2 * l; grp < 2*l+2; grp++ {
-					bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*grp:])))
+					bs := bsum(bsums, grp)
 					lanes[l] -= 32 * bs * int32(int8(sc[grp]))
 				}
 			}
@@ -373,8 +369,7 @@ func ggmlDotTiled(t gguf.Type, cols int, g, x []byte, xStride, nTok int, y []flo
 		var acc float32
 		for b := range nb {
 			wb, yb := w[b*bb:(b+1)*bb], xt[b*q8KBlock:(b+1)*q8KBlock]
-			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
-			q8 := yb[4:260]
+			yd, q8, _ := q8K(yb)
 			var r float32
 			if t == gguf.Q4_K {
 				var s1, s2 int32
@@ -427,7 +422,7 @@ func q6KDot(wb, yb, q8 []byte) int32 {
 					raw += int32(q) * int32(int8(q8[128*half+32*quarter+l]))
 				}
 				gi := e0 / 16
-				bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*gi:])))
+				bs := bsum(yb[260:], gi)
 				s += int32(int8(sc[gi])) * (raw - 32*bs)
 			}
 		}
