@@ -131,10 +131,7 @@ TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
 	VFMADD231PS  Z7, Z2, Z0
 #define Q40_ONEZ \
 	SCALES1(0, 0) \
-	VMOVDQU       2(AX), X4 \
-	VPSRLW        $4, X4, X5 \
-	VINSERTI128   $1, X5, Y4, Y4 \
-	VPANDD        Y14, Y4, Y4 \
+	NIBBLES32(2(AX), Y14) \
 	VMOVDQU       2(BX), Y5 \
 	VPXORD        Y7, Y7, Y7 \
 	VPDPBUSD      Y5, Y4, Y7 \
