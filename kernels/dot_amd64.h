@@ -8,6 +8,14 @@
 // left, R11 y, R13 the f16 table, Y15 0x0001 words, Y14 0x0f bytes (q4_0,
 // q4_1), Y0-Y3 the tokens' accumulators.
 
+// Y4 = the 32 4-bit values of the 16 bytes at src in GGUF's order (low
+// nibbles, then high), through MASK, 0x0f bytes; clobbers X5.
+#define NIBBLES32(src, MASK) \
+	VMOVDQU     src, X4 \
+	VPSRLW      $4, X4, X5 \
+	VINSERTI128 $1, X5, Y4, Y4 \
+	VPAND       MASK, Y4, Y4
+
 // Horizontal sum of the 8 lanes of Y into lane 0 of X (clobbers T).
 #define HSUM(Y, X, T) \
 	VEXTRACTF128 $1, Y, T \
@@ -331,10 +339,7 @@ store: \
 // (needs Y12 the value table, Y14 0x0f bytes, Y15 0x0001 words).
 #define MX_BLOCK(wo, xo, ACC) \
 	MX_SCALE(wo, xo, Y2, Y3) \
-	VMOVDQU      (wo+1)(AX), X4 \
-	VPSRLW       $4, X4, X5 \
-	VINSERTI128  $1, X5, Y4, Y4 \
-	VPAND        Y14, Y4, Y4 \
+	NIBBLES32((wo+1)(AX), Y14) \
 	VPSHUFB      Y4, Y12, Y4 \
 	SIGNED_DOT(xo, ACC)
 

@@ -45,10 +45,7 @@
 
 #define Q80_W(wo) VMOVDQU (wo+2)(AX), Y4
 #define Q40_W(wo) \
-	VMOVDQU      (wo+2)(AX), X4 \
-	VPSRLW       $4, X4, X5 \
-	VINSERTI128  $1, X5, Y4, Y4 \
-	VPAND        Y14, Y4, Y4 \
+	NIBBLES32((wo+2)(AX), Y14) \
 	VPSUBB       Y13, Y4, Y4
 
 #define Q80_BLOCK(wo, xo, ACC) SIGNED_BLOCK(wo, xo, ACC, Q80_W)
@@ -60,10 +57,7 @@
 	MOVWLZX      (xo+2)(BX), R12 \
 	VMOVSS       (R13)(DX*4), X3 \
 	VFMADD231SS  (R13)(R12*4), X3, MACC \
-	VMOVDQU      (wo+4)(AX), X4 \
-	VPSRLW       $4, X4, X5 \
-	VINSERTI128  $1, X5, Y4, Y4 \
-	VPAND        Y14, Y4, Y4 \
+	NIBBLES32((wo+4)(AX), Y14) \
 	VPMADDUBSW   (xo+4)(BX), Y4, Y6 \
 	VPMADDWD     Y15, Y6, Y6 \
 	VCVTDQ2PS    Y6, Y6 \
@@ -153,10 +147,7 @@ GLOBL ones16<>(SB), RODATA|NOPTR, $32
 	VMULPS       Y3, Y2, Y2 \
 	MOVWLZX      (wo+2)(P), DX \
 	VFMADD231SS  (R13)(DX*4), X9, MACC \
-	VMOVDQU      (wo+4)(P), X4 \
-	VPSRLW       $4, X4, X5 \
-	VINSERTI128  $1, X5, Y4, Y4 \
-	VPAND        Y14, Y4, Y4 \
+	NIBBLES32((wo+4)(P), Y14) \
 	VPMADDUBSW   Y10, Y4, Y6 \
 	VPMADDWD     ones16<>(SB), Y6, Y6 \
 	VCVTDQ2PS    Y6, Y6 \

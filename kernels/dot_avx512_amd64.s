@@ -131,10 +131,7 @@ TEXT ·dotQ8_0RowsAVX512(SB), NOSPLIT, $0-56
 	VFMADD231PS  Z7, Z2, Z0
 #define Q40_ONEZ \
 	SCALES1(0, 0) \
-	VMOVDQU       2(AX), X4 \
-	VPSRLW        $4, X4, X5 \
-	VINSERTI128   $1, X5, Y4, Y4 \
-	VPANDD        Y14, Y4, Y4 \
+	NIBBLES32(2(AX), Y14) \
 	VMOVDQU       2(BX), Y5 \
 	VPXORD        Y7, Y7, Y7 \
 	VPDPBUSD      Y5, Y4, Y7 \
@@ -225,6 +222,13 @@ TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-56
 // Q4_K epilogue for one token at B (X4 = [d, dmin]; Y10 = mins, doubled).
 #define Q4K_ENDZ(B, IACC, ACC) Q4K_KEND(B, IACC, ACC, Z6, Z7, Z15)
 
+// Loads the four 64-byte VPERMW index vectors of table tab.
+#define PERMS4(tab, Za, Zb, Zc, Zd) \
+	VMOVDQU64 tab+0x00(SB), Za \
+	VMOVDQU64 tab+0x40(SB), Zb \
+	VMOVDQU64 tab+0x80(SB), Zc \
+	VMOVDQU64 tab+0xc0(SB), Zd
+
 #define ZERO4Z \
 	VPXORD Z0, Z0, Z0 \
 	VPXORD Z1, Z1, Z1 \
@@ -235,10 +239,7 @@ TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-56
 #define Q4K_CONSTSZ \
 	MOVL         $0x0f0f0f0f, DX \
 	VPBROADCASTD DX, Z14 \
-	VMOVDQU64    ·q4kPerm+0x00(SB), Z20 \
-	VMOVDQU64    ·q4kPerm+0x40(SB), Z21 \
-	VMOVDQU64    ·q4kPerm+0x80(SB), Z22 \
-	VMOVDQU64    ·q4kPerm+0xc0(SB), Z23
+	PERMS4(·q4kPerm, Z20, Z21, Z22, Z23)
 
 // One q4_K block of the four tokens: scales and mins as in
 // dotQ4_KRowsAVX2 (Y8 = words sc0..7 | m0..7, the upper half of Z8 zero;
@@ -304,10 +305,7 @@ TEXT ·dotQ4_KTok4AVX512(SB), NOSPLIT, $0-40
 	VPBROADCASTD DX, Z14 \
 	MOVL         $0x30303030, DX \
 	VPBROADCASTD DX, Z13 \
-	VMOVDQU64    ·q6kPerm+0x00(SB), Z24 \
-	VMOVDQU64    ·q6kPerm+0x40(SB), Z25 \
-	VMOVDQU64    ·q6kPerm+0x80(SB), Z26 \
-	VMOVDQU64    ·q6kPerm+0xc0(SB), Z27
+	PERMS4(·q6kPerm, Z24, Z25, Z26, Z27)
 
 // One q6_K block of the four tokens (Y8 = the 16 scales as words, the
 // upper half of Z8 zero).

@@ -136,6 +136,14 @@ swiglusdone:
 	VCVTPH2PS    off+16(SI)(AX*1), Y11 \
 	VFMADD231PS  Y11, Y10, hi
 
+// Fuses the 16 halves at (row)(AX), widened through t0, t1, times the
+// query chunk in Y8, Y9 into lo, hi.
+#define F16ROW(row, t0, t1, lo, hi) \
+	VCVTPH2PS   (row)(AX*1), t0 \
+	VCVTPH2PS   16(row)(AX*1), t1 \
+	VFMADD231PS t0, Y8, lo \
+	VFMADD231PS t1, Y9, hi
+
 // Fuses the masked (Y14, Y15) tail chunk of the row at (row)(AX) times the
 // query tail in Y8, Y9 into lo, hi. Clobbers Y10-Y12.
 #define F16MASKED(row, lo, hi) \
@@ -300,22 +308,10 @@ attn4loop:
 	JGE         attn4tail
 	VCVTPH2PS   (DI)(AX*1), Y8
 	VCVTPH2PS   16(DI)(AX*1), Y9
-	VCVTPH2PS   (SI)(AX*1), Y10
-	VCVTPH2PS   16(SI)(AX*1), Y11
-	VFMADD231PS Y10, Y8, Y0
-	VFMADD231PS Y11, Y9, Y1
-	VCVTPH2PS   (BX)(AX*1), Y12
-	VCVTPH2PS   16(BX)(AX*1), Y13
-	VFMADD231PS Y12, Y8, Y2
-	VFMADD231PS Y13, Y9, Y3
-	VCVTPH2PS   (CX)(AX*1), Y10
-	VCVTPH2PS   16(CX)(AX*1), Y11
-	VFMADD231PS Y10, Y8, Y4
-	VFMADD231PS Y11, Y9, Y5
-	VCVTPH2PS   (R15)(AX*1), Y12
-	VCVTPH2PS   16(R15)(AX*1), Y13
-	VFMADD231PS Y12, Y8, Y6
-	VFMADD231PS Y13, Y9, Y7
+	F16ROW(SI, Y10, Y11, Y0, Y1)
+	F16ROW(BX, Y12, Y13, Y2, Y3)
+	F16ROW(CX, Y10, Y11, Y4, Y5)
+	F16ROW(R15, Y12, Y13, Y6, Y7)
 	ADDQ        $32, AX
 	JMP         attn4loop
 

@@ -101,45 +101,58 @@ func TestAttnDotF16RowsVariants(t *testing.T) {
 		for _, n := range []int{1, 5, 15, 16, 17, 33, 63, 64, 65, 100, 128, 129, 200, 256} {
 			const m = 7
 			stride := n + 3
-			x := make([]uint16, n)
-			rows := make([]uint16, (m-1)*stride+n)
-			for i := range x {
-				x[i] = F32ToF16(float32(r.NormFloat64()))
-			}
-			for i := range rows {
-				rows[i] = F32ToF16(float32(r.NormFloat64()))
-			}
-			got := make([]float32, m)
-			ks.AttnDotF16Rows(x, rows, stride, got)
-			for i := range got {
-				require.Equal(t, attnDotF16Generic(x, rows[i*stride:i*stride+n]), got[i], "tinyBLAS order, n %d row %d", n, i)
-			}
-			for _, pad := range []bool{false, true} {
-				ks.AttnDotF16RowsSingle(x, rows, stride, got, pad)
-				for i := range got {
-					require.Equal(t, attnDotF16SingleGeneric(x, rows[i*stride:i*stride+n], pad), got[i], "vec_dot order, pad %v, n %d row %d", pad, n, i)
-				}
-			}
+			x, rows := make([]uint16, n), make([]uint16, (m-1)*stride+n)
+			fillNormal(r, F32ToF16, x, rows)
+			checkAttnDots(t, ks, attnDotsF16, x, rows, stride, m)
 			// The same for float32 vectors (the F32 KV cache).
 			x32, rows32 := make([]float32, len(x)), make([]float32, len(rows))
-			for i := range x32 {
-				x32[i] = float32(r.NormFloat64())
-			}
-			for i := range rows32 {
-				rows32[i] = float32(r.NormFloat64())
-			}
-			ks.AttnDotF32Rows(x32, rows32, stride, got)
-			for i := range got {
-				require.Equal(t, attnDotF32Generic(x32, rows32[i*stride:i*stride+n]), got[i], "f32 tinyBLAS order, n %d row %d", n, i)
-			}
-			for _, pad := range []bool{false, true} {
-				ks.AttnDotF32RowsSingle(x32, rows32, stride, got, pad)
-				for i := range got {
-					require.Equal(t, attnDotF32SingleGeneric(x32, rows32[i*stride:i*stride+n], pad), got[i], "f32 vec_dot order, pad %v, n %d row %d", pad, n, i)
-				}
-			}
+			fillNormal(r, func(v float32) float32 { return v }, x32, rows32)
+			checkAttnDots(t, ks, attnDotsF32, x32, rows32, stride, m)
 		}
 	})
+}
+
+// attnDots is one KV element type's attention dots: the Set's two entry
+// points and the pure-Go definitions they must match bit for bit.
+type attnDots[T uint16 | float32] struct {
+	prefix     string // for messages
+	rows       func(ks *Set, x, rows []T, stride int, y []float32)
+	single     func(ks *Set, x, rows []T, stride int, y []float32, pad bool)
+	want       func(a, b []T) float32
+	wantSingle func(a, b []T, pad bool) float32
+}
+
+var (
+	attnDotsF16 = attnDots[uint16]{"", (*Set).AttnDotF16Rows, (*Set).AttnDotF16RowsSingle, attnDotF16Generic, attnDotF16SingleGeneric}
+	attnDotsF32 = attnDots[float32]{"f32 ", (*Set).AttnDotF32Rows, (*Set).AttnDotF32RowsSingle, attnDotF32Generic, attnDotF32SingleGeneric}
+)
+
+// checkAttnDots compares ks's tinyBLAS-order and vec_dot-order (with and
+// without padding) dots of x with m rows at stride against their
+// definitions.
+func checkAttnDots[T uint16 | float32](t *testing.T, ks *Set, d attnDots[T], x, rows []T, stride, m int) {
+	n := len(x)
+	got := make([]float32, m)
+	d.rows(ks, x, rows, stride, got)
+	for i := range got {
+		require.Equal(t, d.want(x, rows[i*stride:i*stride+n]), got[i], "%stinyBLAS order, n %d row %d", d.prefix, n, i)
+	}
+	for _, pad := range []bool{false, true} {
+		d.single(ks, x, rows, stride, got, pad)
+		for i := range got {
+			require.Equal(t, d.wantSingle(x, rows[i*stride:i*stride+n], pad), got[i], "%svec_dot order, pad %v, n %d row %d", d.prefix, pad, n, i)
+		}
+	}
+}
+
+// fillNormal fills each of vs, in turn, with standard normal values
+// converted by conv.
+func fillNormal[T any](r *rand.Rand, conv func(float32) T, vs ...[]T) {
+	for _, v := range vs {
+		for i := range v {
+			v[i] = conv(float32(r.NormFloat64()))
+		}
+	}
 }
 
 // TestAttnDotF32RowsSingleGGML checks the one-token f32 attention dot
@@ -191,29 +204,7 @@ func TestSoftmaxSinkAndRow(t *testing.T) {
 
 			row := append([]float32(nil), x...)
 			ks.SoftmaxRow(row)
-			want := append([]float32(nil), x...)
-			head := n &^ 15
-			mx := float32(math.Inf(-1))
-			for _, v := range x {
-				mx = max(mx, v)
-			}
-			var sum float64
-			for i := 0; i < head; i += 16 {
-				var c [16]float32
-				for j := range c {
-					c[j] = ExpGGML(x[i+j] - mx)
-					want[i+j] = c[j]
-				}
-				sum += float64(sum16(&c))
-			}
-			for i := head; i < n; i++ {
-				want[i] = float32(math.Exp(float64(x[i] - mx)))
-				sum += float64(want[i])
-			}
-			inv := float32(1 / sum)
-			for i := range want {
-				want[i] *= inv
-			}
+			want := softmaxGGMLRef(x, true)
 			require.Equal(t, want, row, "SoftmaxRow, n %d", n)
 		}
 	})

@@ -49,6 +49,13 @@
 	VFMADD231PS Z10, Z9, ACC \
 	VFMADD231PS Z8, MV, MACC
 
+// Token T against both rows of the pair: row 0 into ACC0, MACC0, row 1
+// into ACC1, MACC1.
+#define TOKROWS(T, ACC0, MACC0, ACC1, MACC1) \
+	TOK(T) \
+	PROD(Z0, Z2, Z4, ACC0, MACC0) \
+	PROD(Z1, Z3, Z5, ACC1, MACC1)
+
 // X9 = the sum of the 8 lanes of Y register YS (low half XS) as ggml's
 // hsum_float_8 orders it. Clobbers X10.
 #define HSUM8(YS, XS) \
@@ -107,18 +114,10 @@ TEXT ·fusedQ41Tile4x4(SB), NOSPLIT, $0-64
 block:
 	ROWPAIR(SI, AX, Z0, Z2, Z4)
 	ROWPAIR(BX, R10, Z1, Z3, Z5)
-	TOK(DI)
-	PROD(Z0, Z2, Z4, Z16, Z24)
-	PROD(Z1, Z3, Z5, Z17, Z25)
-	TOK(R8)
-	PROD(Z0, Z2, Z4, Z18, Z26)
-	PROD(Z1, Z3, Z5, Z19, Z27)
-	TOK(R9)
-	PROD(Z0, Z2, Z4, Z20, Z28)
-	PROD(Z1, Z3, Z5, Z21, Z29)
-	TOK(R11)
-	PROD(Z0, Z2, Z4, Z22, Z30)
-	PROD(Z1, Z3, Z5, Z23, Z31)
+	TOKROWS(DI, Z16, Z24, Z17, Z25)
+	TOKROWS(R8, Z18, Z26, Z19, Z27)
+	TOKROWS(R9, Z20, Z28, Z21, Z29)
+	TOKROWS(R11, Z22, Z30, Z23, Z31)
 	ADDQ $20, SI
 	ADDQ $20, AX
 	ADDQ $20, BX

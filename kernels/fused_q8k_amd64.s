@@ -25,6 +25,14 @@ GLOBL q8kc<>(SB), RODATA|NOPTR, $36
 	VPMINSD Z21, r, r  \
 	VPMOVDB r, x
 
+// Stores Z's low 128 bits, then x1, x2, x3 (four 16-byte groups of
+// quants) as 64 bytes at off(DI), and keeps them in Z.
+#define STORE4(Z, x1, x2, x3, off) \
+	VINSERTI32X4 $1, x1, Z, Z \
+	VINSERTI32X4 $2, x2, Z, Z \
+	VINSERTI32X4 $3, x3, Z, Z \
+	VMOVDQU32    Z, off(DI)
+
 // func quantizeQ8KAVX512(src *float32, nb int, dst *byte)
 // Per 256-value block, as quantizeQ8K: amax = max |x| (NaNs never win),
 // max = the first x with |x| == amax, iscale = -127/max, q = min(127,
@@ -152,22 +160,10 @@ q8kfound:
 	QUANT(Z13, X13)
 	QUANT(Z14, X14)
 	QUANT(Z15, X15)
-	VINSERTI32X4 $1, X1, Z0, Z0
-	VINSERTI32X4 $2, X2, Z0, Z0
-	VINSERTI32X4 $3, X3, Z0, Z0
-	VINSERTI32X4 $1, X5, Z4, Z4
-	VINSERTI32X4 $2, X6, Z4, Z4
-	VINSERTI32X4 $3, X7, Z4, Z4
-	VINSERTI32X4 $1, X9, Z8, Z8
-	VINSERTI32X4 $2, X10, Z8, Z8
-	VINSERTI32X4 $3, X11, Z8, Z8
-	VINSERTI32X4 $1, X13, Z12, Z12
-	VINSERTI32X4 $2, X14, Z12, Z12
-	VINSERTI32X4 $3, X15, Z12, Z12
-	VMOVDQU32    Z0, 4(DI)
-	VMOVDQU32    Z4, 68(DI)
-	VMOVDQU32    Z8, 132(DI)
-	VMOVDQU32    Z12, 196(DI)
+	STORE4(Z0, X1, X2, X3, 4)
+	STORE4(Z4, X5, X6, X7, 68)
+	STORE4(Z8, X9, X10, X11, 132)
+	STORE4(Z12, X13, X14, X15, 196)
 
 	// bsums: lane j of register k holds group 4k+j; sum each lane's 16
 	// signed bytes to 4 dwords, then transpose-add to one dword per group.

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/moonlm/moonlm/gguf"
 )
@@ -142,13 +141,7 @@ func mxfp4Lanes(wb, xb []byte) [8]int32 {
 	qs, q8 := wb[1:bytesMXFP4], xb[2:gguf.BytesQ8_0]
 	var lanes [8]int32
 	for i := range 32 {
-		var c byte
-		if i < 16 {
-			c = qs[i] & 0xf
-		} else {
-			c = qs[i-16] >> 4
-		}
-		lanes[i/4] += int32(kvaluesMXFP4[c]) * int32(int8(q8[i]))
+		lanes[i/4] += int32(kvaluesMXFP4[nibbleAt(qs, i, 16)]) * int32(int8(q8[i]))
 	}
 	return lanes
 }
@@ -201,10 +194,9 @@ func ggmlDotQ4KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 		var accM [4]float32
 		for b := range nb {
 			wb, yb := w[b*144:(b+1)*144], xt[b*q8KBlock:(b+1)*q8KBlock]
-			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			yd, q8, _ := q8K(yb)
 			d := yd * f16At(wb[0:])
 			dmin := -yd * f16At(wb[2:])
-			q8 := yb[4:260]
 			var lanes, sub [8]int32
 			for j := range 8 {
 				sc, _ := q4KScaleMin(wb[4:16], j)
@@ -255,10 +247,9 @@ func ggmlDotQ4K8x8(cols int, g, x []byte, xStride, nTok int, y []float32, yStrid
 		var acc, accM float32
 		for b := range nb {
 			wb, yb := w[b*144:(b+1)*144], xt[b*q8KBlock:(b+1)*q8KBlock]
-			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			yd, q8, _ := q8K(yb)
 			ds := f16At(wb[0:]) * yd
 			dm := f16At(wb[2:]) * yd
-			q8 := yb[4:260]
 			var sb, mb int32 // the super-block's sums (gemv)
 			var sub [8]int32
 			for k := range 4 {
@@ -300,10 +291,9 @@ func ggmlDotQ6KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 		var acc [8]float32
 		for b := range nb {
 			wb, yb := w[b*210:(b+1)*210], xt[b*q8KBlock:(b+1)*q8KBlock]
-			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+			yd, q8, bsums := q8K(yb)
 			d := yd * f16At(wb[208:])
 			ql, qh, sc := wb[0:128], wb[128:192], wb[192:208]
-			q8 := yb[4:260]
 			var lanes [8]int32
 			// Value e of the super-block (e = 128*half + 32*quarter + l)
 			// is built from ql and qh as in the GGUF layout.
@@ -325,7 +315,7 @@ func ggmlDotQ6KVecDot(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 			}
 			for l := range lanes {
 				for grp := 2 * l; grp < 2*l+2; grp++ {
-					bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*grp:])))
+					bs := bsum(bsums, grp)
 					lanes[l] -= 32 * bs * int32(int8(sc[grp]))
 				}
 			}
@@ -379,8 +369,7 @@ func ggmlDotTiled(t gguf.Type, cols int, g, x []byte, xStride, nTok int, y []flo
 		var acc float32
 		for b := range nb {
 			wb, yb := w[b*bb:(b+1)*bb], xt[b*q8KBlock:(b+1)*q8KBlock]
-			yd := math.Float32frombits(binary.LittleEndian.Uint32(yb))
-			q8 := yb[4:260]
+			yd, q8, _ := q8K(yb)
 			var r float32
 			if t == gguf.Q4_K {
 				var s1, s2 int32
@@ -433,7 +422,7 @@ func q6KDot(wb, yb, q8 []byte) int32 {
 					raw += int32(q) * int32(int8(q8[128*half+32*quarter+l]))
 				}
 				gi := e0 / 16
-				bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*gi:])))
+				bs := bsum(yb[260:], gi)
 				s += int32(int8(sc[gi])) * (raw - 32*bs)
 			}
 		}
@@ -462,10 +451,7 @@ func ggmlDotQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 			for l := range acc {
 				var s int32
 				for e := 4 * l; e < 4*l+4; e++ {
-					q := qs[e&15] & 0xf
-					if e >= 16 {
-						q = qs[e&15] >> 4
-					}
+					q := nibbleAt(qs, e, 16)
 					s += int32(q) * int32(int8(a[e]))
 				}
 				acc[l] = FMA32(d, float32(s), acc[l])
@@ -473,6 +459,16 @@ func ggmlDotQ41(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 		}
 		y[t*yStride] = ggmlTree8(&acc) + summs
 	}
+}
+
+// nibbleAt is value i of a nibble array whose low nibbles hold values
+// 0..half-1 and high nibbles values half..2*half-1 (GGUF's order for the
+// quants of q4/q5/MXFP4 blocks and for q3_K's low scale bits).
+func nibbleAt(b []byte, i, half int) byte {
+	if i >= half {
+		return b[i-half] >> 4
+	}
+	return b[i] & 0xf
 }
 
 // ggmlDotQ50 follows ggml_vec_dot_q5_0_q8_0 (one token) and tinyBLAS's
@@ -494,10 +490,7 @@ func ggmlDotQ50(cols int, g, x []byte, xStride, nTok int, y []float32, yStride i
 			for l := range acc {
 				var s int32
 				for e := 4 * l; e < 4*l+4; e++ {
-					q := qs[e&15] & 0xf
-					if e >= 16 {
-						q = qs[e&15] >> 4
-					}
+					q := nibbleAt(qs, e, 16)
 					v := int32(q) | int32(qh>>uint(e)&1)<<4 - 16
 					s += v * int32(int8(a[e]))
 				}

@@ -33,10 +33,7 @@ func QuantizeQ8_2(src []float32, dst []byte) {
 	for b := 0; b < len(src)/qk32; b++ {
 		x := src[b*qk32 : (b+1)*qk32]
 		y := dst[b*bytesQ8_2 : (b+1)*bytesQ8_2]
-		var amax float32
-		for _, v := range x {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
+		amax := absMax32(x)
 		h := F32ToBF16(amax / 127)
 		d := BF16ToF32(h)
 		var id float32

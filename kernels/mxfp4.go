@@ -50,10 +50,7 @@ func quantizeMXFP4(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
 		x := src[i*qk32 : (i+1)*qk32]
 		b := dst[i*bytesMXFP4 : (i+1)*bytesMXFP4]
-		var amax float32
-		for _, v := range x {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
+		amax := absMax32(x)
 		var e uint8
 		if amax > 0 {
 			// log2 rounded to float32 (log2f), then floored; the byte wraps

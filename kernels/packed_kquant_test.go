@@ -179,12 +179,8 @@ func TestPackedQ4KExact(t *testing.T) {
 					}
 				}
 				for li, l := range layouts {
-					g := make([]byte, l.GroupBytes(cols))
-					l.Pack(g, src, cols)
-					for _, dot := range []struct {
-						name string
-						fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
-					}{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}} {
+					g := packedGroupOf(l, src, cols)
+					for _, dot := range packedDots(l) {
 						// Token counts that reach every kernel path
 						// (1, 4 and 8 tokens and their sums).
 						for _, nt := range []int{1, 3, 4, 5, 8} {
@@ -216,18 +212,27 @@ func TestPackedQ4KExact(t *testing.T) {
 	require.Greater(t, exact, 1000, "most small cases are compared exactly")
 }
 
-// TestPackedQ4KQuantvec packs ggml's own q4_K rows from quantvec.gguf (its
-// 8 rows, then the same rows in reverse order) and checks every layout's
-// Dot and DotGeneric against the dot products ggml's CPU kernel computed
-// with the file's q8_K activations.
+// TestPackedQ4KQuantvec checks every q4_K layout against ggml's own dot
+// products (checkPackedQuantvec).
 func TestPackedQ4KQuantvec(t *testing.T) {
+	checkPackedQuantvec(t, gguf.Q4_K, &packedQ4KBase)
+}
+
+// checkPackedQuantvec packs ggml's own rows of typ from quantvec.gguf (its
+// 8 rows, then the same rows in reverse order to fill a group of 16) and
+// checks every layout's Dot and DotGeneric, for every token count, against
+// the dot products ggml's CPU kernel computed with the file's q8_K
+// activations.
+func checkPackedQuantvec(t *testing.T, typ gguf.Type, base *PackedLayout) {
 	q := openQuantvec(t)
-	sets, layouts := packedLayoutsOf(t, gguf.Q4_K, &packedQ4KBase)
-	w := q.tensor(t, "q4_K.q").Data
+	sets, layouts := packedLayoutsOf(t, typ, base)
+	w := q.tensor(t, typ.String()+".q").Data
 	x := q.tensor(t, "x.q8_K").Data
-	ref := q.f32(t, "q4_K.dot")
-	rb := RowBytes(gguf.Q4_K, q.cols)
+	ref := q.f32(t, typ.String()+".dot")
+	rb := RowBytes(typ, q.cols)
+	require.GreaterOrEqual(t, q.rows, 8, "the rows and their mirror fill a group")
 	require.Len(t, w, q.rows*rb)
+	require.Len(t, x, ActivationBytes(typ, q.cols))
 	require.Len(t, ref, q.rows)
 	src := make([]byte, 0, 16*rb)
 	want := make([]float32, 16)
@@ -239,16 +244,12 @@ func TestPackedQ4KQuantvec(t *testing.T) {
 		}
 		src = append(src, w[r*rb:(r+1)*rb]...)
 		want[i] = ref[r]
-		bound[i] = simdDotBound(t, gguf.Q4_K, q.cols, w[r*rb:(r+1)*rb], x)
+		bound[i] = simdDotBound(t, typ, q.cols, w[r*rb:(r+1)*rb], x)
 	}
 	for li, l := range layouts {
-		g := make([]byte, l.GroupBytes(q.cols))
-		l.Pack(g, src, q.cols)
+		g := packedGroupOf(l, src, q.cols)
 		xs := slices.Repeat(x, l.MaxTok)
-		for _, dot := range []struct {
-			name string
-			fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
-		}{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}} {
+		for _, dot := range packedDots(l) {
 			for nt := 1; nt <= l.MaxTok; nt++ {
 				y := make([]float32, 16*nt)
 				dot.fn(q.cols, g, xs, len(x), nt, y, 16)
@@ -293,12 +294,8 @@ func TestPackedQ4KManyBlocks(t *testing.T) {
 		}
 	}
 	for li, l := range layouts {
-		g := make([]byte, l.GroupBytes(cols))
-		l.Pack(g, src, cols)
-		for _, dot := range []struct {
-			name string
-			fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
-		}{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}} {
+		g := packedGroupOf(l, src, cols)
+		for _, dot := range packedDots(l) {
 			for nt := 1; nt <= l.MaxTok && nt <= nTok; nt++ {
 				y := make([]float32, nTok*yStride)
 				for i := range y {
@@ -517,43 +514,8 @@ func TestPackedQ6KExact(t *testing.T) {
 	}
 }
 
-// TestPackedQ6KQuantvec packs the q6_K rows ggml quantized itself
-// (quantvec.gguf: 8 rows, repeated in reverse order to fill a group) and
-// compares every layout's Dot with the dot products ggml's CPU kernel
-// computed against the file's q8_K activations, for every token count.
+// TestPackedQ6KQuantvec checks every q6_K layout against ggml's own dot
+// products (checkPackedQuantvec).
 func TestPackedQ6KQuantvec(t *testing.T) {
-	q := openQuantvec(t)
-	names, layouts := packedLayoutsOf(t, gguf.Q6_K, &packedQ6KBase)
-	w := q.tensor(t, "q6_K.q").Data
-	x := q.tensor(t, "x.q8_K").Data
-	ref := q.f32(t, "q6_K.dot")
-	rb := RowBytes(gguf.Q6_K, q.cols)
-	require.Len(t, w, q.rows*rb)
-	require.Len(t, x, ActivationBytes(gguf.Q6_K, q.cols))
-	src := make([]byte, 0, 16*rb)
-	want := make([]float32, 16)
-	bound := make([]float64, 16)
-	for i := 0; i < 16; i++ {
-		row := i
-		if i >= q.rows {
-			row = 15 - i
-		}
-		src = append(src, w[row*rb:(row+1)*rb]...)
-		want[i] = ref[row]
-		bound[i] = simdDotBound(t, gguf.Q6_K, q.cols, w[row*rb:(row+1)*rb], x)
-	}
-	xs := slices.Repeat(x, 8)
-	for li, l := range layouts {
-		g := make([]byte, l.GroupBytes(q.cols))
-		l.Pack(g, src, q.cols)
-		for nTok := 1; nTok <= l.MaxTok; nTok++ {
-			y := make([]float32, 16*nTok)
-			l.Dot(q.cols, g, xs, len(x), nTok, y, 16)
-			for k := 0; k < nTok; k++ {
-				for i := 0; i < 16; i++ {
-					require.InDelta(t, want[i], y[16*k+i], 1e-5*bound[i]+1e-6, "%s: %d tokens: token %d row %d", names[li], nTok, k, i)
-				}
-			}
-		}
-	}
+	checkPackedQuantvec(t, gguf.Q6_K, &packedQ6KBase)
 }

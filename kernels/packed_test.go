@@ -170,10 +170,7 @@ func checkPackedLayout(t *testing.T, ks *Set, l *PackedLayout) {
 			}
 			gb := l.GroupBytes(cols)
 			for nt := 1; nt <= l.MaxTok; nt++ {
-				for _, dot := range []struct {
-					name string
-					fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
-				}{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}} {
+				for _, dot := range packedDots(l) {
 					got := make([]float32, nTok*rows)
 					for g := 0; g < rows/l.Rows; g++ {
 						dot.fn(cols, f.p.Packed[g*gb:(g+1)*gb], f.xq, f.ab, nt, got[g*l.Rows:], rows)
@@ -483,8 +480,7 @@ func checkPackedScales(t *testing.T, sp packedSpec) {
 							}
 						}
 					}
-					g := make([]byte, l.GroupBytes(cols))
-					l.Pack(g, src, cols)
+					g := packedGroupOf(l, src, cols)
 					y := make([]float32, nTok*16)
 					l.Dot(cols, g, x, ab, nTok, y, 16)
 					yg := make([]float32, nTok*16)
@@ -787,4 +783,24 @@ func checkPacked32Exact(t *testing.T, layouts []*PackedLayout, typ gguf.Type, nb
 			}
 		}
 	}
+}
+
+// namedDot is one of a packed layout's kernels, named for test messages.
+type namedDot struct {
+	name string
+	fn   func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
+}
+
+// packedDots is the layout's pure-Go twin and its kernel, which every
+// packed test holds to the same results.
+func packedDots(l *PackedLayout) []namedDot {
+	return []namedDot{{"DotGeneric", l.DotGeneric}, {"Dot", l.Dot}}
+}
+
+// packedGroupOf packs src (one group of rows of cols values) with l into
+// a new buffer.
+func packedGroupOf(l *PackedLayout, src []byte, cols int) []byte {
+	g := make([]byte, l.GroupBytes(cols))
+	l.Pack(g, src, cols)
+	return g
 }

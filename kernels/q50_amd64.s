@@ -93,10 +93,7 @@
 
 // Y4 = the unsigned quants of the one block at AX (clobbers Y5, K1).
 #define Q50_QUANTS1 \
-	VMOVDQU     6(AX), X4 \
-	VPSRLW      $4, X4, X5 \
-	VINSERTI128 $1, X5, Y4, Y4 \
-	VPANDD      Y14, Y4, Y4 \
+	NIBBLES32(6(AX), Y14) \
 	KMOVD       2(AX), K1 \
 	VPADDB      Y13, Y4, K1, Y4
 

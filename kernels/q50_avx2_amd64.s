@@ -39,10 +39,7 @@ GLOBL q50bits<>(SB), RODATA|NOPTR, $32
 
 // Y4 = the unsigned quants q of the block at AX (clobbers Y5).
 #define Q50V_QUANTS \
-	VMOVDQU      6(AX), X4 \
-	VPSRLW       $4, X4, X5 \
-	VINSERTI128  $1, X5, Y4, Y4 \
-	VPAND        Y15, Y4, Y4 \
+	NIBBLES32(6(AX), Y15) \
 	VPBROADCASTD 2(AX), Y5 \
 	VPSHUFB      Y13, Y5, Y5 \
 	VPAND        Y12, Y5, Y5 \

@@ -25,6 +25,16 @@ func putF16(b []byte, v float32) {
 
 func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
 
+// absMax32 is the largest magnitude in x (0 for an empty x): the block
+// maximum every absmax quantizer scales by.
+func absMax32(x []float32) float32 {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, abs32(v))
+	}
+	return amax
+}
+
 // roundAway rounds half away from zero, as C's roundf.
 func roundAway(v float32) float32 { return float32(math.Round(float64(v))) }
 
@@ -32,10 +42,7 @@ func quantizeQ8_0Ref(src []float32, dst []byte) {
 	for i := 0; i < len(src)/qk32; i++ {
 		x := src[i*qk32 : (i+1)*qk32]
 		b := dst[i*gguf.BytesQ8_0 : (i+1)*gguf.BytesQ8_0]
-		var amax float32
-		for _, v := range x {
-			amax = max(amax, abs32(v))
-		}
+		amax := absMax32(x)
 		d := amax / 127
 		var id float32
 		if d != 0 {
@@ -605,13 +612,7 @@ func quantizeQ3K(src []float32, dst []byte) {
 		binary.LittleEndian.PutUint16(b[108:], dh)
 		d0 := F16ToF32(dh)
 		for j := range 16 {
-			var s byte
-			if j < 8 {
-				s = sc[j] & 0xf
-			} else {
-				s = sc[j-8] >> 4
-			}
-			s |= (sc[8+j%4] >> (2 * (j / 4)) & 3) << 4
+			s := nibbleAt(sc, j, 8) | (sc[8+j%4]>>(2*(j/4))&3)<<4
 			d := d0 * float32(int32(s)-32)
 			if d == 0 {
 				continue

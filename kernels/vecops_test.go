@@ -26,24 +26,7 @@ func TestSoftmaxHelpers(t *testing.T) {
 			}
 		}
 		x[rng.IntN(n)] = 3 // at least one finite value
-		want := append([]float32(nil), x...)
-		mx := float32(math.Inf(-1))
-		for _, v := range want {
-			mx = max(mx, v)
-		}
-		var sum float64
-		for i := 0; i < n; i += 16 {
-			var c [16]float32
-			for j := i; j < min(i+16, n); j++ {
-				want[j] = ExpGGML(want[j] - mx)
-				c[j-i] = want[j]
-			}
-			sum += float64(sum16(&c))
-		}
-		sc := float32(1 / sum)
-		for i := range want {
-			want[i] *= sc
-		}
+		want := softmaxGGMLRef(x, false)
 		got := append([]float32(nil), x...)
 		ks.FastSoftmax(got)
 		for i := range want {
@@ -58,4 +41,41 @@ func TestSoftmaxHelpers(t *testing.T) {
 		ks.Scale(got, s)
 		require.Equal(t, want, got, "scale, n %d", n)
 	}
+}
+
+// softmaxGGMLRef is a scalar softmax of x in ggml's order: the maximum,
+// each value less it through ExpGGML in 16-value chunks (each chunk summed
+// by sum16, the chunk sums in float64), then every value times the float32
+// reciprocal of the total. With libmTail the values past the last whole
+// chunk take float64 math.Exp instead and are added one by one, as
+// SoftmaxRow's scalar tail does; without it a partial chunk is summed as
+// the whole ones (FastSoftmax).
+func softmaxGGMLRef(x []float32, libmTail bool) []float32 {
+	want := make([]float32, len(x))
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		mx = max(mx, v)
+	}
+	end := len(x)
+	if libmTail {
+		end &^= 15
+	}
+	var sum float64
+	for i := 0; i < end; i += 16 {
+		var c [16]float32
+		for j := i; j < min(i+16, end); j++ {
+			want[j] = ExpGGML(x[j] - mx)
+			c[j-i] = want[j]
+		}
+		sum += float64(sum16(&c))
+	}
+	for i := end; i < len(x); i++ {
+		want[i] = float32(math.Exp(float64(x[i] - mx)))
+		sum += float64(want[i])
+	}
+	inv := float32(1 / sum)
+	for i := range want {
+		want[i] *= inv
+	}
+	return want
 }
