@@ -2,7 +2,6 @@ package abitest
 
 import (
 	"encoding/json"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -25,20 +24,12 @@ func newSchemaGrammar(t testing.TB, l *Lib, m uintptr, schema string) (uintptr, 
 		}
 		purego.RegisterLibFunc(&grammarSchema, h, "moonlm_grammar_from_json_schema")
 	})
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	b := []byte(schema)
 	var p *byte
 	if len(b) > 0 {
 		p = &b[0]
 	}
-	var g uintptr
-	st := grammarSchema(m, p, uintptr(len(b)), &g)
-	msg := l.LastError()
-	if st == OK {
-		t.Cleanup(func() { grammarFree(g) })
-	}
-	return g, st, msg
+	return grammarCall(t, l, func(g *uintptr) int32 { return grammarSchema(m, p, uintptr(len(b)), g) })
 }
 
 // Every completed sample from a schema grammar, at temperature 1.5, is JSON

@@ -131,16 +131,7 @@ func TestToolCallsXMLParams(t *testing.T) {
 		call(p("city", "Oslo") + p("n", "1.5")),                // not an integer
 		call(p("city", "Oslo") + p("n", "1") + p("x", "1")),    // no such parameter
 	}
-	for _, s := range ok {
-		if !completeOK(g, s) {
-			t.Errorf("refused %q\n%s", s, src)
-		}
-	}
-	for _, s := range bad {
-		if completeOK(g, s) {
-			t.Errorf("accepted %q\n%s", s, src)
-		}
-	}
+	checkComplete(t, g, src, ok, bad)
 }
 
 // Gemma 4's argument syntax: sorted keys, required ones present, strings
@@ -177,6 +168,13 @@ func TestToolCallsGemma4Args(t *testing.T) {
 		call(`,n:3,unit:<|"|>c<|"|>`),
 		call(`n:1.5,unit:<|"|>c<|"|>`),
 	}
+	checkComplete(t, g, src, ok, bad)
+}
+
+// checkComplete checks that grammar g (made from src) completes on every
+// string of ok and on none of bad.
+func checkComplete(t *testing.T, g *Grammar, src string, ok, bad []string) {
+	t.Helper()
 	for _, s := range ok {
 		if !completeOK(g, s) {
 			t.Errorf("refused %q\n%s", s, src)
