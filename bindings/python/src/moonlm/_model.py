@@ -26,6 +26,7 @@ from typing import (
 from . import _args as A
 from . import _generate as G
 from . import _lib as L
+from ._handle import OwnedHandle
 from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
 from ._generate import Completion, TextStream
 from ._state import SessionStateMixin
@@ -1217,10 +1218,12 @@ class Session(SessionStateMixin):
         return G.run(self._lib, self, s, toks, c_max, stops, True, cleanup, None, gh, lp, dr)
 
 
-class Sampler:
+class Sampler(OwnedHandle):
     """Chooses tokens from logits: penalties, top_k, top_p, min_p,
     temperature, then a seeded draw (temperature <= 0 is greedy).
     None leaves the library's default. One thread at a time."""
+
+    _kind = "sampler"
 
     def __init__(
         self,
@@ -1298,21 +1301,6 @@ class Sampler:
         self._finalizer = weakref.finalize(self, _free_handle, lib.sampler_free, h)
         self._tok = ctypes.c_int32(0)
 
-    def close(self) -> None:
-        self._handle = None
-        self._finalizer()
-
-    def __enter__(self) -> "Sampler":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def _h(self, what: str) -> int:
-        h = self._handle
-        if h is None:
-            raise InvalidArgumentError(1, f"{what}: the sampler is closed")
-        return h
 
     def sample(self, logits: Logits) -> int:
         """A token chosen from logits (float32, n_vocab long); not accepted."""

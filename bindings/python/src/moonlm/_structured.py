@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _args as A
 from . import _lib as L
+from ._handle import OwnedHandle
 from ._errors import InvalidArgumentError, UnsupportedError
 
 # The options Sampler takes besides the classic ones, as (name, kind).
@@ -34,7 +35,7 @@ def _free_grammar(free: Any, h: int) -> None:
     free(h)
 
 
-class Grammar:
+class Grammar(OwnedHandle):
     """A grammar compiled for one model's vocabulary, reusable across
     generations of that model (one generation at a time).
 
@@ -43,6 +44,8 @@ class Grammar:
     Grammar.from_json_schema(model, schema) builds the grammar of the JSON
     values valid against schema (a dict or JSON text).
     """
+
+    _kind = "grammar"
 
     def __init__(self, model: Any, gbnf: str, _schema: bool = False, _tools: Optional[Tuple[Any, ...]] = None):
         what = "tool_choice" if _tools is not None else "json_schema" if _schema else "grammar"
@@ -112,21 +115,6 @@ class Grammar:
         return cls(model, "", _tools=(tmpl, tj, name, parallel))
 
 
-    def close(self) -> None:
-        self._handle = None
-        self._finalizer()
-
-    def __enter__(self) -> "Grammar":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def _h(self, what: str) -> int:
-        h = self._handle
-        if h is None:
-            raise InvalidArgumentError(1, f"{what}: the grammar is closed")
-        return h
 
 
 def schema_text(what: str, schema: Any) -> str:
