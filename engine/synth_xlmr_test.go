@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
 // The synthetic XLM-RoBERTa encoder: bge-m3, multilingual-e5 and
@@ -23,6 +24,8 @@ import (
 // then the most frequent ones, with their scores and types) and <mask>,
 // from llama.cpp's models/ggml-vocab-nomic-bert-moe.gguf, so text in
 // scripts those pieces miss meets UNK. Weights as the synthetic BERT's.
+// That vocabulary is fetched by `make llamacpp-data` (MOONLM_LLAMACPP_DIR);
+// without it the tests that need it skip, saying so.
 //
 // No file is committed: the tests generate the Q8_0 file (synthModel) and
 // the F32 one where the vocabulary is at hand, and the references carry
@@ -36,14 +39,9 @@ const (
 // xlmrVocab is the subset of XLM-R's vocabulary: tokens, scores, types and
 // the character map.
 func xlmrVocab(t testing.TB) ([]string, []float32, []int32, []byte) {
-	dir := os.Getenv("MOONLM_LLAMACPP_DIR")
-	if dir == "" {
-		t.Skip("MOONLM_LLAMACPP_DIR (a llama.cpp source tree) is not set: the synthetic XLM-R's vocabulary comes from its models/ggml-vocab-nomic-bert-moe.gguf")
-	}
-	path := filepath.Join(dir, "models", "ggml-vocab-nomic-bert-moe.gguf")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no XLM-RoBERTa vocabulary in the llama.cpp tree: %v", err)
-	}
+	// The shared test data's vocab/ folder or llama.cpp's models/
+	// (MOONLM_LLAMACPP_DIR, build/llamacpp from `make llamacpp-data`).
+	path := shareddata.Path(t, "vocab/ggml-vocab-nomic-bert-moe.gguf")
 	f, err := gguf.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
