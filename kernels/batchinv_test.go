@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -89,5 +90,51 @@ func TestBatchInvariance(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTokensKernelsInvariant checks each multi-token kernel directly
+// against its set's row kernel: for every token count 1..13 (groups of
+// four and the last nTok%4 tokens), row lengths of odd and even block
+// counts and a padded activation stride, every token's result is bit for
+// bit the row kernel's for that token alone.
+func TestTokensKernelsInvariant(t *testing.T) {
+	checked := 0
+	for _, ks := range testSets(t) {
+		for _, typ := range weightTypes {
+			multi := ks.types[typ].tokens
+			if multi == nil {
+				continue
+			}
+			checked++
+			one := ks.RowDot(typ)
+			bs := typ.BlockSize()
+			for _, nb := range []int{1, 2, 3, 5, 8} {
+				n := nb * bs
+				for nTok := 1; nTok <= 13; nTok++ {
+					rng := rand.New(rand.NewPCG(uint64(typ)<<8|uint64(nb), uint64(nTok)))
+					w := randomRow(rng, typ, n)
+					at := VecDotType(typ)
+					ab := ActivationBytes(typ, n)
+					xStride := ab + 7
+					x := make([]byte, nTok*xStride)
+					for k := range nTok {
+						ks.QuantizeAct(at, randomFloats(rng, n, 1), x[k*xStride:k*xStride+ab])
+					}
+					const yStride = 2
+					y := make([]float32, nTok*yStride)
+					multi(n, w, x, xStride, nTok, y, yStride)
+					for k := range nTok {
+						want := one(n, w, x[k*xStride:k*xStride+ab])
+						if math.Float32bits(y[k*yStride]) != math.Float32bits(want) {
+							t.Errorf("%s %v, %d blocks, %d tokens: token %d = %v, alone %v", ks.Name(), typ, nb, nTok, k, y[k*yStride], want)
+						}
+					}
+				}
+			}
+		}
+	}
+	if slices.Contains(Available(), "avx2") && checked == 0 {
+		t.Error("the avx2 set has no multi-token kernel to check")
 	}
 }

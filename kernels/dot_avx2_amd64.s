@@ -20,6 +20,26 @@
 
 #include "dot_amd64.h"
 
+// The four-token q4_K kernel's accumulators and end (defined before every
+// TEXT so that vet reads their stack slots as the frame of the kernel
+// that uses them).
+
+// The accumulators: Y0-Y3 the scale parts, 0..127(SP) the min parts.
+#define Q4K_ZERO4 \
+	ZERO4 \
+	VMOVUPS Y0, 0(SP) \
+	VMOVUPS Y0, 32(SP) \
+	VMOVUPS Y0, 64(SP) \
+	VMOVUPS Y0, 96(SP)
+
+// Scale part minus min part, then the sums (as dotQ4_KRowsAVX2 ends a row).
+#define Q4K_STORE4 \
+	VSUBPS 0(SP), Y0, Y0 \
+	VSUBPS 32(SP), Y1, Y1 \
+	VSUBPS 64(SP), Y2, Y2 \
+	VSUBPS 96(SP), Y3, Y3 \
+	STORE4
+
 // Horizontal sum of the 8 float32 lanes of Y0 into X0 (clobbers X1).
 #define HSUM_Y0 HSUM(Y0, X0, X1)
 
@@ -648,10 +668,12 @@ axpydone:
 	RET
 
 // ---------------------------------------------------------------------------
-// Multi-token kernels for prefill: one weight row against four tokens at
-// once. Each weight block is loaded and unpacked once and then used for the
-// four activation rows (xstride bytes apart), so unpacking and weight loads
-// are shared. The arithmetic per token is that of the row kernels.
+// Multi-token kernels for prefill and batched decode: one weight row
+// against four tokens at once. Each weight block is loaded and unpacked
+// once and then used for the four activation rows (xstride bytes apart),
+// so unpacking and weight loads are shared. The arithmetic per token is
+// exactly that of the row kernel (the same lanes, accumulators and
+// summation order), so MatMul gives a token the result MatVec gives it.
 
 // func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0Tok4AVX2(SB), NOSPLIT, $0-48
@@ -660,10 +682,6 @@ TEXT ·dotQ8_0Tok4AVX2(SB), NOSPLIT, $0-48
 // func dotQ4_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0Tok4AVX2(SB), NOSPLIT, $0-48
 	SIGNED_TOK4(Q40_CONSTS, Q40_UNPACK, 18, MADD, Y8)
-
-// func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
-TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
-	Q41_TOK4(MADD)
 
 // Q4_K, one sub-block pair for one token at base B: Y4/Y5 = low/high
 // nibbles, Y6/Y7 = their scales as int16 words.
@@ -687,9 +705,24 @@ TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
 	Q4K_TOK(DI, xoff, Y12) \
 	Q4K_TOK(R10, xoff, Y13)
 
-// Q4_K epilogue for one token at B: ACC += d*dx*IACC - dmin*dx*mins(Y10).
-// X4 = [d, dmin] of the weight block.
-#define Q4K_END(B, IACC, ACC) Q4K_KEND(B, IACC, ACC, Y6, Y7, Y15)
+// Q4_K epilogue for one token at B, as dotQ4_KRowsAVX2 does it: ACC +=
+// d*dx*IACC and, in the token's own accumulator at M(SP) (no register is
+// left for it), += dmin*dx*mins(Y10); the two are subtracted at the end.
+// X4 = [d, dmin] of the weight block; Y11 (the scales, rebuilt every
+// block) is the temporary.
+#define Q4K_END(B, IACC, ACC, M) \
+	VBROADCASTSS (B), X5 \
+	VMULPS       X4, X5, X5 \
+	VBROADCASTSS X5, Y6 \
+	VMOVSHDUP    X5, X7 \
+	VBROADCASTSS X7, Y7 \
+	VCVTDQ2PS    IACC, IACC \
+	VFMADD231PS  IACC, Y6, ACC \
+	VPMADDWD     260(B), Y10, Y15 \
+	VCVTDQ2PS    Y15, Y15 \
+	VMOVUPS      M(SP), Y11 \
+	VFMADD231PS  Y15, Y7, Y11 \
+	VMOVUPS      Y11, M(SP)
 
 // One q4_K block of the four tokens: scales and mins as in
 // dotQ4_KRowsAVX2 (Y11 = scales as words in both lanes, Y10 = the mins
@@ -712,11 +745,14 @@ TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
 	Q4K_PAIR4(112, 196, ·q4kMask+0xc0(SB), ·q4kMask+0xe0(SB)) \
 	VMOVD     (AX), X4 \
 	VCVTPH2PS X4, X4 \
-	KENDS4(Q4K_END, Y8, Y9, Y12, Y13, Y0, Y1, Y2, Y3)
+	Q4K_END(BX, Y8, Y0, 0) \
+	Q4K_END(SI, Y9, Y1, 32) \
+	Q4K_END(DI, Y12, Y2, 64) \
+	Q4K_END(R10, Y13, Y3, 96)
 
 // func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
-TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
-	KTOK4(LOWNIB_Y14, ZERO4, Q4K_BLOCK4, 144, STORE4)
+TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $128-40
+	KTOK4(LOWNIB_Y14, Q4K_ZERO4, Q4K_BLOCK4, 144, Q4K_STORE4)
 
 // Q6_K, one group of 32 quants (Y7, scales Y13) for one token at B.
 #define Q6K_TOK(B, xoff, IACC) \
@@ -779,43 +815,6 @@ TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
 // func dotQ6_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ6_KTok4AVX2(SB), NOSPLIT, $0-40
 	KTOK4(LOWNIB_Y14, ZERO4, Q6K_BLOCK4, 210, STORE4)
-
-// func dotF16Tok4AVX2(w *byte, x *byte, xstride int, n int, y *float32)
-// Eight weights widened once, then one FMA per token; n % 8 values are
-// left to the caller.
-TEXT ·dotF16Tok4AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), BX
-	MOVQ   xstride+16(FP), R8
-	MOVQ   n+24(FP), CX
-	MOVQ   y+32(FP), R11
-	LEAQ   (R8)(R8*2), R9
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	SHRQ   $3, CX
-	JZ     f16t4store
-
-f16t4loop:
-	VCVTPH2PS   (AX), Y4
-	VCVTPH2PS   (BX), Y5
-	VFMADD231PS Y5, Y4, Y0
-	VCVTPH2PS   (BX)(R8*1), Y6
-	VFMADD231PS Y6, Y4, Y1
-	VCVTPH2PS   (BX)(R8*2), Y7
-	VFMADD231PS Y7, Y4, Y2
-	VCVTPH2PS   (BX)(R9*1), Y8
-	VFMADD231PS Y8, Y4, Y3
-	ADDQ        $16, AX
-	ADDQ        $16, BX
-	DECQ        CX
-	JNZ         f16t4loop
-
-f16t4store:
-	STORE4
-	VZEROUPPER
-	RET
 
 // MXFP4 x Q8_0 row-dot kernels (AVX2 here, AVX-512 VNNI in
 // dot_avx512_amd64.s), in the frame of

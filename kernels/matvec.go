@@ -118,10 +118,17 @@ func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	tile = max(1, min(tile, nTok))
 	block := max(1, matMulRowBlockBytes/max(rb, 1))
 	rows := s.types[t].rows
+	tokens := s.types[t].tokens
 	for t0 := 0; t0 < nTok; t0 += tile {
 		t1 := min(t0+tile, nTok)
 		for b0 := r0; b0 < r1; b0 += block {
 			b1 := min(b0+block, r1)
+			if tokens != nil {
+				for r := b0; r < b1; r++ {
+					tokens(n, m.Data[r*rb:(r+1)*rb], xq[t0*ab:t1*ab], ab, t1-t0, y[t0*m.Rows+r:], m.Rows)
+				}
+				continue
+			}
 			for k := t0; k < t1; k++ {
 				x := xq[k*ab : (k+1)*ab]
 				yk := y[k*m.Rows : k*m.Rows+b1]

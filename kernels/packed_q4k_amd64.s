@@ -204,11 +204,11 @@ block: \
 // func packedQ4KDot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 // Tokens xstride bytes apart, t < 8; ystride in floats.
 TEXT ·packedQ4KDot8AVX512(SB), NOSPLIT, $256-48
-	KERNEL(ARGS8, REST8, NOPF, WHALF, NOSETUP)
+	KERNEL(ARGS8, REST8, PFQ4K, WHALF, NOSETUP)
 
 // func packedQ4KDot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 TEXT ·packedQ4KDot4AVX512(SB), NOSPLIT, $128-48
-	KERNEL(ARGS4, REST4, NOPF, WHALF, NOSETUP)
+	KERNEL(ARGS4, REST4, PFQ4K, WHALF, NOSETUP)
 
 // func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
 TEXT ·packedQ4KDot1AVX512(SB), NOSPLIT, $32-32
@@ -216,11 +216,11 @@ TEXT ·packedQ4KDot1AVX512(SB), NOSPLIT, $32-32
 
 // func packedQ4KDot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 TEXT ·packedQ4KDot8GFNI(SB), NOSPLIT, $256-48
-	KERNEL(ARGS8, REST8, NOPF, WHALFGF, GFSETUP)
+	KERNEL(ARGS8, REST8, PFQ4K, WHALFGF, GFSETUP)
 
 // func packedQ4KDot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 TEXT ·packedQ4KDot4GFNI(SB), NOSPLIT, $128-48
-	KERNEL(ARGS4, REST4, NOPF, WHALFGF, GFSETUP)
+	KERNEL(ARGS4, REST4, PFQ4K, WHALFGF, GFSETUP)
 
 // func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
 TEXT ·packedQ4KDot1GFNI(SB), NOSPLIT, $32-32

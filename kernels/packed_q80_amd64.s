@@ -231,15 +231,15 @@ store: \
 
 // func packedQ80Dot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ80Dot8AVX512(SB), 0, $520-56
-	KERNEL(REST8, PTRS8, INITS8, DP8, NOPF)
+	KERNEL(REST8, PTRS8, INITS8, DP8, PF1088)
 
 // func packedQ80Dot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ80Dot4AVX512(SB), 0, $520-56
-	KERNEL(REST4, PTRS4, INITS4, DP4, NOPF)
+	KERNEL(REST4, PTRS4, INITS4, DP4, PF1088)
 
 // func packedQ80Dot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ80Dot2AVX512(SB), 0, $520-56
-	KERNEL(REST2, PTRS2, INITS2, DP2, NOPF)
+	KERNEL(REST2, PTRS2, INITS2, DP2, PF1088)
 
 // func packedQ80Dot1AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 TEXT ·packedQ80Dot1AVX512(SB), 0, $520-56
