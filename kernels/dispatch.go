@@ -52,6 +52,7 @@ const (
 	asmQ5_0RowsAVX512
 	asmQ8_0Tok4AVX2
 	asmQ4_0Tok4AVX2
+	asmQ4_1Tok4AVX2
 	asmQ4_KTok4AVX2
 	asmQ6_KTok4AVX2
 	asmMXFP4RowsAVX2

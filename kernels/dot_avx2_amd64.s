@@ -40,6 +40,47 @@
 	VSUBPS 96(SP), Y3, Y3 \
 	STORE4
 
+// The four-token q4_1 kernel, one token of the block whose nibbles are Y4
+// (Y12 = the weight scale, X13 = its m): as Q41_BLOCK, scale product
+// weight times activation, ACC += float(dot) * it, and the m*s term into
+// the token's scalar accumulator at MS(SP) (no register is left for the
+// eight of them). D, S and Q address the token's d, s and quants.
+#define Q41_TOK(D, S, Q, ACC, MS) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y6 \
+	VMULPS       Y6, Y12, Y6 \
+	MOVWLZX      S, DX \
+	VMOVSS       MS(SP), X7 \
+	VFMADD231SS  (R13)(DX*4), X13, X7 \
+	VMOVSS       X7, MS(SP) \
+	VPMADDUBSW   Q, Y4, Y7 \
+	VPMADDWD     Y15, Y7, Y7 \
+	VCVTDQ2PS    Y7, Y7 \
+	VFMADD231PS  Y7, Y6, ACC
+
+// One q4_1 block at wo(AX) for the four tokens' q8_1 blocks at xo into
+// A0..A3, their m*s terms at M, M+4, M+8, M+12 (SP).
+#define Q41_BLK4(wo, xo, A0, A1, A2, A3, M) \
+	MOVWLZX      wo(AX), DX \
+	VBROADCASTSS (R13)(DX*4), Y12 \
+	MOVWLZX      (wo+2)(AX), DX \
+	VMOVSS       (R13)(DX*4), X13 \
+	NIBBLES32((wo+4)(AX), Y14) \
+	Q41_TOK(xo(BX), (xo+2)(BX), (xo+4)(BX), A0, (M+0)) \
+	Q41_TOK(xo(BX)(R8*1), (xo+2)(BX)(R8*1), (xo+4)(BX)(R8*1), A1, (M+4)) \
+	Q41_TOK(xo(BX)(R8*2), (xo+2)(BX)(R8*2), (xo+4)(BX)(R8*2), A2, (M+8)) \
+	Q41_TOK(xo(BX)(R9*1), (xo+2)(BX)(R9*1), (xo+4)(BX)(R9*1), A3, (M+12))
+
+// The end of the four-token q4_1 kernel for token t: its even and odd
+// vector sums added, summed across (X), then its even and odd m*s terms
+// (at MS and MS+16) added, then the two, as dotQ4_1RowsAVX2 ends a row.
+#define Q41_END(Y, YODD, X, MS) \
+	VADDPS YODD, Y, Y \
+	HSUM(Y, X, X4) \
+	VMOVSS MS(SP), X5 \
+	VADDSS (MS+16)(SP), X5, X5 \
+	VADDSS X5, X, X
+
 // Horizontal sum of the 8 float32 lanes of Y0 into X0 (clobbers X1).
 #define HSUM_Y0 HSUM(Y0, X0, X1)
 
@@ -682,6 +723,45 @@ TEXT ·dotQ8_0Tok4AVX2(SB), NOSPLIT, $0-48
 // func dotQ4_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ4_0Tok4AVX2(SB), NOSPLIT, $0-48
 	SIGNED_TOK4(Q40_CONSTS, Q40_UNPACK, 18, MADD, Y8)
+
+// func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+// Per token as dotQ4_1RowsAVX2: even blocks into Y0..Y3, odd ones into
+// Y8..Y11, the m*s terms into 0..15(SP) (even) and 16..31(SP) (odd).
+TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $32-48
+	TOK4_ARGS(f16+40(FP))
+	ONES16_Y15
+	LOWNIB_Y14
+	ZERO4
+	VXORPS  Y8, Y8, Y8
+	VXORPS  Y9, Y9, Y9
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y11, Y11, Y11
+	VMOVUPS Y0, 0(SP)
+	CMPQ    CX, $2
+	JLT     q41t4one
+
+q41t4blk:
+	Q41_BLK4(0, 0, Y0, Y1, Y2, Y3, 0)
+	Q41_BLK4(20, 36, Y8, Y9, Y10, Y11, 16)
+	ADDQ $40, AX
+	ADDQ $72, BX
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q41t4blk
+
+q41t4one:
+	TESTQ CX, CX
+	JZ    q41t4store
+	Q41_BLK4(0, 0, Y0, Y1, Y2, Y3, 0)
+
+q41t4store:
+	Q41_END(Y0, Y8, X0, 0)
+	Q41_END(Y1, Y9, X1, 4)
+	Q41_END(Y2, Y10, X2, 8)
+	Q41_END(Y3, Y11, X3, 12)
+	MOVSS4
+	VZEROUPPER
+	RET
 
 // Q4_K, one sub-block pair for one token at base B: Y4/Y5 = low/high
 // nibbles, Y6/Y7 = their scales as int16 words.

@@ -53,7 +53,7 @@ var formats = [numTypes]format{
 			isaAVX512: {rows: asmQ4_0RowsAVX512}}},
 	gguf.Q4_1: {vecDot: gguf.Q8_1, dequant: dequantQ4_1, quantize: quantizeQ4_1, dot: dotQ4_1Generic, exact: &ggmlQ41VecDot,
 		simd: [numISA]simdKernels{
-			isaAVX2:   {rows: asmQ4_1RowsAVX2},
+			isaAVX2:   {rows: asmQ4_1RowsAVX2, tok4: asmQ4_1Tok4AVX2},
 			isaAVX512: {packed: asmPackedQ4_1AVX512, packedGFNI: asmPackedQ4_1GFNI}}},
 	gguf.Q5_0: {vecDot: gguf.Q8_0, dequant: dequantQ5_0, quantize: quantizeQ5_0, dot: dotQ5_0Generic, exact: &ggmlQ50VecDot,
 		simd: [numISA]simdKernels{

@@ -62,6 +62,8 @@ func runTok4(k asmKernel, w, x *byte, xstride, nb int, y *float32) {
 		dotQ8_0Tok4AVX2(w, x, xstride, nb, y, f16)
 	case asmQ4_0Tok4AVX2:
 		dotQ4_0Tok4AVX2(w, x, xstride, nb, y, f16)
+	case asmQ4_1Tok4AVX2:
+		dotQ4_1Tok4AVX2(w, x, xstride, nb, y, f16)
 	case asmQ4_KTok4AVX2:
 		dotQ4_KTok4AVX2(w, x, xstride, nb, y)
 	case asmQ6_KTok4AVX2:

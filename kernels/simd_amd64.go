@@ -96,6 +96,9 @@ func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *flo
 func dotQ4_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 
 //go:noescape
+func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
+
+//go:noescape
 func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
 
 //go:noescape
