@@ -113,13 +113,17 @@ func TestBatchMatchesAlone(t *testing.T) {
 	type model struct {
 		name, path string
 		kv         map[string]SessionParams
+		pack       PackMode
 	}
 	models := []model{
-		{"stories260K", shareddata.Path(t, "models/stories260K.gguf"), map[string]SessionParams{"f16": {NCtx: 512}, "f32": {NCtx: 512, KVF32: true}}},
-		{"SmolLM2", smolLM2Path(t), map[string]SessionParams{"f16": {NCtx: 512}, "f32": {NCtx: 512, KVF32: true}, "q8_0": {NCtx: 512, KVType: gguf.Q8_0}}},
+		{"stories260K", shareddata.Path(t, "models/stories260K.gguf"), map[string]SessionParams{"f16": {NCtx: 512}, "f32": {NCtx: 512, KVF32: true}}, PackDefault},
+		{"SmolLM2", smolLM2Path(t), map[string]SessionParams{"f16": {NCtx: 512}, "f32": {NCtx: 512, KVF32: true}, "q8_0": {NCtx: 512, KVType: gguf.Q8_0}}, PackDefault},
+		// Unpacked q4_K and q6_K matrices: the GGUF-layout four-token
+		// kernels (packed ones are what the default open uses).
+		{"Gemma3-unpacked", gemma3Path(t), map[string]SessionParams{"f16": {NCtx: 512}}, PackOff},
 	}
 	for _, md := range models {
-		m, err := Open(md.path, ModelParams{Kernels: testKernels(t)})
+		m, err := Open(md.path, ModelParams{Kernels: testKernels(t), Pack: md.pack})
 		require.NoError(t, err)
 		prompts := []string{
 			"Once upon a time, there was a little dog named Max. He liked to run",

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/moonlm/moonlm/gguf"
 )
 
 // TestBatchInvariance checks that every product kernel computes a token's
@@ -86,6 +88,55 @@ func TestBatchInvariance(t *testing.T) {
 							t.Errorf("%v", bad)
 						}
 					})
+				}
+			}
+		}
+	}
+}
+
+// TestTokensKernelsInvariant checks each multi-token kernel directly
+// against its set's row kernel: for every token count 1..13 (groups of
+// four and the last nTok%4 tokens), row lengths of odd and even block
+// counts and a padded activation stride, every token's result is bit for
+// bit the row kernel's for that token alone.
+func TestTokensKernelsInvariant(t *testing.T) {
+	for _, ks := range testSets(t) {
+		if ks.Name() == "avx2" {
+			// The formats whose four-token kernels the avx2 set must have.
+			for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K} {
+				if ks.types[typ].tokens == nil {
+					t.Errorf("the avx2 set has no multi-token %v kernel", typ)
+				}
+			}
+		}
+		for _, typ := range weightTypes {
+			multi := ks.types[typ].tokens
+			if multi == nil {
+				continue
+			}
+			one := ks.RowDot(typ)
+			bs := typ.BlockSize()
+			for _, nb := range []int{1, 2, 3, 5, 8} {
+				n := nb * bs
+				for nTok := 1; nTok <= 13; nTok++ {
+					rng := rand.New(rand.NewPCG(uint64(typ)<<8|uint64(nb), uint64(nTok)))
+					w := randomRow(rng, typ, n)
+					at := VecDotType(typ)
+					ab := ActivationBytes(typ, n)
+					xStride := ab + 7
+					x := make([]byte, nTok*xStride)
+					for k := range nTok {
+						ks.QuantizeAct(at, randomFloats(rng, n, 1), x[k*xStride:k*xStride+ab])
+					}
+					const yStride = 2
+					y := make([]float32, nTok*yStride)
+					multi(n, w, x, xStride, nTok, y, yStride)
+					for k := range nTok {
+						want := one(n, w, x[k*xStride:k*xStride+ab])
+						if math.Float32bits(y[k*yStride]) != math.Float32bits(want) {
+							t.Errorf("%s %v, %d blocks, %d tokens: token %d = %v, alone %v", ks.Name(), typ, nb, nTok, k, y[k*yStride], want)
+						}
+					}
 				}
 			}
 		}

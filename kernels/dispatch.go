@@ -35,8 +35,8 @@ const (
 // simd_adapter_amd64.go), and no set of another architecture asks for it.
 type asmKernel uint8
 
-// The SIMD kernels: multi-row kernels (Rows), four-token kernels (Tok4),
-// whole multi-token kernels (Tokens) and tile kernels (Tile).
+// The SIMD kernels: multi-row kernels (Rows) and four-token kernels (Tok4),
+// which compute each token exactly as their level's Rows kernel does.
 const (
 	_ asmKernel = iota
 	asmQ8_0RowsAVX2
@@ -55,18 +55,8 @@ const (
 	asmQ4_1Tok4AVX2
 	asmQ4_KTok4AVX2
 	asmQ6_KTok4AVX2
-	asmQ8_0Tok4AVX512
-	asmQ4_0Tok4AVX512
-	asmQ4_1Tok4AVX512
-	asmQ4_KTok4AVX512
-	asmQ6_KTok4AVX512
-	asmQ5_0TokensAVX2
-	asmQ5_0TokensAVX512
-	asmF16TokensAVX2
-	asmQ4_1TileAVX512
 	asmMXFP4RowsAVX2
 	asmMXFP4RowsAVX512
-	asmF16TileAVX512
 )
 
 // asmPacked names a packed layout of a SIMD level (a pure-Go layout's bytes
@@ -91,10 +81,8 @@ const (
 // simdKernels names a type's kernels at one instruction-set level (zero:
 // none at that level).
 type simdKernels struct {
-	rows   asmKernel // the multi-row kernel, also the one-row one
-	tok4   asmKernel // the four-token kernel; the last nTok%4 tokens take the avx2 level's rows kernel
-	tokens asmKernel // a multi-token kernel of its own, instead of tok4
-	tile   asmKernel // a tile kernel
+	rows asmKernel // the multi-row kernel, also the one-row one
+	tok4 asmKernel // the four-token kernel; the last nTok%4 tokens take the rows kernel
 	// packed is the type's packed layout at this level, packedGFNI its
 	// form for a set that uses GFNI (zero: the packed form).
 	packed, packedGFNI asmPacked
@@ -130,13 +118,12 @@ type Set struct {
 }
 
 // typeKernels are a set's kernels for one weight type; nil entries fall
-// back to the next simpler form (tokens and rows to row, tile to MatMul)
-// or mean none (row: unsupported, packed: used as mapped).
+// back to the next simpler form (tokens and rows to row) or mean none
+// (row: unsupported, packed: used as mapped).
 type typeKernels struct {
 	row    RowDotFunc
 	rows   RowsDotFunc
 	tokens TokensDotFunc
-	tile   TileFunc
 	packed *PackedLayout
 }
 
@@ -222,8 +209,12 @@ func build(d setDef, gfni bool) *Set {
 		f := &formats[t]
 		k := &s.types[t]
 		k.row = f.dot
+		var rows asmKernel // the rows kernel of the levels so far
 		for level := isaGeneric + 1; level <= d.isa; level++ {
-			f.simd[level].apply(gguf.Type(t), k, f.simd[isaAVX2].rows)
+			if r := f.simd[level].rows; r != 0 {
+				rows = r
+			}
+			f.simd[level].apply(gguf.Type(t), k, rows)
 			if p := f.simd[level].packedFor(s.gfni); p != 0 {
 				k.packed = packedLayout(p)
 				if err := checkLayout(gguf.Type(t), k.packed); err != nil {

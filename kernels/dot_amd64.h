@@ -1,12 +1,14 @@
 // Pieces of the row kernels shared by dot_avx2_amd64.s, dot_avx512_amd64.s,
 // q50_amd64.s and q50_avx2_amd64.s: the frame of the four-token kernels
-// (one weight row against four tokens xstride bytes apart), the q8_0, q4_0
-// and q4_1 four-token kernels themselves, whose AVX2 and AVX-512 forms
-// differ only in the per-token step TOK, and the q4_K scale unpacking.
+// (one weight row against four tokens xstride bytes apart), the q8_0 and
+// q4_0 four-token kernels themselves, and the q4_K scale unpacking. A
+// four-token kernel computes each token exactly as the AVX2 row kernel of
+// its type does (the same lanes, accumulators and summation order), so
+// MatMul's results do not depend on the batch.
 //
 // Registers: AX weights, BX token 0, R8 xstride, R9 3*xstride, CX blocks
-// left, R11 y, R13 the f16 table, Y15 0x0001 words, Y14 0x0f bytes (q4_0,
-// q4_1), Y0-Y3 the tokens' accumulators.
+// left, R11 y, R13 the f16 table, Y15 0x0001 words, Y14 0x0f bytes (q4_0),
+// Y0-Y3 the tokens' accumulators.
 
 // Y4 = the 32 4-bit values of the 16 bytes at src in GGUF's order (low
 // nibbles, then high), through MASK, 0x0f bytes; clobbers X5.
@@ -59,14 +61,6 @@
 	VPSRLW    $12, Y14, Y14 \
 	VPACKUSWB Y14, Y14, Y14
 
-// TOK(D, Q, ACC) for the four tokens: D and Q the token's scale and quants
-// (Q at 2(D)), ACC the accumulators A0..A3.
-#define TOKS4(TOK, A0, A1, A2, A3) \
-	TOK((BX), 2(BX), A0) \
-	TOK((BX)(R8*1), 2(BX)(R8*1), A1) \
-	TOK((BX)(R8*2), 2(BX)(R8*2), A2) \
-	TOK((BX)(R9*1), 2(BX)(R9*1), A3)
-
 // Y4 = the 32 nibbles of the 16 bytes at off(AX), low ones first, through
 // T; masked by Y14.
 #define NIBBLES4(off, T) \
@@ -92,30 +86,12 @@
 	HSUM4(X4) \
 	MOVSS4
 
-// The sums of Y0..Y3 (through T) ystride bytes apart from (R11).
-#define STORE4S(Y0, X0, Y1, X1, Y2, X2, Y3, X3, T) \
-	HSUM(Y0, X0, T) \
-	HSUM(Y1, X1, T) \
-	HSUM(Y2, X2, T) \
-	HSUM(Y3, X3, T) \
-	MOVQ   ystride+40(FP), R12 \
-	VMOVSS X0, (R11) \
-	ADDQ   R12, R11 \
-	VMOVSS X1, (R11) \
-	ADDQ   R12, R11 \
-	VMOVSS X2, (R11) \
-	ADDQ   R12, R11 \
-	VMOVSS X3, (R11)
-
 // The integer dot products of the 32 unsigned bytes B with the signed
-// bytes A, as 8 int32 lanes of T: DOT is MADD (AVX2: VPMADDUBSW, then
-// VPMADDWD by Y15's ones) or VNNI (one VPDPBUSD from zero).
+// bytes A, as 8 int32 lanes of T: VPMADDUBSW, then VPMADDWD by Y15's
+// ones (DOT of the four-token kernels).
 #define MADD(A, B, T) \
 	VPMADDUBSW A, B, T \
 	VPMADDWD   Y15, T, T
-#define VNNI(A, B, T) \
-	VPXOR    T, T, T \
-	VPDPBUSD A, B, T
 
 // One token of a q8_0 block against the signed weight quants Y4 (Y6 =
 // |Y4|, Y5 = weight scale): the token's signs go to its quants (VPSIGNB)
@@ -131,93 +107,68 @@
 	VCVTDQ2PS    T, Y8 \
 	VFMADD231PS  Y8, Y7, ACC
 
-// The four-token q8_0 and q4_0 kernels: CONSTS, then per block of wbytes
-// UNPACK (Y4 = the signed weight quants) and TOK_SIGNED for each token.
+// One block of wbytes at wo(AX) for the four tokens (their q8_0 blocks at
+// xo), into the accumulators A0..A3: UNPACK(wo) (Y4 = the signed weight
+// quants), then TOK_SIGNED for each token.
+#define SIGNED_BLK4(wo, xo, UNPACK, DOT, T, A0, A1, A2, A3) \
+	MOVWLZX      wo(AX), DX \
+	VBROADCASTSS (R13)(DX*4), Y5 \
+	UNPACK(wo) \
+	VPABSB       Y4, Y6 \
+	TOK_SIGNED(xo(BX), (xo+2)(BX), A0, DOT, T) \
+	TOK_SIGNED(xo(BX)(R8*1), (xo+2)(BX)(R8*1), A1, DOT, T) \
+	TOK_SIGNED(xo(BX)(R8*2), (xo+2)(BX)(R8*2), A2, DOT, T) \
+	TOK_SIGNED(xo(BX)(R9*1), (xo+2)(BX)(R9*1), A3, DOT, T)
+
+// The four-token q8_0 and q4_0 kernels: CONSTS, then the blocks of wbytes
+// in pairs, the even ones into Y0..Y3 and the odd ones into Y9..Y12, a
+// last odd-numbered block into Y0..Y3, then each token's two sums added:
+// per token exactly the arithmetic of the row kernels (SIGNED_ROWS), so a
+// token's result does not depend on its batch.
 #define SIGNED_TOK4(CONSTS, UNPACK, wbytes, DOT, T) \
 	TOK4_ARGS(f16+40(FP)) \
 	ONES16_Y15 \
 	CONSTS \
 	ZERO4 \
-	TESTQ CX, CX \
-	JLE   store \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11 \
+	VXORPS Y12, Y12, Y12 \
+	CMPQ   CX, $2 \
+	JLT    one \
 blk: \
-	MOVWLZX      (AX), DX \
-	VBROADCASTSS (R13)(DX*4), Y5 \
-	UNPACK \
-	VPABSB       Y4, Y6 \
-	TOK_SIGNED((BX), 2(BX), Y0, DOT, T) \
-	TOK_SIGNED((BX)(R8*1), 2(BX)(R8*1), Y1, DOT, T) \
-	TOK_SIGNED((BX)(R8*2), 2(BX)(R8*2), Y2, DOT, T) \
-	TOK_SIGNED((BX)(R9*1), 2(BX)(R9*1), Y3, DOT, T) \
-	ADDQ         $wbytes, AX \
-	ADDQ         $34, BX \
-	DECQ         CX \
-	JNZ          blk \
+	SIGNED_BLK4(0, 0, UNPACK, DOT, T, Y0, Y1, Y2, Y3) \
+	SIGNED_BLK4(wbytes, 34, UNPACK, DOT, T, Y9, Y10, Y11, Y12) \
+	ADDQ $(2*wbytes), AX \
+	ADDQ $68, BX \
+	SUBQ $2, CX \
+	CMPQ CX, $2 \
+	JGE  blk \
+one: \
+	TESTQ CX, CX \
+	JZ    store \
+	SIGNED_BLK4(0, 0, UNPACK, DOT, T, Y0, Y1, Y2, Y3) \
 store: \
+	VADDPS Y9, Y0, Y0 \
+	VADDPS Y10, Y1, Y1 \
+	VADDPS Y11, Y2, Y2 \
+	VADDPS Y12, Y3, Y3 \
 	STORE4 \
 	VZEROUPPER \
 	RET
 
 // q8_0: the quants as they are.
 #define Q80_CONSTS
-#define Q80_UNPACK VMOVDQU 2(AX), Y4
+#define Q80_UNPACK(wo) VMOVDQU (wo+2)(AX), Y4
 
 // q4_0: the nibbles minus 8 (Y13 = 0x08 bytes).
 #define Q40_CONSTS \
 	LOWNIB_Y14 \
 	VPSRLW $1, Y14, Y13 \
 	VPANDN Y14, Y13, Y13
-#define Q40_UNPACK \
-	NIBBLES4(2, X9) \
+#define Q40_UNPACK(wo) \
+	NIBBLES4((wo+2), X8) \
 	VPSUBB Y13, Y4, Y4
-
-// One token of a q8_1 block against the unsigned nibbles Y4 (scale Y5, min
-// X6): the min term goes to the scalar accumulator MACC.
-#define TOK_Q41(D, S, Q, ACC, MACC, DOT) \
-	MOVWLZX      D, DX \
-	VBROADCASTSS (R13)(DX*4), Y7 \
-	VMULPS       Y5, Y7, Y7 \
-	MOVWLZX      S, DX \
-	VFMADD231SS  (R13)(DX*4), X6, MACC \
-	DOT(Q, Y4, Y8) \
-	VCVTDQ2PS    Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
-
-// The q4_1 x q8_1 four-token kernel (the min terms in X9..X12).
-#define Q41_TOK4(DOT) \
-	TOK4_ARGS(f16+40(FP)) \
-	ONES16_Y15 \
-	LOWNIB_Y14 \
-	ZERO4 \
-	VXORPS    X9, X9, X9 \
-	VXORPS    X10, X10, X10 \
-	VXORPS    X11, X11, X11 \
-	VXORPS    X12, X12, X12 \
-	TESTQ     CX, CX \
-	JLE       store \
-blk: \
-	MOVWLZX      (AX), DX \
-	VBROADCASTSS (R13)(DX*4), Y5 \
-	MOVWLZX      2(AX), DX \
-	VMOVSS       (R13)(DX*4), X6 \
-	NIBBLES4(4, X13) \
-	TOK_Q41((BX), 2(BX), 4(BX), Y0, X9, DOT) \
-	TOK_Q41((BX)(R8*1), 2(BX)(R8*1), 4(BX)(R8*1), Y1, X10, DOT) \
-	TOK_Q41((BX)(R8*2), 2(BX)(R8*2), 4(BX)(R8*2), Y2, X11, DOT) \
-	TOK_Q41((BX)(R9*1), 2(BX)(R9*1), 4(BX)(R9*1), Y3, X12, DOT) \
-	ADDQ         $20, AX \
-	ADDQ         $36, BX \
-	DECQ         CX \
-	JNZ          blk \
-store: \
-	HSUM4(X4) \
-	VADDSS X9, X0, X0 \
-	VADDSS X10, X1, X1 \
-	VADDSS X11, X2, X2 \
-	VADDSS X12, X3, X3 \
-	MOVSS4 \
-	VZEROUPPER \
-	RET
 
 // Unpack the 6-bit scales (sc) and mins (m) of the q4_K block at AX into
 // X8 = sc0-3 | sc4-7 | m0-3 | m4-7 (bytes), through DX, R8, R12, R13, T:
@@ -247,22 +198,6 @@ store: \
 	VPINSRD      $1, R8, X8, X8 \
 	VPINSRD      $2, R12, X8, X8 \
 	VPINSRD      $3, R13, X8, X8
-
-// The q4_K epilogue of one token at B, on 256-bit (AVX2) or 512-bit
-// registers (V6, V7, V15 = Y6, Y7, Y15 or Z6, Z7, Z15): ACC += d*dx*IACC -
-// dmin*dx*(mins . bsums), X4 = [d, dmin] of the weight block, Y10 the mins
-// as word pairs.
-#define Q4K_KEND(B, IACC, ACC, V6, V7, V15) \
-	VBROADCASTSS (B), X5 \
-	VMULPS       X4, X5, X5 \
-	VBROADCASTSS X5, V6 \
-	VMOVSHDUP    X5, X7 \
-	VBROADCASTSS X7, V7 \
-	VCVTDQ2PS    IACC, IACC \
-	VFMADD231PS  IACC, V6, ACC \
-	VPMADDWD     260(B), Y10, Y15 \
-	VCVTDQ2PS    V15, V15 \
-	VFNMADD231PS V15, V7, ACC
 
 // The q6_K epilogue of one token at B: subtract 32*sum(sc*bsum) (SC = the
 // 16 scales as words), then ACC += d*dx*IACC (D = d in every lane, T a

@@ -20,6 +20,67 @@
 
 #include "dot_amd64.h"
 
+// The four-token q4_K kernel's accumulators and end (defined before every
+// TEXT so that vet reads their stack slots as the frame of the kernel
+// that uses them).
+
+// The accumulators: Y0-Y3 the scale parts, 0..127(SP) the min parts.
+#define Q4K_ZERO4 \
+	ZERO4 \
+	VMOVUPS Y0, 0(SP) \
+	VMOVUPS Y0, 32(SP) \
+	VMOVUPS Y0, 64(SP) \
+	VMOVUPS Y0, 96(SP)
+
+// Scale part minus min part, then the sums (as dotQ4_KRowsAVX2 ends a row).
+#define Q4K_STORE4 \
+	VSUBPS 0(SP), Y0, Y0 \
+	VSUBPS 32(SP), Y1, Y1 \
+	VSUBPS 64(SP), Y2, Y2 \
+	VSUBPS 96(SP), Y3, Y3 \
+	STORE4
+
+// The four-token q4_1 kernel, one token of the block whose nibbles are Y4
+// (Y12 = the weight scale, X13 = its m): as Q41_BLOCK, scale product
+// weight times activation, ACC += float(dot) * it, and the m*s term into
+// the token's scalar accumulator at MS(SP) (no register is left for the
+// eight of them). D, S and Q address the token's d, s and quants.
+#define Q41_TOK(D, S, Q, ACC, MS) \
+	MOVWLZX      D, DX \
+	VBROADCASTSS (R13)(DX*4), Y6 \
+	VMULPS       Y6, Y12, Y6 \
+	MOVWLZX      S, DX \
+	VMOVSS       MS(SP), X7 \
+	VFMADD231SS  (R13)(DX*4), X13, X7 \
+	VMOVSS       X7, MS(SP) \
+	VPMADDUBSW   Q, Y4, Y7 \
+	VPMADDWD     Y15, Y7, Y7 \
+	VCVTDQ2PS    Y7, Y7 \
+	VFMADD231PS  Y7, Y6, ACC
+
+// One q4_1 block at wo(AX) for the four tokens' q8_1 blocks at xo into
+// A0..A3, their m*s terms at M, M+4, M+8, M+12 (SP).
+#define Q41_BLK4(wo, xo, A0, A1, A2, A3, M) \
+	MOVWLZX      wo(AX), DX \
+	VBROADCASTSS (R13)(DX*4), Y12 \
+	MOVWLZX      (wo+2)(AX), DX \
+	VMOVSS       (R13)(DX*4), X13 \
+	NIBBLES32((wo+4)(AX), Y14) \
+	Q41_TOK(xo(BX), (xo+2)(BX), (xo+4)(BX), A0, (M+0)) \
+	Q41_TOK(xo(BX)(R8*1), (xo+2)(BX)(R8*1), (xo+4)(BX)(R8*1), A1, (M+4)) \
+	Q41_TOK(xo(BX)(R8*2), (xo+2)(BX)(R8*2), (xo+4)(BX)(R8*2), A2, (M+8)) \
+	Q41_TOK(xo(BX)(R9*1), (xo+2)(BX)(R9*1), (xo+4)(BX)(R9*1), A3, (M+12))
+
+// The end of the four-token q4_1 kernel for token t: its even and odd
+// vector sums added, summed across (X), then its even and odd m*s terms
+// (at MS and MS+16) added, then the two, as dotQ4_1RowsAVX2 ends a row.
+#define Q41_END(Y, YODD, X, MS) \
+	VADDPS YODD, Y, Y \
+	HSUM(Y, X, X4) \
+	VMOVSS MS(SP), X5 \
+	VADDSS (MS+16)(SP), X5, X5 \
+	VADDSS X5, X, X
+
 // Horizontal sum of the 8 float32 lanes of Y0 into X0 (clobbers X1).
 #define HSUM_Y0 HSUM(Y0, X0, X1)
 
@@ -648,10 +709,12 @@ axpydone:
 	RET
 
 // ---------------------------------------------------------------------------
-// Multi-token kernels for prefill: one weight row against four tokens at
-// once. Each weight block is loaded and unpacked once and then used for the
-// four activation rows (xstride bytes apart), so unpacking and weight loads
-// are shared. The arithmetic per token is that of the row kernels.
+// Multi-token kernels for prefill and batched decode: one weight row
+// against four tokens at once. Each weight block is loaded and unpacked
+// once and then used for the four activation rows (xstride bytes apart),
+// so unpacking and weight loads are shared. The arithmetic per token is
+// exactly that of the row kernel (the same lanes, accumulators and
+// summation order), so MatMul gives a token the result MatVec gives it.
 
 // func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
 TEXT ·dotQ8_0Tok4AVX2(SB), NOSPLIT, $0-48
@@ -662,8 +725,43 @@ TEXT ·dotQ4_0Tok4AVX2(SB), NOSPLIT, $0-48
 	SIGNED_TOK4(Q40_CONSTS, Q40_UNPACK, 18, MADD, Y8)
 
 // func dotQ4_1Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
-TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
-	Q41_TOK4(MADD)
+// Per token as dotQ4_1RowsAVX2: even blocks into Y0..Y3, odd ones into
+// Y8..Y11, the m*s terms into 0..15(SP) (even) and 16..31(SP) (odd).
+TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $32-48
+	TOK4_ARGS(f16+40(FP))
+	ONES16_Y15
+	LOWNIB_Y14
+	ZERO4
+	VXORPS  Y8, Y8, Y8
+	VXORPS  Y9, Y9, Y9
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y11, Y11, Y11
+	VMOVUPS Y0, 0(SP)
+	CMPQ    CX, $2
+	JLT     q41t4one
+
+q41t4blk:
+	Q41_BLK4(0, 0, Y0, Y1, Y2, Y3, 0)
+	Q41_BLK4(20, 36, Y8, Y9, Y10, Y11, 16)
+	ADDQ $40, AX
+	ADDQ $72, BX
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q41t4blk
+
+q41t4one:
+	TESTQ CX, CX
+	JZ    q41t4store
+	Q41_BLK4(0, 0, Y0, Y1, Y2, Y3, 0)
+
+q41t4store:
+	Q41_END(Y0, Y8, X0, 0)
+	Q41_END(Y1, Y9, X1, 4)
+	Q41_END(Y2, Y10, X2, 8)
+	Q41_END(Y3, Y11, X3, 12)
+	MOVSS4
+	VZEROUPPER
+	RET
 
 // Q4_K, one sub-block pair for one token at base B: Y4/Y5 = low/high
 // nibbles, Y6/Y7 = their scales as int16 words.
@@ -687,9 +785,24 @@ TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
 	Q4K_TOK(DI, xoff, Y12) \
 	Q4K_TOK(R10, xoff, Y13)
 
-// Q4_K epilogue for one token at B: ACC += d*dx*IACC - dmin*dx*mins(Y10).
-// X4 = [d, dmin] of the weight block.
-#define Q4K_END(B, IACC, ACC) Q4K_KEND(B, IACC, ACC, Y6, Y7, Y15)
+// Q4_K epilogue for one token at B, as dotQ4_KRowsAVX2 does it: ACC +=
+// d*dx*IACC and, in the token's own accumulator at M(SP) (no register is
+// left for it), += dmin*dx*mins(Y10); the two are subtracted at the end.
+// X4 = [d, dmin] of the weight block; Y11 (the scales, rebuilt every
+// block) is the temporary.
+#define Q4K_END(B, IACC, ACC, M) \
+	VBROADCASTSS (B), X5 \
+	VMULPS       X4, X5, X5 \
+	VBROADCASTSS X5, Y6 \
+	VMOVSHDUP    X5, X7 \
+	VBROADCASTSS X7, Y7 \
+	VCVTDQ2PS    IACC, IACC \
+	VFMADD231PS  IACC, Y6, ACC \
+	VPMADDWD     260(B), Y10, Y15 \
+	VCVTDQ2PS    Y15, Y15 \
+	VMOVUPS      M(SP), Y11 \
+	VFMADD231PS  Y15, Y7, Y11 \
+	VMOVUPS      Y11, M(SP)
 
 // One q4_K block of the four tokens: scales and mins as in
 // dotQ4_KRowsAVX2 (Y11 = scales as words in both lanes, Y10 = the mins
@@ -712,11 +825,14 @@ TEXT ·dotQ4_1Tok4AVX2(SB), NOSPLIT, $0-48
 	Q4K_PAIR4(112, 196, ·q4kMask+0xc0(SB), ·q4kMask+0xe0(SB)) \
 	VMOVD     (AX), X4 \
 	VCVTPH2PS X4, X4 \
-	KENDS4(Q4K_END, Y8, Y9, Y12, Y13, Y0, Y1, Y2, Y3)
+	Q4K_END(BX, Y8, Y0, 0) \
+	Q4K_END(SI, Y9, Y1, 32) \
+	Q4K_END(DI, Y12, Y2, 64) \
+	Q4K_END(R10, Y13, Y3, 96)
 
 // func dotQ4_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
-TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
-	KTOK4(LOWNIB_Y14, ZERO4, Q4K_BLOCK4, 144, STORE4)
+TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $128-40
+	KTOK4(LOWNIB_Y14, Q4K_ZERO4, Q4K_BLOCK4, 144, Q4K_STORE4)
 
 // Q6_K, one group of 32 quants (Y7, scales Y13) for one token at B.
 #define Q6K_TOK(B, xoff, IACC) \
@@ -779,43 +895,6 @@ TEXT ·dotQ4_KTok4AVX2(SB), NOSPLIT, $0-40
 // func dotQ6_KTok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
 TEXT ·dotQ6_KTok4AVX2(SB), NOSPLIT, $0-40
 	KTOK4(LOWNIB_Y14, ZERO4, Q6K_BLOCK4, 210, STORE4)
-
-// func dotF16Tok4AVX2(w *byte, x *byte, xstride int, n int, y *float32)
-// Eight weights widened once, then one FMA per token; n % 8 values are
-// left to the caller.
-TEXT ·dotF16Tok4AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), BX
-	MOVQ   xstride+16(FP), R8
-	MOVQ   n+24(FP), CX
-	MOVQ   y+32(FP), R11
-	LEAQ   (R8)(R8*2), R9
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	SHRQ   $3, CX
-	JZ     f16t4store
-
-f16t4loop:
-	VCVTPH2PS   (AX), Y4
-	VCVTPH2PS   (BX), Y5
-	VFMADD231PS Y5, Y4, Y0
-	VCVTPH2PS   (BX)(R8*1), Y6
-	VFMADD231PS Y6, Y4, Y1
-	VCVTPH2PS   (BX)(R8*2), Y7
-	VFMADD231PS Y7, Y4, Y2
-	VCVTPH2PS   (BX)(R9*1), Y8
-	VFMADD231PS Y8, Y4, Y3
-	ADDQ        $16, AX
-	ADDQ        $16, BX
-	DECQ        CX
-	JNZ         f16t4loop
-
-f16t4store:
-	STORE4
-	VZEROUPPER
-	RET
 
 // MXFP4 x Q8_0 row-dot kernels (AVX2 here, AVX-512 VNNI in
 // dot_avx512_amd64.s), in the frame of

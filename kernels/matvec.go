@@ -90,10 +90,15 @@ const matMulRowBlockBytes = 16 << 10
 // bytes each, consecutive. Each weight row is read from memory once per
 // tile of tokens.
 //
-// MatMul is batch-invariant: each token's row is computed by the kernel
-// MatVec uses, in the same order, so a token's result is bit for bit the
-// same whatever the batch size and its place in the batch (batched decoding
-// of several sequences and prefix reuse rely on it).
+// MatMul is batch-invariant: each token's row is computed with the
+// arithmetic of the kernel MatVec uses, in the same order, so a token's
+// result is bit for bit the same whatever the batch size and its place in
+// the batch (batched decoding of several sequences and prefix reuse rely
+// on it). Where the set has a multi-token kernel for the type, which
+// unpacks each weight block once for several tokens and computes each of
+// them as the row kernel does, a row meets the tile's tokens in one call;
+// otherwise each token takes the row kernels over a block of rows that
+// stays in L1.
 func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	if r0 >= r1 || nTok <= 0 {
 		return
@@ -118,8 +123,15 @@ func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	tile = max(1, min(tile, nTok))
 	block := max(1, matMulRowBlockBytes/max(rb, 1))
 	rows := s.types[t].rows
+	tokens := s.types[t].tokens
 	for t0 := 0; t0 < nTok; t0 += tile {
 		t1 := min(t0+tile, nTok)
+		if tokens != nil {
+			for r := r0; r < r1; r++ {
+				tokens(n, m.Data[r*rb:(r+1)*rb], xq[t0*ab:t1*ab], ab, t1-t0, y[t0*m.Rows+r:], m.Rows)
+			}
+			continue
+		}
 		for b0 := r0; b0 < r1; b0 += block {
 			b1 := min(b0+block, r1)
 			for k := t0; k < t1; k++ {

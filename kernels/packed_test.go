@@ -652,6 +652,26 @@ func benchPackedShape(b *testing.B, ks *Set, typ gguf.Type, rows, cols int) {
 				}
 			})
 		}
+		// Eight tokens (a batched decode step of eight sequences) against
+		// the same streamed copies: what sharing the weight reads buys.
+		xq8 := packedBenchTokens(typ, cols, 8, 5)
+		y8 := make([]float32, 8*rows)
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("MatMulDRAM/tok8/thr%d/%s", threads, f.name), func(b *testing.B) {
+				b.SetBytes(int64(len(m.Data)))
+				var wg sync.WaitGroup
+				i := 0
+				for b.Loop() {
+					mm := ms[i%copies]
+					i++
+					for th := range threads {
+						r0, r1 := rows*th/threads/16*16, rows*(th+1)/threads/16*16
+						wg.Go(func() { ks.MatMul(mm, xq8, 8, y8, r0, r1) })
+					}
+					wg.Wait()
+				}
+			})
+		}
 	}
 }
 

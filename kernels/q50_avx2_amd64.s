@@ -113,39 +113,3 @@ q50vsum:
 q50vdone:
 	VZEROUPPER
 	RET
-
-// One token of the block Y4 (weight scale X10): D and Q address the
-// token's scale and quants.
-#define Q50V_TOK(D, Q, ACC) \
-	Q50V_DOT(Q) \
-	MOVWLZX      D, DX \
-	VMULSS       (R13)(DX*4), X10, X2 \
-	VBROADCASTSS X2, Y2 \
-	VFMADD231PS  Y8, Y2, ACC
-
-// func dotQ5_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, ystride int, f16 *float32)
-// Results go ystride bytes apart.
-TEXT ·dotQ5_0Tok4AVX2(SB), NOSPLIT, $0-56
-	TOK4_ARGS(f16+48(FP))
-	Q50V_CONSTS
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y3, Y3, Y3
-	VXORPS Y6, Y6, Y6
-	TESTQ  CX, CX
-	JLE    q50vt4store
-
-q50vt4blk:
-	Q50V_QUANTS
-	MOVWLZX (AX), DX
-	VMOVSS  (R13)(DX*4), X10
-	TOKS4(Q50V_TOK, Y0, Y1, Y3, Y6)
-	ADDQ    $22, AX
-	ADDQ    $34, BX
-	DECQ    CX
-	JNZ     q50vt4blk
-
-q50vt4store:
-	STORE4S(Y0, X0, Y1, X1, Y3, X3, Y6, X6, X7)
-	VZEROUPPER
-	RET

@@ -68,16 +68,6 @@ func runTok4(k asmKernel, w, x *byte, xstride, nb int, y *float32) {
 		dotQ4_KTok4AVX2(w, x, xstride, nb, y)
 	case asmQ6_KTok4AVX2:
 		dotQ6_KTok4AVX2(w, x, xstride, nb, y)
-	case asmQ8_0Tok4AVX512:
-		dotQ8_0Tok4AVX512(w, x, xstride, nb, y, f16)
-	case asmQ4_0Tok4AVX512:
-		dotQ4_0Tok4AVX512(w, x, xstride, nb, y, f16)
-	case asmQ4_1Tok4AVX512:
-		dotQ4_1Tok4AVX512(w, x, xstride, nb, y, f16)
-	case asmQ4_KTok4AVX512:
-		dotQ4_KTok4AVX512(w, x, xstride, nb, y)
-	case asmQ6_KTok4AVX512:
-		dotQ6_KTok4AVX512(w, x, xstride, nb, y)
 	default:
 		panic(fmt.Sprintf("kernels: %d is not a four-token kernel", k))
 	}
@@ -146,33 +136,17 @@ func tokKernel(t gguf.Type, tok4, row asmKernel) TokensDotFunc {
 }
 
 // apply puts the kernels k names over tk, the kernels of type t so far;
-// avx2Rows is the avx2 level's rows kernel, which a four-token kernel's
-// last tokens take.
-func (k simdKernels) apply(t gguf.Type, tk *typeKernels, avx2Rows asmKernel) {
+// rows is the rows kernel of this level or the nearest below, which a
+// four-token kernel's last tokens take. A multi-token kernel must compute
+// each token exactly as that rows kernel does (MatMul is batch-invariant),
+// so a level that replaces the rows kernel without a multi-token kernel
+// of its own drops the one below.
+func (k simdKernels) apply(t gguf.Type, tk *typeKernels, rows asmKernel) {
 	if k.rows != 0 {
 		tk.row, tk.rows = rowKernels(t, k.rows)
+		tk.tokens = nil
 	}
 	if k.tok4 != 0 {
-		tk.tokens = tokKernel(t, k.tok4, avx2Rows)
-	}
-	switch k.tokens {
-	case 0:
-	case asmQ5_0TokensAVX2:
-		tk.tokens = tokQ5_0AVX2
-	case asmQ5_0TokensAVX512:
-		tk.tokens = tokQ5_0AVX512
-	case asmF16TokensAVX2:
-		tk.tokens = tokF16AVX2
-	default:
-		panic(fmt.Sprintf("kernels: %d is not a multi-token kernel", k.tokens))
-	}
-	switch k.tile {
-	case 0:
-	case asmQ4_1TileAVX512:
-		tk.tile = tileQ41AVX512
-	case asmF16TileAVX512:
-		tk.tile = tileF16AVX512
-	default:
-		panic(fmt.Sprintf("kernels: %d is not a tile kernel", k.tile))
+		tk.tokens = tokKernel(t, k.tok4, rows)
 	}
 }

@@ -3,7 +3,6 @@
 package kernels
 
 import (
-	"encoding/binary"
 	"fmt"
 	"unsafe"
 )
@@ -11,9 +10,8 @@ import (
 // Assembly row-dot kernels (dot_avx2_amd64.s). Each computes
 // y[i] = dot(row i, x) for nrows rows stride bytes apart, each nb blocks
 // (values, for F16 and F32) long. The 32-value formats take f16Table to
-// look up their f16 block scales. The Go wrappers below check lengths, so
-// the assembly never reads outside the slices: the adapters in
-// simd_adapter_amd64.go for all of them but tokF16AVX2.
+// look up their f16 block scales. The adapters in simd_adapter_amd64.go
+// check lengths, so the assembly never reads outside the slices.
 
 //go:noescape
 func dotQ8_0RowsAVX2(w *byte, stride int, nrows int, x *byte, nb int, y *float32, f16 *float32)
@@ -87,8 +85,9 @@ func axpyF32AVX2(y []float32, a float32, x []float32) {
 	axpyAVX2(unsafe.SliceData(y), a, unsafe.SliceData(x), len(x))
 }
 
-// Multi-token AVX2 kernels (prefill): one weight row against four tokens
-// whose activations lie xstride bytes apart; y receives the four dots.
+// Four-token AVX2 kernels (prefill, batched decode): one weight row against
+// four tokens whose activations lie xstride bytes apart; y receives the
+// four dots, each computed exactly as the type's row kernel computes it.
 
 //go:noescape
 func dotQ8_0Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
@@ -116,54 +115,3 @@ func checkTokens(kind string, wLen, rowLen, xLen, xStride, nTok, xRow, yLen, ySt
 			kind, nTok, xStride, yStride, rowLen, xRow, wLen, xLen, yLen))
 	}
 }
-
-//go:noescape
-func dotF16Tok4AVX2(w *byte, x *byte, xstride int, n int, y *float32)
-
-func tokF16AVX2(n int, w, x []byte, xStride, nTok int, y []float32, yStride int) {
-	checkTokens("f16", len(w), 2*n, len(x), xStride, nTok, 2*n, len(y), yStride)
-	n8 := n &^ 7
-	if n8 == 0 {
-		for k := range nTok {
-			y[k*yStride] = dotF16Row(n, w, x[k*xStride:])
-		}
-		return
-	}
-	xp := unsafe.Pointer(unsafe.SliceData(x))
-	var out [4]float32
-	k := 0
-	for ; k+4 <= nTok; k += 4 {
-		dotF16Tok4AVX2(&w[0], (*byte)(unsafe.Add(xp, k*xStride)), xStride, n8, &out[0])
-		for j := range 4 {
-			s := out[j]
-			xk := x[(k+j)*xStride:]
-			for i := n8; i < n; i++ {
-				s += f16Table[binary.LittleEndian.Uint16(w[2*i:])] * f16Table[binary.LittleEndian.Uint16(xk[2*i:])]
-			}
-			y[(k+j)*yStride] = s
-		}
-	}
-	for ; k < nTok; k++ {
-		dotF16RowsAVX2(&w[0], 0, 1, (*byte)(unsafe.Add(xp, k*xStride)), n, &y[k*yStride])
-	}
-}
-
-// Four-token AVX-512 K-quant kernels (prefill), same contract as the AVX2
-// ones.
-
-//go:noescape
-func dotQ4_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
-
-//go:noescape
-func dotQ6_KTok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
-
-// Four-token VNNI kernels for the 32-value formats (prefill).
-
-//go:noescape
-func dotQ8_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
-
-//go:noescape
-func dotQ4_0Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)
-
-//go:noescape
-func dotQ4_1Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32, f16 *float32)

@@ -14,11 +14,6 @@ var (
 		}
 		return
 	}()
-	// q4kPerm: 16 words of VPERMW indices per sub-block c, all c (every
-	// word takes the sub-block's scale; dot_avx512_amd64.s).
-	q4kPerm = wordRuns(16)
-	// q6kPerm: the same for q6_K's 16 sub-blocks, 8 words each.
-	q6kPerm = wordRuns(8)
 	// transpose4x4 is the dword permutation that transposes a 4x4 matrix
 	// of dwords, index 4*(i%4) + i/4 (attn_multi_amd64.s,
 	// fused_q8k_amd64.s).
@@ -44,15 +39,6 @@ var (
 		return
 	}()
 )
-
-// wordRuns returns 128 uint16 VPERMW indices in runs of n equal values:
-// word i is i/n.
-func wordRuns(n int) (t [128]uint16) {
-	for i := range t {
-		t[i] = uint16(i / n)
-	}
-	return
-}
 
 // e8m0HalfTable is e8m0Half of every E8M0 byte, the MXFP4 kernels' scale
 // lookup (mxfp4_amd64.s).

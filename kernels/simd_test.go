@@ -582,7 +582,6 @@ func q50Sets(t *testing.T, f func(t *testing.T, ks *Set)) {
 		t.Run(v, func(t *testing.T) {
 			ks := mustSet(t, v)
 			require.NotNil(t, ks.types[gguf.Q5_0].rows, "%s has no multi-row q5_0 kernel", v)
-			require.NotNil(t, ks.types[gguf.Q5_0].tokens, "%s has no multi-token q5_0 kernel", v)
 			f(t, ks)
 		})
 	}
@@ -732,12 +731,6 @@ func TestQ5_0ExactIntegers(t *testing.T) {
 						want := float32(q50IntDot(nb, w, xq))
 						require.Equal(t, want, dotQ5_0Generic(n, w, xq), "generic against the definition")
 						q50CheckRows(t, ks, n, w, len(w), 1, xq, 0)
-						// 13 tokens: the eight-, four- and one-token kernels.
-						y := make([]float32, 13)
-						ks.types[gguf.Q5_0].tokens(n, w, slices.Repeat(xq, len(y)), len(xq), len(y), y, 1)
-						for k := range y {
-							require.Equal(t, want, y[k], "token %d", k)
-						}
 					}
 				})
 			}
@@ -768,45 +761,7 @@ func TestQ5_0Scales(t *testing.T) {
 	})
 }
 
-// TestQ5_0TokensMatchGeneric: the multi-token kernel for every token count
-// 1..8 (and 13), with padded activation strides and a y stride whose gaps
-// must stay untouched.
-func TestQ5_0TokensMatchGeneric(t *testing.T) {
-	q50Sets(t, func(t *testing.T, ks *Set) {
-		multi := ks.types[gguf.Q5_0].tokens
-		for _, nb := range []int{1, 2, 3, 7, 20, 64} {
-			for _, nTok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 13} {
-				t.Run(fmt.Sprintf("nb=%d/tok=%d", nb, nTok), func(t *testing.T) {
-					r := rand.New(rand.NewPCG(uint64(nb), uint64(100+nTok)))
-					n := 32 * nb
-					w := randomRow(r, gguf.Q5_0, n)
-					ab := ActivationBytes(gguf.Q5_0, n)
-					xStride := ab + nTok%3
-					x := make([]byte, nTok*xStride)
-					for k := range nTok {
-						copy(x[k*xStride:], q50Acts(r, n, 2))
-					}
-					const yStride = 3
-					y := make([]float32, nTok*yStride)
-					for i := range y {
-						y[i] = -12345
-					}
-					multi(n, w, x, xStride, nTok, y, yStride)
-					for k := range nTok {
-						xk := x[k*xStride : k*xStride+ab]
-						want := dotQ5_0Generic(n, w, xk)
-						_, mag := refDot(gguf.Q5_0, w, xk, n)
-						require.InDelta(t, want, y[k*yStride], 1e-5*mag+1e-30, "token %d (generic %v, %s %v)", k, want, ks.Name(), y[k*yStride])
-						require.Equal(t, float32(-12345), y[k*yStride+1], "y written between outputs")
-						require.Equal(t, float32(-12345), y[k*yStride+2], "y written between outputs")
-					}
-				})
-			}
-		}
-	})
-}
-
-// TestQ5_0MatMulMatVec: MatVec and MatMul (which use the three kernels)
+// TestQ5_0MatMulMatVec: MatVec and MatMul (which use the row kernels)
 // on a matrix of odd shape against the generic row dot.
 func TestQ5_0MatMulMatVec(t *testing.T) {
 	q50Sets(t, func(t *testing.T, ks *Set) {
@@ -850,12 +805,10 @@ func TestQ5_0NoAllocs(t *testing.T) {
 			w = append(w, randomRow(r, gguf.Q5_0, n)...)
 		}
 		xq := q50Acts(r, n, 1)
-		x5 := slices.Repeat(xq, 5)
 		y := make([]float32, nrows)
 		allocs := testing.AllocsPerRun(20, func() {
 			y[0] = ks.types[gguf.Q5_0].row(n, w, xq)
 			ks.types[gguf.Q5_0].rows(n, w, RowBytes(gguf.Q5_0, n), xq, y)
-			ks.types[gguf.Q5_0].tokens(n, w, x5, len(xq), 5, y, 1)
 		})
 		require.Zero(t, allocs)
 	})
