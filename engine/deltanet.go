@@ -15,7 +15,7 @@ import (
 // layer's convolution state, then the batch), then silu; queries and keys
 // are L2-normed per head; the write strength is sigmoid(beta) and the
 // decay exp(softplus(alpha + dt) * a) with a = -exp(A_log). Per value
-// head h, with key head h % KHeads, the state S (State x State) follows
+// head h, with key head sp.KeyHead(h), the state S (State x State) follows
 // the delta rule
 //
 //	S = decay * S;  S += k (beta (v - S^T k))^T;  o = S^T q / sqrt(State)
@@ -151,7 +151,7 @@ func (s *Session) deltaNetHead(h int) {
 	il := s.il
 	L := &s.m.layers[il]
 	S := sp.State
-	kh := h % sp.KHeads
+	kh := sp.KeyHead(h)
 	M := s.rec.ssmState(il)[h*S*S : (h+1)*S*S]
 	scale := 1 / float32(math.Sqrt(float64(S)))
 	norm := L.vecs[arch.SSMNorm]

@@ -493,6 +493,8 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			sigmoidGate(s.row(pl, op.in, t), s.row(pl, arch.AG, t))
 		case tkConv:
 			s.deltaNetToken(L, il, t)
+		case tkUngroup:
+			s.ungroup(pl, op.in, t)
 		}
 	}
 }

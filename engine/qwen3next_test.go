@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// synthQwen3Next is a small Qwen3-Next: the shared synthetic shape
+// (hidden 256, attention layers of 4 heads of 64 with 2 KV heads, the
+// stories260K tokenizer) with 4 layers, the default
+// full_attention_interval of 4 (layers 0-2 DeltaNet, layer 3 attention),
+// NeoX RoPE on 16 of the 64 head dimensions, DeltaNet layers of 8 value
+// heads and 4 key heads of 32 (value heads 2g and 2g+1 read key head g)
+// whose queries, keys, values and gates come from the fused ssm_in, and
+// in every block 4 experts of 128 (2 used) and a gated shared expert of
+// 128. Its F32 and Q8_0 files are written by the tests and checked
+// against the sha256 the references were made from.
+var synthQwen3Next = synthSpec{
+	arch: "qwen3next", layers: 4, seed: 380,
+	keys: []synthKey{
+		{"rope.dimension_count", uint32(16)},
+		{"rope.freq_base", float32(1e7)},
+		{"attention.layer_norm_rms_epsilon", float32(1e-6)},
+		{"feed_forward_length", uint32(256)},
+		{"ssm.conv_kernel", uint32(4)},
+		{"ssm.state_size", uint32(32)},
+		{"ssm.group_count", uint32(4)},
+		{"ssm.time_step_rank", uint32(8)},
+		{"ssm.inner_size", uint32(256)},
+		{"expert_count", uint32(4)},
+		{"expert_used_count", uint32(2)},
+		{"expert_feed_forward_length", uint32(128)},
+		{"expert_shared_feed_forward_length", uint32(128)},
+	},
+	tensors: qwen3NextSynthTensors,
+}
+
+// The sha256 of synthQwen3Next's files, the ones the references were
+// made from.
+const (
+	synthQwen3NextF32SHA256 = "5e4658750c879e8039f3d730449be8c7a9a297e1046aefef814d848b0757b5ff"
+	synthQwen3NextQ8SHA256  = "d1ed5b305b8ea2cfffe337072f4122f0514967d6444de39b7659fb95f4ecd537"
+)
+
+// qwen3NextSynthTensors is the qwen3next tensor set of synthQwen3Next's
+// shape (the FFN as synthQwen35MoE's). The decay's scale ssm_a is drawn
+// negative and its bias small, as in qwen35SynthTensorsFFN.
+func qwen3NextSynthTensors(layers int) []synthTensor {
+	const (
+		state, kHeads, vHeads, convK = 32, 4, 8, 4
+		inner                        = vHeads * state
+		convDim                      = 2*kHeads*state + inner
+	)
+	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
+	ts := []synthTensor{{name: "token_embd.weight", shape: []int64{synthDim, 512}}}
+	for il := range layers {
+		p := fmt.Sprintf("blk.%d.", il)
+		ts = append(ts, synthTensor{name: p + "attn_norm.weight", shape: []int64{synthDim}})
+		if (il+1)%4 == 0 {
+			ts = append(ts,
+				synthTensor{name: p + "attn_q.weight", shape: []int64{synthDim, 2 * qDim}},
+				synthTensor{name: p + "attn_k.weight", shape: []int64{synthDim, kvDim}},
+				synthTensor{name: p + "attn_v.weight", shape: []int64{synthDim, kvDim}},
+				synthTensor{name: p + "attn_q_norm.weight", shape: []int64{synthHeadDim}},
+				synthTensor{name: p + "attn_k_norm.weight", shape: []int64{synthHeadDim}},
+				synthTensor{name: p + "attn_output.weight", shape: []int64{qDim, synthDim}},
+			)
+		} else {
+			ts = append(ts,
+				synthTensor{name: p + "ssm_in.weight", shape: []int64{synthDim, convDim + inner}},
+				synthTensor{name: p + "ssm_ba.weight", shape: []int64{synthDim, 2 * vHeads}},
+				synthTensor{name: p + "ssm_conv1d.weight", shape: []int64{convK, convDim}, keepF32: true},
+				synthTensor{name: p + "ssm_dt.bias", shape: []int64{vHeads}, fill: func(i int) float32 { return 0.1 * float32(i%3-1) }},
+				synthTensor{name: p + "ssm_a", shape: []int64{vHeads}, fill: func(i int) float32 {
+					return -float32(math.Exp(-1 + 0.25*float64(i)))
+				}},
+				synthTensor{name: p + "ssm_norm.weight", shape: []int64{state}},
+				synthTensor{name: p + "ssm_out.weight", shape: []int64{inner, synthDim}},
+			)
+		}
+		ts = append(ts, synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}})
+		ts = append(ts, qwen35MoESynthFFN(p)...)
+	}
+	return append(ts, synthTensor{name: "output_norm.weight", shape: []int64{synthDim}})
+}
+
+// synthQwen3NextFile writes synthQwen3Next's F32 or (q8) Q8_0 file into a
+// temporary directory after checking its sha256 (with -update-synth it
+// writes it under build/synth instead, for making references).
+func synthQwen3NextFile(t *testing.T, q8 bool) string {
+	t.Helper()
+	name, want := "synth-qwen3next-f32.gguf", synthQwen3NextF32SHA256
+	if q8 {
+		name, want = "synth-qwen3next-Q8_0.gguf", synthQwen3NextQ8SHA256
+	}
+	img := buildSynth(t, synthQwen3Next, q8)
+	sum := fmt.Sprintf("%x", sha256.Sum256(img))
+	dir := t.TempDir()
+	if *updateSynth {
+		dir = filepath.Join("..", "build", "synth")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		t.Logf("%s: sha256 %s", name, sum)
+	} else {
+		require.Equal(t, want, sum, "the generator's %s differs from the one the references were made from", name)
+	}
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, img, 0o644))
+	return path
+}
+
+// TestWriteSynthQwen3Next checks the generator writes the files the
+// references were made from (with -update-synth: writes them under
+// build/synth and logs their sha256).
+func TestWriteSynthQwen3Next(t *testing.T) {
+	for _, q8 := range []bool{false, true} {
+		path := synthQwen3NextFile(t, q8)
+		m, err := Open(path, ModelParams{Threads: 1})
+		require.NoError(t, err)
+		require.Equal(t, []bool{true, true, true, false}, m.cfg.SSM.Recurrent)
+		require.True(t, m.cfg.SSM.Grouped && m.cfg.SSM.FusedQKVZ)
+		m.Close()
+	}
+}
+
+// TestSynthQwen3NextF32 runs the F32 file against llama.cpp with an F32
+// KV cache under the parity rules of the other families.
+func TestSynthQwen3NextF32(t *testing.T) {
+	checkSynthF32(t, synthQwen3NextFile(t, false), "synth-qwen3next-f32")
+}
+
+// synthQwen3NextQ8Spread is llama.cpp's own spread on the Q8_0 file: the
+// largest and median log-probability difference between its F16- and
+// F32-cache runs (0.030 and 0.014), rounded up. (Its own runs with 1
+// thread, n_ubatch 1 or repacking off are bit-identical to the default.)
+var synthQwen3NextQ8Spread = struct{ max, median float64 }{0.05, 0.02}
+
+// TestSynthQwen3NextQ8 runs the Q8_0 file in the default numerics with an
+// F16 KV cache against llama.cpp's default run: the median position within
+// llama.cpp's own spread on the file; the largest difference measured is
+// 0.43, at one greedy position of the longest prompt (its neighbours 0.08,
+// every other position below 0.07), which the bound of 0.5 holds.
+func TestSynthQwen3NextQ8(t *testing.T) {
+	var diffs []float64
+	sp := synthQwen3NextQ8Spread
+	runRefFiles(t, refOptions{
+		model: synthQwen3NextFile(t, true), refs: synthNewPath("synth-qwen3next-Q8_0.ref.jsonl"),
+		tol: 0.5, gap: sp.max, prompts: synthPrompts(t), diffs: &diffs,
+	})
+	require.NotEmpty(t, diffs)
+	slices.Sort(diffs)
+	med := diffs[len(diffs)/2]
+	t.Logf("%d positions: median %.4f, max %.4f", len(diffs), med, diffs[len(diffs)-1])
+	assert.LessOrEqual(t, med, sp.median, "median log-probability difference")
+}
+
+// TestSynthQwen3NextQ8LlamaCppMode: in the llama.cpp numerics mode the
+// Q8_0 file's positions equal llama.cpp's bit for bit (to 1e-5, the
+// rounding of the float64 log-sum-exp) with the F16 and with the F32 KV
+// cache, but for a few: the BOS-only prompt's decode from its fourth
+// position on (both caches) and, with the F32 cache, one prompt position
+// of the longest prompt (not carried to the next one) differ by 0.006 to
+// 0.09, as some of qwen35moe's F32-cache positions do. Held here: the median position
+// exact and every one within llama.cpp's own F16/F32-cache spread.
+func TestSynthQwen3NextQ8LlamaCppMode(t *testing.T) {
+	path := synthQwen3NextFile(t, true)
+	for _, kvf32 := range []bool{false, true} {
+		ref := "synth-qwen3next-Q8_0" + map[bool]string{false: ".ref.jsonl", true: ".kvf32.ref.jsonl"}[kvf32]
+		t.Run(ref, func(t *testing.T) {
+			var diffs []float64
+			sp := synthQwen3NextQ8Spread
+			runRefFiles(t, refOptions{
+				model: path, refs: synthNewPath(ref), kvf32: kvf32,
+				tol: 2 * sp.max, gap: 2 * sp.max, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
+			})
+			require.NotEmpty(t, diffs)
+			exact := 0
+			for _, d := range diffs {
+				if d <= 1e-5 {
+					exact++
+				}
+			}
+			slices.Sort(diffs)
+			t.Logf("%d of %d positions exact, worst %.3g", exact, len(diffs), diffs[len(diffs)-1])
+			assert.LessOrEqual(t, diffs[len(diffs)/2], 1e-5, "median log-probability difference")
+		})
+	}
+}
