@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -192,4 +195,205 @@ func TestSynthQwen3NextQ8LlamaCppMode(t *testing.T) {
 			assert.LessOrEqual(t, diffs[len(diffs)/2], 1e-5, "median log-probability difference")
 		})
 	}
+}
+
+// Synthetic Qwen3-Next's DeltaNet shape: key heads, value heads per key
+// head, head size.
+const q3nKHeads, q3nRatio, q3nState = 4, 2, 32
+
+// qwen3NextSources is, for each value of MX then Z (qkvz) or BT then AL
+// (ba), the row of the grouped projection it comes from: the Ungroup
+// step's reordering run on row indexes.
+func qwen3NextSources(qkvz bool) []int {
+	kh, r, n := q3nKHeads, q3nRatio, q3nState
+	vh := kh * r
+	var src, a, b []float32
+	if qkvz {
+		src, a, b = make([]float32, 2*kh*n+2*vh*n), make([]float32, 2*kh*n+vh*n), make([]float32, vh*n)
+	} else {
+		src, a, b = make([]float32, 2*vh), make([]float32, vh), make([]float32, vh)
+	}
+	for i := range src {
+		src[i] = float32(i)
+	}
+	if qkvz {
+		ungroupQKVZ(src, a, b, kh, r, n)
+	} else {
+		ungroupBA(src, a, b, kh, r)
+	}
+	var out []int
+	for _, v := range append(a, b...) {
+		out = append(out, int(v))
+	}
+	return out
+}
+
+// pickRows is tensor ts's rows in the order rows gives (row i of the result
+// is row rows[i] of ts).
+func pickRows(ts *gguf.Tensor, rows []int) []byte {
+	rb := len(ts.Data) / int(ts.Shape[1])
+	out := make([]byte, 0, len(rows)*rb)
+	for _, r := range rows {
+		out = append(out, ts.Data[r*rb:(r+1)*rb]...)
+	}
+	return out
+}
+
+// qwen3NextSplit is synthQwen3Next's Q8_0 file with each ssm_in split into
+// attn_qkv and attn_gate, as llama.cpp's converter writes Qwen3-Next now.
+func qwen3NextSplit(t *testing.T) string {
+	t.Helper()
+	src := qwen3NextSources(true)
+	conv := 2*q3nKHeads*q3nState + q3nKHeads*q3nRatio*q3nState
+	return rewriteTensors(t, synthQwen3NextFile(t, true), func(ts *gguf.Tensor) []*gguf.Tensor {
+		p, ok := strings.CutSuffix(ts.Name, "ssm_in.weight")
+		if !ok {
+			return []*gguf.Tensor{ts}
+		}
+		return []*gguf.Tensor{
+			{Name: p + "attn_qkv.weight", Type: ts.Type, Shape: []int64{ts.Shape[0], int64(conv)}, Data: pickRows(ts, src[:conv])},
+			{Name: p + "attn_gate.weight", Type: ts.Type, Shape: []int64{ts.Shape[0], ts.Shape[1] - int64(conv)}, Data: pickRows(ts, src[conv:])},
+		}
+	})
+}
+
+// TestQwen3NextSplitProjections: a file with attn_qkv and attn_gate in
+// place of the fused ssm_in (the same rows) runs through the other
+// variant and gives the same logits, bit for bit: llama.cpp's reference
+// holds for it as for the fused file.
+func TestQwen3NextSplitProjections(t *testing.T) {
+	split := qwen3NextSplit(t)
+	m, err := Open(split, ModelParams{Threads: 1})
+	require.NoError(t, err)
+	assert.False(t, m.cfg.SSM.FusedQKVZ)
+	m.Close()
+	var fused, parted []float64
+	for _, c := range []struct {
+		path  string
+		diffs *[]float64
+	}{{synthQwen3NextFile(t, true), &fused}, {split, &parted}} {
+		runRefFiles(t, refOptions{
+			model: c.path, refs: synthNewPath("synth-qwen3next-Q8_0.ref.jsonl"),
+			tol: 1, gap: 1, diffs: c.diffs, numerics: NumericsLlamaCpp,
+		})
+	}
+	require.NotEmpty(t, fused)
+	assert.Equal(t, fused, parted)
+}
+
+// TestQwen3NextFeaturesMatter turns off each of Qwen3-Next's own features
+// in turn on the F32 file (against llama.cpp with an F32 KV cache, where
+// it matches to 2e-5): each moves the log-probabilities far past that.
+// The grouped layouts are turned off by reordering the file's rows so
+// that the Ungroup step reads them as a plain split would.
+func TestQwen3NextFeaturesMatter(t *testing.T) {
+	f32 := synthQwen3NextFile(t, false)
+	naive := func(suffix string, qkvz bool) string {
+		src := qwen3NextSources(qkvz)
+		inv := make([]int, len(src))
+		for p, row := range src {
+			inv[row] = p
+		}
+		return rewriteTensors(t, f32, func(ts *gguf.Tensor) []*gguf.Tensor {
+			if !strings.HasSuffix(ts.Name, suffix) {
+				return []*gguf.Tensor{ts}
+			}
+			c := *ts
+			c.Data = pickRows(ts, inv)
+			return []*gguf.Tensor{&c}
+		})
+	}
+	dropOps := func(kind tokKind) func(m *Model) {
+		return func(m *Model) {
+			for _, pl := range m.plans {
+				for i := range pl.phases {
+					pl.phases[i].ops = slices.DeleteFunc(pl.phases[i].ops, func(op tokOp) bool { return op.kind == kind })
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		model string
+		off   func(m *Model)
+	}{
+		{"value heads grouped by key head", f32, func(m *Model) { m.cfg.SSM.Grouped = false }},
+		{"ssm_in grouped by key head", naive("ssm_in.weight", true), nil},
+		{"ssm_ba grouped by key head", naive("ssm_ba.weight", false), nil},
+		{"attention output gate", f32, dropOps(tkGate)},
+		{"shared expert's sigmoid gate", f32, func(m *Model) {
+			for i := range m.layers {
+				clear(m.layers[i].vecs[arch.GateInpShexp]) // sigmoid(0): half the shared expert
+			}
+		}},
+		{"partial rotary", f32, func(m *Model) { m.cfg.Rot = m.cfg.HeadDim }},
+		{"NeoX rotation", f32, func(m *Model) { m.cfg.Neox = false }},
+		{"Q and K norms", f32, dropOps(tkHeadNorm)},
+		{"renormalized expert weights", f32, func(m *Model) { m.cfg.MoE.NormW = false }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var diffs []float64
+			runRefFiles(t, refOptions{
+				model: c.model, refs: synthNewPath("synth-qwen3next-f32.ref.jsonl"), kvf32: true,
+				tol: 100, gap: 100, diffs: &diffs, prepModel: c.off,
+			})
+			require.NotEmpty(t, diffs)
+			assert.Greater(t, slices.Max(diffs), 0.05, "turning off %s changes nothing", c.name)
+		})
+	}
+}
+
+// TestQwen3NextRewindToCheckpoint is TestHybridRewindToCheckpoint on
+// Qwen3-Next: after a rewind to a checkpoint, the same calls give
+// bit-identical logits and the rewind evaluates nothing.
+func TestQwen3NextRewindToCheckpoint(t *testing.T) {
+	m, err := Open(synthQwen3NextFile(t, true), ModelParams{Threads: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	s := newHybridSession(t, m, SessionParams{})
+	hybridCalls{hybA}.run(t, s)
+	again := append(hybridCalls{hybB}, decodes(hybD)...)
+	first := again.run(t, s)
+	before := s.Stats().Evaluated
+	require.NoError(t, s.Rewind(len(hybA)))
+	assert.Equal(t, len(hybA), s.Pos())
+	assert.Equal(t, before, s.Stats().Evaluated, "a rewind to a checkpoint evaluates nothing")
+	second := again.run(t, s)
+	for i := range first {
+		require.Equal(t, first[i], second[i], "call %d after the rewind", i)
+	}
+	// A rewind between checkpoints replays the tokens after the last one.
+	keep := len(hybA) + len(hybB) + 3
+	require.NoError(t, s.Rewind(keep))
+	third := decodes(hybD[3:]).run(t, s)
+	for i := range third {
+		require.Equal(t, first[4+i], third[i], "decode %d after the second rewind", i)
+	}
+}
+
+// TestQwen3NextBadFiles: a tensor of the wrong shape is refused naming it,
+// and so are DeltaNet hyperparameters that do not fit together.
+func TestQwen3NextBadFiles(t *testing.T) {
+	q8 := synthQwen3NextFile(t, true)
+	for _, name := range []string{"blk.0.ssm_ba.weight", "blk.1.ssm_in.weight"} {
+		path := rewriteTensors(t, q8, func(ts *gguf.Tensor) []*gguf.Tensor {
+			if ts.Name != name {
+				return []*gguf.Tensor{ts}
+			}
+			c := *ts
+			rb := len(ts.Data) / int(ts.Shape[1])
+			c.Shape = []int64{ts.Shape[0], ts.Shape[1] - 1}
+			c.Data = ts.Data[:len(ts.Data)-rb]
+			return []*gguf.Tensor{&c}
+		})
+		_, err := Open(path, ModelParams{Threads: 1})
+		require.ErrorIs(t, err, ErrBadFile)
+		assert.Contains(t, err.Error(), name)
+	}
+	_, err := Open(withKey(t, q8, "qwen3next.ssm.group_count", uint32(3)), ModelParams{Threads: 1})
+	require.ErrorIs(t, err, ErrBadFile)
+	assert.Contains(t, err.Error(), "group_count")
+	_, err = Open(withKey(t, q8, "qwen3next.expert_count", uint32(0)), ModelParams{Threads: 1})
+	require.ErrorIs(t, err, ErrBadFile)
+	assert.Contains(t, err.Error(), "expert_count")
 }
