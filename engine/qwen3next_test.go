@@ -397,3 +397,49 @@ func TestQwen3NextBadFiles(t *testing.T) {
 	require.ErrorIs(t, err, ErrBadFile)
 	assert.Contains(t, err.Error(), "expert_count")
 }
+
+// TestQwen3NextCheckpointSettings: the session's checkpoint settings take
+// effect on Qwen3-Next as reported by Checkpoints: a checkpoint at the end
+// of the prefill and every CheckpointEvery decoded positions, at most as
+// many as CheckpointBytes holds (at least two), none with a negative
+// budget; a model without recurrent layers has none.
+func TestQwen3NextCheckpointSettings(t *testing.T) {
+	m, err := Open(synthQwen3NextFile(t, true), ModelParams{Threads: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	run := func(p SessionParams) CheckpointInfo {
+		s := newHybridSession(t, m, p)
+		append(hybridCalls{hybA}, decodes(hybD)...).run(t, s)
+		info, err := s.Checkpoints()
+		require.NoError(t, err)
+		return info
+	}
+	def := run(SessionParams{})
+	assert.Equal(t, 32, def.Every)
+	assert.Equal(t, []int{len(hybA)}, def.Positions, "the prefill's end only: fewer than 32 decodes")
+	one := def.Bytes
+	assert.Positive(t, one)
+
+	every4 := run(SessionParams{CheckpointEvery: 4})
+	assert.Equal(t, []int{8, 12, 16}, every4.Positions)
+	assert.Equal(t, 3*one, every4.Bytes)
+
+	two := run(SessionParams{CheckpointEvery: 1, CheckpointBytes: 1})
+	assert.Equal(t, 2, two.Most)
+	assert.Len(t, two.Positions, 2)
+
+	none := run(SessionParams{CheckpointEvery: -1, CheckpointBytes: -1})
+	assert.Equal(t, CheckpointInfo{}, none)
+
+	densePath := filepath.Join(t.TempDir(), "dense.gguf")
+	require.NoError(t, os.WriteFile(densePath, buildSynth(t, synthSpecOf(t, "gemma2"), true), 0o644))
+	dense, err := Open(densePath, ModelParams{Threads: 1})
+	require.NoError(t, err)
+	defer dense.Close()
+	s, err := dense.NewSession(SessionParams{NCtx: 64, CheckpointEvery: 4})
+	require.NoError(t, err)
+	defer s.Close()
+	info, err := s.Checkpoints()
+	require.NoError(t, err)
+	assert.Equal(t, CheckpointInfo{}, info)
+}
