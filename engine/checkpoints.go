@@ -6,7 +6,8 @@ package engine
 // has none (all zero).
 type CheckpointInfo struct {
 	// Every is the decoded positions between checkpoints (0: none while
-	// decoding; the end of every prefill still is one unless Most is 0).
+	// decoding; the end of every prefill still is one unless Most is 0,
+	// when Every is 0 too).
 	Every int
 	// Most is the most checkpoints kept at once (from CheckpointBytes,
 	// at least two unless it is negative, then 0).
@@ -29,6 +30,9 @@ func (s *Session) Checkpoints() (CheckpointInfo, error) {
 		return CheckpointInfo{}, nil
 	}
 	info := CheckpointInfo{Every: r.every, Most: r.most, Held: len(r.cps)}
+	if r.most == 0 {
+		info.Every = 0 // no budget: none taken at all
+	}
 	for _, c := range r.cps {
 		info.Bytes += 4 * int64(len(c.state))
 		info.Positions = append(info.Positions, c.pos)
