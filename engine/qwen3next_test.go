@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/engine/chat"
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -442,4 +444,38 @@ func TestQwen3NextCheckpointSettings(t *testing.T) {
 	info, err := s.Checkpoints()
 	require.NoError(t, err)
 	assert.Equal(t, CheckpointInfo{}, info)
+}
+
+// TestQwen3NextChat: a qwen3next file carrying Qwen3's chat template (the
+// family's template, as Qwen's Qwen3-Next files have it) renders as
+// Hugging Face renders that template, writes tool calls in the Hermes form
+// the template describes, and without a template is offered ChatML.
+func TestQwen3NextChat(t *testing.T) {
+	q8 := synthQwen3NextFile(t, true)
+	tmpl, err := os.ReadFile(shareddata.Path(t, "templates/qwen3.jinja"))
+	require.NoError(t, err)
+	m, err := Open(withChatTemplate(t, q8, string(tmpl)), ModelParams{Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	s, err := m.ApplyChatTemplate([]chat.Message{{Role: "system", Content: "You are terse."}, {Role: "user", Content: "What is 2+2?"}}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n", s)
+
+	f, err := m.ToolCallFormat("")
+	require.NoError(t, err)
+	assert.Equal(t, chat.ToolFormatHermes, f)
+	tools := chat.JSON(`[{"type":"function","function":{"name":"get_time","description":"The time","parameters":{"type":"object","properties":{"zone":{"type":"string"}}}}}]`)
+	s, err = m.ApplyChatTemplateTools("", []chat.Message{{Role: "user", Content: "Time?"}}, tools, true)
+	require.NoError(t, err)
+	assert.Contains(t, s, "<tools>\n{\"type\": \"function\"")
+	assert.Contains(t, s, "<tool_call></tool_call> XML tags")
+	p := chat.ParseToolCalls(f, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>")
+	require.Len(t, p.Calls, 1, "%+v", p)
+	assert.Equal(t, "get_time", p.Calls[0].Name)
+	assert.JSONEq(t, `{"zone":"UTC"}`, string(p.Calls[0].Arguments))
+
+	plain, err := Open(q8, ModelParams{Threads: 1})
+	require.NoError(t, err)
+	defer plain.Close()
+	assert.Equal(t, "chatml", plain.ChatFamily())
 }
