@@ -5,7 +5,6 @@ import (
 
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
-	"github.com/moonlm/moonlm/kernels"
 )
 
 // The gated DeltaNet layers of a hybrid model (arch.DeltaNet), as
@@ -76,7 +75,7 @@ func (s *Session) deltaNetToken(L *layer, il, t int) {
 		}
 		out[c] = sum
 	}
-	kernels.SiLU(out, out)
+	siluRow(out)
 	S := sp.State
 	for h := 0; h < 2*sp.KHeads; h++ {
 		l2Norm(out[h*S:(h+1)*S], s.c.Eps)
@@ -172,7 +171,7 @@ func (s *Session) deltaNetHead(h int) {
 		s.ops.RMSNorm(out, out, norm, c.Eps)
 		z := s.tok(arch.Z, t)[h*S : (h+1)*S]
 		for j, zv := range z {
-			out[j] *= zv / (1 + expf(-zv))
+			out[j] *= siluAt(zv, j, S)
 		}
 	}
 }

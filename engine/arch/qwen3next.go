@@ -80,6 +80,7 @@ func qwen3nextHparams(m Meta, p *Params) error {
 	if err := readMoE(m, p, true); err != nil {
 		return err
 	}
+	p.MoE.SharedSigmoid = true
 	return readSharedFF(m, p)
 }
 
