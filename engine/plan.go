@@ -237,7 +237,7 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 			cur.ops = append(cur.ops, tokOp{kind: tkGate, in: st.In})
 		case arch.OpUngroup:
 			cur.ops = append(cur.ops, tokOp{kind: tkUngroup, in: st.In})
-			if st.In == arch.QKVZ {
+			if st.In == arch.MXZ {
 				// The convolution reads earlier tokens' MX, which
 				// another worker may be writing: all of it first.
 				flush()
@@ -407,7 +407,7 @@ func checkDeltaNet(fam *arch.Family, c *config, pl *plan) error {
 	return nil
 }
 
-// ungroupWidths checks an Ungroup step's input, QKVZ (Q, K, V and Z of
+// ungroupWidths checks an Ungroup step's input, MXZ (Q, K, V and Z of
 // every key head) or BA (the write strengths and decay inputs of every
 // value head), and sizes the buffers it writes.
 func ungroupWidths(fam *arch.Family, c *config, pl *plan, in arch.Buf) error {
@@ -416,7 +416,7 @@ func ungroupWidths(fam *arch.Family, c *config, pl *plan, in arch.Buf) error {
 		return descriptionError(fam, "an Ungroup step without DeltaNet hyperparameters")
 	}
 	switch in {
-	case arch.QKVZ:
+	case arch.MXZ:
 		if pl.width[in] != s.ConvDim()+s.Inner {
 			return descriptionError(fam, "an Ungroup step over %d values, not %d", pl.width[in], s.ConvDim()+s.Inner)
 		}

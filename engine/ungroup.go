@@ -11,11 +11,11 @@ import "github.com/moonlm/moonlm/engine/arch"
 // values (MX), the gates apart (Z), and the write strengths and decay
 // inputs apart (BT, AL), value heads in the same order.
 
-// ungroup reorders token t's row of in (arch.QKVZ or arch.BA) into the
+// ungroup reorders token t's row of in (arch.MXZ or arch.BA) into the
 // buffers DeltaNet reads.
 func (s *Session) ungroup(pl *plan, in arch.Buf, t int) {
 	sp := &s.c.SSM
-	if in == arch.QKVZ {
+	if in == arch.MXZ {
 		ungroupQKVZ(s.row(pl, in, t), s.row(pl, arch.MX, t), s.row(pl, arch.Z, t), sp.KHeads, sp.VHeads/sp.KHeads, sp.State)
 		return
 	}

@@ -330,34 +330,34 @@ func (p *Params) Rotates(il int) bool {
 type Size int
 
 const (
-	None      Size = iota // no such dimension (a vector's rows)
-	Any                   // any length (token_embd's rows: the vocabulary)
-	Vocab                 // the rows of token_embd
-	Dim                   // embedding length
-	QDim                  // Heads * HeadDim
-	KVDim                 // KVHeads * HeadDim
-	HeadDim               // one head
-	FF                    // feed-forward length
-	RotHalf               // Rot / 2 (per-pair RoPE factors)
-	QKVDim                // QDim + 2*KVDim (fused Q, K, V)
-	FF2                   // 2*FF (fused gate and up)
-	Ctx                   // training context (learned position embeddings)
-	Labels                // classifier outputs (Params.ClsLabels)
-	Experts               // MoE.Experts (the router's rows)
-	ExpFF                 // MoE.FF (one expert's feed-forward length)
-	ShFF                  // MoE.SharedFF (the shared expert's feed-forward length)
-	QDim2                 // 2*QDim (queries and their output gate, interleaved per head)
-	ConvK                 // SSM.ConvK
-	ConvDim               // SSM.ConvDim()
-	SSMInner              // SSM.Inner
-	SSMState              // SSM.State
-	SSMHeads              // SSM.VHeads
-	NHeads                // Heads (one value per query head)
-	PLDim                 // PerLayerDim (one layer's per-layer input)
-	PLAll                 // PerLayerDim * Layers (every layer's per-layer input)
-	One                   // a single value (a scalar weight)
-	QKVZDim               // SSM.ConvDim() + SSM.Inner (Q, K, V and Z in one projection)
-	SSMHeads2             // 2*SSM.VHeads (write strengths and decay inputs in one projection)
+	None     Size = iota // no such dimension (a vector's rows)
+	Any                  // any length (token_embd's rows: the vocabulary)
+	Vocab                // the rows of token_embd
+	Dim                  // embedding length
+	QDim                 // Heads * HeadDim
+	KVDim                // KVHeads * HeadDim
+	HeadDim              // one head
+	FF                   // feed-forward length
+	RotHalf              // Rot / 2 (per-pair RoPE factors)
+	QKVDim               // QDim + 2*KVDim (fused Q, K, V)
+	FF2                  // 2*FF (fused gate and up)
+	Ctx                  // training context (learned position embeddings)
+	Labels               // classifier outputs (Params.ClsLabels)
+	Experts              // MoE.Experts (the router's rows)
+	ExpFF                // MoE.FF (one expert's feed-forward length)
+	ShFF                 // MoE.SharedFF (the shared expert's feed-forward length)
+	QDim2                // 2*QDim (queries and their output gate, interleaved per head)
+	ConvK                // SSM.ConvK
+	ConvDim              // SSM.ConvDim()
+	SSMInner             // SSM.Inner
+	SSMState             // SSM.State
+	SSMHeads             // SSM.VHeads
+	NHeads               // Heads (one value per query head)
+	PLDim                // PerLayerDim (one layer's per-layer input)
+	PLAll                // PerLayerDim * Layers (every layer's per-layer input)
+	One                  // a single value (a scalar weight)
+	QKVZDim              // SSM.ConvDim() + SSM.Inner (Q, K, V and Z in one projection)
+	BADim                // 2*SSM.VHeads (write strengths and decay inputs in one projection)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -413,7 +413,7 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.SSM.VHeads
 	case QKVZDim:
 		return p.SSM.ConvDim() + p.SSM.Inner
-	case SSMHeads2:
+	case BADim:
 		return 2 * p.SSM.VHeads
 	}
 	return -1
@@ -566,29 +566,29 @@ func (t *Tensor) Matrix() bool { return t.Rows != None && !t.Table }
 type Buf int
 
 const (
-	X    Buf = iota // the residual stream (Dim)
-	XN              // a normed copy of X (Dim)
-	Q               // queries (QDim)
-	K               // keys (KVDim)
-	V               // values (KVDim)
-	Att             // attention output (QDim)
-	O               // a projection back to Dim
-	G               // FFN gate (FF)
-	U               // FFN up (FF)
-	O2              // a second projection back to Dim (parallel blocks)
-	R               // MoE router logits (Experts)
-	SH              // MoE shared expert's output (Dim)
-	P               // the layer's per-layer input path (PerLayerDim)
-	QG              // queries and their output gates, interleaved per head (2*QDim)
-	AG              // attention output gate (QDim)
-	MX              // a DeltaNet layer's mixed Q, K, V before the convolution (ConvDim)
-	CV              // the same after the convolution (ConvDim)
-	Z               // a DeltaNet layer's output gate (SSM.Inner)
-	BT              // its write strengths, one per value head
-	AL              // its decay inputs, one per value head
-	DN              // its output (SSM.Inner)
-	QKVZ            // Qwen3-Next's Q, K, V and Z grouped by key head (ConvDim + Inner)
-	BA              // Qwen3-Next's write strengths and decay inputs grouped by key head (2*VHeads)
+	X   Buf = iota // the residual stream (Dim)
+	XN             // a normed copy of X (Dim)
+	Q              // queries (QDim)
+	K              // keys (KVDim)
+	V              // values (KVDim)
+	Att            // attention output (QDim)
+	O              // a projection back to Dim
+	G              // FFN gate (FF)
+	U              // FFN up (FF)
+	O2             // a second projection back to Dim (parallel blocks)
+	R              // MoE router logits (Experts)
+	SH             // MoE shared expert's output (Dim)
+	P              // the layer's per-layer input path (PerLayerDim)
+	QG             // queries and their output gates, interleaved per head (2*QDim)
+	AG             // attention output gate (QDim)
+	MX             // a DeltaNet layer's mixed Q, K, V before the convolution (ConvDim)
+	CV             // the same after the convolution (ConvDim)
+	Z              // a DeltaNet layer's output gate (SSM.Inner)
+	BT             // its write strengths, one per value head
+	AL             // its decay inputs, one per value head
+	DN             // its output (SSM.Inner)
+	MXZ            // Qwen3-Next's Q, K, V and Z grouped by key head (ConvDim + Inner)
+	BA             // Qwen3-Next's write strengths and decay inputs grouped by key head (2*VHeads)
 	NumBufs
 )
 
@@ -614,7 +614,7 @@ const (
 	OpSplitGate           // QG -> Q and AG (queries and gates interleaved per head)
 	OpGate                // In *= sigmoid(AG)
 	OpDeltaNet            // DN = gated DeltaNet of MX, Z, BT, AL, with the layer's recurrent state
-	OpUngroup             // QKVZ -> MX and Z, or BA -> BT and AL (projections grouped by key head)
+	OpUngroup             // MXZ -> MX and Z, or BA -> BT and AL (projections grouped by key head)
 )
 
 // Proj is one matrix product of a Project step.
@@ -650,7 +650,7 @@ func OutGate(in Buf) Step { return Step{Op: OpGate, In: in, Out: in} }
 func DeltaNet() Step { return Step{Op: OpDeltaNet, In: MX, Out: DN} }
 
 // Ungroup reorders a DeltaNet projection grouped by key head into the
-// layout DeltaNet reads: QKVZ (per key head its query, key, values and
+// layout DeltaNet reads: MXZ (per key head its query, key, values and
 // gates) into MX and Z, or BA (per key head its write strengths, then
 // its decay inputs) into BT and AL.
 func Ungroup(in Buf) Step {

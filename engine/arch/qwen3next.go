@@ -58,8 +58,8 @@ var qwen3nextFused = Family{
 		Tensor{Role: SSMInQKVZ, Name: "ssm_in.weight", Cols: Dim, Rows: QKVZDim, Only: RecurrentLayers},
 	),
 	Block: qwen3nextBlock(
-		Project(XN, Proj{W: SSMInQKVZ, Out: QKVZ}, Proj{W: SSMBetaAlpha, Out: BA}).On(RecurrentLayers),
-		Ungroup(QKVZ).On(RecurrentLayers),
+		Project(XN, Proj{W: SSMInQKVZ, Out: MXZ}, Proj{W: SSMBetaAlpha, Out: BA}).On(RecurrentLayers),
+		Ungroup(MXZ).On(RecurrentLayers),
 		Ungroup(BA).On(RecurrentLayers),
 	),
 }
@@ -100,7 +100,7 @@ func qwen3nextLayer(qkvz ...Tensor) []Tensor {
 		},
 		qkvz,
 		[]Tensor{
-			{Role: SSMBetaAlpha, Name: "ssm_ba.weight", Cols: Dim, Rows: SSMHeads2, Only: RecurrentLayers},
+			{Role: SSMBetaAlpha, Name: "ssm_ba.weight", Cols: Dim, Rows: BADim, Only: RecurrentLayers},
 			{Role: SSMConv, Name: "ssm_conv1d.weight", Cols: ConvK, Rows: ConvDim, Table: true, Only: RecurrentLayers},
 			{Role: SSMDt, Name: "ssm_dt.bias", Cols: SSMHeads, Only: RecurrentLayers},
 			{Role: SSMA, Name: "ssm_a", Cols: SSMHeads, Only: RecurrentLayers},
