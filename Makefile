@@ -32,6 +32,11 @@ export MOONLM_MODELS   ?= $(ABSBUILD)/models
 export MOONLM_BENCH_DIR ?= $(ABSBUILD)/bench
 export MOONLM_PACKED_CACHE_DIR ?= $(ABSBUILD)/packed-cache
 export PIP_CACHE_DIR   ?= $(ABSBUILD)/pip-cache
+# The synthetic models the engine's generators write (make synth-models),
+# and llama.cpp's test vocabularies, templates and grammars
+# (make llamacpp-data), which the tests read from there.
+export MOONLM_SYNTH_DIR ?= $(ABSBUILD)/synth
+export MOONLM_LLAMACPP_DIR ?= $(ABSBUILD)/llamacpp
 export npm_config_cache ?= $(ABSBUILD)/npm-cache
 export npm_config_update_notifier ?= false
 
@@ -62,7 +67,7 @@ endif
 export GOFLAGS := $(strip $(filter-out -modcacherw,$(shell $(GOSHELL) env GOFLAGS 2>/dev/null)) -modcacherw)
 
 .PHONY: all lib cli test test-go test-race test-variants test-c test-python test-node test-snippets \
-	venv node-deps models run model fuzz fuzz-all vet install clean distclean bench bench-models bench-serve
+	venv node-deps models synth-models llamacpp-data run model fuzz fuzz-all vet install clean distclean bench bench-models bench-serve
 
 all: lib cli
 
@@ -112,11 +117,27 @@ models: venv
 	@PYTHON=$(PYTHON) scripts/fetch-model.sh smollm2 >/dev/null
 	@PYTHON=$(PYTHON) scripts/fetch-model.sh gemma3 >/dev/null
 
+# llama.cpp's test files that are not ours to commit (the Gemma 4, Qwen 3.5
+# and XLM-RoBERTa tokenizer vocabularies and vectors, the Qwen 3.5 chat
+# template, the sample grammars), from llama-cpp-python's sdist on PyPI into
+# $(MOONLM_LLAMACPP_DIR) (build/llamacpp), once.
+llamacpp-data: venv
+	@PYTHON=$(PYTHON) scripts/fetch-llamacpp-data.sh >/dev/null
+
+# The synthetic models (no .gguf is committed): the engine's generators
+# write each into $(MOONLM_SYNTH_DIR) (build/synth), checked against the
+# sha256 its references were made from, for the tests of the other packages,
+# the bindings and the README examples (the engine's own tests make them
+# as they need them). XLM-R's needs llama.cpp's vocabulary.
+synth-models: llamacpp-data
+	@mkdir -p $(BUILD); $(GO) test -count=1 -run '^TestWriteSynthModels$$' ./engine/ >$(BUILD)/synth-models.log 2>&1 || \
+	  { cat $(BUILD)/synth-models.log; echo "make synth-models: the generators failed"; exit 1; }
+
 # `make test` runs every part, even after one fails, prints each part's
 # summary again at the end, and fails if any part failed.
 TEST_PARTS := go race variants c python node snippets packages web
 
-test: all vet $(TESTSUM) venv node-deps models
+test: all vet $(TESTSUM) venv node-deps models llamacpp-data synth-models
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS); fail=0; start=$$(date +%s); \
 	for p in $(TEST_PARTS); do \
 	  echo; echo "== make test-$$p"; \
@@ -128,19 +149,19 @@ test: all vet $(TESTSUM) venv node-deps models
 	exit $$fail
 
 # Go's python3 cross-checks (gguf against gguf-py) use the venv's Python.
-test-go: all $(TESTSUM) venv models
+test-go: all $(TESTSUM) venv models llamacpp-data synth-models
 	@set -o pipefail; PATH=$(VENV)/bin:$$PATH $(GOTEST) $$($(GO) list ./... | grep -v '/internal/docsnippets\|/internal/packagetest') 2>&1 | \
 	  $(TESTSUM) -part Go -record $(RESULTS)/go.txt
 
 # The race detector over the packages whose concurrency matters.
-test-race: all $(TESTSUM) models
+test-race: all $(TESTSUM) models synth-models
 	@set -o pipefail; $(GOTEST) -race -run 'Concurrent|Race|Parallel|Pool' ./engine/... ./capi/... 2>&1 | \
 	  $(TESTSUM) -part Race -record $(RESULTS)/race.txt
 
 # The engine's reference tests again with each other kernel set forced, and
 # the pure-Go build for another architecture (which has no assembly), run
 # under qemu user emulation where it is installed.
-test-variants: all $(TESTSUM) models
+test-variants: all $(TESTSUM) models synth-models
 	@mkdir -p $(BUILD); set -o pipefail; skip=(); \
 	if ! command -v qemu-aarch64 >/dev/null; then skip=(-skip "arm64 kernels and gguf tests=built, not run: qemu-aarch64 is not installed (apt-get install qemu-user)"); fi; \
 	{ st=0; \
@@ -166,14 +187,14 @@ test-c: all
 	else printf 'C:        ok     %d passed, 0 failed, 0 skipped\n' $$n; fi | tee $(RESULTS)/c.txt; \
 	exit $$st
 
-test-python: all $(TESTSUM) venv
+test-python: all $(TESTSUM) venv synth-models
 	@mkdir -p $(RESULTS); \
 	if [ ! -d bindings/python/tests ]; then printf 'Python:   ok     0 passed, 0 failed, 0 skipped (no tests)\n' | tee $(RESULTS)/python.txt; exit 0; fi; \
 	(cd bindings/python && $(PYTHON) -m pytest -q -rs -p no:cacheprovider --junitxml=$(RESULTS)/python.xml tests); st=$$?; \
 	$(TESTSUM) -part Python -junit $(RESULTS)/python.xml -record $(RESULTS)/python.txt || st=1; \
 	exit $$st
 
-test-node: all $(TESTSUM) node-deps
+test-node: all $(TESTSUM) node-deps synth-models
 	@mkdir -p $(RESULTS); \
 	if [ ! -f bindings/node/package.json ]; then printf 'Node:     ok     0 passed, 0 failed, 0 skipped (no tests)\n' | tee $(RESULTS)/node.txt; exit 0; fi; \
 	(cd bindings/node && node --test --test-reporter=dot --test-reporter-destination=stdout \
@@ -183,7 +204,7 @@ test-node: all $(TESTSUM) node-deps
 
 # Every C, Python and JavaScript block of README.md and the bindings'
 # READMEs, run as documented (internal/docsnippets says how).
-test-snippets: all $(TESTSUM) models
+test-snippets: all $(TESTSUM) models synth-models
 	@$(MAKE) --no-print-directory lib-arm64 || echo "build/linux-arm64/libmoonlm.so could not be built: the npm tarball check skips linux-arm64"
 	@set -o pipefail; MOONLM_SNIPPETS=1 $(GOTEST) ./internal/docsnippets 2>&1 | \
 	  $(TESTSUM) -part README -record $(RESULTS)/snippets.txt

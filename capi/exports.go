@@ -146,12 +146,7 @@ func moonlmgo_model_free(h C.uintptr_t) (st C.int) {
 	const fn = "moonlm_model_free"
 	defer guard(fn, &st)
 	enter(fn)
-	o := models.remove(uintptr(h))
-	if o == nil {
-		return badHandle(fn, "model", uintptr(h))
-	}
-	o.release()
-	return stOK
+	return models.free(fn, h)
 }
 
 //export moonlmgo_model_get_info
@@ -409,7 +404,7 @@ func moonlmgo_session_free(h C.uintptr_t) (st C.int) {
 	enter(fn)
 	o := sessions.remove(uintptr(h))
 	if o == nil {
-		return badHandle(fn, "session", uintptr(h))
+		return badHandle(fn, sessions.name, uintptr(h))
 	}
 	if o.busy.Load() {
 		// A call is running in another thread: stop it; it holds its own
@@ -426,9 +421,8 @@ func lockSession(fn string, h C.uintptr_t) (*cSession, C.int) {
 	if o == nil {
 		return nil, st
 	}
-	if !o.busy.CompareAndSwap(false, true) {
-		o.release()
-		return nil, fail(stBusy, fn, "session %#x is in use by another thread", uintptr(h))
+	if st := hold(fn, "session", h, &o.busy, o.release); st != stOK {
+		return nil, st
 	}
 	return o, stOK
 }
@@ -645,12 +639,7 @@ func moonlmgo_sampler_free(h C.uintptr_t) (st C.int) {
 	const fn = "moonlm_sampler_free"
 	defer guard(fn, &st)
 	enter(fn)
-	o := samplers.remove(uintptr(h))
-	if o == nil {
-		return badHandle(fn, "sampler", uintptr(h))
-	}
-	o.release()
-	return stOK
+	return samplers.free(fn, h)
 }
 
 func lockSampler(fn string, h C.uintptr_t) (*cSampler, C.int) {
@@ -658,9 +647,8 @@ func lockSampler(fn string, h C.uintptr_t) (*cSampler, C.int) {
 	if o == nil {
 		return nil, st
 	}
-	if !o.busy.CompareAndSwap(false, true) {
-		o.release()
-		return nil, fail(stBusy, fn, "sampler %#x is in use by another thread", uintptr(h))
+	if st := hold(fn, "sampler", h, &o.busy, o.release); st != stOK {
+		return nil, st
 	}
 	return o, stOK
 }

@@ -30,7 +30,7 @@ func (o *cGrammar) release() {
 	}
 }
 
-var grammars = newRegistry[cGrammar](kindGrammar)
+var grammars = newRegistry(kindGrammar, (*cGrammar).ref, (*cGrammar).release)
 
 //export moonlmgo_grammar_new
 func moonlmgo_grammar_new(mh C.uintptr_t, text *C.char, n C.size_t, out *C.uintptr_t) (st C.int) {
@@ -84,12 +84,7 @@ func moonlmgo_grammar_free(h C.uintptr_t) (st C.int) {
 	const fn = "moonlm_grammar_free"
 	defer guard(fn, &st)
 	enter(fn)
-	o := grammars.remove(uintptr(h))
-	if o == nil {
-		return badHandle(fn, "grammar", uintptr(h))
-	}
-	o.release()
-	return stOK
+	return grammars.free(fn, h)
 }
 
 // lockRequestGrammar looks up moonlm_generate_params.grammar (if any),
@@ -100,17 +95,16 @@ func lockRequestGrammar(fn string, p *C.moonlm_generate_params, req *genRequest,
 		return nil, stOK
 	}
 	h := C.uintptr_t(uintptr(unsafe.Pointer(p.grammar)))
-	o := grammars.get(uintptr(h), (*cGrammar).ref)
+	o, st := grammars.lookup(fn, h)
 	if o == nil {
-		return nil, badHandle(fn, "grammar", uintptr(h))
+		return nil, st
 	}
 	if o.model != sess.model {
 		o.release()
 		return nil, fail(stInvalid, fn, "moonlm_generate_params.grammar was made for another model than the session's")
 	}
-	if !o.busy.CompareAndSwap(false, true) {
-		o.release()
-		return nil, fail(stBusy, fn, "grammar %#x is in use by another generation", uintptr(h))
+	if st := hold(fn, "grammar", h, &o.busy, o.release); st != stOK {
+		return nil, st
 	}
 	req.p.Grammar = o.g
 	return o, stOK

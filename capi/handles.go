@@ -51,13 +51,16 @@ type refs struct{ n atomic.Int64 }
 
 // registry maps handles of one kind to live objects.
 type registry[T any] struct {
-	kind uintptr
-	mu   sync.RWMutex
-	m    map[uintptr]*T
+	kind    uintptr
+	name    string         // the kind's name in messages ("session")
+	ref     func(*T) *refs // the object's reference count
+	release func(*T)       // drops one reference
+	mu      sync.RWMutex
+	m       map[uintptr]*T
 }
 
-func newRegistry[T any](kind uintptr) *registry[T] {
-	return &registry[T]{kind: kind, m: make(map[uintptr]*T)}
+func newRegistry[T any](kind uintptr, ref func(*T) *refs, release func(*T)) *registry[T] {
+	return &registry[T]{kind: kind, name: kindName(kind), ref: ref, release: release, m: make(map[uintptr]*T)}
 }
 
 // add registers obj (whose reference count must already be 1) and returns
@@ -70,16 +73,20 @@ func (r *registry[T]) add(obj *T) uintptr {
 	return h
 }
 
-// get returns the object for h with one more reference, which the caller
-// must release; nil if h is not a live handle of this kind.
-func (r *registry[T]) get(h uintptr, ref func(*T) *refs) *T {
+// lookup returns the object for h with one more reference, which the
+// caller must release, or the status fn reports for a handle that is not a
+// live one of this kind.
+func (r *registry[T]) lookup(fn string, h C.uintptr_t) (*T, C.int) {
 	r.mu.RLock()
-	obj := r.m[h]
+	obj := r.m[uintptr(h)]
 	if obj != nil {
-		ref(obj).n.Add(1)
+		r.ref(obj).n.Add(1)
 	}
 	r.mu.RUnlock()
-	return obj
+	if obj == nil {
+		return nil, badHandle(fn, r.name, uintptr(h))
+	}
+	return obj, stOK
 }
 
 // remove unregisters h and returns its object (still holding the handle's
@@ -90,6 +97,27 @@ func (r *registry[T]) remove(h uintptr) *T {
 	delete(r.m, h)
 	r.mu.Unlock()
 	return obj
+}
+
+// free unregisters h and drops the handle's reference: the object closes
+// when the calls still running on it return.
+func (r *registry[T]) free(fn string, h C.uintptr_t) C.int {
+	obj := r.remove(uintptr(h))
+	if obj == nil {
+		return badHandle(fn, r.name, uintptr(h))
+	}
+	r.release(obj)
+	return stOK
+}
+
+// hold marks an object busy for fn's call: a second call on it meanwhile
+// gets BUSY (and drops the reference its lookup took) instead of racing.
+func hold(fn, what string, h C.uintptr_t, busy *atomic.Bool, release func()) C.int {
+	if busy.CompareAndSwap(false, true) {
+		return stOK
+	}
+	release()
+	return fail(stBusy, fn, "%s %#x is in use by another thread", what, uintptr(h))
 }
 
 // badHandle explains why h is not a live handle of the wanted kind.
@@ -167,31 +195,11 @@ func (o *cSampler) ref() *refs { return &o.refs }
 func (o *cSampler) release() { o.n.Add(-1) }
 
 var (
-	models   = newRegistry[cModel](kindModel)
-	sessions = newRegistry[cSession](kindSession)
-	samplers = newRegistry[cSampler](kindSampler)
+	models   = newRegistry(kindModel, (*cModel).ref, (*cModel).release)
+	sessions = newRegistry(kindSession, (*cSession).ref, (*cSession).release)
+	samplers = newRegistry(kindSampler, (*cSampler).ref, (*cSampler).release)
 )
 
-func getModel(fn string, h C.uintptr_t) (*cModel, C.int) {
-	o := models.get(uintptr(h), (*cModel).ref)
-	if o == nil {
-		return nil, badHandle(fn, "model", uintptr(h))
-	}
-	return o, stOK
-}
-
-func getSession(fn string, h C.uintptr_t) (*cSession, C.int) {
-	o := sessions.get(uintptr(h), (*cSession).ref)
-	if o == nil {
-		return nil, badHandle(fn, "session", uintptr(h))
-	}
-	return o, stOK
-}
-
-func getSampler(fn string, h C.uintptr_t) (*cSampler, C.int) {
-	o := samplers.get(uintptr(h), (*cSampler).ref)
-	if o == nil {
-		return nil, badHandle(fn, "sampler", uintptr(h))
-	}
-	return o, stOK
-}
+func getModel(fn string, h C.uintptr_t) (*cModel, C.int)     { return models.lookup(fn, h) }
+func getSession(fn string, h C.uintptr_t) (*cSession, C.int) { return sessions.lookup(fn, h) }
+func getSampler(fn string, h C.uintptr_t) (*cSampler, C.int) { return samplers.lookup(fn, h) }

@@ -36,7 +36,7 @@ type embedRef struct {
 }
 
 func readEmbedRef(t *testing.T, name string) *embedRef {
-	b, err := os.ReadFile(synthNewPath(name))
+	b, err := os.ReadFile(synthRefPath(name))
 	require.NoError(t, err)
 	var r embedRef
 	require.NoError(t, json.Unmarshal(b, &r))
@@ -389,7 +389,7 @@ func TestEmbedBatchPacks(t *testing.T) {
 // TestBertRefusesBadFiles: what a BERT file must have, each refusal naming
 // what is wrong.
 func TestBertRefusesBadFiles(t *testing.T) {
-	src := synthNewPath("synth-bert-Q8_0.gguf")
+	src := synthModel(t, "synth-bert-Q8_0.gguf")
 	drop := func(name string) func(*gguf.Tensor, func(string, gguf.Type, []int64, []byte)) {
 		return func(ts *gguf.Tensor, add func(string, gguf.Type, []int64, []byte)) {
 			if ts.Name != name {

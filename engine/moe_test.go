@@ -42,7 +42,7 @@ func TestChooseExperts(t *testing.T) {
 // one-token MoE path) gives the logits of prefilling the same tokens (the
 // batched path with its slots sorted by expert).
 func TestQwen3MoeDecodeMatchesPrefill(t *testing.T) {
-	m, err := Open(synthNewPath("synth-qwen3moe-Q8_0.gguf"), ModelParams{Threads: 2})
+	m, err := Open(synthModel(t, "synth-qwen3moe-Q8_0.gguf"), ModelParams{Threads: 2})
 	require.NoError(t, err)
 	defer m.Close()
 	toks, err := m.Tokenize("Once upon a time there was a little dog", true, false)
@@ -66,7 +66,7 @@ func TestQwen3MoeDecodeMatchesPrefill(t *testing.T) {
 
 // TestQwen3MoeDecodeAllocs: a MoE decode step allocates nothing.
 func TestQwen3MoeDecodeAllocs(t *testing.T) {
-	m, err := Open(synthNewPath("synth-qwen3moe-Q8_0.gguf"), ModelParams{Threads: 2})
+	m, err := Open(synthModel(t, "synth-qwen3moe-Q8_0.gguf"), ModelParams{Threads: 2})
 	require.NoError(t, err)
 	defer m.Close()
 	s, err := m.NewSession(SessionParams{NCtx: 256})
@@ -90,7 +90,7 @@ func TestQwen3MoeRoutingMatters(t *testing.T) {
 	m, err := Open(path, ModelParams{Threads: 2})
 	require.NoError(t, err)
 	defer m.Close()
-	rc := loadRefs(t, synthNewPath(synthMoEName(spec, false)+".ref.jsonl"))[1]
+	rc := loadRefs(t, synthRefPath(synthMoEName(spec, false)+".ref.jsonl"))[1]
 	s, err := m.NewSession(SessionParams{KVF32: true, NCtx: 128})
 	require.NoError(t, err)
 	defer s.Close()
@@ -108,7 +108,7 @@ func TestQwen3MoeRoutingMatters(t *testing.T) {
 // TestQwen3MoeBadFiles: expert counts out of range and expert tensors of
 // the wrong shape are ErrBadFile naming what is wrong, never a crash.
 func TestQwen3MoeBadFiles(t *testing.T) {
-	src := synthNewPath("synth-qwen3moe-Q8_0.gguf")
+	src := synthModel(t, "synth-qwen3moe-Q8_0.gguf")
 	for _, c := range []struct {
 		key  string
 		v    any
@@ -149,7 +149,7 @@ func TestSharedGate(t *testing.T) {
 // (llama's Variant), its experts feed_forward_length wide; the dense
 // llama files keep the dense block.
 func TestLlamaWithExperts(t *testing.T) {
-	m, err := Open(synthNewPath("synth-mixtral-Q8_0.gguf"), ModelParams{Threads: 1})
+	m, err := Open(synthModel(t, "synth-mixtral-Q8_0.gguf"), ModelParams{Threads: 1})
 	require.NoError(t, err)
 	defer m.Close()
 	assert.Equal(t, "llama", m.Info().Arch)
@@ -169,7 +169,7 @@ func TestLlamaWithExperts(t *testing.T) {
 // logits with 1 and 3 threads (the products split by rows, which changes
 // no sum), and decoding its last tokens one by one matches.
 func TestMoEThreadsAndChunks(t *testing.T) {
-	path := synthNewPath("synth-qwen2moe-Q8_0.gguf")
+	path := synthModel(t, "synth-qwen2moe-Q8_0.gguf")
 	var text string
 	for range 12 {
 		text += "Once upon a time there was a dog. "

@@ -154,7 +154,7 @@ func TestIkRefusesBigBatch(t *testing.T) {
 // soft-capped scores only, so the ik mode refuses the synthetic Gemma 2 file
 // (attention soft-cap 5) at open, naming it; the llama.cpp mode opens it.
 func TestIkRefusesSoftcap(t *testing.T) {
-	path := synthNewPath("synth-gemma2-Q8_0.gguf")
+	path := synthModel(t, "synth-gemma2-Q8_0.gguf")
 	_, err := Open(path, ModelParams{Threads: 1, Numerics: NumericsIk})
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.ErrorContains(t, err, "numerics mode ik: attention soft-capping")

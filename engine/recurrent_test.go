@@ -15,7 +15,7 @@ import (
 
 func openQwen35(t *testing.T) *Model {
 	t.Helper()
-	m, err := Open(synthNewPath("synth-qwen35-Q8_0.gguf"), ModelParams{Threads: 2})
+	m, err := Open(synthModel(t, "synth-qwen35-Q8_0.gguf"), ModelParams{Threads: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	return m
@@ -266,7 +266,7 @@ func TestHybridCancelRestores(t *testing.T) {
 // layers, then the recurrent state), mutated, is refused with a classified
 // error or loads as a state of the session's shape, never a crash.
 func FuzzLoadStateHybrid(f *testing.F) {
-	m, err := Open(synthNewPath("synth-qwen35-Q8_0.gguf"), ModelParams{Threads: 1})
+	m, err := Open(synthModel(f, "synth-qwen35-Q8_0.gguf"), ModelParams{Threads: 1})
 	require.NoError(f, err)
 	defer m.Close()
 	s, err := m.NewSession(SessionParams{NCtx: 16})

@@ -384,8 +384,8 @@ func runSynthIk(t *testing.T, prompts []string, refs func(name string) string, b
 // fails here (measured: the quantized files exact, the f32 ones within
 // 0.0011).
 func TestSynthReferenceIkHeldOut(t *testing.T) {
-	prompts := readPrompts(t, synthNewPath("ik-heldout.prompts.txt"))
-	runSynthIk(t, prompts, func(name string) string { return synthNewPath(name + ".ik-heldout.ref.jsonl") }, 31)
+	prompts := readPrompts(t, synthRefPath("ik-heldout.prompts.txt"))
+	runSynthIk(t, prompts, func(name string) string { return synthRefPath(name + ".ik-heldout.ref.jsonl") }, 31)
 }
 
 func TestStories260KGolden(t *testing.T) {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,21 +18,21 @@ func checkSynthF32(t *testing.T, model, name string) {
 	t.Helper()
 	var diffs []float64
 	runRefFiles(t, refOptions{
-		model: model, refs: synthNewPath(name + ".ref.jsonl"), kvf32: true,
+		model: model, refs: synthRefPath(name + ".ref.jsonl"), kvf32: true,
 		tol: 2e-3, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs,
 	})
 	require.NotEmpty(t, diffs)
 	t.Logf("%d positions, worst log-probability difference %.5f", len(diffs), slices.Max(diffs))
 }
 
-// checkSynthQ8 runs the Q8_0 file testdata/synth/NAME.gguf, in the default
+// checkSynthQ8 runs the generated Q8_0 file NAME.gguf (synthModel), in the default
 // numerics and an F16 KV cache, against llama.cpp's default run: every
 // difference within maxDiff and the median within median.
 func checkSynthQ8(t *testing.T, name string, maxDiff, median float64) {
 	t.Helper()
 	var diffs []float64
 	runRefFiles(t, refOptions{
-		model: synthNewPath(name + ".gguf"), refs: synthNewPath(name + ".ref.jsonl"),
+		model: synthModel(t, name+".gguf"), refs: synthRefPath(name + ".ref.jsonl"),
 		tol: maxDiff, gap: maxDiff, prompts: synthPrompts(t), diffs: &diffs,
 	})
 	require.NotEmpty(t, diffs)
@@ -43,12 +42,12 @@ func checkSynthQ8(t *testing.T, name string, maxDiff, median float64) {
 	assert.LessOrEqual(t, med, median, "median log-probability difference")
 }
 
-// synthVariantPath is the shipped Q8_0 file testdata/synth/BASE with key
+// synthVariantPath is the generated Q8_0 file BASE (synthModel) with key
 // set to v. With -update-synth it is also written to build/synth/OUT for
 // making its reference.
 func synthVariantPath(t *testing.T, base, key string, v uint32, out string) string {
 	t.Helper()
-	path := withKey(t, synthNewPath(base), key, v)
+	path := withKey(t, synthModel(t, base), key, v)
 	if *updateSynth {
 		img, err := os.ReadFile(path)
 		require.NoError(t, err)
@@ -77,26 +76,7 @@ func checkSynthVariant(t *testing.T, path, ref, arch string) {
 	t.Logf("%d positions, worst %.4f", len(diffs), slices.Max(diffs))
 }
 
-// writeOrMatchSynth rewrites the shipped file path with img under
-// -update-synth, and otherwise requires it to hold img.
-func writeOrMatchSynth(t *testing.T, path string, img []byte) {
-	t.Helper()
-	if *updateSynth {
-		require.NoError(t, os.WriteFile(path, img, 0o644))
-		return
-	}
-	matchSynthFile(t, path, img)
-}
-
-// matchSynthFile requires the shipped file path to hold img, byte for byte.
-func matchSynthFile(t *testing.T, path string, img []byte) {
-	t.Helper()
-	have, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(have, img), "%s differs from what the generator writes (rerun with -update-synth if the change is intended)", path)
-}
-
-// checkSynthLlamaCppExact runs testdata/synth/NAME.gguf in the llama.cpp
+// checkSynthLlamaCppExact runs the generated NAME.gguf in the llama.cpp
 // numerics mode against NAME.ref.jsonl (F16 KV cache) or, with kvf32,
 // NAME.kvf32.ref.jsonl: every prompt and greedy position equal to 1e-5 (the
 // rounding of the float64 log-sum-exp).
@@ -105,7 +85,7 @@ func checkSynthLlamaCppExact(t *testing.T, name string, kvf32 bool) {
 	ref := name + map[bool]string{false: ".ref.jsonl", true: ".kvf32.ref.jsonl"}[kvf32]
 	var diffs []float64
 	runRefFiles(t, refOptions{
-		model: synthNewPath(name + ".gguf"), refs: synthNewPath(ref), kvf32: kvf32,
+		model: synthModel(t, name+".gguf"), refs: synthRefPath(ref), kvf32: kvf32,
 		tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
 	})
 	require.NotEmpty(t, diffs)

@@ -130,14 +130,14 @@ func gemma4SynthTensors(layers int) []synthTensor {
 	)
 }
 
-func gemma4Q8Path() string { return synthNewPath("synth-gemma4-Q8_0.gguf") }
+func gemma4Q8Path(t *testing.T) string { return synthModel(t, "synth-gemma4-Q8_0.gguf") }
 
 // TestGemma4LayerShapes: the synthetic file's layers get their own
 // shapes, one plan per distinct shape (own or shared KV, sliding or
 // global), a KV cache layer for each layer with its own keys only, and
 // layer 2's absent attn_v is its attn_k.
 func TestGemma4LayerShapes(t *testing.T) {
-	m, err := Open(gemma4Q8Path(), ModelParams{Threads: 1})
+	m, err := Open(gemma4Q8Path(t), ModelParams{Threads: 1})
 	require.NoError(t, err)
 	defer m.Close()
 	var heads, kvHeads, ff, kvFrom []int
@@ -180,7 +180,7 @@ func TestGemma4LayerShapes(t *testing.T) {
 // different owners loads into a new session that continues exactly as the
 // one that saved it.
 func TestGemma4StateRoundTrip(t *testing.T) {
-	m, err := Open(gemma4Q8Path(), ModelParams{Threads: 2})
+	m, err := Open(gemma4Q8Path(t), ModelParams{Threads: 2})
 	require.NoError(t, err)
 	defer m.Close()
 	toks, err := m.Tokenize("Lily wanted to play with her ball and her friend Tom", true, false)
@@ -208,16 +208,16 @@ func TestGemma4StateRoundTrip(t *testing.T) {
 // ErrUnsupported, and a layer with its own KV cache but no attn_k is
 // ErrBadFile naming the tensor.
 func TestGemma4Refusals(t *testing.T) {
-	m, err := Open(gemma4Q8Path(), ModelParams{Threads: 1})
+	m, err := Open(gemma4Q8Path(t), ModelParams{Threads: 1})
 	require.NoError(t, err)
 	_, err = m.NewSession(SessionParams{KVType: gguf.Q8_0, NCtx: 64})
 	assert.ErrorIs(t, err, ErrUnsupported)
 	require.NoError(t, m.Close())
 
-	_, err = Open(gemma4Q8Path(), ModelParams{Threads: 1, Numerics: NumericsIk})
+	_, err = Open(gemma4Q8Path(t), ModelParams{Threads: 1, Numerics: NumericsIk})
 	assert.ErrorIs(t, err, ErrUnsupported)
 
-	noK := rewriteTensors(t, gemma4Q8Path(), func(ts *gguf.Tensor) []*gguf.Tensor {
+	noK := rewriteTensors(t, gemma4Q8Path(t), func(ts *gguf.Tensor) []*gguf.Tensor {
 		if ts.Name == "blk.1.attn_k.weight" {
 			return nil
 		}

@@ -24,7 +24,7 @@ func mistral3TempPath(t *testing.T) string {
 // default one. Without the temperature the file misses its reference.
 func TestMistral3AttnTemp(t *testing.T) {
 	path := mistral3TempPath(t)
-	ref := synthNewPath("synth-mistral3-Q8_0.temp.ref.jsonl")
+	ref := synthRefPath("synth-mistral3-Q8_0.temp.ref.jsonl")
 	m, err := Open(path, ModelParams{Threads: 1})
 	require.NoError(t, err)
 	c := m.cfg

@@ -24,10 +24,10 @@ import (
 // Synthetic mixture-of-experts models, written by buildSynthMoE: the shape
 // of the other synthetic files (hidden 256, 4 heads of 64, 2 KV heads, the
 // stories260K tokenizer, weights N(0, 0.08²), norm weights 1 + 0.1·N(0,1))
-// with a MoE feed-forward network in every block. The Q8_0 file is
-// committed; the F32 one (16 MB) is written by the tests from the
-// generator and checked against its sha256, the file the references were
-// made from. References and spreads: engine/testdata/README.md.
+// with a MoE feed-forward network in every block. No file is committed:
+// the tests write the Q8_0 and MXFP4 ones (synthModel) and the F32 one
+// (16 MB) from the generator and check each against its sha256, that of
+// the file the references were made from. References and spreads: engine/testdata/README.md.
 
 // synthMoESpec is one synthetic MoE model.
 type synthMoESpec struct {
@@ -114,7 +114,7 @@ var synthMoESpecs = []synthMoESpec{
 // buildSynthMoE writes spec's model, in F32 or (q8) Q8_0, into a GGUF
 // image. Q8_0 quantizes the matrices with ggml's reference quantizer and
 // keeps the vectors and the router in F32, as llama-quantize does.
-func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
+func buildSynthMoE(t testing.TB, spec synthMoESpec, q8 bool) []byte {
 	t.Helper()
 	return buildSynthMoEAs(t, spec, q8, false)
 }
@@ -122,7 +122,7 @@ func buildSynthMoE(t *testing.T, spec synthMoESpec, q8 bool) []byte {
 // buildSynthMoEAs is buildSynthMoE, with the experts in MXFP4 when mxfp4
 // (and the other matrices in Q8_0, as llama-quantize's MXFP4_MOE type
 // writes them).
-func buildSynthMoEAs(t *testing.T, spec synthMoESpec, q8, mxfp4 bool) []byte {
+func buildSynthMoEAs(t testing.TB, spec synthMoESpec, q8, mxfp4 bool) []byte {
 	t.Helper()
 	q8 = q8 || mxfp4
 	tokFile, err := gguf.Open(shareddata.Path(t, "models/stories260K.gguf"))
@@ -300,24 +300,11 @@ func synthMoEF32(t *testing.T, spec synthMoESpec) string {
 	return path
 }
 
-// TestWriteSynthMoE checks the committed Q8_0 files are what the generator
-// writes and the F32 ones hash as recorded (with -update-synth it rewrites
-// the Q8_0 files and, with MOONLM_SYNTH_OUT set, writes the F32 ones
-// there for making references).
+// TestWriteSynthMoE checks that the F32 files hash as recorded (with
+// -update-synth and MOONLM_SYNTH_OUT set it writes them there for making
+// references). The Q8_0 and MXFP4 files are TestWriteSynthModels'.
 func TestWriteSynthMoE(t *testing.T) {
 	for _, spec := range synthMoESpecs {
-		t.Run(synthMoEName(spec, true), func(t *testing.T) {
-			img := buildSynthMoE(t, spec, true)
-			path := synthNewPath(synthMoEName(spec, true) + ".gguf")
-			writeOrMatchSynth(t, path, img)
-		})
-		if spec.mxfp4 {
-			t.Run(synthMoEMXFP4Name(spec), func(t *testing.T) {
-				img := buildSynthMoEAs(t, spec, false, true)
-				path := synthNewPath(synthMoEMXFP4Name(spec) + ".gguf")
-				writeOrMatchSynth(t, path, img)
-			})
-		}
 		t.Run(synthMoEName(spec, false), func(t *testing.T) {
 			img := buildSynthMoE(t, spec, false)
 			sum := fmt.Sprintf("%x", sha256.Sum256(img))
@@ -386,7 +373,7 @@ func TestSynthMoEMXFP4(t *testing.T) {
 				spread := synthMXFP4Spread[spec.arch]
 				var diffs []float64
 				runRefFiles(t, refOptions{
-					model: synthNewPath(name + ".gguf"), refs: synthNewPath(ref), kvf32: kvf32,
+					model: synthModel(t, name+".gguf"), refs: synthRefPath(ref), kvf32: kvf32,
 					tol: spread.max, gap: spread.max, prompts: synthPrompts(t), diffs: &diffs,
 				})
 				require.NotEmpty(t, diffs)
@@ -452,7 +439,7 @@ func TestGptOSSFeaturesMatter(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var diffs []float64
 			runRefFiles(t, refOptions{
-				model: synthNewPath("synth-gpt-oss-Q8_0.gguf"), refs: synthNewPath("synth-gpt-oss-Q8_0.ref.jsonl"),
+				model: synthModel(t, "synth-gpt-oss-Q8_0.gguf"), refs: synthRefPath("synth-gpt-oss-Q8_0.ref.jsonl"),
 				tol: 100, gap: 100, diffs: &diffs, numerics: NumericsLlamaCpp, prepModel: c.off,
 			})
 			require.NotEmpty(t, diffs)
@@ -471,7 +458,7 @@ func TestGptOSSFeaturesMatter(t *testing.T) {
 func TestGptOSSChat(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("chat", "testdata", "tools", "gpt-oss.jinja"))
 	require.NoError(t, err)
-	path := withKey(t, synthNewPath("synth-gpt-oss-Q8_0.gguf"), "tokenizer.chat_template", string(src))
+	path := withKey(t, synthModel(t, "synth-gpt-oss-Q8_0.gguf"), "tokenizer.chat_template", string(src))
 	m, err := Open(path, ModelParams{Threads: 2, Numerics: NumericsLlamaCpp, Kernels: testKernels(t)})
 	require.NoError(t, err)
 	defer m.Close()
@@ -484,14 +471,14 @@ func TestGptOSSChat(t *testing.T) {
 	text, err := m.ApplyChatTemplate(msgs, true)
 	require.NoError(t, err)
 	text = strings.Replace(text, "Current date: "+today, "Current date: 2026-01-02", 1)
-	golden, err := os.ReadFile(synthNewPath("synth-gpt-oss.chat.prompts.txt"))
+	golden, err := os.ReadFile(synthRefPath("synth-gpt-oss.chat.prompts.txt"))
 	require.NoError(t, err)
 	want := strings.ReplaceAll(strings.TrimSuffix(string(golden), "\n"), `\n`, "\n")
 	require.Equal(t, want, text, "the harmony rendering of the conversation")
 	assert.True(t, strings.HasSuffix(text, "<|start|>user<|message|>Tell me a story about a cat.<|end|><|start|>assistant"))
 	assert.Equal(t, chat.ToolFormatHarmony, chat.ToolFormatOf(m.Info().ChatTemplate))
 
-	ref := synthNewPath("synth-gpt-oss-Q8_0.chat.ref.jsonl")
+	ref := synthRefPath("synth-gpt-oss-Q8_0.chat.ref.jsonl")
 	runRefFiles(t, refOptions{model: path, refs: ref, tol: 1e-5, gap: 0, prompts: []string{want}, numerics: NumericsLlamaCpp})
 
 	cases := loadRefs(t, ref)

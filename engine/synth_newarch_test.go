@@ -49,7 +49,9 @@ var synthNewQ8Spread = map[string]struct{ max, median float64 }{
 	"gemma4":   {0.19, 0.07},
 }
 
-func synthNewPath(name string) string { return filepath.Join("testdata", "synth", name) }
+// synthRefPath is the committed reference file testdata/synth/NAME (the
+// models themselves are generated: synthModel).
+func synthRefPath(name string) string { return filepath.Join("testdata", "synth", name) }
 
 // TestSynthNewArchF32 runs each family's F32 file against llama.cpp with an
 // F32 KV cache.
@@ -101,7 +103,7 @@ func TestSynthNewArchAsLlamaDiffers(t *testing.T) {
 		t.Run(spec.arch, func(t *testing.T) {
 			name := "synth-" + spec.arch + "-f32"
 			src := synthF32(t, spec)
-			rc := loadRefs(t, synthNewPath(name+".ref.jsonl"))[1]
+			rc := loadRefs(t, synthRefPath(name+".ref.jsonl"))[1]
 			if len(spec.ablations) > 0 {
 				for _, ab := range spec.ablations {
 					pos0, worst := synthWorst(t, withKey(t, src, spec.arch+"."+ab.name, ab.v), rc)
@@ -227,7 +229,7 @@ func TestNewArchBadMetadata(t *testing.T) {
 		{"qwen35", "rope.dimension_sections", []int32{3, 3, 1, 0}, "dimension_sections"},
 	} {
 		t.Run(c.arch+"/"+c.key, func(t *testing.T) {
-			path := withKey(t, synthNewPath("synth-"+c.arch+"-Q8_0.gguf"), c.arch+"."+c.key, c.v)
+			path := withKey(t, synthModel(t, "synth-"+c.arch+"-Q8_0.gguf"), c.arch+"."+c.key, c.v)
 			m, err := Open(path, ModelParams{Threads: 1})
 			if err == nil {
 				m.Close()

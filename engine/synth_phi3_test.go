@@ -126,7 +126,7 @@ func phi3LongPath(t *testing.T) string {
 // numerics mode and within phi3's Q8_0 spread in the default one.
 func TestPhi3LongFactors(t *testing.T) {
 	path := phi3LongPath(t)
-	ref := synthNewPath("synth-phi3-Q8_0.long.ref.jsonl")
+	ref := synthRefPath("synth-phi3-Q8_0.long.ref.jsonl")
 	m, err := Open(path, ModelParams{Threads: 1})
 	require.NoError(t, err)
 	assert.Equal(t, m.ropeLong, m.ropeFactors(512))

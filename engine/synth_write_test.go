@@ -44,7 +44,7 @@ func addSynthTensor(t testing.TB, w *gguf.Writer, name string, typ gguf.Type, sh
 // in this order: the spec's own keys under arch, the tokenizer's keys (which
 // must hold 512 tokens), the vocabulary size and, for a quantized file, the
 // quantization version. It returns the vocabulary size.
-func setSynthTail(t *testing.T, tokFile *gguf.File, set func(string, any), arch string, keys []synthKey, q8 bool) int {
+func setSynthTail(t testing.TB, tokFile *gguf.File, set func(string, any), arch string, keys []synthKey, q8 bool) int {
 	t.Helper()
 	for _, k := range keys {
 		set(arch+"."+k.name, k.v)
@@ -60,7 +60,7 @@ func setSynthTail(t *testing.T, tokFile *gguf.File, set func(string, any), arch 
 
 // copySynthTokenizer copies every tokenizer.* key of tokFile through set,
 // in the file's order, and returns the vocabulary size.
-func copySynthTokenizer(t *testing.T, tokFile *gguf.File, set func(string, any)) int {
+func copySynthTokenizer(t testing.TB, tokFile *gguf.File, set func(string, any)) int {
 	t.Helper()
 	vocab := 0
 	for _, k := range tokFile.Keys() {

@@ -14,6 +14,8 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
 // EmbedParams mirrors moonlm_embed_params.
@@ -57,8 +59,8 @@ func embedAPI(t *testing.T, l *Lib) embedFuncs {
 	return f
 }
 
-// synthBert opens the repository's synthetic BERT (Q8_0) and reads its
-// llama.cpp references.
+// synthBert opens the engine's generated synthetic BERT (Q8_0) and reads
+// its llama.cpp references.
 func synthBert(t *testing.T, l *Lib) (uintptr, *embedRefFile) {
 	root, err := repoRoot()
 	require.NoError(t, err)
@@ -70,7 +72,7 @@ func synthBert(t *testing.T, l *Lib) (uintptr, *embedRefFile) {
 	var m uintptr
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	requireStatus(t, l, OK, l.ModelOpen(filepath.Join(dir, "synth-bert-Q8_0.gguf"), nil, &m), "open the synthetic BERT")
+	requireStatus(t, l, OK, l.ModelOpen(shareddata.SynthModel(t, "synth-bert-Q8_0.gguf"), nil, &m), "open the synthetic BERT")
 	t.Cleanup(func() { l.ModelFree(m) })
 	return m, &ref
 }

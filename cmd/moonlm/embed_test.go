@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moonlm/moonlm/engine"
+	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
-const synthBert = "../../engine/testdata/synth/synth-bert-Q8_0.gguf"
-
 // moonlm embed prints what Model.Embed computes, as lines or JSON, and
-// --rerank what Model.Rerank does.
+// --rerank what Model.Rerank does, on the engine's generated synthetic BERT.
 func TestEmbedCommand(t *testing.T) {
+	synthBert := shareddata.SynthModel(t, "synth-bert-Q8_0.gguf")
 	out, err := captureStdout(t, func() error {
 		return runEmbed([]string{"-m", synthBert, "-t", "1", "-p", "hello world", "-p", "a", "--normalize"})
 	})

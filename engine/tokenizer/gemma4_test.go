@@ -24,8 +24,9 @@ import (
 // 4) and <turn|> ends generation.
 //
 // The vocabulary is llama.cpp's models/ggml-vocab-gemma-4.gguf (with its
-// own 46 vectors, .inp and .out), expected in the shared test data's
-// vocab/ folder; the test is skipped without it. (It is not in vocabNames,
+// own 46 vectors, .inp and .out), read from the shared test data's vocab/
+// folder or llama.cpp's models/ (MOONLM_LLAMACPP_DIR; `make llamacpp-data`
+// fetches it into build/llamacpp); the test is skipped without it. (It is not in vocabNames,
 // whose every file FuzzEncode needs.)
 func TestGemma4Tokenizer(t *testing.T) {
 	tok := openTokenizer(t, "vocab/ggml-vocab-gemma-4.gguf")

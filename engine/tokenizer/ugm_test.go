@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"encoding/binary"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
 // xlmrVocabPath is llama.cpp's XLM-RoBERTa Unigram test vocabulary
@@ -18,15 +18,9 @@ import (
 // multilingual-e5 and bge-reranker-v2-m3), which is not ours to commit.
 func xlmrVocabPath(tb testing.TB) string {
 	tb.Helper()
-	dir := os.Getenv("MOONLM_LLAMACPP_DIR")
-	if dir == "" {
-		tb.Skip("MOONLM_LLAMACPP_DIR (a llama.cpp source tree) is not set: its models/ggml-vocab-nomic-bert-moe.gguf (XLM-RoBERTa's Unigram vocabulary) cannot be read")
-	}
-	p := filepath.Join(dir, "models", "ggml-vocab-nomic-bert-moe.gguf")
-	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("no XLM-RoBERTa vocabulary in the llama.cpp tree: %v", err)
-	}
-	return p
+	// The shared test data's vocab/ folder or llama.cpp's models/
+	// (MOONLM_LLAMACPP_DIR, build/llamacpp from `make llamacpp-data`).
+	return shareddata.Path(tb, "vocab/ggml-vocab-nomic-bert-moe.gguf")
 }
 
 func openGGUFTokenizer(tb testing.TB, path string) *Tokenizer {

@@ -59,6 +59,7 @@ type level struct {
 	ITLp99ms    float64 `json:"itl_p99_ms"`
 	Latencyp50s float64 `json:"latency_p50_s"`
 	Latencyp99s float64 `json:"latency_p99_s"`
+	FirstError  string  `json:"first_error,omitempty"` // why the first failed request failed
 }
 
 func run() error {
@@ -94,7 +95,10 @@ func run() error {
 		"model": "any", "prompt": *prompt, "max_tokens": *maxTokens, "temperature": 0,
 		"ignore_eos": true, "stream": true, "stream_options": map[string]bool{"include_usage": true},
 	})
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	// A fresh connection per request: a server may close an idle keep-alive
+	// connection just as a client reuses it (llama-server does), and Go does
+	// not retry a POST on it, which would count as a failed request.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	endpoint := strings.TrimSuffix(*base, "/") + "/v1/completions"
 	// One request first: it warms the server and checks that it answers.
 	if r := request(context.Background(), client, endpoint, *key, body); r.err != nil {
@@ -130,6 +134,9 @@ func run() error {
 			fmt.Printf("%-12s %7d %8d %6d %8d %9.1f %7.0fms %7.0fms %7.1fms %7.1fms %8.2fs\n", l.Name, l.Clients, l.Requests, l.Failed,
 				l.Tokens, l.TokensPerS, l.TTFTp50ms, l.TTFTp99ms, l.ITLp50ms, l.ITLp99ms, l.Latencyp99s)
 		}
+		if l.FirstError != "" {
+			fmt.Fprintf(os.Stderr, "%s, %d clients: %d failed, the first: %s\n", l.Name, l.Clients, l.Failed, l.FirstError)
+		}
 	}
 	return nil
 }
@@ -140,6 +147,9 @@ func summarize(name string, clients int, rs []result, wall time.Duration) level 
 	for _, r := range rs {
 		l.Requests++
 		if r.err != nil {
+			if l.Failed == 0 {
+				l.FirstError = r.err.Error()
+			}
 			l.Failed++
 			continue
 		}

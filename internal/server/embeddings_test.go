@@ -6,17 +6,16 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"path/filepath"
 	"testing"
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
-// synthBert opens the repository's synthetic BERT encoder.
+// synthBert opens the engine's generated synthetic BERT encoder.
 func synthBert(t *testing.T) *engine.Model {
 	t.Helper()
-	m, err := engine.Open(filepath.Join("..", "..", "engine", "testdata", "synth", "synth-bert-Q8_0.gguf"), engine.ModelParams{Threads: 2})
+	m, err := engine.Open(shareddata.SynthModel(t, "synth-bert-Q8_0.gguf"), engine.ModelParams{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

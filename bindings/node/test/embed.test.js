@@ -1,7 +1,8 @@
 'use strict';
 // Embeddings and reranking (moonlm_embed, moonlm_embed_tokens,
-// moonlm_rerank) on the repository's synthetic BERT, against llama.cpp's
-// vectors (engine/testdata/synth/synth-bert-Q8_0.embed.json).
+// moonlm_rerank) on the engine's synthetic BERT (generated into build/synth
+// by `make synth-models`), against llama.cpp's vectors
+// (engine/testdata/synth/synth-bert-Q8_0.embed.json).
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -19,9 +20,11 @@ function cosine(a, b) {
   return dot / Math.sqrt(na * nb);
 }
 
-describe('embeddings', () => {
+const BERT = h.synthModel('synth-bert-Q8_0.gguf', REF.sha256);
+
+describe('embeddings', { skip: BERT.skip }, () => {
   let bert;
-  before(async () => { bert = await Model.open(path.join(SYNTH, 'synth-bert-Q8_0.gguf'), { threads: 2 }); });
+  before(async () => { bert = await Model.open(BERT.path, { threads: 2 }); });
   after(() => bert.close());
 
   for (const [pooling, normalize] of [['mean', 2], ['mean', -1], ['cls', -1], ['last', 2]]) {

@@ -67,6 +67,21 @@ function defaultModel(name) {
   return { skip: `model ${name} not found in ${dirs.join(', ')}: run scripts/fetch-model.sh (or make test)` };
 }
 
+/**
+ * A synthetic model the engine's tests generate (synth-bert-Q8_0.gguf, ...),
+ * in $MOONLM_SYNTH_DIR (the Makefile sets build/synth) or build/synth of the
+ * repository: { path } once its sha256 is the one its references record,
+ * or { skip: reason } when it is absent (`make synth-models` makes it).
+ */
+function synthModel(name, sha256) {
+  const dir = process.env.MOONLM_SYNTH_DIR || path.join(REPO, 'build', 'synth');
+  const p = path.join(dir, name);
+  if (!fs.existsSync(p)) return { skip: `synthetic model ${name} absent from ${dir}: run \`make synth-models\`, which generates it` };
+  const sum = require('node:crypto').createHash('sha256').update(fs.readFileSync(p)).digest('hex');
+  if (sum !== sha256) throw new Error(`${p} is not the file its references were made from (sha256 ${sum})`);
+  return { path: p };
+}
+
 function dataPath(rel) {
   return path.join(testdataRoot(), rel);
 }
@@ -184,4 +199,4 @@ function ggufWithString(src, key, value) {
 }
 
 module.exports = {
-  ggufWith, ggufWithString, moonlm, REPO, skipReason, dataPath, defaultModel, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };
+  ggufWith, ggufWithString, moonlm, REPO, skipReason, dataPath, defaultModel, synthModel, readJsonl, assertCloseToRef, tieFreePrefix, logSoftmax };

@@ -66,6 +66,22 @@ def default_model(name: str) -> str:
     pytest.skip(f"model {name} not found in {', '.join(map(str, dirs))}: run scripts/fetch-model.sh (or make test)")
 
 
+def synth_model(name: str, sha256: str) -> str:
+    """The path of a synthetic model the engine's tests generate (for example
+    synth-bert-Q8_0.gguf), in $MOONLM_SYNTH_DIR (the Makefile sets
+    build/synth) or build/synth of the repository, after checking it is the
+    file whose sha256 its references record. Skips the test when it is
+    absent (`make synth-models` generates it; `make test` runs that first)."""
+    import hashlib
+
+    d = Path(os.environ.get("MOONLM_SYNTH_DIR") or REPO / "build" / "synth")
+    p = d / name
+    if not p.is_file():
+        pytest.skip(f"synthetic model {name} absent from {d}: run `make synth-models`, which generates it")
+    assert hashlib.sha256(p.read_bytes()).hexdigest() == sha256, f"{p} is not the file its references were made from"
+    return str(p)
+
+
 @pytest.fixture(scope="session")
 def lib():
     import moonlm

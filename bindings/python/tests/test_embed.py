@@ -1,6 +1,7 @@
 """Embeddings and reranking (moonlm_embed, moonlm_embed_tokens,
-moonlm_rerank) on the repository's synthetic BERT, against llama.cpp's
-vectors (engine/testdata/synth/synth-bert-Q8_0.embed.json)."""
+moonlm_rerank) on the engine's synthetic BERT (generated into build/synth by
+`make synth-models`), against llama.cpp's vectors
+(engine/testdata/synth/synth-bert-Q8_0.embed.json)."""
 
 import json
 import math
@@ -8,7 +9,7 @@ import math
 import pytest
 
 import moonlm
-from conftest import REPO
+from conftest import REPO, synth_model
 
 SYNTH = REPO / "engine" / "testdata" / "synth"
 REF = json.loads((SYNTH / "synth-bert-Q8_0.embed.json").read_text())
@@ -30,7 +31,7 @@ def cosine(a, b):
 
 @pytest.fixture(scope="module")
 def bert(lib):
-    with moonlm.Model(SYNTH / "synth-bert-Q8_0.gguf", n_threads=2) as m:
+    with moonlm.Model(synth_model("synth-bert-Q8_0.gguf", REF["sha256"]), n_threads=2) as m:
         yield m
 
 
@@ -128,7 +129,7 @@ XLMR_REF = json.loads((SYNTH / "synth-xlmr-Q8_0.embed.json").read_text())
 def test_xlmr_rerank_and_embed_match_llamacpp(lib):
     # XLM-RoBERTa-shaped (bge-reranker-v2-m3, bge-m3): a Unigram vocabulary
     # with its character map, pairs as <s> query </s> document </s>.
-    with moonlm.Model(SYNTH / "synth-xlmr-Q8_0.gguf", n_threads=2) as m:
+    with moonlm.Model(synth_model("synth-xlmr-Q8_0.gguf", XLMR_REF["sha256"]), n_threads=2) as m:
         rank = next(c for c in XLMR_REF["cases"] if c["pooling"] == "rank")
         docs = [d for _, d in rank["pairs"]]
         for (q, d), w in zip(rank["pairs"], rank["embeddings"]):
