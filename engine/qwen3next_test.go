@@ -48,12 +48,10 @@ var synthQwen3Next = synthSpec{
 	tensors: qwen3NextSynthTensors,
 }
 
-// The sha256 of synthQwen3Next's files, the ones the references were
-// made from.
-const (
-	synthQwen3NextF32SHA256 = "5e4658750c879e8039f3d730449be8c7a9a297e1046aefef814d848b0757b5ff"
-	synthQwen3NextQ8SHA256  = "d1ed5b305b8ea2cfffe337072f4122f0514967d6444de39b7659fb95f4ecd537"
-)
+// synthQwen3NextF32SHA256 is the sha256 of synthQwen3Next's F32 file, the
+// one the references were made from (the Q8_0 file's is in
+// synthModelFiles).
+const synthQwen3NextF32SHA256 = "5e4658750c879e8039f3d730449be8c7a9a297e1046aefef814d848b0757b5ff"
 
 // qwen3NextSynthTensors is the qwen3next tensor set of synthQwen3Next's
 // shape (the FFN as synthQwen35MoE's). The decay's scale ssm_a is drawn
@@ -97,16 +95,18 @@ func qwen3NextSynthTensors(layers int) []synthTensor {
 	return append(ts, synthTensor{name: "output_norm.weight", shape: []int64{synthDim}})
 }
 
-// synthQwen3NextFile writes synthQwen3Next's F32 or (q8) Q8_0 file into a
-// temporary directory after checking its sha256 (with -update-synth it
-// writes it under build/synth instead, for making references).
+// synthQwen3NextFile is the path of synthQwen3Next's F32 file, written
+// into a temporary directory after checking its sha256 (with
+// -update-synth under build/synth instead, for making references), or
+// with q8 of its Q8_0 file, generated once into the synthetic models'
+// folder (synthModel; synthModelFiles records its sha256).
 func synthQwen3NextFile(t *testing.T, q8 bool) string {
 	t.Helper()
-	name, want := "synth-qwen3next-f32.gguf", synthQwen3NextF32SHA256
 	if q8 {
-		name, want = "synth-qwen3next-Q8_0.gguf", synthQwen3NextQ8SHA256
+		return synthModel(t, "synth-qwen3next-Q8_0.gguf")
 	}
-	img := buildSynth(t, synthQwen3Next, q8)
+	name := "synth-qwen3next-f32.gguf"
+	img := buildSynth(t, synthQwen3Next, false)
 	sum := fmt.Sprintf("%x", sha256.Sum256(img))
 	dir := t.TempDir()
 	if *updateSynth {
@@ -114,7 +114,7 @@ func synthQwen3NextFile(t *testing.T, q8 bool) string {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 		t.Logf("%s: sha256 %s", name, sum)
 	} else {
-		require.Equal(t, want, sum, "the generator's %s differs from the one the references were made from", name)
+		require.Equal(t, synthQwen3NextF32SHA256, sum, "the generator's %s differs from the one the references were made from", name)
 	}
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, img, 0o644))
@@ -122,8 +122,9 @@ func synthQwen3NextFile(t *testing.T, q8 bool) string {
 }
 
 // TestWriteSynthQwen3Next checks the generator writes the files the
-// references were made from (with -update-synth: writes them under
-// build/synth and logs their sha256).
+// references were made from and that they read as the shape above (with
+// -update-synth the F32 file goes under build/synth with its sha256
+// logged; TestWriteSynthModels does the same for the Q8_0 file).
 func TestWriteSynthQwen3Next(t *testing.T) {
 	for _, q8 := range []bool{false, true} {
 		path := synthQwen3NextFile(t, q8)
@@ -144,7 +145,7 @@ func TestSynthQwen3NextF32(t *testing.T) {
 	checkSynthF32(t, path, "synth-qwen3next-f32")
 	var diffs []float64
 	runRefFiles(t, refOptions{
-		model: path, refs: synthNewPath("synth-qwen3next-f32.ref.jsonl"), kvf32: true,
+		model: path, refs: synthRefPath("synth-qwen3next-f32.ref.jsonl"), kvf32: true,
 		tol: 2e-5, gap: 0.01, prompts: synthPrompts(t), diffs: &diffs,
 	})
 	require.Len(t, diffs, 145)
@@ -168,7 +169,7 @@ func TestSynthQwen3NextQ8(t *testing.T) {
 	var diffs []float64
 	sp := synthQwen3NextQ8Spread
 	runRefFiles(t, refOptions{
-		model: synthQwen3NextFile(t, true), refs: synthNewPath("synth-qwen3next-Q8_0.ref.jsonl"),
+		model: synthQwen3NextFile(t, true), refs: synthRefPath("synth-qwen3next-Q8_0.ref.jsonl"),
 		tol: 0.5, gap: sp.max, prompts: synthPrompts(t), diffs: &diffs,
 	})
 	require.NotEmpty(t, diffs)
@@ -192,7 +193,7 @@ func TestSynthQwen3NextQ8LlamaCppExact(t *testing.T) {
 		t.Run(ref, func(t *testing.T) {
 			var diffs []float64
 			runRefFiles(t, refOptions{
-				model: path, refs: synthNewPath(ref), kvf32: kvf32,
+				model: path, refs: synthRefPath(ref), kvf32: kvf32,
 				tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
 			})
 			require.Len(t, diffs, 145)
@@ -277,7 +278,7 @@ func TestQwen3NextSplitProjections(t *testing.T) {
 		diffs *[]float64
 	}{{synthQwen3NextFile(t, true), &fused}, {split, &parted}} {
 		runRefFiles(t, refOptions{
-			model: c.path, refs: synthNewPath("synth-qwen3next-Q8_0.ref.jsonl"),
+			model: c.path, refs: synthRefPath("synth-qwen3next-Q8_0.ref.jsonl"),
 			tol: 1, gap: 1, diffs: c.diffs, numerics: NumericsLlamaCpp,
 		})
 	}
@@ -338,7 +339,7 @@ func TestQwen3NextFeaturesMatter(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var diffs []float64
 			runRefFiles(t, refOptions{
-				model: c.model, refs: synthNewPath("synth-qwen3next-f32.ref.jsonl"), kvf32: true,
+				model: c.model, refs: synthRefPath("synth-qwen3next-f32.ref.jsonl"), kvf32: true,
 				tol: 100, gap: 100, diffs: &diffs, prepModel: c.off,
 			})
 			require.NotEmpty(t, diffs)
