@@ -75,6 +75,10 @@ type sessionParams struct {
 	Threads int // 0: the model's default
 	KVF32   bool
 	KVQ8    bool // a Q8_0 cache
+	// A hybrid model's checkpoints (moonlm_session_params, engine's
+	// SessionParams): 0 the defaults, negative none.
+	CheckpointEvery int
+	CheckpointBytes int64
 }
 
 type samplerParams struct {

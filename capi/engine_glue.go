@@ -155,7 +155,8 @@ func (e engineModel) ApplyChatTemplate(name string, msgs []message, addAssistant
 func builtinChatTemplates() []string { return chat.Families() }
 
 func (e engineModel) NewSession(p sessionParams) (backendSession, error) {
-	ep := engine.SessionParams{NCtx: p.NCtx, Threads: p.Threads, KVF32: p.KVF32}
+	ep := engine.SessionParams{NCtx: p.NCtx, Threads: p.Threads, KVF32: p.KVF32,
+		CheckpointEvery: p.CheckpointEvery, CheckpointBytes: p.CheckpointBytes}
 	if p.KVQ8 {
 		ep.KVType = gguf.Q8_0
 	}

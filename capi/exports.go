@@ -382,7 +382,11 @@ func moonlmgo_session_new(h C.uintptr_t, p *C.moonlm_session_params, out *C.uint
 	if p.kv_type != C.MOONLM_KV_F16 && p.kv_type != C.MOONLM_KV_F32 && p.kv_type != C.MOONLM_KV_Q8_0 {
 		return fail(stInvalid, fn, "moonlm_session_params.kv_type %d is not a moonlm_kv_type", int32(p.kv_type))
 	}
-	s, err := m.m.NewSession(sessionParams{NCtx: int(p.n_ctx), Threads: int(p.n_threads), KVF32: p.kv_type == C.MOONLM_KV_F32, KVQ8: p.kv_type == C.MOONLM_KV_Q8_0})
+	sp := sessionParams{NCtx: int(p.n_ctx), Threads: int(p.n_threads), KVF32: p.kv_type == C.MOONLM_KV_F32, KVQ8: p.kv_type == C.MOONLM_KV_Q8_0}
+	if st := checkpointParams(fn, p, &sp); st != stOK {
+		return st
+	}
+	s, err := m.m.NewSession(sp)
 	if err != nil {
 		return failErr(fn, err)
 	}

@@ -216,6 +216,7 @@ static moonlm_status moonlm__read_struct(const char *fn, const char *what, const
 #define MOONLM__SAMPLER_PARAMS_V1_SIZE offsetof(moonlm_sampler_params, typical_p)
 #define MOONLM__GENERATE_PARAMS_V1_SIZE offsetof(moonlm_generate_params, logprobs)
 #define MOONLM__GENERATE_RESULT_V1_SIZE offsetof(moonlm_generate_result, n_drafted)
+#define MOONLM__SESSION_PARAMS_V1_SIZE offsetof(moonlm_session_params, checkpoint_every)
 
 /* ---- versions, status strings, defaults -------------------------------- */
 
@@ -515,7 +516,7 @@ moonlm_status moonlm_session_new(const moonlm_model *model, const moonlm_session
     moonlm_session_params_default(&p);
     if (params != NULL) {
         moonlm_status st = moonlm__read_struct("moonlm_session_new", "moonlm_session_params", params,
-                                               sizeof(moonlm_session_params), sizeof(moonlm_session_params), &p);
+                                               MOONLM__SESSION_PARAMS_V1_SIZE, sizeof(moonlm_session_params), &p);
         if (st != MOONLM_OK) {
             return st;
         }

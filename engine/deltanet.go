@@ -5,7 +5,6 @@ import (
 
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
-	"github.com/moonlm/moonlm/kernels"
 )
 
 // The gated DeltaNet layers of a hybrid model (arch.DeltaNet), as
@@ -15,7 +14,7 @@ import (
 // layer's convolution state, then the batch), then silu; queries and keys
 // are L2-normed per head; the write strength is sigmoid(beta) and the
 // decay exp(softplus(alpha + dt) * a) with a = -exp(A_log). Per value
-// head h, with key head h % KHeads, the state S (State x State) follows
+// head h, with key head sp.KeyHead(h), the state S (State x State) follows
 // the delta rule
 //
 //	S = decay * S;  S += k (beta (v - S^T k))^T;  o = S^T q / sqrt(State)
@@ -76,7 +75,7 @@ func (s *Session) deltaNetToken(L *layer, il, t int) {
 		}
 		out[c] = sum
 	}
-	kernels.SiLU(out, out)
+	siluRow(out)
 	S := sp.State
 	for h := 0; h < 2*sp.KHeads; h++ {
 		l2Norm(out[h*S:(h+1)*S], s.c.Eps)
@@ -151,7 +150,7 @@ func (s *Session) deltaNetHead(h int) {
 	il := s.il
 	L := &s.m.layers[il]
 	S := sp.State
-	kh := h % sp.KHeads
+	kh := sp.KeyHead(h)
 	M := s.rec.ssmState(il)[h*S*S : (h+1)*S*S]
 	scale := 1 / float32(math.Sqrt(float64(S)))
 	norm := L.vecs[arch.SSMNorm]
@@ -172,7 +171,7 @@ func (s *Session) deltaNetHead(h int) {
 		s.ops.RMSNorm(out, out, norm, c.Eps)
 		z := s.tok(arch.Z, t)[h*S : (h+1)*S]
 		for j, zv := range z {
-			out[j] *= zv / (1 + expf(-zv))
+			out[j] *= siluAt(zv, j, S)
 		}
 	}
 }

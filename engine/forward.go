@@ -477,7 +477,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			var dot [1]float32
 			w := L.vecs[op.w]
 			s.kern.AttnDotF32RowsSingle(s.row(pl, op.in, t), w, len(w), dot[:], false)
-			sharedGate(s.row(pl, op.out, t), s.row(pl, arch.SH, t), dot[0])
+			sharedGate(s.row(pl, op.out, t), s.row(pl, arch.SH, t), dot[0], c.MoE.SharedSigmoid)
 		case tkPerLayer:
 			n := c.PerLayerDim
 			off := (t*c.Layers + il) * n
@@ -493,6 +493,8 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 			sigmoidGate(s.row(pl, op.in, t), s.row(pl, arch.AG, t))
 		case tkConv:
 			s.deltaNetToken(L, il, t)
+		case tkUngroup:
+			s.ungroup(pl, op.in, t)
 		}
 	}
 }

@@ -437,12 +437,16 @@ func (s *Session) moeSumToken(t int) {
 
 // sharedGate adds the shared expert's output sh to out, scaled by
 // sigmoid(dot), dot being the gate's product w . x (which llama.cpp sums
-// as ggml_vec_dot_f32, a one-row F32 product); the gate is computed as
-// llama.cpp's qwen2moe does, silu(s)/s, with s = 0 (where that is 0/0)
-// taking sigmoid(0) = 1/2.
-func sharedGate(out, sh []float32, dot float32) {
+// as ggml_vec_dot_f32, a one-row F32 product). With sigmoid the gate is
+// 1/(1 + expf(-s)), as llama.cpp's qwen35moe and qwen3next compute it;
+// otherwise as its qwen2moe does, silu(s)/s, with s = 0 (where that is
+// 0/0) taking sigmoid(0) = 1/2.
+func sharedGate(out, sh []float32, dot float32, sigmoid bool) {
 	g := float32(0.5)
-	if dot != 0 {
+	switch {
+	case sigmoid:
+		g = 1 / (1 + float32(math.Exp(float64(-dot))))
+	case dot != 0:
 		silu := dot / (1 + float32(math.Exp(float64(-dot))))
 		g = silu / dot
 	}

@@ -132,14 +132,16 @@ func TestQwen3MoeBadFiles(t *testing.T) {
 // including where w.x is 0 (llama.cpp's silu(s)/s is 0/0 there).
 func TestSharedGate(t *testing.T) {
 	w := []float32{0.5, -1, 2}
-	for _, x := range [][]float32{{1, 2, 3}, {2, 1, 0}, {-4, 0, 1}} {
-		s := float64(w[0]*x[0] + w[1]*x[1] + w[2]*x[2])
-		out := []float32{1, -2}
-		sh := []float32{3, 5}
-		sharedGate(out, sh, float32(s))
-		g := 1 / (1 + math.Exp(-s))
-		assert.InDelta(t, 1+3*g, float64(out[0]), 1e-6, "w.x = %v", s)
-		assert.InDelta(t, -2+5*g, float64(out[1]), 1e-6, "w.x = %v", s)
+	for _, sigmoid := range []bool{false, true} {
+		for _, x := range [][]float32{{1, 2, 3}, {2, 1, 0}, {-4, 0, 1}} {
+			s := float64(w[0]*x[0] + w[1]*x[1] + w[2]*x[2])
+			out := []float32{1, -2}
+			sh := []float32{3, 5}
+			sharedGate(out, sh, float32(s), sigmoid)
+			g := 1 / (1 + math.Exp(-s))
+			assert.InDelta(t, 1+3*g, float64(out[0]), 1e-6, "w.x = %v", s)
+			assert.InDelta(t, -2+5*g, float64(out[1]), 1e-6, "w.x = %v", s)
+		}
 	}
 }
 

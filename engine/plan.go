@@ -79,6 +79,7 @@ const (
 	tkSplitGate // QG -> Q and AG
 	tkGate      // in *= sigmoid(AG)
 	tkConv      // a DeltaNet step's per-token part: convolution, norms, gates
+	tkUngroup   // a projection grouped by key head into DeltaNet's layout
 )
 
 // tokOp is one per-token operation of a token phase.
@@ -176,6 +177,10 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 				return nil, descriptionError(fam, "queries and gates of %d values for %d query values", pl.width[arch.QG], c.QDim())
 			}
 			pl.width[arch.Q], pl.width[arch.AG] = c.QDim(), c.QDim()
+		case arch.OpUngroup:
+			if err := ungroupWidths(fam, c, pl, st.In); err != nil {
+				return nil, err
+			}
 		case arch.OpDeltaNet:
 			if err := checkDeltaNet(fam, c, pl); err != nil {
 				return nil, err
@@ -230,6 +235,13 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 				return nil, descriptionError(fam, "an output gate over %d values", pl.width[st.In])
 			}
 			cur.ops = append(cur.ops, tokOp{kind: tkGate, in: st.In})
+		case arch.OpUngroup:
+			cur.ops = append(cur.ops, tokOp{kind: tkUngroup, in: st.In})
+			if st.In == arch.MXZ {
+				// The convolution reads earlier tokens' MX, which
+				// another worker may be writing: all of it first.
+				flush()
+			}
 		case arch.OpDeltaNet:
 			cur.ops = append(cur.ops, tokOp{kind: tkConv})
 			flush()
@@ -391,6 +403,31 @@ func checkDeltaNet(fam *arch.Family, c *config, pl *plan) error {
 		if fam.Tensor(r) == nil {
 			return descriptionError(fam, "a DeltaNet step without tensor role %d", r)
 		}
+	}
+	return nil
+}
+
+// ungroupWidths checks an Ungroup step's input, MXZ (Q, K, V and Z of
+// every key head) or BA (the write strengths and decay inputs of every
+// value head), and sizes the buffers it writes.
+func ungroupWidths(fam *arch.Family, c *config, pl *plan, in arch.Buf) error {
+	s := &c.SSM
+	if s.VHeads == 0 || s.KHeads == 0 || s.VHeads%s.KHeads != 0 {
+		return descriptionError(fam, "an Ungroup step without DeltaNet hyperparameters")
+	}
+	switch in {
+	case arch.MXZ:
+		if pl.width[in] != s.ConvDim()+s.Inner {
+			return descriptionError(fam, "an Ungroup step over %d values, not %d", pl.width[in], s.ConvDim()+s.Inner)
+		}
+		pl.width[arch.MX], pl.width[arch.Z] = s.ConvDim(), s.Inner
+	case arch.BA:
+		if pl.width[in] != 2*s.VHeads {
+			return descriptionError(fam, "an Ungroup step over %d values, not %d", pl.width[in], 2*s.VHeads)
+		}
+		pl.width[arch.BT], pl.width[arch.AL] = s.VHeads, s.VHeads
+	default:
+		return descriptionError(fam, "an Ungroup step over buffer %d", in)
 	}
 	return nil
 }

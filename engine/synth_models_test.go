@@ -50,6 +50,7 @@ var synthModelFiles = map[string]synthModelFile{
 	"synth-gemma4-Q8_0.gguf":    {"c79c939b0cf5f1dc2fbc89ededb1f9f5a719d8bdb61abc7122c658946b2c1947", synthDenseQ8("gemma4")},
 	"synth-qwen35-Q8_0.gguf":    {"ff75b3713cc28c5ae9f04279e1b1b5c2181fa3ec68fd351b02f9153dd89ca615", func(t testing.TB) []byte { return buildSynth(t, synthQwen35, true) }},
 	"synth-qwen35moe-Q8_0.gguf": {"7283304f2acb596ad8b467ba76d073d97c835abbc19cbb6c4d41e4187bf4085e", func(t testing.TB) []byte { return buildSynth(t, synthQwen35MoE, true) }},
+	"synth-qwen3next-Q8_0.gguf": {"d1ed5b305b8ea2cfffe337072f4122f0514967d6444de39b7659fb95f4ecd537", func(t testing.TB) []byte { return buildSynth(t, synthQwen3Next, true) }},
 	// Mixtures of experts of synthMoESpecs (synth_moe_test.go).
 	"synth-qwen3moe-Q8_0.gguf":  {"63755c2e6e1ed5ddecd407890e6450c44ac755f7e6edb2646ea3c37f6bddf8d2", synthMoEQ8("qwen3moe", false)},
 	"synth-qwen3moe-MXFP4.gguf": {"32fccb92f50751f2d8994380231733b034aa67917e85d48d4832d6a77fb1efff", synthMoEQ8("qwen3moe", true)},

@@ -475,6 +475,13 @@ typedef struct moonlm_session_params {
     int32_t n_threads; /* 0 = share the model's worker pool; else a pool of its own */
     int32_t kv_type;   /* a moonlm_kv_type; default MOONLM_KV_F16 */
     uint32_t flags;    /* reserved for future use; must be 0 */
+    /* Added after the first version (a caller passing that size gets the
+       defaults): the checkpoints of a hybrid model's recurrent state, which
+       make a rewind cheap (section "Checkpoints" below); other models ignore
+       them. */
+    int32_t checkpoint_every; /* decoded positions between checkpoints; 0 = 32, negative = none while decoding */
+    uint32_t reserved;        /* must be 0 */
+    int64_t checkpoint_bytes; /* memory the checkpoints may take; 0 = 128 MiB, negative = no checkpoints */
 } moonlm_session_params;
 
 /*
@@ -1339,6 +1346,47 @@ MOONLM_API moonlm_status moonlm_batch_decode(moonlm_model *model, moonlm_batch_e
 /* The most tokens one moonlm_batch_decode evaluates, over all its entries (64 with the
    default numerics). */
 MOONLM_API moonlm_status moonlm_batch_max_tokens(const moonlm_model *model, size_t *n);
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoints of a hybrid model's recurrent state                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A hybrid model (recurrent layers beside attention: qwen35, qwen35moe,
+ * qwen3next) cannot cut its recurrent state back to a position, so its
+ * session keeps checkpoints, copies of that state: at the end of every
+ * prefill call and every checkpoint_every decoded positions
+ * (moonlm_session_params), within checkpoint_bytes of memory (at least two
+ * are kept unless checkpoint_bytes is negative; past the budget the one
+ * closest to its predecessor is dropped). moonlm_session_rewind to a
+ * position restores the last checkpoint at or before it and evaluates the
+ * tokens after it again. These calls report them. A compatible addition
+ * (MOONLM_ABI_VERSION unchanged).
+ */
+typedef struct moonlm_checkpoint_info {
+    size_t size;         /* sizeof(moonlm_checkpoint_info) */
+    int32_t every;       /* decoded positions between checkpoints in effect; 0 = none while decoding */
+    int32_t max_count;   /* the most checkpoints kept at once; 0 = none */
+    int32_t n_held;      /* checkpoints held now */
+    uint32_t reserved;   /* 0 */
+    uint64_t bytes_held; /* the memory they take */
+} moonlm_checkpoint_info;
+
+/*
+ * Fills *info (info->size >= sizeof(moonlm_checkpoint_info), else
+ * MOONLM_INVALID_ARGUMENT). A session of a model without recurrent layers
+ * has none: every member 0.
+ */
+MOONLM_API moonlm_status moonlm_session_checkpoints(const moonlm_session *session, moonlm_checkpoint_info *info);
+
+/*
+ * The positions of the checkpoints the session holds, ascending, with the
+ * (buf, cap, n_out) protocol: *n_out is their number; MOONLM_BUFFER_TOO_SMALL
+ * (nothing written) if cap is less. A rewind to one of them evaluates
+ * nothing.
+ */
+MOONLM_API moonlm_status moonlm_session_checkpoint_positions(const moonlm_session *session, size_t *buf, size_t cap,
+                                                             size_t *n_out);
 
 #ifdef __cplusplus
 }

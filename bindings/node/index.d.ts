@@ -108,6 +108,26 @@ export interface SessionOptions {
   threads?: number;
   /** KV cache element type: 'f16' (default, like llama.cpp) or 'f32'. */
   kvType?: 'f16' | 'f32' | 'q8_0';
+  /**
+   * A hybrid model's checkpoints of its recurrent state (other models ignore
+   * these): every how many decoded positions (default 32, negative never),
+   * besides one at the end of every prefill.
+   */
+  checkpointEvery?: number;
+  /** The memory the checkpoints may take in bytes (default 128 MiB, negative none at all). */
+  checkpointBytes?: number;
+}
+
+/** Session.checkpoints(): a hybrid model session's checkpoints (all zero for other models). */
+export interface Checkpoints {
+  /** Decoded positions between checkpoints in effect (0: none while decoding). */
+  every: number;
+  /** The most kept at once (0: none). */
+  maxCount: number;
+  /** The memory the held ones take. */
+  bytesHeld: number;
+  /** The positions held, ascending; a rewind to one evaluates nothing. */
+  positions: number[];
 }
 
 export interface SamplerOptions {
@@ -549,6 +569,8 @@ export declare interface Session {
   /** Tokens the last prefillReuse evaluated. */
   readonly lastEvaluated?: number;
   stats(): SessionStats;
+  /** The checkpoints of a hybrid model's recurrent state. Synchronous. */
+  checkpoints(): Checkpoints;
   /** The tokens held, one per position. */
   readonly tokens: Int32Array;
   /** A new session with a copy of this one's positions (nothing recomputed). */

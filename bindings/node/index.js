@@ -239,7 +239,7 @@ const MAX_TOP_LOGPROBS = 20;
 const MAX_GRAMMAR_BYTES = 1 << 24;
 const OPEN_OPTS = new Set(['threads', 'pack', 'packedCache', 'packedCacheDir', 'packedCacheBytes', 'numerics', 'progress']);
 const TOKENIZE_OPTS = new Set(['addSpecial', 'parseSpecial']);
-const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType']);
+const SESSION_OPTS = new Set(['nCtx', 'threads', 'kvType', 'checkpointEvery', 'checkpointBytes']);
 const LOOP_OPTS = ['maxTokens', 'stop', 'signal'];
 // 'details': generate/chat resolve to a Completion instead of the text.
 const GENERATE_OPTS = new Set([...SAMPLER_OPT_NAMES, ...LOOP_OPTS, ...OUTPUT_OPTS, ...DRAFT_OPTS, 'nCtx', 'addSpecial', 'parseSpecial', 'details',
@@ -364,6 +364,7 @@ function lib() {
     message: koffi.struct({ role: 'const char *', content: 'const char *' }),
     sessionParams: koffi.struct({
       size: 'size_t', n_ctx: 'int32_t', n_threads: 'int32_t', kv_type: 'int32_t', flags: 'uint32_t',
+      checkpoint_every: 'int32_t', reserved: 'uint32_t', checkpoint_bytes: 'int64_t',
     }),
     samplerParams: koffi.struct({
       size: 'size_t', temperature: 'float', top_k: 'int32_t', top_p: 'float', min_p: 'float',
@@ -1010,7 +1011,10 @@ class Model {
     return toks;
   }
 
-  /** A new session. opts: nCtx (default contextLength), threads, kvType ('f16' default, or 'f32'). */
+  /**
+   * A new session. opts: nCtx (default contextLength), threads, kvType ('f16' default, or 'f32'),
+   * checkpointEvery and checkpointBytes (a hybrid model's checkpoints; see Session.checkpoints).
+   */
   session(opts) {
     return new Session(this, opts);
   }
@@ -1563,6 +1567,14 @@ class Session {
       throw err('session', 'opts.kvType', `must be 'f16', 'f32' or 'q8_0', got ${shown(kv)}`);
     }
     params.kv_type = KV_TYPES[kv];
+    // A hybrid model's checkpoints: 0 (or unset) the default, negative none.
+    if (opts.checkpointEvery != null) {
+      params.checkpoint_every = arg.int('session', 'opts.checkpointEvery', opts.checkpointEvery, -INT32_MAX - 1, INT32_MAX);
+    }
+    if (opts.checkpointBytes != null) {
+      params.checkpoint_bytes = arg.int('session', 'opts.checkpointBytes', opts.checkpointBytes,
+        Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    }
     const out = [null];
     check(c.session_new(h, params, out), 'session');
     this._h = out[0];
@@ -1866,6 +1878,8 @@ module.exports.Conversation = require('./state.js').install({
   koffi, lib, check, invalid, arg, shown, Status, MoonlmError, Model, Session, Sampler, registry, callAsync,
   loopArgs, samplerOptions, SAMPLER_OPT_NAMES, LOOP_OPTS, abortedError, generation,
 }).Conversation;
+// Session.checkpoints(): checkpoint.js.
+require('./checkpoint.js').install({ koffi, lib, check, Status, MoonlmError, Session });
 // Batched decoding (decodeBatch, maxBatchTokens, Batcher): batch.js.
 Object.assign(module.exports, require('./batch.js').install({
   koffi, lib, check, invalid, arg, shown, Status, MoonlmError, Model, Session, callAsync,

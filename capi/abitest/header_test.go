@@ -126,6 +126,8 @@ int main(void) {
 	printf("pack sources %d %d %d %d %d\n", MOONLM_PACK_SOURCE_OFF, MOONLM_PACK_SOURCE_NONE, MOONLM_PACK_SOURCE_PACKED,
 	       MOONLM_PACK_SOURCE_CACHE_WRITE, MOONLM_PACK_SOURCE_CACHE_HIT);
 	S(moonlm_session_params); F(moonlm_session_params, n_ctx); F(moonlm_session_params, kv_type); F(moonlm_session_params, flags);
+	F(moonlm_session_params, checkpoint_every); F(moonlm_session_params, checkpoint_bytes);
+	S(moonlm_checkpoint_info); F(moonlm_checkpoint_info, n_held); F(moonlm_checkpoint_info, bytes_held);
 	S(moonlm_sampler_params); F(moonlm_sampler_params, temperature); F(moonlm_sampler_params, min_p);
 	F(moonlm_sampler_params, penalty_last_n); F(moonlm_sampler_params, seed);
 	S(moonlm_message); F(moonlm_message, content);
@@ -140,6 +142,7 @@ int main(void) {
 		mi  ModelInfo
 		ost OpenStats
 		sp  SessionParams
+		ci  CheckpointInfo
 		smp SamplerParams
 		msg Message
 		st  int32
@@ -169,6 +172,11 @@ moonlm_session_params %d
 moonlm_session_params.n_ctx %d
 moonlm_session_params.kv_type %d
 moonlm_session_params.flags %d
+moonlm_session_params.checkpoint_every %d
+moonlm_session_params.checkpoint_bytes %d
+moonlm_checkpoint_info %d
+moonlm_checkpoint_info.n_held %d
+moonlm_checkpoint_info.bytes_held %d
 moonlm_sampler_params %d
 moonlm_sampler_params.temperature %d
 moonlm_sampler_params.min_p %d
@@ -186,6 +194,8 @@ moonlm_status %d
 		unsafe.Offsetof(ost.PackedBytes), unsafe.Offsetof(ost.MapMs), unsafe.Offsetof(ost.PackMs),
 		PackSourceOff, PackSourceNone, PackSourcePacked, PackSourceCacheWrite, PackSourceCacheHit,
 		unsafe.Sizeof(sp), unsafe.Offsetof(sp.NCtx), unsafe.Offsetof(sp.KVType), unsafe.Offsetof(sp.Flags),
+		unsafe.Offsetof(sp.CheckpointEvery), unsafe.Offsetof(sp.CheckpointBytes),
+		unsafe.Sizeof(ci), unsafe.Offsetof(ci.NHeld), unsafe.Offsetof(ci.BytesHeld),
 		unsafe.Sizeof(smp), unsafe.Offsetof(smp.Temperature), unsafe.Offsetof(smp.MinP),
 		unsafe.Offsetof(smp.PenaltyLastN), unsafe.Offsetof(smp.Seed),
 		unsafe.Sizeof(msg), unsafe.Offsetof(msg.Content), unsafe.Sizeof(st))

@@ -84,6 +84,9 @@ type SessionParams struct {
 	Size                   uintptr
 	NCtx, NThreads, KVType int32
 	Flags                  uint32
+	CheckpointEvery        int32
+	Reserved               uint32
+	CheckpointBytes        int64
 }
 
 type SamplerParams struct {

@@ -87,6 +87,7 @@ var families = []*Family{
 	&gptOSS,
 	&qwen35,
 	&qwen35moe,
+	&qwen3next,
 }
 
 // Lookup returns the family named name.
@@ -224,10 +225,27 @@ type SSMParams struct {
 	Inner  int // ssm.inner_size: all value heads (VHeads * State)
 	State  int // ssm.state_size: the key and value length of a head
 	VHeads int // ssm.time_step_rank: value heads (each with its own state)
-	KHeads int // ssm.group_count: query/key heads (value head h reads key head h % KHeads)
+	KHeads int // ssm.group_count: query/key heads (value head h reads key head KeyHead(h))
 	// Recurrent marks the linear-attention layers; the others are full
 	// attention.
 	Recurrent []bool
+	// Grouped: the value heads are grouped by key head, value head h
+	// reading key head h / (VHeads/KHeads) (Qwen3-Next); otherwise they
+	// are tiled, reading h % KHeads (Qwen3.5, whose converter reorders
+	// them).
+	Grouped bool
+	// FusedQKVZ: the layers project Q, K, V and Z with one ssm_in matrix
+	// whose rows are grouped by key head (Qwen3-Next files converted
+	// before attn_qkv and attn_gate were split out).
+	FusedQKVZ bool
+}
+
+// KeyHead is the query/key head value head h reads.
+func (s *SSMParams) KeyHead(h int) int {
+	if s.Grouped {
+		return h / (s.VHeads / s.KHeads)
+	}
+	return h % s.KHeads
 }
 
 // ConvDim is the convolution's channels: the queries, keys and values.
@@ -338,6 +356,8 @@ const (
 	PLDim                // PerLayerDim (one layer's per-layer input)
 	PLAll                // PerLayerDim * Layers (every layer's per-layer input)
 	One                  // a single value (a scalar weight)
+	QKVZDim              // SSM.ConvDim() + SSM.Inner (Q, K, V and Z in one projection)
+	BADim                // 2*SSM.VHeads (write strengths and decay inputs in one projection)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -391,6 +411,10 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.SSM.State
 	case SSMHeads:
 		return p.SSM.VHeads
+	case QKVZDim:
+		return p.SSM.ConvDim() + p.SSM.Inner
+	case BADim:
+		return 2 * p.SSM.VHeads
 	}
 	return -1
 }
@@ -488,6 +512,11 @@ const (
 	SSMNorm
 	SSMOut
 	BGateUp // fused biases of the gate and up projections
+	// Qwen3-Next's DeltaNet projections grouped by key head: Q, K, V and
+	// Z in one matrix (ssm_in), the write strengths and decay inputs in
+	// another (ssm_ba).
+	SSMInQKVZ
+	SSMBetaAlpha
 	NumRoles
 )
 
@@ -558,6 +587,8 @@ const (
 	BT             // its write strengths, one per value head
 	AL             // its decay inputs, one per value head
 	DN             // its output (SSM.Inner)
+	MXZ            // Qwen3-Next's Q, K, V and Z grouped by key head (ConvDim + Inner)
+	BA             // Qwen3-Next's write strengths and decay inputs grouped by key head (2*VHeads)
 	NumBufs
 )
 
@@ -583,6 +614,7 @@ const (
 	OpSplitGate           // QG -> Q and AG (queries and gates interleaved per head)
 	OpGate                // In *= sigmoid(AG)
 	OpDeltaNet            // DN = gated DeltaNet of MX, Z, BT, AL, with the layer's recurrent state
+	OpUngroup             // MXZ -> MX and Z, or BA -> BT and AL (projections grouped by key head)
 )
 
 // Proj is one matrix product of a Project step.
@@ -616,6 +648,18 @@ func OutGate(in Buf) Step { return Step{Op: OpGate, In: in, Out: in} }
 // (with its state), the per-head delta-rule recurrence, and the gated
 // norm of its output with Z, into DN.
 func DeltaNet() Step { return Step{Op: OpDeltaNet, In: MX, Out: DN} }
+
+// Ungroup reorders a DeltaNet projection grouped by key head into the
+// layout DeltaNet reads: MXZ (per key head its query, key, values and
+// gates) into MX and Z, or BA (per key head its write strengths, then
+// its decay inputs) into BT and AL.
+func Ungroup(in Buf) Step {
+	out := MX
+	if in == BA {
+		out = BT
+	}
+	return Step{Op: OpUngroup, In: in, Out: out}
+}
 
 // Norm is Out = RMSNorm(In) * w; with In == Out it norms in place.
 func Norm(w Role, in, out Buf) Step { return Step{Op: OpNorm, W: w, In: in, Out: out} }

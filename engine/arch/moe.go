@@ -26,6 +26,10 @@ type MoEParams struct {
 	WeightSoftmax bool
 	// Act is the experts' gated activation: SiLU (SwiGLU) or SwiGLUOAI.
 	Act Activation
+	// SharedSigmoid computes the shared expert's gate as sigmoid(s), as
+	// llama.cpp's qwen35moe and qwen3next graphs do; otherwise silu(s)/s,
+	// as its qwen2moe graph does (the same value but for the rounding).
+	SharedSigmoid bool
 }
 
 // readMoE reads the expert counts shared by the mixture-of-experts

@@ -17,6 +17,7 @@ var qwen35moe = Family{
 		if err := readMoE(m, p, true); err != nil {
 			return err
 		}
+		p.MoE.SharedSigmoid = true
 		return readSharedFF(m, p)
 	},
 	Model: tiedHead(),

@@ -41,7 +41,7 @@ it('installs from `npm pack` and finds its bundled library; other platforms get 
     // appears in the source tree while other test files load the library.
     const pkg = path.join(tmp, 'pkg');
     fs.mkdirSync(pkg);
-    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'hub.js', 'state.js', 'batch.js', 'README.md', 'scripts']) {
+    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'hub.js', 'state.js', 'checkpoint.js', 'batch.js', 'README.md', 'scripts']) {
       fs.cpSync(path.join(PKG, f), path.join(pkg, f), { recursive: true });
     }
     const packEnv = { ...env, MOONLM_LIBRARY: lib };
@@ -52,7 +52,7 @@ it('installs from `npm pack` and finds its bundled library; other platforms get 
       { cwd: pkg, env: packEnv, encoding: 'utf8' }).trim().split('\n').pop();
     const tgz = path.join(tmp, packed);
     const listing = execFileSync('tar', ['tzf', tgz], { encoding: 'utf8' }).split('\n');
-    const want = ['package/index.js', 'package/index.mjs', 'package/index.d.ts', 'package/hub.js', 'package/state.js', 'package/batch.js', `package/lib/${HOST}/libmoonlm.so`];
+    const want = ['package/index.js', 'package/index.mjs', 'package/index.d.ts', 'package/hub.js', 'package/state.js', 'package/checkpoint.js', 'package/batch.js', `package/lib/${HOST}/libmoonlm.so`];
     if (withArm64) want.push('package/lib/linux-arm64/libmoonlm.so');
     for (const f of want) assert.ok(listing.includes(f), `${f} missing from the tarball`);
     const manifest = JSON.parse(execFileSync('tar', ['xzOf', tgz, 'package/package.json'], { encoding: 'utf8' }));

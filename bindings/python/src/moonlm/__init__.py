@@ -34,6 +34,7 @@ from ._structured import Grammar
 from ._hub import HubError
 from ._conversation import Conversation
 from ._state import SessionStats
+from ._checkpoint import Checkpoints
 from ._batch import Batcher, decode_batch, max_batch_tokens
 
 __version__ = "0.1.0"
@@ -77,6 +78,7 @@ __all__ = [
     "HubError",
     "Conversation",
     "SessionStats",
+    "Checkpoints",
     "Batcher",
     "decode_batch",
     "max_batch_tokens",

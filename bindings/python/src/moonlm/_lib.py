@@ -18,6 +18,7 @@ from ctypes import (
     c_float,
     c_int,
     c_int32,
+    c_int64,
     c_size_t,
     c_uint32,
     c_uint64,
@@ -126,6 +127,9 @@ class SessionParams(Structure):
         ("n_threads", c_int32),
         ("kv_type", c_int32),
         ("flags", c_uint32),
+        ("checkpoint_every", c_int32),
+        ("reserved", c_uint32),
+        ("checkpoint_bytes", c_int64),
     ]
 
 

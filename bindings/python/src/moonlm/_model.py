@@ -30,6 +30,7 @@ from ._handle import OwnedHandle
 from ._errors import ContextFullError, InternalError, InvalidArgumentError, UnsupportedError
 from ._generate import Completion, TextStream
 from ._state import SessionStateMixin
+from ._checkpoint import CheckpointMixin
 from . import _structured as S
 
 _np: Any
@@ -736,12 +737,24 @@ class Model:
         n_ctx: Optional[int] = None,
         n_threads: Optional[int] = None,
         kv_type: str = "f16",
+        *,
+        checkpoint_every: Optional[int] = None,
+        checkpoint_bytes: Optional[int] = None,
     ) -> "Session":
         """A new session (KV cache and position). n_ctx defaults to the
         model's context_length; kv_type is "f16" (default, like llama.cpp),
         "f32", or "q8_0" (about half of f16's memory, as llama.cpp's -ctk
-        q8_0 -ctv q8_0; needs a head dimension that is a multiple of 32)."""
-        return Session(self, n_ctx=n_ctx, n_threads=n_threads, kv_type=kv_type)
+        q8_0 -ctv q8_0; needs a head dimension that is a multiple of 32).
+        checkpoint_every and checkpoint_bytes set a hybrid model's
+        checkpoints (see Session)."""
+        return Session(
+            self,
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            kv_type=kv_type,
+            checkpoint_every=checkpoint_every,
+            checkpoint_bytes=checkpoint_bytes,
+        )
 
     def generate(
         self,
@@ -1023,7 +1036,7 @@ def _finish(it: TextStream, details: bool) -> Union[str, Completion]:
     return c if details else c.text
 
 
-class Session(SessionStateMixin):
+class Session(SessionStateMixin, CheckpointMixin):
     """A sequence being evaluated: its KV cache and position.
 
     One thread at a time may use a session (a concurrent call raises
@@ -1032,6 +1045,15 @@ class Session(SessionStateMixin):
     session owns and overwrites on every call: a read-only NumPy float32
     array (a view, no copy per token) when NumPy is installed, else an
     array('f'). Copy it (``logits.copy()``) to keep it past the next call.
+
+    For a hybrid model (recurrent layers beside attention: qwen35,
+    qwen35moe, qwen3next), checkpoint_every and checkpoint_bytes say how
+    often (decoded positions; None or 0 is 32, negative never) and within
+    how much memory (bytes; None or 0 is 128 MiB, negative none at all) the
+    session keeps checkpoints of its recurrent state, besides one at the
+    end of every prefill: rewind() goes back to the last one at or before
+    the position and evaluates the tokens after it again. checkpoints()
+    reports them. Other models ignore both.
     """
 
     def __init__(
@@ -1040,6 +1062,9 @@ class Session(SessionStateMixin):
         n_ctx: Optional[int] = None,
         n_threads: Optional[int] = None,
         kv_type: str = "f16",
+        *,
+        checkpoint_every: Optional[int] = None,
+        checkpoint_bytes: Optional[int] = None,
     ):
         if not isinstance(model, Model):
             raise A.type_error("session", "model", f"must be a moonlm.Model, got {type(model).__name__}")
@@ -1054,6 +1079,11 @@ class Session(SessionStateMixin):
         if kv_type not in _KV_TYPES:
             raise A.range_error("session", "kv_type", f"must be 'f16', 'f32' or 'q8_0', got {kv_type!r}")
         params.kv_type = _KV_TYPES[kv_type]
+        # A hybrid model's checkpoints: 0 (or None) the default, negative none.
+        if checkpoint_every is not None:
+            params.checkpoint_every = A.integer("session", "checkpoint_every", checkpoint_every, A.INT32_MIN, A.INT32_MAX)
+        if checkpoint_bytes is not None:
+            params.checkpoint_bytes = A.integer("session", "checkpoint_bytes", checkpoint_bytes, -(1 << 63), (1 << 63) - 1)
         handle = ctypes.c_void_p()
         st = lib.session_new(model._h("session"), ctypes.byref(params), ctypes.byref(handle))
         lib.check(st, "session")
