@@ -38,11 +38,21 @@ func olmoeTensorType(ftype, name string, il, nLayer int) gguf.Type {
 // shape's name first) and tensors, in the order llama.cpp's converter
 // writes them. The router's weights are F32 drawn from N(0, 0.02^2) with
 // the file's seed, so random inputs spread over every expert.
-func olmoeBench(sh benchShape, ftype string, nVocab int, seed uint64) ([]benchKey, []*benchTensor) {
-	const a = "olmoe."
+//
+// With arch "qwen3moe" it is the same shape as a Qwen3-MoE (the Q and K
+// norms per head instead of over the whole projections, the chosen
+// experts' weights renormalized), for engines without olmoe: every
+// matrix, and so the work per token, is the same, and with the same seed
+// so are its weights.
+func olmoeBench(sh benchShape, ftype string, nVocab int, seed uint64, arch string) ([]benchKey, []*benchTensor) {
+	a := arch + "."
 	headDim := sh.Dim / sh.Heads
+	name := "OLMoE-1B-7B"
+	if arch == "qwen3moe" {
+		name = "OLMoE-1B-7B (qwen3moe)"
+	}
 	keys := []benchKey{
-		{"general.architecture", "olmoe"}, {"", "OLMoE-1B-7B"},
+		{"general.architecture", arch}, {"", name},
 		{a + "context_length", uint32(4096)},
 		{a + "embedding_length", uint32(sh.Dim)},
 		{a + "block_count", uint32(sh.Layers)},
@@ -54,6 +64,14 @@ func olmoeBench(sh benchShape, ftype string, nVocab int, seed uint64) ([]benchKe
 		{a + "expert_count", uint32(sh.Experts)},
 		{a + "expert_used_count", uint32(sh.Used)},
 		{a + "vocab_size", uint32(nVocab)},
+	}
+	qNorm, kNorm := sh.Heads*headDim, sh.KVHeads*headDim
+	if arch == "qwen3moe" {
+		keys = append(keys,
+			benchKey{a + "expert_feed_forward_length", uint32(sh.FFN)},
+			benchKey{a + "attention.key_length", uint32(headDim)},
+			benchKey{a + "attention.value_length", uint32(headDim)})
+		qNorm, kNorm = headDim, headDim
 	}
 	qDim, kvDim := sh.Heads*headDim, sh.KVHeads*headDim
 	mat := func(name string, il int, shape ...int64) *benchTensor {
@@ -77,8 +95,8 @@ func olmoeBench(sh benchShape, ftype string, nVocab int, seed uint64) ([]benchKe
 			mat(p+"attn_k.weight", il, d, int64(kvDim)),
 			mat(p+"attn_v.weight", il, d, int64(kvDim)),
 			mat(p+"attn_output.weight", il, int64(qDim), d),
-			benchVector(p+"attn_q_norm.weight", qDim, 1),
-			benchVector(p+"attn_k_norm.weight", kvDim, 1),
+			benchVector(p+"attn_q_norm.weight", qNorm, 1),
+			benchVector(p+"attn_k_norm.weight", kNorm, 1),
 			benchVector(p+"ffn_norm.weight", sh.Dim, 1),
 			router(p+"ffn_gate_inp.weight", il),
 			mat(p+"ffn_gate_exps.weight", il, d, ff, ne),

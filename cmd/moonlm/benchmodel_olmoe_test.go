@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -89,4 +91,55 @@ func TestMakeBenchModelOLMoE(t *testing.T) {
 	require.NoError(t, s.Decode(257, logits))
 	requireFinite(t, logits)
 	assert.NotEqual(t, logits[0], logits[1])
+}
+
+// TestMakeBenchModelQwen3MoeTwin: --arch qwen3moe writes the olmoe
+// shape as a Qwen3-MoE the engine runs, with the olmoe file's matrices
+// (the same seed), and --reuse of the olmoe file gives the very same
+// file without quantizing again.
+func TestMakeBenchModelQwen3MoeTwin(t *testing.T) {
+	vocab := shareddata.Path(t, "vocab/ggml-vocab-gpt-2.gguf")
+	dir := t.TempDir()
+	sh := benchShape{Arch: "olmoe", Dim: 256, Layers: 2, Heads: 2, KVHeads: 2, FFN: 256, Experts: 4, Used: 2}
+	olmoe := filepath.Join(dir, "olmoe.gguf")
+	_, err := makeBenchModel(olmoe, vocab, "q4_k_m", sh, 5, 2)
+	require.NoError(t, err)
+	sh.Arch = "qwen3moe"
+	direct, reused := filepath.Join(dir, "direct.gguf"), filepath.Join(dir, "reused.gguf")
+	_, err = makeBenchModel(direct, vocab, "q4_k_m", sh, 5, 2)
+	require.NoError(t, err)
+	sh.Reuse = olmoe
+	_, err = makeBenchModel(reused, vocab, "q4_k_m", sh, 5, 2)
+	require.NoError(t, err)
+	a, err := os.ReadFile(direct)
+	require.NoError(t, err)
+	b, err := os.ReadFile(reused)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(a, b), "--reuse gives another file")
+
+	fo, err := gguf.Open(olmoe)
+	require.NoError(t, err)
+	defer fo.Close()
+	fq, err := gguf.Open(direct)
+	require.NoError(t, err)
+	defer fq.Close()
+	for _, name := range []string{"blk.1.ffn_down_exps.weight", "blk.0.attn_v.weight", "output.weight", "blk.1.ffn_gate_inp.weight"} {
+		x, ok1 := fo.Tensor(name)
+		y, ok2 := fq.Tensor(name)
+		require.True(t, ok1 && ok2, name)
+		assert.True(t, bytes.Equal(x.Data, y.Data), "%s differs between the twins", name)
+	}
+	qn, ok := fq.Tensor("blk.0.attn_q_norm.weight")
+	require.True(t, ok)
+	assert.Equal(t, []int64{128}, qn.Shape)
+
+	m, err := engine.Open(direct, engine.ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	s, err := m.NewSession(engine.SessionParams{NCtx: 16})
+	require.NoError(t, err)
+	defer s.Close()
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{464, 3290, 318}, logits))
+	requireFinite(t, logits)
 }
