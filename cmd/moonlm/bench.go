@@ -588,10 +588,14 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 }
 
 // decodeWeightBytes is the weight bytes one decoded token reads: all tensor
-// data, except that an untied token_embd is only looked up (one row).
+// data, except that an untied token_embd is only looked up (one row) and
+// that a mixture of experts' per-expert tensors (the last dimension of
+// which counts the experts, as ffn_*_exps) count only the used experts'
+// share.
 func decodeWeightBytes(f *gguf.File) int64 {
 	var n int64
 	_, hasOutput := f.Tensor("output.weight")
+	experts, used := moeCounts(f)
 	for _, t := range f.Tensors() {
 		if t.Name == "token_embd.weight" && hasOutput {
 			if rows := t.Rows(); rows > 0 {
@@ -599,9 +603,38 @@ func decodeWeightBytes(f *gguf.File) int64 {
 			}
 			continue
 		}
+		if experts > 1 && len(t.Shape) >= 2 && t.Shape[len(t.Shape)-1] == experts && strings.Contains(t.Name, "_exps") {
+			n += t.Size() / experts * used
+			continue
+		}
 		n += t.Size()
 	}
 	return n
+}
+
+// moeCounts is the file's experts per layer and per token (0, 0 for a
+// model without experts or with counts out of range).
+func moeCounts(f *gguf.File) (experts, used int64) {
+	arch := ""
+	if v, ok := f.Lookup("general.architecture"); ok {
+		arch, _ = v.String()
+	}
+	get := func(k string) int64 {
+		v, ok := f.Lookup(arch + "." + k)
+		if !ok {
+			return 0
+		}
+		x, err := v.Int64()
+		if err != nil {
+			return 0
+		}
+		return x
+	}
+	experts, used = get("expert_count"), get("expert_used_count")
+	if experts <= 1 || used <= 0 || used > experts || experts > 1<<16 {
+		return 0, 0
+	}
+	return experts, used
 }
 
 func median(xs []float64) float64 {

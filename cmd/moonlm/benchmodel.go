@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,13 +21,14 @@ import (
 func init() {
 	register(&command{
 		name:    "make-bench-model",
-		summary: "write a random-weight Llama-3.2-1B- or Qwen3.5-0.8B-shaped benchmark model (--vocab FILE -o OUT [--type q8_0|q4_k_m] [--arch qwen35])",
+		summary: "write a random-weight Llama-3.2-1B-, Qwen3.5-0.8B- or OLMoE-1B-7B-shaped benchmark model (--vocab FILE -o OUT [--type q8_0|q4_k_m] [--arch qwen35|olmoe])",
 		run:     runMakeBenchModel,
 	})
 }
 
 const makeBenchUsage = `usage: moonlm make-bench-model --vocab VOCAB.gguf -o OUT.gguf [--type q8_0|q4_k_m] [--seed S] [-t THREADS]
-       [--arch llama|qwen35] [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192]
+       [--arch llama|qwen35|olmoe|qwen3moe] [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192]
+       [--experts 64] [--used 8] [--vocab-size N] [--reuse EARLIER.gguf]
 
 Writes a llama-architecture model with random weights shaped like
 Llama-3.2-1B (hidden 2048, 16 layers, 32 query and 8 KV heads, ffn 8192,
@@ -44,13 +46,35 @@ fourth one full attention with 8 query and 2 KV heads of 256 and RoPE on
 64 dimensions, the others gated DeltaNet with 16 key and 16 value heads of
 128 and a convolution of 4, ffn 3584, tied embeddings), in q8_0 only; the
 convolution's weights, the decay's parameters and the norms are F32.
+
+--arch olmoe writes a mixture of experts shaped like OLMoE-1B-7B instead
+(unless the shape flags say otherwise: hidden 2048, 16 layers, 16 query
+and 16 KV heads, 64 experts of 1024 of which 8 are used, an untied output
+head, 50304 embedding rows, the vocabulary padded with control tokens up
+to --vocab-size). Its q4_k_m follows llama.cpp for a model of more than
+8 experts: Q4_K, with Q6_K for the output head and for attn_v and
+ffn_down_exps of layers 0, 1, 4, 7, 10, 13, 14, 15; the router is F32.
+--arch qwen3moe writes the same shape (and, with the same seed, the same
+matrices) as a Qwen3-MoE, for engines that lack olmoe (ik_llama.cpp): Q
+and K norms per head of 128, the chosen experts' weights renormalized.
+--reuse EARLIER.gguf copies the quantized matrices of an earlier file made
+with the same seed (same name, type and shape) instead of making them
+again, e.g. the olmoe file's for its qwen3moe twin.
 `
 
 // benchShape is a model's hyperparameters.
 type benchShape struct {
 	Dim, Layers, Heads, KVHeads, FFN int
-	// Arch is "llama" (or "") or "qwen35".
+	// Experts and Used are the experts per layer and per token (olmoe);
+	// VocabSize pads the vocabulary to that many tokens when larger.
+	Experts, Used, VocabSize int
+	// Arch is "llama" (or "") or "qwen35" or "olmoe" or "qwen3moe".
 	Arch string
+	// Reuse names an earlier file made with the same seed whose quantized
+	// matrices of the same name, type and shape are copied instead of
+	// drawn and quantized again (minutes for a MoE): the olmoe file's
+	// matrices for its qwen3moe twin.
+	Reuse string
 }
 
 func runMakeBenchModel(args []string) error {
@@ -69,17 +93,22 @@ func runMakeBenchModel(args []string) error {
 	fs.IntVar(&sh.Heads, "heads", 32, "query `heads`")
 	fs.IntVar(&sh.KVHeads, "kv-heads", 8, "KV `heads`")
 	fs.IntVar(&sh.FFN, "ffn", 8192, "feed-forward `size`")
-	fs.StringVar(&sh.Arch, "arch", "llama", "`architecture`: llama or qwen35")
+	fs.IntVar(&sh.Experts, "experts", 64, "`experts` per layer (olmoe)")
+	fs.IntVar(&sh.Used, "used", 8, "`experts` used per token (olmoe)")
+	fs.IntVar(&sh.VocabSize, "vocab-size", 0, "pad the vocabulary to `n` tokens (0: as VOCAB)")
+	fs.StringVar(&sh.Reuse, "reuse", "", "copy the matrices of `file` (made with the same seed) that match by name, type and shape")
+	fs.StringVar(&sh.Arch, "arch", "llama", "`architecture`: llama, qwen35, olmoe or qwen3moe")
 	if help, err := parseFlags(fs, makeBenchUsage, args); help || err != nil {
 		return err
 	}
-	if sh.Arch == "qwen35" {
-		// Qwen3.5-0.8B's sizes where the flags were not given.
+	if defaults := map[string]map[string]int{"qwen35": qwen35BenchShape, "olmoe": olmoeBenchShape, "qwen3moe": olmoeBenchShape}[sh.Arch]; defaults != nil {
+		// The shape's sizes where the flags were not given.
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range map[string]*int{"dim": &sh.Dim, "layers": &sh.Layers, "heads": &sh.Heads, "kv-heads": &sh.KVHeads, "ffn": &sh.FFN} {
-			if !set[name] {
-				*v = qwen35BenchShape[name]
+		for name, v := range map[string]*int{"dim": &sh.Dim, "layers": &sh.Layers, "heads": &sh.Heads, "kv-heads": &sh.KVHeads,
+			"ffn": &sh.FFN, "experts": &sh.Experts, "used": &sh.Used, "vocab-size": &sh.VocabSize} {
+			if d, ok := defaults[name]; ok && !set[name] {
+				*v = d
 			}
 		}
 	}
@@ -162,12 +191,16 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 	}
 	switch sh.Arch {
 	case "", "llama":
+	case "olmoe", "qwen3moe":
+		if sh.Experts <= 0 || sh.Used <= 0 || sh.Used > sh.Experts || sh.Experts > 1024 {
+			return 0, fmt.Errorf("make-bench-model: --arch olmoe: %d of %d experts: want 1 <= used <= experts <= 1024", sh.Used, sh.Experts)
+		}
 	case "qwen35":
 		if ftype != "q8_0" {
 			return 0, fmt.Errorf("make-bench-model: --arch qwen35 is written in q8_0 only")
 		}
 	default:
-		return 0, fmt.Errorf("make-bench-model: --arch %q: want llama or qwen35", sh.Arch)
+		return 0, fmt.Errorf("make-bench-model: --arch %q: want llama, qwen35, olmoe or qwen3moe", sh.Arch)
 	}
 	if sh.Dim <= 0 || sh.Layers <= 0 || sh.Heads <= 0 || sh.KVHeads <= 0 || sh.FFN <= 0 ||
 		sh.Heads%sh.KVHeads != 0 || sh.Dim%256 != 0 || sh.FFN%256 != 0 ||
@@ -188,7 +221,14 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 	if err != nil {
 		return 0, fmt.Errorf("make-bench-model: %s: tokenizer.ggml.tokens: %w", vocabPath, err)
 	}
-	nVocab := arr.Len()
+	nTok := arr.Len()
+	nVocab := nTok
+	if sh.VocabSize > nTok {
+		if sh.VocabSize > 1<<22 {
+			return 0, fmt.Errorf("make-bench-model: --vocab-size %d is too large", sh.VocabSize)
+		}
+		nVocab = sh.VocabSize
+	}
 
 	w := gguf.NewWriter()
 	set := func(k string, v any) {
@@ -199,8 +239,11 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 		}
 	}
 	keys, ts := llamaBench(sh, ftype, nVocab)
-	if sh.Arch == "qwen35" {
+	switch sh.Arch {
+	case "qwen35":
 		keys, ts = qwen35Bench(sh, nVocab)
+	case "olmoe", "qwen3moe":
+		keys, ts = olmoeBench(sh, ftype, nVocab, seed, sh.Arch)
 	}
 	set("general.architecture", keys[0].v)
 	set("general.name", fmt.Sprintf("moonlm bench %s-shaped random %s", keys[1].v, strings.ToUpper(ftype)))
@@ -211,21 +254,38 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 	for _, k := range vf.Keys() {
 		if strings.HasPrefix(k, "tokenizer.") {
 			v, _ := vf.Lookup(k)
-			set(k, v)
+			pv, perr := padVocabValue(v, nTok, nVocab)
+			if perr != nil {
+				return 0, fmt.Errorf("make-bench-model: %s: %w", k, perr)
+			}
+			set(k, pv)
 		}
 	}
 	if err != nil {
 		return 0, err
 	}
 
+	var reuse *gguf.File
+	if sh.Reuse != "" {
+		if reuse, err = gguf.Open(sh.Reuse); err != nil {
+			return 0, fmt.Errorf("make-bench-model: --reuse: %w", err)
+		}
+		defer reuse.Close()
+	}
 	for ti, t := range ts {
-		if t.f32 != nil {
+		if r, ok := reuseTensor(reuse, t); ok {
+			t.data = r
+		} else if t.f32 != nil {
 			t.data = make([]byte, 4*len(t.f32))
 			for i, v := range t.f32 {
 				putF32(t.data[4*i:], v)
 			}
 		} else {
-			t.data = quantizeRandomMatrix(t.typ, int(t.shape[0]), int(t.shape[1]), seed, uint64(ti), threads)
+			rows := 1 // a 3-D tensor is quantized as one matrix of all its experts' rows
+			for _, n := range t.shape[1:] {
+				rows *= int(n)
+			}
+			t.data = quantizeRandomMatrix(t.typ, int(t.shape[0]), rows, seed, uint64(ti), threads)
 		}
 		if err := w.AddTensor(t.name, t.typ, t.shape, t.data); err != nil {
 			return 0, fmt.Errorf("make-bench-model: %w", err)
@@ -256,6 +316,19 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 		return 0, fmt.Errorf("make-bench-model: write %s: %w", out, err)
 	}
 	return n, nil
+}
+
+// reuseTensor returns the data of f's tensor of t's name when it is a
+// quantized matrix of t's type and shape (nil f: none).
+func reuseTensor(f *gguf.File, t *benchTensor) ([]byte, bool) {
+	if f == nil || t.f32 != nil {
+		return nil, false
+	}
+	r, ok := f.Tensor(t.name)
+	if !ok || r.Type != t.typ || !slices.Equal(r.Shape, t.shape) {
+		return nil, false
+	}
+	return r.Data, true
 }
 
 // benchKey is one metadata key and its value.
