@@ -114,8 +114,12 @@ type Session struct {
 	nJobs    int
 	fnMat    pool.Task
 	fnAttn   pool.Task
-	fnStage  pool.Task
-	fnDelta  pool.Task
+	// A decode step's attention in two passes (attn_decode.go): every
+	// query head's scores, then the outputs by KV head.
+	fnDecScores, fnDecOut pool.Task
+	decScores             []float32
+	fnStage               pool.Task
+	fnDelta               pool.Task
 
 	// embed is Embed's pooling state (embed.go), nil until the first Embed.
 	embed *embedState
@@ -371,6 +375,10 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	s.fnMat = s.runMatrices
 	s.fnDelta = s.runDeltaNet
 	s.fnAttn = s.runAttention
+	s.fnDecScores, s.fnDecOut = s.decodeScores, s.decodeOutputs
+	if kind == kvF16 {
+		s.decScores = make([]float32, s.decScoresLen(s.cache.cap))
+	}
 	s.fnStage = s.runStage
 	return nil
 }
@@ -532,6 +540,9 @@ func (s *Session) fitScratch() {
 		for i := range s.scores {
 			s.scores[i], s.w16[i] = s.attnScratch()
 		}
+	}
+	if s.decScores != nil && len(s.decScores) < s.decScoresLen(s.cache.cap) {
+		s.decScores = make([]float32, s.decScoresLen(s.cache.cap))
 	}
 	if cap(s.hist) < s.cache.cap {
 		h := make([]int32, len(s.hist), s.cache.cap)
