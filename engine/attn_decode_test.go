@@ -9,8 +9,9 @@ import (
 
 // TestSplitDecodeMatchesGrouped checks that a decode step's attention in
 // two passes (attn_decode.go: scores split by positions among the threads,
-// then the outputs by KV head) gives logits bit-identical to one task per
-// KV head (attendGroup), with 1 to 3 threads (uneven splits), on models
+// then the outputs by KV head) and a prompt's by token (attendToken) give
+// logits bit-identical to one task per KV head (attendGroup), with 1 to 3
+// threads (uneven splits), on models
 // with grouped-query attention (SmolLM2: 3 query heads per KV head) and
 // one with a sliding window of 8 and soft-capping (the gemma2 synthetic
 // file), whose rows start past position 0 at every offset.
@@ -27,29 +28,30 @@ func TestSplitDecodeMatchesGrouped(t *testing.T) {
 				defer m.Close()
 				vocab := m.Info().VocabSize
 				run := func(split bool) []float32 {
-					testNoSplitDecode = !split
-					defer func() { testNoSplitDecode = false }()
+					testPerKVHead = !split
+					defer func() { testPerKVHead = false }()
 					s, err := m.NewSession(SessionParams{NCtx: 256})
 					require.NoError(t, err)
 					defer s.Close()
-					require.True(t, s.decScores != nil && s.ops.GroupAttention && !s.ops.GGMLDecode && s.ops.Attend == nil,
-						"the session does not take the split decode")
-					prompt := make([]int32, 7)
+					require.True(t, s.decScores != nil && s.tokScores != nil && s.ops.GroupAttention && !s.ops.GGMLDecode && s.ops.Attend == nil,
+						"the session does not take the split decode and the prompt by token")
+					prompt := make([]int32, 37)
 					for i := range prompt {
 						prompt[i] = int32(1 + i*37%(vocab-1))
 					}
-					require.NoError(t, s.Prefill(prompt, nil))
-					const steps = 150
-					out := make([]float32, steps*vocab)
+					const steps = 120
+					out := make([]float32, (len(prompt)+steps)*vocab)
+					require.NoError(t, s.PrefillAll(prompt, out))
 					for i := range steps {
-						require.NoError(t, s.Decode(int32(1+i*101%(vocab-1)), out[i*vocab:(i+1)*vocab]))
+						at := (len(prompt) + i) * vocab
+						require.NoError(t, s.Decode(int32(1+i*101%(vocab-1)), out[at:at+vocab]))
 					}
 					return out
 				}
 				split, grouped := run(true), run(false)
 				for i := range split {
 					if split[i] != grouped[i] {
-						require.Failf(t, "logits differ", "step %d, logit %d: split %v, grouped %v", i/vocab, i%vocab, split[i], grouped[i])
+						require.Failf(t, "logits differ", "position %d, logit %d: split %v, grouped %v", i/vocab, i%vocab, split[i], grouped[i])
 					}
 				}
 			})

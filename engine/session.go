@@ -118,8 +118,12 @@ type Session struct {
 	// query head's scores, then the outputs by KV head.
 	fnDecScores, fnDecOut pool.Task
 	decScores             []float32
-	fnStage               pool.Task
-	fnDelta               pool.Task
+	// tokScores is, per worker, every query head's scores of one token
+	// of a prompt (attendToken); nil where they would not fit
+	// tokScoresMax.
+	tokScores [][]float32
+	fnStage   pool.Task
+	fnDelta   pool.Task
 
 	// embed is Embed's pooling state (embed.go), nil until the first Embed.
 	embed *embedState
@@ -378,6 +382,7 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	s.fnDecScores, s.fnDecOut = s.decodeScores, s.decodeOutputs
 	if kind == kvF16 {
 		s.decScores = make([]float32, s.decScoresLen(s.cache.cap))
+		s.fitTokScores()
 	}
 	s.fnStage = s.runStage
 	return nil
@@ -543,6 +548,7 @@ func (s *Session) fitScratch() {
 	}
 	if s.decScores != nil && len(s.decScores) < s.decScoresLen(s.cache.cap) {
 		s.decScores = make([]float32, s.decScoresLen(s.cache.cap))
+		s.fitTokScores()
 	}
 	if cap(s.hist) < s.cache.cap {
 		h := make([]int32, len(s.hist), s.cache.cap)
