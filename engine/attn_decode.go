@@ -89,17 +89,21 @@ func (s *Session) decScoresLen(capacity int) int {
 	return h * (capacity + 16)
 }
 
-// tokScoresMax bounds each worker's tokScores in bytes: a larger cache
-// leaves prompts to attendGroup's per-KV-head scratch.
-const tokScoresMax = 16 << 20
+// headScoresMax bounds decScores and each worker's tokScores in bytes: a
+// larger cache leaves decode steps and prompts to attendGroup's
+// per-KV-head tasks.
+const headScoresMax = 32 << 20
 
-// fitTokScores sizes tokScores for the cache's capacity, or drops them
-// past tokScoresMax.
-func (s *Session) fitTokScores() {
+// fitHeadScores sizes decScores and tokScores for the cache's capacity,
+// or drops them past headScoresMax.
+func (s *Session) fitHeadScores() {
 	n := s.decScoresLen(s.cache.cap)
-	if n*4 > tokScoresMax {
-		s.tokScores = nil
+	if n*4 > headScoresMax {
+		s.decScores, s.tokScores = nil, nil
 		return
+	}
+	if len(s.decScores) < n {
+		s.decScores = make([]float32, n)
 	}
 	if s.tokScores == nil {
 		s.tokScores = make([][]float32, s.workers)

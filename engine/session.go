@@ -115,12 +115,12 @@ type Session struct {
 	fnMat    pool.Task
 	fnAttn   pool.Task
 	// A decode step's attention in two passes (attn_decode.go): every
-	// query head's scores, then the outputs by KV head.
+	// query head's scores (decScores), then the outputs by KV head.
 	fnDecScores, fnDecOut pool.Task
 	decScores             []float32
 	// tokScores is, per worker, every query head's scores of one token
-	// of a prompt (attendToken); nil where they would not fit
-	// tokScoresMax.
+	// of a prompt (attendToken). Both are nil where they would not fit
+	// headScoresMax.
 	tokScores [][]float32
 	fnStage   pool.Task
 	fnDelta   pool.Task
@@ -381,8 +381,7 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	s.fnAttn = s.runAttention
 	s.fnDecScores, s.fnDecOut = s.decodeScores, s.decodeOutputs
 	if kind == kvF16 {
-		s.decScores = make([]float32, s.decScoresLen(s.cache.cap))
-		s.fitTokScores()
+		s.fitHeadScores()
 	}
 	s.fnStage = s.runStage
 	return nil
@@ -546,9 +545,8 @@ func (s *Session) fitScratch() {
 			s.scores[i], s.w16[i] = s.attnScratch()
 		}
 	}
-	if s.decScores != nil && len(s.decScores) < s.decScoresLen(s.cache.cap) {
-		s.decScores = make([]float32, s.decScoresLen(s.cache.cap))
-		s.fitTokScores()
+	if s.decScores != nil {
+		s.fitHeadScores()
 	}
 	if cap(s.hist) < s.cache.cap {
 		h := make([]int32, len(s.hist), s.cache.cap)
