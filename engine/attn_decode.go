@@ -19,8 +19,22 @@ package engine
 // splitDecode says whether this forward pass's attention goes by
 // decodeScores and decodeOutputs: one token of one sequence, grouped.
 func (s *Session) splitDecode() bool {
-	return !testPerKVHead && s.decScores != nil && s.multi == nil && s.nTok == 1 && !s.cache.q8 && !s.cache.f32 && s.groupAttention(0) && s.ops.Attend == nil
+	if testPerKVHead || s.decScores == nil || s.multi != nil || s.nTok != 1 || s.cache.q8 || s.cache.f32 || !s.groupAttention(0) || s.ops.Attend != nil {
+		return false
+	}
+	first, pos, _, _ := s.decodeView()
+	return pos-first+1 >= splitDecodeMin || testSplitAlways
 }
+
+// splitDecodeMin is the fewest visible positions for which a decode step
+// takes the two passes: below, the keys of a layer are a few hundred KiB
+// (the whole cache fits the last-level cache), and the second parallel
+// region costs more than the key order saves (the results are the same
+// either way).
+const splitDecodeMin = 1024
+
+// testSplitAlways takes the two passes at any depth, for tests.
+var testSplitAlways bool
 
 // testPerKVHead sends decode steps and prompts through attendGroup's one
 // task per KV head, for tests that compare the paths.

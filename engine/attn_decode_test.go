@@ -28,8 +28,8 @@ func TestSplitDecodeMatchesGrouped(t *testing.T) {
 				defer m.Close()
 				vocab := m.Info().VocabSize
 				run := func(split bool) []float32 {
-					testPerKVHead = !split
-					defer func() { testPerKVHead = false }()
+					testPerKVHead, testSplitAlways = !split, split
+					defer func() { testPerKVHead, testSplitAlways = false, false }()
 					s, err := m.NewSession(SessionParams{NCtx: 256})
 					require.NoError(t, err)
 					defer s.Close()
