@@ -12,10 +12,6 @@ package engine
 // poorly: at depth 4096 on a Llama-3.2-1B shape the scores took four times
 // as long as the value products over the same number of bytes.
 
-// A prompt's tokens go the same way one token per task (attendToken):
-// every query head's scores of the token first, reading the keys position
-// by position, then its KV heads' outputs.
-
 // splitDecode says whether this forward pass's attention goes by
 // decodeScores and decodeOutputs: one token of one sequence, grouped.
 func (s *Session) splitDecode() bool {
@@ -36,7 +32,7 @@ const splitDecodeMin = 1024
 // testSplitAlways takes the two passes at any depth, for tests.
 var testSplitAlways bool
 
-// testPerKVHead sends decode steps and prompts through attendGroup's one
+// testPerKVHead sends decode steps through attendGroup's one
 // task per KV head, for tests that compare the paths.
 var testPerKVHead bool
 
@@ -103,48 +99,19 @@ func (s *Session) decScoresLen(capacity int) int {
 	return h * (capacity + 16)
 }
 
-// headScoresMax bounds decScores and each worker's tokScores in bytes: a
-// larger cache leaves decode steps and prompts to attendGroup's
-// per-KV-head tasks.
+// headScoresMax bounds decScores in bytes: a larger cache leaves decode
+// steps to attendGroup's per-KV-head tasks.
 const headScoresMax = 32 << 20
 
-// fitHeadScores sizes decScores and tokScores for the cache's capacity,
-// or drops them past headScoresMax.
+// fitHeadScores sizes decScores for the cache's capacity, or drops it past
+// headScoresMax.
 func (s *Session) fitHeadScores() {
 	n := s.decScoresLen(s.cache.cap)
 	if n*4 > headScoresMax {
-		s.decScores, s.tokScores = nil, nil
+		s.decScores = nil
 		return
 	}
 	if len(s.decScores) < n {
 		s.decScores = make([]float32, n)
-	}
-	if s.tokScores == nil {
-		s.tokScores = make([][]float32, s.workers)
-	}
-	for i := range s.tokScores {
-		if len(s.tokScores[i]) < n {
-			s.tokScores[i] = make([]float32, n)
-		}
-	}
-}
-
-// attendToken computes every head of batch token t (of this session's own
-// sequence) with attendGroup's arithmetic: all the query heads' scores,
-// reading the keys position by position, then each KV head's softmax and
-// value products.
-func (s *Session) attendToken(t, worker int) {
-	c := s.lc
-	hd, G := c.HeadDim, c.Heads/c.KVHeads
-	qDim, kvDim := c.Heads*hd, c.KVHeads*hd
-	_, pos, first, _, _ := s.headView(t, 0)
-	base := first &^ 15
-	n := pos - base + 1
-	q := s.q[t*qDim : (t+1)*qDim]
-	s.kern.RoundF16(q, q) // as attendGroup
-	sc := s.tokScores[worker][:c.Heads*n]
-	s.kern.AttnScoresF16Heads(q, c.KVHeads, G, hd, s.cache.k16[s.kvl][first*kvDim:], kvDim, pos-first+1, sc[first-base:], n)
-	for g := range c.KVHeads {
-		s.groupOutput(t, g, first, pos, sc[g*G*n:(g+1)*G*n])
 	}
 }

@@ -551,14 +551,6 @@ func (s *Session) runAttention(i, n int) {
 		}
 		return
 	}
-	if !testPerKVHead && s.tokScores != nil && s.groupAttention(0) && s.ops.Attend == nil {
-		// A token per task (attendToken): its scores read the keys
-		// position by position.
-		for t := i; t < s.nTok; t += n {
-			s.attendToken(t, i)
-		}
-		return
-	}
 	if s.groupAttention(0) {
 		for w := i; w < s.nTok*c.KVHeads; w += n {
 			s.attendGroup(w/c.KVHeads, w%c.KVHeads, i)

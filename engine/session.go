@@ -115,15 +115,12 @@ type Session struct {
 	fnMat    pool.Task
 	fnAttn   pool.Task
 	// A decode step's attention in two passes (attn_decode.go): every
-	// query head's scores (decScores), then the outputs by KV head.
+	// query head's scores (decScores; nil where it would not fit
+	// headScoresMax), then the outputs by KV head.
 	fnDecScores, fnDecOut pool.Task
 	decScores             []float32
-	// tokScores is, per worker, every query head's scores of one token
-	// of a prompt (attendToken). Both are nil where they would not fit
-	// headScoresMax.
-	tokScores [][]float32
-	fnStage   pool.Task
-	fnDelta   pool.Task
+	fnStage               pool.Task
+	fnDelta               pool.Task
 
 	// embed is Embed's pooling state (embed.go), nil until the first Embed.
 	embed *embedState
