@@ -114,13 +114,14 @@ type Session struct {
 	nJobs    int
 	fnMat    pool.Task
 	fnAttn   pool.Task
+	fnStage  pool.Task
+	fnDelta  pool.Task
+
 	// A decode step's attention in two passes (attn_decode.go): every
 	// query head's scores (decScores; nil where it would not fit
 	// headScoresMax), then the outputs by KV head.
 	fnDecScores, fnDecOut pool.Task
 	decScores             []float32
-	fnStage               pool.Task
-	fnDelta               pool.Task
 
 	// embed is Embed's pooling state (embed.go), nil until the first Embed.
 	embed *embedState
