@@ -61,7 +61,7 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 				s.setJobs(L, ph.proj)
 				err = s.pool.Run(s.fnMat)
 			case phAttend:
-				err = s.pool.Run(s.fnAttn)
+				err = s.runAttend()
 			case phMoE:
 				err = s.runMoE(L)
 			case phDeltaNet:
@@ -615,9 +615,26 @@ func (s *Session) attendGroup(t, g, worker int) {
 	// attention).
 	q := s.q[t*qDim+h0*hd : t*qDim+(h0+G)*hd]
 	s.kern.RoundF16(q, q)
-	K, V := kc.k16[s.kvl], kc.v16[s.kvl]
 	sc := s.scores[worker][:G*n]
-	s.kern.AttnDotF16RowsMulti(q, G, hd, hd, K[first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
+	s.kern.AttnDotF16RowsMulti(q, G, hd, hd, kc.k16[s.kvl][first*kvDim+g*hd:], kvDim, pos-first+1, sc[first-base:], n)
+	s.groupOutput(t, g, first, pos, sc)
+}
+
+// groupOutput finishes attendGroup for the query heads of KV head g of
+// token t from their scores sc (one row of pos-base+1 per head, base =
+// first rounded down to a multiple of 16, the scores from first-base on):
+// the softmax, the weights rounded to f16, and their products with the
+// values. sc is overwritten.
+func (s *Session) groupOutput(t, g, first, pos int, sc []float32) {
+	c := s.lc
+	hd := c.HeadDim
+	G := c.Heads / c.KVHeads
+	qDim := c.Heads * hd
+	h0 := g * G
+	kc := s.kvOf(t)
+	base := first &^ 15
+	n := pos - base + 1
+	sc = sc[:G*n]
 	for j := 0; j < G; j++ {
 		row := sc[j*n : (j+1)*n]
 		if c.AttnSoftcap != 0 {
@@ -630,7 +647,7 @@ func (s *Session) attendGroup(t, g, worker int) {
 		s.headSoftmax(row, h0+j)
 	}
 	s.kern.RoundF16(sc, sc) // the softmax weights in f16, as ggml
-	s.kern.AttnDotF16RowsMulti(sc, G, n, n, V[kc.vAt(g*hd)+base:], kc.cap, hd, s.att[t*qDim+h0*hd:t*qDim+(h0+G)*hd], hd)
+	s.kern.AttnDotF16RowsMulti(sc, G, n, n, kc.v16[s.kvl][kc.vAt(g*hd)+base:], kc.cap, hd, s.att[t*qDim+h0*hd:t*qDim+(h0+G)*hd], hd)
 }
 
 // headSoftmax is the softmax of head h's scores, with the head's sink

@@ -117,6 +117,12 @@ type Session struct {
 	fnStage  pool.Task
 	fnDelta  pool.Task
 
+	// A decode step's attention in two passes (attn_decode.go): every
+	// query head's scores (decScores; nil where it would not fit
+	// headScoresMax), then the outputs by KV head.
+	fnDecScores, fnDecOut pool.Task
+	decScores             []float32
+
 	// embed is Embed's pooling state (embed.go), nil until the first Embed.
 	embed *embedState
 	// packed: the batch holds several texts of an encoder (EmbedBatch);
@@ -371,6 +377,10 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	s.fnMat = s.runMatrices
 	s.fnDelta = s.runDeltaNet
 	s.fnAttn = s.runAttention
+	s.fnDecScores, s.fnDecOut = s.decodeScores, s.decodeOutputs
+	if kind == kvF16 {
+		s.fitHeadScores()
+	}
 	s.fnStage = s.runStage
 	return nil
 }
@@ -532,6 +542,9 @@ func (s *Session) fitScratch() {
 		for i := range s.scores {
 			s.scores[i], s.w16[i] = s.attnScratch()
 		}
+	}
+	if s.decScores != nil {
+		s.fitHeadScores()
 	}
 	if cap(s.hist) < s.cache.cap {
 		h := make([]int32, len(s.hist), s.cache.cap)

@@ -57,3 +57,23 @@ func (s *Set) roundF16Vec(dst, src []float32) int {
 	roundF16AVX512(&dst[0], &src[0], n)
 	return n
 }
+
+// attnHeadsVec runs AttnScoresF16Heads's whole groups of 4 keys for groups
+// of exactly 4 query heads (the common shape) with direct calls of the
+// 4-query kernel, and returns how many keys it did (0: the caller's loop
+// does them). The caller has checked the bounds.
+func (s *Set) attnHeadsVec(q []float32, kvHeads, G, hd int, keys []uint16, stride, m int, y []float32, yStride int) int {
+	m4 := m &^ 3
+	if !s.wide() || G != 4 || m4 == 0 {
+		return 0
+	}
+	qp, kp, yp := unsafe.SliceData(q), unsafe.SliceData(keys), unsafe.SliceData(y)
+	for i := 0; i < m4; i += 4 {
+		for g := range kvHeads {
+			attnMulti4AVX512((*float32)(unsafe.Add(unsafe.Pointer(qp), 4*g*4*hd)), hd, hd,
+				(*uint16)(unsafe.Add(unsafe.Pointer(kp), 2*(i*stride+g*hd))), stride, 4,
+				(*float32)(unsafe.Add(unsafe.Pointer(yp), 4*(g*4*yStride+i))), yStride)
+		}
+	}
+	return m4
+}

@@ -158,3 +158,38 @@ func benchAttnMulti(b *testing.B, n, m, nx, stride int) {
 		}
 	})
 }
+
+// TestAttnScoresF16Heads checks AttnScoresF16Heads against
+// AttnDotF16RowsMulti run KV head by KV head, bit for bit, on every kernel
+// set, for group sizes around the kernel's 4 queries, head sizes around its
+// 16 lanes and key counts around its 4 rows.
+func TestAttnScoresF16Heads(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, ks := range testSets(t) {
+		for _, shape := range [][3]int{{8, 4, 64}, {2, 1, 16}, {3, 5, 40}, {1, 8, 128}, {4, 3, 7}, {2, 4, 20}} {
+			kvh, G, hd := shape[0], shape[1], shape[2]
+			for _, m := range []int{1, 3, 4, 9, 33} {
+				stride := kvh*hd + 3
+				keys := make([]uint16, (m-1)*stride+kvh*hd)
+				for i := range keys {
+					keys[i] = F32ToF16(float32(r.NormFloat64()))
+				}
+				q := make([]float32, kvh*G*hd)
+				for i := range q {
+					q[i] = F16ToF32(F32ToF16(float32(r.NormFloat64())))
+				}
+				yStride := m + 2
+				got := make([]float32, kvh*G*yStride)
+				want := make([]float32, len(got))
+				ks.AttnScoresF16Heads(q, kvh, G, hd, keys, stride, m, got, yStride)
+				for g := range kvh {
+					ks.AttnDotF16RowsMulti(q[g*G*hd:], G, hd, hd, keys[g*hd:], stride, m, want[g*G*yStride:], yStride)
+				}
+				require.Equal(t, want, got, "%s kvh=%d G=%d hd=%d m=%d", ks.Name(), kvh, G, hd, m)
+			}
+		}
+		require.Panics(t, func() {
+			ks.AttnScoresF16Heads(make([]float32, 8), 2, 1, 4, make([]uint16, 7), 8, 1, make([]float32, 2), 1)
+		})
+	}
+}
