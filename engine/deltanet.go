@@ -131,30 +131,38 @@ func (s *Session) shiftConvState(il int) {
 
 // runDeltaNet is the pool task of the recurrence of layer s.il: thread i
 // takes its share of the value heads, each over the batch's tokens in
-// order.
+// order. The reference numerics modes step token by token in ggml's
+// order (deltaNetHead); the default one steps with the fused kernel
+// (deltaNetHeadSteps) and evaluates a batch of at least deltaChunkMin
+// tokens in chunks (deltaNetHeadChunked).
 func (s *Session) runDeltaNet(i, n int) {
 	sp := &s.c.SSM
 	lo, hi := pool.Split(sp.VHeads, i, n, 1)
 	for h := lo; h < hi; h++ {
-		s.deltaNetHead(h)
+		switch {
+		case s.dn == nil:
+			s.deltaNetHead(h)
+		case s.dn.chunk > 0 && s.nTok >= deltaChunkMin:
+			s.deltaNetHeadChunked(h, &s.dn.work[i])
+		default:
+			s.deltaNetHeadSteps(h)
+		}
 	}
 }
 
 // deltaNetHead advances value head h's state over the batch and writes
-// its gated, normed output for every token. The state is stored
-// transposed (row j is column j of S), so each step is, per row, one dot
-// product with the key, one update along the key and one dot product with
-// the query.
+// its gated, normed output for every token, in ggml's order. The state is
+// stored transposed (row j is column j of S), so each step is, per row,
+// one dot product with the key, one update along the key and one dot
+// product with the query.
 func (s *Session) deltaNetHead(h int) {
 	c := s.c
 	sp := &c.SSM
 	il := s.il
-	L := &s.m.layers[il]
 	S := sp.State
 	kh := h % sp.KHeads
 	M := s.rec.ssmState(il)[h*S*S : (h+1)*S*S]
 	scale := 1 / float32(math.Sqrt(float64(S)))
-	norm := L.vecs[arch.SSMNorm]
 	for t := 0; t < s.nTok; t++ {
 		cv := s.tok(arch.CV, t)
 		q := cv[kh*S : (kh+1)*S]
@@ -169,10 +177,38 @@ func (s *Session) deltaNetHead(h int) {
 			s.kern.Axpy(row, d, k)
 			out[j] = s.kern.Dot(row, q) * scale
 		}
-		s.ops.RMSNorm(out, out, norm, c.Eps)
-		z := s.tok(arch.Z, t)[h*S : (h+1)*S]
-		for j, zv := range z {
-			out[j] *= zv / (1 + expf(-zv))
-		}
+		s.deltaNetGate(h, t, out)
+	}
+}
+
+// deltaNetGate RMS-norms value head h's output for token t (out) and
+// multiplies it by silu(z).
+func (s *Session) deltaNetGate(h, t int, out []float32) {
+	S := s.c.SSM.State
+	s.ops.RMSNorm(out, out, s.m.layers[s.il].vecs[arch.SSMNorm], s.c.Eps)
+	z := s.tok(arch.Z, t)[h*S : (h+1)*S]
+	for j, zv := range z {
+		out[j] *= zv / (1 + expf(-zv))
+	}
+}
+
+// deltaNetHeadSteps is deltaNetHead on the fused kernel
+// (kernels.Set.DeltaStep): one pass over the state per token instead of
+// four, the same values up to float32 rounding.
+func (s *Session) deltaNetHeadSteps(h int) {
+	sp := &s.c.SSM
+	S := sp.State
+	kh := h % sp.KHeads
+	M := s.rec.ssmState(s.il)[h*S*S : (h+1)*S*S]
+	scale := 1 / float32(math.Sqrt(float64(S)))
+	for t := 0; t < s.nTok; t++ {
+		cv := s.tok(arch.CV, t)
+		q := cv[kh*S : (kh+1)*S]
+		k := cv[(sp.KHeads+kh)*S : (sp.KHeads+kh+1)*S]
+		v := cv[(2*sp.KHeads+h)*S : (2*sp.KHeads+h+1)*S]
+		out := s.tok(arch.DN, t)[h*S : (h+1)*S]
+		s.kern.DeltaStep(M, k, q, v, out, expf(s.tok(arch.AL, t)[h]), s.tok(arch.BT, t)[h])
+		s.kern.Scale(out, scale)
+		s.deltaNetGate(h, t, out)
 	}
 }

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/moonlm/moonlm/engine/arch"
+)
+
+// The chunked form of the gated delta rule, for prefill in the default
+// numerics. Within a chunk of c tokens with log-decays l_i (AL) and their
+// running sums G_i from the chunk's start, the state before the chunk S0
+// and the decayed write strengths, every token's update u_i (the row
+// added along k_i) and output follow from S0 and the chunk's own keys,
+// queries and values:
+//
+//	u_i = beta_i (v_i - e^G_i S0^T k_i - sum_{l<i} e^(G_i-G_l) (k_i.k_l) u_l)
+//	o_i = scale (e^G_i S0^T q_i + sum_{l<=i} e^(G_i-G_l) (q_i.k_l) u_l)
+//	S   = e^G_c S0 + sum_l e^(G_c-G_l) k_l u_l^T
+//
+// The first is a unit lower-triangular system in the u_i, solved by
+// forward substitution. Every product is a row of dot products of one
+// vector against many (kernels.Set.AttnDotF32Rows): the state's rows
+// against each key and query, the chunk's keys against each key and
+// query, the updates so far against a row of the triangular matrices, and
+// the decayed keys against each row of the updates for the new state.
+// The decays only enter as e^(G_i-G_l) with l <= i, at most 1, so long
+// chunks of strong decay underflow to zero rather than overflow. Each
+// token reads the state twice per chunk instead of once per token.
+
+// deltaChunk is the chunk length of the default numerics; deltaChunkMin
+// the shortest batch evaluated in chunks (below it the per-token kernel
+// is as fast).
+const (
+	deltaChunk    = 64
+	deltaChunkMin = 4
+)
+
+// deltaNetScratch is the chunked recurrence's state: the chunk length
+// (0: always token by token, for tests) and one work area per worker.
+type deltaNetScratch struct {
+	chunk int
+	work  []deltaWork
+}
+
+// deltaWork is one worker's scratch for one value head's chunk of c
+// tokens (at most chunk) of a state of S x S; cp is chunk rounded up to
+// 16, the row length of the triangular matrices and the transposed ones.
+type deltaWork struct {
+	g      []float32 // [chunk] running sums of the log-decays
+	qs, u  []float32 // [chunk][S] e^-G S0^T q_i (then unused), the updates u_i
+	ut, kt []float32 // [S][cp] the updates transposed, the decayed keys transposed
+	a, p   []float32 // [chunk][cp] decayed k_i.k_l (l < i) and q_i.k_l (l <= i)
+	y      []float32 // [S] scratch row
+}
+
+// newDeltaNetScratch sizes the chunked recurrence's scratch for workers
+// workers and a state of S x S.
+func newDeltaNetScratch(workers, S, chunk int) *deltaNetScratch {
+	d := &deltaNetScratch{chunk: chunk, work: make([]deltaWork, workers)}
+	cp := (chunk + 15) &^ 15
+	for i := range d.work {
+		d.work[i] = deltaWork{
+			g:  make([]float32, chunk),
+			qs: make([]float32, chunk*S), u: make([]float32, chunk*S),
+			ut: make([]float32, S*cp), kt: make([]float32, S*cp),
+			a: make([]float32, chunk*cp), p: make([]float32, chunk*cp),
+			y: make([]float32, S),
+		}
+	}
+	return d
+}
+
+// deltaNetHeadChunked advances value head h's state over the batch in
+// chunks of s.dn.chunk tokens and writes its gated, normed outputs.
+func (s *Session) deltaNetHeadChunked(h int, w *deltaWork) {
+	for t0 := 0; t0 < s.nTok; t0 += s.dn.chunk {
+		s.deltaNetChunk(h, t0, min(s.dn.chunk, s.nTok-t0), w)
+	}
+}
+
+// deltaNetChunk is one chunk: tokens t0 to t0+c-1 of value head h.
+func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
+	sp := &s.c.SSM
+	S := sp.State
+	kh := h % sp.KHeads
+	M := s.rec.ssmState(s.il)[h*S*S : (h+1)*S*S]
+	scale := 1 / float32(math.Sqrt(float64(S)))
+	cp := (s.dn.chunk + 15) &^ 15
+	kern := s.kern
+
+	// The chunk's keys as rows of the CV buffer: key l at keys[l*cw:].
+	cw := s.pl.width[arch.CV]
+	cvAll := s.bufs[arch.CV]
+	kOff, qOff, vOff := (sp.KHeads+kh)*S, kh*S, (2*sp.KHeads+h)*S
+	keys := cvAll[t0*cw+kOff:]
+
+	var G float32
+	for i := range c {
+		G += s.tok(arch.AL, t0+i)[h]
+		w.g[i] = G
+	}
+	clear(w.ut)
+	for i := range c {
+		cv := s.tok(arch.CV, t0+i)
+		q, k, v := cv[qOff:qOff+S], cv[kOff:kOff+S], cv[vOff:vOff+S]
+		beta := s.tok(arch.BT, t0+i)[h]
+		eg := expf(w.g[i])
+		// S0^T k_i and S0^T q_i: the state's rows against the key, the query.
+		kern.AttnDotF32Rows(k, M, S, w.y)
+		u := w.u[i*S : (i+1)*S]
+		for j, y := range w.y {
+			u[j] = beta * (v[j] - eg*y)
+		}
+		kern.AttnDotF32Rows(q, M, S, w.qs[i*S:(i+1)*S])
+		// The decayed products with the chunk's earlier keys; zeros past
+		// them, so that rounding the length up to 16 adds nothing.
+		a, p := w.a[i*cp:(i+1)*cp], w.p[i*cp:(i+1)*cp]
+		if i > 0 {
+			kern.AttnDotF32Rows(k, keys, cw, a[:i])
+		}
+		kern.AttnDotF32Rows(q, keys, cw, p[:i+1])
+		for l := range i {
+			d := expf(w.g[i] - w.g[l])
+			a[l] *= d
+			p[l] *= d
+		}
+		clear(a[i:])
+		clear(p[i+1:])
+	}
+	for i := range c {
+		u := w.u[i*S : (i+1)*S]
+		a, p := w.a[i*cp:(i+1)*cp], w.p[i*cp:(i+1)*cp]
+		beta := s.tok(arch.BT, t0+i)[h]
+		// Forward substitution: u_i -= beta_i sum_{l<i} a_il u_l (the
+		// transposed updates hold zeros from column i on).
+		if i > 0 {
+			kern.AttnDotF32Rows(a[:(i+15)&^15], w.ut, cp, w.y)
+			for j, y := range w.y {
+				u[j] -= beta * y
+			}
+		}
+		for j, x := range u {
+			w.ut[j*cp+i] = x
+		}
+		// o_i = scale (e^G_i S0^T q_i + sum_{l<=i} p_il u_l).
+		out := s.tok(arch.DN, t0+i)[h*S : (h+1)*S]
+		kern.AttnDotF32Rows(p[:(i+16)&^15], w.ut, cp, out)
+		eg := expf(w.g[i])
+		for j, x := range w.qs[i*S : (i+1)*S] {
+			out[j] = scale * (eg*x + out[j])
+		}
+		s.deltaNetGate(h, t0+i, out)
+	}
+	// S = e^G_c S0 + sum_l e^(G_c-G_l) k_l u_l^T, row j (column j of S)
+	// being the decayed keys transposed against row j of the updates.
+	gc := w.g[c-1]
+	clear(w.kt)
+	for l := range c {
+		d := expf(gc - w.g[l])
+		k := keys[l*cw : l*cw+S]
+		for r, x := range k {
+			w.kt[r*cp+l] = d * x
+		}
+	}
+	n := (c + 15) &^ 15
+	eg := expf(gc)
+	for j := range S {
+		kern.AttnDotF32Rows(w.ut[j*cp:j*cp+n], w.kt, cp, w.y)
+		row := M[j*S : (j+1)*S]
+		for r, y := range w.y {
+			row[r] = eg*row[r] + y
+		}
+	}
+}
