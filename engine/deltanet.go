@@ -61,22 +61,28 @@ func (s *Session) deltaNetToken(L *layer, il, t int) {
 	state := s.rec.convState(il)
 	mx := s.bufs[arch.MX]
 	out := s.tok(arch.CV, t)
-	for c := range ch {
-		wc := w[c*K : (c+1)*K]
-		var sum float32
-		for i, wi := range wc {
-			j := t - (K - 1) + i // the input's batch token
-			var x float32
-			if j < 0 {
-				x = state[c*(K-1)+K-1+j]
-			} else {
-				x = mx[j*ch+c]
+	// Tap i reads batch token t-(K-1)+i, or the state's inputs for a
+	// token before the batch. The taps are summed in order from zero for
+	// every channel, one tap over all channels at a time.
+	clear(out)
+	for i := range K {
+		j := t - (K - 1) + i
+		if j < 0 {
+			for c := range out {
+				out[c] += state[c*(K-1)+K-1+j] * w[c*K+i]
 			}
-			sum += x * wi
+			continue
 		}
-		out[c] = sum
+		x := mx[j*ch : (j+1)*ch]
+		for c := range out {
+			out[c] += x[c] * w[c*K+i]
+		}
 	}
-	kernels.SiLU(out, out)
+	if s.dn != nil {
+		s.kern.FastSwiGLU(out, out, s.dn.ones[:ch])
+	} else {
+		kernels.SiLU(out, out)
+	}
 	S := sp.State
 	for h := 0; h < 2*sp.KHeads; h++ {
 		l2Norm(out[h*S:(h+1)*S], s.c.Eps)
@@ -182,11 +188,15 @@ func (s *Session) deltaNetHead(h int) {
 }
 
 // deltaNetGate RMS-norms value head h's output for token t (out) and
-// multiplies it by silu(z).
+// multiplies it by silu(z) (the vector kernel in the default numerics).
 func (s *Session) deltaNetGate(h, t int, out []float32) {
 	S := s.c.SSM.State
 	s.ops.RMSNorm(out, out, s.m.layers[s.il].vecs[arch.SSMNorm], s.c.Eps)
 	z := s.tok(arch.Z, t)[h*S : (h+1)*S]
+	if s.dn != nil {
+		s.kern.FastSwiGLU(out, z, out)
+		return
+	}
 	for j, zv := range z {
 		out[j] *= zv / (1 + expf(-zv))
 	}

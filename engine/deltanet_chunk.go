@@ -23,8 +23,9 @@ import (
 // against each key and query, the chunk's keys against each key and
 // query, the updates so far against a row of the triangular matrices, and
 // the decayed keys against each row of the updates for the new state.
-// The decays only enter as e^(G_i-G_l) with l <= i, at most 1, so long
-// chunks of strong decay underflow to zero rather than overflow. Each
+// The decays only enter as e^(G_i-G_l) with l <= i, at most 1 (the
+// product of the decays of tokens l+1 to i), so long chunks of strong
+// decay underflow to zero rather than overflow. Each
 // token reads the state twice per chunk instead of once per token.
 
 // deltaChunk is the chunk length of the default numerics; deltaChunkMin
@@ -40,6 +41,7 @@ const (
 type deltaNetScratch struct {
 	chunk int
 	work  []deltaWork
+	ones  []float32 // [ConvDim] ones: silu(x) as FastSwiGLU(x, x, ones)
 }
 
 // deltaWork is one worker's scratch for one value head's chunk of c
@@ -47,6 +49,7 @@ type deltaNetScratch struct {
 // 16, the row length of the triangular matrices and the transposed ones.
 type deltaWork struct {
 	g      []float32 // [chunk] running sums of the log-decays
+	dec    []float32 // [chunk] the per-token decays e^l_i
 	qs, u  []float32 // [chunk][S] e^-G S0^T q_i (then unused), the updates u_i
 	ut, kt []float32 // [S][cp] the updates transposed, the decayed keys transposed
 	a, p   []float32 // [chunk][cp] decayed k_i.k_l (l < i) and q_i.k_l (l <= i)
@@ -55,12 +58,15 @@ type deltaWork struct {
 
 // newDeltaNetScratch sizes the chunked recurrence's scratch for workers
 // workers and a state of S x S.
-func newDeltaNetScratch(workers, S, chunk int) *deltaNetScratch {
-	d := &deltaNetScratch{chunk: chunk, work: make([]deltaWork, workers)}
+func newDeltaNetScratch(workers, S, convDim, chunk int) *deltaNetScratch {
+	d := &deltaNetScratch{chunk: chunk, work: make([]deltaWork, workers), ones: make([]float32, convDim)}
+	for i := range d.ones {
+		d.ones[i] = 1
+	}
 	cp := (chunk + 15) &^ 15
 	for i := range d.work {
 		d.work[i] = deltaWork{
-			g:  make([]float32, chunk),
+			g: make([]float32, chunk), dec: make([]float32, chunk),
 			qs: make([]float32, chunk*S), u: make([]float32, chunk*S),
 			ut: make([]float32, S*cp), kt: make([]float32, S*cp),
 			a: make([]float32, chunk*cp), p: make([]float32, chunk*cp),
@@ -96,8 +102,10 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 
 	var G float32
 	for i := range c {
-		G += s.tok(arch.AL, t0+i)[h]
+		l := s.tok(arch.AL, t0+i)[h]
+		G += l
 		w.g[i] = G
+		w.dec[i] = expf(l)
 	}
 	clear(w.ut)
 	for i := range c {
@@ -119,8 +127,10 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 			kern.AttnDotF32Rows(k, keys, cw, a[:i])
 		}
 		kern.AttnDotF32Rows(q, keys, cw, p[:i+1])
-		for l := range i {
-			d := expf(w.g[i] - w.g[l])
+		// e^(G_i-G_l) as the product of the decays of tokens l+1 to i.
+		d := float32(1)
+		for l := i - 1; l >= 0; l-- {
+			d *= w.dec[l+1]
 			a[l] *= d
 			p[l] *= d
 		}
@@ -153,17 +163,19 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 	}
 	// S = e^G_c S0 + sum_l e^(G_c-G_l) k_l u_l^T, row j (column j of S)
 	// being the decayed keys transposed against row j of the updates.
-	gc := w.g[c-1]
 	clear(w.kt)
-	for l := range c {
-		d := expf(gc - w.g[l])
+	d := float32(1)
+	for l := c - 1; l >= 0; l-- {
+		if l < c-1 {
+			d *= w.dec[l+1]
+		}
 		k := keys[l*cw : l*cw+S]
 		for r, x := range k {
 			w.kt[r*cp+l] = d * x
 		}
 	}
 	n := (c + 15) &^ 15
-	eg := expf(gc)
+	eg := expf(w.g[c-1])
 	for j := range S {
 		kern.AttnDotF32Rows(w.ut[j*cp:j*cp+n], w.kt, cp, w.y)
 		row := M[j*S : (j+1)*S]

@@ -373,7 +373,7 @@ func (s *Session) alloc(kind kvKind) (err error) {
 		return err
 	}
 	if s.rec != nil && !m.numerics.Reference() {
-		s.dn = newDeltaNetScratch(s.workers, c.SSM.State, deltaChunk)
+		s.dn = newDeltaNetScratch(s.workers, c.SSM.State, c.SSM.ConvDim(), deltaChunk)
 	}
 	s.fnMat = s.runMatrices
 	s.fnDelta = s.runDeltaNet
