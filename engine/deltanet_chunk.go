@@ -18,11 +18,11 @@ import (
 //	S   = e^G_c S0 + sum_l e^(G_c-G_l) k_l u_l^T
 //
 // The first is a unit lower-triangular system in the u_i, solved by
-// forward substitution. Every product is a row of dot products of one
-// vector against many (kernels.Set.AttnDotF32Rows): the state's rows
-// against each key and query, the chunk's keys against each key and
-// query, the updates so far against a row of the triangular matrices, and
-// the decayed keys against each row of the updates for the new state.
+// forward substitution (one row of dot products per token). The rest are
+// small matrix products (kernels.Set.DotsF32): the chunk's keys and
+// queries against the state's rows and against the chunk's keys, the
+// decayed query-key products against the updates for the outputs, and
+// the updates against the decayed keys for the new state.
 // The decays only enter as e^(G_i-G_l) with l <= i, at most 1 (the
 // product of the decays of tokens l+1 to i), so long chunks of strong
 // decay underflow to zero rather than overflow. Each
@@ -50,9 +50,10 @@ type deltaNetScratch struct {
 type deltaWork struct {
 	g      []float32 // [chunk] running sums of the log-decays
 	dec    []float32 // [chunk] the per-token decays e^l_i
-	qs, u  []float32 // [chunk][S] e^-G S0^T q_i (then unused), the updates u_i
+	qs, u  []float32 // [chunk][S] S0^T q_i, the updates u_i
 	ut, kt []float32 // [S][cp] the updates transposed, the decayed keys transposed
 	a, p   []float32 // [chunk][cp] decayed k_i.k_l (l < i) and q_i.k_l (l <= i)
+	upd    []float32 // [S][S] the chunk's addition to the state
 	y      []float32 // [S] scratch row
 }
 
@@ -70,7 +71,7 @@ func newDeltaNetScratch(workers, S, convDim, chunk int) *deltaNetScratch {
 			qs: make([]float32, chunk*S), u: make([]float32, chunk*S),
 			ut: make([]float32, S*cp), kt: make([]float32, S*cp),
 			a: make([]float32, chunk*cp), p: make([]float32, chunk*cp),
-			y: make([]float32, S),
+			upd: make([]float32, S*S), y: make([]float32, S),
 		}
 	}
 	return d
@@ -92,13 +93,15 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 	M := s.rec.ssmState(s.il)[h*S*S : (h+1)*S*S]
 	scale := 1 / float32(math.Sqrt(float64(S)))
 	cp := (s.dn.chunk + 15) &^ 15
+	n := (c + 15) &^ 15 // the chunk's products rounded up to whole vectors
 	kern := s.kern
 
-	// The chunk's keys as rows of the CV buffer: key l at keys[l*cw:].
+	// The chunk's keys and queries as rows of the CV buffer: key l at
+	// keys[l*cw:], query l at queries[l*cw:].
 	cw := s.pl.width[arch.CV]
-	cvAll := s.bufs[arch.CV]
 	kOff, qOff, vOff := (sp.KHeads+kh)*S, kh*S, (2*sp.KHeads+h)*S
-	keys := cvAll[t0*cw+kOff:]
+	keys := s.bufs[arch.CV][t0*cw+kOff:]
+	queries := s.bufs[arch.CV][t0*cw+qOff:]
 
 	var G float32
 	for i := range c {
@@ -107,27 +110,24 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 		w.g[i] = G
 		w.dec[i] = expf(l)
 	}
-	clear(w.ut)
+	// S0^T k_i (into u) and S0^T q_i: the state's rows against every key
+	// and query; then every query and key against the chunk's keys.
+	kern.DotsF32(keys, c, cw, S, M, S, S, w.u, S)
+	kern.DotsF32(queries, c, cw, S, M, S, S, w.qs, S)
+	kern.DotsF32(keys, c, cw, S, keys, cw, c, w.a, cp)
+	kern.DotsF32(queries, c, cw, S, keys, cw, c, w.p, cp)
 	for i := range c {
-		cv := s.tok(arch.CV, t0+i)
-		q, k, v := cv[qOff:qOff+S], cv[kOff:kOff+S], cv[vOff:vOff+S]
+		v := s.tok(arch.CV, t0+i)[vOff : vOff+S]
 		beta := s.tok(arch.BT, t0+i)[h]
 		eg := expf(w.g[i])
-		// S0^T k_i and S0^T q_i: the state's rows against the key, the query.
-		kern.AttnDotF32Rows(k, M, S, w.y)
 		u := w.u[i*S : (i+1)*S]
-		for j, y := range w.y {
+		for j, y := range u {
 			u[j] = beta * (v[j] - eg*y)
 		}
-		kern.AttnDotF32Rows(q, M, S, w.qs[i*S:(i+1)*S])
-		// The decayed products with the chunk's earlier keys; zeros past
-		// them, so that rounding the length up to 16 adds nothing.
+		// Decay the products with earlier keys by e^(G_i-G_l), the
+		// product of the decays of tokens l+1 to i, and zero the later
+		// ones, so that rounding lengths up to 16 adds nothing.
 		a, p := w.a[i*cp:(i+1)*cp], w.p[i*cp:(i+1)*cp]
-		if i > 0 {
-			kern.AttnDotF32Rows(k, keys, cw, a[:i])
-		}
-		kern.AttnDotF32Rows(q, keys, cw, p[:i+1])
-		// e^(G_i-G_l) as the product of the decays of tokens l+1 to i.
 		d := float32(1)
 		for l := i - 1; l >= 0; l-- {
 			d *= w.dec[l+1]
@@ -137,14 +137,14 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 		clear(a[i:])
 		clear(p[i+1:])
 	}
+	// Forward substitution: u_i -= beta_i sum_{l<i} a_il u_l, the
+	// updates kept transposed (zeros from column i on).
+	clear(w.ut)
 	for i := range c {
 		u := w.u[i*S : (i+1)*S]
-		a, p := w.a[i*cp:(i+1)*cp], w.p[i*cp:(i+1)*cp]
-		beta := s.tok(arch.BT, t0+i)[h]
-		// Forward substitution: u_i -= beta_i sum_{l<i} a_il u_l (the
-		// transposed updates hold zeros from column i on).
 		if i > 0 {
-			kern.AttnDotF32Rows(a[:(i+15)&^15], w.ut, cp, w.y)
+			beta := s.tok(arch.BT, t0+i)[h]
+			kern.AttnDotF32Rows(w.a[i*cp:i*cp+(i+15)&^15], w.ut, cp, w.y)
 			for j, y := range w.y {
 				u[j] -= beta * y
 			}
@@ -152,9 +152,12 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 		for j, x := range u {
 			w.ut[j*cp+i] = x
 		}
-		// o_i = scale (e^G_i S0^T q_i + sum_{l<=i} p_il u_l).
+	}
+	// o_i = scale (e^G_i S0^T q_i + sum_{l<=i} p_il u_l) for every token.
+	dw := s.pl.width[arch.DN]
+	kern.DotsF32(w.p, c, cp, n, w.ut, cp, S, s.bufs[arch.DN][t0*dw+h*S:], dw)
+	for i := range c {
 		out := s.tok(arch.DN, t0+i)[h*S : (h+1)*S]
-		kern.AttnDotF32Rows(p[:(i+16)&^15], w.ut, cp, out)
 		eg := expf(w.g[i])
 		for j, x := range w.qs[i*S : (i+1)*S] {
 			out[j] = scale * (eg*x + out[j])
@@ -162,25 +165,20 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 		s.deltaNetGate(h, t0+i, out)
 	}
 	// S = e^G_c S0 + sum_l e^(G_c-G_l) k_l u_l^T, row j (column j of S)
-	// being the decayed keys transposed against row j of the updates.
+	// being row j of the updates against the decayed keys transposed.
 	clear(w.kt)
 	d := float32(1)
 	for l := c - 1; l >= 0; l-- {
 		if l < c-1 {
 			d *= w.dec[l+1]
 		}
-		k := keys[l*cw : l*cw+S]
-		for r, x := range k {
+		for r, x := range keys[l*cw : l*cw+S] {
 			w.kt[r*cp+l] = d * x
 		}
 	}
-	n := (c + 15) &^ 15
+	kern.DotsF32(w.ut, S, cp, n, w.kt, cp, S, w.upd, S)
 	eg := expf(w.g[c-1])
-	for j := range S {
-		kern.AttnDotF32Rows(w.ut[j*cp:j*cp+n], w.kt, cp, w.y)
-		row := M[j*S : (j+1)*S]
-		for r, y := range w.y {
-			row[r] = eg*row[r] + y
-		}
+	for i, y := range w.upd {
+		M[i] = eg*M[i] + y
 	}
 }

@@ -45,3 +45,32 @@ func deltaStepGeneric(state, k, q, v, out []float32, g, beta, kq float32) {
 		}
 	}
 }
+
+// DotsF32 sets y[g*yStride+i] to the dot product of x[g*xStride:][:n]
+// with rows[i*stride:][:n] for g < nx and i < m: a small matrix product
+// of nx vectors against m rows, each row read once for four vectors (the
+// chunked DeltaNet's products with its state, its keys and its updates).
+// Results equal AttnDotF32Rows' to float32 rounding, not bit for bit.
+func (s *Set) DotsF32(x []float32, nx, xStride, n int, rows []float32, stride, m int, y []float32, yStride int) {
+	if nx <= 0 || m <= 0 {
+		return
+	}
+	if n <= 0 || xStride < n || (nx-1)*xStride+n > len(x) || stride < n || (m-1)*stride+n > len(rows) ||
+		yStride < m || (nx-1)*yStride+m > len(y) {
+		panic("kernels: DotsF32: vectors do not fit")
+	}
+	g := 0
+	for ; g+4 <= nx; g += 4 {
+		done := s.dots4Vec(x[g*xStride:], xStride, n, rows, stride, m, y[g*yStride:], yStride)
+		if done == m {
+			continue
+		}
+		for e := range 4 {
+			xg := x[(g+e)*xStride : (g+e)*xStride+n]
+			s.AttnDotF32Rows(xg, rows[done*stride:], stride, y[(g+e)*yStride+done:(g+e)*yStride+m])
+		}
+	}
+	for ; g < nx; g++ {
+		s.AttnDotF32Rows(x[g*xStride:g*xStride+n], rows, stride, y[g*yStride:g*yStride+m])
+	}
+}

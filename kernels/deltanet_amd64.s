@@ -157,3 +157,94 @@ dsupd2:
 dsdone2:
 	VZEROUPPER
 	RET
+
+// REDUCE4 sums each of Za..Zd across its lanes into lanes 0..3 of Xa
+// (clobbers Y14 and the Y halves of Zb..Zd).
+#define REDUCE4(Za, Zb, Zc, Zd, Ya, Yb, Yc, Yd, Xa) \
+	VEXTRACTF64X4 $1, Za, Y14 \
+	VADDPS        Y14, Ya, Ya \
+	VEXTRACTF64X4 $1, Zb, Y14 \
+	VADDPS        Y14, Yb, Yb \
+	VEXTRACTF64X4 $1, Zc, Y14 \
+	VADDPS        Y14, Yc, Yc \
+	VEXTRACTF64X4 $1, Zd, Y14 \
+	VADDPS        Y14, Yd, Yd \
+	VHADDPS       Yb, Ya, Ya \
+	VHADDPS       Yd, Yc, Yc \
+	VHADDPS       Yc, Ya, Ya \
+	VEXTRACTF128  $1, Ya, X14 \
+	VADDPS        X14, Xa, Xa
+
+// func dots4AVX512(x *float32, xstride, n int, rows *float32, stride, m int, y *float32, ystride int)
+// Two rows at a time against four vectors: eight accumulators, each row
+// and vector chunk loaded once per 16 values.
+TEXT ·dots4AVX512(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), SI
+	MOVQ xstride+8(FP), R14
+	SHLQ $2, R14
+	LEAQ (SI)(R14*1), R9
+	LEAQ (R9)(R14*1), R10
+	LEAQ (R10)(R14*1), BX
+	MOVQ n+16(FP), CX
+	MOVQ rows+24(FP), DI
+	MOVQ stride+32(FP), R14
+	SHLQ $2, R14
+	LEAQ (DI)(R14*1), DX
+	MOVQ m+40(FP), R8
+	MOVQ y+48(FP), R11
+	MOVQ ystride+56(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), R13
+
+d4row:
+	CMPQ   R8, $2
+	JLT    d4done
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	XORQ   AX, AX
+
+d4k:
+	VMOVUPS     (DI)(AX*4), Z8
+	VMOVUPS     (DX)(AX*4), Z9
+	VMOVUPS     (SI)(AX*4), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(AX*4), Z11
+	VFMADD231PS Z11, Z8, Z1
+	VFMADD231PS Z11, Z9, Z5
+	VMOVUPS     (R10)(AX*4), Z12
+	VFMADD231PS Z12, Z8, Z2
+	VFMADD231PS Z12, Z9, Z6
+	VMOVUPS     (BX)(AX*4), Z13
+	VFMADD231PS Z13, Z8, Z3
+	VFMADD231PS Z13, Z9, Z7
+	ADDQ        $16, AX
+	CMPQ        AX, CX
+	JLT         d4k
+
+	REDUCE4(Z0, Z1, Z2, Z3, Y0, Y1, Y2, Y3, X0)
+	REDUCE4(Z4, Z5, Z6, Z7, Y4, Y5, Y6, Y7, X4)
+	VMOVSS     X0, (R11)
+	VEXTRACTPS $1, X0, (R11)(R12*1)
+	VEXTRACTPS $2, X0, (R11)(R12*2)
+	VEXTRACTPS $3, X0, (R11)(R13*1)
+	VMOVSS     X4, 4(R11)
+	VEXTRACTPS $1, X4, 4(R11)(R12*1)
+	VEXTRACTPS $2, X4, 4(R11)(R12*2)
+	VEXTRACTPS $3, X4, 4(R11)(R13*1)
+
+	LEAQ (DI)(R14*2), DI
+	LEAQ (DX)(R14*2), DX
+	ADDQ $8, R11
+	SUBQ $2, R8
+	JMP  d4row
+
+d4done:
+	VZEROUPPER
+	RET

@@ -129,3 +129,49 @@ func BenchmarkDeltaStep(b *testing.B) {
 		})
 	}
 }
+
+// TestDotsF32: every kernel set's DotsF32 gives each vector's dot product
+// with each row (float64 reference) for counts of vectors and rows that
+// take the four-vector, two-row kernel, its tails and neither, with
+// strides wider than the vectors; it writes nothing outside its outputs.
+func TestDotsF32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, s := range testSets(t) {
+		for _, n := range []int{16, 20, 128} {
+			for _, nx := range []int{1, 3, 4, 5, 8} {
+				for _, m := range []int{1, 2, 7, 8} {
+					xStride, stride, yStride := n+3, n+5, m+2
+					x := make([]float32, (nx-1)*xStride+n)
+					rows := make([]float32, (m-1)*stride+n)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					for i := range rows {
+						rows[i] = float32(rng.NormFloat64())
+					}
+					y := make([]float32, (nx-1)*yStride+m+1)
+					for i := range y {
+						y[i] = -7
+					}
+					s.DotsF32(x, nx, xStride, n, rows, stride, m, y, yStride)
+					for g := range nx {
+						for i := range m {
+							var want float64
+							for e := range n {
+								want += float64(x[g*xStride+e]) * float64(rows[i*stride+e])
+							}
+							require.InDelta(t, want, y[g*yStride+i], 1e-4, "%s n=%d nx=%d m=%d y[%d][%d]", s.Name(), n, nx, m, g, i)
+						}
+						if g < nx-1 {
+							for i := m; i < yStride; i++ {
+								require.Equal(t, float32(-7), y[g*yStride+i], "%s: padding written", s.Name())
+							}
+						}
+					}
+					require.Equal(t, float32(-7), y[len(y)-1], "%s: past the end written", s.Name())
+				}
+			}
+		}
+	}
+	require.Panics(t, func() { genericSet.DotsF32(make([]float32, 8), 2, 4, 4, make([]float32, 8), 4, 2, make([]float32, 3), 2) })
+}
