@@ -22,11 +22,12 @@ import (
 // small matrix products (kernels.Set.DotsF32): the chunk's keys and
 // queries against the state's rows and against the chunk's keys, the
 // decayed query-key products against the updates for the outputs, and
-// the updates against the decayed keys for the new state.
-// The decays only enter as e^(G_i-G_l) with l <= i, at most 1 (the
-// product of the decays of tokens l+1 to i), so long chunks of strong
-// decay underflow to zero rather than overflow. Each
-// token reads the state twice per chunk instead of once per token.
+// the updates against the decayed keys for the new state. The decays
+// only enter as e^(G_i-G_l) with l <= i, at most 1 (the product of the
+// decays of tokens l+1 to i), so long chunks of strong decay underflow to
+// zero rather than overflow. A chunk reads the state three times (against
+// the keys, the queries, and for its update) instead of once per token,
+// and every product reads its rows once for four vectors.
 
 // deltaChunk is the chunk length of the default numerics; deltaChunkMin
 // the shortest batch evaluated in chunks (below it the per-token kernel
@@ -36,8 +37,9 @@ const (
 	deltaChunkMin = 4
 )
 
-// deltaNetScratch is the chunked recurrence's state: the chunk length
-// (0: always token by token, for tests) and one work area per worker.
+// deltaNetScratch is the default numerics' DeltaNet scratch: the chunk
+// length (0: always token by token; tests also set shorter ones than the
+// scratch was sized for) and one work area per worker.
 type deltaNetScratch struct {
 	chunk int
 	work  []deltaWork
