@@ -114,10 +114,15 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 	}
 	// S0^T k_i (into u) and S0^T q_i: the state's rows against every key
 	// and query; then every query and key against the chunk's keys.
+	// The key-key and query-key products only up to the diagonal, four
+	// tokens at a time.
 	kern.DotsF32(keys, c, cw, S, M, S, S, w.u, S)
 	kern.DotsF32(queries, c, cw, S, M, S, S, w.qs, S)
-	kern.DotsF32(keys, c, cw, S, keys, cw, c, w.a, cp)
-	kern.DotsF32(queries, c, cw, S, keys, cw, c, w.p, cp)
+	for g := 0; g < c; g += 4 {
+		nx := min(4, c-g)
+		kern.DotsF32(keys[g*cw:], nx, cw, S, keys, cw, g+nx, w.a[g*cp:], cp)
+		kern.DotsF32(queries[g*cw:], nx, cw, S, keys, cw, g+nx, w.p[g*cp:], cp)
+	}
 	for i := range c {
 		v := s.tok(arch.CV, t0+i)[vOff : vOff+S]
 		beta := s.tok(arch.BT, t0+i)[h]
@@ -156,8 +161,13 @@ func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
 		}
 	}
 	// o_i = scale (e^G_i S0^T q_i + sum_{l<=i} p_il u_l) for every token.
+	// Four tokens at a time, over the updates up to the last of them.
 	dw := s.pl.width[arch.DN]
-	kern.DotsF32(w.p, c, cp, n, w.ut, cp, S, s.bufs[arch.DN][t0*dw+h*S:], dw)
+	outs := s.bufs[arch.DN][t0*dw+h*S:]
+	for g := 0; g < c; g += 4 {
+		nx := min(4, c-g)
+		kern.DotsF32(w.p[g*cp:], nx, cp, (g+nx+15)&^15, w.ut, cp, S, outs[g*dw:], dw)
+	}
 	for i := range c {
 		out := s.tok(arch.DN, t0+i)[h*S : (h+1)*S]
 		eg := expf(w.g[i])
