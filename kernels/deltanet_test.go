@@ -173,5 +173,7 @@ func TestDotsF32(t *testing.T) {
 			}
 		}
 	}
-	require.Panics(t, func() { genericSet.DotsF32(make([]float32, 8), 2, 4, 4, make([]float32, 8), 4, 2, make([]float32, 3), 2) })
+	require.Panics(t, func() {
+		genericSet.DotsF32(make([]float32, 8), 2, 4, 4, make([]float32, 8), 4, 2, make([]float32, 3), 2)
+	})
 }
