@@ -139,8 +139,8 @@ func (s *Session) shiftConvState(il int) {
 // takes its share of the value heads, each over the batch's tokens in
 // order. The reference numerics modes step token by token in ggml's
 // order (deltaNetHead); the default one steps with the fused kernel
-// (deltaNetHeadSteps) and evaluates a batch of at least deltaChunkMin
-// tokens in chunks (deltaNetHeadChunked).
+// (deltaNetHeadSteps), or, with chunks on, evaluates a batch of at least
+// deltaChunkMin tokens in chunks (deltaNetHeadChunked).
 func (s *Session) runDeltaNet(i, n int) {
 	sp := &s.c.SSM
 	lo, hi := pool.Split(sp.VHeads, i, n, 1)

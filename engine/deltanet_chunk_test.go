@@ -19,15 +19,15 @@ func relDiff(a, b []float32) float64 {
 	return d / max(m, 1e-30)
 }
 
-// TestDeltaNetChunkedMatchesSteps: in the default numerics, a prompt
-// evaluated in chunks gives the logits of every position and the
-// recurrent state the per-token kernel gives, to 2e-5 of their largest
-// magnitude (measured: at most 4e-6), for prompts around the chunk boundaries (1, chunk-1, chunk,
-// chunk+1 and 3*chunk+5 tokens of random ids) with the default chunk and
-// a short one, and after a prompt that does not start at position 0 (a
-// state that is not zero). The F32 synthetic Qwen3.5 with an F32 KV cache
-// keeps quantized activations and f16 keys from magnifying rounding
-// differences.
+// TestDeltaNetChunkedMatchesSteps: in the default numerics with chunks
+// on, a prompt evaluated in chunks gives the logits of every position and
+// the recurrent state the per-token kernel gives, to 2e-5 of their
+// largest magnitude (measured: at most 4e-6), for prompts around the
+// chunk boundaries (1, chunk-1, chunk, chunk+1 and 3*chunk+5 tokens of
+// random ids) with the sized chunk and a short one, after a prompt that
+// does not start at position 0 (a state that is not zero). The F32
+// synthetic Qwen3.5 with an F32 KV cache keeps quantized activations and
+// f16 keys from magnifying rounding differences.
 const deltaChunkTol = 2e-5
 
 func TestDeltaNetChunkedMatchesSteps(t *testing.T) {
