@@ -60,22 +60,28 @@ func (s *Session) deltaNetToken(L *layer, il, t int) {
 	state := s.rec.convState(il)
 	mx := s.bufs[arch.MX]
 	out := s.tok(arch.CV, t)
-	for c := range ch {
-		wc := w[c*K : (c+1)*K]
-		var sum float32
-		for i, wi := range wc {
-			j := t - (K - 1) + i // the input's batch token
-			var x float32
-			if j < 0 {
-				x = state[c*(K-1)+K-1+j]
-			} else {
-				x = mx[j*ch+c]
+	// Tap i reads batch token t-(K-1)+i, or the state's inputs for a
+	// token before the batch. The taps are summed in order from zero for
+	// every channel, one tap over all channels at a time.
+	clear(out)
+	for i := range K {
+		j := t - (K - 1) + i
+		if j < 0 {
+			for c := range out {
+				out[c] += state[c*(K-1)+K-1+j] * w[c*K+i]
 			}
-			sum += x * wi
+			continue
 		}
-		out[c] = sum
+		x := mx[j*ch : (j+1)*ch]
+		for c := range out {
+			out[c] += x[c] * w[c*K+i]
+		}
 	}
-	siluRow(out)
+	if s.dn != nil {
+		s.kern.FastSwiGLU(out, out, s.dn.ones[:ch])
+	} else {
+		siluRow(out)
+	}
 	S := sp.State
 	for h := 0; h < 2*sp.KHeads; h++ {
 		l2Norm(out[h*S:(h+1)*S], s.c.Eps)
@@ -130,30 +136,38 @@ func (s *Session) shiftConvState(il int) {
 
 // runDeltaNet is the pool task of the recurrence of layer s.il: thread i
 // takes its share of the value heads, each over the batch's tokens in
-// order.
+// order. The reference numerics modes step token by token in ggml's
+// order (deltaNetHead); the default one steps with the fused kernel
+// (deltaNetHeadSteps), or, with chunks on, evaluates a batch of at least
+// deltaChunkMin tokens in chunks (deltaNetHeadChunked).
 func (s *Session) runDeltaNet(i, n int) {
 	sp := &s.c.SSM
 	lo, hi := pool.Split(sp.VHeads, i, n, 1)
 	for h := lo; h < hi; h++ {
-		s.deltaNetHead(h)
+		switch {
+		case s.dn == nil:
+			s.deltaNetHead(h)
+		case s.dn.chunk > 0 && s.nTok >= deltaChunkMin:
+			s.deltaNetHeadChunked(h, &s.dn.work[i])
+		default:
+			s.deltaNetHeadSteps(h)
+		}
 	}
 }
 
 // deltaNetHead advances value head h's state over the batch and writes
-// its gated, normed output for every token. The state is stored
-// transposed (row j is column j of S), so each step is, per row, one dot
-// product with the key, one update along the key and one dot product with
-// the query.
+// its gated, normed output for every token, in ggml's order. The state is
+// stored transposed (row j is column j of S), so each step is, per row,
+// one dot product with the key, one update along the key and one dot
+// product with the query.
 func (s *Session) deltaNetHead(h int) {
 	c := s.c
 	sp := &c.SSM
 	il := s.il
-	L := &s.m.layers[il]
 	S := sp.State
 	kh := sp.KeyHead(h)
 	M := s.rec.ssmState(il)[h*S*S : (h+1)*S*S]
 	scale := 1 / float32(math.Sqrt(float64(S)))
-	norm := L.vecs[arch.SSMNorm]
 	for t := 0; t < s.nTok; t++ {
 		cv := s.tok(arch.CV, t)
 		q := cv[kh*S : (kh+1)*S]
@@ -168,10 +182,42 @@ func (s *Session) deltaNetHead(h int) {
 			s.kern.Axpy(row, d, k)
 			out[j] = s.kern.Dot(row, q) * scale
 		}
-		s.ops.RMSNorm(out, out, norm, c.Eps)
-		z := s.tok(arch.Z, t)[h*S : (h+1)*S]
-		for j, zv := range z {
-			out[j] *= siluAt(zv, j, S)
-		}
+		s.deltaNetGate(h, t, out)
+	}
+}
+
+// deltaNetGate RMS-norms value head h's output for token t (out) and
+// multiplies it by silu(z) (the vector kernel in the default numerics).
+func (s *Session) deltaNetGate(h, t int, out []float32) {
+	S := s.c.SSM.State
+	s.ops.RMSNorm(out, out, s.m.layers[s.il].vecs[arch.SSMNorm], s.c.Eps)
+	z := s.tok(arch.Z, t)[h*S : (h+1)*S]
+	if s.dn != nil {
+		s.kern.FastSwiGLU(out, z, out)
+		return
+	}
+	for j, zv := range z {
+		out[j] *= siluAt(zv, j, S)
+	}
+}
+
+// deltaNetHeadSteps is deltaNetHead on the fused kernel
+// (kernels.Set.DeltaStep): one pass over the state per token instead of
+// four, the same values up to float32 rounding.
+func (s *Session) deltaNetHeadSteps(h int) {
+	sp := &s.c.SSM
+	S := sp.State
+	kh := sp.KeyHead(h)
+	M := s.rec.ssmState(s.il)[h*S*S : (h+1)*S*S]
+	scale := 1 / float32(math.Sqrt(float64(S)))
+	for t := 0; t < s.nTok; t++ {
+		cv := s.tok(arch.CV, t)
+		q := cv[kh*S : (kh+1)*S]
+		k := cv[(sp.KHeads+kh)*S : (sp.KHeads+kh+1)*S]
+		v := cv[(2*sp.KHeads+h)*S : (2*sp.KHeads+h+1)*S]
+		out := s.tok(arch.DN, t)[h*S : (h+1)*S]
+		s.kern.DeltaStep(M, k, q, v, out, expf(s.tok(arch.AL, t)[h]), s.tok(arch.BT, t)[h])
+		s.kern.Scale(out, scale)
+		s.deltaNetGate(h, t, out)
 	}
 }

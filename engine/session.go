@@ -138,6 +138,10 @@ type Session struct {
 	// rec is the recurrent layers' state and checkpoints, nil for a model
 	// without recurrent layers.
 	rec *recurrent
+	// dn is the default numerics' DeltaNet scratch (deltanet_chunk.go),
+	// nil without recurrent layers or in a reference numerics mode, whose
+	// recurrence runs token by token in ggml's order.
+	dn *deltaNetScratch
 
 	// gen is Generate's scratch, reused so that generating allocates
 	// nothing per token.
@@ -373,6 +377,9 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	s.pl, s.lc, s.kvl = L0.plan, L0.c, L0.kv
 	if s.rec, err = newRecurrent(c, s.params.CheckpointEvery, s.params.CheckpointBytes); err != nil {
 		return err
+	}
+	if s.rec != nil && !m.numerics.Reference() {
+		s.dn = newDeltaNetScratch(s.workers, c.SSM.State, c.SSM.ConvDim(), deltaChunk)
 	}
 	s.fnMat = s.runMatrices
 	s.fnDelta = s.runDeltaNet
