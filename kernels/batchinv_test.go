@@ -106,7 +106,7 @@ func TestTokensKernelsInvariant(t *testing.T) {
 		}
 		if ks.Name() == "avx2" {
 			// The formats whose four-token kernels the avx2 set must have.
-			for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K} {
+			for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K, gguf.F16} {
 				if ks.types[typ].tokens == nil {
 					t.Errorf("the avx2 set has no multi-token %v kernel", typ)
 				}

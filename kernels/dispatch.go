@@ -58,6 +58,7 @@ const (
 	asmMXFP4RowsAVX2
 	asmMXFP4RowsAVX512
 	asmF16Tok4AVX512
+	asmF16Tok4AVX2
 )
 
 // asmPacked names a packed layout of a SIMD level (a pure-Go layout's bytes

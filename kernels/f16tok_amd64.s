@@ -1,11 +1,11 @@
-// The four-token f16 kernel (AVX-512 VL registers, AVX2 + F16C
-// arithmetic): one weight row of halves against four tokens of halves
-// xstride bytes apart. Each step widens the row's halves once and
-// multiplies them into all four tokens' accumulators; each token keeps
-// the four 8-lane accumulators, steps, fold, horizontal sum and scalar
-// tail of dotF16RowsAVX2 (FROWS in dot_avx2_amd64.s), so its result is
-// bit-identical to the row kernel's whatever the batch. The 16 token
-// accumulators need the registers above Y15, hence AVX-512 VL.
+// The four-token f16 kernels: one weight row of halves against four
+// tokens of halves xstride bytes apart. Each step widens the row's halves
+// once and multiplies them into several tokens' accumulators; each token
+// keeps the four 8-lane accumulators, steps, fold, horizontal sum and
+// scalar tail of dotF16RowsAVX2 (FROWS in dot_avx2_amd64.s), so its result
+// is bit-identical to the row kernel's whatever the batch. Four tokens'
+// 16 accumulators need the registers above Y15 (AVX-512 VL); the AVX2
+// kernel, with 16 registers, takes the row twice, two tokens a pass.
 
 #include "textflag.h"
 #include "dot_amd64.h"
@@ -34,12 +34,13 @@
 	VCVTPH2PS   (B), T \
 	VFMADD231PS T, Y4, A0
 
-// One token's tail value (F16STEP1): the half at B times X4 into X.
-#define F16TOK1(B, X) \
+// One token's tail value (F16STEP1): the half at B, widened through T,
+// times X4 into X.
+#define F16TOK1(B, T, X) \
 	MOVWLZX     (B), DX \
-	VMOVD       DX, X8 \
-	VCVTPH2PS   X8, X8 \
-	VFMADD231SS X8, X4, X
+	VMOVD       DX, T \
+	VCVTPH2PS   T, T \
+	VFMADD231SS T, X4, X
 
 // The row kernel's fold of one token's accumulators A0..A3 (moved to
 // Y0..Y3 first, where HSUM's VEX instructions reach them) into lane 0
@@ -134,10 +135,10 @@ tail:
 	MOVWLZX   (AX), DX
 	VMOVD     DX, X4
 	VCVTPH2PS X4, X4
-	F16TOK1(BX, X12)
-	F16TOK1(SI, X13)
-	F16TOK1(DI, X14)
-	F16TOK1(R10, X15)
+	F16TOK1(BX, X8, X12)
+	F16TOK1(SI, X8, X13)
+	F16TOK1(DI, X8, X14)
+	F16TOK1(R10, X8, X15)
 	ADVANCE(2)
 	DECQ CX
 	JNZ  tail
@@ -147,5 +148,87 @@ store:
 	VMOVSS X13, 4(R11)
 	VMOVSS X14, 8(R11)
 	VMOVSS X15, 12(R11)
+	VZEROUPPER
+	RET
+
+// func dotF16Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
+// Two passes over the row, tokens 0 and 1, then 2 and 3: the pass's
+// tokens at BX and SI, their accumulators Y8-Y11 and Y12-Y15, the weights
+// Y4-Y7, their results X6 and X7; R12 the passes left.
+TEXT ·dotF16Tok4AVX2(SB), NOSPLIT, $0-40
+	MOVQ xstride+16(FP), R8
+	MOVQ y+32(FP), R11
+	MOVQ x+8(FP), BX
+	MOVQ $2, R12
+
+pass:
+	MOVQ   w+0(FP), AX
+	MOVQ   nb+24(FP), CX
+	LEAQ   (BX)(R8*1), SI
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+	CMPQ   CX, $32
+	JLT    by8
+
+by32:
+	PREFETCHT0 2048(AX)
+	F16W32
+	F16TOK32(BX, Y0, Y8, Y9, Y10, Y11)
+	F16TOK32(SI, Y1, Y12, Y13, Y14, Y15)
+	ADDQ $64, AX
+	ADDQ $64, BX
+	ADDQ $64, SI
+	SUBQ $32, CX
+	CMPQ CX, $32
+	JGE  by32
+
+by8:
+	CMPQ CX, $8
+	JLT  fold
+
+by8loop:
+	VCVTPH2PS (AX), Y4
+	F16TOK8(BX, Y0, Y8)
+	F16TOK8(SI, Y1, Y12)
+	ADDQ $16, AX
+	ADDQ $16, BX
+	ADDQ $16, SI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  by8loop
+
+fold:
+	F16FOLD(Y8, Y9, Y10, Y11, X6)
+	F16FOLD(Y12, Y13, Y14, Y15, X7)
+	TESTQ CX, CX
+	JLE   store
+
+tail:
+	MOVWLZX   (AX), DX
+	VMOVD     DX, X4
+	VCVTPH2PS X4, X4
+	F16TOK1(BX, X5, X6)
+	F16TOK1(SI, X5, X7)
+	ADDQ $2, AX
+	ADDQ $2, BX
+	ADDQ $2, SI
+	DECQ CX
+	JNZ  tail
+
+store:
+	VMOVSS X6, (R11)
+	VMOVSS X7, 4(R11)
+	// The next pass: tokens 2 and 3 (BX ran nb halves past token 0).
+	MOVQ x+8(FP), BX
+	LEAQ (BX)(R8*2), BX
+	ADDQ $8, R11
+	DECQ R12
+	JNZ  pass
 	VZEROUPPER
 	RET
