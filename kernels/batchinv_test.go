@@ -18,7 +18,7 @@ import (
 func TestBatchInvariance(t *testing.T) {
 	const maxTok = 21
 	for _, typ := range weightTypes {
-		for _, cols := range []int{256, 512, 64, 160} {
+		for _, cols := range []int{256, 512, 64, 160, 77} { // 77: f16/f32 row tails
 			if cols%typ.BlockSize() != 0 {
 				continue
 			}
@@ -101,9 +101,12 @@ func TestBatchInvariance(t *testing.T) {
 // bit the row kernel's for that token alone.
 func TestTokensKernelsInvariant(t *testing.T) {
 	for _, ks := range testSets(t) {
+		if ks.Name() == "avx512" && ks.types[gguf.F16].tokens == nil {
+			t.Errorf("the avx512 set has no multi-token f16 kernel")
+		}
 		if ks.Name() == "avx2" {
 			// The formats whose four-token kernels the avx2 set must have.
-			for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K} {
+			for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1, gguf.Q4_K, gguf.Q6_K, gguf.F16} {
 				if ks.types[typ].tokens == nil {
 					t.Errorf("the avx2 set has no multi-token %v kernel", typ)
 				}
@@ -116,7 +119,13 @@ func TestTokensKernelsInvariant(t *testing.T) {
 			}
 			one := ks.RowDot(typ)
 			bs := typ.BlockSize()
-			for _, nb := range []int{1, 2, 3, 5, 8} {
+			blocks := []int{1, 2, 3, 5, 8}
+			if bs == 1 {
+				// Values, not blocks (f16, f32): the 32- and 8-value
+				// steps and the tails of the row kernels.
+				blocks = []int{1, 7, 8, 9, 31, 32, 33, 40, 71, 100, 771}
+			}
+			for _, nb := range blocks {
 				n := nb * bs
 				for nTok := 1; nTok <= 13; nTok++ {
 					rng := rand.New(rand.NewPCG(uint64(typ)<<8|uint64(nb), uint64(nTok)))

@@ -57,6 +57,8 @@ const (
 	asmQ6_KTok4AVX2
 	asmMXFP4RowsAVX2
 	asmMXFP4RowsAVX512
+	asmF16Tok4AVX512
+	asmF16Tok4AVX2
 )
 
 // asmPacked names a packed layout of a SIMD level (a pure-Go layout's bytes

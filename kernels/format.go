@@ -45,7 +45,8 @@ var formats = [numTypes]format{
 		simd: [numISA]simdKernels{isaAVX2: {rows: asmF32RowsAVX2}}},
 	gguf.F16: {vecDot: gguf.F16, dequant: F16RowToF32, quantize: F32RowToF16, dot: dotF16Row,
 		simd: [numISA]simdKernels{
-			isaAVX2: {rows: asmF16RowsAVX2}}},
+			isaAVX2:   {rows: asmF16RowsAVX2, tok4: asmF16Tok4AVX2},
+			isaAVX512: {tok4: asmF16Tok4AVX512}}},
 	gguf.BF16: {vecDot: gguf.BF16, dequant: BF16RowToF32, quantize: F32RowToBF16, dot: dotBF16Row},
 	gguf.Q4_0: {vecDot: gguf.Q8_0, dequant: dequantQ4_0, quantize: quantizeQ4_0, dot: dotQ4_0Generic,
 		simd: [numISA]simdKernels{

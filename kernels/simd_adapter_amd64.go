@@ -68,6 +68,10 @@ func runTok4(k asmKernel, w, x *byte, xstride, nb int, y *float32) {
 		dotQ4_KTok4AVX2(w, x, xstride, nb, y)
 	case asmQ6_KTok4AVX2:
 		dotQ6_KTok4AVX2(w, x, xstride, nb, y)
+	case asmF16Tok4AVX512:
+		dotF16Tok4AVX512(w, x, xstride, nb, y)
+	case asmF16Tok4AVX2:
+		dotF16Tok4AVX2(w, x, xstride, nb, y)
 	default:
 		panic(fmt.Sprintf("kernels: %d is not a four-token kernel", k))
 	}
