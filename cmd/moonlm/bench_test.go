@@ -138,12 +138,13 @@ func TestBenchMedian(t *testing.T) {
 // experts and eleven more families came in (4.51 MB with them, after
 // dropping crypto, math/big and encoding/json from the library), 4.81 MB
 // with gemma4, the hybrid qwen35 families, gpt-oss, the Unigram tokenizer,
-// batched decode and speculative decoding; the goal of getting back under
+// batched decode and speculative decoding, then 5.0 MB with qwen3next and
+// the attention, DeltaNet, F16 and MXFP4 multi-token kernels; the goal of getting back under
 // 4 MB, then 3.6 MB, is open work on our own code's size, and this bound
 // keeps it from growing meanwhile.
-const maxLibraryBytes = 4_900_000
+const maxLibraryBytes = 5_000_000
 
-// TestLibrarySize fails if the stripped libmoonlm.so exceeds 4.9 MB (10^6 bytes). It
+// TestLibrarySize fails if the stripped libmoonlm.so exceeds 5.0 MB (10^6 bytes). It
 // measures $MOONLM_LIBRARY when that file exists (make exports it), else it
 // builds the library as the Makefile does into a temporary folder.
 func TestLibrarySize(t *testing.T) {
@@ -172,7 +173,7 @@ func TestLibrarySize(t *testing.T) {
 	st, err := os.Stat(lib)
 	require.NoError(t, err)
 	t.Logf("%s: %d bytes (%.2f MiB)", lib, st.Size(), float64(st.Size())/(1<<20))
-	assert.LessOrEqual(t, st.Size(), int64(maxLibraryBytes), "stripped library %s is over the 4.9 MB budget", lib)
+	assert.LessOrEqual(t, st.Size(), int64(maxLibraryBytes), "stripped library %s is over the 5.0 MB budget", lib)
 }
 
 // TestBenchTensorTypes checks the Q4_K_M mix against the layers llama.cpp's
