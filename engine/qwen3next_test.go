@@ -3,7 +3,6 @@ package engine
 import (
 	"crypto/sha256"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,45 +53,15 @@ var synthQwen3Next = synthSpec{
 const synthQwen3NextF32SHA256 = "5e4658750c879e8039f3d730449be8c7a9a297e1046aefef814d848b0757b5ff"
 
 // qwen3NextSynthTensors is the qwen3next tensor set of synthQwen3Next's
-// shape (the FFN as synthQwen35MoE's). The decay's scale ssm_a is drawn
-// negative and its bias small, as in qwen35SynthTensorsFFN.
+// shape: a full attention block every fourth, the DeltaNet input as the
+// fused ssm_in and ssm_ba, the FFN as synthQwen35MoE's.
 func qwen3NextSynthTensors(layers int) []synthTensor {
-	const (
-		state, kHeads, vHeads, convK = 32, 4, 8, 4
-		inner                        = vHeads * state
-		convDim                      = 2*kHeads*state + inner
-	)
-	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
-	ts := []synthTensor{{name: "token_embd.weight", shape: []int64{synthDim, 512}}}
-	for il := range layers {
-		p := fmt.Sprintf("blk.%d.", il)
-		ts = append(ts, synthTensor{name: p + "attn_norm.weight", shape: []int64{synthDim}})
-		if (il+1)%4 == 0 {
-			ts = append(ts,
-				synthTensor{name: p + "attn_q.weight", shape: []int64{synthDim, 2 * qDim}},
-				synthTensor{name: p + "attn_k.weight", shape: []int64{synthDim, kvDim}},
-				synthTensor{name: p + "attn_v.weight", shape: []int64{synthDim, kvDim}},
-				synthTensor{name: p + "attn_q_norm.weight", shape: []int64{synthHeadDim}},
-				synthTensor{name: p + "attn_k_norm.weight", shape: []int64{synthHeadDim}},
-				synthTensor{name: p + "attn_output.weight", shape: []int64{qDim, synthDim}},
-			)
-		} else {
-			ts = append(ts,
-				synthTensor{name: p + "ssm_in.weight", shape: []int64{synthDim, convDim + inner}},
-				synthTensor{name: p + "ssm_ba.weight", shape: []int64{synthDim, 2 * vHeads}},
-				synthTensor{name: p + "ssm_conv1d.weight", shape: []int64{convK, convDim}, keepF32: true},
-				synthTensor{name: p + "ssm_dt.bias", shape: []int64{vHeads}, fill: func(i int) float32 { return 0.1 * float32(i%3-1) }},
-				synthTensor{name: p + "ssm_a", shape: []int64{vHeads}, fill: func(i int) float32 {
-					return -float32(math.Exp(-1 + 0.25*float64(i)))
-				}},
-				synthTensor{name: p + "ssm_norm.weight", shape: []int64{state}},
-				synthTensor{name: p + "ssm_out.weight", shape: []int64{inner, synthDim}},
-			)
+	return qwenHybridSynthTensors(layers, 4, func(p string) []synthTensor {
+		return []synthTensor{
+			{name: p + "ssm_in.weight", shape: []int64{synthDim, synthSSMConvDim + synthSSMInner}},
+			{name: p + "ssm_ba.weight", shape: []int64{synthDim, 2 * synthSSMVHeads}},
 		}
-		ts = append(ts, synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}})
-		ts = append(ts, qwen35MoESynthFFN(p)...)
-	}
-	return append(ts, synthTensor{name: "output_norm.weight", shape: []int64{synthDim}})
+	}, qwen35MoESynthFFN)
 }
 
 // synthQwen3NextFile is the path of synthQwen3Next's F32 file, written

@@ -88,20 +88,38 @@ func qwen35SynthTensors(layers int) []synthTensor {
 	})
 }
 
+// The DeltaNet shape of the synthetic qwen35 and qwen3next files.
+const (
+	synthSSMState, synthSSMKHeads, synthSSMVHeads, synthSSMConvK = 32, 4, 8, 4
+	synthSSMInner                                                = synthSSMVHeads * synthSSMState
+	synthSSMConvDim                                              = 2*synthSSMKHeads*synthSSMState + synthSSMInner
+)
+
 // qwen35SynthTensorsFFN is the qwen35 tensor set with each block's FFN
 // tensors from ffn (given the block's name prefix).
 func qwen35SynthTensorsFFN(layers int, ffn func(p string) []synthTensor) []synthTensor {
-	const (
-		state, kHeads, vHeads, convK = 32, 4, 8, 4
-		inner                        = vHeads * state
-		convDim                      = 2*kHeads*state + inner
-	)
+	return qwenHybridSynthTensors(layers, 2, func(p string) []synthTensor {
+		return []synthTensor{
+			{name: p + "attn_qkv.weight", shape: []int64{synthDim, synthSSMConvDim}},
+			{name: p + "attn_gate.weight", shape: []int64{synthDim, synthSSMInner}},
+			{name: p + "ssm_beta.weight", shape: []int64{synthDim, synthSSMVHeads}},
+			{name: p + "ssm_alpha.weight", shape: []int64{synthDim, synthSSMVHeads}},
+		}
+	}, ffn)
+}
+
+// qwenHybridSynthTensors is a Qwen3.5-style tensor set: every attnEvery-th
+// block gated full attention, the others gated DeltaNet whose input
+// projections come from proj, and each block's FFN from ffn (both given
+// the block's name prefix). The decay's scale ssm_a is drawn negative and
+// its bias small.
+func qwenHybridSynthTensors(layers, attnEvery int, proj, ffn func(p string) []synthTensor) []synthTensor {
 	qDim, kvDim := int64(synthHeads*synthHeadDim), int64(synthKVHeads*synthHeadDim)
 	ts := []synthTensor{{name: "token_embd.weight", shape: []int64{synthDim, 512}}}
 	for il := range layers {
 		p := fmt.Sprintf("blk.%d.", il)
 		ts = append(ts, synthTensor{name: p + "attn_norm.weight", shape: []int64{synthDim}})
-		if (il+1)%2 == 0 {
+		if (il+1)%attnEvery == 0 {
 			ts = append(ts,
 				synthTensor{name: p + "attn_q.weight", shape: []int64{synthDim, 2 * qDim}},
 				synthTensor{name: p + "attn_k.weight", shape: []int64{synthDim, kvDim}},
@@ -111,18 +129,15 @@ func qwen35SynthTensorsFFN(layers int, ffn func(p string) []synthTensor) []synth
 				synthTensor{name: p + "attn_output.weight", shape: []int64{qDim, synthDim}},
 			)
 		} else {
+			ts = append(ts, proj(p)...)
 			ts = append(ts,
-				synthTensor{name: p + "attn_qkv.weight", shape: []int64{synthDim, convDim}},
-				synthTensor{name: p + "attn_gate.weight", shape: []int64{synthDim, inner}},
-				synthTensor{name: p + "ssm_beta.weight", shape: []int64{synthDim, vHeads}},
-				synthTensor{name: p + "ssm_alpha.weight", shape: []int64{synthDim, vHeads}},
-				synthTensor{name: p + "ssm_conv1d.weight", shape: []int64{convK, convDim}, keepF32: true},
-				synthTensor{name: p + "ssm_dt.bias", shape: []int64{vHeads}, fill: func(i int) float32 { return 0.1 * float32(i%3-1) }},
-				synthTensor{name: p + "ssm_a", shape: []int64{vHeads}, fill: func(i int) float32 {
+				synthTensor{name: p + "ssm_conv1d.weight", shape: []int64{synthSSMConvK, synthSSMConvDim}, keepF32: true},
+				synthTensor{name: p + "ssm_dt.bias", shape: []int64{synthSSMVHeads}, fill: func(i int) float32 { return 0.1 * float32(i%3-1) }},
+				synthTensor{name: p + "ssm_a", shape: []int64{synthSSMVHeads}, fill: func(i int) float32 {
 					return -float32(math.Exp(-1 + 0.25*float64(i)))
 				}},
-				synthTensor{name: p + "ssm_norm.weight", shape: []int64{state}},
-				synthTensor{name: p + "ssm_out.weight", shape: []int64{inner, synthDim}},
+				synthTensor{name: p + "ssm_norm.weight", shape: []int64{synthSSMState}},
+				synthTensor{name: p + "ssm_out.weight", shape: []int64{synthSSMInner, synthDim}},
 			)
 		}
 		ts = append(ts, synthTensor{name: p + "post_attention_norm.weight", shape: []int64{synthDim}})
