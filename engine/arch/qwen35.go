@@ -36,16 +36,7 @@ var qwen35 = Family{
 // qwen35Layer is the tensors of a Qwen3.5 block whose FFN has ffn.
 func qwen35Layer(ffn []Tensor) []Tensor {
 	return join(
-		[]Tensor{
-			{Role: AttnNorm, Name: "attn_norm.weight", Cols: Dim},
-			{Role: FFNNorm, Name: "post_attention_norm.weight", Cols: Dim},
-			{Role: WQ, Name: "attn_q.weight", Cols: Dim, Rows: QDim2, Only: AttnLayers},
-			{Role: WK, Name: "attn_k.weight", Cols: Dim, Rows: KVDim, Only: AttnLayers},
-			{Role: WV, Name: "attn_v.weight", Cols: Dim, Rows: KVDim, Only: AttnLayers},
-			{Role: WO, Name: "attn_output.weight", Cols: QDim, Rows: Dim, Only: AttnLayers},
-			{Role: QNorm, Name: "attn_q_norm.weight", Cols: HeadDim, Only: AttnLayers},
-			{Role: KNorm, Name: "attn_k_norm.weight", Cols: HeadDim, Only: AttnLayers},
-		},
+		gatedAttnLayer(),
 		deltaNetLayer(),
 		ffn,
 	)
@@ -55,7 +46,35 @@ func qwen35Layer(ffn []Tensor) []Tensor {
 // ffn: the gated attention or the DeltaNet, each layer as its kind, then
 // the FFN after the post-attention norm.
 func qwen35Block(ffn ...Step) []Step {
-	return slices.Concat([]Step{
+	return slices.Concat(gatedAttnSteps(), []Step{
+		Project(XN, Proj{W: SSMQKV, Out: MX}, Proj{W: SSMGate, Out: Z}, Proj{W: SSMBeta, Out: BT}, Proj{W: SSMAlpha, Out: AL}).On(RecurrentLayers),
+		DeltaNet().On(RecurrentLayers),
+		Project(DN, Proj{W: SSMOut, Out: O}).On(RecurrentLayers),
+		Residual(O),
+		Norm(FFNNorm, X, XN),
+	}, ffn, []Step{Residual(O)})
+}
+
+// gatedAttnLayer is the norms of a Qwen3.5-style block and the tensors of
+// its gated attention layers (the query projection also makes the output
+// gate).
+func gatedAttnLayer() []Tensor {
+	return []Tensor{
+		{Role: AttnNorm, Name: "attn_norm.weight", Cols: Dim},
+		{Role: FFNNorm, Name: "post_attention_norm.weight", Cols: Dim},
+		{Role: WQ, Name: "attn_q.weight", Cols: Dim, Rows: QDim2, Only: AttnLayers},
+		{Role: WK, Name: "attn_k.weight", Cols: Dim, Rows: KVDim, Only: AttnLayers},
+		{Role: WV, Name: "attn_v.weight", Cols: Dim, Rows: KVDim, Only: AttnLayers},
+		{Role: WO, Name: "attn_output.weight", Cols: QDim, Rows: Dim, Only: AttnLayers},
+		{Role: QNorm, Name: "attn_q_norm.weight", Cols: HeadDim, Only: AttnLayers},
+		{Role: KNorm, Name: "attn_k_norm.weight", Cols: HeadDim, Only: AttnLayers},
+	}
+}
+
+// gatedAttnSteps is the start of a Qwen3.5-style block: the attention norm
+// and, on the attention layers, the gated attention into O.
+func gatedAttnSteps() []Step {
+	return []Step{
 		Norm(AttnNorm, X, XN),
 		Project(XN, Proj{W: WQ, Out: QG}, Proj{W: WK, Out: K}, Proj{W: WV, Out: V}).On(AttnLayers),
 		SplitGate().On(AttnLayers),
@@ -65,12 +84,7 @@ func qwen35Block(ffn ...Step) []Step {
 		Attend().On(AttnLayers),
 		OutGate(Att).On(AttnLayers),
 		Project(Att, Proj{W: WO, Out: O}).On(AttnLayers),
-		Project(XN, Proj{W: SSMQKV, Out: MX}, Proj{W: SSMGate, Out: Z}, Proj{W: SSMBeta, Out: BT}, Proj{W: SSMAlpha, Out: AL}).On(RecurrentLayers),
-		DeltaNet().On(RecurrentLayers),
-		Project(DN, Proj{W: SSMOut, Out: O}).On(RecurrentLayers),
-		Residual(O),
-		Norm(FFNNorm, X, XN),
-	}, ffn, []Step{Residual(O)})
+	}
 }
 
 // deltaNetLayer is a gated DeltaNet layer's tensors, as llama.cpp names

@@ -88,16 +88,7 @@ func qwen3nextHparams(m Meta, p *Params) error {
 // layers' projections of the queries, keys, values and output gates.
 func qwen3nextLayer(qkvz ...Tensor) []Tensor {
 	return join(
-		[]Tensor{
-			{Role: AttnNorm, Name: "attn_norm.weight", Cols: Dim},
-			{Role: FFNNorm, Name: "post_attention_norm.weight", Cols: Dim},
-			{Role: WQ, Name: "attn_q.weight", Cols: Dim, Rows: QDim2, Only: AttnLayers},
-			{Role: WK, Name: "attn_k.weight", Cols: Dim, Rows: KVDim, Only: AttnLayers},
-			{Role: WV, Name: "attn_v.weight", Cols: Dim, Rows: KVDim, Only: AttnLayers},
-			{Role: WO, Name: "attn_output.weight", Cols: QDim, Rows: Dim, Only: AttnLayers},
-			{Role: QNorm, Name: "attn_q_norm.weight", Cols: HeadDim, Only: AttnLayers},
-			{Role: KNorm, Name: "attn_k_norm.weight", Cols: HeadDim, Only: AttnLayers},
-		},
+		gatedAttnLayer(),
 		qkvz,
 		[]Tensor{
 			{Role: SSMBetaAlpha, Name: "ssm_ba.weight", Cols: Dim, Rows: BADim, Only: RecurrentLayers},
@@ -118,17 +109,7 @@ func qwen3nextLayer(qkvz ...Tensor) []Tensor {
 // the experts and the gated shared expert.
 func qwen3nextBlock(dnIn ...Step) []Step {
 	return slices.Concat(
-		[]Step{
-			Norm(AttnNorm, X, XN),
-			Project(XN, Proj{W: WQ, Out: QG}, Proj{W: WK, Out: K}, Proj{W: WV, Out: V}).On(AttnLayers),
-			SplitGate().On(AttnLayers),
-			HeadNorm(Q, QNorm).On(AttnLayers),
-			HeadNorm(K, KNorm).On(AttnLayers),
-			RoPE().On(AttnLayers),
-			Attend().On(AttnLayers),
-			OutGate(Att).On(AttnLayers),
-			Project(Att, Proj{W: WO, Out: O}).On(AttnLayers),
-		},
+		gatedAttnSteps(),
 		dnIn,
 		[]Step{
 			DeltaNet().On(RecurrentLayers),
