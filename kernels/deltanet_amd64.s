@@ -1,42 +1,85 @@
 // DeltaStep's SIMD kernels: per state row, the products with the key and
 // the query in one pass (two accumulators each), reduced together, then
-// the row decayed and updated along the key in a second pass.
+// the row decayed and updated along the key in a second pass. One body
+// for both widths: the macros take the vector registers (Z or Y) and the
+// byte width W of one register.
 
 #include "textflag.h"
 
-// func deltaStepAVX512(state *float32, rows, n int, k, q, v, out *float32, decay, beta, kq float32)
-TEXT ·deltaStepAVX512(SB), NOSPLIT, $0-68
-	MOVQ         state+0(FP), DI
-	MOVQ         rows+8(FP), R8
-	MOVQ         n+16(FP), CX
-	MOVQ         k+24(FP), SI
-	MOVQ         q+32(FP), DX
-	MOVQ         v+40(FP), R9
-	MOVQ         out+48(FP), R10
-	VMOVSS       decay+56(FP), X8
-	VMOVSS       beta+60(FP), X10
-	VMOVSS       kq+64(FP), X11
-	VBROADCASTSS X8, Z9
+// DS_ARGS loads the arguments and broadcasts the decay into DECAY.
+#define DS_ARGS(DECAY) \
+	MOVQ         state+0(FP), DI \
+	MOVQ         rows+8(FP), R8 \
+	MOVQ         n+16(FP), CX \
+	MOVQ         k+24(FP), SI \
+	MOVQ         q+32(FP), DX \
+	MOVQ         v+40(FP), R9 \
+	MOVQ         out+48(FP), R10 \
+	VMOVSS       decay+56(FP), X8 \
+	VMOVSS       beta+60(FP), X10 \
+	VMOVSS       kq+64(FP), X11 \
+	VBROADCASTSS X8, DECAY
 
-dsrow512:
-	TESTQ  R8, R8
-	JZ     dsdone512
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
+// DS_ZERO clears the four accumulators and the column index.
+#define DS_ZERO(A0, A1, A2, A3) \
+	VXORPS A0, A0, A0 \
+	VXORPS A1, A1, A1 \
+	VXORPS A2, A2, A2 \
+	VXORPS A3, A3, A3 \
 	XORQ   AX, AX
 
+// DS_DOT accumulates two registers of the row against the key (A0, A2)
+// and the query (A1, A3).
+#define DS_DOT(W, A0, A1, A2, A3, T0, T1) \
+	VMOVUPS     (DI)(AX*4), T0 \
+	VMOVUPS     W(DI)(AX*4), T1 \
+	VFMADD231PS (SI)(AX*4), T0, A0 \
+	VFMADD231PS (DX)(AX*4), T0, A1 \
+	VFMADD231PS W(SI)(AX*4), T1, A2 \
+	VFMADD231PS W(DX)(AX*4), T1, A3
+
+// DS_SCALAR takes a = row.k in X0 and b = row.q in X1: d = beta*(v[j] -
+// decay*a), out[j] = decay*b + d*kq, and broadcasts d into D.
+#define DS_SCALAR(D) \
+	VMOVSS       (R9), X6 \
+	VFNMADD231SS X8, X0, X6 \
+	VMULSS       X10, X6, X6 \
+	VMULSS       X8, X1, X7 \
+	VFMADD231SS  X11, X6, X7 \
+	VMOVSS       X7, (R10) \
+	VBROADCASTSS X6, D \
+	XORQ         AX, AX
+
+// DS_UPDATE decays two registers of the row and adds d times the key.
+#define DS_UPDATE(W, DECAY, D, T0, T1) \
+	VMULPS      (DI)(AX*4), DECAY, T0 \
+	VMULPS      W(DI)(AX*4), DECAY, T1 \
+	VFMADD231PS (SI)(AX*4), D, T0 \
+	VFMADD231PS W(SI)(AX*4), D, T1 \
+	VMOVUPS     T0, (DI)(AX*4) \
+	VMOVUPS     T1, W(DI)(AX*4)
+
+// DS_NEXTROW moves to the next state row, value and output.
+#define DS_NEXTROW \
+	LEAQ (DI)(CX*4), DI \
+	ADDQ $4, R9 \
+	ADDQ $4, R10 \
+	DECQ R8
+
+// func deltaStepAVX512(state *float32, rows, n int, k, q, v, out *float32, decay, beta, kq float32)
+TEXT ·deltaStepAVX512(SB), NOSPLIT, $0-68
+	DS_ARGS(Z9)
+
+dsrow512:
+	TESTQ R8, R8
+	JZ    dsdone512
+	DS_ZERO(Z0, Z1, Z2, Z3)
+
 dsdot512:
-	VMOVUPS     (DI)(AX*4), Z4
-	VMOVUPS     64(DI)(AX*4), Z5
-	VFMADD231PS (SI)(AX*4), Z4, Z0
-	VFMADD231PS (DX)(AX*4), Z4, Z1
-	VFMADD231PS 64(SI)(AX*4), Z5, Z2
-	VFMADD231PS 64(DX)(AX*4), Z5, Z3
-	ADDQ        $32, AX
-	CMPQ        AX, CX
-	JLT         dsdot512
+	DS_DOT(64, Z0, Z1, Z2, Z3, Z4, Z5)
+	ADDQ $32, AX
+	CMPQ AX, CX
+	JLT  dsdot512
 
 	// a = sum of Z0+Z2, b = sum of Z1+Z3
 	VADDPS        Z2, Z0, Z0
@@ -52,32 +95,14 @@ dsdot512:
 	VHADDPS       X1, X0, X0
 	VHADDPS       X0, X0, X0 // a, b, a, b
 	VMOVSHDUP     X0, X1     // b
-
-	// d = beta*(v[j] - g*a); out[j] = g*b + d*kq
-	VMOVSS       (R9), X6
-	VFNMADD231SS X8, X0, X6
-	VMULSS       X10, X6, X6
-	VMULSS       X8, X1, X7
-	VFMADD231SS  X11, X6, X7
-	VMOVSS       X7, (R10)
-	VBROADCASTSS X6, Z6
-	XORQ         AX, AX
+	DS_SCALAR(Z6)
 
 dsupd512:
-	VMULPS      (DI)(AX*4), Z9, Z4
-	VMULPS      64(DI)(AX*4), Z9, Z5
-	VFMADD231PS (SI)(AX*4), Z6, Z4
-	VFMADD231PS 64(SI)(AX*4), Z6, Z5
-	VMOVUPS     Z4, (DI)(AX*4)
-	VMOVUPS     Z5, 64(DI)(AX*4)
-	ADDQ        $32, AX
-	CMPQ        AX, CX
-	JLT         dsupd512
-
-	LEAQ (DI)(CX*4), DI
-	ADDQ $4, R9
-	ADDQ $4, R10
-	DECQ R8
+	DS_UPDATE(64, Z9, Z6, Z4, Z5)
+	ADDQ $32, AX
+	CMPQ AX, CX
+	JLT  dsupd512
+	DS_NEXTROW
 	JMP  dsrow512
 
 dsdone512:
@@ -86,37 +111,18 @@ dsdone512:
 
 // func deltaStepAVX2(state *float32, rows, n int, k, q, v, out *float32, decay, beta, kq float32)
 TEXT ·deltaStepAVX2(SB), NOSPLIT, $0-68
-	MOVQ         state+0(FP), DI
-	MOVQ         rows+8(FP), R8
-	MOVQ         n+16(FP), CX
-	MOVQ         k+24(FP), SI
-	MOVQ         q+32(FP), DX
-	MOVQ         v+40(FP), R9
-	MOVQ         out+48(FP), R10
-	VMOVSS       decay+56(FP), X8
-	VMOVSS       beta+60(FP), X10
-	VMOVSS       kq+64(FP), X11
-	VBROADCASTSS X8, Y9
+	DS_ARGS(Y9)
 
 dsrow2:
-	TESTQ  R8, R8
-	JZ     dsdone2
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	XORQ   AX, AX
+	TESTQ R8, R8
+	JZ    dsdone2
+	DS_ZERO(Y0, Y1, Y2, Y3)
 
 dsdot2:
-	VMOVUPS     (DI)(AX*4), Y4
-	VMOVUPS     32(DI)(AX*4), Y5
-	VFMADD231PS (SI)(AX*4), Y4, Y0
-	VFMADD231PS (DX)(AX*4), Y4, Y1
-	VFMADD231PS 32(SI)(AX*4), Y5, Y2
-	VFMADD231PS 32(DX)(AX*4), Y5, Y3
-	ADDQ        $16, AX
-	CMPQ        AX, CX
-	JLT         dsdot2
+	DS_DOT(32, Y0, Y1, Y2, Y3, Y4, Y5)
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JLT  dsdot2
 
 	VADDPS       Y2, Y0, Y0
 	VADDPS       Y3, Y1, Y1
@@ -127,31 +133,14 @@ dsdot2:
 	VHADDPS      X1, X0, X0
 	VHADDPS      X0, X0, X0
 	VMOVSHDUP    X0, X1
-
-	VMOVSS       (R9), X6
-	VFNMADD231SS X8, X0, X6
-	VMULSS       X10, X6, X6
-	VMULSS       X8, X1, X7
-	VFMADD231SS  X11, X6, X7
-	VMOVSS       X7, (R10)
-	VBROADCASTSS X6, Y6
-	XORQ         AX, AX
+	DS_SCALAR(Y6)
 
 dsupd2:
-	VMULPS      (DI)(AX*4), Y9, Y4
-	VMULPS      32(DI)(AX*4), Y9, Y5
-	VFMADD231PS (SI)(AX*4), Y6, Y4
-	VFMADD231PS 32(SI)(AX*4), Y6, Y5
-	VMOVUPS     Y4, (DI)(AX*4)
-	VMOVUPS     Y5, 32(DI)(AX*4)
-	ADDQ        $16, AX
-	CMPQ        AX, CX
-	JLT         dsupd2
-
-	LEAQ (DI)(CX*4), DI
-	ADDQ $4, R9
-	ADDQ $4, R10
-	DECQ R8
+	DS_UPDATE(32, Y9, Y6, Y4, Y5)
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JLT  dsupd2
+	DS_NEXTROW
 	JMP  dsrow2
 
 dsdone2:
