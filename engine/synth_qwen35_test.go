@@ -204,24 +204,25 @@ func TestSynthQwen35Q8(t *testing.T) {
 }
 
 // TestSynthQwen35Q8LlamaCppExact: in the llama.cpp numerics mode every
-// position of the Q8_0 file equals llama.cpp's, with the F16 and with the
-// F32 KV cache: the DeltaNet layers' arithmetic (convolution, norms,
-// gates, the recurrence in ggml's order) reproduces its fused CPU kernel.
+// position of the qwen35 and qwen35moe Q8_0 files equals llama.cpp's, with
+// the F16 and with the F32 KV cache: the DeltaNet layers' arithmetic
+// (convolution, norms, gates, the recurrence in ggml's order) reproduces
+// its fused CPU kernel, and the MoE layers ggml's router, expert and
+// shared-expert gate (a sigmoid) order.
 func TestSynthQwen35Q8LlamaCppExact(t *testing.T) {
-	for _, kvf32 := range []bool{false, true} {
-		ref := "synth-qwen35-Q8_0.ref.jsonl"
-		if kvf32 {
-			ref = "synth-qwen35-Q8_0.kvf32.ref.jsonl"
-		}
-		t.Run(ref, func(t *testing.T) {
-			var diffs []float64
-			runRefFiles(t, refOptions{
-				model: synthModel(t, "synth-qwen35-Q8_0.gguf"), refs: synthRefPath(ref), kvf32: kvf32,
-				tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
+	for _, name := range []string{"synth-qwen35-Q8_0", "synth-qwen35moe-Q8_0"} {
+		for _, kvf32 := range []bool{false, true} {
+			ref := name + map[bool]string{false: ".ref.jsonl", true: ".kvf32.ref.jsonl"}[kvf32]
+			t.Run(ref, func(t *testing.T) {
+				var diffs []float64
+				runRefFiles(t, refOptions{
+					model: synthModel(t, name+".gguf"), refs: synthRefPath(ref), kvf32: kvf32,
+					tol: 1e-5, gap: 0, prompts: synthPrompts(t), diffs: &diffs, numerics: NumericsLlamaCpp,
+				})
+				require.NotEmpty(t, diffs)
+				assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
 			})
-			require.NotEmpty(t, diffs)
-			assert.LessOrEqual(t, slices.Max(diffs), 1e-5, "largest log-probability difference")
-		})
+		}
 	}
 }
 
@@ -249,8 +250,7 @@ var synthQwen35MoEQ8Spread = struct{ max, median float64 }{0.1, 0.04}
 
 // TestSynthQwen35MoE: the F32 file is within the parity rules of
 // llama.cpp and the Q8_0 one within llama.cpp's own spread in the default
-// numerics. (The llama.cpp numerics are not exact here, as for the other
-// MoE families: their expert products are not summed in ggml's order.)
+// numerics (TestSynthQwen35Q8LlamaCppExact checks the llama.cpp numerics).
 func TestSynthQwen35MoE(t *testing.T) {
 	spec := synthQwen35MoE
 	t.Run("f32", func(t *testing.T) {
