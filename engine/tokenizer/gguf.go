@@ -106,15 +106,24 @@ func readVocab(f *gguf.File, packed bool) (*Vocab, error) {
 	return v, nil
 }
 
-// byteArray reads an array of bytes (u8 or i8), copied.
-func byteArray(f *gguf.File, key string) ([]byte, error) {
+// arrayKey is the array under key; ok is false when the file has no such
+// key, and err names the key when its value is not an array.
+func arrayKey(f *gguf.File, key string) (a gguf.Array, ok bool, err error) {
 	val, ok := f.Lookup(key)
 	if !ok {
-		return nil, nil
+		return a, false, nil
 	}
-	a, err := val.Array()
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	if a, err = val.Array(); err != nil {
+		return a, true, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	}
+	return a, true, nil
+}
+
+// byteArray reads an array of bytes (u8 or i8), copied.
+func byteArray(f *gguf.File, key string) ([]byte, error) {
+	a, ok, err := arrayKey(f, key)
+	if !ok || err != nil {
+		return nil, err
 	}
 	if et := a.ElemType(); et != gguf.ValueUint8 && et != gguf.ValueInt8 {
 		return nil, fmt.Errorf("%w: key %s holds %s, not bytes", ErrBadVocab, key, et)
@@ -201,13 +210,9 @@ func stringArray(f *gguf.File, key string, required bool) (*strs, error) {
 }
 
 func floatArray(f *gguf.File, key string) ([]float32, error) {
-	val, ok := f.Lookup(key)
-	if !ok {
-		return nil, nil
-	}
-	a, err := val.Array()
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	a, ok, err := arrayKey(f, key)
+	if !ok || err != nil {
+		return nil, err
 	}
 	out := make([]float32, a.Len())
 	if raw := a.Raw(); a.ElemType() == gguf.ValueFloat32 && len(raw) == 4*len(out) {
@@ -227,13 +232,9 @@ func floatArray(f *gguf.File, key string) ([]float32, error) {
 }
 
 func intArray(f *gguf.File, key string) ([]int32, error) {
-	val, ok := f.Lookup(key)
-	if !ok {
-		return nil, nil
-	}
-	a, err := val.Array()
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: key %s: %w", key, err)
+	a, ok, err := arrayKey(f, key)
+	if !ok || err != nil {
+		return nil, err
 	}
 	out := make([]int32, a.Len())
 	if raw := a.Raw(); a.ElemType() == gguf.ValueInt32 && len(raw) == 4*len(out) {
