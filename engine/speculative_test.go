@@ -2,6 +2,8 @@ package engine
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/moonlm/moonlm/engine/sample"
@@ -290,5 +292,41 @@ func TestSpeculativeNoAllocsPerToken(t *testing.T) {
 		}
 		run(80)
 		assert.Equal(t, run(10), run(80), "allocations per call with 10 and 80 tokens (%T)", d)
+	}
+}
+
+// On the real quantized models, greedy decoding with prompt-lookup drafts
+// yields the tokens of plain decoding on the benchmark prompts
+// (docs/bench): the batched verification pass computes each token's
+// logits exactly as a one-token decode does (batch-invariant products), so
+// no near-tie can flip between the two.
+func TestSpeculativeRealModelsMatchPlain(t *testing.T) {
+	cases := []struct{ name, path, prompt string }{
+		{"smollm2-code", smolLM2Path(t), "spec-code.txt"},
+		{"smollm2-summary", smolLM2Path(t), "spec-summary.txt"},
+		{"gemma3-code", gemma3Path(t), "spec-code.gemma.txt"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			text, err := os.ReadFile(filepath.Join("..", "docs", "bench", c.prompt))
+			require.NoError(t, err)
+			m, err := Open(c.path, ModelParams{Kernels: testKernels(t)})
+			require.NoError(t, err)
+			defer m.Close()
+			prompt, err := m.Tokenize(string(text), true, true)
+			require.NoError(t, err)
+			run := func(d Drafter) GenerateResult {
+				s, err := m.NewSession(SessionParams{NCtx: 1024})
+				require.NoError(t, err)
+				defer s.Close()
+				return generateTokens(t, s, prompt, GenerateParams{MaxTokens: 160, Draft: d})
+			}
+			plain := run(nil)
+			spec := run(DefaultPromptLookup())
+			require.NotEmpty(t, plain.Generated)
+			assert.Equal(t, plain.Generated, spec.Generated)
+			assert.Positive(t, spec.DraftAccepted, "the prompts are built for lookup to find copies")
+			t.Logf("%d tokens, drafted %d, accepted %d", len(spec.Generated), spec.Drafted, spec.DraftAccepted)
+		})
 	}
 }
