@@ -157,42 +157,21 @@ func (s *Session) attendQ8Ggml(K, V []byte, rb, hb, first, pos int, qq []byte, o
 	}
 }
 
-// attendQ8Fast is attendQ8Ggml for the fast mode: the kernel set's dot
-// product, the maximum found first, and each block's scale folded into its
-// weight instead of expanding the values.
+// attendQ8Fast is attendQ8Ggml for the fast mode: the scores by the kernel
+// set's Q8_0 dot over the head's key rows in one call, the softmax taken
+// whole (the maximum first, the vector exp), and the values summed by the
+// set's AttnValuesQ8 (each block's scale folded into its weight).
 func (s *Session) attendQ8Fast(K, V []byte, rb, hb, first, pos int, qq []byte, out []float32, sink float32, worker int) {
 	hd := s.c.HeadDim
 	sc := s.scores[worker][:pos-first+1]
-	mx := float32(math.Inf(-1))
-	for j := range sc {
-		off := (first + j) * rb
-		x := s.kern.DotRow(gguf.Q8_0, K[off:off+hb], qq, hd) * s.c.KQScale
-		sc[j] = x
-		mx = max(mx, x)
-	}
-	clear(out)
-	var sum float32
+	s.kern.DotRows(gguf.Q8_0, hd, K[first*rb:], rb, qq, sc)
+	s.kern.Scale(sc, s.c.KQScale)
 	if sink == sink { // not NaN: the sink's share of the softmax
-		mx = max(mx, sink)
-		sum = expf(sink - mx)
+		s.kern.FastSoftmaxSink(sc, sink)
+	} else {
+		s.kern.FastSoftmax(sc)
 	}
-	for j, x := range sc {
-		w := expf(x - mx)
-		sum += w
-		row := V[(first+j)*rb:]
-		for b := 0; b < hd/32; b++ {
-			blk := row[b*q8Block : (b+1)*q8Block]
-			ws := w * kernels.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8)
-			o := out[b*32 : b*32+32]
-			for i, q := range blk[2:q8Block] {
-				o[i] += ws * float32(int8(q))
-			}
-		}
-	}
-	inv := 1 / sum
-	for d := range out {
-		out[d] *= inv
-	}
+	s.kern.AttnValuesQ8(out, V[first*rb:], rb, sc)
 }
 
 // dotQ80Ggml is the dot product of two rows of Q8_0 blocks summed as

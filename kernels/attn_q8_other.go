@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package kernels
+
+func (s *Set) attnValuesQ8Vec(out []float32, v []byte, rowBytes int, w []float32) bool {
+	return false
+}

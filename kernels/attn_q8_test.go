@@ -1,0 +1,115 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// q8Cache returns n rows of nb Q8_0 blocks each, rowBytes apart (as a
+// cache interleaving several heads lays them out), with random values.
+func q8Cache(rng *rand.Rand, n, nb, rowBytes int) []byte {
+	v := make([]byte, (n-1)*rowBytes+nb*q8Bytes)
+	row := make([]float32, nb*32)
+	for j := range n {
+		for i := range row {
+			row[i] = float32(rng.NormFloat64())
+		}
+		QuantizeRow(gguf.Q8_0, row, v[j*rowBytes:j*rowBytes+nb*q8Bytes])
+	}
+	return v
+}
+
+// TestAttnValuesQ8 checks AttnValuesQ8 on every kernel set bit for bit
+// against the generic kernel, and the generic kernel against the sum in
+// float64, for block counts 1-4 and position counts around the kernels'
+// pairs.
+func TestAttnValuesQ8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, nb := range []int{1, 2, 3, 4} {
+		for _, n := range []int{1, 2, 3, 4, 7, 64, 257} {
+			rowBytes := 3*nb*q8Bytes + 6 // two other heads and some padding
+			v := q8Cache(rng, n, nb, rowBytes)
+			w := make([]float32, n)
+			for j := range w {
+				w[j] = rng.Float32()
+			}
+			want := make([]float32, nb*32)
+			genericSet.AttnValuesQ8(want, v, rowBytes, w)
+			// The float64 sum of the dequantized rows.
+			for d := range want {
+				b, i := d/32, d%32
+				var sum float64
+				for j := range n {
+					blk := v[j*rowBytes+b*q8Bytes:]
+					sum += float64(w[j]) * float64(F16ToF32(uint16(blk[0])|uint16(blk[1])<<8)) * float64(int8(blk[2+i]))
+				}
+				require.InDelta(t, sum, want[d], 1e-5*math.Sqrt(float64(n))*4, "nb %d n %d d %d", nb, n, d)
+			}
+			forSets(t, func(t *testing.T, ks *Set) {
+				got := make([]float32, nb*32)
+				for i := range got {
+					got[i] = float32(math.NaN()) // overwritten, not added to
+				}
+				ks.AttnValuesQ8(got, v, rowBytes, w)
+				for d := range got {
+					require.Equal(t, math.Float32bits(want[d]), math.Float32bits(got[d]), "nb %d n %d value %d: %v vs %v", nb, n, d, got[d], want[d])
+				}
+			})
+		}
+	}
+	assert.Panics(t, func() { genericSet.AttnValuesQ8(make([]float32, 32), make([]byte, 33), 34, []float32{1}) })
+	assert.Panics(t, func() { genericSet.AttnValuesQ8(make([]float32, 31), make([]byte, 34), 34, []float32{1}) })
+}
+
+// TestDotRowsStrided checks DotRows over rows further apart than a row
+// against DotRow row by row, bit for bit, on every kernel set.
+func TestDotRowsStrided(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, nb := range []int{1, 2, 4} {
+		n := nb * 32
+		for _, rows := range []int{1, 3, 16, 33} {
+			rowBytes := 4*nb*q8Bytes + 2
+			w := q8Cache(rng, rows, nb, rowBytes)
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			xq := make([]byte, RowBytes(gguf.Q8_0, n))
+			QuantizeRow(gguf.Q8_0, x, xq)
+			forSets(t, func(t *testing.T, ks *Set) {
+				y := make([]float32, rows)
+				ks.DotRows(gguf.Q8_0, n, w, rowBytes, xq, y)
+				for i := range y {
+					want := ks.DotRow(gguf.Q8_0, w[i*rowBytes:i*rowBytes+nb*q8Bytes], xq, n)
+					require.Equal(t, math.Float32bits(want), math.Float32bits(y[i]), "nb %d row %d of %d", nb, i, rows)
+				}
+			})
+		}
+	}
+	assert.Panics(t, func() { genericSet.DotRows(gguf.Q8_0, 32, make([]byte, 60), 30, make([]byte, 34), make([]float32, 2)) })
+}
+
+func BenchmarkAttnValuesQ8(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n, nb, rowBytes = 4096, 2, 8 * 2 * q8Bytes
+	v := q8Cache(rng, n, nb, rowBytes)
+	w := make([]float32, n)
+	for j := range w {
+		w[j] = rng.Float32() / n
+	}
+	out := make([]float32, nb*32)
+	for _, ks := range []*Set{genericSet, Detect()} {
+		b.Run(ks.Name(), func(b *testing.B) {
+			for b.Loop() {
+				ks.AttnValuesQ8(out, v, rowBytes, w)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/position")
+		})
+	}
+}
