@@ -33,7 +33,7 @@ type benchSeqResult struct {
 func benchSequences(m *engine.Model, cfg benchConfig, n int) (*benchSeqResult, error) {
 	info := m.Info()
 	nCtx := max(cfg.Prompt+cfg.Gen+1, 2)
-	p := engine.SessionParams{NCtx: nCtx}
+	p := engine.SessionParams{NCtx: nCtx, KVType: cfg.KVType}
 	b, err := m.NewBatcher(p)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)

@@ -283,6 +283,8 @@ func TestOptionErrors(t *testing.T) {
 		{[]string{"chat", "--top-k"}, "missing value for --top-k\n"},
 		{[]string{"generate", "--temp", "warm", "-p", "x"}, `--temp: invalid value "warm": not a number` + "\n"},
 		{[]string{"bench", "--nope"}, "unknown option --nope\n"},
+		{[]string{"generate", "--cache-type", "q4_0", "-p", "x"}, `--cache-type: invalid value "q4_0": want f16, f32 or q8_0` + "\n"},
+		{[]string{"bench", "--cache-type", "bf16"}, `--cache-type: invalid value "bf16": want f16, f32 or q8_0` + "\n"},
 		{[]string{"tokenize", "--nope"}, "unknown option --nope\n"},
 	} {
 		_, stderr, st := runCLI(t, "", c.args...)

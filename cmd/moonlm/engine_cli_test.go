@@ -69,6 +69,19 @@ func TestGenerateCommandIDs(t *testing.T) {
 	assert.True(t, strings.HasPrefix(text, ref.Prompt+", there was a little girl"), "prompt and continuation %q", text)
 }
 
+// TestGenerateCacheType: each KV cache type of --cache-type answers the
+// question greedily (SmolLM2's answer leads by a wide margin).
+func TestGenerateCacheType(t *testing.T) {
+	model := shareddata.Model(t, shareddata.SmolLM2)
+	for _, ct := range []string{"f16", "f32", "q8_0", "Q8_0"} {
+		out, err := captureStdout(t, func() error {
+			return runGenerate([]string{"-m", model, "-p", "The capital of France is", "--temp", "0", "-n", "4", "--cache-type", ct, "-t", "1"})
+		})
+		require.NoError(t, err, ct)
+		assert.Contains(t, out, "Paris", ct)
+	}
+}
+
 func TestGenerateCommandErrors(t *testing.T) {
 	assert.Error(t, runGenerate([]string{"-p", "x"}))
 	assert.Error(t, runGenerate([]string{"-m", filepath.Join(t.TempDir(), "none.gguf"), "-p", "x"}))
@@ -84,7 +97,7 @@ func TestPerplexity(t *testing.T) {
 	golden, err := os.ReadFile(shareddata.Path(t, "models/stories260K.golden.txt"))
 	require.NoError(t, err)
 	text := strings.Repeat(string(golden), 2)
-	res, err := perplexity(m, text, 64, -1, false, nil)
+	res, err := perplexity(m, text, -1, engine.SessionParams{NCtx: 64}, nil)
 	require.NoError(t, err)
 	assert.Greater(t, res.chunks, 4)
 	assert.Equal(t, res.chunks*(64-32-1), res.count)
@@ -96,10 +109,10 @@ func TestPerplexity(t *testing.T) {
 		j := (i*7919 + 13) % len(words)
 		words[i], words[j] = words[j], words[i]
 	}
-	shuffled, err := perplexity(m, strings.Join(words, " "), 64, -1, false, nil)
+	shuffled, err := perplexity(m, strings.Join(words, " "), -1, engine.SessionParams{NCtx: 64}, nil)
 	require.NoError(t, err)
 	assert.Greater(t, shuffled.ppl, 3*res.ppl)
 
-	_, err = perplexity(m, "too short", 64, -1, false, nil)
+	_, err = perplexity(m, "too short", -1, engine.SessionParams{NCtx: 64}, nil)
 	assert.ErrorIs(t, err, engine.ErrInvalidArgument)
 }

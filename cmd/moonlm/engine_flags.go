@@ -7,10 +7,12 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/sample"
+	"github.com/moonlm/moonlm/gguf"
 )
 
 // engineFlags are the options generate, chat and perplexity share. The flag
@@ -21,6 +23,7 @@ type engineFlags struct {
 	threads int
 	ctx     int
 	kvF32   bool
+	kvType  gguf.Type
 	pack    string
 	cache   string
 }
@@ -33,6 +36,10 @@ func (f *engineFlags) register(fs *flag.FlagSet, defCtx int) {
 	fs.IntVar(&f.ctx, "c", defCtx, "context size in `tokens` (0 = the model's)")
 	fs.IntVar(&f.ctx, "ctx-size", defCtx, "")
 	fs.BoolVar(&f.kvF32, "kv-f32", false, "keep the KV cache in f32 instead of f16")
+	fs.Func("cache-type", "KV cache `type`: f16 (default), f32 or q8_0 (q8_0 halves the cache's memory, as llama.cpp's q8_0 cache types)", func(v string) (err error) {
+		f.kvType, err = parseKVType(v)
+		return err
+	})
 	fs.StringVar(&f.pack, "pack", "auto", "repack weights for faster kernels (`mode`: auto follows MOONLM_PACK, on, off)")
 	fs.StringVar(&f.cache, "packed-cache", "auto", "keep packed weights in the on-disk cache (`mode`: auto follows MOONLM_PACKED_CACHE, on, off)")
 }
@@ -90,7 +97,26 @@ func (f *engineFlags) open() (*engine.Model, error) {
 }
 
 func (f *engineFlags) session(m *engine.Model) (*engine.Session, error) {
-	return m.NewSession(engine.SessionParams{NCtx: f.ctx, KVF32: f.kvF32})
+	return m.NewSession(f.sessionParams(f.ctx))
+}
+
+// sessionParams are the session settings the flags give, for a context of
+// nCtx tokens.
+func (f *engineFlags) sessionParams(nCtx int) engine.SessionParams {
+	return engine.SessionParams{NCtx: nCtx, KVF32: f.kvF32, KVType: f.kvType}
+}
+
+// parseKVType reads a KV cache type name.
+func parseKVType(v string) (gguf.Type, error) {
+	switch strings.ToLower(v) {
+	case "f16":
+		return gguf.F16, nil
+	case "f32":
+		return gguf.F32, nil
+	case "q8_0":
+		return gguf.Q8_0, nil
+	}
+	return 0, errors.New("want f16, f32 or q8_0")
 }
 
 // samplerFlags are the sampling options, with llama.cpp's defaults.

@@ -52,7 +52,7 @@ func runPerplexity(args []string) error {
 		return err
 	}
 	defer m.Close()
-	res, err := perplexity(m, string(text), nCtx, *chunks, ef.kvF32, func(i int, ppl float64) {
+	res, err := perplexity(m, string(text), *chunks, ef.sessionParams(nCtx), func(i int, ppl float64) {
 		fmt.Printf("[%d]%.4f,", i, ppl)
 	})
 	fmt.Println()
@@ -76,9 +76,10 @@ type pplResult struct {
 // model adds it); chunk i is tokens[i*n : (i+1)*n] with its first token
 // replaced by BOS; the logits at positions n/2 .. n-2 predict the next
 // token; the estimate is exp(mean NLL), its error from the NLL variance.
-func perplexity(m *engine.Model, text string, n, maxChunks int, kvF32 bool, progress func(int, float64)) (pplResult, error) {
+func perplexity(m *engine.Model, text string, maxChunks int, sp engine.SessionParams, progress func(int, float64)) (pplResult, error) {
 	var r pplResult
 	info := m.Info()
+	n := sp.NCtx
 	toks, err := m.Tokenize(text, true, false)
 	if err != nil {
 		return r, err
@@ -90,7 +91,7 @@ func perplexity(m *engine.Model, text string, n, maxChunks int, kvF32 bool, prog
 	if maxChunks >= 0 && maxChunks < nChunks {
 		nChunks = maxChunks
 	}
-	s, err := m.NewSession(engine.SessionParams{NCtx: n, KVF32: kvF32})
+	s, err := m.NewSession(sp)
 	if err != nil {
 		return r, err
 	}

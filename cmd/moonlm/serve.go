@@ -94,7 +94,7 @@ func runServe(args []string) error {
 		return usageErr(serveUsage, "--api-key and --api-key-file: give one")
 	}
 	cfg := server.Config{
-		Alias: *alias, APIKey: *apiKey, Parallel: *parallel, Ctx: ef.ctx, KVF32: ef.kvF32,
+		Alias: *alias, APIKey: *apiKey, Parallel: *parallel, Ctx: ef.ctx, KVF32: ef.kvF32, KVType: ef.kvType,
 		MaxQueue: *maxQueue, MaxPromptTokens: *maxPrompt, MaxTokens: *maxTokens, MaxBodyBytes: *maxBody,
 		Timeout: *timeout, PrefixReuse: *reuse,
 		Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },

@@ -44,7 +44,7 @@ func (f *specFlags) drafter(ef *engineFlags, m *engine.Model, nCtx int) (engine.
 	if err != nil {
 		return nil, none, fmt.Errorf("draft model: %w", err)
 	}
-	ds, err := dm.NewSession(engine.SessionParams{NCtx: nCtx, KVF32: ef.kvF32})
+	ds, err := dm.NewSession(ef.sessionParams(nCtx))
 	if err != nil {
 		dm.Close()
 		return nil, none, fmt.Errorf("draft model: %w", err)

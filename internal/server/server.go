@@ -21,6 +21,7 @@ import (
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/engine/chat"
+	"github.com/moonlm/moonlm/gguf"
 )
 
 // Config configures a Server. Zero values take the defaults given.
@@ -39,6 +40,8 @@ type Config struct {
 	Ctx int
 	// KVF32 keeps the KV caches in f32.
 	KVF32 bool
+	// KVType is the KV caches' type (zero: f16; see engine.SessionParams).
+	KVType gguf.Type
 	// MaxQueue bounds the sequences waiting for a slot (default 64); a
 	// request that does not fit is a 503 with Retry-After.
 	MaxQueue int
@@ -159,7 +162,7 @@ func (s *Server) Start(m *engine.Model) error {
 	if ctx < 2 {
 		return fmt.Errorf("server: a context of %d tokens (the model says %d): give one of at least 2", ctx, train)
 	}
-	dec, err := newSessionDecoder(m, s.cfg.Parallel, engine.SessionParams{NCtx: ctx, KVF32: s.cfg.KVF32}, s.cfg.PrefixReuse)
+	dec, err := newSessionDecoder(m, s.cfg.Parallel, engine.SessionParams{NCtx: ctx, KVF32: s.cfg.KVF32, KVType: s.cfg.KVType}, s.cfg.PrefixReuse)
 	if err != nil {
 		return err
 	}
