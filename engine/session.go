@@ -74,8 +74,8 @@ type Session struct {
 	cancel atomic.Bool
 	// lent: the Generate holding busy has handed the session to its
 	// Stepper, so a Batcher step may use it without entering it.
-	lent    bool
-	inStep  uint64 // the Batcher step the session last took part in
+	lent   bool
+	inStep uint64 // the Batcher step the session last took part in
 	// stepRun is the tokens of the session's current evaluation that
 	// earlier Batcher steps took (BatchEntry.Continues), for its
 	// checkpoints.
