@@ -85,8 +85,9 @@ type Batcher struct {
 }
 
 // NewBatcher makes a batcher for sessions made with parameters like p: its
-// KVType, KVF32 and Threads (the pool the steps run on) count; NCtx does
-// not (each session keeps its own context).
+// KVType, KVF32 and Threads (the pool the steps run on) count; NCtx and
+// the checkpoint parameters do not (each session keeps its own context
+// and, for a hybrid model, its own recurrent state and checkpoints).
 func (m *Model) NewBatcher(p SessionParams) (*Batcher, error) {
 	if m.encoder {
 		return nil, fmt.Errorf("engine: new batcher: %w: %s is an embedding model (it has no logits)", ErrUnsupported, m.cfg.Arch)
@@ -131,8 +132,12 @@ func (b *Batcher) Close() {
 // step has room for after the entries before it) gets its error and the
 // others go on. The result is an error only when the step as a whole
 // failed (the batcher is busy or closed, or the forward pass failed: then
-// every taking part entry has that error and no session changed).
-// Step allocates nothing unless a session's KV cache grows.
+// every taking part entry has that error and no session changed; a hybrid
+// model's session goes back to its last checkpoint and evaluates the
+// positions after it again, and if that fails too its entry's error says
+// which positions it then holds).
+// Step allocates nothing unless a session's KV cache grows or a hybrid
+// session's checkpoint needs new memory.
 func (b *Batcher) Step(entries []BatchEntry) (err error) {
 	if b.closed.Load() {
 		return fmt.Errorf("engine: batch step: %w: batcher is closed", ErrInvalidArgument)
