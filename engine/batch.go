@@ -21,6 +21,14 @@ type BatchEntry struct {
 	// Logits, when not nil, receives the last token's logits (len >= the
 	// vocabulary size).
 	Logits []float32
+	// Continues says a later step goes on with the same evaluation (a
+	// prompt fed in chunks over several steps). A hybrid model's session
+	// takes its checkpoints of the recurrent state as if each evaluation
+	// were one Prefill (more than one token) or Decode call on it alone
+	// (SessionParams.CheckpointEvery): the entries marked Continues and
+	// the next one not marked are one evaluation, checkpointed at its
+	// end only. Other models ignore it.
+	Continues bool
 	// Err is the entry's outcome, set by Step: nil when its tokens were
 	// evaluated (the session then holds them), else why not (the session
 	// is unchanged).
@@ -46,8 +54,13 @@ type multiSeq struct {
 //
 // A session's results do not depend on what else is in the step: the
 // products are batch-invariant (kernels.MatMul) and everything else is per
-// token, so a session's logits are bit for bit those it would get alone
-// (decoding one token, or prefilling the same chunk) in the fast numerics.
+// token, or, for a hybrid model's recurrent layers, per session (each
+// session's convolution and DeltaNet state advanced over its own tokens
+// in order), so a session's logits are bit for bit those it would get
+// alone (decoding one token, or prefilling the same chunk) in the fast
+// numerics. Layers of different shapes (gemma4) run as alone too: the
+// step's buffers are as wide as the widest layer's and each layer reads
+// its own plan, parameters and KV cache layer.
 // The llama.cpp and ik_llama.cpp numerics modes reproduce those engines,
 // whose products round by batch size, so there a batched step may differ
 // from a lone one by float rounding.
@@ -72,18 +85,17 @@ type Batcher struct {
 }
 
 // NewBatcher makes a batcher for sessions made with parameters like p: its
-// KVType, KVF32 and Threads (the pool the steps run on) count; NCtx does
-// not (each session keeps its own context).
+// KVType, KVF32 and Threads (the pool the steps run on) count; NCtx and
+// the checkpoint parameters do not (each session keeps its own context
+// and, for a hybrid model, its own recurrent state and checkpoints).
 func (m *Model) NewBatcher(p SessionParams) (*Batcher, error) {
 	if m.encoder {
 		return nil, fmt.Errorf("engine: new batcher: %w: %s is an embedding model (it has no logits)", ErrUnsupported, m.cfg.Arch)
 	}
-	if m.cfg.Hybrid() || m.cfg.Shapes != nil {
-		// A step's scratch session holds one recurrent state and buffers
-		// for one layer shape; these models decode one session at a time.
-		return nil, fmt.Errorf("engine: new batcher: %w: %s (recurrent layers or layers of different shapes)", ErrUnsupported, m.cfg.Arch)
-	}
 	p.NCtx = 0
+	// The step's scratch keeps no checkpoints: the recurrent layers
+	// read and update each session's own state.
+	p.CheckpointEvery, p.CheckpointBytes = -1, -1
 	s, err := m.NewSession(p)
 	if err != nil {
 		return nil, fmt.Errorf("engine: new batcher: %w", err)
@@ -120,8 +132,12 @@ func (b *Batcher) Close() {
 // step has room for after the entries before it) gets its error and the
 // others go on. The result is an error only when the step as a whole
 // failed (the batcher is busy or closed, or the forward pass failed: then
-// every taking part entry has that error and no session changed).
-// Step allocates nothing unless a session's KV cache grows.
+// every taking part entry has that error and no session changed; a hybrid
+// model's session goes back to its last checkpoint and evaluates the
+// positions after it again, and if that fails too its entry's error says
+// which positions it then holds).
+// Step allocates nothing unless a session's KV cache grows or a hybrid
+// session's checkpoint needs new memory.
 func (b *Batcher) Step(entries []BatchEntry) (err error) {
 	if b.closed.Load() {
 		return fmt.Errorf("engine: batch step: %w: batcher is closed", ErrInvalidArgument)
@@ -177,10 +193,18 @@ func (b *Batcher) Step(entries []BatchEntry) (err error) {
 	}
 	ms.nOut = nOut
 	if err := b.run(total, nOut); err != nil {
-		for _, i := range b.live {
-			entries[i].Err = err
-		}
 		clear(ms.seq[:total]) // hold no session past the step
+		for _, i := range b.live {
+			e := &entries[i]
+			e.Err = err
+			if s := e.Session; s.rec != nil {
+				// The recurrent layers may have advanced the state part
+				// of the way: back to a checkpoint and forward again.
+				if terr := s.truncate("batch step", s.pos); terr != nil {
+					e.Err = fmt.Errorf("%w; %w", err, terr)
+				}
+			}
+		}
 		return err
 	}
 	clear(ms.seq[:total])
@@ -195,6 +219,15 @@ func (b *Batcher) Step(entries []BatchEntry) (err error) {
 		if e.Logits != nil {
 			copy(e.Logits[:vocab], b.logits[row*vocab:(row+1)*vocab])
 			row++
+		}
+		if s.rec != nil {
+			// The checkpoints due after the evaluation this entry ends,
+			// as after a Prefill or Decode call of its tokens alone.
+			s.stepRun += len(e.Tokens)
+			if !e.Continues {
+				s.rec.checkpointAfter(s.stepRun, s.pos)
+				s.stepRun = 0
+			}
 		}
 	}
 	b.m.dropLookupPages()

@@ -36,6 +36,17 @@ func aloneRun(t *testing.T, m *Model, p SessionParams, r *batchRun) {
 	}
 }
 
+// promptChunk is the length of the next chunk of a prompt with left
+// tokens to evaluate, in chunks of chunk tokens: never a one-token chunk
+// (alone that would take attention's decode path).
+func promptChunk(left, chunk int) int {
+	n := min(chunk, left)
+	if left-n == 1 {
+		n++
+	}
+	return n
+}
+
 // batchedRuns decodes every run in shared steps: each prompt is prefilled
 // in chunks of chunk tokens, the first prompt's chunks alone and later
 // prompts' chunks joining the steps in which the earlier sequences already
@@ -44,7 +55,21 @@ func batchedRuns(t *testing.T, m *Model, p SessionParams, runs []*batchRun, chun
 	b, err := m.NewBatcher(p)
 	require.NoError(t, err)
 	defer b.Close()
-	vocab := m.Info().VocabSize
+	sessions := make([]*Session, len(runs))
+	for i := range runs {
+		s, err := m.NewSession(p)
+		require.NoError(t, err)
+		defer s.Close()
+		sessions[i] = s
+	}
+	return stepRuns(t, b, sessions, runs, chunk)
+}
+
+// stepRuns is batchedRuns on batcher b and the sessions (one per run,
+// empty). A prompt's chunks but the last are marked Continues: the prompt
+// is one evaluation, as a Prefill.
+func stepRuns(t *testing.T, b *Batcher, sessions []*Session, runs []*batchRun, chunk int) (steps int) {
+	vocab := b.m.Info().VocabSize
 	type seq struct {
 		s    *Session
 		fed  int // prompt tokens evaluated
@@ -52,10 +77,7 @@ func batchedRuns(t *testing.T, m *Model, p SessionParams, runs []*batchRun, chun
 		next int32
 	}
 	seqs := make([]*seq, len(runs))
-	for i := range runs {
-		s, err := m.NewSession(p)
-		require.NoError(t, err)
-		defer s.Close()
+	for i, s := range sessions {
 		seqs[i] = &seq{s: s, l: make([]float32, vocab)}
 	}
 	entries := make([]BatchEntry, 0, len(runs))
@@ -69,15 +91,12 @@ func batchedRuns(t *testing.T, m *Model, p SessionParams, runs []*batchRun, chun
 			r := runs[i]
 			switch {
 			case q.fed < len(r.prompt):
-				n := min(chunk, len(r.prompt)-q.fed)
-				if len(r.prompt)-q.fed-n == 1 {
-					n++ // no one-token chunk: alone it would take attention's decode path
-				}
-				var l []float32
+				n := promptChunk(len(r.prompt)-q.fed, chunk)
+				e := BatchEntry{Session: q.s, Tokens: r.prompt[q.fed : q.fed+n], Continues: true}
 				if q.fed+n == len(r.prompt) {
-					l = q.l
+					e.Logits, e.Continues = q.l, false
 				}
-				entries = append(entries, BatchEntry{Session: q.s, Tokens: r.prompt[q.fed : q.fed+n], Logits: l})
+				entries = append(entries, e)
 				q.fed += n
 			case len(r.toks) < r.n:
 				entries = append(entries, BatchEntry{Session: q.s, Tokens: []int32{q.next}, Logits: q.l})

@@ -50,22 +50,43 @@ func softplus(x float32) float32 {
 	return float32(math.Log(float64(1 + expf(x))))
 }
 
+// recOf is the recurrent state of batch token t's sequence and the batch
+// index of that sequence's first token: a Batcher's step holds the tokens
+// of several sessions, each session's together and in order.
+func (s *Session) recOf(t int) (r *recurrent, t0 int) {
+	if s.multi != nil {
+		return s.multi.seq[t].rec, t - int(s.multi.off[t])
+	}
+	return s.rec, 0
+}
+
+// seqAt is, for the first batch token t0 of a sequence, that sequence's
+// recurrent state and its number of tokens in the batch.
+func (s *Session) seqAt(t0 int) (r *recurrent, n int) {
+	if s.multi != nil {
+		return s.multi.seq[t0].rec, int(s.multi.n[t0])
+	}
+	return s.rec, s.nTok
+}
+
 // deltaNetToken is the per-token part of layer il's DeltaNet for batch
-// token t: the convolution (reading the state's inputs before the batch's
-// first tokens), silu, the queries' and keys' L2 norms and the gates.
+// token t: the convolution (reading the state's inputs before its
+// sequence's first tokens in the batch), silu, the queries' and keys' L2
+// norms and the gates.
 func (s *Session) deltaNetToken(L *layer, il, t int) {
 	sp := &s.c.SSM
 	K, ch := sp.ConvK, sp.ConvDim()
 	w := L.vecs[arch.SSMConv]
-	state := s.rec.convState(il)
-	mx := s.bufs[arch.MX]
+	r, t0 := s.recOf(t)
+	state := r.convState(il)
+	mx := s.bufs[arch.MX][t0*ch:] // the sequence's inputs
 	out := s.tok(arch.CV, t)
-	// Tap i reads batch token t-(K-1)+i, or the state's inputs for a
-	// token before the batch. The taps are summed in order from zero for
-	// every channel, one tap over all channels at a time.
+	// Tap i reads the sequence's token t-t0-(K-1)+i, or the state's
+	// inputs for a token before the batch. The taps are summed in order
+	// from zero for every channel, one tap over all channels at a time.
 	clear(out)
 	for i := range K {
-		j := t - (K - 1) + i
+		j := t - t0 - (K - 1) + i
 		if j < 0 {
 			for c := range out {
 				out[c] += state[c*(K-1)+K-1+j] * w[c*K+i]
@@ -110,15 +131,23 @@ func l2Norm(x []float32, eps float32) {
 	}
 }
 
-// shiftConvState makes layer il's convolution state the last ConvK-1
-// inputs of each channel after the current batch (the state's, then the
-// batch's), once the batch's convolutions are done.
+// shiftConvState makes layer il's convolution state of every sequence in
+// the batch the last ConvK-1 inputs of each channel after the batch, once
+// the batch's convolutions are done.
 func (s *Session) shiftConvState(il int) {
+	ch := s.c.SSM.ConvDim()
+	for t0 := 0; t0 < s.nTok; {
+		r, n := s.seqAt(t0)
+		s.shiftConv(r.convState(il), s.bufs[arch.MX][t0*ch:], n)
+		t0 += n
+	}
+}
+
+// shiftConv makes the convolution state the last ConvK-1 inputs of each
+// channel after the n inputs mx (the state's, then mx's).
+func (s *Session) shiftConv(state, mx []float32, n int) {
 	sp := &s.c.SSM
 	K1, ch := sp.ConvK-1, sp.ConvDim()
-	state := s.rec.convState(il)
-	mx := s.bufs[arch.MX]
-	n := s.nTok
 	for c := range ch {
 		row := state[c*K1 : (c+1)*K1]
 		// Reads come from later in row than the writes, so ascending
@@ -136,39 +165,45 @@ func (s *Session) shiftConvState(il int) {
 
 // runDeltaNet is the pool task of the recurrence of layer s.il: thread i
 // takes its share of the value heads, each over the batch's tokens in
-// order. The reference numerics modes step token by token in ggml's
-// order (deltaNetHead); the default one steps with the fused kernel
-// (deltaNetHeadSteps), or, with chunks on, evaluates a batch of at least
-// deltaChunkMin tokens in chunks (deltaNetHeadChunked).
+// order, sequence by sequence (each over its own state). The reference
+// numerics modes step token by token in ggml's order (deltaNetHead); the
+// default one steps with the fused kernel (deltaNetHeadSteps), or, with
+// chunks on, evaluates a sequence of at least deltaChunkMin tokens in
+// the batch in chunks (deltaNetHeadChunked): what each sequence's tokens
+// would take alone.
 func (s *Session) runDeltaNet(i, n int) {
 	sp := &s.c.SSM
+	S := sp.State
 	lo, hi := pool.Split(sp.VHeads, i, n, 1)
 	for h := lo; h < hi; h++ {
-		switch {
-		case s.dn == nil:
-			s.deltaNetHead(h)
-		case s.dn.chunk > 0 && s.nTok >= deltaChunkMin:
-			s.deltaNetHeadChunked(h, &s.dn.work[i])
-		default:
-			s.deltaNetHeadSteps(h)
+		for t0 := 0; t0 < s.nTok; {
+			r, nt := s.seqAt(t0)
+			M := r.ssmState(s.il)[h*S*S : (h+1)*S*S]
+			switch {
+			case s.dn == nil:
+				s.deltaNetHead(h, M, t0, nt)
+			case s.dn.chunk > 0 && nt >= deltaChunkMin:
+				s.deltaNetHeadChunked(h, M, t0, nt, &s.dn.work[i])
+			default:
+				s.deltaNetHeadSteps(h, M, t0, nt)
+			}
+			t0 += nt
 		}
 	}
 }
 
-// deltaNetHead advances value head h's state over the batch and writes
-// its gated, normed output for every token, in ggml's order. The state is
-// stored transposed (row j is column j of S), so each step is, per row,
-// one dot product with the key, one update along the key and one dot
-// product with the query.
-func (s *Session) deltaNetHead(h int) {
+// deltaNetHead advances value head h's state M over batch tokens t0 to
+// t0+nt-1 and writes its gated, normed output for each, in ggml's order.
+// The state is stored transposed (row j is column j of S), so each step
+// is, per row, one dot product with the key, one update along the key
+// and one dot product with the query.
+func (s *Session) deltaNetHead(h int, M []float32, t0, nt int) {
 	c := s.c
 	sp := &c.SSM
-	il := s.il
 	S := sp.State
 	kh := sp.KeyHead(h)
-	M := s.rec.ssmState(il)[h*S*S : (h+1)*S*S]
 	scale := 1 / float32(math.Sqrt(float64(S)))
-	for t := 0; t < s.nTok; t++ {
+	for t := t0; t < t0+nt; t++ {
 		cv := s.tok(arch.CV, t)
 		q := cv[kh*S : (kh+1)*S]
 		k := cv[(sp.KHeads+kh)*S : (sp.KHeads+kh+1)*S]
@@ -204,13 +239,12 @@ func (s *Session) deltaNetGate(h, t int, out []float32) {
 // deltaNetHeadSteps is deltaNetHead on the fused kernel
 // (kernels.Set.DeltaStep): one pass over the state per token instead of
 // four, the same values up to float32 rounding.
-func (s *Session) deltaNetHeadSteps(h int) {
+func (s *Session) deltaNetHeadSteps(h int, M []float32, t0, nt int) {
 	sp := &s.c.SSM
 	S := sp.State
 	kh := sp.KeyHead(h)
-	M := s.rec.ssmState(s.il)[h*S*S : (h+1)*S*S]
 	scale := 1 / float32(math.Sqrt(float64(S)))
-	for t := 0; t < s.nTok; t++ {
+	for t := t0; t < t0+nt; t++ {
 		cv := s.tok(arch.CV, t)
 		q := cv[kh*S : (kh+1)*S]
 		k := cv[(sp.KHeads+kh)*S : (sp.KHeads+kh+1)*S]

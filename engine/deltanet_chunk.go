@@ -88,20 +88,21 @@ func newDeltaNetScratch(workers, S, convDim, chunk int) *deltaNetScratch {
 	return d
 }
 
-// deltaNetHeadChunked advances value head h's state over the batch in
-// chunks of s.dn.chunk tokens and writes its gated, normed outputs.
-func (s *Session) deltaNetHeadChunked(h int, w *deltaWork) {
-	for t0 := 0; t0 < s.nTok; t0 += s.dn.chunk {
-		s.deltaNetChunk(h, t0, min(s.dn.chunk, s.nTok-t0), w)
+// deltaNetHeadChunked advances value head h's state M over batch tokens
+// first to first+nt-1 in chunks of s.dn.chunk tokens and writes their
+// gated, normed outputs.
+func (s *Session) deltaNetHeadChunked(h int, M []float32, first, nt int, w *deltaWork) {
+	for t0 := 0; t0 < nt; t0 += s.dn.chunk {
+		s.deltaNetChunk(h, M, first+t0, min(s.dn.chunk, nt-t0), w)
 	}
 }
 
-// deltaNetChunk is one chunk: tokens t0 to t0+c-1 of value head h.
-func (s *Session) deltaNetChunk(h, t0, c int, w *deltaWork) {
+// deltaNetChunk is one chunk: batch tokens t0 to t0+c-1 of value head h,
+// whose state is M.
+func (s *Session) deltaNetChunk(h int, M []float32, t0, c int, w *deltaWork) {
 	sp := &s.c.SSM
 	S := sp.State
 	kh := sp.KeyHead(h)
-	M := s.rec.ssmState(s.il)[h*S*S : (h+1)*S*S]
 	scale := 1 / float32(math.Sqrt(float64(S)))
 	cp := (s.dn.chunk + 15) &^ 15
 	n := (c + 15) &^ 15 // the chunk's products rounded up to whole vectors

@@ -78,6 +78,9 @@ func (s *Session) forward(tokens []int32, out []float32, first int) error {
 		// This layer's last phase and the next one's first in one dispatch.
 		s.phase, s.chain = last, il+1 < len(m.layers)
 		s.stageRun(stLayer)
+		if s.testAfterLayer != nil {
+			s.testAfterLayer(il)
+		}
 	}
 	if out == nil {
 		return nil

@@ -510,8 +510,17 @@ func (s *Session) genEval(st Stepper, what string, tokens []int32, logits []floa
 	err := st.Eval(s, tokens, logits)
 	s.lent = false
 	if err != nil {
+		err = fmt.Errorf("engine: %s: %w", what, err)
+		if s.rec != nil && s.pos > start {
+			// Earlier steps advanced the recurrent state: back to a
+			// checkpoint and forward again to start.
+			if terr := s.truncate(what, start); terr != nil {
+				err = fmt.Errorf("%w; %w", err, terr)
+			}
+			return err
+		}
 		s.setPos(start)
-		return fmt.Errorf("engine: %s: %w", what, err)
+		return err
 	}
 	return nil
 }

@@ -74,8 +74,12 @@ type Session struct {
 	cancel atomic.Bool
 	// lent: the Generate holding busy has handed the session to its
 	// Stepper, so a Batcher step may use it without entering it.
-	lent    bool
-	inStep  uint64 // the Batcher step the session last took part in
+	lent   bool
+	inStep uint64 // the Batcher step the session last took part in
+	// stepRun is the tokens of the session's current evaluation that
+	// earlier Batcher steps took (BatchEntry.Continues), for its
+	// checkpoints.
+	stepRun int
 	closed  atomic.Bool
 	workers int
 
@@ -149,6 +153,9 @@ type Session struct {
 	// testAfterChunk, when set (by tests), runs after each chunk of an
 	// evaluation.
 	testAfterChunk func()
+	// testAfterLayer, when set (by tests), runs after each layer of a
+	// forward pass.
+	testAfterLayer func(il int)
 
 	// ops are the numerics mode's building blocks.
 	ops numerics.Ops
@@ -484,6 +491,7 @@ func (s *Session) setPos(n int) {
 		s.rec.reset()
 	}
 	s.pos = n
+	s.stepRun = 0
 	s.hist = s.hist[:n]
 }
 
@@ -639,6 +647,7 @@ func (s *Session) eval(what string, tokens []int32, logits []float32, from int) 
 	}
 	if s.rec != nil {
 		s.rec.checkpointAfter(len(tokens), s.pos)
+		s.stepRun = 0 // a batched evaluation left unfinished ends here
 	}
 	return nil
 }

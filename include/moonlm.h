@@ -1327,7 +1327,11 @@ typedef struct moonlm_batch_entry {
  * one call must have the same KV type. A session's logits do not depend
  * on what else is in the step: with the default numerics they equal bit
  * for bit what moonlm_decode (or moonlm_prefill of the same chunk) gives
- * it alone.
+ * it alone. Every decoder-only model batches, gemma4 and the hybrids
+ * (qwen35, qwen35moe, qwen3next: each session's recurrent state advanced
+ * over its own tokens) included; a hybrid session's entry counts as one
+ * moonlm_prefill (several tokens) or moonlm_decode (one) for its
+ * checkpoints.
  *
  * An entry that cannot take part (a freed or busy session, one of another
  * model or KV type, a token outside the vocabulary, a short logits

@@ -10,6 +10,8 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/moonlm/moonlm/internal/shareddata"
 )
 
 // BatchEntry mirrors moonlm_batch_entry.
@@ -80,7 +82,26 @@ int main(void) {
 // moonlm_decode, bit for bit.
 func TestBatchDecodeMatchesAlone(t *testing.T) {
 	l, bl := batchFuncs(t)
-	m := openModel(t, l, stories)
+	batchMatchesAlone(t, l, bl, openModel(t, l, stories))
+}
+
+// TestBatchDecodeSynthMatchesAlone is TestBatchDecodeMatchesAlone on the
+// synthetic gemma4 (layers of different shapes) and the hybrids qwen35
+// and qwen3next (recurrent layers, whose state each session keeps).
+func TestBatchDecodeSynthMatchesAlone(t *testing.T) {
+	l, bl := batchFuncs(t)
+	for _, name := range []string{"synth-gemma4-Q8_0.gguf", "synth-qwen35-Q8_0.gguf", "synth-qwen3next-Q8_0.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			var m uintptr
+			requireStatus(t, l, OK, l.ModelOpen(shareddata.SynthModel(t, name), nil, &m), "opening "+name)
+			t.Cleanup(func() { l.ModelFree(m) })
+			batchMatchesAlone(t, l, bl, m)
+		})
+	}
+}
+
+// batchMatchesAlone is TestBatchDecodeMatchesAlone on model m.
+func batchMatchesAlone(t *testing.T, l *Lib, bl *batchLib, m uintptr) {
 	vocab := int(modelInfo(t, l, m).NVocab)
 	var maxTok uintptr
 	requireStatus(t, l, OK, bl.MaxTokens(m, &maxTok), "batch_max_tokens")

@@ -93,9 +93,11 @@ func benchSequences(m *engine.Model, cfg benchConfig, n int) (*benchSeqResult, e
 		for done := 0; done < cfg.Prompt; {
 			k := min(chunk, cfg.Prompt-done)
 			for i := range entries {
-				entries[i] = engine.BatchEntry{Session: sessions[i], Tokens: prompts[i][done : done+k]}
+				// The chunks of a prompt are one evaluation (a hybrid
+				// model's checkpoint at its end only, as a Prefill).
+				entries[i] = engine.BatchEntry{Session: sessions[i], Tokens: prompts[i][done : done+k], Continues: true}
 				if done+k == cfg.Prompt {
-					entries[i].Logits = logits[i]
+					entries[i].Logits, entries[i].Continues = logits[i], false
 				}
 			}
 			if err := step(); err != nil {

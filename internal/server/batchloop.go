@@ -155,6 +155,8 @@ func (l *stepLoop) step() {
 			e := engine.BatchEntry{Session: r.s, Tokens: r.toks[r.fed : r.fed+n]}
 			if r.fed+n == len(r.toks) {
 				e.Logits = r.logits
+			} else {
+				e.Continues = true // one evaluation for a hybrid model's checkpoints
 			}
 			room -= n
 			l.entries = append(l.entries, e)

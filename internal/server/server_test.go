@@ -962,3 +962,67 @@ func TestConcurrentRequestsShareSteps(t *testing.T) {
 		t.Logf("round %d: %d tokens in %d steps", round, tokens, steps)
 	}
 }
+
+// The synthetic models of layers that are not all alike (gemma4: two
+// shapes, shared KV layers, per-layer inputs, a sliding window; the
+// hybrids: DeltaNet layers whose state each slot's session keeps) decode
+// concurrent requests in shared steps too, each equal to the same request
+// served by a one-slot server, also when the second round's prompts reuse
+// the slots' prefixes (a hybrid's rewind goes back to a checkpoint of its
+// recurrent state). These models step in microseconds, so a request may
+// finish before the next one arrives: the test asks only that some steps
+// were shared (TestConcurrentRequestsShareSteps measures how many).
+func TestSynthRequestsShareSteps(t *testing.T) {
+	for _, name := range []string{"synth-gemma4-Q8_0.gguf", "synth-qwen35-Q8_0.gguf", "synth-qwen3next-Q8_0.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			m, err := engine.Open(shareddata.SynthModel(t, name), engine.ModelParams{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
+			_, single := start(t, m, Config{Parallel: 1, Ctx: 256})
+			srv, ts := start(t, m, Config{Parallel: 3, Ctx: 256, PrefixReuse: true})
+			dec, ok := srv.dec.(*sessionDecoder)
+			if !ok || dec.loop == nil {
+				t.Fatalf("the three-slot server has no step loop (%T)", srv.dec)
+			}
+			prompts := []string{
+				"Once upon a time, there was a little dog named Max. He liked to run in the park",
+				"Once upon a time, there was a little dog named Max. He liked to eat",
+				"The cat sat on the mat and looked at the bird in the tree",
+			}
+			bodies := make([]string, len(prompts))
+			alone := make([]string, len(prompts))
+			for i, p := range prompts {
+				bodies[i] = fmt.Sprintf(`{"prompt":%q,"temperature":0,"max_tokens":24,"ignore_eos":true}`, p)
+				_, b := post(t, single.URL+"/v1/completions", bodies[i])
+				alone[i] = decode[chatResp](t, b).Choices[0].Text
+			}
+			steps, tokens := int64(0), 0
+			for round := range 2 {
+				before := dec.Steps()
+				got := make([]chatResp, len(prompts))
+				var wg sync.WaitGroup
+				for i := range bodies {
+					wg.Go(func() {
+						_, b := post(t, ts.URL+"/v1/completions", bodies[len(bodies)-1-i]) // another slot's prefix in round 1
+						got[len(bodies)-1-i] = decode[chatResp](t, b)
+					})
+				}
+				wg.Wait()
+				n := dec.Steps() - before
+				steps += n
+				for i := range got {
+					tokens += got[i].Usage.CompletionTokens
+					if got[i].Choices[0].Text != alone[i] {
+						t.Errorf("round %d request %d concurrent: %q; alone: %q", round, i, got[i].Choices[0].Text, alone[i])
+					}
+				}
+				t.Logf("round %d: %d steps", round, n)
+			}
+			if tokens != 2*24*len(prompts) || steps >= int64(tokens) {
+				t.Errorf("%d tokens in %d steps: the requests did not share steps", tokens, steps)
+			}
+		})
+	}
+}

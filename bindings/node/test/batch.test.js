@@ -34,29 +34,59 @@ async function alone(model, toks, n, nCtx = 128) {
   }
 }
 
+/**
+ * Three sessions stepped together for six steps (the prompts prefilled in
+ * the first) equal each alone, bit for bit.
+ */
+async function matchesAlone(model) {
+  const prompts = PROMPTS.map((p) => model.tokenize(p));
+  const want = [];
+  for (const t of prompts) want.push(await alone(model, t, 5));
+  const sessions = prompts.map(() => model.session({ nCtx: 128 }));
+  try {
+    const got = prompts.map(() => []);
+    let entries = sessions.map((s, i) => [s, prompts[i]]);
+    for (let step = 0; step < 6; step++) {
+      assert.deepEqual(await decodeBatch(model, entries), entries.map(() => null));
+      sessions.forEach((s, i) => got[i].push(hex(s.logits)));
+      entries = sessions.map((s) => [s, argmax(s.logits)]);
+    }
+    assert.deepEqual(got, want);
+    assert.deepEqual(sessions.map((s) => s.position), prompts.map((p) => p.length + 5));
+  } finally {
+    for (const s of sessions) s.close();
+  }
+}
+
+// The synthetic gemma4 (layers of different shapes) and Qwen3.5 (recurrent
+// layers beside attention, whose state each session keeps) batch too. The
+// sha256 are those engine/synth_models_test.go records.
+const SYNTH = [
+  ['synth-gemma4-Q8_0.gguf', 'c79c939b0cf5f1dc2fbc89ededb1f9f5a719d8bdb61abc7122c658946b2c1947'],
+  ['synth-qwen35-Q8_0.gguf', 'ff75b3713cc28c5ae9f04279e1b1b5c2181fa3ec68fd351b02f9153dd89ca615'],
+];
+
+describe('batched decoding of the synthetic gemma4 and qwen35', () => {
+  for (const [name, sha256] of SYNTH) {
+    const sm = h.synthModel(name, sha256);
+    it(`${name}: decodeBatch equals each session alone, bit for bit`, { skip: sm.skip }, async () => {
+      const m = await Model.open(sm.path, { threads: 2 });
+      try {
+        await matchesAlone(m);
+      } finally {
+        m.close();
+      }
+    });
+  }
+});
+
 describe('batched decoding', { skip }, () => {
   let model;
   before(async () => { model = await Model.open(h.dataPath('models/stories260K.gguf'), { threads: 2 }); });
   after(() => model?.close());
 
   it('decodeBatch equals each session alone, bit for bit', async () => {
-    const prompts = PROMPTS.map((p) => model.tokenize(p));
-    const want = [];
-    for (const t of prompts) want.push(await alone(model, t, 5));
-    const sessions = prompts.map(() => model.session({ nCtx: 128 }));
-    try {
-      const got = prompts.map(() => []);
-      let entries = sessions.map((s, i) => [s, prompts[i]]);
-      for (let step = 0; step < 6; step++) {
-        assert.deepEqual(await decodeBatch(model, entries), entries.map(() => null));
-        sessions.forEach((s, i) => got[i].push(hex(s.logits)));
-        entries = sessions.map((s) => [s, argmax(s.logits)]);
-      }
-      assert.deepEqual(got, want);
-      assert.deepEqual(sessions.map((s) => s.position), prompts.map((p) => p.length + 5));
-    } finally {
-      for (const s of sessions) s.close();
-    }
+    await matchesAlone(model);
   });
 
   it('a bad entry fails alone', async () => {

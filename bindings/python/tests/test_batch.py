@@ -8,6 +8,7 @@ import struct
 import pytest
 
 import moonlm
+from conftest import synth_model
 
 PROMPTS = [
     "Once upon a time, there was a little dog named Max.",
@@ -39,6 +40,27 @@ def argmax_bits(b):
 
 
 def test_decode_batch_matches_alone(model):
+    check_matches_alone(model)
+
+
+# The synthetic gemma4 (layers of different shapes) and Qwen3.5 (recurrent
+# layers beside attention, whose state each session keeps) batch too. The
+# sha256 are those engine/synth_models_test.go records.
+SYNTH = [
+    ("synth-gemma4-Q8_0.gguf", "c79c939b0cf5f1dc2fbc89ededb1f9f5a719d8bdb61abc7122c658946b2c1947"),
+    ("synth-qwen35-Q8_0.gguf", "ff75b3713cc28c5ae9f04279e1b1b5c2181fa3ec68fd351b02f9153dd89ca615"),
+]
+
+
+@pytest.mark.parametrize("name,sha256", SYNTH)
+def test_decode_batch_synth_matches_alone(lib, name, sha256):
+    with moonlm.Model(synth_model(name, sha256), n_threads=2) as m:
+        check_matches_alone(m)
+
+
+def check_matches_alone(model):
+    """Three sessions stepped together for six steps (the prompts
+    prefilled in the first) equal each alone, bit for bit."""
     prompts = [model.tokenize(p) for p in PROMPTS]
     want = [alone(model, t, 5) for t in prompts]
     sessions = [model.session(n_ctx=128) for _ in prompts]
