@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/gguf"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -359,34 +358,7 @@ func (h *halfStepper) Eval(s *Session, tokens []int32, logits []float32) error {
 func TestBatchSynthStepAllocatesNothing(t *testing.T) {
 	for _, name := range []string{"synth-gemma4-Q8_0.gguf", "synth-qwen35moe-Q8_0.gguf"} {
 		t.Run(name, func(t *testing.T) {
-			m := openBatchSynth(t, name)
-			p := SessionParams{NCtx: 256, CheckpointEvery: 64}
-			b, err := m.NewBatcher(p)
-			require.NoError(t, err)
-			defer b.Close()
-			vocab := m.Info().VocabSize
-			entries := make([]BatchEntry, 3)
-			for i := range entries {
-				s, err := m.NewSession(p)
-				require.NoError(t, err)
-				defer s.Close()
-				entries[i] = BatchEntry{Session: s, Tokens: []int32{1, 403, int32(407 + i)}, Logits: make([]float32, vocab)}
-			}
-			require.NoError(t, b.Step(entries))
-			for i := range entries {
-				require.NoError(t, entries[i].Err)
-				entries[i].Tokens = []int32{261}
-			}
-			allocs := testing.AllocsPerRun(40, func() {
-				if err := b.Step(entries); err != nil {
-					t.Fatal(err)
-				}
-			})
-			assert.Zero(t, allocs)
-			for i := range entries {
-				require.NoError(t, entries[i].Err)
-				require.Equal(t, 3+41, entries[i].Session.Pos())
-			}
+			checkStepAllocatesNothing(t, openBatchSynth(t, name), SessionParams{NCtx: 256, CheckpointEvery: 64}, 3, 40)
 		})
 	}
 }
