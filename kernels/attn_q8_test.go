@@ -113,3 +113,24 @@ func BenchmarkAttnValuesQ8(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkDotRowsQ8Keys(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const n, nb, rowBytes = 4096, 2, 8 * 2 * q8Bytes
+	k := q8Cache(rng, n, nb, rowBytes)
+	x := make([]float32, nb*32)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	xq := make([]byte, nb*q8Bytes)
+	QuantizeRow(gguf.Q8_0, x, xq)
+	y := make([]float32, n)
+	for _, ks := range []*Set{genericSet, Detect()} {
+		b.Run(ks.Name(), func(b *testing.B) {
+			for b.Loop() {
+				ks.DotRows(gguf.Q8_0, nb*32, k, rowBytes, xq, y)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/position")
+		})
+	}
+}
