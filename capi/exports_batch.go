@@ -183,6 +183,11 @@ func moonlmgo_batch_decode(h C.uintptr_t, base unsafe.Pointer, n, stride C.size_
 		// Copy: the tokens are the caller's memory.
 		so.toks = append(so.toks[:0], cTokens(e.tokens, e.n_tokens)...)
 		entry := engine.BatchEntry{Session: es.s, Tokens: so.toks}
+		// continues lies past the first struct's end: a caller of that
+		// size has none (moonlm_batch.c accepts no size in between).
+		if uintptr(stride) >= unsafe.Sizeof(*e) {
+			entry.Continues = e.continues != 0
+		}
 		if e.logits != nil {
 			entry.Logits = unsafe.Slice((*float32)(unsafe.Pointer(e.logits)), so.nVocab)
 		}

@@ -1304,7 +1304,9 @@ MOONLM_API moonlm_status moonlm_grammar_for_tool_calls_ex(const moonlm_model *mo
  * One session's part of a batched step. The caller sets size =
  * sizeof(moonlm_batch_entry) in every entry (all entries of one call the
  * same size: it is the array's stride, so a newer caller's larger entries
- * still work).
+ * still work). The first published struct ended at status: a caller built
+ * against it passes that size, offsetof(moonlm_batch_entry, continues),
+ * which is still accepted (continues then reads as 0).
  */
 typedef struct moonlm_batch_entry {
     size_t size;
@@ -1317,6 +1319,13 @@ typedef struct moonlm_batch_entry {
     moonlm_status status;    /* out: MOONLM_OK when the tokens were evaluated (the session
                                 holds them), else why not (the session is unchanged; its
                                 moonlm_session_last_error says more) */
+    size_t continues;        /* nonzero: these tokens are a chunk of a prompt that the
+                                session's entry in a later call goes on with, so that a
+                                hybrid model's session takes the checkpoints of one
+                                prefill of the whole prompt (see moonlm_batch_decode);
+                                0: the tokens end the evaluation. A size_t rather than
+                                an int so that it starts where the first struct ended,
+                                past status's padding, on every ABI. */
 } moonlm_batch_entry;
 
 /*
@@ -1329,9 +1338,14 @@ typedef struct moonlm_batch_entry {
  * for bit what moonlm_decode (or moonlm_prefill of the same chunk) gives
  * it alone. Every decoder-only model batches, gemma4 and the hybrids
  * (qwen35, qwen35moe, qwen3next: each session's recurrent state advanced
- * over its own tokens) included; a hybrid session's entry counts as one
- * moonlm_prefill (several tokens) or moonlm_decode (one) for its
- * checkpoints.
+ * over its own tokens) included. For its checkpoints a hybrid session
+ * counts as one evaluation the entries it had marked continues in earlier
+ * calls together with its next entry not marked, and takes the
+ * checkpoints of one moonlm_prefill (several tokens) or moonlm_decode
+ * (one) of them: a prompt fed in chunks, every chunk but the last marked,
+ * is checkpointed as one prefill; unmarked, every chunk is a prefill of
+ * its own and leaves a checkpoint (a copy of the recurrent state) behind.
+ * Other models ignore continues.
  *
  * An entry that cannot take part (a freed or busy session, one of another
  * model or KV type, a token outside the vocabulary, a short logits
@@ -1341,8 +1355,9 @@ typedef struct moonlm_batch_entry {
  * others are evaluated. Returns MOONLM_OK when every entry is; else the
  * status of the first entry that is not (the others' statuses say which
  * were evaluated), or an error about the call itself (a bad model handle,
- * entries NULL with n_entries > 0, sizes below sizeof(moonlm_batch_entry)
- * or unequal, more than 4096 entries). Concurrent calls on one model run
+ * entries NULL with n_entries > 0, sizes below the first struct's
+ * (offsetof(moonlm_batch_entry, continues)), between it and
+ * sizeof(moonlm_batch_entry), or unequal, more than 4096 entries). Concurrent calls on one model run
  * one after the other.
  */
 MOONLM_API moonlm_status moonlm_batch_decode(moonlm_model *model, moonlm_batch_entry *entries, size_t n_entries);

@@ -13,7 +13,7 @@ function funcs(what) {
   const dll = I.koffi.load(file);
   const entry = I.koffi.struct('moonlm_batch_entry', {
     size: 'size_t', session: t.session, tokens: 'int32_t *', n_tokens: 'size_t',
-    logits: 'float *', logits_cap: 'size_t', status: 'int',
+    logits: 'float *', logits_cap: 'size_t', status: 'int', continues: 'size_t',
   });
   try {
     F = {
@@ -39,7 +39,12 @@ function maxBatchTokens(model) {
 
 /**
  * Evaluates every [session, tokens] entry (tokens: one token, or an array
- * such as a chunk of a prompt) in one forward pass on a worker thread. Each
+ * such as a chunk of a prompt) in one forward pass on a worker thread. An
+ * entry [session, tokens, { continues: true }] is a chunk of a prompt that
+ * the session's entry in a later decodeBatch goes on with: a hybrid model's
+ * session then takes the checkpoints of its recurrent state as for one
+ * prefill of the whole prompt (one copy of the state at its end) instead of
+ * one per chunk; other models ignore it (default false). Each
  * session's logits (session.logits) then hold its last token's logits, bit
  * for bit what the session gets alone. Resolves to one error per entry,
  * null where the tokens were evaluated (an entry that fails leaves its
@@ -53,15 +58,21 @@ async function decodeBatch(model, entries) {
   const size = I.koffi.sizeof(f.entry);
   const sessions = [];
   const es = entries.map((e, i) => {
-    if (!Array.isArray(e) || e.length !== 2) throw I.arg.typeError(what, `entries[${i}]`, 'must be a [session, tokens] pair');
-    const [s, toks] = e;
+    if (!Array.isArray(e) || (e.length !== 2 && e.length !== 3)) {
+      throw I.arg.typeError(what, `entries[${i}]`, 'must be a [session, tokens] pair or [session, tokens, options]');
+    }
+    const [s, toks, opts] = e;
+    const continues = continuesOpt(what, `entries[${i}][2]`, opts);
     if (!(s instanceof I.Session)) throw I.arg.typeError(what, `entries[${i}][0]`, `must be a Session, got ${I.shown(s)}`);
     if (s.model !== model) throw I.invalid(`${what}: entries[${i}]: the session belongs to another model`);
     if (sessions.includes(s)) throw new I.MoonlmError(I.Status.BUSY, `${what}: entries[${i}]: the session is in the batch twice`);
     const t = I.arg.tokens(what, `entries[${i}][1]`, typeof toks === 'number' ? [toks] : toks, true);
     const h = s._handle(what);
     sessions.push(s);
-    return { size, session: h, tokens: t, n_tokens: t.length, logits: s._out, logits_cap: s._out.length, status: -1 };
+    return {
+      size, session: h, tokens: t, n_tokens: t.length, logits: s._out, logits_cap: s._out.length, status: -1,
+      continues: continues ? 1 : 0,
+    };
   });
   if (es.length === 0) return [];
   for (const s of sessions) s._busy = true;
@@ -86,13 +97,26 @@ async function decodeBatch(model, entries) {
   return errs;
 }
 
+/** The continues member of an options object (undefined: false). */
+function continuesOpt(what, name, opts) {
+  if (opts == null) return false;
+  if (typeof opts !== 'object') throw I.arg.typeError(what, name, `must be an options object, got ${I.shown(opts)}`);
+  const c = opts.continues;
+  if (c == null) return false;
+  if (typeof c !== 'boolean') throw I.arg.typeError(what, `${name}.continues`, `must be a boolean, got ${I.shown(c)}`);
+  return c;
+}
+
 /**
  * Lets many async callers share batched steps: `await batcher.decode(session,
  * tokens)` queues the session's tokens; the batcher runs one decodeBatch for
  * every session waiting and resolves each call with a copy of its logits
  * (a Float32Array), or rejects with that entry's error. Calls made while a
  * step runs join the next one; a prompt longer than a step's room is fed in
- * chunks. steps counts the steps run.
+ * chunks, each but the last marked continues (so a hybrid model's session
+ * checkpoints it as one prefill). opts.continues (default false) says the
+ * tokens are a chunk of a prompt that the next decode on this session goes
+ * on with. steps counts the steps run.
  */
 class Batcher {
   constructor(model) {
@@ -103,11 +127,12 @@ class Batcher {
     this._running = false;
   }
 
-  decode(session, tokens) {
+  decode(session, tokens, opts) {
+    const continues = continuesOpt('Batcher.decode', 'opts', opts);
     const toks = typeof tokens === 'number' ? [tokens] : Array.from(I.arg.tokens('Batcher.decode', 'tokens', tokens, true));
     if (toks.length === 0) return Promise.reject(I.invalid('Batcher.decode: no tokens'));
     return new Promise((resolve, reject) => {
-      this._pending.push({ session, toks, resolve, reject });
+      this._pending.push({ session, toks, continues, resolve, reject });
       if (!this._running) {
         this._running = true;
         setImmediate(() => this._run());
@@ -130,7 +155,9 @@ class Batcher {
         this._pending = rest;
         let errs;
         try {
-          errs = await decodeBatch(this.model, step.map(({ r, n }) => [r.session, r.toks.slice(0, n)]));
+          // A prompt cut short here goes on in a later step: one prefill.
+          errs = await decodeBatch(this.model, step.map(({ r, n }) => [r.session, r.toks.slice(0, n),
+            { continues: n < r.toks.length || r.continues }]));
         } catch (e) {
           for (const { r } of step) r.reject(e);
           continue;

@@ -642,14 +642,26 @@ declare const moonlm: {
 };
 export default moonlm;
 
+/** Options of a decodeBatch entry or a Batcher.decode call. */
+export interface BatchEntryOptions {
+  /**
+   * The tokens are a chunk of a prompt that the session's next entry goes
+   * on with: a hybrid model's session takes the checkpoints of one prefill
+   * of the whole prompt instead of one per chunk (default false).
+   */
+  continues?: boolean;
+}
+
 /**
  * Evaluates every [session, tokens] entry (one token, or an array such as a
- * chunk of a prompt) in one forward pass; each session's logits then hold
- * its last token's logits, bit for bit what it gets alone. Resolves to one
- * error per entry, null where the tokens were evaluated.
+ * chunk of a prompt; a third element gives its options) in one forward
+ * pass; each session's logits then hold its last token's logits, bit for
+ * bit what it gets alone. Resolves to one error per entry, null where the
+ * tokens were evaluated.
  */
 export function decodeBatch(
-  model: Model, entries: Array<[Session, number | ArrayLike<number>]>,
+  model: Model,
+  entries: Array<[Session, number | ArrayLike<number>] | [Session, number | ArrayLike<number>, BatchEntryOptions]>,
 ): Promise<Array<MoonlmError | null>>;
 
 /** The most tokens one decodeBatch step evaluates, over all its entries. */
@@ -658,7 +670,8 @@ export function maxBatchTokens(model: Model): number;
 /**
  * Lets many async callers share batched steps: decode() queues a session's
  * tokens and resolves with a copy of its logits once the shared step that
- * evaluated them ran.
+ * evaluated them ran. A prompt longer than a step is fed in chunks marked
+ * continues.
  */
 export class Batcher {
   constructor(model: Model);
@@ -666,5 +679,5 @@ export class Batcher {
   readonly maxTokens: number;
   /** The batched steps run so far. */
   readonly steps: number;
-  decode(session: Session, tokens: number | ArrayLike<number>): Promise<Float32Array>;
+  decode(session: Session, tokens: number | ArrayLike<number>, opts?: BatchEntryOptions): Promise<Float32Array>;
 }

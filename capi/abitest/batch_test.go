@@ -23,6 +23,19 @@ type BatchEntry struct {
 	Logits    *float32
 	LogitsCap uintptr
 	Status    int32
+	Continues uintptr
+}
+
+// OldBatchEntry mirrors the first published moonlm_batch_entry, which
+// ended at status (no continues).
+type OldBatchEntry struct {
+	Size      uintptr
+	Session   uintptr
+	Tokens    *int32
+	NTokens   uintptr
+	Logits    *float32
+	LogitsCap uintptr
+	Status    int32
 }
 
 // batchLib holds the batched-decoding functions (a section of its own in
@@ -62,18 +75,22 @@ func TestBatchEntryLayout(t *testing.T) {
 #include <stddef.h>
 #include "moonlm.h"
 int main(void) {
-	printf("%zu %zu %zu %zu %zu %zu %zu\n", sizeof(moonlm_batch_entry), offsetof(moonlm_batch_entry, session),
+	printf("%zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(moonlm_batch_entry), offsetof(moonlm_batch_entry, session),
 	       offsetof(moonlm_batch_entry, tokens), offsetof(moonlm_batch_entry, n_tokens),
 	       offsetof(moonlm_batch_entry, logits), offsetof(moonlm_batch_entry, logits_cap),
-	       offsetof(moonlm_batch_entry, status));
+	       offsetof(moonlm_batch_entry, status), offsetof(moonlm_batch_entry, continues));
 	return 0;
 }
 `
 	out, err := exec.Command(compileC(t, l, src)).Output()
 	require.NoError(t, err)
 	var e BatchEntry
-	assert.Equal(t, fmt.Sprintf("%d %d %d %d %d %d %d\n", unsafe.Sizeof(e), unsafe.Offsetof(e.Session), unsafe.Offsetof(e.Tokens),
-		unsafe.Offsetof(e.NTokens), unsafe.Offsetof(e.Logits), unsafe.Offsetof(e.LogitsCap), unsafe.Offsetof(e.Status)), string(out))
+	assert.Equal(t, fmt.Sprintf("%d %d %d %d %d %d %d %d\n", unsafe.Sizeof(e), unsafe.Offsetof(e.Session), unsafe.Offsetof(e.Tokens),
+		unsafe.Offsetof(e.NTokens), unsafe.Offsetof(e.Logits), unsafe.Offsetof(e.LogitsCap), unsafe.Offsetof(e.Status),
+		unsafe.Offsetof(e.Continues)), string(out))
+	// continues starts where the first struct ended, so that struct's
+	// size names it.
+	assert.Equal(t, unsafe.Sizeof(OldBatchEntry{}), unsafe.Offsetof(e.Continues))
 }
 
 // TestBatchDecodeMatchesAlone decodes three sessions in shared steps (each
@@ -192,6 +209,8 @@ func TestBatchDecodeEntryStatus(t *testing.T) {
 	requireStatus(t, l, InvalidArg, bl.Decode(m, nil, 1), "NULL entries")
 	entries[0].Size = 8
 	requireStatus(t, l, InvalidArg, bl.Decode(m, &entries[0], 1), "small size")
+	entries[0].Size = unsafe.Offsetof(BatchEntry{}.Continues) + 1
+	requireStatus(t, l, InvalidArg, bl.Decode(m, &entries[0], 1), "a size between the first struct's and the current")
 	entries[0].Size = sz
 	entries[1].Size = sz + 8
 	requireStatus(t, l, InvalidArg, bl.Decode(m, &entries[0], 2), "unequal sizes")
@@ -219,4 +238,68 @@ func TestBatchDecodeLargerEntries(t *testing.T) {
 	assert.EqualValues(t, 1, position(t, l, sessions[0]))
 	assert.EqualValues(t, 2, position(t, l, sessions[1]))
 	assert.Equal(t, [3]uint64{7, 7, 7}, entries[1].Extra)
+}
+
+// TestBatchDecodeContinues feeds a prompt in chunks through
+// moonlm_batch_decode to the synthetic qwen35 (a hybrid model whose
+// sessions keep checkpoints of their recurrent state): with continues set
+// on every chunk but the last, the session holds the checkpoints of one
+// moonlm_prefill of the whole prompt; without, those of one prefill per
+// chunk. A caller of the first struct size (no continues) gets the latter
+// too, even where the memory after its entry is not zero.
+func TestBatchDecodeContinues(t *testing.T) {
+	l, bl := batchFuncs(t)
+	_, c := checkpointFuncs(t)
+	const name = "synth-qwen35-Q8_0.gguf"
+	var m uintptr
+	requireStatus(t, l, OK, l.ModelOpen(shareddata.SynthModel(t, name), nil, &m), "opening "+name)
+	t.Cleanup(func() { l.ModelFree(m) })
+	vocab := int(modelInfo(t, l, m).NVocab)
+	const chunk = 4
+	prompt := tokenizeText(t, l, m, storiesText)
+	require.GreaterOrEqual(t, len(prompt), 3*chunk)
+	prompt = prompt[:3*chunk]
+	lg := make([]float32, vocab)
+
+	whole := newSession(t, l, m, 128, 0)
+	requireStatus(t, l, OK, l.Prefill(whole, &prompt[0], uintptr(len(prompt)), &lg[0], uintptr(vocab)), "prefill")
+	wantJoined := checkpointPositions(t, l, c, whole)
+	perChunk := newSession(t, l, m, 128, 0)
+	for i := 0; i < len(prompt); i += chunk {
+		requireStatus(t, l, OK, l.Prefill(perChunk, &prompt[i], chunk, &lg[0], uintptr(vocab)), "prefill of a chunk")
+	}
+	wantSplit := checkpointPositions(t, l, c, perChunk)
+	require.NotEqual(t, wantJoined, wantSplit, "the test needs a prompt whose chunks leave checkpoints of their own")
+
+	joined, split := newSession(t, l, m, 128, 0), newSession(t, l, m, 128, 0)
+	old, other := newSession(t, l, m, 128, 0), newSession(t, l, m, 128, 0)
+	lj, ls := make([]float32, vocab), make([]float32, vocab)
+	one := []int32{prompt[0]}
+	for i := 0; i < len(prompt); i += chunk {
+		more := uintptr(0)
+		if i+chunk < len(prompt) {
+			more = 1
+		}
+		sz := unsafe.Sizeof(BatchEntry{})
+		entries := []BatchEntry{
+			{Size: sz, Session: joined, Tokens: &prompt[i], NTokens: chunk, Logits: &lj[0], LogitsCap: uintptr(vocab), Continues: more},
+			{Size: sz, Session: split, Tokens: &prompt[i], NTokens: chunk, Logits: &ls[0], LogitsCap: uintptr(vocab)},
+		}
+		requireStatus(t, l, OK, bl.Decode(m, &entries[0], uintptr(len(entries))), fmt.Sprintf("chunk at %d", i))
+		// The first struct size: where continues would be, the next
+		// entry's size (nonzero) lies.
+		osz := unsafe.Sizeof(OldBatchEntry{})
+		olds := []OldBatchEntry{
+			{Size: osz, Session: old, Tokens: &prompt[i], NTokens: chunk},
+			{Size: osz, Session: other, Tokens: &one[0], NTokens: 1},
+		}
+		requireStatus(t, l, OK, bl.Decode(m, (*BatchEntry)(unsafe.Pointer(&olds[0])), uintptr(len(olds))), fmt.Sprintf("old-size chunk at %d", i))
+	}
+	assert.Equal(t, wantJoined, checkpointPositions(t, l, c, joined), "chunks marked continues")
+	assert.Equal(t, wantSplit, checkpointPositions(t, l, c, split), "chunks not marked")
+	assert.Equal(t, wantSplit, checkpointPositions(t, l, c, old), "chunks in entries of the first struct size")
+	// The flag changes the checkpoints only.
+	requireSameBits(t, "the last chunk's logits", lj, ls)
+	assert.EqualValues(t, len(prompt), position(t, l, joined))
+	assert.EqualValues(t, len(prompt), position(t, l, old))
 }

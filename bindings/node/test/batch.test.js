@@ -145,3 +145,71 @@ describe('batched decoding', { skip }, () => {
     }
   });
 });
+
+/** The checkpoints a fresh session holds after one prefill per chunk. */
+async function checkpointPositions(model, chunks) {
+  const s = model.session({ nCtx: 512 });
+  try {
+    for (const c of chunks) await s.prefill(c);
+    return s.checkpoints().positions;
+  } finally {
+    s.close();
+  }
+}
+
+// A prompt fed in chunks to the synthetic Qwen3.5 (a hybrid model, whose
+// sessions keep checkpoints of their recurrent state): marked continues but
+// the last, the chunks are checkpointed as one prefill; unmarked, as one
+// prefill each.
+describe('continues on the synthetic qwen35', () => {
+  const sm = h.synthModel(...SYNTH[1]);
+  let m;
+  before(async () => { if (!sm.skip) m = await Model.open(sm.path, { threads: 2 }); });
+  after(() => m?.close());
+
+  it('decodeBatch: chunks marked continues are one prefill for the checkpoints', { skip: sm.skip }, async () => {
+    const toks = Array.from(m.tokenize(PROMPTS[0]));
+    assert.ok(toks.length >= 12);
+    const chunks = [0, 4, 8].map((i) => toks.slice(i, i + 4));
+    const joined = await checkpointPositions(m, [toks.slice(0, 12)]);
+    const split = await checkpointPositions(m, chunks);
+    assert.notDeepEqual(joined, split, 'the test needs chunks that leave checkpoints of their own');
+    const a = m.session({ nCtx: 128 }), b = m.session({ nCtx: 128 });
+    try {
+      for (let k = 0; k < chunks.length; k++) {
+        const la = await decodeBatch(m, [[a, chunks[k], { continues: k + 1 < chunks.length }], [b, chunks[k]]]);
+        assert.deepEqual(la, [null, null]);
+      }
+      assert.deepEqual(a.checkpoints().positions, joined);
+      assert.deepEqual(b.checkpoints().positions, split);
+      assert.equal(hex(a.logits), hex(b.logits));
+      await assert.rejects(decodeBatch(m, [[a, 1, { continues: 'yes' }]]), TypeError);
+      await assert.rejects(decodeBatch(m, [[a, 1, true]]), TypeError);
+    } finally {
+      a.close(); b.close();
+    }
+  });
+
+  it('Batcher marks a long prompt\'s chunks, and a caller\'s own with opts.continues', { skip: sm.skip }, async () => {
+    const toks = Array.from(m.tokenize(Array(4).fill(PROMPTS.join(' ')).join(' ')));
+    const step = maxBatchTokens(m);
+    assert.ok(toks.length > step && toks.length <= 512);
+    const joined = await checkpointPositions(m, [toks]);
+    const chunks = [];
+    for (let i = 0; i < toks.length; i += step) chunks.push(toks.slice(i, i + step));
+    assert.notDeepEqual(joined, await checkpointPositions(m, chunks));
+    const b = new Batcher(m);
+    const s = m.session({ nCtx: 512 }), t = m.session({ nCtx: 512 });
+    try {
+      await b.decode(s, toks);
+      assert.ok(b.steps >= 2);
+      assert.deepEqual(s.checkpoints().positions, joined);
+      await b.decode(t, toks.slice(0, 5), { continues: true });
+      await b.decode(t, toks.slice(5));
+      assert.deepEqual(t.checkpoints().positions, joined);
+      assert.throws(() => b.decode(t, 1, { continues: 1 }), TypeError);
+    } finally {
+      s.close(); t.close();
+    }
+  });
+});

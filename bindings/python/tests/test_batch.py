@@ -136,3 +136,67 @@ def test_batcher_long_prompt_in_chunks(model):
 
     got, steps = asyncio.run(run())
     assert got == want and steps >= 2
+
+
+QWEN35 = SYNTH[1]
+
+
+def checkpoint_positions(model, chunks):
+    """The checkpoints a fresh session holds after one prefill per chunk."""
+    with model.session(n_ctx=512) as s:
+        for c in chunks:
+            s.prefill(c)
+        return s.checkpoints().positions
+
+
+def test_decode_batch_continues(lib):
+    """A prompt fed in chunks to the synthetic Qwen3.5 (a hybrid model,
+    whose sessions keep checkpoints of their recurrent state): marked
+    continues but the last, the chunks are checkpointed as one prefill;
+    unmarked, as one prefill each. The logits are the same either way."""
+    with moonlm.Model(synth_model(*QWEN35), n_threads=2) as m:
+        toks = m.tokenize(PROMPTS[0])
+        assert len(toks) >= 12
+        toks = toks[:12]
+        chunks = [toks[i:i + 4] for i in range(0, 12, 4)]
+        joined, split = checkpoint_positions(m, [toks]), checkpoint_positions(m, chunks)
+        assert joined != split, "the test needs chunks that leave checkpoints of their own"
+        with m.session(n_ctx=128) as a, m.session(n_ctx=128) as b, m.session(n_ctx=128) as c:
+            for k, ch in enumerate(chunks):
+                more = k + 1 < len(chunks)
+                errs = moonlm.decode_batch(m, [moonlm.BatchEntry(a, ch, continues=more), (b, ch), (c, ch, more)])
+                assert errs == [None, None, None]
+            assert a.checkpoints().positions == joined
+            assert b.checkpoints().positions == split
+            assert c.checkpoints().positions == joined
+            assert bits(a.logits) == bits(b.logits)
+            with pytest.raises(TypeError):
+                moonlm.decode_batch(m, [(a, 1, "yes")])
+            with pytest.raises(TypeError):
+                moonlm.decode_batch(m, [(a, 1, True, 4)])
+
+
+def test_batcher_prompt_chunks_are_one_prefill(lib):
+    """The Batcher marks the chunks of a prompt longer than a step
+    continues, and a caller's own chunks when it says continues=True: the
+    hybrid session holds one prefill's checkpoints."""
+    with moonlm.Model(synth_model(*QWEN35), n_threads=2) as m:
+        toks = m.tokenize(" ".join(PROMPTS * 4))
+        step = moonlm.max_batch_tokens(m)
+        assert step < len(toks) <= 512
+        joined = checkpoint_positions(m, [toks])
+        assert joined != checkpoint_positions(m, [toks[i:i + step] for i in range(0, len(toks), step)])
+
+        async def run():
+            b = moonlm.Batcher(m)
+            with m.session(n_ctx=512) as s, m.session(n_ctx=512) as t:
+                await b.decode(s, toks)
+                await b.decode(t, toks[:5], continues=True)
+                await b.decode(t, toks[5:])
+                with pytest.raises(TypeError):
+                    await b.decode(t, 1, continues=1)
+                return b.steps, s.checkpoints().positions, t.checkpoints().positions
+
+        steps, got_s, got_t = asyncio.run(run())
+        assert steps >= 2
+        assert got_s == joined and got_t == joined

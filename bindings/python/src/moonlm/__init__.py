@@ -35,7 +35,7 @@ from ._hub import HubError
 from ._conversation import Conversation
 from ._state import SessionStats
 from ._checkpoint import Checkpoints
-from ._batch import Batcher, decode_batch, max_batch_tokens
+from ._batch import BatchEntry, Batcher, decode_batch, max_batch_tokens
 
 __version__ = "0.1.0"
 
@@ -79,6 +79,7 @@ __all__ = [
     "Conversation",
     "SessionStats",
     "Checkpoints",
+    "BatchEntry",
     "Batcher",
     "decode_batch",
     "max_batch_tokens",
