@@ -86,15 +86,21 @@ func (m *Model) resolvePooling(p Pooling) (Pooling, error) {
 }
 
 // EmbedSize is the length of one vector of pooling p: the hidden size, or
-// for rank pooling the classifier's outputs (the hidden size for a model
-// without a classifier head). With PoolingNone each token has one.
+// for rank pooling the classifier's outputs (cls.output's rows, or a
+// head of cls alone, as jina-reranker-v1's, cls's; the hidden size for a
+// model without a classifier head). With PoolingNone each token has one.
 func (m *Model) EmbedSize(p Pooling) (int, error) {
 	p, err := m.resolvePooling(p)
 	if err != nil {
 		return 0, fmt.Errorf("engine: embed: %w", err)
 	}
-	if p == PoolingRank && m.glob.mats[arch.ClsOut].Data != nil {
-		return m.glob.mats[arch.ClsOut].Rows, nil
+	if p == PoolingRank {
+		if co := &m.glob.mats[arch.ClsOut]; co.Data != nil {
+			return co.Rows, nil
+		}
+		if cls := &m.glob.mats[arch.Cls]; cls.Data != nil {
+			return cls.Rows, nil
+		}
 	}
 	return m.cfg.Dim, nil
 }
@@ -517,8 +523,9 @@ func (m *Model) RerankTokens(query, doc string) ([]int32, error) {
 }
 
 // Rerank scores each document's relevance to query with rank pooling (the
-// classifier head's first output: a logit for BERT rerankers, the
-// probability of "yes" for Qwen3-Reranker; higher is more relevant).
+// classifier head's first output: a logit for BERT rerankers, tanh of one
+// for jina-reranker-v1 (a head of cls alone), the probability of "yes"
+// for Qwen3-Reranker; higher is more relevant).
 func (m *Model) Rerank(query string, docs []string) ([]float32, error) {
 	seqs := make([][]int32, len(docs))
 	for i, d := range docs {
