@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/engine/tokenizer"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -494,9 +495,11 @@ func (m *Model) Embed(texts []string, p EmbedParams) ([][]float32, error) {
 // document, as llama.cpp makes it. A model with a rerank prompt template
 // (tokenizer.chat_template.rerank, as Qwen3-Reranker's files carry) gets
 // the template with {query} and {document} replaced, tokenized with its
-// special tokens; others get the query as Tokenize frames it, then the
-// document framed the same way without a leading BOS ([CLS] query [SEP]
-// document [SEP] for BERT).
+// special tokens; others get the query as Tokenize frames it, SEP when
+// the vocabulary joins pairs with it (add_sep: <s> query </s> </s>
+// document </s> for jina-reranker-v1's BPE vocabulary), then the document
+// framed the same way without a leading BOS ([CLS] query [SEP] document
+// [SEP] for BERT), as llama-embedding joins a pair.
 func (m *Model) RerankTokens(query, doc string) ([]int32, error) {
 	if v, ok := m.f.Lookup("tokenizer.chat_template.rerank"); ok {
 		if tmpl, err := v.String(); err == nil && tmpl != "" {
@@ -518,6 +521,9 @@ func (m *Model) RerankTokens(query, doc string) ([]int32, error) {
 	}
 	if bos := m.tok.BOS(); m.tok.AddBOS() && len(d) > 0 && d[0] == bos {
 		d = d[1:]
+	}
+	if sep := m.tok.SEP(); m.tok.AddSep() && m.tok.Kind() != tokenizer.WPM && sep >= 0 {
+		q = append(q, sep) // WordPiece's framing has put it there already
 	}
 	return append(q, d...), nil
 }
