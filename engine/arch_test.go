@@ -47,6 +47,9 @@ func TestFamiliesCompile(t *testing.T) {
 				if st.B != arch.NoRole {
 					assert.Contains(t, seen, st.B, "step %d's bias", st.Op)
 				}
+				if st.If != arch.NoRole {
+					assert.Contains(t, seen, st.If, "step %d's condition", st.Op)
+				}
 				for _, p := range st.Proj {
 					assert.Contains(t, seen, p.W)
 					if p.Bias != arch.NoRole {
@@ -99,6 +102,18 @@ func TestCompilePlanRefusesBadDescriptions(t *testing.T) {
 	bad.Block = slices.DeleteFunc(slices.Clone(llama.Block), func(s arch.Step) bool { return s.Op == arch.OpAttend })
 	_, err = compilePlan(&bad, &c, false)
 	assert.ErrorIs(t, err, ErrInternal)
+	// A conditional step needs an optional tensor, and a per-token step.
+	bad.Block = append(slices.Clone(llama.Block), arch.Copy(arch.X, arch.XN).IfHas(arch.AttnNorm))
+	_, err = compilePlan(&bad, &c, false)
+	assert.ErrorIs(t, err, ErrInternal, "IfHas a required tensor")
+	jina, _ := arch.Lookup("jina-bert-v2")
+	bad = *jina
+	bad.Block = slices.Clone(jina.Block)
+	bad.Block[0] = bad.Block[0].IfHas(arch.AttnNorm2)
+	_, err = compilePlan(&bad, &c, false)
+	assert.ErrorIs(t, err, ErrInternal, "a conditional product")
+	_, err = compilePlan(jina, &c, false)
+	assert.NoError(t, err)
 }
 
 // copyGGUF copies src into a temporary file, passing every key through

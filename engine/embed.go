@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/moonlm/moonlm/engine/arch"
+	"github.com/moonlm/moonlm/engine/tokenizer"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/kernels"
 )
@@ -86,15 +87,21 @@ func (m *Model) resolvePooling(p Pooling) (Pooling, error) {
 }
 
 // EmbedSize is the length of one vector of pooling p: the hidden size, or
-// for rank pooling the classifier's outputs (the hidden size for a model
-// without a classifier head). With PoolingNone each token has one.
+// for rank pooling the classifier's outputs (cls.output's rows, or a
+// head of cls alone, as jina-reranker-v1's, cls's; the hidden size for a
+// model without a classifier head). With PoolingNone each token has one.
 func (m *Model) EmbedSize(p Pooling) (int, error) {
 	p, err := m.resolvePooling(p)
 	if err != nil {
 		return 0, fmt.Errorf("engine: embed: %w", err)
 	}
-	if p == PoolingRank && m.glob.mats[arch.ClsOut].Data != nil {
-		return m.glob.mats[arch.ClsOut].Rows, nil
+	if p == PoolingRank {
+		if co := &m.glob.mats[arch.ClsOut]; co.Data != nil {
+			return co.Rows, nil
+		}
+		if cls := &m.glob.mats[arch.Cls]; cls.Data != nil {
+			return cls.Rows, nil
+		}
 	}
 	return m.cfg.Dim, nil
 }
@@ -488,9 +495,11 @@ func (m *Model) Embed(texts []string, p EmbedParams) ([][]float32, error) {
 // document, as llama.cpp makes it. A model with a rerank prompt template
 // (tokenizer.chat_template.rerank, as Qwen3-Reranker's files carry) gets
 // the template with {query} and {document} replaced, tokenized with its
-// special tokens; others get the query as Tokenize frames it, then the
-// document framed the same way without a leading BOS ([CLS] query [SEP]
-// document [SEP] for BERT).
+// special tokens; others get the query as Tokenize frames it, SEP when
+// the vocabulary joins pairs with it (add_sep: <s> query </s> </s>
+// document </s> for jina-reranker-v1's BPE vocabulary), then the document
+// framed the same way without a leading BOS ([CLS] query [SEP] document
+// [SEP] for BERT), as llama-embedding joins a pair.
 func (m *Model) RerankTokens(query, doc string) ([]int32, error) {
 	if v, ok := m.f.Lookup("tokenizer.chat_template.rerank"); ok {
 		if tmpl, err := v.String(); err == nil && tmpl != "" {
@@ -513,12 +522,16 @@ func (m *Model) RerankTokens(query, doc string) ([]int32, error) {
 	if bos := m.tok.BOS(); m.tok.AddBOS() && len(d) > 0 && d[0] == bos {
 		d = d[1:]
 	}
+	if sep := m.tok.SEP(); m.tok.AddSep() && m.tok.Kind() != tokenizer.WPM && sep >= 0 {
+		q = append(q, sep) // WordPiece's framing has put it there already
+	}
 	return append(q, d...), nil
 }
 
 // Rerank scores each document's relevance to query with rank pooling (the
-// classifier head's first output: a logit for BERT rerankers, the
-// probability of "yes" for Qwen3-Reranker; higher is more relevant).
+// classifier head's first output: a logit for BERT rerankers, tanh of one
+// for jina-reranker-v1 (a head of cls alone), the probability of "yes"
+// for Qwen3-Reranker; higher is more relevant).
 func (m *Model) Rerank(query string, docs []string) ([]float32, error) {
 	seqs := make([][]int32, len(docs))
 	for i, d := range docs {

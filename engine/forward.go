@@ -400,7 +400,7 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 	c, pl := L.c, L.plan
 	for i := range ops {
 		op := &ops[i]
-		if !op.only.Has(c, il) {
+		if !op.only.Has(c, il) || (op.cond != arch.NoRole && L.vecs[op.cond] == nil && L.mats[op.cond].Data == nil) {
 			continue
 		}
 		switch op.kind {
@@ -469,7 +469,11 @@ func (s *Session) tokenOps(ops []tokOp, il, t int) {
 		case tkQuantize:
 			s.quantize(s.row(pl, op.in, t), t, L, op.proj)
 		case tkLayerNorm:
-			layerNorm(s.row(pl, op.out, t), s.row(pl, op.in, t), L.vecs[op.w], L.vecs[op.b], c.Eps)
+			if w := L.vecs[op.w]; w != nil { // an absent optional weight skips the step
+				layerNorm(s.row(pl, op.out, t), s.row(pl, op.in, t), w, L.vecs[op.b], c.Eps)
+			}
+		case tkCopy:
+			copy(s.row(pl, op.out, t), s.row(pl, op.in, t))
 		case tkAct:
 			if x := s.row(pl, op.in, t); c.Act == arch.GELU {
 				s.ops.GELU(x, x)

@@ -163,11 +163,23 @@ func tensorName(fam *arch.Family, r arch.Role) (string, bool) {
 		}
 	}
 	for _, t := range fam.Layer {
-		if t.Role == r && t.Name != "" && t.Only == arch.AllLayers {
+		if t.Role == r && t.Name != "" && t.Only == arch.AllLayers && !fusedName(fam, t.Name) {
 			return "blk.0." + t.Name, true
 		}
 	}
 	return "", false
+}
+
+// fusedName reports whether name is a fused block tensor's too: a part
+// that older conversions write unfused under the fused tensor's name,
+// whose shape tells which one a file has (so it witnesses no dimension).
+func fusedName(fam *arch.Family, name string) bool {
+	for _, t := range fam.Layer {
+		if len(t.Fused) > 0 && t.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func hasTensor(f *gguf.File, name string) bool {

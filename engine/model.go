@@ -494,6 +494,9 @@ func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights, list []ar
 		return fmt.Errorf("%w: missing tensor %s", ErrBadFile, name)
 	}
 	cols := l.c.Of(t.Cols, l.vocab)
+	if len(t.Fused) > 0 && !fusedShape(tt, t, l.c, cols) && partNamed(list, t) {
+		return nil // a part of the same name (an older conversion's unfused tensor): its parts load by name
+	}
 	if t.PerExpert && !t.Matrix() {
 		v, err := asExpertVectors(tt, cols, l.c.MoE.Experts)
 		w.vecs[t.Role] = v
@@ -563,6 +566,27 @@ func (l *tensorLoader) split(t *arch.Tensor, list []arch.Tensor, w *weights) err
 	return nil
 }
 
+// fusedShape reports whether tt has fused tensor t's shape (cols values
+// per row; its rows, or for a vector its values).
+func fusedShape(tt *gguf.Tensor, t *arch.Tensor, c *config, cols int) bool {
+	if !t.Matrix() {
+		return tt.NumElements() == int64(cols)
+	}
+	return len(tt.Shape) == 2 && tt.Shape[0] == int64(cols) && tt.Shape[1] == int64(c.Of(t.Rows, -1))
+}
+
+// partNamed reports whether a part of fused tensor t has t's own name: a
+// tensor that older conversions write unfused under the same name (told
+// apart by its shape).
+func partNamed(list []arch.Tensor, t *arch.Tensor) bool {
+	for _, r := range t.Fused {
+		if d := declOf(list, r); d != nil && d.Name == t.Name {
+			return true
+		}
+	}
+	return false
+}
+
 // declOf is role r's declaration in list, or nil.
 func declOf(list []arch.Tensor, r arch.Role) *arch.Tensor {
 	for i := range list {
@@ -582,7 +606,7 @@ func missingMatrix(fam *arch.Family, prefix string, r arch.Role) error {
 		names = append(names, prefix+d.Name)
 	}
 	for _, f := range fam.Layer {
-		if slices.Contains(f.Fused, r) {
+		if slices.Contains(f.Fused, r) && !slices.Contains(names, prefix+f.Name) {
 			names = append(names, prefix+f.Name)
 		}
 	}

@@ -80,6 +80,7 @@ const (
 	tkGate      // in *= sigmoid(AG)
 	tkConv      // a DeltaNet step's per-token part: convolution, norms, gates
 	tkUngroup   // a projection grouped by key head into DeltaNet's layout
+	tkCopy      // out = in
 )
 
 // tokOp is one per-token operation of a token phase.
@@ -91,6 +92,7 @@ type tokOp struct {
 	proj    []arch.Proj // tkBias, tkQuantize
 	qOnly   bool        // tkRoPE: rotate the queries only (the keys are another layer's)
 	only    arch.LayerKind
+	cond    arch.Role // the optional tensor a layer needs to run the operation (Step.If), NoRole: none
 }
 
 // maxProj is the most products one Project step may hold.
@@ -187,6 +189,20 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 			}
 			pl.width[arch.CV], pl.width[arch.DN] = c.SSM.ConvDim(), c.SSM.Inner
 			pl.deltaNet = true
+		case arch.OpCopy:
+			if w := pl.width[st.Out]; w != 0 && w != pl.width[st.In] {
+				return nil, descriptionError(fam, "a copy of %d values into a buffer of %d", pl.width[st.In], w)
+			}
+			pl.width[st.Out] = pl.width[st.In]
+		}
+		if st.If != arch.NoRole {
+			if t := decl(st.If); t == nil || !t.Optional {
+				return nil, descriptionError(fam, "a step run if the layer has tensor role %d, which is not an optional block tensor", st.If)
+			}
+			switch st.Op {
+			case arch.OpProject, arch.OpAttend, arch.OpMoE, arch.OpDeltaNet:
+				return nil, descriptionError(fam, "a conditional step %d (only per-token steps may be)", st.Op)
+			}
 		}
 	}
 	if pl.width[arch.Q] != c.QDim() || (!sharedKV && (pl.width[arch.K] != c.KVDim() || pl.width[arch.V] != c.KVDim())) {
@@ -305,12 +321,15 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 			cur.ops = append(cur.ops, tokOp{kind: tkLayerNorm, in: st.In, out: st.Out, w: st.W, b: st.B})
 		case arch.OpAct:
 			cur.ops = append(cur.ops, tokOp{kind: tkAct, in: st.In})
+		case arch.OpCopy:
+			cur.ops = append(cur.ops, tokOp{kind: tkCopy, in: st.In, out: st.Out})
 		default:
 			return nil, descriptionError(fam, "unknown step %d", st.Op)
 		}
-		// The step's operations and phases run on its kind of layer.
+		// The step's operations and phases run on its kind of layer
+		// (and, a conditional step's, where the layer has its tensor).
 		for i := nOps; i < len(cur.ops); i++ {
-			cur.ops[i].only = st.Only
+			cur.ops[i].only, cur.ops[i].cond = st.Only, st.If
 		}
 		for i := nPhases; i < len(pl.phases); i++ {
 			if pl.phases[i].kind != phTokens {
@@ -322,7 +341,7 @@ func compilePlan(fam *arch.Family, c *config, sharedKV bool) (*plan, error) {
 			// joined (after those of earlier steps).
 			flushed := &pl.phases[nPhases]
 			for i := nOps; i < len(flushed.ops); i++ {
-				flushed.ops[i].only = st.Only
+				flushed.ops[i].only, flushed.ops[i].cond = st.Only, st.If
 			}
 			flushed.only = tokensOnly(flushed.ops)
 		}

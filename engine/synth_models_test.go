@@ -62,10 +62,12 @@ var synthModelFiles = map[string]synthModelFile{
 	// Encoders. XLM-R's vocabulary comes from llama.cpp's test
 	// vocabularies (`make llamacpp-vocab`); without them its file is
 	// skipped.
-	"synth-bert-Q8_0.gguf":         {"53d7b9f743c76dd687c41fa2afea5f5f478ffc653bd369ab4a623045c0d078b7", func(t testing.TB) []byte { return buildSynthBert(t, true) }},
-	"synth-nomic-bert-Q8_0.gguf":   {"f53283a05479287baf7289341b175801aab7b3008fe06df0b786318475c211a1", func(t testing.TB) []byte { return buildSynthNomicBert(t, true) }},
-	"synth-jina-bert-v2-Q8_0.gguf": {"3519f4f5fc0458aa94a1e303d4fe71cd285a94872ccd586698f3078053c46822", func(t testing.TB) []byte { return buildSynthJinaBertV2(t, true) }},
-	"synth-xlmr-Q8_0.gguf":         {"34c8dc5c17e65e5ea26a3a7c0286cc4f183fcd7415df549eb84c57d2926d1cca", func(t testing.TB) []byte { return buildSynthXLMR(t, true) }},
+	"synth-bert-Q8_0.gguf":               {"53d7b9f743c76dd687c41fa2afea5f5f478ffc653bd369ab4a623045c0d078b7", func(t testing.TB) []byte { return buildSynthBert(t, true) }},
+	"synth-nomic-bert-Q8_0.gguf":         {"f53283a05479287baf7289341b175801aab7b3008fe06df0b786318475c211a1", func(t testing.TB) []byte { return buildSynthNomicBert(t, true) }},
+	"synth-jina-bert-v2-Q8_0.gguf":       {"3519f4f5fc0458aa94a1e303d4fe71cd285a94872ccd586698f3078053c46822", func(t testing.TB) []byte { return buildSynthJinaBertV2(t, true) }},
+	"synth-jina-bert-v2-older-Q8_0.gguf": {"966563bca9aa10bcfef4d48202d18914a84aef4e2483953fb2ed6c11bfb745d9", func(t testing.TB) []byte { return buildSynthJinaOlder(t, true) }},
+	"synth-jina-reranker-Q8_0.gguf":      {"5cf2d686d270d4cc0b7b2451d8f9a22f3293030d03d46fd99ccde70b6b238eaa", func(t testing.TB) []byte { return buildSynthJinaReranker(t, true) }},
+	"synth-xlmr-Q8_0.gguf":               {"34c8dc5c17e65e5ea26a3a7c0286cc4f183fcd7415df549eb84c57d2926d1cca", func(t testing.TB) []byte { return buildSynthXLMR(t, true) }},
 }
 
 // synthDenseQ8 is the generator of arch's Q8_0 file of synthSpecs.

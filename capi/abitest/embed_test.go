@@ -62,19 +62,66 @@ func embedAPI(t *testing.T, l *Lib) embedFuncs {
 // synthBert opens the engine's generated synthetic BERT (Q8_0) and reads
 // its llama.cpp references.
 func synthBert(t *testing.T, l *Lib) (uintptr, *embedRefFile) {
+	return synthEncoder(t, l, "synth-bert")
+}
+
+// synthEncoder opens the engine's generated synthetic encoder NAME (its
+// Q8_0 file) and reads its llama.cpp references.
+func synthEncoder(t *testing.T, l *Lib, name string) (uintptr, *embedRefFile) {
 	root, err := repoRoot()
 	require.NoError(t, err)
 	dir := filepath.Join(root, "engine", "testdata", "synth")
-	b, err := os.ReadFile(filepath.Join(dir, "synth-bert-Q8_0.embed.json"))
+	b, err := os.ReadFile(filepath.Join(dir, name+"-Q8_0.embed.json"))
 	require.NoError(t, err)
 	var ref embedRefFile
 	require.NoError(t, json.Unmarshal(b, &ref))
 	var m uintptr
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	requireStatus(t, l, OK, l.ModelOpen(shareddata.SynthModel(t, "synth-bert-Q8_0.gguf"), nil, &m), "open the synthetic BERT")
+	requireStatus(t, l, OK, l.ModelOpen(shareddata.SynthModel(t, name+"-Q8_0.gguf"), nil, &m), "open "+name)
 	t.Cleanup(func() { l.ModelFree(m) })
 	return m, &ref
+}
+
+// moonlm_rerank on a jina-bert-v2 reranker (jina-reranker-v1's head: cls
+// of one output, no cls.output) gives llama.cpp's scores under the Q8_0
+// rule, one per document, several documents in one call.
+func TestRerankJinaAgainstLlamaCpp(t *testing.T) {
+	l := lib(t)
+	f := embedAPI(t, l)
+	m, ref := synthEncoder(t, l, "synth-jina-reranker")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var one uintptr
+	requireStatus(t, l, OK, f.size(m, PoolingRank, &one), "rank size")
+	require.Equal(t, uintptr(1), one)
+	checked := 0
+	for _, c := range ref.Cases {
+		if c.Pooling != "rank" {
+			continue
+		}
+		var want [][]float32
+		require.NoError(t, json.Unmarshal(c.Embeddings, &want))
+		// The pairs share the first query: score its documents together.
+		var docs []string
+		var idx []int
+		for i, pair := range c.Pairs {
+			if pair[0] == c.Pairs[0][0] {
+				docs, idx = append(docs, pair[1]), append(idx, i)
+			}
+		}
+		ptrs, keep := cStrings(docs)
+		scores := make([]float32, len(docs))
+		var n uintptr
+		requireStatus(t, l, OK, f.rerank(m, cstr(c.Pairs[0][0]), &ptrs[0], uintptr(len(ptrs)), &scores[0], uintptr(len(scores)), &n), "rerank")
+		runtime.KeepAlive(keep)
+		require.Equal(t, uintptr(len(docs)), n)
+		for k, i := range idx {
+			assert.InDelta(t, want[i][0], scores[k], 3e-2, "pair %d", i)
+		}
+		checked += len(idx)
+	}
+	require.Greater(t, checked, 1, "rank pairs of one query in the references")
 }
 
 type embedRefFile struct {

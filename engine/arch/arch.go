@@ -517,6 +517,13 @@ const (
 	// another (ssm_ba).
 	SSMInQKVZ
 	SSMBetaAlpha
+	// LayerNorm biases of the query and key norms (over all heads at
+	// once, jina-bert-v2's), and a second post-attention LayerNorm with
+	// its bias (jina-bert-v2's attn_norm_2).
+	QNormB
+	KNormB
+	AttnNorm2
+	AttnNorm2B
 	NumRoles
 )
 
@@ -536,7 +543,10 @@ type Tensor struct {
 	// (a vector's value ranges) hold, in order, each declared in the same
 	// list after it. When the file has the fused tensor its parts are views
 	// of it and are not looked up by name; a part with an empty Name exists
-	// only inside the fused tensor.
+	// only inside the fused tensor. A part may have the fused tensor's own
+	// name (older conversions wrote it unfused under that name): a file's
+	// tensor of that name with the fused shape is the fused one, else the
+	// parts are looked up by their names.
 	Fused []Role
 	// Lookup marks a model matrix whose rows are read one at a time
 	// (position embeddings, a classifier head applied once per text):
@@ -589,6 +599,7 @@ const (
 	DN             // its output (SSM.Inner)
 	MXZ            // Qwen3-Next's Q, K, V and Z grouped by key head (ConvDim + Inner)
 	BA             // Qwen3-Next's write strengths and decay inputs grouped by key head (2*VHeads)
+	XI             // the layer's input, kept for a later step (Dim)
 	NumBufs
 )
 
@@ -615,6 +626,7 @@ const (
 	OpGate                // In *= sigmoid(AG)
 	OpDeltaNet            // DN = gated DeltaNet of MX, Z, BT, AL, with the layer's recurrent state
 	OpUngroup             // MXZ -> MX and Z, or BA -> BT and AL (projections grouped by key head)
+	OpCopy                // Out = In (a value kept for a later step)
 )
 
 // Proj is one matrix product of a Project step.
@@ -633,10 +645,20 @@ type Step struct {
 	Proj    []Proj
 	// Only, in a hybrid family, is the kind of layer that runs the step.
 	Only LayerKind
+	// If, when set, is an optional tensor: only the layers that have it
+	// run the step (the other steps of an optional norm, whose own step
+	// skips itself where its weight is absent). Per-token steps only.
+	If Role
 }
 
 // On returns st restricted to layers of kind k.
 func (st Step) On(k LayerKind) Step { st.Only = k; return st }
+
+// IfHas returns st run only by the layers that have tensor r.
+func (st Step) IfHas(r Role) Step { st.If = r; return st }
+
+// Copy sets out to a copy of in.
+func Copy(in, out Buf) Step { return Step{Op: OpCopy, In: in, Out: out} }
 
 // SplitGate splits the interleaved queries and gates of QG into Q and AG.
 func SplitGate() Step { return Step{Op: OpSplitGate, In: QG, Out: Q} }
@@ -699,7 +721,8 @@ func TempQ() Step { return Step{Op: OpTempQ, In: Q, Out: Q} }
 func GLU() Step { return Step{Op: OpGLU, In: G, Out: G} }
 
 // LayerNorm is Out = LayerNorm(In) * w + b; with In == Out it norms in
-// place. An absent optional b is skipped.
+// place. An absent optional b is skipped; an absent optional w skips the
+// step (as Norm's).
 func LayerNorm(w, b Role, in, out Buf) Step {
 	return Step{Op: OpLayerNorm, W: w, B: b, In: in, Out: out}
 }

@@ -85,6 +85,7 @@ func readVocab(f *gguf.File, packed bool) (*Vocab, error) {
 	}{
 		{"tokenizer.ggml.add_bos_token", &v.AddBOS},
 		{"tokenizer.ggml.add_eos_token", &v.AddEOS},
+		{"tokenizer.ggml.add_sep_token", &v.AddSep},
 		{"tokenizer.ggml.add_space_prefix", &v.AddSpacePrefix},
 		{"tokenizer.ggml.remove_extra_whitespaces", &v.RemoveExtraWhitespaces},
 	} {

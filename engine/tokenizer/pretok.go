@@ -38,6 +38,7 @@ type preInfo struct {
 	addBOS       bool
 	noBOS        bool
 	spmBPE       bool // SentencePiece-style BPE (Tokenizer.spmBPE)
+	addSep       bool // add_sep on (a pair is joined with SEP)
 }
 
 // lookupPre maps tokenizer.ggml.pre to the pre-tokenizer and the options
@@ -62,9 +63,11 @@ func lookupPre(name string) (preInfo, bool) {
 		return preInfo{typ: preStarcoder}, true
 	case "command-r", "smollm":
 		return preInfo{typ: preStarcoder, noClean: true}, true
-	case "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en",
-		"jina-v2-es", "jina-v2-de", "jina-v2-code", "roberta-bpe", "exaone4":
+	case "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat",
+		"jina-v2-es", "jina-v2-de", "exaone4":
 		return preInfo{typ: preGPT2}, true
+	case "jina-v1-en", "jina-v2-code", "roberta-bpe":
+		return preInfo{typ: preGPT2, addSep: true}, true
 	case "qwen2", "deepseek-r1-qwen":
 		return preInfo{typ: preQwen2, noClean: true}, true
 	case "qwen35":

@@ -95,6 +95,9 @@ type Vocab struct {
 	// tokenizer.ggml.<suffix>_token_id keys give them.
 	Special                        map[string]int64
 	AddBOS, AddEOS, AddSpacePrefix *bool // nil: the model type's default
+	// AddSep is tokenizer.ggml.add_sep_token; nil: the default of the
+	// model type and pre-tokenizer.
+	AddSep *bool
 	// Unigram ("t5") only: tokenizer.ggml.remove_extra_whitespaces and
 	// tokenizer.ggml.precompiled_charsmap.
 	RemoveExtraWhitespaces *bool
@@ -142,6 +145,7 @@ type Tokenizer struct {
 	ugm        *ugm // Unigram only
 
 	addBOS, addEOS, addSpacePrefix bool
+	addSep                         bool // a pair is joined with SEP (Model.RerankTokens)
 
 	bos, eos, eot, eom, unk, sep, pad, mask int32
 	fimPre, fimSuf, fimMid, fimPad, fimRep  int32
@@ -204,7 +208,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 	case "bert":
 		t.kind = WPM
 		t.bos, t.unk, t.sep, t.pad, t.mask = 101, 100, 102, 0, 103
-		t.cleanSpaces, t.addBOS = true, true
+		t.cleanSpaces, t.addBOS, t.addSep = true, true, true
 	case "gpt2", "gemma4":
 		t.kind = BPE
 		t.bos, t.eos = 11, 11
@@ -233,6 +237,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 		if p.noBOS {
 			t.bos = -1
 		}
+		t.addSep = p.addSep
 	case "t5":
 		t.kind = UGM
 		t.eos, t.unk, t.pad = 1, 2, 0
@@ -289,6 +294,9 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 	if v.AddEOS != nil {
 		t.addEOS = *v.AddEOS
+	}
+	if v.AddSep != nil {
+		t.addSep = *v.AddSep
 	}
 	t.findEOG()
 
@@ -638,6 +646,12 @@ func (t *Tokenizer) AddBOS() bool { return t.addBOS }
 
 // AddEOS reports whether Encode with addSpecial appends EOS.
 func (t *Tokenizer) AddEOS() bool { return t.addEOS }
+
+// AddSep reports whether a pair of texts (a reranker's query and
+// document) is joined with SEP, after the query's EOS when AddEOS; as
+// llama.cpp's add_sep. WordPiece's framing already ends the query with
+// SEP (Model.RerankTokens).
+func (t *Tokenizer) AddSep() bool { return t.addSep }
 
 // AddSpacePrefix reports whether a space is put before text (SentencePiece).
 func (t *Tokenizer) AddSpacePrefix() bool { return t.addSpacePrefix }

@@ -300,3 +300,24 @@ func TestJinaMaskLStrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int32{0, 6, 6, mask, 6, 0}, encode(t, tok, "a  <mask> a", false, true))
 }
+
+// add_sep as llama.cpp sets it: on for WordPiece and for the BPE
+// pre-tokenizers jina-v1-en, jina-v2-code and roberta-bpe, off for the
+// others; tokenizer.ggml.add_sep_token overrides it.
+func TestAddSepDefaults(t *testing.T) {
+	for pre, want := range map[string]bool{"jina-v1-en": true, "jina-v2-code": true, "roberta-bpe": true, "gpt-2": false, "jina-v2-de": false} {
+		tok, err := New(bpeVocab(pre))
+		require.NoError(t, err)
+		assert.Equal(t, want, tok.AddSep(), pre)
+	}
+	off := false
+	v := bpeVocab("roberta-bpe")
+	v.AddSep = &off
+	tok, err := New(v)
+	require.NoError(t, err)
+	assert.False(t, tok.AddSep(), "add_sep_token false")
+	wpm := &Vocab{Model: "bert", Tokens: []string{"[PAD]", "a"}}
+	tok, err = New(wpm)
+	require.NoError(t, err)
+	assert.True(t, tok.AddSep(), "WordPiece")
+}
