@@ -367,12 +367,6 @@ func (s *Session) expertMul(m *kernels.Matrix, xq []byte, n int, y []float32, lo
 		}
 		return
 	}
-	if m.Type == gguf.MXFP4 {
-		// gpt-oss's experts: the four-token kernel, bit-identical per
-		// token to MatVec's.
-		s.kern.MatMulMXFP4(m, xq, n, y, lo, hi)
-		return
-	}
 	s.kern.MatMulTiled(m, xq, n, y, lo, hi)
 }
 
