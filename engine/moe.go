@@ -22,11 +22,12 @@ import (
 // multiplied by all its tokens at once, so each expert's weights are read
 // once per batch. Experts whose gate and up are fused in one tensor
 // (GateUpExps) are multiplied by one product of both (the gate's rows,
-// then the up's), which leaves each slot's gate and up side by side. All experts' products are one pool job, each thread
-// taking its share of every expert's rows: a step is five dispatches for a
-// batch (routing, gate and up, the activation, down, the weighted sum) and
-// two for one token (whose routing, activation and sum run inline), however
-// many experts it uses. Nothing is allocated per token.
+// then the up's), which leaves each slot's gate and up side by side. All
+// experts' products are one pool job, each thread taking its share of
+// every expert's rows: a step is five dispatches for a batch (routing,
+// gate and up, the activation, down, the weighted sum) and two for one
+// token (whose routing, activation and sum run inline), however many
+// experts it uses. Nothing is allocated per token.
 
 // moeScratch is a session's MoE buffers, sized for its batch capacity.
 type moeScratch struct {
