@@ -478,7 +478,7 @@ type tensorLoader struct {
 // an absent tensor is left zero when optional, replaced by the tensor it
 // is tied to when it has one, and an error naming it otherwise.
 func (l *tensorLoader) load(t *arch.Tensor, prefix string, w *weights, list []arch.Tensor) error {
-	if w.mats[t.Role].Data != nil || w.vecs[t.Role] != nil || t.Name == "" {
+	if w.mats[t.Role].Data != nil || w.vecs[t.Role] != nil || t.Name == "" || inFusedExperts(t.Role, list, w) {
 		return nil // a part already cut from its fused tensor, or one that exists only there
 	}
 	name := prefix + t.Name
@@ -581,6 +581,18 @@ func fusedShape(tt *gguf.Tensor, t *arch.Tensor, c *config, cols int) bool {
 func partNamed(list []arch.Tensor, t *arch.Tensor) bool {
 	for _, r := range t.Fused {
 		if d := declOf(list, r); d != nil && d.Name == t.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// inFusedExperts reports whether role r is a part of a per-expert fused
+// tensor w holds: such a tensor is kept whole (the MoE step multiplies
+// its parts in one product), so the part is neither cut nor looked up.
+func inFusedExperts(r arch.Role, list []arch.Tensor, w *weights) bool {
+	for i := range list {
+		if f := &list[i]; f.PerExpert && w.exps[f.Role] != nil && slices.Contains(f.Fused, r) {
 			return true
 		}
 	}
@@ -735,6 +747,11 @@ func (m *Model) loadTensors() error {
 				if L.mats[pr.W].Data == nil {
 					return missingMatrix(m.fam, p, pr.W)
 				}
+			}
+		}
+		if L.plan.moe {
+			if err := checkExperts(m.fam, p, &L.weights); err != nil {
+				return err
 			}
 		}
 	}

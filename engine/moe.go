@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/moonlm/moonlm/engine/arch"
 	"github.com/moonlm/moonlm/engine/pool"
@@ -19,11 +20,14 @@ import (
 // expert) pairs, "slots", are sorted by expert, each expert's tokens'
 // activations gathered into consecutive rows, and every expert's matrix
 // multiplied by all its tokens at once, so each expert's weights are read
-// once per batch. All experts' products are one pool job, each thread
-// taking its share of every expert's rows: a step is five dispatches for a
-// batch (routing, gate and up, the activation, down, the weighted sum) and
-// two for one token (whose routing, activation and sum run inline), however
-// many experts it uses. Nothing is allocated per token.
+// once per batch. Experts whose gate and up are fused in one tensor
+// (GateUpExps) are multiplied by one product of both (the gate's rows,
+// then the up's), which leaves each slot's gate and up side by side. All
+// experts' products are one pool job, each thread taking its share of
+// every expert's rows: a step is five dispatches for a batch (routing,
+// gate and up, the activation, down, the weighted sum) and two for one
+// token (whose routing, activation and sum run inline), however many
+// experts it uses. Nothing is allocated per token.
 
 // moeScratch is a session's MoE buffers, sized for its batch capacity.
 type moeScratch struct {
@@ -44,9 +48,14 @@ type moeScratch struct {
 	// xqTok holds each token's input quantized for the gate and the up
 	// matrices (one buffer when their formats agree); xqG and xqU the same
 	// rows gathered by slot.
-	xqTok      [2][]byte
-	xqG, xqU   []byte
-	g, u       []float32 // slot x ff: gate and up outputs; g becomes the activation
+	xqTok    [2][]byte
+	xqG, xqU []byte
+	// g and u are the gate and up outputs, slot x ff each (gateUp); a
+	// layer of fused experts writes both into g, slot x 2ff, each slot's
+	// gate then its up (u is then unused; g holds 2ff per slot when any
+	// layer's are fused, and u none when all are). The gate's values
+	// become the activation.
+	g, u       []float32
 	hq         []byte    // slot rows of the activation quantized for down
 	y          []float32 // slot x Dim: each expert's output
 	maxG, maxD int       // act bytes of a row, the most of any layer (Dim for gate/up, ff for down)
@@ -54,8 +63,11 @@ type moeScratch struct {
 	// the current step
 	L      *layer
 	stage  int
-	rbG    int // act bytes of a gate/up row
-	rbD    int // act bytes of a down row
+	gate   *kernels.Matrix // the gate's (or fused gate and up's) expert 0, whose format the input is quantized for
+	up     *kernels.Matrix // the up's expert 0 (gate when fused)
+	fused  bool            // L's gate and up are one matrix per expert (GateUpExps)
+	rbG    int             // act bytes of a gate/up row
+	rbD    int             // act bytes of a down row
 	sameGU bool
 	fn     pool.Task
 	// perToken multiplies each token by its experts one at a time, as
@@ -88,10 +100,38 @@ func checkMoE(fam *arch.Family, c *config, pl *plan, st arch.Step) error {
 	if pl.width[arch.R] != e.Experts {
 		return descriptionError(fam, "a MoE step with %d router logits for %d experts", pl.width[arch.R], e.Experts)
 	}
+	// Gate and up may be fused, but only as GateUpExps of the two (which
+	// runMoE reads as the gate's rows, then the up's); apart they are
+	// required unless that fused tensor may stand in.
+	fused := fam.Tensor(arch.GateUpExps)
+	if fused != nil && (!fused.PerExpert || !slices.Equal(fused.Fused, []arch.Role{arch.GateExps, arch.UpExps})) {
+		return descriptionError(fam, "a per-expert gate and up fused other than as GateUpExps of GateExps and UpExps")
+	}
+	for i := range fam.Layer {
+		if t := &fam.Layer[i]; t.PerExpert && len(t.Fused) > 0 && t.Role != arch.GateUpExps {
+			return descriptionError(fam, "a fused per-expert tensor %s other than GateUpExps", t.Name)
+		}
+	}
 	for _, r := range []arch.Role{arch.GateExps, arch.UpExps, arch.DownExps} {
 		t := fam.Tensor(r)
-		if t == nil || !t.PerExpert || t.Optional {
+		if t == nil || !t.PerExpert || (t.Optional && (fused == nil || r == arch.DownExps)) {
 			return descriptionError(fam, "a MoE step without the required per-expert role %d", r)
+		}
+	}
+	return nil
+}
+
+// checkExperts checks that a MoE layer's weights (named with prefix) hold
+// the experts' gate and up matrices, fused or apart: the parts are
+// optional when the fused tensor may stand in, and a file must give one
+// or the other.
+func checkExperts(fam *arch.Family, prefix string, w *weights) error {
+	if w.exps[arch.GateUpExps] != nil {
+		return nil
+	}
+	for _, r := range []arch.Role{arch.GateExps, arch.UpExps} {
+		if w.exps[r] == nil {
+			return missingMatrix(fam, prefix, r)
 		}
 	}
 	return nil
@@ -148,12 +188,17 @@ func (s *Session) newMoEScratch(nb int) *moeScratch {
 	c := s.c
 	k, ff := c.MoE.Used, c.MoE.FF
 	ms := &moeScratch{k: k, ff: ff}
+	gWidth, uWidth := 0, 0 // values per slot of g and u
 	for i := range s.m.layers {
 		L := &s.m.layers[i]
-		for _, r := range []arch.Role{arch.GateExps, arch.UpExps} {
-			ms.maxG = max(ms.maxG, kernels.ActBytes(&L.exps[r][0], c.Dim))
-		}
+		gate, up, fused := L.gateUpExps()
+		ms.maxG = max(ms.maxG, kernels.ActBytes(gate, c.Dim), kernels.ActBytes(up, c.Dim))
 		ms.maxD = max(ms.maxD, kernels.ActBytes(&L.exps[arch.DownExps][0], ff))
+		if fused {
+			gWidth = 2 * ff
+		} else {
+			gWidth, uWidth = max(gWidth, ff), ff
+		}
 	}
 	slots := nb * k
 	ms.sel = make([]int32, slots)
@@ -170,8 +215,8 @@ func (s *Session) newMoEScratch(nb int) *moeScratch {
 	ms.xqTok = [2][]byte{make([]byte, nb*ms.maxG), make([]byte, nb*ms.maxG)}
 	ms.xqG = make([]byte, slots*ms.maxG)
 	ms.xqU = make([]byte, slots*ms.maxG)
-	ms.g = make([]float32, slots*ff)
-	ms.u = make([]float32, slots*ff)
+	ms.g = make([]float32, slots*gWidth)
+	ms.u = make([]float32, slots*uWidth)
 	ms.hq = make([]byte, slots*ms.maxD)
 	ms.y = make([]float32, slots*c.Dim)
 	ms.fn = s.runMoEStage
@@ -179,15 +224,41 @@ func (s *Session) newMoEScratch(nb int) *moeScratch {
 	return ms
 }
 
+// gateUpExps returns expert 0 of layer L's matrices that multiply the
+// MoE input: the fused gate and up twice (fused true), or the gate's and
+// the up's.
+func (L *layer) gateUpExps() (gate, up *kernels.Matrix, fused bool) {
+	if gu := L.exps[arch.GateUpExps]; gu != nil {
+		return &gu[0], &gu[0], true
+	}
+	return &L.exps[arch.GateExps][0], &L.exps[arch.UpExps][0], false
+}
+
+// gateUp is slot sl's gate and up outputs of the current step.
+func (ms *moeScratch) gateUp(sl int) (g, u []float32) {
+	ff := ms.ff
+	if ms.fused {
+		row := ms.g[2*sl*ff : 2*(sl+1)*ff]
+		return row[:ff:ff], row[ff:]
+	}
+	return ms.g[sl*ff : (sl+1)*ff], ms.u[sl*ff : (sl+1)*ff]
+}
+
 // runMoE runs layer L's MoE step on the batch.
 func (s *Session) runMoE(L *layer) error {
 	ms := s.moe
 	c := s.c
-	gate, up, down := &L.exps[arch.GateExps][0], &L.exps[arch.UpExps][0], &L.exps[arch.DownExps][0]
+	down := &L.exps[arch.DownExps][0]
 	ms.L = L
-	ms.rbG, ms.rbD = kernels.ActBytes(gate, c.Dim), kernels.ActBytes(down, ms.ff)
-	ms.sameGU = kernels.ActType(gate) == kernels.ActType(up)
-	if ms.rbG > ms.maxG || kernels.ActBytes(up, c.Dim) > ms.maxG || ms.rbD > ms.maxD {
+	ms.gate, ms.up, ms.fused = L.gateUpExps()
+	ms.rbG, ms.rbD = kernels.ActBytes(ms.gate, c.Dim), kernels.ActBytes(down, ms.ff)
+	ms.sameGU = kernels.ActType(ms.gate) == kernels.ActType(ms.up)
+	width := ms.ff
+	if ms.fused {
+		width = 2 * ms.ff
+	}
+	if ms.rbG > ms.maxG || kernels.ActBytes(ms.up, c.Dim) > ms.maxG || ms.rbD > ms.maxD ||
+		len(ms.g) < s.nTok*ms.k*width || (!ms.fused && len(ms.u) < s.nTok*ms.k*ms.ff) {
 		return fmt.Errorf("%w: MoE activation rows outgrew their buffers", ErrInternal)
 	}
 	one := s.nTok == 1
@@ -231,6 +302,15 @@ func (s *Session) runMoEStage(i, n int) {
 			s.moeRouteToken(t, i)
 		}
 	case moeGateUp:
+		if ms.fused {
+			// One product per expert of its gate's and up's rows.
+			lo, hi := pool.Split(2*ms.ff, i, n, 16)
+			gu := L.exps[arch.GateUpExps]
+			for _, j := range ms.jobs {
+				s.expertMul(&gu[j.e], ms.xqG[j.off*ms.rbG:], j.n, ms.g[2*j.off*ms.ff:], lo, hi)
+			}
+			return
+		}
 		lo, hi := pool.Split(ms.ff, i, n, 16)
 		gate, up := L.exps[arch.GateExps], L.exps[arch.UpExps]
 		xqU := ms.xqU
@@ -246,7 +326,7 @@ func (s *Session) runMoEStage(i, n int) {
 		lo, hi := pool.Split(s.nTok*ms.k, i, n, 1)
 		bg, bu := L.vecs[arch.BGateExps], L.vecs[arch.BUpExps]
 		for sl := lo; sl < hi; sl++ {
-			g, u := ms.g[sl*ms.ff:(sl+1)*ms.ff], ms.u[sl*ms.ff:(sl+1)*ms.ff]
+			g, u := ms.gateUp(sl)
 			e := int(ms.slotExp[sl])
 			if bg != nil {
 				kernels.Add(g, g, bg[e*ms.ff:(e+1)*ms.ff])
@@ -288,12 +368,6 @@ func (s *Session) expertMul(m *kernels.Matrix, xq []byte, n int, y []float32, lo
 		}
 		return
 	}
-	if m.Type == gguf.MXFP4 {
-		// gpt-oss's experts: the four-token kernel, bit-identical per
-		// token to MatVec's.
-		s.kern.MatMulMXFP4(m, xq, n, y, lo, hi)
-		return
-	}
 	s.kern.MatMulTiled(m, xq, n, y, lo, hi)
 }
 
@@ -313,11 +387,10 @@ func (s *Session) moeRouteToken(t, worker int) {
 		s.kern.SoftmaxRow(p)
 	}
 	chooseExperts(p, ms.sel[t*ms.k:(t+1)*ms.k], ms.w[t*ms.k:(t+1)*ms.k], &c.MoE, s.kern.SoftmaxRow)
-	L := ms.L
 	xn := s.tok(arch.XN, t)
-	s.kern.QuantizeAct(kernels.ActType(&L.exps[arch.GateExps][0]), xn, ms.xqTok[0][t*ms.rbG:(t+1)*ms.rbG])
+	s.kern.QuantizeAct(kernels.ActType(ms.gate), xn, ms.xqTok[0][t*ms.rbG:(t+1)*ms.rbG])
 	if !ms.sameGU {
-		s.kern.QuantizeAct(kernels.ActType(&L.exps[arch.UpExps][0]), xn, ms.xqTok[1][t*ms.rbG:(t+1)*ms.rbG])
+		s.kern.QuantizeAct(kernels.ActType(ms.up), xn, ms.xqTok[1][t*ms.rbG:(t+1)*ms.rbG])
 	}
 }
 

@@ -453,11 +453,13 @@ func ungroupWidths(fam *arch.Family, c *config, pl *plan, in arch.Buf) error {
 
 // blockMatrices lists the block matrices of fam that products read, in
 // declaration order (the packing order): a fused matrix is read through
-// its parts, which are listed instead.
+// its parts, which are listed instead, but for the experts' fused gate
+// and up (PerExpert), which is read whole and listed with its parts (a
+// layer has one or the others).
 func blockMatrices(fam *arch.Family) []*arch.Tensor {
 	var ts []*arch.Tensor
 	for i := range fam.Layer {
-		if fam.Layer[i].Matrix() && len(fam.Layer[i].Fused) == 0 {
+		if t := &fam.Layer[i]; t.Matrix() && (len(t.Fused) == 0 || t.PerExpert) {
 			ts = append(ts, &fam.Layer[i])
 		}
 	}

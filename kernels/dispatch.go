@@ -59,6 +59,8 @@ const (
 	asmMXFP4RowsAVX512
 	asmF16Tok4AVX512
 	asmF16Tok4AVX2
+	asmMXFP4Tok4AVX2
+	asmMXFP4Tok4AVX512
 )
 
 // asmPacked names a packed layout of a SIMD level (a pure-Go layout's bytes
@@ -200,8 +202,9 @@ func newSet(name string, gfni bool) (*Set, error) {
 	return nil, fmt.Errorf("kernels: no kernel set %q (this build has %v)", name, Known())
 }
 
-// build makes the set d describes: for each type the generic row kernel,
-// then the format table's kernels of every instruction-set level up to
+// build makes the set d describes: for each type the generic row kernel
+// (and multi-token kernel, where the type has one), then the format
+// table's kernels of every instruction-set level up to
 // d's, each over the one below (the packed layouts likewise); then d's
 // float helpers.
 func build(d setDef, gfni bool) *Set {
@@ -210,7 +213,7 @@ func build(d setDef, gfni bool) *Set {
 	for t := range formats {
 		f := &formats[t]
 		k := &s.types[t]
-		k.row = f.dot
+		k.row, k.tokens = f.dot, f.tokens
 		var rows asmKernel // the rows kernel of the levels so far
 		for level := isaGeneric + 1; level <= d.isa; level++ {
 			if r := f.simd[level].rows; r != 0 {

@@ -26,6 +26,10 @@ type format struct {
 	quantizeWeight func(src []float32, dst []byte)
 	// dot is the pure-Go row dot (the generic set's kernel).
 	dot RowDotFunc
+	// tokens, when set, is the pure-Go multi-token kernel, each token
+	// computed exactly as dot does (the generic set's; a SIMD level that
+	// replaces the row kernel replaces it too).
+	tokens TokensDotFunc
 	// exact, exact8x8 and ik are the llama.cpp-order layouts (PackedExact:
 	// vec_dot order; exact8x8 the repacked q4_K_8x8 order, for matrices of
 	// a multiple of 8 rows) and the ik_llama.cpp-order one (PackedIk).
@@ -80,10 +84,10 @@ var formats = [numTypes]format{
 	gguf.Q8_K:   {dequant: dequantQ8K, quantize: quantizeQ8K},
 	gguf.IQ4_NL: {vecDot: gguf.Q8_0, dequant: dequantIQ4NL, quantize: quantizeIQ4NL, dot: dotIQ4NLGeneric},
 	gguf.IQ4_XS: {vecDot: gguf.Q8_K, dequant: dequantIQ4XS, quantize: quantizeIQ4XS, dot: dotIQ4XSGeneric},
-	gguf.MXFP4: {vecDot: gguf.Q8_0, dequant: dequantMXFP4, quantize: quantizeMXFP4, dot: dotMXFP4Generic, exact: &ggmlMXFP4Dot,
+	gguf.MXFP4: {vecDot: gguf.Q8_0, dequant: dequantMXFP4, quantize: quantizeMXFP4, dot: dotMXFP4Generic, tokens: dotMXFP4TokensGeneric, exact: &ggmlMXFP4Dot,
 		simd: [numISA]simdKernels{
-			isaAVX2:   {rows: asmMXFP4RowsAVX2},
-			isaAVX512: {rows: asmMXFP4RowsAVX512}}},
+			isaAVX2:   {rows: asmMXFP4RowsAVX2, tok4: asmMXFP4Tok4AVX2},
+			isaAVX512: {rows: asmMXFP4RowsAVX512, tok4: asmMXFP4Tok4AVX512}}},
 }
 
 // formatOf returns t's entry, or nil for a type the kernels do not know.

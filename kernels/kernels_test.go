@@ -12,7 +12,7 @@ import (
 
 // weightTypes are the types with a row dot kernel.
 var weightTypes = []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
-	gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS}
+	gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS, gguf.MXFP4}
 
 // randomRow fills a row of n values of type t with random blocks whose
 // dequantized values are finite and moderate (random bytes can spell inf/NaN

@@ -10,16 +10,18 @@ import (
 	"github.com/moonlm/moonlm/gguf"
 )
 
-// TestMatMulMXFP4BatchInvariant: in every set, each token's rows from the
-// four-token MXFP4 product are bit-identical to MatVec's for that token
-// alone, for rows of even and odd block counts, token counts with and
-// without a remainder, and a row range inside the matrix; a matrix of
-// another type goes through MatMul.
-func TestMatMulMXFP4BatchInvariant(t *testing.T) {
+// TestMatMulMXFP4Tokens: every set has a multi-token MXFP4 kernel (the
+// format table's, which MatMul takes), and through MatMul each token's
+// rows are bit-identical to MatVec's for that token alone, for rows of
+// even and odd block counts (gpt-oss's 2880 columns among them), token
+// counts with and without a remainder of four, and a row range inside the
+// matrix.
+func TestMatMulMXFP4Tokens(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	for _, name := range Available() {
 		s, err := New(name)
 		require.NoError(t, err)
+		require.NotNil(t, s.types[gguf.MXFP4].tokens, "%s: no multi-token MXFP4 kernel", name)
 		for _, cols := range []int{32, 64, 5 * 32, 2880} {
 			const rows = 37
 			m := randomMXFP4(rng, rows, cols)
@@ -35,7 +37,7 @@ func TestMatMulMXFP4BatchInvariant(t *testing.T) {
 				}
 				for _, rr := range [][2]int{{0, rows}, {5, 30}} {
 					got := make([]float32, nTok*rows)
-					s.MatMulMXFP4(&m, xq, nTok, got, rr[0], rr[1])
+					s.MatMul(&m, xq, nTok, got, rr[0], rr[1])
 					want := make([]float32, rows)
 					for k := 0; k < nTok; k++ {
 						s.MatVec(&m, xq[k*ab:(k+1)*ab], want, rr[0], rr[1])
@@ -48,29 +50,6 @@ func TestMatMulMXFP4BatchInvariant(t *testing.T) {
 				}
 			}
 		}
-		// Another type: MatMul's result.
-		q := Matrix{Type: gguf.Q8_0, Rows: 8, Cols: 64, Data: make([]byte, 8*RowBytes(gguf.Q8_0, 64))}
-		for i := range q.Data {
-			q.Data[i] = byte(rng.IntN(256))
-		}
-		for r := 0; r < 8; r++ {
-			q.Data[r*RowBytes(gguf.Q8_0, 64)+1] = 0x3c // f16 1.0 block scales
-			q.Data[r*RowBytes(gguf.Q8_0, 64)+35] = 0x3c
-			q.Data[r*RowBytes(gguf.Q8_0, 64)] = 0
-			q.Data[r*RowBytes(gguf.Q8_0, 64)+34] = 0
-		}
-		xq := make([]byte, 5*ActivationBytes(gguf.Q8_0, 64))
-		x := make([]float32, 64)
-		for k := 0; k < 5; k++ {
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
-			s.QuantizeAct(gguf.Q8_0, x, xq[k*34*2:(k+1)*34*2])
-		}
-		got, want := make([]float32, 5*8), make([]float32, 5*8)
-		s.MatMulMXFP4(&q, xq, 5, got, 0, 8)
-		s.MatMul(&q, xq, 5, want, 0, 8)
-		require.Equal(t, want, got, name)
 	}
 }
 
@@ -111,8 +90,9 @@ func randomMXFP4(rng *rand.Rand, rows, cols int) Matrix {
 	return m
 }
 
-// BenchmarkMatMulMXFP4 compares the four-token product with MatMul's
-// row kernel on a gpt-oss-shaped expert slice (2880 columns), 32 tokens.
+// BenchmarkMatMulMXFP4 is MatMul (with its four-token kernel) against
+// MatVec token by token on a gpt-oss-shaped expert slice (2880 columns),
+// 32 tokens.
 func BenchmarkMatMulMXFP4(b *testing.B) {
 	s := Detect()
 	rng := rand.New(rand.NewPCG(5, 5))
@@ -128,14 +108,16 @@ func BenchmarkMatMulMXFP4(b *testing.B) {
 		s.QuantizeAct(gguf.Q8_0, x, xq[k*ab:(k+1)*ab])
 	}
 	y := make([]float32, nTok*rows)
-	b.Run("tok4", func(b *testing.B) {
-		for range b.N {
-			s.MatMulMXFP4(&m, xq, nTok, y, 0, rows)
-		}
-	})
 	b.Run("matmul", func(b *testing.B) {
 		for range b.N {
 			s.MatMul(&m, xq, nTok, y, 0, rows)
+		}
+	})
+	b.Run("matvec", func(b *testing.B) {
+		for range b.N {
+			for k := range nTok {
+				s.MatVec(&m, xq[k*ab:(k+1)*ab], y[k*rows:(k+1)*rows], 0, rows)
+			}
 		}
 	})
 }

@@ -72,6 +72,10 @@ func runTok4(k asmKernel, w, x *byte, xstride, nb int, y *float32) {
 		dotF16Tok4AVX512(w, x, xstride, nb, y)
 	case asmF16Tok4AVX2:
 		dotF16Tok4AVX2(w, x, xstride, nb, y)
+	case asmMXFP4Tok4AVX2:
+		dotMXFP4Tok4AVX2(w, x, xstride, nb, y, f16)
+	case asmMXFP4Tok4AVX512:
+		dotMXFP4Tok4AVX512(w, x, xstride, nb, y, f16)
 	default:
 		panic(fmt.Sprintf("kernels: %d is not a four-token kernel", k))
 	}

@@ -21,13 +21,13 @@ import (
 func init() {
 	register(&command{
 		name:    "make-bench-model",
-		summary: "write a random-weight Llama-3.2-1B-, Qwen3.5-0.8B- or OLMoE-1B-7B-shaped benchmark model (--vocab FILE -o OUT [--type q8_0|q4_k_m] [--arch qwen35|olmoe])",
+		summary: "write a random-weight Llama-3.2-1B-, Qwen3.5-0.8B-, OLMoE-1B-7B- or gpt-oss-20b-shaped benchmark model (--vocab FILE -o OUT [--type q8_0|q4_k_m|mxfp4] [--arch qwen35|olmoe|gpt-oss])",
 		run:     runMakeBenchModel,
 	})
 }
 
-const makeBenchUsage = `usage: moonlm make-bench-model --vocab VOCAB.gguf -o OUT.gguf [--type q8_0|q4_k_m] [--seed S] [-t THREADS]
-       [--arch llama|qwen35|olmoe|qwen3moe] [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192]
+const makeBenchUsage = `usage: moonlm make-bench-model --vocab VOCAB.gguf -o OUT.gguf [--type q8_0|q4_k_m|mxfp4] [--seed S] [-t THREADS]
+       [--arch llama|qwen35|olmoe|qwen3moe|gpt-oss] [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192]
        [--experts 64] [--used 8] [--vocab-size N] [--reuse EARLIER.gguf]
 
 Writes a llama-architecture model with random weights shaped like
@@ -60,6 +60,16 @@ and K norms per head of 128, the chosen experts' weights renormalized.
 --reuse EARLIER.gguf copies the quantized matrices of an earlier file made
 with the same seed (same name, type and shape) instead of making them
 again, e.g. the olmoe file's for its qwen3moe twin.
+
+--arch gpt-oss writes a mixture of experts shaped like gpt-oss-20b
+(unless the shape flags say otherwise: hidden 2880, 24 layers, 64 query
+and 8 KV heads of 64, 32 experts of 2880 of which 4 are used, an untied
+output head, 201088 embedding rows, the vocabulary padded as for olmoe;
+RoPE base 150000 with YaRN 32x, a sliding window of 128 on every other
+layer, attention sinks, biases), in mxfp4 only (its default): as
+llama-quantize's MXFP4_MOE, the experts MXFP4, every other matrix Q8_0,
+the router and the vectors F32. Its hidden and ffn sizes need only be
+multiples of 32.
 `
 
 // benchShape is a model's hyperparameters.
@@ -68,7 +78,8 @@ type benchShape struct {
 	// Experts and Used are the experts per layer and per token (olmoe);
 	// VocabSize pads the vocabulary to that many tokens when larger.
 	Experts, Used, VocabSize int
-	// Arch is "llama" (or "") or "qwen35" or "olmoe" or "qwen3moe".
+	// Arch is "llama" (or "") or "qwen35" or "olmoe" or "qwen3moe" or
+	// "gpt-oss".
 	Arch string
 	// Reuse names an earlier file made with the same seed whose quantized
 	// matrices of the same name, type and shape are copied instead of
@@ -85,7 +96,7 @@ func runMakeBenchModel(args []string) error {
 	sh := benchShape{}
 	fs.StringVar(&vocab, "vocab", "", "GGUF `file` to copy the tokenizer from")
 	fs.StringVar(&out, "o", "", "output `file`")
-	fs.StringVar(&typ, "type", "q8_0", "weight `type`: q8_0 or q4_k_m")
+	fs.StringVar(&typ, "type", "q8_0", "weight `type`: q8_0, q4_k_m or mxfp4 (gpt-oss, its default)")
 	fs.Uint64Var(&seed, "seed", 1, "random `seed`")
 	fs.IntVar(&threads, "t", runtime.NumCPU(), "`threads`")
 	fs.IntVar(&sh.Dim, "dim", 2048, "hidden `size`")
@@ -97,14 +108,17 @@ func runMakeBenchModel(args []string) error {
 	fs.IntVar(&sh.Used, "used", 8, "`experts` used per token (olmoe)")
 	fs.IntVar(&sh.VocabSize, "vocab-size", 0, "pad the vocabulary to `n` tokens (0: as VOCAB)")
 	fs.StringVar(&sh.Reuse, "reuse", "", "copy the matrices of `file` (made with the same seed) that match by name, type and shape")
-	fs.StringVar(&sh.Arch, "arch", "llama", "`architecture`: llama, qwen35, olmoe or qwen3moe")
+	fs.StringVar(&sh.Arch, "arch", "llama", "`architecture`: llama, qwen35, olmoe, qwen3moe or gpt-oss")
 	if help, err := parseFlags(fs, makeBenchUsage, args); help || err != nil {
 		return err
 	}
-	if defaults := map[string]map[string]int{"qwen35": qwen35BenchShape, "olmoe": olmoeBenchShape, "qwen3moe": olmoeBenchShape}[sh.Arch]; defaults != nil {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if sh.Arch == "gpt-oss" && !set["type"] {
+		typ = "mxfp4"
+	}
+	if defaults := map[string]map[string]int{"qwen35": qwen35BenchShape, "olmoe": olmoeBenchShape, "qwen3moe": olmoeBenchShape, "gpt-oss": gptOSSBenchShape}[sh.Arch]; defaults != nil {
 		// The shape's sizes where the flags were not given.
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		for name, v := range map[string]*int{"dim": &sh.Dim, "layers": &sh.Layers, "heads": &sh.Heads, "kv-heads": &sh.KVHeads,
 			"ffn": &sh.FFN, "experts": &sh.Experts, "used": &sh.Used, "vocab-size": &sh.VocabSize} {
 			if d, ok := defaults[name]; ok && !set[name] {
@@ -186,26 +200,37 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 		fileType = 7 // LLAMA_FTYPE_MOSTLY_Q8_0
 	case "q4_k_m":
 		fileType = 15 // LLAMA_FTYPE_MOSTLY_Q4_K_M
+	case "mxfp4":
+		fileType = 38 // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
 	default:
-		return 0, fmt.Errorf("make-bench-model: --type %q: want q8_0 or q4_k_m", ftype)
+		return 0, fmt.Errorf("make-bench-model: --type %q: want q8_0, q4_k_m or mxfp4", ftype)
+	}
+	if (ftype == "mxfp4") != (sh.Arch == "gpt-oss") {
+		return 0, fmt.Errorf("make-bench-model: --arch gpt-oss is written in mxfp4, and mxfp4 is for gpt-oss only")
 	}
 	switch sh.Arch {
 	case "", "llama":
-	case "olmoe", "qwen3moe":
+	case "olmoe", "qwen3moe", "gpt-oss":
 		if sh.Experts <= 0 || sh.Used <= 0 || sh.Used > sh.Experts || sh.Experts > 1024 {
-			return 0, fmt.Errorf("make-bench-model: --arch olmoe: %d of %d experts: want 1 <= used <= experts <= 1024", sh.Used, sh.Experts)
+			return 0, fmt.Errorf("make-bench-model: --arch %s: %d of %d experts: want 1 <= used <= experts <= 1024", sh.Arch, sh.Used, sh.Experts)
 		}
 	case "qwen35":
 		if ftype != "q8_0" {
 			return 0, fmt.Errorf("make-bench-model: --arch qwen35 is written in q8_0 only")
 		}
 	default:
-		return 0, fmt.Errorf("make-bench-model: --arch %q: want llama, qwen35, olmoe or qwen3moe", sh.Arch)
+		return 0, fmt.Errorf("make-bench-model: --arch %q: want llama, qwen35, olmoe, qwen3moe or gpt-oss", sh.Arch)
+	}
+	// The K-quants' rows are 256 values; gpt-oss's types (MXFP4, Q8_0)
+	// take 32, and its heads are of 64 whatever the hidden size.
+	mult := 256
+	if sh.Arch == "gpt-oss" {
+		mult = 32
 	}
 	if sh.Dim <= 0 || sh.Layers <= 0 || sh.Heads <= 0 || sh.KVHeads <= 0 || sh.FFN <= 0 ||
-		sh.Heads%sh.KVHeads != 0 || sh.Dim%256 != 0 || sh.FFN%256 != 0 ||
-		(sh.Arch != "qwen35" && sh.Dim%sh.Heads != 0) {
-		return 0, fmt.Errorf("make-bench-model: shape %+v: sizes must be positive, heads divide the hidden size, KV heads the heads, and hidden and ffn sizes be multiples of 256", sh)
+		sh.Heads%sh.KVHeads != 0 || sh.Dim%mult != 0 || sh.FFN%mult != 0 ||
+		(sh.Arch != "qwen35" && sh.Arch != "gpt-oss" && sh.Dim%sh.Heads != 0) {
+		return 0, fmt.Errorf("make-bench-model: shape %+v: sizes must be positive, heads divide the hidden size (but for qwen35 and gpt-oss), KV heads the heads, and hidden and ffn sizes be multiples of %d", sh, mult)
 	}
 	threads = max(threads, 1)
 	vf, err := gguf.Open(vocabPath)
@@ -244,6 +269,8 @@ func makeBenchModel(out, vocabPath, ftype string, sh benchShape, seed uint64, th
 		keys, ts = qwen35Bench(sh, nVocab)
 	case "olmoe", "qwen3moe":
 		keys, ts = olmoeBench(sh, ftype, nVocab, seed, sh.Arch)
+	case "gpt-oss":
+		keys, ts = gptOSSBench(sh, nVocab, seed)
 	}
 	set("general.architecture", keys[0].v)
 	set("general.name", fmt.Sprintf("moonlm bench %s-shaped random %s", keys[1].v, strings.ToUpper(ftype)))

@@ -358,6 +358,7 @@ const (
 	One                  // a single value (a scalar weight)
 	QKVZDim              // SSM.ConvDim() + SSM.Inner (Q, K, V and Z in one projection)
 	BADim                // 2*SSM.VHeads (write strengths and decay inputs in one projection)
+	ExpFF2               // 2*MoE.FF (one expert's gate and up in one matrix)
 )
 
 // Of returns the value of s; vocab is the rows of token_embd.
@@ -415,6 +416,8 @@ func (p *Params) Of(s Size, vocab int) int {
 		return p.SSM.ConvDim() + p.SSM.Inner
 	case BADim:
 		return 2 * p.SSM.VHeads
+	case ExpFF2:
+		return 2 * p.MoE.FF
 	}
 	return -1
 }
@@ -524,6 +527,9 @@ const (
 	KNormB
 	AttnNorm2
 	AttnNorm2B
+	// GateUpExps is the MoE experts' gate and up matrices in one
+	// per-expert tensor (each expert's gate rows, then its up rows).
+	GateUpExps
 	NumRoles
 )
 
@@ -546,7 +552,11 @@ type Tensor struct {
 	// only inside the fused tensor. A part may have the fused tensor's own
 	// name (older conversions wrote it unfused under that name): a file's
 	// tensor of that name with the fused shape is the fused one, else the
-	// parts are looked up by their names.
+	// parts are looked up by their names. A PerExpert fused tensor
+	// (GateUpExps, the experts' gate and up) splits each expert's matrix
+	// the same way, and is kept whole instead: the MoE step multiplies a
+	// chosen expert's parts in one product, so its parts stay empty (and
+	// are not looked up) and the fused matrices are the ones packed.
 	Fused []Role
 	// Lookup marks a model matrix whose rows are read one at a time
 	// (position embeddings, a classifier head applied once per text):

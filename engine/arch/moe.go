@@ -87,6 +87,20 @@ func moeFFN() []Tensor {
 	}
 }
 
+// fusableMoEFFN is moeFFN with the experts' gate and up matrices either
+// apart or fused in one tensor, ffn_gate_up_exps (each expert's gate rows,
+// then its up rows), as llama.cpp's create_tensor_gate_up_exps loads them
+// for the families that read the fused one.
+func fusableMoEFFN() []Tensor {
+	return []Tensor{
+		{Role: GateInp, Name: "ffn_gate_inp.weight", Cols: Dim, Rows: Experts},
+		{Role: GateUpExps, Name: "ffn_gate_up_exps.weight", Cols: Dim, Rows: ExpFF2, PerExpert: true, Optional: true, Fused: []Role{GateExps, UpExps}},
+		{Role: GateExps, Name: "ffn_gate_exps.weight", Cols: Dim, Rows: ExpFF, PerExpert: true, Optional: true},
+		{Role: UpExps, Name: "ffn_up_exps.weight", Cols: Dim, Rows: ExpFF, PerExpert: true, Optional: true},
+		{Role: DownExps, Name: "ffn_down_exps.weight", Cols: ExpFF, Rows: Dim, PerExpert: true},
+	}
+}
+
 // sharedExpert is a MoE's shared expert: its sigmoid gate (a vector) and
 // its SwiGLU network's three matrices.
 func sharedExpert() []Tensor {

@@ -6,8 +6,8 @@ package arch
 // expert_used_count experts with their weights renormalized to sum to 1,
 // plus a shared expert of expert_shared_feed_forward_length (default
 // feed_forward_length) whose output is scaled by
-// sigmoid(ffn_gate_inp_shexp . x). Files with the experts' gate and up
-// fused (ffn_gate_up_exps) are not read.
+// sigmoid(ffn_gate_inp_shexp . x). The experts' gate and up matrices are
+// apart or, in newer conversions, fused (ffn_gate_up_exps).
 var qwen35moe = Family{
 	Name: "qwen35moe",
 	Hparams: func(m Meta, p *Params) error {
@@ -21,7 +21,7 @@ var qwen35moe = Family{
 		return readSharedFF(m, p)
 	},
 	Model: tiedHead(),
-	Layer: qwen35Layer(join(moeFFN(), sharedExpert())),
+	Layer: qwen35Layer(join(fusableMoEFFN(), sharedExpert())),
 	Block: qwen35Block(
 		// The router and the shared expert's gate and up in one dispatch.
 		Project(XN, Proj{W: GateInp, Out: R}, Proj{W: GateShexp, Out: G}, Proj{W: UpShexp, Out: U}),

@@ -24,7 +24,8 @@ import (
 //     dimensions (a quarter of the head), not multi-section RoPE.
 //
 // Every block's FFN is a mixture of experts (softmax routing, the top
-// expert_used_count renormalized) plus a shared expert scaled by
+// expert_used_count renormalized; the experts' gate and up matrices apart
+// or fused in ffn_gate_up_exps) plus a shared expert scaled by
 // sigmoid(ffn_gate_inp_shexp . x); the norms are plain RMS norms (the
 // converter folds Qwen's 1 + w into the weights). Multi-token-prediction
 // blocks (nextn_predict_layers) are not run, as llama.cpp's main graph.
@@ -98,7 +99,7 @@ func qwen3nextLayer(qkvz ...Tensor) []Tensor {
 			{Role: SSMNorm, Name: "ssm_norm.weight", Cols: SSMState, Only: RecurrentLayers},
 			{Role: SSMOut, Name: "ssm_out.weight", Cols: SSMInner, Rows: Dim, Only: RecurrentLayers},
 		},
-		moeFFN(),
+		fusableMoEFFN(),
 		sharedExpert(),
 	)
 }
