@@ -233,19 +233,8 @@ func TestMakeBenchModelSmall(t *testing.T) {
 	pre, _ := v.String()
 	assert.Equal(t, "llama-bpe", pre)
 
-	m, err := engine.Open(out, engine.ModelParams{Threads: 2})
-	require.NoError(t, err)
-	defer m.Close()
-	assert.Equal(t, 128256, m.Info().VocabSize)
-	s, err := m.NewSession(engine.SessionParams{NCtx: 8})
-	require.NoError(t, err)
-	defer s.Close()
-	logits := make([]float32, m.Info().VocabSize)
-	require.NoError(t, s.Prefill([]int32{128000, 9906, 1917}, logits))
-	require.NoError(t, s.Decode(11, logits))
-	requireFinite(t, logits)
-	// Random weights of scale 0.02 still give distinct logits.
-	assert.NotEqual(t, logits[0], logits[1])
+	info := runBenchModel(t, out, []int32{128000, 9906, 1917}, 11)
+	assert.Equal(t, 128256, info.VocabSize)
 
 	// The same seed gives the same file, whatever the thread count.
 	out2 := filepath.Join(t.TempDir(), "bench1.gguf")
@@ -400,4 +389,40 @@ func TestBenchSequencesJSON(t *testing.T) {
 	assert.Len(t, batched["aggregate_decode_tok_s_rounds"], 2)
 	_, err = benchRun(benchConfig{Path: path, Threads: 2, Prompt: 16, Gen: 8, Rounds: 1, Sequences: 65})
 	assert.ErrorContains(t, err, "at most")
+}
+
+// runBenchModel opens a written benchmark model, prefills prompt and
+// decodes next: the logits must be finite and, random weights of small
+// scale notwithstanding, distinct. It returns the model's facts.
+func runBenchModel(t *testing.T, path string, prompt []int32, next int32) engine.Info {
+	t.Helper()
+	m, err := engine.Open(path, engine.ModelParams{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	s, err := m.NewSession(engine.SessionParams{NCtx: 32})
+	require.NoError(t, err)
+	defer s.Close()
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill(prompt, logits))
+	require.NoError(t, s.Decode(next, logits))
+	requireFinite(t, logits)
+	assert.NotEqual(t, logits[0], logits[1])
+	return m.Info()
+}
+
+// expertShareBytes is what decodeWeightBytes should count for f: every
+// tensor but the embeddings (one row of vocab read per token) and, of the
+// tensors isExperts names, used of experts experts.
+func expertShareBytes(f *gguf.File, vocab int64, experts, used int64, isExperts func(*gguf.Tensor) bool) int64 {
+	var all, exps, embd int64
+	for _, tt := range f.Tensors() {
+		all += tt.Size()
+		switch {
+		case tt.Name == "token_embd.weight":
+			embd = tt.Size()
+		case isExperts(tt):
+			exps += tt.Size()
+		}
+	}
+	return all - embd + embd/vocab - exps + exps/experts*used
 }

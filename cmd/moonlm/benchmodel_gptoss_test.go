@@ -3,12 +3,12 @@ package main
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
 )
@@ -68,33 +68,15 @@ func TestMakeBenchModelGptOSS(t *testing.T) {
 	}
 
 	// Per token: everything but the embeddings (one row) and 2 of the 4
-	// experts of each expert tensor, weights and biases.
-	var all, exps, embd int64
-	for _, tt := range f.Tensors() {
-		all += tt.Size()
-		switch {
-		case tt.Name == "token_embd.weight":
-			embd = tt.Size()
-		case tt.Shape[len(tt.Shape)-1] == 4 && len(tt.Shape) >= 2 && tt.Name != "blk.0.ffn_gate_inp.weight" && tt.Name != "blk.1.ffn_gate_inp.weight":
-			exps += tt.Size()
-		}
-	}
-	assert.Equal(t, all-embd+embd/50304-exps+exps/4*2, decodeWeightBytes(f))
-
-	m, err := engine.Open(out, engine.ModelParams{Threads: 2})
-	require.NoError(t, err)
-	defer m.Close()
-	assert.Equal(t, "gpt-oss", m.Info().Arch)
-	s, err := m.NewSession(engine.SessionParams{NCtx: 32})
-	require.NoError(t, err)
-	defer s.Close()
-	logits := make([]float32, m.Info().VocabSize)
+	// experts of each expert tensor, weights and biases (not the router).
+	want := expertShareBytes(f, 50304, 4, 2, func(tt *gguf.Tensor) bool {
+		return len(tt.Shape) >= 2 && tt.Shape[len(tt.Shape)-1] == 4 && !strings.HasSuffix(tt.Name, "ffn_gate_inp.weight")
+	})
+	assert.Equal(t, want, decodeWeightBytes(f))
 	// More tokens than a four-token group, so the experts' batched
 	// products run too.
-	require.NoError(t, s.Prefill([]int32{464, 3290, 318, 257, 1332, 11, 290, 340, 373}, logits))
-	require.NoError(t, s.Decode(257, logits))
-	requireFinite(t, logits)
-	assert.NotEqual(t, logits[0], logits[1])
+	info := runBenchModel(t, out, []int32{464, 3290, 318, 257, 1332, 11, 290, 340, 373}, 257)
+	assert.Equal(t, "gpt-oss", info.Arch)
 
 	_, err = makeBenchModel(filepath.Join(t.TempDir(), "x.gguf"), vocab, "q8_0", sh, 3, 2)
 	assert.ErrorContains(t, err, "mxfp4")

@@ -67,30 +67,9 @@ func TestMakeBenchModelOLMoE(t *testing.T) {
 
 	// Per token: everything but the embeddings (one row) and 6 of the 8
 	// experts of each expert tensor.
-	var all, exps, embd int64
-	for _, tt := range f.Tensors() {
-		all += tt.Size()
-		switch {
-		case tt.Name == "token_embd.weight":
-			embd = tt.Size()
-		case len(tt.Shape) == 3:
-			exps += tt.Size()
-		}
-	}
-	assert.Equal(t, all-embd+embd/50304-exps+exps/8*2, decodeWeightBytes(f))
-
-	m, err := engine.Open(out, engine.ModelParams{Threads: 2})
-	require.NoError(t, err)
-	defer m.Close()
-	assert.Equal(t, 50304, m.Info().VocabSize)
-	s, err := m.NewSession(engine.SessionParams{NCtx: 16})
-	require.NoError(t, err)
-	defer s.Close()
-	logits := make([]float32, m.Info().VocabSize)
-	require.NoError(t, s.Prefill([]int32{464, 3290, 318}, logits))
-	require.NoError(t, s.Decode(257, logits))
-	requireFinite(t, logits)
-	assert.NotEqual(t, logits[0], logits[1])
+	want := expertShareBytes(f, 50304, 8, 2, func(tt *gguf.Tensor) bool { return len(tt.Shape) == 3 })
+	assert.Equal(t, want, decodeWeightBytes(f))
+	assert.Equal(t, 50304, runBenchModel(t, out, []int32{464, 3290, 318}, 257).VocabSize)
 }
 
 // TestMakeBenchModelQwen3MoeTwin: --arch qwen3moe writes the olmoe
