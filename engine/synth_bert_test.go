@@ -78,13 +78,8 @@ func bertVocab(t testing.TB) ([]string, []int32) {
 func buildSynthBert(t testing.TB, q8 bool) []byte {
 	t.Helper()
 	toks, types := bertVocab(t)
-	w := gguf.NewWriter()
-	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
 	a := "bert"
-	set("general.architecture", a)
-	set("general.name", "synth-bert")
-	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
-	setEncoderShape(set, a, bertCtx, bertDim, bertLayers, bertFF, bertHeads, 1e-12)
+	w, set := newEncoderWriter(t, a, "synth-bert", q8, bertCtx, bertDim, bertLayers, bertFF, bertHeads, 1e-12)
 	set(a+".pooling_type", uint32(1)) // mean, as bge-small's files
 	setWordPieceVocab(set, "bert-bge", toks, types)
 	if q8 {
@@ -98,8 +93,21 @@ func buildSynthBert(t testing.TB, q8 bool) []byte {
 	return buf.Bytes()
 }
 
-// setEncoderShape sets an encoder's shape keys under arch a (non-causal),
-// in the order the synthetic encoders write them.
+// newEncoderWriter starts a synthetic encoder's file: the writer and its
+// key setter, with the architecture a, the name, the file type (F32 or
+// (q8) Q8_0) and the shape keys set, in the order the synthetic encoders
+// write them.
+func newEncoderWriter(t testing.TB, a, name string, q8 bool, ctx, dim, layers, ff, heads int, eps float32) (*gguf.Writer, func(string, any)) {
+	w := gguf.NewWriter()
+	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
+	set("general.architecture", a)
+	set("general.name", name)
+	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
+	setEncoderShape(set, a, ctx, dim, layers, ff, heads, eps)
+	return w, set
+}
+
+// setEncoderShape sets an encoder's shape keys under arch a (non-causal).
 func setEncoderShape(set func(string, any), a string, ctx, dim, layers, ff, heads int, eps float32) {
 	set(a+".context_length", uint32(ctx))
 	set(a+".embedding_length", uint32(dim))

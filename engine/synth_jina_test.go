@@ -70,13 +70,8 @@ func buildSynthJinaReranker(t testing.TB, q8 bool) []byte {
 func buildSynthJina(t testing.TB, q8 bool, v jinaVariant) []byte {
 	t.Helper()
 	toks, types := bertVocab(t)
-	w := gguf.NewWriter()
-	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
 	a := "jina-bert-v2"
-	set("general.architecture", a)
-	set("general.name", v.name)
-	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
-	setEncoderShape(set, a, jinaCtx, jinaDim, jinaLayers, jinaFF, jinaHeads, 1e-12)
+	w, set := newEncoderWriter(t, a, v.name, q8, jinaCtx, jinaDim, jinaLayers, jinaFF, jinaHeads, 1e-12)
 	if !v.reranker {
 		set(a+".pooling_type", uint32(1)) // mean, as jina-embeddings-v2's files
 	}

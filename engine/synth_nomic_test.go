@@ -37,13 +37,8 @@ const nomicSeed = 11
 func buildSynthNomicBert(t testing.TB, q8 bool) []byte {
 	t.Helper()
 	toks, types := bertVocab(t)
-	w := gguf.NewWriter()
-	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
 	a := "nomic-bert"
-	set("general.architecture", a)
-	set("general.name", "synth-nomic-bert")
-	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
-	setEncoderShape(set, a, bertCtx, bertDim, bertLayers, bertFF, bertHeads, 1e-12)
+	w, set := newEncoderWriter(t, a, "synth-nomic-bert", q8, bertCtx, bertDim, bertLayers, bertFF, bertHeads, 1e-12)
 	set(a+".rope.freq_base", float32(1000))
 	set(a+".pooling_type", uint32(1)) // mean, as nomic-embed-text's files
 	setWordPieceVocab(set, "bert-bge", toks, types)

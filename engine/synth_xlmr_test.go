@@ -79,13 +79,8 @@ func xlmrVocab(t testing.TB) ([]string, []float32, []int32, []byte) {
 func buildSynthXLMR(t testing.TB, q8 bool) []byte {
 	t.Helper()
 	toks, scores, types, cm := xlmrVocab(t)
-	w := gguf.NewWriter()
-	set := func(k string, v any) { require.NoError(t, w.Set(k, v)) }
 	a := "bert"
-	set("general.architecture", a)
-	set("general.name", "synth-xlmr")
-	set("general.file_type", map[bool]uint32{false: 0, true: 7}[q8])
-	setEncoderShape(set, a, xlmrCtx, xlmrDim, xlmrLayers, xlmrFF, xlmrHeads, 1e-5)
+	w, set := newEncoderWriter(t, a, "synth-xlmr", q8, xlmrCtx, xlmrDim, xlmrLayers, xlmrFF, xlmrHeads, 1e-5)
 	set(a+".pooling_type", uint32(2)) // cls, as bge-m3's files
 	set("tokenizer.ggml.model", "t5")
 	set("tokenizer.ggml.pre", "default")
