@@ -297,25 +297,39 @@ store:
 	TILEX16(off(SI)(R9*2), Z3, a2, b2, c2) \
 	TILEX16(off(SI)(R10*1), Z4, a3, b3, c3)
 
-// A pair's fold: its first register A (low half YA), second B (YB), as
-// the row kernel folds Y0..Y3 ((acc0+acc1)+(acc2+acc3)) and sums the
-// lanes; the result to dst.
-#define TILEFOLD(A, YA, B, YB, dst) \
-	VEXTRACTF64X4 $1, A, Y5 \
-	VADDPS        Y5, YA, Y5 \
-	VEXTRACTF64X4 $1, B, Y6 \
-	VADDPS        Y6, YB, Y6 \
-	VADDPS        Y6, Y5, Y5 \
-	HSUM(Y5, X5, X6) \
-	VMOVSS        X5, dst
+// Two tokens' pairs of one row folded as the row kernel folds Y0..Y3,
+// side by side: A0, B0 token u's first and second registers, A1, B1 token
+// v's; D = [(acc0+acc1)+(acc2+acc3) of u | of v] (clobbers T0, T1).
+#define TILEFOLD2(A0, B0, A1, B1, D, T0, T1) \
+	VSHUFF64X2 $0x44, A1, A0, D \
+	VSHUFF64X2 $0xee, A1, A0, T0 \
+	VADDPS     T0, D, D \
+	VSHUFF64X2 $0x44, B1, B0, T0 \
+	VSHUFF64X2 $0xee, B1, B0, T1 \
+	VADDPS     T1, T0, T0 \
+	VADDPS     T0, D, D
 
-// The four tokens' folds of row r (byte offset off in y; DI token 0's
-// results, R11 ystride, R12 3*ystride).
-#define TILEFOLD4(off, A0, YA0, B0, YB0, A1, YA1, B1, YB1, A2, YA2, B2, YB2, A3, YA3, B3, YB3) \
-	TILEFOLD(A0, YA0, B0, YB0, off(DI)) \
-	TILEFOLD(A1, YA1, B1, YB1, off(DI)(R11*1)) \
-	TILEFOLD(A2, YA2, B2, YB2, off(DI)(R11*2)) \
-	TILEFOLD(A3, YA3, B3, YB3, off(DI)(R12*1))
+// Row r's four pairs (token t's registers At, Bt) folded and summed as the
+// row kernel does (HSUM, on the four tokens' 8 lanes at once, a 128-bit
+// lane each), the results to off(DI) and on by ystride (R11, R12
+// 3*ystride).
+#define TILEFOLD4(off, A0, B0, A1, B1, A2, B2, A3, B3) \
+	TILEFOLD2(A0, B0, A1, B1, Z0, Z1, Z2) \
+	TILEFOLD2(A2, B2, A3, B3, Z3, Z4, Z5) \
+	VSHUFF64X2    $0x88, Z3, Z0, Z1 \
+	VSHUFF64X2    $0xdd, Z3, Z0, Z2 \
+	VADDPS        Z2, Z1, Z1 \
+	VPERMILPS     $0x4e, Z1, Z2 \
+	VADDPS        Z2, Z1, Z1 \
+	VMOVSHDUP     Z1, Z2 \
+	VADDPS        Z2, Z1, Z1 \
+	VMOVSS        X1, off(DI) \
+	VEXTRACTF32X4 $1, Z1, X2 \
+	VMOVSS        X2, off(DI)(R11*1) \
+	VEXTRACTF32X4 $2, Z1, X2 \
+	VMOVSS        X2, off(DI)(R11*2) \
+	VEXTRACTF32X4 $3, Z1, X2 \
+	VMOVSS        X2, off(DI)(R12*1)
 
 // func dotF16Tile3x4AVX512(w *byte, wstride int, x *byte, xstride int, ntok4 int, nb int, y *float32, ystride int)
 TEXT ·dotF16Tile3x4AVX512(SB), NOSPLIT, $0-64
@@ -379,9 +393,9 @@ by8:
 	JMP  by8
 
 fold:
-	TILEFOLD4(0, Z8, Y8, Z20, Y20, Z9, Y9, Z21, Y21, Z10, Y10, Z22, Y22, Z11, Y11, Z23, Y23)
-	TILEFOLD4(4, Z12, Y12, Z24, Y24, Z13, Y13, Z25, Y25, Z14, Y14, Z26, Y26, Z15, Y15, Z27, Y27)
-	TILEFOLD4(8, Z16, Y16, Z28, Y28, Z17, Y17, Z29, Y29, Z18, Y18, Z30, Y30, Z19, Y19, Z31, Y31)
+	TILEFOLD4(0, Z8, Z20, Z9, Z21, Z10, Z22, Z11, Z23)
+	TILEFOLD4(4, Z12, Z24, Z13, Z25, Z14, Z26, Z15, Z27)
+	TILEFOLD4(8, Z16, Z28, Z17, Z29, Z18, Z30, Z19, Z31)
 	LEAQ (BX)(R9*4), BX
 	LEAQ (DI)(R11*4), DI
 	DECQ DX
