@@ -165,6 +165,9 @@ const (
 // tokens rows (the multi-row kernel), and rows of other lengths tokens.
 // All compute a (row, token) pair as the row kernel does.
 func tileKernel(t gguf.Type, k asmKernel, rows RowsDotFunc, tokens TokensDotFunc) TileDotFunc {
+	if rows == nil || tokens == nil {
+		panic(fmt.Sprintf("kernels: the %v tile kernel needs the rows and four-token kernels of its level", t))
+	}
 	g := geomFor(t)
 	return func(n int, w []byte, rowBytes, nRows int, x []byte, xStride, nTok int, y []float32, yStride int) {
 		if nRows <= 0 || nTok <= 0 {
