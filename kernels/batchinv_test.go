@@ -151,3 +151,82 @@ func TestTokensKernelsInvariant(t *testing.T) {
 		}
 	}
 }
+
+// TestTileKernelsInvariant checks each tile kernel (several rows against
+// several tokens) directly against its set's row kernel: for every row
+// count 1..8 and token count 1..13 (the whole tiles, the rows and tokens
+// left over), row lengths through the 32- and 8-value steps and one the
+// tile kernels leave to the four-token kernels (77), padded row,
+// activation and result strides, every (row, token) result is bit for bit
+// the row kernel's for that row and token alone, and nothing else in y is
+// written.
+func TestTileKernelsInvariant(t *testing.T) {
+	for _, ks := range testSets(t) {
+		if ks.types[gguf.F16].tile == nil {
+			t.Errorf("the %s set has no f16 tile kernel", ks.Name())
+		}
+		for _, typ := range weightTypes {
+			tile := ks.types[typ].tile
+			if tile == nil {
+				continue
+			}
+			one := ks.RowDot(typ)
+			bs := typ.BlockSize()
+			blocks := []int{1, 2, 3, 5, 8}
+			if bs == 1 {
+				blocks = []int{8, 16, 24, 32, 40, 56, 64, 77, 96, 264}
+			}
+			for _, nb := range blocks {
+				n := nb * bs
+				rng := rand.New(rand.NewPCG(uint64(typ)<<8|uint64(nb), 7))
+				const maxRows, maxTok = 8, 13
+				rowBytes := RowBytes(typ, n) + 6
+				w := make([]byte, maxRows*rowBytes)
+				for r := range maxRows {
+					copy(w[r*rowBytes:], randomRow(rng, typ, n))
+				}
+				at := VecDotType(typ)
+				ab := ActivationBytes(typ, n)
+				xStride := ab + 7
+				x := make([]byte, maxTok*xStride)
+				for k := range maxTok {
+					ks.QuantizeAct(at, randomFloats(rng, n, 1), x[k*xStride:k*xStride+ab])
+				}
+				want := make([]float32, maxTok*maxRows)
+				for k := range maxTok {
+					for r := range maxRows {
+						want[k*maxRows+r] = one(n, w[r*rowBytes:r*rowBytes+RowBytes(typ, n)], x[k*xStride:k*xStride+ab])
+					}
+				}
+				bad := 0
+				for nRows := 1; nRows <= maxRows; nRows++ {
+					for nTok := 1; nTok <= maxTok; nTok++ {
+						yStride := nRows + 2
+						y := make([]float32, nTok*yStride)
+						sentinel := float32(math.Inf(-1))
+						for i := range y {
+							y[i] = sentinel
+						}
+						tile(n, w[:nRows*rowBytes], rowBytes, nRows, x[:nTok*xStride], xStride, nTok, y, yStride)
+						for k := range nTok {
+							for c := range yStride {
+								g := y[k*yStride+c]
+								if c >= nRows {
+									if g != sentinel {
+										t.Errorf("%s %v, %d values, %dx%d: wrote y[%d] past row %d of token %d", ks.Name(), typ, n, nRows, nTok, k*yStride+c, nRows, k)
+									}
+									continue
+								}
+								if wnt := want[k*maxRows+c]; math.Float32bits(g) != math.Float32bits(wnt) {
+									if bad++; bad <= 10 {
+										t.Errorf("%s %v, %d values, %d rows x %d tokens: row %d token %d = %v, alone %v", ks.Name(), typ, n, nRows, nTok, c, k, g, wnt)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -236,3 +236,44 @@ func benchEachType(b *testing.B, f func(b *testing.B, ks *Set, t gguf.Type, thre
 		}
 	}
 }
+
+// BenchmarkF16Tile: one thread's F16 products of 128 tokens with the
+// bge-base encoder's matrix shapes (attention 768x768, FFN up 3072x768 and
+// down 768x3072), MatMul with each SIMD set's tile kernel against the same
+// set without it (the four-token kernel per row); reports GFLOP/s.
+func BenchmarkF16Tile(b *testing.B) {
+	const nTok = 128
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, shape := range [][2]int{{768, 768}, {3072, 768}, {768, 3072}} {
+		rows, cols := shape[0], shape[1]
+		m := &Matrix{Type: gguf.F16, Rows: rows, Cols: cols, Data: make([]byte, rows*RowBytes(gguf.F16, cols))}
+		for i := range rows {
+			copy(m.Data[i*m.RowBytes():], randomRow(r, gguf.F16, cols))
+		}
+		ab := ActivationBytes(gguf.F16, cols)
+		xq := make([]byte, nTok*ab)
+		for k := range nTok {
+			QuantizeRow(gguf.F16, randomFloats(r, cols, 1), xq[k*ab:(k+1)*ab])
+		}
+		y := make([]float32, nTok*rows)
+		for _, ks := range testSets(b) {
+			if ks.isa == isaGeneric {
+				continue
+			}
+			noTile := *ks
+			noTile.types[gguf.F16].tile = nil
+			for _, kind := range []string{"tile", "tok4"} {
+				s := ks
+				if kind == "tok4" {
+					s = &noTile
+				}
+				b.Run(fmt.Sprintf("%s/%dx%d/%s", ks.Name(), rows, cols, kind), func(b *testing.B) {
+					for b.Loop() {
+						s.MatMul(m, xq, nTok, y, 0, rows)
+					}
+					b.ReportMetric(2*float64(rows*cols*nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}

@@ -35,8 +35,9 @@ const (
 // simd_adapter_amd64.go), and no set of another architecture asks for it.
 type asmKernel uint8
 
-// The SIMD kernels: multi-row kernels (Rows) and four-token kernels (Tok4),
-// which compute each token exactly as their level's Rows kernel does.
+// The SIMD kernels: multi-row kernels (Rows), four-token kernels (Tok4)
+// and tile kernels (Tile, several rows against four tokens), which compute
+// each token exactly as their level's Rows kernel does.
 const (
 	_ asmKernel = iota
 	asmQ8_0RowsAVX2
@@ -61,6 +62,8 @@ const (
 	asmF16Tok4AVX2
 	asmMXFP4Tok4AVX2
 	asmMXFP4Tok4AVX512
+	asmF16Tile3x4AVX512
+	asmF16Tile3x4AVX2
 )
 
 // asmPacked names a packed layout of a SIMD level (a pure-Go layout's bytes
@@ -87,6 +90,9 @@ const (
 type simdKernels struct {
 	rows asmKernel // the multi-row kernel, also the one-row one
 	tok4 asmKernel // the four-token kernel; the last nTok%4 tokens take the rows kernel
+	// tile is the tile kernel (rows x four tokens); the rows and tokens
+	// left over take the level's tokens and rows kernels.
+	tile asmKernel
 	// packed is the type's packed layout at this level, packedGFNI its
 	// form for a set that uses GFNI (zero: the packed form).
 	packed, packedGFNI asmPacked
@@ -122,12 +128,13 @@ type Set struct {
 }
 
 // typeKernels are a set's kernels for one weight type; nil entries fall
-// back to the next simpler form (tokens and rows to row) or mean none
-// (row: unsupported, packed: used as mapped).
+// back to the next simpler form (tile to tokens, tokens and rows to row)
+// or mean none (row: unsupported, packed: used as mapped).
 type typeKernels struct {
 	row    RowDotFunc
 	rows   RowsDotFunc
 	tokens TokensDotFunc
+	tile   TileDotFunc
 	packed *PackedLayout
 }
 
@@ -213,7 +220,7 @@ func build(d setDef, gfni bool) *Set {
 	for t := range formats {
 		f := &formats[t]
 		k := &s.types[t]
-		k.row, k.tokens = f.dot, f.tokens
+		k.row, k.tokens, k.tile = f.dot, f.tokens, f.tile
 		var rows asmKernel // the rows kernel of the levels so far
 		for level := isaGeneric + 1; level <= d.isa; level++ {
 			if r := f.simd[level].rows; r != 0 {

@@ -53,6 +53,17 @@ func dotF16Row(n int, w, x []byte) float32 {
 	return float32(s0 + s1 + s2 + s3)
 }
 
+// dotF16Tile is the generic set's tile kernel (TileDotFunc): dotF16Row
+// for every row and token, the twin of the SIMD sets' register tiles.
+func dotF16Tile(n int, w []byte, rowBytes, nRows int, x []byte, xStride, nTok int, y []float32, yStride int) {
+	for r := range nRows {
+		row := w[r*rowBytes : r*rowBytes+2*n]
+		for k := range nTok {
+			y[k*yStride+r] = dotF16Row(n, row, x[k*xStride:k*xStride+2*n])
+		}
+	}
+}
+
 // bf16At reads the little-endian bfloat16 at b[0:2].
 func bf16At(b []byte) float32 {
 	return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)

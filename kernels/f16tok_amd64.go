@@ -13,3 +13,16 @@ func dotF16Tok4AVX512(w *byte, x *byte, xstride int, nb int, y *float32)
 
 //go:noescape
 func dotF16Tok4AVX2(w *byte, x *byte, xstride int, nb int, y *float32)
+
+// The f16 tile kernels (f16tok_amd64.s): three rows of nb halves (nb a
+// multiple of 8), wstride bytes apart, against 4*ntok4 tokens xstride bytes
+// apart; y[t*ystride+4*r] (bytes) the dot of row r and token t, computed
+// exactly as dotF16RowsAVX2 computes it. The AVX-512 one widens each
+// step's halves once per row and once per token for the 3x4 tile, the
+// AVX2 one once per row and token and once per token for the three rows.
+
+//go:noescape
+func dotF16Tile3x4AVX512(w *byte, wstride int, x *byte, xstride int, ntok4 int, nb int, y *float32, ystride int)
+
+//go:noescape
+func dotF16Tile3x4AVX2(w *byte, wstride int, x *byte, xstride int, ntok4 int, nb int, y *float32, ystride int)

@@ -30,6 +30,9 @@ type format struct {
 	// computed exactly as dot does (the generic set's; a SIMD level that
 	// replaces the row kernel replaces it too).
 	tokens TokensDotFunc
+	// tile is the pure-Go tile kernel (the generic set's; nil: MatMul's
+	// loops over dot), the twin of the SIMD sets' tile kernels.
+	tile TileDotFunc
 	// exact, exact8x8 and ik are the llama.cpp-order layouts (PackedExact:
 	// vec_dot order; exact8x8 the repacked q4_K_8x8 order, for matrices of
 	// a multiple of 8 rows) and the ik_llama.cpp-order one (PackedIk).
@@ -47,10 +50,10 @@ type format struct {
 var formats = [numTypes]format{
 	gguf.F32: {dequant: dequantF32, quantize: quantizeF32, dot: dotF32Row,
 		simd: [numISA]simdKernels{isaAVX2: {rows: asmF32RowsAVX2}}},
-	gguf.F16: {vecDot: gguf.F16, dequant: F16RowToF32, quantize: F32RowToF16, dot: dotF16Row,
+	gguf.F16: {vecDot: gguf.F16, dequant: F16RowToF32, quantize: F32RowToF16, dot: dotF16Row, tile: dotF16Tile,
 		simd: [numISA]simdKernels{
-			isaAVX2:   {rows: asmF16RowsAVX2, tok4: asmF16Tok4AVX2},
-			isaAVX512: {tok4: asmF16Tok4AVX512}}},
+			isaAVX2:   {rows: asmF16RowsAVX2, tok4: asmF16Tok4AVX2, tile: asmF16Tile3x4AVX2},
+			isaAVX512: {tok4: asmF16Tok4AVX512, tile: asmF16Tile3x4AVX512}}},
 	gguf.BF16: {vecDot: gguf.BF16, dequant: BF16RowToF32, quantize: F32RowToBF16, dot: dotBF16Row},
 	gguf.Q4_0: {vecDot: gguf.Q8_0, dequant: dequantQ4_0, quantize: quantizeQ4_0, dot: dotQ4_0Generic,
 		simd: [numISA]simdKernels{

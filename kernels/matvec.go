@@ -42,6 +42,13 @@ func ActivationBytes(t gguf.Type, n int) int {
 // fall back to a RowDotFunc loop.
 type TokensDotFunc func(n int, w, x []byte, xStride, nTok int, y []float32, yStride int)
 
+// TileDotFunc computes y[k*yStride+r] = dot(row r, x[k]) for nRows
+// consecutive weight rows of rowBytes bytes each, starting at w, and
+// nTok tokens xStride bytes apart in x. SIMD sets may provide it to reuse
+// each step's weights across tokens and its activations across rows at
+// once (a register tile); nil falls back to TokensDotFunc per row.
+type TileDotFunc func(n int, w []byte, rowBytes, nRows int, x []byte, xStride, nTok int, y []float32, yStride int)
+
 // MatVec sets y[r] = dot(row r, xq) for r in [r0, r1), where xq holds the
 // activations converted by QuantizeRow(VecDotType(m.Type), x, xq).
 func (s *Set) MatVec(m *Matrix, xq []byte, y []float32, r0, r1 int) {
@@ -84,6 +91,10 @@ const matMulTileBytes = 128 << 10
 // in L1 while a tile's tokens pass over them.
 const matMulRowBlockBytes = 16 << 10
 
+// tileTokens is the token grouping of the tile kernels: a token tile of a
+// multiple of it leaves none of its tokens to the slower kernels.
+const tileTokens = 4
+
 // MatMul computes y[tok*m.Rows + r] = dot(row r, token tok) for tok < nTok
 // and r in [r0, r1). xq holds nTok activation rows converted with
 // QuantizeRow(VecDotType(m.Type), ...), ActivationBytes(m.Type, m.Cols)
@@ -97,8 +108,10 @@ const matMulRowBlockBytes = 16 << 10
 // on it). Where the set has a multi-token kernel for the type, which
 // unpacks each weight block once for several tokens and computes each of
 // them as the row kernel does, a row meets the tile's tokens in one call;
-// otherwise each token takes the row kernels over a block of rows that
-// stays in L1.
+// where it has a tile kernel (several rows against four tokens, each
+// pair's arithmetic the row kernel's), the rows meet the tile's tokens in
+// one call; otherwise each token takes the row kernels over a block of
+// rows that stays in L1.
 func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	if r0 >= r1 || nTok <= 0 {
 		return
@@ -124,6 +137,16 @@ func (s *Set) MatMul(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	block := max(1, matMulRowBlockBytes/max(rb, 1))
 	rows := s.types[t].rows
 	tokens := s.types[t].tokens
+	if tk := s.types[t].tile; tk != nil {
+		if tile > tileTokens {
+			tile -= tile % tileTokens
+		}
+		for t0 := 0; t0 < nTok; t0 += tile {
+			t1 := min(t0+tile, nTok)
+			tk(n, m.Data[r0*rb:r1*rb], rb, r1-r0, xq[t0*ab:t1*ab], ab, t1-t0, y[t0*m.Rows+r0:], m.Rows)
+		}
+		return
+	}
 	for t0 := 0; t0 < nTok; t0 += tile {
 		t1 := min(t0+tile, nTok)
 		if tokens != nil {

@@ -81,6 +81,19 @@ func runTok4(k asmKernel, w, x *byte, xstride, nb int, y *float32) {
 	}
 }
 
+// runTile runs tile kernel k: three rows wstride bytes apart against
+// 4*ntok4 tokens xstride bytes apart, y[t*ystride+4*r] (bytes).
+func runTile(k asmKernel, w *byte, wstride int, x *byte, xstride, ntok4, nb int, y *float32, ystride int) {
+	switch k {
+	case asmF16Tile3x4AVX512:
+		dotF16Tile3x4AVX512(w, wstride, x, xstride, ntok4, nb, y, ystride)
+	case asmF16Tile3x4AVX2:
+		dotF16Tile3x4AVX2(w, wstride, x, xstride, ntok4, nb, y, ystride)
+	default:
+		panic(fmt.Sprintf("kernels: %d is not a tile kernel", k))
+	}
+}
+
 // asmGeom is what the adapters need of a weight type: blocks per row as
 // a shift (block sizes are powers of two), and block bytes of the weights
 // and of their activations.
@@ -143,6 +156,51 @@ func tokKernel(t gguf.Type, tok4, row asmKernel) TokensDotFunc {
 	}
 }
 
+// The tile kernels' shape: rows by tokens, and the block count (values,
+// for F16) they need a multiple of.
+const (
+	tileRows  = 3
+	tileBlock = 8
+)
+
+// tileKernel adapts tile kernel k for weights of type t: the rows in
+// groups of three against the tokens in groups of four; the last
+// nRows%3 rows take tokens (the four-token kernel), the last nTok%4
+// tokens rows (the multi-row kernel), and rows of other lengths tokens.
+// All compute a (row, token) pair as the row kernel does.
+func tileKernel(t gguf.Type, k asmKernel, rows RowsDotFunc, tokens TokensDotFunc) TileDotFunc {
+	if rows == nil || tokens == nil {
+		panic(fmt.Sprintf("kernels: the %v tile kernel needs the rows and four-token kernels of its level", t))
+	}
+	g := geomFor(t)
+	return func(n int, w []byte, rowBytes, nRows int, x []byte, xStride, nTok int, y []float32, yStride int) {
+		if nRows <= 0 || nTok <= 0 {
+			return
+		}
+		nb := n >> g.shift
+		r3, t4 := 0, nTok-nTok%tileTokens
+		if nb%tileBlock == 0 && t4 > 0 {
+			r3 = nRows - nRows%tileRows
+		}
+		if r3 > 0 {
+			checkRows(g.name, len(w), rowBytes, nRows, nb*g.wb, len(x), 0)
+			checkTokens(g.name, rowBytes, 0, len(x), xStride, nTok, nb*g.ab, len(y), yStride)
+			if nRows-1 >= len(y) || (nTok-1)*yStride+nRows-1 >= len(y) {
+				panic(fmt.Sprintf("kernels: %s tile dot: %d rows of %d tokens (y stride %d) do not fit %d results", g.name, nRows, nTok, yStride, len(y)))
+			}
+			for r := 0; r < r3; r += tileRows {
+				runTile(k, &w[r*rowBytes], rowBytes, &x[0], xStride, t4/tileTokens, nb, &y[r], 4*yStride)
+			}
+		}
+		for r := r3; r < nRows; r++ {
+			tokens(n, w[r*rowBytes:], x, xStride, t4, y[r:], yStride)
+		}
+		for kk := t4; kk < nTok; kk++ {
+			rows(n, w, rowBytes, x[kk*xStride:], y[kk*yStride:kk*yStride+nRows])
+		}
+	}
+}
+
 // apply puts the kernels k names over tk, the kernels of type t so far;
 // rows is the rows kernel of this level or the nearest below, which a
 // four-token kernel's last tokens take. A multi-token kernel must compute
@@ -152,9 +210,12 @@ func tokKernel(t gguf.Type, tok4, row asmKernel) TokensDotFunc {
 func (k simdKernels) apply(t gguf.Type, tk *typeKernels, rows asmKernel) {
 	if k.rows != 0 {
 		tk.row, tk.rows = rowKernels(t, k.rows)
-		tk.tokens = nil
+		tk.tokens, tk.tile = nil, nil
 	}
 	if k.tok4 != 0 {
 		tk.tokens = tokKernel(t, k.tok4, rows)
+	}
+	if k.tile != 0 {
+		tk.tile = tileKernel(t, k.tile, tk.rows, tk.tokens)
 	}
 }
