@@ -12,8 +12,8 @@ import (
 // TestBatchInvariance checks that every product kernel computes a token's
 // row the same whatever the batch: MatMulTiled over nTok tokens gives, for
 // each token, bit for bit what MatVec gives for that token alone, for every
-// weight type, kernel set, packed or GGUF layout, batch size and place in
-// the batch. Batched decoding (several sequences in one step) and prefix
+// weight type, kernel set (and form of its packed kernels: packedSets),
+// packed or GGUF layout, batch size and place in the batch. Batched decoding (several sequences in one step) and prefix
 // reuse rely on it.
 func TestBatchInvariance(t *testing.T) {
 	const maxTok = 21
@@ -29,13 +29,13 @@ func TestBatchInvariance(t *testing.T) {
 			for r := range rows {
 				copy(m.Data[r*rb:], randomRow(rng, typ, cols))
 			}
-			for _, ks := range testSets(t) {
+			for _, ks := range packedSets(t) {
 				mats := map[string]*Matrix{"gguf": m}
 				if pm := packedCopy(ks, m); pm != nil {
 					mats["packed"] = pm
 				}
 				for lname, mm := range mats {
-					t.Run(fmt.Sprintf("%v/%d/%s/%s", typ, cols, ks.Name(), lname), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%v/%d/%s/gfni=%v/%s", typ, cols, ks.Name(), ks.gfni, lname), func(t *testing.T) {
 						at := ActType(mm)
 						ab := ActBytes(mm, cols)
 						xq := make([]byte, maxTok*ab)

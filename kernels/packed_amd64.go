@@ -11,7 +11,8 @@ import (
 // (packed_q*_amd64.s). Each packedXDotK sets y[t*ystride+r] = dot(row r,
 // token t) for the 16 rows of a packed group (nb > 0 blocks) and K tokens'
 // activations xstride bytes apart (the one-token q4_K kernels take no
-// strides). The GFNI forms (q4_1, q4_K) have the same contracts: one
+// strides). q4_K has a kernel for every K up to 8, the others for 8, 4, 2
+// and 1. The GFNI forms (q4_1, q4_K) have the same contracts: one
 // VGF2P8AFFINEQB replaces the shift and AND of each high-nibble operand.
 
 //go:noescape
@@ -63,25 +64,55 @@ func packedQ41Dot2GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystrid
 func packedQ41Dot1GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int, f16 *float32)
 
 //go:noescape
-func packedQ4KDot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
+
+//go:noescape
+func packedQ4KDot2AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot3AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 
 //go:noescape
 func packedQ4KDot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 
 //go:noescape
-func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
+func packedQ4KDot5AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 
 //go:noescape
-func packedQ4KDot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+func packedQ4KDot6AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot7AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
+
+//go:noescape
+func packedQ4KDot2GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot3GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 
 //go:noescape
 func packedQ4KDot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 
 //go:noescape
-func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
+func packedQ4KDot5GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot6GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot7GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+
+//go:noescape
+func packedQ4KDot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
 
 // packedKernel names one family of packed-group kernels (its 8-, 4-, 2-
-// and 1-token forms; q4_K has no 2-token form).
+// and 1-token forms; q4_K has every form from 1 to 8).
 type packedKernel uint8
 
 const (
@@ -148,8 +179,18 @@ func runPacked(k packedKernel, n int, w *byte, nb int, x *byte, xs int, y *float
 		switch n {
 		case 8:
 			packedQ4KDot8AVX512(w, nb, x, xs, y, ys)
+		case 7:
+			packedQ4KDot7AVX512(w, nb, x, xs, y, ys)
+		case 6:
+			packedQ4KDot6AVX512(w, nb, x, xs, y, ys)
+		case 5:
+			packedQ4KDot5AVX512(w, nb, x, xs, y, ys)
 		case 4:
 			packedQ4KDot4AVX512(w, nb, x, xs, y, ys)
+		case 3:
+			packedQ4KDot3AVX512(w, nb, x, xs, y, ys)
+		case 2:
+			packedQ4KDot2AVX512(w, nb, x, xs, y, ys)
 		default:
 			packedQ4KDot1AVX512(w, nb, x, y)
 		}
@@ -157,8 +198,18 @@ func runPacked(k packedKernel, n int, w *byte, nb int, x *byte, xs int, y *float
 		switch n {
 		case 8:
 			packedQ4KDot8GFNI(w, nb, x, xs, y, ys)
+		case 7:
+			packedQ4KDot7GFNI(w, nb, x, xs, y, ys)
+		case 6:
+			packedQ4KDot6GFNI(w, nb, x, xs, y, ys)
+		case 5:
+			packedQ4KDot5GFNI(w, nb, x, xs, y, ys)
 		case 4:
 			packedQ4KDot4GFNI(w, nb, x, xs, y, ys)
+		case 3:
+			packedQ4KDot3GFNI(w, nb, x, xs, y, ys)
+		case 2:
+			packedQ4KDot2GFNI(w, nb, x, xs, y, ys)
 		default:
 			packedQ4KDot1GFNI(w, nb, x, y)
 		}
@@ -169,8 +220,8 @@ func runPacked(k packedKernel, n int, w *byte, nb int, x *byte, xs int, y *float
 
 // dotPacked is the Dot of a packed layout with kernel family k and group
 // geometry p: it checks the operands once and runs the 8-, 4-, 2- and
-// 1-token forms over the tokens, largest first (q4_K, without a 2-token
-// form, takes a pair as two single tokens).
+// 1-token forms over the tokens, largest first (q4_K, with a form for
+// every count, runs its one call).
 func dotPacked(k packedKernel, p *packedGroup, cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 	p.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols >> p.shift
@@ -183,16 +234,12 @@ func dotPacked(k packedKernel, p *packedGroup, cols int, g, x []byte, xStride, n
 	gp := unsafe.SliceData(g)
 	xp := unsafe.Pointer(unsafe.SliceData(x))
 	yp := unsafe.Pointer(unsafe.SliceData(y))
-	if nTok == 1 { // decode
-		runPacked(k, 1, gp, nb, (*byte)(xp), xStride, (*float32)(yp), yStride)
+	if nTok == 1 || k == packedQ4KVNNI || k == packedQ4KVNNIGFNI { // decode, or a form for every count
+		runPacked(k, nTok, gp, nb, (*byte)(xp), xStride, (*float32)(yp), yStride)
 		return
 	}
-	noPairs := k == packedQ4KVNNI || k == packedQ4KVNNIGFNI
 	t := 0
 	for _, n := range [4]int{8, 4, 2, 1} {
-		if n == 2 && noPairs {
-			continue
-		}
 		for ; t+n <= nTok; t += n {
 			runPacked(k, n, gp, nb, (*byte)(unsafe.Add(xp, t*xStride)), xStride, (*float32)(unsafe.Add(yp, 4*t*yStride)), yStride)
 		}

@@ -14,9 +14,11 @@
 // (GFNI kernels), Z31 0x0f bytes; at block end Z4, Z5 temporaries and Z6
 // dmin.
 //
-// Each kernel exists for 8, 4 and 1 tokens, and in two forms: AVX512 (F,
-// BW, VL, VNNI) and GFNI (the same plus GFNI for the nibble shift), all
-// from the one body KERNEL.
+// Each kernel exists for every token count from 1 to 8 (a batched decode
+// step of K sequences makes one call per group, with no single-token
+// calls for a remainder), and in two forms: AVX512 (F, BW, VL, VNNI) and
+// GFNI (the same plus GFNI for the nibble shift), all from the one body
+// KERNEL.
 
 #include "textflag.h"
 
@@ -123,19 +125,16 @@
 // The tokens. Token t: P its q8_K pointer (PREV the one before it), I its
 // sub-block dot (Z4+t), FB its block sum (Z12+t), FA its total (Z20+t),
 // tmp its pair-sum slot 32t(SP); a is the offset a macro applies to it.
-// ALL(REST, M, a) is token 0 then the REST: REST1, REST4 or REST8.
+// ALL(REST, M, a) is token 0 then the REST: REST1 .. REST8.
 #define ALL(REST, M, a) M(a, R8, R8, Z4, Z12, Z20, 0); REST(M, a)
 #define REST1(M, a)
-#define REST4(M, a) \
-	M(a, R9, R8, Z5, Z13, Z21, 32); \
-	M(a, R10, R9, Z6, Z14, Z22, 64); \
-	M(a, R11, R10, Z7, Z15, Z23, 96)
-#define REST8(M, a) \
-	REST4(M, a); \
-	M(a, R12, R11, Z8, Z16, Z24, 128); \
-	M(a, R13, R12, Z9, Z17, Z25, 160); \
-	M(a, AX, R13, Z10, Z18, Z26, 192); \
-	M(a, BX, AX, Z11, Z19, Z27, 224)
+#define REST2(M, a) M(a, R9, R8, Z5, Z13, Z21, 32)
+#define REST3(M, a) REST2(M, a); M(a, R10, R9, Z6, Z14, Z22, 64)
+#define REST4(M, a) REST3(M, a); M(a, R11, R10, Z7, Z15, Z23, 96)
+#define REST5(M, a) REST4(M, a); M(a, R12, R11, Z8, Z16, Z24, 128)
+#define REST6(M, a) REST5(M, a); M(a, R13, R12, Z9, Z17, Z25, 160)
+#define REST7(M, a) REST6(M, a); M(a, AX, R13, Z10, Z18, Z26, 192)
+#define REST8(M, a) REST7(M, a); M(a, BX, AX, Z11, Z19, Z27, 224)
 
 #define T_PTR(a, P, PREV, I, FB, FA, tmp) LEAQ (PREV)(DX*1), P
 #define T_ZERO(a, P, PREV, I, FB, FA, tmp) VPXORD FB, FB, FB; VPXORD FA, FA, FA
@@ -156,8 +155,6 @@
 	REST(T_PTR, 0) \
 	MOVQ y+32(FP), DI \
 	MOVQ ystride+40(FP), DX
-#define ARGS8 ARGSN(REST8)
-#define ARGS4 ARGSN(REST4)
 #define ARGS1 \
 	MOVQ w+0(FP), SI \
 	MOVQ nb+8(FP), CX \
@@ -201,27 +198,57 @@ block: \
 	VZEROUPPER \
 	RET
 
-// func packedQ4KDot8AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
-// Tokens xstride bytes apart, t < 8; ystride in floats.
-TEXT ·packedQ4KDot8AVX512(SB), NOSPLIT, $256-48
-	KERNEL(ARGS8, REST8, PFQ4K, WHALF, NOSETUP)
-
-// func packedQ4KDot4AVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
-TEXT ·packedQ4KDot4AVX512(SB), NOSPLIT, $128-48
-	KERNEL(ARGS4, REST4, PFQ4K, WHALF, NOSETUP)
-
+// The kernels for K = 1..8 tokens, AVX512 and GFNI:
+// func packedQ4KDotKAVX512(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+// func packedQ4KDotKGFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
+// for K >= 2 (tokens xstride bytes apart, ystride in floats), and
 // func packedQ4KDot1AVX512(w *byte, nb int, x *byte, y *float32)
+// func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
+// The frame holds the pair sums, 32 bytes per token at 32t(SP).
 TEXT ·packedQ4KDot1AVX512(SB), NOSPLIT, $32-32
 	KERNEL(ARGS1, REST1, PFQ4K, WHALF, NOSETUP)
 
-// func packedQ4KDot8GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
-TEXT ·packedQ4KDot8GFNI(SB), NOSPLIT, $256-48
-	KERNEL(ARGS8, REST8, PFQ4K, WHALFGF, GFSETUP)
-
-// func packedQ4KDot4GFNI(w *byte, nb int, x *byte, xstride int, y *float32, ystride int)
-TEXT ·packedQ4KDot4GFNI(SB), NOSPLIT, $128-48
-	KERNEL(ARGS4, REST4, PFQ4K, WHALFGF, GFSETUP)
-
-// func packedQ4KDot1GFNI(w *byte, nb int, x *byte, y *float32)
 TEXT ·packedQ4KDot1GFNI(SB), NOSPLIT, $32-32
 	KERNEL(ARGS1, REST1, PFQ4K, WHALFGF, GFSETUP)
+
+TEXT ·packedQ4KDot2AVX512(SB), NOSPLIT, $64-48
+	KERNEL(ARGSN(REST2), REST2, PFQ4K, WHALF, NOSETUP)
+
+TEXT ·packedQ4KDot2GFNI(SB), NOSPLIT, $64-48
+	KERNEL(ARGSN(REST2), REST2, PFQ4K, WHALFGF, GFSETUP)
+
+TEXT ·packedQ4KDot3AVX512(SB), NOSPLIT, $96-48
+	KERNEL(ARGSN(REST3), REST3, PFQ4K, WHALF, NOSETUP)
+
+TEXT ·packedQ4KDot3GFNI(SB), NOSPLIT, $96-48
+	KERNEL(ARGSN(REST3), REST3, PFQ4K, WHALFGF, GFSETUP)
+
+TEXT ·packedQ4KDot4AVX512(SB), NOSPLIT, $128-48
+	KERNEL(ARGSN(REST4), REST4, PFQ4K, WHALF, NOSETUP)
+
+TEXT ·packedQ4KDot4GFNI(SB), NOSPLIT, $128-48
+	KERNEL(ARGSN(REST4), REST4, PFQ4K, WHALFGF, GFSETUP)
+
+TEXT ·packedQ4KDot5AVX512(SB), NOSPLIT, $160-48
+	KERNEL(ARGSN(REST5), REST5, PFQ4K, WHALF, NOSETUP)
+
+TEXT ·packedQ4KDot5GFNI(SB), NOSPLIT, $160-48
+	KERNEL(ARGSN(REST5), REST5, PFQ4K, WHALFGF, GFSETUP)
+
+TEXT ·packedQ4KDot6AVX512(SB), NOSPLIT, $192-48
+	KERNEL(ARGSN(REST6), REST6, PFQ4K, WHALF, NOSETUP)
+
+TEXT ·packedQ4KDot6GFNI(SB), NOSPLIT, $192-48
+	KERNEL(ARGSN(REST6), REST6, PFQ4K, WHALFGF, GFSETUP)
+
+TEXT ·packedQ4KDot7AVX512(SB), NOSPLIT, $224-48
+	KERNEL(ARGSN(REST7), REST7, PFQ4K, WHALF, NOSETUP)
+
+TEXT ·packedQ4KDot7GFNI(SB), NOSPLIT, $224-48
+	KERNEL(ARGSN(REST7), REST7, PFQ4K, WHALFGF, GFSETUP)
+
+TEXT ·packedQ4KDot8AVX512(SB), NOSPLIT, $256-48
+	KERNEL(ARGSN(REST8), REST8, PFQ4K, WHALF, NOSETUP)
+
+TEXT ·packedQ4KDot8GFNI(SB), NOSPLIT, $256-48
+	KERNEL(ARGSN(REST8), REST8, PFQ4K, WHALFGF, GFSETUP)
