@@ -64,21 +64,25 @@ func TestQwen3MoeDecodeMatchesPrefill(t *testing.T) {
 	}
 }
 
-// TestQwen3MoeDecodeAllocs: a MoE decode step allocates nothing.
+// TestQwen3MoeDecodeAllocs: a MoE decode step allocates nothing, with
+// the experts' gate and up apart and fused (ffn_gate_up_exps).
 func TestQwen3MoeDecodeAllocs(t *testing.T) {
-	m, err := Open(synthModel(t, "synth-qwen3moe-Q8_0.gguf"), ModelParams{Threads: 2})
-	require.NoError(t, err)
-	defer m.Close()
-	s, err := m.NewSession(SessionParams{NCtx: 256})
-	require.NoError(t, err)
-	defer s.Close()
-	lg := make([]float32, m.Info().VocabSize)
-	require.NoError(t, s.Prefill([]int32{1, 403, 407}, lg))
-	tok := int32(261)
-	allocs := testing.AllocsPerRun(20, func() {
-		require.NoError(t, s.Decode(tok, lg))
-	})
-	assert.Zero(t, allocs, "allocations per decoded token")
+	for _, name := range []string{"synth-qwen3moe-Q8_0.gguf", "synth-qwen35moe-gateup-Q8_0.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			m, err := Open(synthModel(t, name), ModelParams{Threads: 2})
+			require.NoError(t, err)
+			defer m.Close()
+			s, err := m.NewSession(SessionParams{NCtx: 256})
+			require.NoError(t, err)
+			defer s.Close()
+			lg := make([]float32, m.Info().VocabSize)
+			require.NoError(t, s.Prefill([]int32{1, 403, 407}, lg))
+			allocs := testing.AllocsPerRun(20, func() {
+				require.NoError(t, s.Decode(261, lg))
+			})
+			assert.Zero(t, allocs, "allocations per decoded token")
+		})
+	}
 }
 
 // TestQwen3MoeRoutingMatters: the same file routed to one expert instead

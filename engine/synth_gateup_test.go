@@ -319,20 +319,3 @@ func TestMoEGateUpBadFiles(t *testing.T) {
 	_, err = Open(path, ModelParams{Threads: 1})
 	require.ErrorIs(t, err, ErrBadFile, "qwen3moe with fused experts")
 }
-
-// TestMoEGateUpDecodeAllocs: a decode step of fused experts allocates
-// nothing.
-func TestMoEGateUpDecodeAllocs(t *testing.T) {
-	m, err := Open(synthModel(t, "synth-qwen35moe-gateup-Q8_0.gguf"), ModelParams{Threads: 2})
-	require.NoError(t, err)
-	defer m.Close()
-	s, err := m.NewSession(SessionParams{NCtx: 256})
-	require.NoError(t, err)
-	defer s.Close()
-	lg := make([]float32, m.Info().VocabSize)
-	require.NoError(t, s.Prefill([]int32{1, 403, 407}, lg))
-	allocs := testing.AllocsPerRun(20, func() {
-		require.NoError(t, s.Decode(261, lg))
-	})
-	assert.Zero(t, allocs, "allocations per decoded token")
-}
