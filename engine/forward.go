@@ -215,7 +215,7 @@ func (s *Session) runMatrices(i, n int) {
 		if s.nTok == 1 {
 			s.kern.MatVec(job.m, job.xq, job.y, lo, hi)
 		} else {
-			s.kern.MatMulTiled(job.m, job.xq, s.nTok, job.y, lo, hi)
+			s.kern.MatMul(job.m, job.xq, s.nTok, job.y, lo, hi)
 		}
 	}
 }

@@ -368,7 +368,7 @@ func (s *Session) expertMul(m *kernels.Matrix, xq []byte, n int, y []float32, lo
 		}
 		return
 	}
-	s.kern.MatMulTiled(m, xq, n, y, lo, hi)
+	s.kern.MatMul(m, xq, n, y, lo, hi)
 }
 
 // moeRouteToken chooses token t's experts and their weights and quantizes

@@ -10,7 +10,7 @@ import (
 )
 
 // TestBatchInvariance checks that every product kernel computes a token's
-// row the same whatever the batch: MatMulTiled over nTok tokens gives, for
+// row the same whatever the batch: MatMul over nTok tokens gives, for
 // each token, bit for bit what MatVec gives for that token alone, for every
 // weight type, kernel set (and form of its packed kernels: packedSets),
 // packed or GGUF layout, batch size and place in the batch. Batched decoding (several sequences in one step) and prefix
@@ -73,7 +73,7 @@ func TestBatchInvariance(t *testing.T) {
 									continue
 								}
 								clear(y)
-								ks.MatMulTiled(mm, xq[off*ab:], n, y, 0, rows)
+								ks.MatMul(mm, xq[off*ab:], n, y, 0, rows)
 								for k := range n {
 									for r := range rows {
 										g, w := y[k*rows+r], alone[(off+k)*rows+r]

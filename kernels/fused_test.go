@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMatMulTiledQ4_1 checks MatMulTiled (which is MatMul) against the
+// TestMatMulQ4_1 checks every set's MatMul against the
 // generic kernels' MatMul, within rounding, on shapes with leftover rows
 // and tokens, odd block counts and row sub-ranges.
-func TestMatMulTiledQ4_1(t *testing.T) {
+func TestMatMulQ4_1(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, cols := range []int{64, 96, 576, 1536} {
 		for _, rows := range []int{4, 7, 33} {
@@ -27,7 +27,7 @@ func TestMatMulTiledQ4_1(t *testing.T) {
 						for _, ks := range testSets(t) {
 							v := ks.Name()
 							got := make([]float32, nTok*rows)
-							ks.MatMulTiled(m, xq, nTok, got, rng[0], rng[1])
+							ks.MatMul(m, xq, nTok, got, rng[0], rng[1])
 							for k := range nTok {
 								for i := range rows {
 									w, g := want[k*rows+i], got[k*rows+i]
@@ -67,27 +67,6 @@ func tiledCase(r *rand.Rand, cols, rows, nTok int) (*Matrix, []byte) {
 		QuantizeRow(VecDotType(gguf.Q4_1), x, xq[k*ab:(k+1)*ab])
 	}
 	return m, xq
-}
-
-// BenchmarkMatMulTiled compares MatMul and MatMulTiled on a Q4_1 matrix of
-// SmolLM2's FFN shape (1536 x 576) over 64 tokens, as one prefill chunk.
-func BenchmarkMatMulTiled(b *testing.B) {
-	ks := Detect()
-	r := rand.New(rand.NewPCG(1, 2))
-	m, xq := tiledCase(r, 576, 1536, 64)
-	y := make([]float32, 64*m.Rows)
-	for _, tiled := range []bool{false, true} {
-		b.Run(fmt.Sprintf("tiled=%v", tiled), func(b *testing.B) {
-			for b.Loop() {
-				if tiled {
-					ks.MatMulTiled(m, xq, 64, y, 0, m.Rows)
-				} else {
-					ks.MatMul(m, xq, 64, y, 0, m.Rows)
-				}
-			}
-			b.ReportMetric(2*float64(m.Rows*m.Cols*64)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
-	}
 }
 
 // q8kBlockKinds fill one 256-value block each with a case quantizeQ8K
@@ -338,12 +317,12 @@ func TestFastQuantizeRow(t *testing.T) {
 	}
 }
 
-// TestMatMulTiledF16 checks MatMulTiled on F16 matrices against the
+// TestMatMulF16 checks every set's MatMul on F16 matrices against the
 // generic MatMul (within float32 summation-order rounding) on shapes with
 // and without whole 4x4 tiles and 16-column steps (leftover rows, tokens
 // and columns, row sub-ranges), and that rows outside the range stay
 // untouched.
-func TestMatMulTiledF16(t *testing.T) {
+func TestMatMulF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, cols := range []int{8, 16, 40, 768} {
 		for _, rows := range []int{4, 7, 33} {
@@ -370,7 +349,7 @@ func TestMatMulTiledF16(t *testing.T) {
 						genericSet.MatMul(m, xq, nTok, want, rng[0], rng[1])
 						for _, ks := range testSets(t) {
 							got := make([]float32, nTok*rows)
-							ks.MatMulTiled(m, xq, nTok, got, rng[0], rng[1])
+							ks.MatMul(m, xq, nTok, got, rng[0], rng[1])
 							for k := range nTok {
 								for i := range rows {
 									w, g := want[k*rows+i], got[k*rows+i]

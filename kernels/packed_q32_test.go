@@ -136,7 +136,7 @@ func TestPackedQ41GenericBits(t *testing.T) {
 		packed := rows / 16 * 16
 		for _, nt := range []int{1, 4, nTok} {
 			got := make([]float32, nt*rows)
-			ks.MatMulTiled(&p, xq, nt, got, 0, rows)
+			ks.MatMul(&p, xq, nt, got, 0, rows)
 			for k := range nt {
 				for r := range packed {
 					want := dotQ4_1Generic(cols, m.Row(r), xq[k*ab:(k+1)*ab])

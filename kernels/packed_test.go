@@ -207,8 +207,8 @@ func checkPackedLayout(t *testing.T, ks *Set, l *PackedLayout) {
 				}
 			}
 			got := make([]float32, nTok*rows)
-			ks.MatMulTiled(&f.p, f.xq, nTok, got, 0, rows)
-			f.check(t, l.Name+" MatMulTiled", got, want, 0, rows, nTok, 1e-5)
+			ks.MatMul(&f.p, f.xq, nTok, got, 0, rows)
+			f.check(t, l.Name+" MatMul", got, want, 0, rows, nTok, 1e-5)
 
 			allocs := testing.AllocsPerRun(5, func() {
 				ks.MatVec(&f.p, f.xq, got, 1, rows)
@@ -567,7 +567,7 @@ var packedBenchShapes = []struct {
 }
 
 // BenchmarkPacked compares, per layout of the detected set and shape, the
-// packed matrix against its GGUF rows: MatMulTiled (64 and 512 tokens; the
+// packed matrix against its GGUF rows: MatMul (64 and 512 tokens; the
 // unpacked side takes the set's tile or multi-token kernels) and MatVec,
 // which for matrices of 8 Mi values or more also streams from memory
 // (copies rotated past the last-level cache, one and two goroutines); and
@@ -602,7 +602,7 @@ func benchPackedShape(b *testing.B, ks *Set, typ gguf.Type, rows, cols int) {
 		for _, f := range forms {
 			b.Run(fmt.Sprintf("MatMul/tok%d/%s", nTok, f.name), func(b *testing.B) {
 				for b.Loop() {
-					ks.MatMulTiled(f.m, xq, nTok, y, 0, rows)
+					ks.MatMul(f.m, xq, nTok, y, 0, rows)
 				}
 				b.ReportMetric(2*float64(rows*cols*nTok)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
