@@ -324,18 +324,7 @@ func TestQwen3NextRewindToCheckpoint(t *testing.T) {
 	m, err := Open(synthQwen3NextFile(t, true), ModelParams{Threads: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
-	s := newHybridSession(t, m, SessionParams{})
-	hybridCalls{hybA}.run(t, s)
-	again := append(hybridCalls{hybB}, decodes(hybD)...)
-	first := again.run(t, s)
-	before := s.Stats().Evaluated
-	require.NoError(t, s.Rewind(len(hybA)))
-	assert.Equal(t, len(hybA), s.Pos())
-	assert.Equal(t, before, s.Stats().Evaluated, "a rewind to a checkpoint evaluates nothing")
-	second := again.run(t, s)
-	for i := range first {
-		require.Equal(t, first[i], second[i], "call %d after the rewind", i)
-	}
+	s, first := checkRewindToCheckpoint(t, m)
 	// A rewind between checkpoints replays the tokens after the last one.
 	keep := len(hybA) + len(hybB) + 3
 	require.NoError(t, s.Rewind(keep))

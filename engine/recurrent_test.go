@@ -71,7 +71,22 @@ func decodes(toks []int32) hybridCalls {
 // of a prefill), repeating the same calls gives bit-identical logits, and
 // the rewind evaluates nothing.
 func TestHybridRewindToCheckpoint(t *testing.T) {
-	m := openQwen35(t)
+	s, first := checkRewindToCheckpoint(t, openQwen35(t))
+	// And again from the middle of the decodes, whose checkpoint (every
+	// 32 positions by default) is the prefill's end.
+	require.NoError(t, s.Rewind(len(hybA)+len(hybB)))
+	third := decodes(hybD).run(t, s)
+	for i := range third {
+		require.Equal(t, first[1+i], third[i], "decode %d after the second rewind", i)
+	}
+}
+
+// checkRewindToCheckpoint runs hybA's prefill, then hybB and hybD's
+// decodes, rewinds to the prefill's end (a checkpoint) and runs them again:
+// the rewind must evaluate nothing and the logits must be bit-identical.
+// It returns the session and the first run's logits.
+func checkRewindToCheckpoint(t *testing.T, m *Model) (*Session, [][]float32) {
+	t.Helper()
 	s := newHybridSession(t, m, SessionParams{})
 	hybridCalls{hybA}.run(t, s)
 	again := append(hybridCalls{hybB}, decodes(hybD)...)
@@ -84,13 +99,7 @@ func TestHybridRewindToCheckpoint(t *testing.T) {
 	for i := range first {
 		require.Equal(t, first[i], second[i], "call %d after the rewind", i)
 	}
-	// And again from the middle of the decodes, whose checkpoint (every
-	// 32 positions by default) is the prefill's end.
-	require.NoError(t, s.Rewind(len(hybA)+len(hybB)))
-	third := decodes(hybD).run(t, s)
-	for i := range third {
-		require.Equal(t, first[1+i], third[i], "decode %d after the second rewind", i)
-	}
+	return s, first
 }
 
 // TestHybridRewindReplays: a rewind to a position without a checkpoint

@@ -281,17 +281,7 @@ func TestMakeBenchModelQwen35(t *testing.T) {
 	_, ok := f.Tensor("blk.3.attn_qkv.weight")
 	assert.False(t, ok, "layer 3 is a full-attention layer")
 
-	m, err := engine.Open(out, engine.ModelParams{Threads: 2})
-	require.NoError(t, err)
-	defer m.Close()
-	s, err := m.NewSession(engine.SessionParams{NCtx: 16})
-	require.NoError(t, err)
-	defer s.Close()
-	logits := make([]float32, m.Info().VocabSize)
-	require.NoError(t, s.Prefill([]int32{9707, 1917, 11}, logits))
-	require.NoError(t, s.Decode(13, logits))
-	requireFinite(t, logits)
-	assert.NotEqual(t, logits[0], logits[1])
+	runBenchModel(t, out, []int32{9707, 1917, 11}, 13)
 
 	_, err = makeBenchModel(filepath.Join(t.TempDir(), "x.gguf"), vocab, "q4_k_m", sh, 7, 2)
 	assert.ErrorContains(t, err, "q8_0 only")

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
 )
@@ -112,13 +111,5 @@ func TestMakeBenchModelQwen3MoeTwin(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, []int64{128}, qn.Shape)
 
-	m, err := engine.Open(direct, engine.ModelParams{Threads: 2})
-	require.NoError(t, err)
-	defer m.Close()
-	s, err := m.NewSession(engine.SessionParams{NCtx: 16})
-	require.NoError(t, err)
-	defer s.Close()
-	logits := make([]float32, m.Info().VocabSize)
-	require.NoError(t, s.Prefill([]int32{464, 3290, 318}, logits))
-	requireFinite(t, logits)
+	runBenchModel(t, direct, []int32{464, 3290, 318}, 257)
 }
