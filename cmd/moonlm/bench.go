@@ -76,8 +76,10 @@ type benchConfig struct {
 	// Sequences, when > 0, replaces the prefill and decode phases by N
 	// sequences prefilled and decoded together (--sequences).
 	Sequences int
-	// KVType is the KV cache type (--cache-type; zero: f16).
+	// KVType and KVF32 are the KV cache type (--cache-type), as
+	// engine.SessionParams takes it.
 	KVType gguf.Type
+	KVF32  bool
 }
 
 // benchOpen is the open phase, each step timed on its own.
@@ -284,9 +286,8 @@ func runBench(args []string) error {
 	fs.StringVar(&memProfile, "memprofile", "", "record every allocation and write the profile to `file` (finds what allocates per token)")
 	fs.StringVar(&pack, "pack", "auto", "repack weights at open (`mode`: auto follows MOONLM_PACK, on, off)")
 	fs.StringVar(&cache, "cache", "", "packed-weight cache `states` to measure the open in: cold, warm, off (comma-separated)")
-	fs.Func("cache-type", "KV cache `type`: f16 (default), f32 or q8_0", func(v string) (err error) {
-		cfg.KVType, err = parseKVType(v)
-		return err
+	fs.Func("cache-type", "KV cache `type`: f16 (default), f32 or q8_0", func(v string) error {
+		return setKVType(v, &cfg.KVType, &cfg.KVF32)
 	})
 	fs.IntVar(&cfg.Sequences, "sequences", 0, "`N` sequences prefilled with -p tokens each and decoding -n tokens each in shared batched steps, instead of the single-sequence phases")
 	if help, err := parseFlags(fs, benchUsage, args); help || err != nil {
@@ -440,7 +441,7 @@ func benchRun(cfg benchConfig) (*benchResult, error) {
 	}
 	nCtx := cfg.Depth + max(cfg.Prompt, cfg.Gen+1, cfg.PGPrompt+cfg.PGGen, 1)
 	t3 := time.Now()
-	s, err := m.NewSession(engine.SessionParams{NCtx: nCtx, KVType: cfg.KVType})
+	s, err := m.NewSession(engine.SessionParams{NCtx: nCtx, KVType: cfg.KVType, KVF32: cfg.KVF32})
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

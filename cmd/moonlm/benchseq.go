@@ -33,7 +33,7 @@ type benchSeqResult struct {
 func benchSequences(m *engine.Model, cfg benchConfig, n int) (*benchSeqResult, error) {
 	info := m.Info()
 	nCtx := max(cfg.Prompt+cfg.Gen+1, 2)
-	p := engine.SessionParams{NCtx: nCtx, KVType: cfg.KVType}
+	p := engine.SessionParams{NCtx: nCtx, KVType: cfg.KVType, KVF32: cfg.KVF32}
 	b, err := m.NewBatcher(p)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/moonlm/moonlm/engine"
+	"github.com/moonlm/moonlm/gguf"
 	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,6 +81,32 @@ func TestGenerateCacheType(t *testing.T) {
 		})
 		require.NoError(t, err, ct)
 		assert.Contains(t, out, "Paris", ct)
+	}
+}
+
+// TestCacheTypeFlag: each --cache-type (and --kv-f32) gives the session
+// settings the engine reads as that cache (an F32 cache is KVF32: F32 is
+// KVType's zero value, which the engine takes as f16).
+func TestCacheTypeFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		typ  gguf.Type
+		f32  bool
+	}{
+		{nil, gguf.F32, false}, // the zero value: the engine's default, f16
+		{[]string{"--cache-type", "f16"}, gguf.F16, false},
+		{[]string{"--cache-type", "f32"}, gguf.F16, true},
+		{[]string{"--kv-f32"}, gguf.F32, true},
+		{[]string{"--cache-type", "q8_0"}, gguf.Q8_0, false},
+		{[]string{"--kv-f32", "--cache-type", "q8_0"}, gguf.Q8_0, false},
+	} {
+		var ef engineFlags
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		ef.register(fs, 64)
+		require.NoError(t, fs.Parse(c.args), "%v", c.args)
+		p := ef.sessionParams(64)
+		assert.Equal(t, c.typ, p.KVType, "%v", c.args)
+		assert.Equal(t, c.f32, p.KVF32, "%v", c.args)
 	}
 }
 

@@ -36,9 +36,8 @@ func (f *engineFlags) register(fs *flag.FlagSet, defCtx int) {
 	fs.IntVar(&f.ctx, "c", defCtx, "context size in `tokens` (0 = the model's)")
 	fs.IntVar(&f.ctx, "ctx-size", defCtx, "")
 	fs.BoolVar(&f.kvF32, "kv-f32", false, "keep the KV cache in f32 instead of f16")
-	fs.Func("cache-type", "KV cache `type`: f16 (default), f32 or q8_0 (q8_0 halves the cache's memory, as llama.cpp's q8_0 cache types)", func(v string) (err error) {
-		f.kvType, err = parseKVType(v)
-		return err
+	fs.Func("cache-type", "KV cache `type`: f16 (default), f32 or q8_0 (q8_0 halves the cache's memory, as llama.cpp's q8_0 cache types)", func(v string) error {
+		return setKVType(v, &f.kvType, &f.kvF32)
 	})
 	fs.StringVar(&f.pack, "pack", "auto", "repack weights for faster kernels (`mode`: auto follows MOONLM_PACK, on, off)")
 	fs.StringVar(&f.cache, "packed-cache", "auto", "keep packed weights in the on-disk cache (`mode`: auto follows MOONLM_PACKED_CACHE, on, off)")
@@ -106,17 +105,21 @@ func (f *engineFlags) sessionParams(nCtx int) engine.SessionParams {
 	return engine.SessionParams{NCtx: nCtx, KVF32: f.kvF32, KVType: f.kvType}
 }
 
-// parseKVType reads a KV cache type name.
-func parseKVType(v string) (gguf.Type, error) {
+// setKVType reads a KV cache type name into the engine's two settings:
+// an F32 cache is asked for with f32 (gguf.F32 is the type's zero value,
+// which the engine reads as its default, f16).
+func setKVType(v string, typ *gguf.Type, f32 *bool) error {
 	switch strings.ToLower(v) {
 	case "f16":
-		return gguf.F16, nil
+		*typ, *f32 = gguf.F16, false
 	case "f32":
-		return gguf.F32, nil
+		*typ, *f32 = gguf.F16, true
 	case "q8_0":
-		return gguf.Q8_0, nil
+		*typ, *f32 = gguf.Q8_0, false
+	default:
+		return errors.New("want f16, f32 or q8_0")
 	}
-	return 0, errors.New("want f16, f32 or q8_0")
+	return nil
 }
 
 // samplerFlags are the sampling options, with llama.cpp's defaults.
