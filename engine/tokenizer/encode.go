@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -586,17 +587,53 @@ func popKey(h []uint64) []uint64 {
 	return h
 }
 
-// encodeBPE pre-tokenizes text and runs byte-level BPE on each word.
+// encodeBPE pre-tokenizes text and runs BPE on each word (byte-level,
+// or on UTF-8 characters for rawBPE).
 func (t *Tokenizer) encodeBPE(dst []int32, text string, sc *scratch) []int32 {
 	if t.spmBPE && strings.IndexByte(text, ' ') >= 0 {
 		text = strings.ReplaceAll(text, " ", spmSpace)
 	}
 	sc.cpts = appendCpts(sc.cpts[:0], text)
-	sc.segs, sc.segs2 = preSplit(t.pre, sc.cpts, sc.segs, sc.segs2)
+	if t.splitSpaces {
+		return t.encodeSpaceSplit(dst, sc)
+	}
+	return t.encodeWords(dst, sc.cpts, sc)
+}
+
+// encodeSpaceSplit is the whitespace tokenizer's session: the text is cut
+// at whitespace, which is dropped, and each run of the rest (lowercased
+// where the normalizer says) is encoded alone.
+func (t *Tokenizer) encodeSpaceSplit(dst []int32, sc *scratch) []int32 {
+	all := sc.cpts
+	for i := 0; i < len(all); {
+		if cptFlags(all[i])&fSpace != 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(all) && cptFlags(all[j])&fSpace == 0 {
+			j++
+		}
+		run := append(sc.cpts2[:0], all[i:j]...)
+		if t.lowercase {
+			for k, r := range run {
+				run[k] = unicode.ToLower(r)
+			}
+		}
+		sc.cpts2 = run
+		dst = t.encodeWords(dst, run, sc)
+		i = j
+	}
+	return dst
+}
+
+// encodeWords pre-tokenizes cpts and merges each word.
+func (t *Tokenizer) encodeWords(dst []int32, cpts []rune, sc *scratch) []int32 {
+	sc.segs, sc.segs2 = preSplit(t.pre, cpts, sc.segs, sc.segs2)
 	s := 0
 	for _, n := range sc.segs {
 		w := sc.word[:0]
-		for _, r := range sc.cpts[s : s+int(n)] {
+		for _, r := range cpts[s : s+int(n)] {
 			w = appendUTF8(w, r)
 		}
 		sc.word = w
@@ -622,7 +659,7 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 			return append(dst, id)
 		}
 	}
-	if t.spmBPE {
+	if t.rawBPE {
 		return t.bpeWordUTF8(dst, w, sc)
 	}
 	if len(w) == 1 {
@@ -642,7 +679,7 @@ func (t *Tokenizer) bpeWord(dst []int32, w []byte, sc *scratch) []int32 {
 // as the word's UTF-8 characters, and a word of newlines alone that is a
 // token is taken whole (as llama.cpp's Gemma 4 tokenizer does).
 func (t *Tokenizer) bpeWordUTF8(dst []int32, w []byte, sc *scratch) []int32 {
-	if w[0] == '\n' && bytes.IndexFunc(w, func(r rune) bool { return r != '\n' }) < 0 {
+	if t.pre == preGemma4 && w[0] == '\n' && bytes.IndexFunc(w, func(r rune) bool { return r != '\n' }) < 0 {
 		if id := t.ids.getBytes(w); id >= 0 {
 			return append(dst, id)
 		}
@@ -771,7 +808,7 @@ func (t *Tokenizer) bpeEmit(dst []int32, w []byte, syms []symbol) []int32 {
 			dst = append(dst, s.id)
 			continue
 		}
-		if t.spmBPE {
+		if t.rawBPE {
 			// Its bytes' <0xXX> tokens, skipping those that are not tokens.
 			for _, c := range w[s.start : s.start+s.n] {
 				if id := t.byteTok[c]; id >= 0 {

@@ -48,7 +48,7 @@ func readVocab(f *gguf.File, packed bool) (*Vocab, error) {
 	if v.packedTokens, err = stringArray(f, "tokenizer.ggml.tokens", true); err != nil {
 		return nil, err
 	}
-	if v.Model == "gpt2" || v.Model == "gemma4" {
+	if v.Model == "gpt2" || v.Model == "gemma4" || v.Model == "whitespace" {
 		if v.packedMerges, err = stringArray(f, "tokenizer.ggml.merges", true); err != nil {
 			return nil, err
 		}
@@ -88,6 +88,8 @@ func readVocab(f *gguf.File, packed bool) (*Vocab, error) {
 		{"tokenizer.ggml.add_sep_token", &v.AddSep},
 		{"tokenizer.ggml.add_space_prefix", &v.AddSpacePrefix},
 		{"tokenizer.ggml.remove_extra_whitespaces", &v.RemoveExtraWhitespaces},
+		{"tokenizer.ggml.normalizer.lowercase", &v.Lowercase},
+		{"tokenizer.ggml.normalizer.strip_accents", &v.StripAccents},
 	} {
 		val, ok := f.Lookup(b.key)
 		if !ok {

@@ -29,6 +29,7 @@ const (
 	preGPT4o  // also llama4
 	preGemma4 // lines and runs of newlines; also granite-embed-multi-311m
 	preQwen35
+	preWhitespace // \S+ (jina-embeddings-v2-base-zh)
 )
 
 type preInfo struct {
@@ -39,6 +40,8 @@ type preInfo struct {
 	noBOS        bool
 	spmBPE       bool // SentencePiece-style BPE (Tokenizer.spmBPE)
 	addSep       bool // add_sep on (a pair is joined with SEP)
+	rawBPE       bool // merges on UTF-8 characters (Tokenizer.rawBPE)
+	noLowercase  bool // the normalizer does not lowercase by default
 }
 
 // lookupPre maps tokenizer.ggml.pre to the pre-tokenizer and the options
@@ -92,6 +95,8 @@ func lookupPre(name string) (preInfo, bool) {
 		return preInfo{typ: preGPT4o, noClean: true}, true
 	case "gemma4", "granite-embed-multi-311m":
 		return preInfo{typ: preGemma4, spmBPE: true}, true
+	case "whitespace":
+		return preInfo{typ: preWhitespace, rawBPE: true, noLowercase: true}, true
 	}
 	return preInfo{}, false
 }
@@ -125,6 +130,7 @@ var preStages = map[preType][]stage{
 	preTekken:        {{match: matchTekken}},
 	preGPT4o:         {{match: matchGPT4o}},
 	preGemma4:        {{match: matchRun(func(r rune) bool { return r != '\n' })}}, // [^\n]+|[\n]+
+	preWhitespace:    {{match: matchRun(func(r rune) bool { return !isWS(r) })}},  // \S+
 	preChameleon: {
 		{match: matchSentinel}, {match: matchImage}, {match: matchChameleonSpace},
 		{match: matchOne(colNumber)}, {match: matchOne(colChameleonPunct)}, {partition: splitGPT2},

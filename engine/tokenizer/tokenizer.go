@@ -1,7 +1,10 @@
 // Package tokenizer turns text into token ids and back for the vocabularies
 // GGUF files carry: SentencePiece-style BPE over scores ("llama"), GPT-2
-// byte-level BPE with merges and per-model pre-tokenizers ("gpt2"),
-// WordPiece ("bert") and SentencePiece Unigram ("t5"). It reproduces
+// byte-level BPE with merges and per-model pre-tokenizers ("gpt2"), BPE
+// over UTF-8 characters ("gemma4", and "whitespace", which merges each
+// run between whitespace alone), WordPiece ("bert", with the BERT
+// normalizer's lowercase and strip-accents options) and SentencePiece
+// Unigram ("t5"). It reproduces
 // llama.cpp's tokenizer (build 4748; the Unigram one as of llama.cpp
 // 0.3.36) exactly, quirks included, because models are trained and
 // evaluated with the ids it produces.
@@ -83,7 +86,7 @@ const (
 // Vocab is the tokenizer part of a model's metadata, as the tokenizer.ggml.*
 // keys hold it. FromGGUF fills it from a file; tests may build one directly.
 type Vocab struct {
-	Model  string   // tokenizer.ggml.model: "llama", "gpt2", "bert" or "t5"
+	Model  string   // tokenizer.ggml.model: "llama", "gpt2", "bert", "t5", "gemma4" or "whitespace"
 	Pre    string   // tokenizer.ggml.pre (gpt2 only)
 	Name   string   // general.name; llama.cpp special-cases Phi-3 by it
 	Tokens []string // tokenizer.ggml.tokens
@@ -102,6 +105,11 @@ type Vocab struct {
 	// tokenizer.ggml.precompiled_charsmap.
 	RemoveExtraWhitespaces *bool
 	Charsmap               []byte
+	// The BERT normalizer's options (WordPiece, and the whitespace
+	// tokenizer's lowercasing): tokenizer.ggml.normalizer.lowercase and
+	// .strip_accents; nil: the defaults (lowercase except for the
+	// whitespace pre-tokenizer; strip accents where lowercasing).
+	Lowercase, StripAccents *bool
 
 	// Packed tokens and merges, which FromGGUF gives instead of Tokens and
 	// Merges.
@@ -138,6 +146,16 @@ type Tokenizer struct {
 	// ones, bytes without a token fall back to <0xXX> tokens, and pieces
 	// decode as SentencePiece's.
 	spmBPE bool
+	// rawBPE: the merges run on UTF-8 characters and bytes without a token
+	// fall back to <0xXX> tokens (no byte-level spelling): SentencePiece-
+	// style BPE and the whitespace tokenizer (jina-embeddings-v2-base-zh).
+	rawBPE bool
+	// splitSpaces: the whitespace tokenizer's session, which cuts the text
+	// at whitespace, drops it, and merges each run of the rest alone.
+	splitSpaces bool
+	// lowercase and stripAccents are the BERT normalizer's options:
+	// WordPiece applies both, the whitespace tokenizer lowercase.
+	lowercase, stripAccents bool
 	// spmCutSafe: no token holds "▁" after anything but another "▁", so
 	// SentencePiece text can be merged in pieces cut before a "▁" that
 	// follows another character (see encodeSPMPieces).
@@ -160,6 +178,7 @@ type scratch struct {
 	frags2 []fragment
 	buf    []byte
 	cpts   []rune
+	cpts2  []rune
 	segs   []int32
 	segs2  []int32
 	syms   []symbol
@@ -176,6 +195,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 	t := &Tokenizer{
 		bos: -1, eos: -1, eot: -1, eom: -1, unk: -1, sep: -1, pad: -1, mask: -1,
 		fimPre: -1, fimSuf: -1, fimMid: -1, fimPad: -1, fimRep: -1, fimSep: -1, nl: -1,
+		lowercase: true,
 	}
 	toks := v.packedTokens
 	if v.Tokens != nil || toks == nil {
@@ -209,10 +229,11 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.kind = WPM
 		t.bos, t.unk, t.sep, t.pad, t.mask = 101, 100, 102, 0, 103
 		t.cleanSpaces, t.addBOS, t.addSep = true, true, true
-	case "gpt2", "gemma4":
+	case "gpt2", "gemma4", "whitespace":
 		t.kind = BPE
 		t.bos, t.eos = 11, 11
 		t.cleanSpaces = true
+		t.splitSpaces = v.Model == "whitespace"
 		pre := v.Pre
 		if v.Model == "gemma4" {
 			// llama.cpp's gemma4 model: no default specials, its own
@@ -224,6 +245,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 			return nil, fmt.Errorf("%w: pre-tokenizer %q", ErrUnsupported, v.Pre)
 		}
 		t.spmBPE = p.spmBPE
+		t.rawBPE = p.spmBPE || p.rawBPE
 		t.pre = p.typ
 		if p.noClean {
 			t.cleanSpaces = false
@@ -238,6 +260,9 @@ func New(v *Vocab) (*Tokenizer, error) {
 			t.bos = -1
 		}
 		t.addSep = p.addSep
+		if p.noLowercase {
+			t.lowercase = false
+		}
 	case "t5":
 		t.kind = UGM
 		t.eos, t.unk, t.pad = 1, 2, 0
@@ -249,6 +274,15 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 	if v.AddSpacePrefix != nil {
 		t.addSpacePrefix = *v.AddSpacePrefix
+	}
+	// llama.cpp's normalizer options: the key or the default, then strip
+	// accents as lowercase unless its own key says otherwise.
+	if v.Lowercase != nil {
+		t.lowercase = *v.Lowercase
+	}
+	t.stripAccents = t.lowercase
+	if v.StripAccents != nil {
+		t.stripAccents = *v.StripAccents
 	}
 
 	t.buildTokens(v, toks)
@@ -267,9 +301,9 @@ func New(v *Vocab) (*Tokenizer, error) {
 	for b := 0; b < 256; b++ {
 		t.rawByteTok[b] = t.lookup(string([]byte{byte(b)}))
 		switch {
-		case t.kind == SPM, t.spmBPE:
+		case t.kind == SPM, t.rawBPE:
 			id := t.lookup(fmt.Sprintf("<0x%02X>", b))
-			if id < 0 && !t.spmBPE {
+			if id < 0 && !t.rawBPE {
 				id = t.rawByteTok[b]
 			}
 			t.byteTok[b] = id

@@ -2,10 +2,11 @@ package tokenizer
 
 import "unicode"
 
-// encodeWPM is llama.cpp's WordPiece: strip accents (first code point of the
-// NFD form), lowercase, split at whitespace and around punctuation and CJK
-// ideographs, then cover each word, prefixed with '▁', by longest matches;
-// a word that cannot be covered becomes UNK.
+// encodeWPM is llama.cpp's WordPiece: where the normalizer strips accents,
+// the first code point of each one's NFD form without accent marks; where
+// it lowercases, lowercase; split at whitespace and around punctuation and
+// CJK ideographs, then cover each word, prefixed with '▁', by longest
+// matches; a word that cannot be covered becomes UNK.
 func (t *Tokenizer) encodeWPM(dst []int32, text string, sc *scratch) []int32 {
 	sc.cpts = appendCpts(sc.cpts[:0], text)
 	w := append(sc.word[:0], "\u2581"...)
@@ -16,7 +17,9 @@ func (t *Tokenizer) encodeWPM(dst []int32, text string, sc *scratch) []int32 {
 		w = w[:len("\u2581")]
 	}
 	for _, r := range sc.cpts {
-		r = nfdFirst(r)
+		if t.stripAccents {
+			r = nfdFirst(r)
+		}
 		f := cptFlags(r)
 		if f&fSpace != 0 {
 			flush()
@@ -25,7 +28,13 @@ func (t *Tokenizer) encodeWPM(dst []int32, text string, sc *scratch) []int32 {
 		if r == 0 || r == runeError || f&fControl != 0 {
 			continue
 		}
-		lr := unicode.ToLower(r)
+		if t.stripAccents && f&fMark != 0 {
+			continue
+		}
+		lr := r
+		if t.lowercase {
+			lr = unicode.ToLower(r)
+		}
 		if f&fPunct != 0 || (r < 0x7F && f&fSymbol != 0) || isChineseChar(r) {
 			flush()
 			w = appendUTF8(w, lr)
