@@ -60,6 +60,18 @@ def _elf_arch(path):
     return _ELF_MACHINES[machine]
 
 
+def _build_flags(root):
+    """The go build arguments every build of the library uses: capi/buildflags
+    (one a line; blank lines and # comments skipped), which the Makefile and
+    the Go tests read too."""
+    args = []
+    for line in (root / "capi" / "buildflags").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            args.append(line)
+    return args
+
+
 def _build_library(dest):
     prebuilt = os.environ.get("MOONLM_PREBUILT_LIBRARY")
     if prebuilt:
@@ -78,8 +90,9 @@ def _build_library(dest):
             "moonlm: building libmoonlm.so needs Go on PATH (or set MOONLM_PREBUILT_LIBRARY)"
         )
     env = dict(os.environ, CGO_ENABLED="1")
-    cmd = [
-        go, "build", "-buildmode=c-shared", "-trimpath",
+    # No DT_RELR (see the Makefile's lib): a wheel made from the sdist may
+    # be copied to machines with an older glibc than this one.
+    cmd = [go, "build", "-buildmode=c-shared"] + _build_flags(root) + [
         "-ldflags", "-s -w -extldflags=-Wl,-soname,libmoonlm.so.0",
         "-o", str(dest), "./capi",
     ]

@@ -3,6 +3,7 @@ package abitest
 import (
 	"fmt"
 	"os/exec"
+	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
@@ -187,9 +188,13 @@ func TestBatchDecodeEntryStatus(t *testing.T) {
 		{Size: sz, Session: s5, Tokens: &toks[0], NTokens: 1, Logits: &lg[0], LogitsCap: 2},
 		{Size: sz, Session: s6, Tokens: nil, NTokens: 1},
 	}
+	// The last error is the calling thread's: decode and read it on one.
+	runtime.LockOSThread()
 	st := bl.Decode(m, &entries[0], uintptr(len(entries)))
-	require.EqualValues(t, InvalidArg, st, l.LastError())
-	assert.Contains(t, l.LastError(), "entries[1]")
+	lastErr := l.LastError()
+	runtime.UnlockOSThread()
+	require.EqualValues(t, InvalidArg, st, lastErr)
+	assert.Contains(t, lastErr, "entries[1]")
 	wantSt := []int32{OK, InvalidArg, Busy, InvalidArg, InvalidArg, BufferTooSmall, InvalidArg}
 	for i, w := range wantSt {
 		assert.EqualValues(t, w, entries[i].Status, "entry %d", i)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/moonlm/moonlm/internal/libbuild"
 )
 
 const nestedEnv = "MOONLM_ABITEST_NESTED"
@@ -32,9 +34,14 @@ func TestUnderCgocheck2(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "libmoonlm.so")
-	build := exec.Command(filepath.Join(goroot(), "bin", "go"), "build", "-buildmode=c-shared", "-trimpath",
+	flags, err := libbuild.Args(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(append([]string{"build", "-buildmode=c-shared"}, flags...),
 		"-ldflags=-extldflags=-Wl,-soname,libmoonlm.so.0,--version-script="+filepath.Join(root, "capi", "moonlm.map"),
 		"-o", out, "./capi")
+	build := exec.Command(filepath.Join(goroot(), "bin", "go"), args...)
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=1", "GOEXPERIMENT=cgocheck2")
 	if b, err := build.CombinedOutput(); err != nil {

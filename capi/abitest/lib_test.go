@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/moonlm/moonlm/internal/libbuild"
 	"github.com/stretchr/testify/require"
 )
 
@@ -328,9 +329,15 @@ func libraryPath() (path, why string) {
 		}
 		buildDir = dir
 		out := filepath.Join(dir, "libmoonlm.so")
-		cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-trimpath",
+		flags, err := libbuild.Args(root)
+		if err != nil {
+			buildWhy = err.Error()
+			return
+		}
+		args := append(append([]string{"build", "-buildmode=c-shared"}, flags...),
 			"-ldflags=-extldflags=-Wl,-soname,libmoonlm.so.0,--version-script="+filepath.Join(root, "capi", "moonlm.map"),
 			"-o", out, "./capi")
+		cmd := exec.Command(goBin, args...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOEXPERIMENT=cgocheck2")
 		if b, err := cmd.CombinedOutput(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/moonlm/moonlm/engine"
 	"github.com/moonlm/moonlm/gguf"
+	"github.com/moonlm/moonlm/internal/libbuild"
 	"github.com/moonlm/moonlm/internal/shareddata"
 	"github.com/moonlm/moonlm/kernels"
 	"github.com/stretchr/testify/assert"
@@ -132,21 +134,32 @@ func TestBenchMedian(t *testing.T) {
 	assert.Equal(t, []float64{3, 1, 2}, xs, "median must not reorder its input")
 }
 
-// maxLibraryBytes is the deployment-size budget of the stripped shared
-// library (llama.cpp's CPU libraries together are about 3.1 MB). It was
-// 4 MB before grammars, JSON schemas, tool calls, embeddings, mixtures of
-// experts and eleven more families came in (4.51 MB with them, after
-// dropping crypto, math/big and encoding/json from the library), 4.81 MB
-// with gemma4, the hybrid qwen35 families, gpt-oss, the Unigram tokenizer,
-// batched decode and speculative decoding, then 5.0 MB with qwen3next and
-// the attention, DeltaNet, F16 and MXFP4 multi-token kernels; the goal of getting back under
-// 4 MB, then 3.6 MB, is open work on our own code's size, and this bound
-// keeps it from growing meanwhile.
-const maxLibraryBytes = 5_000_000
+// The deployment-size budget of the stripped shared library, as the
+// Makefile builds it (capi/buildflags, -s -w, the version script), with
+// about 100 KB of room over its size when the bound was last set: a
+// feature that needs more than that has to pay for it elsewhere. There
+// are two bounds because there are two linkings of the same code.
+// maxLibraryBytes is for build/libmoonlm.so with DT_RELR (`make lib` on glibc 2.36 or newer), 4,517,560 bytes then;
+// maxPortableLibraryBytes for the library without it (what the wheels and
+// the npm tarball carry, and `make lib` on an older glibc), whose ~16,000
+// relative relocations take 24 bytes each: 4,902,504 bytes then.
+// (llama.cpp's CPU libraries together are about 6.4 MB stripped,
+// libllama.so alone 3.9 MB.) Where the bytes go, and what has been tried,
+// is in docs/PERFORMANCE.md's "Deployment size".
+const (
+	maxLibraryBytes         = 4_620_000
+	maxPortableLibraryBytes = 5_000_000
+)
 
-// TestLibrarySize fails if the stripped libmoonlm.so exceeds 5.0 MB (10^6 bytes). It
-// measures $MOONLM_LIBRARY when that file exists (make exports it), else it
-// builds the library as the Makefile does into a temporary folder.
+// dtRELR is the dynamic-section tag of packed relative relocations, which
+// debug/elf has no name for.
+const dtRELR = elf.DynTag(36)
+
+// TestLibrarySize fails if the stripped libmoonlm.so exceeds its budget:
+// maxLibraryBytes when it is linked with DT_RELR, else
+// maxPortableLibraryBytes. It measures $MOONLM_LIBRARY when that file
+// exists (make exports it), else it builds the library as the Makefile
+// builds the packages' one (no DT_RELR) into a temporary folder.
 func TestLibrarySize(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the size budget is for the Linux shared library")
@@ -160,11 +173,15 @@ func TestLibrarySize(t *testing.T) {
 			t.Skip("no C compiler to build the shared library with")
 		}
 		lib = filepath.Join(t.TempDir(), "libmoonlm.so")
-		mapFile, err := filepath.Abs(filepath.Join("..", "..", "capi", "moonlm.map"))
+		root, err := filepath.Abs(filepath.Join("..", ".."))
 		require.NoError(t, err)
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath",
-			"-ldflags", "-s -w -extldflags=-Wl,-soname,libmoonlm.so.0,--version-script="+mapFile,
-			"-o", lib, "../../capi")
+		flags, err := libbuild.Args(root)
+		require.NoError(t, err)
+		args := append(append([]string{"build", "-buildmode=c-shared"}, flags...),
+			"-ldflags", "-s -w -extldflags=-Wl,-soname,libmoonlm.so.0,--version-script="+filepath.Join(root, "capi", "moonlm.map"),
+			"-o", lib, "./capi")
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -172,8 +189,17 @@ func TestLibrarySize(t *testing.T) {
 	}
 	st, err := os.Stat(lib)
 	require.NoError(t, err)
-	t.Logf("%s: %d bytes (%.2f MiB)", lib, st.Size(), float64(st.Size())/(1<<20))
-	assert.LessOrEqual(t, st.Size(), int64(maxLibraryBytes), "stripped library %s is over the 5.0 MB budget", lib)
+	f, err := elf.Open(lib)
+	require.NoError(t, err)
+	relr, err := f.DynValue(dtRELR)
+	f.Close()
+	require.NoError(t, err, "reading %s's dynamic section", lib)
+	bound, linking := int64(maxPortableLibraryBytes), "without DT_RELR"
+	if len(relr) > 0 {
+		bound, linking = maxLibraryBytes, "with DT_RELR"
+	}
+	t.Logf("%s (%s): %d bytes (%.2f MiB), bound %d", lib, linking, st.Size(), float64(st.Size())/(1<<20), bound)
+	assert.LessOrEqual(t, st.Size(), bound, "stripped library %s (%s) is over its budget", lib, linking)
 }
 
 // TestBenchTensorTypes checks the Q4_K_M mix against the layers llama.cpp's
