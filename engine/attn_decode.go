@@ -32,8 +32,9 @@ const splitDecodeMin = 1024
 // testSplitAlways takes the two passes at any depth, for tests.
 var testSplitAlways bool
 
-// testPerKVHead sends decode steps through attendGroup's one
-// task per KV head, for tests that compare the paths.
+// testPerKVHead sends decode steps through attendGroup's one task per KV
+// head, and a Q8_0 cache's attention through attendHeadQ8's one task per
+// query head, for tests that compare the paths.
 var testPerKVHead bool
 
 // runAttend runs the attention phase of the current layer.

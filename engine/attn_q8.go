@@ -105,6 +105,51 @@ func (s *Session) attendHeadQ8(t, h, worker int) {
 	}
 }
 
+// attendGroupQ8 is attendHeadQ8 in the fast mode for the query heads of
+// KV head g of token t together, each head's result bit for bit what
+// attendQ8Fast gives it: the keys scored for all of them by tiles
+// (DotRowsHeads) and the values summed for all of them in one pass
+// (AttnValuesQ8Heads), so each cached row is read from memory once per KV
+// head rather than once per query head.
+func (s *Session) attendGroupQ8(t, g, worker int) {
+	c := s.lc
+	hd := c.HeadDim
+	G := c.Heads / c.KVHeads
+	h0 := g * G
+	_, pos, first, _, _ := s.headView(t, h0)
+	kc := s.kvOf(t)
+	rb, hb := kc.rowQ8, hd/32*q8Block
+	qDim := c.Heads * hd
+	q := s.q[t*qDim+h0*hd : t*qDim+(h0+G)*hd]
+	out := s.att[t*qDim+h0*hd : t*qDim+(h0+G)*hd]
+	qq := s.q8q[worker][:G*hb]
+	for j := range G {
+		qj := q[j*hd : (j+1)*hd]
+		if kc.rotK > 0 {
+			hadamard(qj, kc.rotK) // in place: nothing reads the query after attention
+		}
+		s.kern.QuantizeAct(gguf.Q8_0, qj, qq[j*hb:(j+1)*hb])
+	}
+	K, V := kc.kq8[s.kvl][g*hb:], kc.vq8[s.kvl][g*hb:]
+	n := pos - first + 1
+	sc := s.scores[worker][:G*n]
+	s.kern.DotRowsHeads(gguf.Q8_0, hd, K[first*rb:], rb, qq, G, sc, n, n)
+	sinks := s.m.layers[s.il].vecs[arch.Sinks]
+	for j := range G {
+		row := sc[j*n : (j+1)*n]
+		s.kern.Scale(row, s.c.KQScale)
+		if sinks != nil {
+			s.kern.FastSoftmaxSink(row, sinks[h0+j])
+		} else {
+			s.kern.FastSoftmax(row)
+		}
+	}
+	s.kern.AttnValuesQ8Heads(out, hd, G, V[first*rb:], rb, sc, n, n)
+	if kc.rotV > 0 {
+		hadamard(out, kc.rotV) // blocks of rotV within each head's output
+	}
+}
+
 // attendQ8Ggml is attention over one KV head's keys K and values V (rows
 // rb bytes apart, hb bytes each) at positions first..pos in the
 // arithmetic of llama.cpp's CPU flash attention: the llama.cpp numerics

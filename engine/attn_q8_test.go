@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -158,4 +159,52 @@ func TestKVQ8Refusals(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnsupported)
 	_, err = m.NewSession(SessionParams{NCtx: 16, KVType: gguf.Q4_0})
 	assert.ErrorIs(t, err, ErrUnsupported)
+}
+
+// TestKVQ8GroupMatchesPerHead checks that the fast mode's attention over a
+// Q8_0 cache by KV head (attendGroupQ8: the query heads of a KV head
+// scored and summed together) gives logits bit-identical to one task per
+// query head (attendHeadQ8), for a prompt and decode steps, with 1 and 2
+// threads, on models with grouped-query attention (SmolLM2: 3 query heads
+// per KV head) and a sliding window (the gemma2 synthetic file).
+func TestKVQ8GroupMatchesPerHead(t *testing.T) {
+	models := map[string]string{
+		"smollm2": smolLM2Path(t),
+		"gemma2":  synthF32(t, synthSpecOf(t, "gemma2")),
+	}
+	for name, path := range models {
+		for threads := 1; threads <= 2; threads++ {
+			t.Run(fmt.Sprintf("%s/threads=%d", name, threads), func(t *testing.T) {
+				m, err := Open(path, ModelParams{Kernels: testKernels(t), Threads: threads})
+				require.NoError(t, err)
+				defer m.Close()
+				vocab := m.Info().VocabSize
+				run := func(perHead bool) []float32 {
+					testPerKVHead = perHead
+					defer func() { testPerKVHead = false }()
+					s, err := m.NewSession(SessionParams{NCtx: 256, KVType: gguf.Q8_0})
+					require.NoError(t, err)
+					defer s.Close()
+					prompt := make([]int32, 37)
+					for i := range prompt {
+						prompt[i] = int32(1 + i*37%(vocab-1))
+					}
+					const steps = 60
+					out := make([]float32, (len(prompt)+steps)*vocab)
+					require.NoError(t, s.PrefillAll(prompt, out))
+					for i := range steps {
+						at := (len(prompt) + i) * vocab
+						require.NoError(t, s.Decode(int32(1+i*101%(vocab-1)), out[at:at+vocab]))
+					}
+					return out
+				}
+				group, perHead := run(false), run(true)
+				for i := range group {
+					if group[i] != perHead[i] {
+						require.Failf(t, "logits differ", "position %d, logit %d: grouped %v, per head %v", i/vocab, i%vocab, group[i], perHead[i])
+					}
+				}
+			})
+		}
+	}
 }

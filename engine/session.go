@@ -98,7 +98,7 @@ type Session struct {
 	alibi    []float32               // per head, ALiBi's slope (Params.AlibiMaxBias)
 	q16      [][]uint16              // per thread, head dim
 	w16      [][]uint16              // per thread, cache capacity: f16 softmax weights
-	q8q      [][]byte                // per thread, Q8_0 cache: one head's query in Q8_0
+	q8q      [][]byte                // per thread, Q8_0 cache: a KV head's queries in Q8_0
 	vrow     [][]float32             // per thread, Q8_0 cache: one head's values, dequantized
 	tokens   []int32                 // Decode's one-token batch
 	batch    []int32                 // the tokens of the current forward pass
@@ -372,8 +372,12 @@ func (s *Session) alloc(kind kvKind) (err error) {
 		s.cache.rotK, s.cache.rotV = kvRotation(c.HeadDim)
 		s.q8q = make([][]byte, s.workers)
 		s.vrow = make([][]float32, s.workers)
+		g := 1 // the most query heads of a KV head (attendGroupQ8's queries)
+		for i := range m.layers {
+			g = max(g, m.layers[i].c.Heads/m.layers[i].c.KVHeads)
+		}
 		for i := range s.q8q {
-			s.q8q[i] = make([]byte, c.HeadDim/32*q8Block)
+			s.q8q[i] = make([]byte, g*c.HeadDim/32*q8Block)
 			s.vrow[i] = make([]float32, c.HeadDim)
 		}
 	}

@@ -20,3 +20,42 @@ func (s *Set) attnValuesQ8Vec(out []float32, v []byte, rowBytes int, w []float32
 		unsafe.SliceData(w), len(w), &f16Table[0])
 	return true
 }
+
+// attnValuesQ8GKAVX512 (K = 1, 2, 4 heads) are AttnValuesQ8Heads for n >= 1
+// positions and nb >= 1 blocks; strides are in elements.
+//
+//go:noescape
+func attnValuesQ8G1AVX512(out *float32, outStride int, v *byte, rowBytes, nb int, w *float32, wStride, n int, f16 *float32)
+
+//go:noescape
+func attnValuesQ8G2AVX512(out *float32, outStride int, v *byte, rowBytes, nb int, w *float32, wStride, n int, f16 *float32)
+
+//go:noescape
+func attnValuesQ8G4AVX512(out *float32, outStride int, v *byte, rowBytes, nb int, w *float32, wStride, n int, f16 *float32)
+
+// attnValuesQ8HeadsVec runs AttnValuesQ8Heads's heads on the AVX-512
+// kernels, four at a time, then two, then one, and returns how many it did
+// (0 without AVX-512: the caller takes them one by one). The caller has
+// checked the bounds and that n >= 1.
+func (s *Set) attnValuesQ8HeadsVec(out []float32, hd, G int, v []byte, rowBytes int, w []float32, wStride, n int) int {
+	if !s.wide() {
+		return 0
+	}
+	vp, tab := unsafe.SliceData(v), &f16Table[0]
+	h := 0
+	for h < G {
+		o, wp := &out[h*hd], &w[h*wStride]
+		switch {
+		case G-h >= 4:
+			attnValuesQ8G4AVX512(o, hd, vp, rowBytes, hd/32, wp, wStride, n, tab)
+			h += 4
+		case G-h >= 2:
+			attnValuesQ8G2AVX512(o, hd, vp, rowBytes, hd/32, wp, wStride, n, tab)
+			h += 2
+		default:
+			attnValuesQ8G1AVX512(o, hd, vp, rowBytes, hd/32, wp, wStride, n, tab)
+			h++
+		}
+	}
+	return G
+}

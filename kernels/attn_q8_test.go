@@ -134,3 +134,110 @@ func BenchmarkDotRowsQ8Keys(b *testing.B) {
 		})
 	}
 }
+
+// TestAttnValuesQ8Heads checks AttnValuesQ8Heads on every kernel set bit
+// for bit against the generic AttnValuesQ8 head by head (its twin), over
+// head counts 1-8 (the AVX-512 kernels take 4, 2, then 1 at a time), head
+// dimensions 64, 128 and 256 and position counts around the kernels'
+// pairs.
+func TestAttnValuesQ8Heads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, hd := range []int{64, 128, 256} {
+		nb := hd / 32
+		for _, G := range []int{1, 2, 3, 4, 5, 8} {
+			for _, n := range []int{1, 2, 3, 7, 64, 257} {
+				rowBytes := 2*nb*q8Bytes + 6 // another head and some padding
+				v := q8Cache(rng, n, nb, rowBytes)
+				wStride := n + 3
+				w := make([]float32, (G-1)*wStride+n)
+				for j := range w {
+					w[j] = rng.Float32()
+				}
+				want := make([]float32, G*hd)
+				for h := range G {
+					genericSet.AttnValuesQ8(want[h*hd:(h+1)*hd], v, rowBytes, w[h*wStride:h*wStride+n])
+				}
+				forSets(t, func(t *testing.T, ks *Set) {
+					got := make([]float32, G*hd+1)
+					for i := range got {
+						got[i] = float32(math.NaN()) // overwritten, not added to
+					}
+					ks.AttnValuesQ8Heads(got, hd, G, v, rowBytes, w, wStride, n)
+					for d := range want {
+						require.Equal(t, math.Float32bits(want[d]), math.Float32bits(got[d]), "hd %d G %d n %d value %d: %v vs %v", hd, G, n, d, got[d], want[d])
+					}
+					require.True(t, math.IsNaN(float64(got[G*hd])), "wrote past its heads")
+				})
+			}
+		}
+	}
+	assert.Panics(t, func() { genericSet.AttnValuesQ8Heads(make([]float32, 64), 32, 2, make([]byte, 34), 34, make([]float32, 3), 1, 2) })
+	assert.Panics(t, func() { genericSet.AttnValuesQ8Heads(make([]float32, 63), 32, 2, make([]byte, 34), 34, make([]float32, 2), 1, 1) })
+}
+
+// TestDotRowsHeads checks DotRowsHeads against DotRows activation by
+// activation, bit for bit, on every kernel set, over head counts 1-8, head
+// dimensions 64-256 and row counts around its tiles.
+func TestDotRowsHeads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, hd := range []int{64, 128, 256} {
+		nb := hd / 32
+		xb := nb * q8Bytes
+		for _, G := range []int{1, 2, 4, 8} {
+			for _, m := range []int{1, 5, dotRowsTile, dotRowsTile + 3, 3*dotRowsTile - 1} {
+				rowBytes := 3*nb*q8Bytes + 2
+				k := q8Cache(rng, m, nb, rowBytes)
+				x := make([]float32, hd)
+				xq := make([]byte, G*xb)
+				for g := range G {
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					QuantizeRow(gguf.Q8_0, x, xq[g*xb:(g+1)*xb])
+				}
+				yStride := m + 2
+				forSets(t, func(t *testing.T, ks *Set) {
+					got := make([]float32, (G-1)*yStride+m)
+					ks.DotRowsHeads(gguf.Q8_0, hd, k, rowBytes, xq, G, got, yStride, m)
+					want := make([]float32, m)
+					for g := range G {
+						ks.DotRows(gguf.Q8_0, hd, k, rowBytes, xq[g*xb:(g+1)*xb], want)
+						for i := range want {
+							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[g*yStride+i]), "hd %d G %d m %d head %d row %d", hd, G, m, g, i)
+						}
+					}
+				})
+			}
+		}
+	}
+	assert.Panics(t, func() {
+		genericSet.DotRowsHeads(gguf.Q8_0, 32, make([]byte, 34), 34, make([]byte, 34), 2, make([]float32, 2), 1, 1)
+	})
+}
+
+func BenchmarkAttnValuesQ8Heads(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n, nb, G, rowBytes = 4096, 2, 4, 8 * 2 * q8Bytes
+	v := q8Cache(rng, n, nb, rowBytes)
+	w := make([]float32, G*n)
+	for j := range w {
+		w[j] = rng.Float32() / n
+	}
+	out := make([]float32, G*nb*32)
+	for _, ks := range []*Set{genericSet, Detect()} {
+		b.Run(ks.Name()+"/heads", func(b *testing.B) {
+			for b.Loop() {
+				ks.AttnValuesQ8Heads(out, nb*32, G, v, rowBytes, w, n, n)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/position")
+		})
+		b.Run(ks.Name()+"/one-by-one", func(b *testing.B) {
+			for b.Loop() {
+				for h := range G {
+					ks.AttnValuesQ8(out[h*nb*32:(h+1)*nb*32], v, rowBytes, w[h*n:(h+1)*n])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/position")
+		})
+	}
+}
