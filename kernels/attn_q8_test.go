@@ -171,8 +171,12 @@ func TestAttnValuesQ8Heads(t *testing.T) {
 			}
 		}
 	}
-	assert.Panics(t, func() { genericSet.AttnValuesQ8Heads(make([]float32, 64), 32, 2, make([]byte, 34), 34, make([]float32, 3), 1, 2) })
-	assert.Panics(t, func() { genericSet.AttnValuesQ8Heads(make([]float32, 63), 32, 2, make([]byte, 34), 34, make([]float32, 2), 1, 1) })
+	assert.Panics(t, func() {
+		genericSet.AttnValuesQ8Heads(make([]float32, 64), 32, 2, make([]byte, 34), 34, make([]float32, 3), 1, 2)
+	})
+	assert.Panics(t, func() {
+		genericSet.AttnValuesQ8Heads(make([]float32, 63), 32, 2, make([]byte, 34), 34, make([]float32, 2), 1, 1)
+	})
 }
 
 // TestDotRowsHeads checks DotRowsHeads against DotRows activation by
