@@ -107,10 +107,11 @@ func (s *Session) attendHeadQ8(t, h, worker int) {
 
 // attendGroupQ8 is attendHeadQ8 in the fast mode for the query heads of
 // KV head g of token t together, each head's result bit for bit what
-// attendQ8Fast gives it: the keys scored for all of them by tiles
-// (DotRowsHeads) and the values summed for all of them in one pass
+// attendQ8Fast gives it: the keys scored for all of them from one load of
+// each key row (AttnScoresQ8Heads) and the values summed for all of them in one pass
 // (AttnValuesQ8Heads), so each cached row is read from memory once per KV
-// head rather than once per query head.
+// head rather than once per query head. (attendQ8Fast, for one head,
+// takes the same kernels, so a head's result does not depend on the path.)
 func (s *Session) attendGroupQ8(t, g, worker int) {
 	c := s.lc
 	hd := c.HeadDim
@@ -133,7 +134,7 @@ func (s *Session) attendGroupQ8(t, g, worker int) {
 	K, V := kc.kq8[s.kvl][g*hb:], kc.vq8[s.kvl][g*hb:]
 	n := pos - first + 1
 	sc := s.scores[worker][:G*n]
-	s.kern.DotRowsHeads(gguf.Q8_0, hd, K[first*rb:], rb, qq, G, sc, n, n)
+	s.kern.AttnScoresQ8Heads(qq, G, hd, K[first*rb:], rb, n, sc, n)
 	sinks := s.m.layers[s.il].vecs[arch.Sinks]
 	for j := range G {
 		row := sc[j*n : (j+1)*n]
@@ -203,13 +204,14 @@ func (s *Session) attendQ8Ggml(K, V []byte, rb, hb, first, pos int, qq []byte, o
 }
 
 // attendQ8Fast is attendQ8Ggml for the fast mode: the scores by the kernel
-// set's Q8_0 dot over the head's key rows in one call, the softmax taken
-// whole (the maximum first, the vector exp), and the values summed by the
-// set's AttnValuesQ8 (each block's scale folded into its weight).
+// set's AttnScoresQ8Heads over the head's key rows in one call, the
+// softmax taken whole (the maximum first, the vector exp), and the values
+// summed by the set's AttnValuesQ8 (each block's scale folded into its
+// weight).
 func (s *Session) attendQ8Fast(K, V []byte, rb, hb, first, pos int, qq []byte, out []float32, sink float32, worker int) {
 	hd := s.c.HeadDim
 	sc := s.scores[worker][:pos-first+1]
-	s.kern.DotRows(gguf.Q8_0, hd, K[first*rb:], rb, qq, sc)
+	s.kern.AttnScoresQ8Heads(qq, 1, hd, K[first*rb:], rb, len(sc), sc, len(sc))
 	s.kern.Scale(sc, s.c.KQScale)
 	if sink == sink { // not NaN: the sink's share of the softmax
 		s.kern.FastSoftmaxSink(sc, sink)

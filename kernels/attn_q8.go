@@ -55,6 +55,68 @@ func (s *Set) DotRowsHeads(t gguf.Type, n int, w []byte, rowBytes int, xq []byte
 	}
 }
 
+// AttnScoresQ8Heads sets y[g*yStride+i] to the score of query g of G
+// (Q8_0 rows of hd values, one after the other in q) against the key row
+// at keys[i*rowBytes:] (Q8_0), for i < m: attention's scores for the
+// query heads that share one KV head of a Q8_0 cache. With AVX-512 and hd
+// a multiple of 64, each group of 4 key rows is loaded once for up to 4
+// queries and the products summed as attnScoresQ8Generic does (its twin,
+// which the generic set runs); other sets and head sizes take DotRows's
+// own arithmetic (DotRowsHeads).
+func (s *Set) AttnScoresQ8Heads(q []byte, G, hd int, keys []byte, rowBytes, m int, y []float32, yStride int) {
+	if G <= 0 || m <= 0 {
+		return
+	}
+	hb := hd / 32 * q8Bytes
+	if hd <= 0 || hd%32 != 0 || len(q) < G*hb || rowBytes < hb || len(keys) < (m-1)*rowBytes+hb ||
+		yStride < m || len(y) < (G-1)*yStride+m {
+		panic(fmt.Sprintf("kernels: AttnScoresQ8Heads: %d queries of %d values, %d rows %d bytes apart in %d bytes", G, hd, m, rowBytes, len(keys)))
+	}
+	if s.isa == isaGeneric {
+		attnScoresQ8Generic(q, G, hd, keys, rowBytes, m, y, yStride)
+		return
+	}
+	done := s.attnScoresQ8Vec(q, G, hd, keys, rowBytes, m, y, yStride)
+	if done < 0 {
+		s.DotRowsHeads(gguf.Q8_0, hd, keys, rowBytes, q, G, y, yStride, m)
+		return
+	}
+	if done < m {
+		attnScoresQ8Generic(q, G, hd, keys[done*rowBytes:], rowBytes, m-done, y[done:], yStride)
+	}
+}
+
+// attnScoresQ8Generic is AttnScoresQ8Heads's arithmetic: per (query, row)
+// 16 float32 lanes, a pair of blocks a step (lanes 0-7 the first block,
+// 8-15 the second, none for an odd last block's missing partner), lane l
+// adding the exact sum of 4 products (quants 4(l%8) to 4(l%8)+3) times
+// the product of the two blocks' scales with a fused multiply-add; then
+// the AVX-512 reduction tree (sum16).
+func attnScoresQ8Generic(q []byte, G, hd int, keys []byte, rowBytes, m int, y []float32, yStride int) {
+	nb := hd / 32
+	hb := nb * q8Bytes
+	tab := f16Table
+	for i := range m {
+		k := keys[i*rowBytes : i*rowBytes+hb]
+		for g := range G {
+			x := q[g*hb : (g+1)*hb]
+			var acc [16]float32
+			for b := range nb {
+				kb, xb := k[b*q8Bytes:(b+1)*q8Bytes], x[b*q8Bytes:(b+1)*q8Bytes]
+				sc := tab[uint16(kb[0])|uint16(kb[1])<<8] * tab[uint16(xb[0])|uint16(xb[1])<<8]
+				for l := range 8 {
+					var sum int32
+					for j := 4 * l; j < 4*l+4; j++ {
+						sum += int32(int8(kb[2+j])) * int32(int8(xb[2+j]))
+					}
+					acc[8*(b%2)+l] = FMA32(float32(sum), sc, acc[8*(b%2)+l])
+				}
+			}
+			y[g*yStride+i] = sum16(&acc)
+		}
+	}
+}
+
 // dotRowsTile is DotRowsHeads's rows per tile: 64 key rows of a 128-value
 // Q8_0 head touch 64 x 3 cache lines, a quarter of a 48 KiB first-level
 // cache.

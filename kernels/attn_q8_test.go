@@ -245,3 +245,97 @@ func BenchmarkAttnValuesQ8Heads(b *testing.B) {
 		})
 	}
 }
+
+// TestAttnScoresQ8Heads checks AttnScoresQ8Heads: its generic twin against
+// the dot products in float64, the AVX-512 set bit for bit against the
+// twin and the other sets bit for bit against DotRows, over head counts
+// 1-8, head dimensions 64-256 (96: an odd block count, which the AVX-512
+// set leaves to DotRows) and row counts around the kernels' groups of 4.
+func TestAttnScoresQ8Heads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, hd := range []int{64, 96, 128, 256} {
+		nb := hd / 32
+		hb := nb * q8Bytes
+		for _, G := range []int{1, 2, 3, 4, 5, 8} {
+			for _, m := range []int{1, 3, 4, 5, 64, 67} {
+				rowBytes := 2*hb + 2
+				k := q8Cache(rng, m, nb, rowBytes)
+				x := make([]float32, hd)
+				xq := make([]byte, G*hb)
+				for g := range G {
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					QuantizeRow(gguf.Q8_0, x, xq[g*hb:(g+1)*hb])
+				}
+				yStride := m + 1
+				twin := make([]float32, (G-1)*yStride+m)
+				attnScoresQ8Generic(xq, G, hd, k, rowBytes, m, twin, yStride)
+				for g := range G {
+					for i := range m {
+						var sum float64
+						for b := range nb {
+							kb, qb := k[i*rowBytes+b*q8Bytes:], xq[g*hb+b*q8Bytes:]
+							var isum int
+							for j := range 32 {
+								isum += int(int8(kb[2+j])) * int(int8(qb[2+j]))
+							}
+							sum += float64(isum) * float64(F16ToF32(uint16(kb[0])|uint16(kb[1])<<8)) * float64(F16ToF32(uint16(qb[0])|uint16(qb[1])<<8))
+						}
+						require.InDelta(t, sum, twin[g*yStride+i], 1e-5*(1+math.Abs(sum)), "hd %d G %d m %d", hd, G, m)
+					}
+				}
+				forSets(t, func(t *testing.T, ks *Set) {
+					want := twin
+					if ks.isa != isaGeneric && (!ks.wide() || hd%64 != 0) {
+						want = make([]float32, len(twin))
+						for g := range G {
+							ks.DotRows(gguf.Q8_0, hd, k, rowBytes, xq[g*hb:(g+1)*hb], want[g*yStride:g*yStride+m])
+						}
+					}
+					got := make([]float32, len(twin))
+					ks.AttnScoresQ8Heads(xq, G, hd, k, rowBytes, m, got, yStride)
+					for g := range G {
+						for i := range m {
+							require.Equal(t, math.Float32bits(want[g*yStride+i]), math.Float32bits(got[g*yStride+i]),
+								"hd %d G %d m %d query %d row %d: %v vs %v", hd, G, m, g, i, got[g*yStride+i], want[g*yStride+i])
+						}
+					}
+				})
+			}
+		}
+	}
+	assert.Panics(t, func() {
+		genericSet.AttnScoresQ8Heads(make([]byte, 34), 2, 32, make([]byte, 34), 34, 1, make([]float32, 2), 1)
+	})
+}
+
+func BenchmarkAttnScoresQ8Heads(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const n, nb, G, rowBytes = 4096, 2, 4, 8 * 2 * q8Bytes
+	k := q8Cache(rng, n, nb, rowBytes)
+	x := make([]float32, nb*32)
+	xq := make([]byte, G*nb*q8Bytes)
+	for g := range G {
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		QuantizeRow(gguf.Q8_0, x, xq[g*nb*q8Bytes:(g+1)*nb*q8Bytes])
+	}
+	y := make([]float32, G*n)
+	ks := Detect()
+	b.Run("heads", func(b *testing.B) {
+		for b.Loop() {
+			ks.AttnScoresQ8Heads(xq, G, nb*32, k, rowBytes, n, y, n)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/position")
+	})
+	b.Run("one-by-one", func(b *testing.B) {
+		for b.Loop() {
+			for g := range G {
+				ks.DotRows(gguf.Q8_0, nb*32, k, rowBytes, xq[g*nb*q8Bytes:(g+1)*nb*q8Bytes], y[g*n:(g+1)*n])
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/position")
+	})
+}
