@@ -39,6 +39,9 @@ var testPerKVHead bool
 
 // runAttend runs the attention phase of the current layer.
 func (s *Session) runAttend() error {
+	if s.q8Decode() {
+		return s.pool.Run(s.fnDecQ8)
+	}
 	if !s.splitDecode() {
 		return s.pool.Run(s.fnAttn)
 	}

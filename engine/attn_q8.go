@@ -151,6 +151,66 @@ func (s *Session) attendGroupQ8(t, g, worker int) {
 	}
 }
 
+// q8Decode says whether this forward pass's attention goes by decodeQ8:
+// one token of one sequence over a Q8_0 cache in the fast mode.
+func (s *Session) q8Decode() bool {
+	return !testPerKVHead && s.decScores != nil && s.multi == nil && s.nTok == 1 && s.cache.q8 && s.m.numerics == NumericsFast
+}
+
+// decodeQ8 is the pool task of a decode step's attention over a Q8_0
+// cache: thread i takes a contiguous range of KV heads (the heads of a
+// cached row lie side by side, so the threads share few cache lines) and
+// computes for each of their query heads what attendGroupQ8 does, bit for
+// bit, scoring the keys by tiles of positions that it reads for all its
+// KV heads in turn while the tile is in the first-level cache.
+func (s *Session) decodeQ8(i, nt int) {
+	c := s.lc
+	hd, G := c.HeadDim, c.Heads/c.KVHeads
+	g0, g1 := i*c.KVHeads/nt, (i+1)*c.KVHeads/nt
+	if g0 >= g1 {
+		return
+	}
+	_, pos, first, _, _ := s.headView(0, 0)
+	kc := s.cache
+	rb, hb := kc.rowQ8, hd/32*q8Block
+	m := pos - first + 1
+	h0, h1 := g0*G, g1*G
+	q, out := s.q[h0*hd:h1*hd], s.att[h0*hd:h1*hd]
+	qq := s.q8q[i][:(h1-h0)*hb]
+	for j := range h1 - h0 {
+		qj := q[j*hd : (j+1)*hd]
+		if kc.rotK > 0 {
+			hadamard(qj, kc.rotK) // in place: nothing reads the query after attention
+		}
+		s.kern.QuantizeAct(gguf.Q8_0, qj, qq[j*hb:(j+1)*hb])
+	}
+	K, V := kc.kq8[s.kvl], kc.vq8[s.kvl]
+	sc := s.decScores[h0*m : h1*m] // head h0+j's scores at j*m
+	tile := max(4, (32<<10)/rb&^3)
+	for a := first; a <= pos; a += tile {
+		k := min(tile, pos+1-a)
+		for g := g0; g < g1; g++ {
+			s.kern.AttnScoresQ8Heads(qq[(g-g0)*G*hb:], G, hd, K[a*rb+g*hb:], rb, k, sc[(g-g0)*G*m+a-first:], m)
+		}
+	}
+	sinks := s.m.layers[s.il].vecs[arch.Sinks]
+	for j := range h1 - h0 {
+		row := sc[j*m : (j+1)*m]
+		s.kern.Scale(row, s.c.KQScale)
+		if sinks != nil {
+			s.kern.FastSoftmaxSink(row, sinks[h0+j])
+		} else {
+			s.kern.FastSoftmax(row)
+		}
+	}
+	for g := g0; g < g1; g++ {
+		s.kern.AttnValuesQ8Heads(out[(g-g0)*G*hd:], hd, G, V[first*rb+g*hb:], rb, sc[(g-g0)*G*m:], m, m)
+	}
+	if kc.rotV > 0 {
+		hadamard(out, kc.rotV) // blocks of rotV within each head's output
+	}
+}
+
 // attendQ8Ggml is attention over one KV head's keys K and values V (rows
 // rb bytes apart, hb bytes each) at positions first..pos in the
 // arithmetic of llama.cpp's CPU flash attention: the llama.cpp numerics

@@ -162,9 +162,9 @@ func TestKVQ8Refusals(t *testing.T) {
 }
 
 // TestKVQ8GroupMatchesPerHead checks that the fast mode's attention over a
-// Q8_0 cache by KV head (attendGroupQ8: the query heads of a KV head
-// scored and summed together) gives logits bit-identical to one task per
-// query head (attendHeadQ8), for a prompt and decode steps, with 1 and 2
+// Q8_0 cache by KV head (attendGroupQ8 for a prompt, decodeQ8 for decode
+// steps: the query heads of a KV head scored and summed together) gives
+// logits bit-identical to one task per query head (attendHeadQ8), with 1 and 2
 // threads, on models with grouped-query attention (SmolLM2: 3 query heads
 // per KV head) and a sliding window (the gemma2 synthetic file).
 func TestKVQ8GroupMatchesPerHead(t *testing.T) {
@@ -185,6 +185,7 @@ func TestKVQ8GroupMatchesPerHead(t *testing.T) {
 					s, err := m.NewSession(SessionParams{NCtx: 256, KVType: gguf.Q8_0})
 					require.NoError(t, err)
 					defer s.Close()
+					require.NotNil(t, s.decScores, "decode steps do not take decodeQ8")
 					prompt := make([]int32, 37)
 					for i := range prompt {
 						prompt[i] = int32(1 + i*37%(vocab-1))
