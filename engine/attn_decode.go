@@ -33,8 +33,8 @@ const splitDecodeMin = 1024
 var testSplitAlways bool
 
 // testPerKVHead sends decode steps through attendGroup's one task per KV
-// head, and a Q8_0 cache's attention through attendHeadQ8's one task per
-// query head, for tests that compare the paths.
+// head (attendHeadsQ8's over a Q8_0 cache), for tests that compare the
+// paths.
 var testPerKVHead bool
 
 // runAttend runs the attention phase of the current layer.

@@ -161,12 +161,14 @@ func TestKVQ8Refusals(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnsupported)
 }
 
-// TestKVQ8GroupMatchesPerHead checks that the fast mode's attention over a
-// Q8_0 cache by KV head (attendGroupQ8 for a prompt, decodeQ8 for decode
-// steps: the query heads of a KV head scored and summed together) gives
-// logits bit-identical to one task per query head (attendHeadQ8), with 1 and 2
-// threads, on models with grouped-query attention (SmolLM2: 3 query heads
-// per KV head) and a sliding window (the gemma2 synthetic file).
+// TestKVQ8GroupMatchesPerHead checks that a decode step over a Q8_0 cache
+// in the fast mode by decodeQ8 (contiguous ranges of KV heads per thread,
+// their keys by shared tiles) gives logits bit-identical to one task per
+// KV head (attendHeadsQ8 for one KV head at a time, round-robin), with 1
+// and 2 threads, on models with grouped-query attention (SmolLM2: 3 query
+// heads per KV head) and a sliding window (the gemma2 synthetic file).
+// (That a query head's result does not depend on the heads computed with
+// it is the kernels' own tests: AttnScoresQ8Heads, AttnValuesQ8Heads.)
 func TestKVQ8GroupMatchesPerHead(t *testing.T) {
 	models := map[string]string{
 		"smollm2": smolLM2Path(t),
@@ -208,4 +210,24 @@ func TestKVQ8GroupMatchesPerHead(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestKVQ8DecodeAllocatesNothing: a decode step over a Q8_0 cache
+// (decodeQ8, with its tiles and grouped kernels) allocates nothing.
+func TestKVQ8DecodeAllocatesNothing(t *testing.T) {
+	m, err := Open(smolLM2Path(t), ModelParams{Kernels: testKernels(t), Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	s, err := m.NewSession(SessionParams{NCtx: 512, KVType: gguf.Q8_0})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NotNil(t, s.decScores, "decode steps do not take decodeQ8")
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{1, 403, 407, 52, 9}, logits))
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := s.Decode(261, logits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
 }

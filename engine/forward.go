@@ -538,9 +538,9 @@ func (s *Session) runAttention(i, n int) {
 	c := s.lc
 	// Causal rows grow with the token, so a contiguous split would give the
 	// last thread most of the work: deal (token, head) pairs round-robin.
-	if s.cache.q8 && s.m.numerics == NumericsFast && !testPerKVHead {
+	if s.cache.q8 && s.m.numerics == NumericsFast {
 		for w := i; w < s.nTok*c.KVHeads; w += n {
-			s.attendGroupQ8(w/c.KVHeads, w%c.KVHeads, i)
+			s.attendHeadsQ8(w/c.KVHeads, w%c.KVHeads, w%c.KVHeads+1, i, s.scores[i])
 		}
 		return
 	}

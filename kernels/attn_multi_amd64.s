@@ -182,7 +182,7 @@ done: \
 	VZEROUPPER \
 	RET
 
-// The Q8_0 score kernels (attnScoresQ8KAVX512, K = 1-4 queries): K
+// The Q8_0 score kernels (attnScoresQ8KAVX512, K = 1, 2, 4 queries): K
 // queries against 4 key rows at a time, a pair of blocks a step, every
 // (query, row) with its own accumulator Z(4g+k) reduced by TRANS16. Each
 // key pair is loaded, biased to unsigned (k+128) and its scales widened
@@ -241,8 +241,7 @@ done: \
 
 #define Q8S_Q1(M) M(DI, Z16, Z20, Z26, Z0, Z1, Z2, Z3, $0)
 #define Q8S_Q2(M) Q8S_Q1(M); M(R15, Z17, Z21, Z27, Z4, Z5, Z6, Z7, $1)
-#define Q8S_Q3(M) Q8S_Q2(M); M(R12, Z18, Z22, Z28, Z8, Z9, Z10, Z11, $2)
-#define Q8S_Q4(M) Q8S_Q3(M); M(R13, Z19, Z23, Z29, Z12, Z13, Z14, Z15, $3)
+#define Q8S_Q4(M) Q8S_Q2(M); M(R12, Z18, Z22, Z28, Z8, Z9, Z10, Z11, $2); M(R13, Z19, Z23, Z29, Z12, Z13, Z14, Z15, $3)
 
 #define Q8S_KERNEL(QS) \
 	MOVQ  q+0(FP), DI \
@@ -335,10 +334,6 @@ TEXT ·attnScoresQ81AVX512(SB), NOSPLIT, $0-64
 // func attnScoresQ82AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
 TEXT ·attnScoresQ82AVX512(SB), NOSPLIT, $0-64
 	Q8S_KERNEL(Q8S_Q2)
-
-// func attnScoresQ83AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
-TEXT ·attnScoresQ83AVX512(SB), NOSPLIT, $0-64
-	Q8S_KERNEL(Q8S_Q3)
 
 // func attnScoresQ84AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
 TEXT ·attnScoresQ84AVX512(SB), NOSPLIT, $0-64

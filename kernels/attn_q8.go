@@ -32,29 +32,6 @@ func (s *Set) DotRows(t gguf.Type, n int, w []byte, rowBytes int, xq []byte, y [
 	}
 }
 
-// DotRowsHeads is DotRows for G activations xq (each ActivationBytes(t, n)
-// bytes, one after the other) against the same m rows: y[g*yStride+i] is
-// DotRows's result for activation g and row i, bit for bit. Attention
-// calls it with the query heads that share a KV head: the rows go by
-// tiles of dotRowsTile, each tile taken by all G activations in turn while
-// it is in the first-level cache, so a long context's keys are read from
-// memory once per KV head instead of once per query head.
-func (s *Set) DotRowsHeads(t gguf.Type, n int, w []byte, rowBytes int, xq []byte, G int, y []float32, yStride, m int) {
-	if G <= 0 || m <= 0 {
-		return
-	}
-	xb := ActivationBytes(t, n)
-	if xb <= 0 || len(xq) < G*xb || yStride < m || len(y) < (G-1)*yStride+m {
-		panic(fmt.Sprintf("kernels: DotRowsHeads: %d activations of %d bytes in %d, %d results %d apart in %d", G, xb, len(xq), m, yStride, len(y)))
-	}
-	for i := 0; i < m; i += dotRowsTile {
-		k := min(dotRowsTile, m-i)
-		for g := range G {
-			s.DotRows(t, n, w[i*rowBytes:], rowBytes, xq[g*xb:(g+1)*xb], y[g*yStride+i:g*yStride+i+k])
-		}
-	}
-}
-
 // AttnScoresQ8Heads sets y[g*yStride+i] to the score of query g of G
 // (Q8_0 rows of hd values, one after the other in q) against the key row
 // at keys[i*rowBytes:] (Q8_0), for i < m: attention's scores for the
@@ -62,7 +39,7 @@ func (s *Set) DotRowsHeads(t gguf.Type, n int, w []byte, rowBytes int, xq []byte
 // a multiple of 64, each group of 4 key rows is loaded once for up to 4
 // queries and the products summed as attnScoresQ8Generic does (its twin,
 // which the generic set runs); other sets and head sizes take DotRows's
-// own arithmetic (DotRowsHeads).
+// own arithmetic, query by query.
 func (s *Set) AttnScoresQ8Heads(q []byte, G, hd int, keys []byte, rowBytes, m int, y []float32, yStride int) {
 	if G <= 0 || m <= 0 {
 		return
@@ -78,7 +55,9 @@ func (s *Set) AttnScoresQ8Heads(q []byte, G, hd int, keys []byte, rowBytes, m in
 	}
 	done := s.attnScoresQ8Vec(q, G, hd, keys, rowBytes, m, y, yStride)
 	if done < 0 {
-		s.DotRowsHeads(gguf.Q8_0, hd, keys, rowBytes, q, G, y, yStride, m)
+		for g := range G {
+			s.DotRows(gguf.Q8_0, hd, keys, rowBytes, q[g*hb:(g+1)*hb], y[g*yStride:g*yStride+m])
+		}
 		return
 	}
 	if done < m {
@@ -116,11 +95,6 @@ func attnScoresQ8Generic(q []byte, G, hd int, keys []byte, rowBytes, m int, y []
 		}
 	}
 }
-
-// dotRowsTile is DotRowsHeads's rows per tile: 64 key rows of a 128-value
-// Q8_0 head touch 64 x 3 cache lines, a quarter of a 48 KiB first-level
-// cache.
-const dotRowsTile = 64
 
 // AttnValuesQ8 sets out (len(out) values, a multiple of 32) to the sum
 // over positions j of w[j] times the Q8_0 row at v[j*rowBytes:] (the

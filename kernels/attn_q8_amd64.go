@@ -60,7 +60,7 @@ func (s *Set) attnValuesQ8HeadsVec(out []float32, hd, G int, v []byte, rowBytes 
 	return G
 }
 
-// attnScoresQ8KAVX512 (K = 1-4 queries) are AttnScoresQ8Heads for m (a
+// attnScoresQ8KAVX512 (K = 1, 2, 4 queries) are AttnScoresQ8Heads for m (a
 // multiple of 4) rows of headBytes (a multiple of 68: pairs of blocks);
 // qBytes is the distance between the queries, strides are in bytes for the
 // keys and in elements for y.
@@ -72,15 +72,12 @@ func attnScoresQ81AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m i
 func attnScoresQ82AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
 
 //go:noescape
-func attnScoresQ83AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
-
-//go:noescape
 func attnScoresQ84AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
 
 // attnScoresQ8Vec runs AttnScoresQ8Heads's whole groups of 4 rows on the
-// AVX-512 kernels, up to 4 queries a call, and returns how many rows it
-// did, or -1 where the set has no such kernel (no AVX-512, or hd not a
-// multiple of 64). The caller has checked the bounds.
+// AVX-512 kernels, 4 queries a call, then 2, then 1, and returns how many
+// rows it did, or -1 where the set has no such kernel (no AVX-512, or hd
+// not a multiple of 64). The caller has checked the bounds.
 func (s *Set) attnScoresQ8Vec(q []byte, G, hd int, keys []byte, rowBytes, m int, y []float32, yStride int) int {
 	if !s.wide() || hd%64 != 0 {
 		return -1
@@ -91,17 +88,18 @@ func (s *Set) attnScoresQ8Vec(q []byte, G, hd int, keys []byte, rowBytes, m int,
 	}
 	hb := hd / 32 * q8Bytes
 	kp := unsafe.SliceData(keys)
-	for g := 0; g < G; g += 4 {
+	for g := 0; g < G; {
 		qp, yp := &q[g*hb], &y[g*yStride]
-		switch min(4, G-g) {
-		case 4:
+		switch {
+		case G-g >= 4:
 			attnScoresQ84AVX512(qp, hb, hb, kp, rowBytes, m4, yp, yStride)
-		case 3:
-			attnScoresQ83AVX512(qp, hb, hb, kp, rowBytes, m4, yp, yStride)
-		case 2:
+			g += 4
+		case G-g >= 2:
 			attnScoresQ82AVX512(qp, hb, hb, kp, rowBytes, m4, yp, yStride)
+			g += 2
 		default:
 			attnScoresQ81AVX512(qp, hb, hb, kp, rowBytes, m4, yp, yStride)
+			g++
 		}
 	}
 	return m4

@@ -179,46 +179,6 @@ func TestAttnValuesQ8Heads(t *testing.T) {
 	})
 }
 
-// TestDotRowsHeads checks DotRowsHeads against DotRows activation by
-// activation, bit for bit, on every kernel set, over head counts 1-8, head
-// dimensions 64-256 and row counts around its tiles.
-func TestDotRowsHeads(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, hd := range []int{64, 128, 256} {
-		nb := hd / 32
-		xb := nb * q8Bytes
-		for _, G := range []int{1, 2, 4, 8} {
-			for _, m := range []int{1, 5, dotRowsTile, dotRowsTile + 3, 3*dotRowsTile - 1} {
-				rowBytes := 3*nb*q8Bytes + 2
-				k := q8Cache(rng, m, nb, rowBytes)
-				x := make([]float32, hd)
-				xq := make([]byte, G*xb)
-				for g := range G {
-					for i := range x {
-						x[i] = float32(rng.NormFloat64())
-					}
-					QuantizeRow(gguf.Q8_0, x, xq[g*xb:(g+1)*xb])
-				}
-				yStride := m + 2
-				forSets(t, func(t *testing.T, ks *Set) {
-					got := make([]float32, (G-1)*yStride+m)
-					ks.DotRowsHeads(gguf.Q8_0, hd, k, rowBytes, xq, G, got, yStride, m)
-					want := make([]float32, m)
-					for g := range G {
-						ks.DotRows(gguf.Q8_0, hd, k, rowBytes, xq[g*xb:(g+1)*xb], want)
-						for i := range want {
-							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[g*yStride+i]), "hd %d G %d m %d head %d row %d", hd, G, m, g, i)
-						}
-					}
-				})
-			}
-		}
-	}
-	assert.Panics(t, func() {
-		genericSet.DotRowsHeads(gguf.Q8_0, 32, make([]byte, 34), 34, make([]byte, 34), 2, make([]float32, 2), 1, 1)
-	})
-}
-
 func BenchmarkAttnValuesQ8Heads(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const n, nb, G, rowBytes = 4096, 2, 4, 8 * 2 * q8Bytes
