@@ -32,12 +32,16 @@ const splitDecodeMin = 1024
 // testSplitAlways takes the two passes at any depth, for tests.
 var testSplitAlways bool
 
-// testPerKVHead sends decode steps through attendGroup's one
-// task per KV head, for tests that compare the paths.
+// testPerKVHead sends decode steps through attendGroup's one task per KV
+// head (attendHeadsQ8's over a Q8_0 cache), for tests that compare the
+// paths.
 var testPerKVHead bool
 
 // runAttend runs the attention phase of the current layer.
 func (s *Session) runAttend() error {
+	if s.q8Decode() {
+		return s.pool.Run(s.fnDecQ8)
+	}
 	if !s.splitDecode() {
 		return s.pool.Run(s.fnAttn)
 	}

@@ -78,7 +78,8 @@ func (s *Session) storeKVQ8(kc *kvCache, il, pos int, k, v []float32) {
 }
 
 // attendHeadQ8 computes head h of token t's attention output over a Q8_0
-// cache.
+// cache in the llama.cpp numerics modes (attendQ8Ggml); the fast mode
+// takes attendHeadsQ8.
 func (s *Session) attendHeadQ8(t, h, worker int) {
 	c := s.lc
 	hd := c.HeadDim
@@ -95,13 +96,82 @@ func (s *Session) attendHeadQ8(t, h, worker int) {
 	if sinks := s.m.layers[s.il].vecs[arch.Sinks]; sinks != nil {
 		sink = sinks[h]
 	}
-	if s.m.numerics == NumericsFast {
-		s.attendQ8Fast(K[g*hb:], V[g*hb:], rb, hb, first, pos, qq, out, sink, worker)
-	} else {
-		s.attendQ8Ggml(K[g*hb:], V[g*hb:], rb, hb, first, pos, qq, out, sink, worker)
-	}
+	s.attendQ8Ggml(K[g*hb:], V[g*hb:], rb, hb, first, pos, qq, out, sink, worker)
 	if kc.rotV > 0 {
 		hadamard(out, kc.rotV)
+	}
+}
+
+// q8Decode says whether this forward pass's attention goes by decodeQ8:
+// one token of one sequence over a Q8_0 cache in the fast mode.
+func (s *Session) q8Decode() bool {
+	return !testPerKVHead && s.decScores != nil && s.multi == nil && s.nTok == 1 && s.cache.q8 && s.m.numerics == NumericsFast
+}
+
+// decodeQ8 is the pool task of a decode step's attention over a Q8_0
+// cache: thread i takes a contiguous range of KV heads (the heads of a
+// cached row lie side by side, so the threads share few cache lines), its
+// scores in its own part of decScores (cache capacity per query head).
+func (s *Session) decodeQ8(i, n int) {
+	c := s.lc
+	g0, g1 := i*c.KVHeads/n, (i+1)*c.KVHeads/n
+	if g0 < g1 {
+		s.attendHeadsQ8(0, g0, g1, i, s.decScores[g0*(c.Heads/c.KVHeads)*s.cache.cap:])
+	}
+}
+
+// attendHeadsQ8 computes, in the fast mode, the query heads of KV heads
+// g0..g1-1 of token t over a Q8_0 cache, with scores scratch sc (room for
+// their query heads' rows): the keys scored for the query heads of a KV
+// head from one load of each key row (kernels.AttnScoresQ8Heads), by tiles
+// of positions read for all of the KV heads in turn while the tile is in
+// the first-level cache; the softmax taken whole (the maximum first, the
+// vector exp); the values summed for the query heads of a KV head in one
+// pass (kernels.AttnValuesQ8Heads). Each cached row is read from memory
+// once per KV head rather than once per query head, and a head's result
+// does not depend on which KV heads are computed with it.
+func (s *Session) attendHeadsQ8(t, g0, g1, worker int, sc []float32) {
+	c := s.lc
+	hd, G := c.HeadDim, c.Heads/c.KVHeads
+	h0, h1 := g0*G, g1*G
+	_, pos, first, _, _ := s.headView(t, h0)
+	kc := s.kvOf(t)
+	rb, hb := kc.rowQ8, hd/32*q8Block
+	m := pos - first + 1
+	qDim := c.Heads * hd
+	q, out := s.q[t*qDim+h0*hd:t*qDim+h1*hd], s.att[t*qDim+h0*hd:t*qDim+h1*hd]
+	qq := s.q8q[worker][:(h1-h0)*hb]
+	for j := range h1 - h0 {
+		qj := q[j*hd : (j+1)*hd]
+		if kc.rotK > 0 {
+			hadamard(qj, kc.rotK) // in place: nothing reads the query after attention
+		}
+		s.kern.QuantizeAct(gguf.Q8_0, qj, qq[j*hb:(j+1)*hb])
+	}
+	K, V := kc.kq8[s.kvl], kc.vq8[s.kvl]
+	sc = sc[:(h1-h0)*m] // head h0+j's scores at j*m
+	tile := max(4, (32<<10)/rb&^3)
+	for a := first; a <= pos; a += tile {
+		k := min(tile, pos+1-a)
+		for g := g0; g < g1; g++ {
+			s.kern.AttnScoresQ8Heads(qq[(g-g0)*G*hb:], G, hd, K[a*rb+g*hb:], rb, k, sc[(g-g0)*G*m+a-first:], m)
+		}
+	}
+	sinks := s.m.layers[s.il].vecs[arch.Sinks]
+	for j := range h1 - h0 {
+		row := sc[j*m : (j+1)*m]
+		s.kern.Scale(row, s.c.KQScale)
+		if sinks != nil {
+			s.kern.FastSoftmaxSink(row, sinks[h0+j])
+		} else {
+			s.kern.FastSoftmax(row)
+		}
+	}
+	for g := g0; g < g1; g++ {
+		s.kern.AttnValuesQ8Heads(out[(g-g0)*G*hd:], hd, G, V[first*rb+g*hb:], rb, sc[(g-g0)*G*m:], m, m)
+	}
+	if kc.rotV > 0 {
+		hadamard(out, kc.rotV) // blocks of rotV within each head's output
 	}
 }
 
@@ -155,23 +225,6 @@ func (s *Session) attendQ8Ggml(K, V []byte, rb, hb, first, pos int, qq []byte, o
 	for d := range out {
 		out[d] *= inv
 	}
-}
-
-// attendQ8Fast is attendQ8Ggml for the fast mode: the scores by the kernel
-// set's Q8_0 dot over the head's key rows in one call, the softmax taken
-// whole (the maximum first, the vector exp), and the values summed by the
-// set's AttnValuesQ8 (each block's scale folded into its weight).
-func (s *Session) attendQ8Fast(K, V []byte, rb, hb, first, pos int, qq []byte, out []float32, sink float32, worker int) {
-	hd := s.c.HeadDim
-	sc := s.scores[worker][:pos-first+1]
-	s.kern.DotRows(gguf.Q8_0, hd, K[first*rb:], rb, qq, sc)
-	s.kern.Scale(sc, s.c.KQScale)
-	if sink == sink { // not NaN: the sink's share of the softmax
-		s.kern.FastSoftmaxSink(sc, sink)
-	} else {
-		s.kern.FastSoftmax(sc)
-	}
-	s.kern.AttnValuesQ8(out, V[first*rb:], rb, sc)
 }
 
 // dotQ80Ggml is the dot product of two rows of Q8_0 blocks summed as

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -158,4 +159,75 @@ func TestKVQ8Refusals(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnsupported)
 	_, err = m.NewSession(SessionParams{NCtx: 16, KVType: gguf.Q4_0})
 	assert.ErrorIs(t, err, ErrUnsupported)
+}
+
+// TestKVQ8GroupMatchesPerHead checks that a decode step over a Q8_0 cache
+// in the fast mode by decodeQ8 (contiguous ranges of KV heads per thread,
+// their keys by shared tiles) gives logits bit-identical to one task per
+// KV head (attendHeadsQ8 for one KV head at a time, round-robin), with 1
+// and 2 threads, on models with grouped-query attention (SmolLM2: 3 query
+// heads per KV head) and a sliding window (the gemma2 synthetic file).
+// (That a query head's result does not depend on the heads computed with
+// it is the kernels' own tests: AttnScoresQ8Heads, AttnValuesQ8Heads.)
+func TestKVQ8GroupMatchesPerHead(t *testing.T) {
+	models := map[string]string{
+		"smollm2": smolLM2Path(t),
+		"gemma2":  synthF32(t, synthSpecOf(t, "gemma2")),
+	}
+	for name, path := range models {
+		for threads := 1; threads <= 2; threads++ {
+			t.Run(fmt.Sprintf("%s/threads=%d", name, threads), func(t *testing.T) {
+				m, err := Open(path, ModelParams{Kernels: testKernels(t), Threads: threads})
+				require.NoError(t, err)
+				defer m.Close()
+				vocab := m.Info().VocabSize
+				run := func(perHead bool) []float32 {
+					testPerKVHead = perHead
+					defer func() { testPerKVHead = false }()
+					s, err := m.NewSession(SessionParams{NCtx: 256, KVType: gguf.Q8_0})
+					require.NoError(t, err)
+					defer s.Close()
+					require.NotNil(t, s.decScores, "decode steps do not take decodeQ8")
+					prompt := make([]int32, 37)
+					for i := range prompt {
+						prompt[i] = int32(1 + i*37%(vocab-1))
+					}
+					const steps = 60
+					out := make([]float32, (len(prompt)+steps)*vocab)
+					require.NoError(t, s.PrefillAll(prompt, out))
+					for i := range steps {
+						at := (len(prompt) + i) * vocab
+						require.NoError(t, s.Decode(int32(1+i*101%(vocab-1)), out[at:at+vocab]))
+					}
+					return out
+				}
+				group, perHead := run(false), run(true)
+				for i := range group {
+					if group[i] != perHead[i] {
+						require.Failf(t, "logits differ", "position %d, logit %d: grouped %v, per head %v", i/vocab, i%vocab, group[i], perHead[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestKVQ8DecodeAllocatesNothing: a decode step over a Q8_0 cache
+// (decodeQ8, with its tiles and grouped kernels) allocates nothing.
+func TestKVQ8DecodeAllocatesNothing(t *testing.T) {
+	m, err := Open(smolLM2Path(t), ModelParams{Kernels: testKernels(t), Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	s, err := m.NewSession(SessionParams{NCtx: 512, KVType: gguf.Q8_0})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NotNil(t, s.decScores, "decode steps do not take decodeQ8")
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{1, 403, 407, 52, 9}, logits))
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := s.Decode(261, logits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
 }

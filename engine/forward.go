@@ -538,6 +538,12 @@ func (s *Session) runAttention(i, n int) {
 	c := s.lc
 	// Causal rows grow with the token, so a contiguous split would give the
 	// last thread most of the work: deal (token, head) pairs round-robin.
+	if s.cache.q8 && s.m.numerics == NumericsFast {
+		for w := i; w < s.nTok*c.KVHeads; w += n {
+			s.attendHeadsQ8(w/c.KVHeads, w%c.KVHeads, w%c.KVHeads+1, i, s.scores[i])
+		}
+		return
+	}
 	if s.cache.q8 {
 		for w := i; w < s.nTok*c.Heads; w += n {
 			s.attendHeadQ8(w/c.Heads, w%c.Heads, i)

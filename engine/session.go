@@ -98,7 +98,7 @@ type Session struct {
 	alibi    []float32               // per head, ALiBi's slope (Params.AlibiMaxBias)
 	q16      [][]uint16              // per thread, head dim
 	w16      [][]uint16              // per thread, cache capacity: f16 softmax weights
-	q8q      [][]byte                // per thread, Q8_0 cache: one head's query in Q8_0
+	q8q      [][]byte                // per thread, Q8_0 cache: its query heads in Q8_0
 	vrow     [][]float32             // per thread, Q8_0 cache: one head's values, dequantized
 	tokens   []int32                 // Decode's one-token batch
 	batch    []int32                 // the tokens of the current forward pass
@@ -118,6 +118,7 @@ type Session struct {
 	nJobs    int
 	fnMat    pool.Task
 	fnAttn   pool.Task
+	fnDecQ8  pool.Task // decodeQ8
 	fnStage  pool.Task
 	fnDelta  pool.Task
 
@@ -372,8 +373,12 @@ func (s *Session) alloc(kind kvKind) (err error) {
 		s.cache.rotK, s.cache.rotV = kvRotation(c.HeadDim)
 		s.q8q = make([][]byte, s.workers)
 		s.vrow = make([][]float32, s.workers)
+		h := 1 // the most query heads of a layer (decodeQ8's queries)
+		for i := range m.layers {
+			h = max(h, m.layers[i].c.Heads)
+		}
 		for i := range s.q8q {
-			s.q8q[i] = make([]byte, c.HeadDim/32*q8Block)
+			s.q8q[i] = make([]byte, h*c.HeadDim/32*q8Block)
 			s.vrow[i] = make([]float32, c.HeadDim)
 		}
 	}
@@ -391,8 +396,8 @@ func (s *Session) alloc(kind kvKind) (err error) {
 	s.fnMat = s.runMatrices
 	s.fnDelta = s.runDeltaNet
 	s.fnAttn = s.runAttention
-	s.fnDecScores, s.fnDecOut = s.decodeScores, s.decodeOutputs
-	if kind == kvF16 {
+	s.fnDecScores, s.fnDecOut, s.fnDecQ8 = s.decodeScores, s.decodeOutputs, s.decodeQ8
+	if kind == kvF16 || kind == kvQ8 && !m.numerics.Reference() {
 		s.fitHeadScores()
 	}
 	s.fnStage = s.runStage

@@ -61,17 +61,23 @@ func (s *Set) roundF16Vec(dst, src []float32) int {
 // attnHeadsVec runs AttnScoresF16Heads's whole groups of 4 keys for groups
 // of exactly 4 query heads (the common shape) with direct calls of the
 // 4-query kernel, and returns how many keys it did (0: the caller's loop
-// does them). The caller has checked the bounds.
+// does them). The keys go by tiles of whole groups of 4 positions, about
+// 16 KiB, each finished for every KV head before the next: one call per
+// KV head and tile rather than per 4 positions, the tile read from memory
+// once, front to back, and then from the first-level cache. The caller
+// has checked the bounds.
 func (s *Set) attnHeadsVec(q []float32, kvHeads, G, hd int, keys []uint16, stride, m int, y []float32, yStride int) int {
 	m4 := m &^ 3
 	if !s.wide() || G != 4 || m4 == 0 {
 		return 0
 	}
+	tile := max(4, (16<<10)/(2*stride)&^3)
 	qp, kp, yp := unsafe.SliceData(q), unsafe.SliceData(keys), unsafe.SliceData(y)
-	for i := 0; i < m4; i += 4 {
+	for i := 0; i < m4; i += tile {
+		k := min(tile, m4-i)
 		for g := range kvHeads {
 			attnMulti4AVX512((*float32)(unsafe.Add(unsafe.Pointer(qp), 4*g*4*hd)), hd, hd,
-				(*uint16)(unsafe.Add(unsafe.Pointer(kp), 2*(i*stride+g*hd))), stride, 4,
+				(*uint16)(unsafe.Add(unsafe.Pointer(kp), 2*(i*stride+g*hd))), stride, k,
 				(*float32)(unsafe.Add(unsafe.Pointer(yp), 4*(g*4*yStride+i))), yStride)
 		}
 	}

@@ -182,6 +182,114 @@ done: \
 	VZEROUPPER \
 	RET
 
+// The Q8_0 score kernels (attnScoresQ8KAVX512, K = 1, 2, 4 queries): K
+// queries against 4 key rows at a time, a pair of blocks a step, every
+// (query, row) with its own accumulator Z(4g+k) reduced by TRANS16. Each
+// key pair is loaded, biased to unsigned (k+128) and its scales widened
+// once for all the queries; per query the pair, its scales and -128 times
+// its sums of 4 quants (the bias's share) are set up once per 4 rows, so a
+// (query, row) product is VPDPBUSD, a conversion, the scale product and a
+// multiply-add. Per pair, lanes 0-7 hold the first block's sums of 4
+// products and lanes 8-15 the second's, as dotQ8_0RowsAVX512 has them.
+//
+// Registers: DI R15 R12 R13 the queries, SI BX CX R14 the 4 rows, DX the
+// row stride, AX the pair's byte offset, R11 rows left, R8 y of the row
+// group, R9 scratch, K2 the upper 8 words, Z16-Z19 the query pairs,
+// Z20-Z23 their bias terms, Z26-Z29 their scales, Z24 the key pair, Z25
+// its scales, Z30 Z31 temporaries.
+
+#define Q8S_ZERO(qp, zq, zc, zs, a0, a1, a2, a3, lane) VPXORD a0, a0, a0; VPXORD a1, a1, a1; VPXORD a2, a2, a2; VPXORD a3, a3, a3
+
+#define Q8S_QSET(qp, zq, zc, zs, a0, a1, a2, a3, lane) \
+	VMOVDQU32    2(qp)(AX*1), Y30 \
+	VINSERTI64X4 $1, 36(qp)(AX*1), Z30, zq \
+	VPBROADCASTD ·q8sBias(SB), Z31 \
+	VPXORD       Z30, Z30, Z30 \
+	VPDPBUSD     zq, Z31, Z30 \
+	VPXORD       zc, zc, zc \
+	VPSUBD       Z30, zc, zc \
+	VPBROADCASTW (qp)(AX*1), Y31 \
+	VPBROADCASTW 34(qp)(AX*1), K2, Y31 \
+	VCVTPH2PS    Y31, zs
+
+#define Q8S_KEY(R) \
+	VMOVDQU32       2(R)(AX*1), Y24 \
+	VINSERTI64X4    $1, 36(R)(AX*1), Z24, Z24 \
+	VPXORD.BCST     ·q8sBias(SB), Z24, Z24 \
+	VPBROADCASTW    (R)(AX*1), Y25 \
+	VPBROADCASTW    34(R)(AX*1), K2, Y25 \
+	VCVTPH2PS       Y25, Z25
+
+#define Q8S_DOT(zq, zc, zs, acc) \
+	VMOVDQA32   zc, Z30 \
+	VPDPBUSD    zq, Z24, Z30 \
+	VCVTDQ2PS   Z30, Z30 \
+	VMULPS      zs, Z25, Z31 \
+	VFMADD231PS Z30, Z31, acc
+
+#define Q8S_DOT0(qp, zq, zc, zs, a0, a1, a2, a3, lane) Q8S_DOT(zq, zc, zs, a0)
+#define Q8S_DOT1(qp, zq, zc, zs, a0, a1, a2, a3, lane) Q8S_DOT(zq, zc, zs, a1)
+#define Q8S_DOT2(qp, zq, zc, zs, a0, a1, a2, a3, lane) Q8S_DOT(zq, zc, zs, a2)
+#define Q8S_DOT3(qp, zq, zc, zs, a0, a1, a2, a3, lane) Q8S_DOT(zq, zc, zs, a3)
+
+// Query g's 4 results (lane group g of Z0) to its y row at AX, then the
+// next row.
+#define Q8S_STORE(qp, zq, zc, zs, a0, a1, a2, a3, lane) \
+	VEXTRACTF32X4 lane, Z0, X24 \
+	VMOVUPS       X24, (AX) \
+	ADDQ          R9, AX
+
+#define Q8S_Q1(M) M(DI, Z16, Z20, Z26, Z0, Z1, Z2, Z3, $0)
+#define Q8S_Q2(M) Q8S_Q1(M); M(R15, Z17, Z21, Z27, Z4, Z5, Z6, Z7, $1)
+#define Q8S_Q4(M) Q8S_Q2(M); M(R12, Z18, Z22, Z28, Z8, Z9, Z10, Z11, $2); M(R13, Z19, Z23, Z29, Z12, Z13, Z14, Z15, $3)
+
+#define Q8S_KERNEL(QS) \
+	MOVQ  q+0(FP), DI \
+	MOVQ  qBytes+8(FP), R9 \
+	LEAQ  (DI)(R9*1), R15 \
+	LEAQ  (R15)(R9*1), R12 \
+	LEAQ  (R12)(R9*1), R13 \
+	MOVQ  keys+24(FP), SI \
+	MOVQ  stride+32(FP), DX \
+	MOVQ  m+40(FP), R11 \
+	MOVQ  y+48(FP), R8 \
+	MOVL  $0xff00, R9 \
+	KMOVW R9, K2 \
+q8group: \
+	TESTQ R11, R11 \
+	JZ    q8done \
+	LEAQ  (SI)(DX*1), BX \
+	LEAQ  (BX)(DX*1), CX \
+	LEAQ  (CX)(DX*1), R14 \
+	Q8S_Q4(Q8S_ZERO) \
+	XORQ  AX, AX \
+q8pair: \
+	QS(Q8S_QSET) \
+	Q8S_KEY(SI) \
+	QS(Q8S_DOT0) \
+	Q8S_KEY(BX) \
+	QS(Q8S_DOT1) \
+	Q8S_KEY(CX) \
+	QS(Q8S_DOT2) \
+	Q8S_KEY(R14) \
+	QS(Q8S_DOT3) \
+	ADDQ $68, AX \
+	CMPQ AX, headBytes+16(FP) \
+	JLT  q8pair \
+	VMOVDQU32 ·transpose4x4(SB), Z26 \
+	TRANS16 \
+	MOVQ ystride+56(FP), R9 \
+	SHLQ $2, R9 \
+	MOVQ R8, AX \
+	QS(Q8S_STORE) \
+	ADDQ $16, R8 \
+	LEAQ (R14)(DX*1), SI \
+	SUBQ $4, R11 \
+	JMP  q8group \
+q8done: \
+	VZEROUPPER \
+	RET
+
 // func attnMulti1AVX512(x *float32, xstride int, n int, rows *uint16, stride int, m int, y *float32, ystride int)
 TEXT ·attnMulti1AVX512(SB), NOSPLIT, $0-64
 	KERNEL(MORE1)
@@ -218,3 +326,15 @@ rf16loop:
 rf16done:
 	VZEROUPPER
 	RET
+
+// func attnScoresQ81AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
+TEXT ·attnScoresQ81AVX512(SB), NOSPLIT, $0-64
+	Q8S_KERNEL(Q8S_Q1)
+
+// func attnScoresQ82AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
+TEXT ·attnScoresQ82AVX512(SB), NOSPLIT, $0-64
+	Q8S_KERNEL(Q8S_Q2)
+
+// func attnScoresQ84AVX512(q *byte, qBytes, headBytes int, keys *byte, stride, m int, y *float32, ystride int)
+TEXT ·attnScoresQ84AVX512(SB), NOSPLIT, $0-64
+	Q8S_KERNEL(Q8S_Q4)

@@ -162,13 +162,13 @@ func benchAttnMulti(b *testing.B, n, m, nx, stride int) {
 // TestAttnScoresF16Heads checks AttnScoresF16Heads against
 // AttnDotF16RowsMulti run KV head by KV head, bit for bit, on every kernel
 // set, for group sizes around the kernel's 4 queries, head sizes around its
-// 16 lanes and key counts around its 4 rows.
+// 16 lanes and key counts around its 4 rows and tiles.
 func TestAttnScoresF16Heads(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, ks := range testSets(t) {
 		for _, shape := range [][3]int{{8, 4, 64}, {2, 1, 16}, {3, 5, 40}, {1, 8, 128}, {4, 3, 7}, {2, 4, 20}} {
 			kvh, G, hd := shape[0], shape[1], shape[2]
-			for _, m := range []int{1, 3, 4, 9, 33} {
+			for _, m := range []int{1, 3, 4, 9, 33, 101} {
 				stride := kvh*hd + 3
 				keys := make([]uint16, (m-1)*stride+kvh*hd)
 				for i := range keys {

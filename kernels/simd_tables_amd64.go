@@ -23,6 +23,9 @@ var (
 		}
 		return
 	}()
+	// q8sBias is 128 in each byte: XORed into signed quants it gives
+	// them plus 128 as unsigned bytes (attn_multi_amd64.s).
+	q8sBias = uint32(0x80808080)
 	// ropeSign flips the sign of the even lanes of 8 floats (rope_amd64.s).
 	ropeSign = func() (t [8]uint32) {
 		for i := 0; i < len(t); i += 2 {
