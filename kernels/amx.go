@@ -1,0 +1,186 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/moonlm/moonlm/gguf"
+)
+
+// Encoder products of f16 weights on AMX-BF16 tiles. An f16 value splits
+// exactly into two bfloat16 halves, hi (its f32 bits truncated to the top
+// 16) and lo (the rest: at most 3 significant bits, within bf16's range
+// since f16's smallest step is 2^-24), so weight times activation is
+// hi*hi + hi*lo + lo*hi + lo*lo with every product exact in f32. The
+// activations are rounded to f16 first, as for the f16 row kernels (and as
+// llama.cpp does for its f16 products), so these products equal theirs;
+// only the order of the f32 additions differs. The engine uses the layout
+// for encoders only: a token's result depends on nothing but its own
+// activations (as with MatMul), but differs in its last bits from the row
+// kernels', so every product of an encoder takes it whatever the batch.
+
+// ActBF16x2 is the activation format of the AMX f16 layout: blocks of 32
+// values, each its 32 bf16 hi halves then its 32 lo halves (128 bytes) of
+// the values rounded to f16. It is not a GGUF type: only layouts that name
+// it in PackedLayout.Act read it.
+const ActBF16x2 gguf.Type = 1<<16 + 1
+
+// bytesBF16x2 is one ActBF16x2 block.
+const bytesBF16x2 = 128
+
+// amxRows and amxMaxTok are the AMX f16 layout's group of rows (a tile's
+// 16 columns of f32 results) and the most tokens of one Dot call (two
+// tiles of 16 rows).
+const (
+	amxRows   = 16
+	amxMaxTok = 32
+)
+
+// amxGroupBlockBytes is one 32-value block of a packed group: the hi tile
+// then the lo tile, each 16 rows (value pairs) of 64 bytes (the group's 16
+// rows' pair, bf16 each): the VNNI order the tiles' dot products read.
+const amxGroupBlockBytes = 2 * 16 * 64
+
+// splitF16 returns the bf16 halves of f16 value h: f32(h) = hi + lo
+// exactly.
+func splitF16(h uint16) (hi, lo uint16) {
+	f := F16ToF32(h)
+	b := math.Float32bits(f) &^ 0xffff
+	hi = uint16(b >> 16)
+	lo = uint16(math.Float32bits(f-math.Float32frombits(b)) >> 16)
+	return hi, lo
+}
+
+// QuantizeBF16x2 converts src (a multiple of 32 values) into ActBF16x2
+// blocks.
+func QuantizeBF16x2(src []float32, dst []byte) {
+	checkRow(gguf.F16, len(src))
+	dst = dst[:len(src)/qk32*bytesBF16x2]
+	for b := 0; b < len(src)/qk32; b++ {
+		y := dst[b*bytesBF16x2 : (b+1)*bytesBF16x2]
+		for i, v := range src[b*qk32 : (b+1)*qk32] {
+			hi, lo := splitF16(F32ToF16(v))
+			binary.LittleEndian.PutUint16(y[2*i:], hi)
+			binary.LittleEndian.PutUint16(y[64+2*i:], lo)
+		}
+	}
+}
+
+// packAMXF16 writes 16 f16 rows of cols values (src, GGUF layout) as
+// amxGroupBlockBytes per 32 values: in the hi and the lo tile, row p
+// (value pair p of the block) holds, for each weight row n, values 2p and
+// 2p+1.
+func packAMXF16(dst, src []byte, cols int) {
+	nb := cols / qk32
+	rb := 2 * cols
+	if cols%qk32 != 0 || len(src) < amxRows*rb || len(dst) < nb*amxGroupBlockBytes {
+		panic(fmt.Sprintf("kernels: packing f16 for amx: %d cols need %d source and %d packed bytes, have %d and %d",
+			cols, amxRows*rb, nb*amxGroupBlockBytes, len(src), len(dst)))
+	}
+	for b := 0; b < nb; b++ {
+		g := dst[b*amxGroupBlockBytes : (b+1)*amxGroupBlockBytes]
+		for n := 0; n < amxRows; n++ {
+			for k := 0; k < qk32; k++ {
+				hi, lo := splitF16(binary.LittleEndian.Uint16(src[n*rb+2*(b*qk32+k):]))
+				off := (k/2)*64 + n*4 + (k%2)*2
+				binary.LittleEndian.PutUint16(g[off:], hi)
+				binary.LittleEndian.PutUint16(g[1024+off:], lo)
+			}
+		}
+	}
+}
+
+// amxCheck panics unless one Dot call's operands are in bounds.
+func amxCheck(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	nb := cols / qk32
+	if cols%qk32 != 0 || nTok < 1 || nTok > amxMaxTok || len(g) < nb*amxGroupBlockBytes ||
+		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesBF16x2) || len(y) < (nTok-1)*yStride+amxRows {
+		panic(fmt.Sprintf("kernels: amx f16 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
+			cols, nTok, len(g), len(x), xStride, len(y), yStride))
+	}
+}
+
+// dotAMXF16Generic is the pure-Go twin of the AMX kernel: for each token
+// and row, per 32-value block the hi*hi, hi*lo, lo*hi and lo*lo dot
+// products in turn, each adding its value pairs' two products one after
+// the other into the f32 sum (the order of Intel's description of
+// TDPBF16PS).
+func dotAMXF16Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
+	amxCheck(cols, g, x, xStride, nTok, y, yStride)
+	nb := cols / qk32
+	bf := func(b []byte, off int) float32 {
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[off:])) << 16)
+	}
+	for t := 0; t < nTok; t++ {
+		xt := x[t*xStride:]
+		for n := 0; n < amxRows; n++ {
+			var acc float32
+			for b := 0; b < nb; b++ {
+				gb := g[b*amxGroupBlockBytes:]
+				xb := xt[b*bytesBF16x2:]
+				for _, term := range [4][2]int{{0, 0}, {0, 1024}, {64, 0}, {64, 1024}} {
+					for p := 0; p < 16; p++ {
+						for j := 0; j < 2; j++ {
+							acc += bf(xb, term[0]+4*p+2*j) * bf(gb, term[1]+p*64+n*4+2*j)
+						}
+					}
+				}
+			}
+			y[t*yStride+n] = acc
+		}
+	}
+}
+
+// rowsBF16x2 computes rows [r0, r1) of f16 matrix m, in its GGUF layout,
+// for nTok tokens of ActBF16x2 activations (the rows of a layout reading
+// them that are not a whole group): each token's dot in float32, value by
+// value.
+func rowsBF16x2(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
+	ab := m.Cols / qk32 * bytesBF16x2
+	for r := r0; r < r1; r++ {
+		w := m.Row(r)
+		for k := 0; k < nTok; k++ {
+			x := xq[k*ab : (k+1)*ab]
+			var acc float32
+			for c := 0; c < m.Cols; c++ {
+				o := c/qk32*bytesBF16x2 + c%qk32*2
+				v := BF16ToF32(binary.LittleEndian.Uint16(x[o:])) + BF16ToF32(binary.LittleEndian.Uint16(x[o+64:]))
+				acc += F16ToF32(binary.LittleEndian.Uint16(w[2*c:])) * v
+			}
+			y[k*m.Rows+r] = acc
+		}
+	}
+}
+
+// amxF16 is the AMX f16 layout; its Dot is the AMX kernel where the CPU
+// and the OS allow the tiles (amxReady), its twin elsewhere.
+var amxF16 = PackedLayout{
+	Name: "f16.amx-bf16x2.r16.v1", Type: gguf.F16, Rows: amxRows, MaxTok: amxMaxTok,
+	GroupBytes: func(cols int) int { return cols / qk32 * amxGroupBlockBytes },
+	Pack:       packAMXF16, Dot: dotAMXF16, DotGeneric: dotAMXF16Generic,
+	Act: ActBF16x2,
+}
+
+// EncoderPacked returns the packed layout of the set for an encoder's
+// weights of type t (the tile kernels of a CPU with AMX-BF16 whose OS
+// grants the tile state), or nil: the encoder then takes Packed(t). The
+// decoders never take it: their products are the row kernels' bit for bit.
+func (s *Set) EncoderPacked(t gguf.Type) *PackedLayout {
+	if !s.amx || t >= numTypes {
+		return nil
+	}
+	return formats[t].amx
+}
+
+// AMX reports whether the set uses AMX tiles (for encoders' f16
+// products).
+func (s *Set) AMX() bool { return s.amx }
+
+// WithoutAMX returns a copy of s that does not use AMX tiles (s itself is
+// unchanged).
+func (s *Set) WithoutAMX() *Set {
+	c := *s
+	c.amx = false
+	return &c
+}
