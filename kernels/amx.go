@@ -9,13 +9,14 @@ import (
 )
 
 // Encoder products of f16 weights on AMX-BF16 tiles. An f16 value splits
-// exactly into two bfloat16 halves, hi (its f32 bits truncated to the top
-// 16) and lo (the rest: at most 3 significant bits, within bf16's range
-// since f16's smallest step is 2^-24), so weight times activation is
-// hi*hi + hi*lo + lo*hi + lo*lo with every product exact in f32. The
-// activations are rounded to f16 first, as for the f16 row kernels (and as
-// llama.cpp does for its f16 products), so these products equal theirs;
-// only the order of the f32 additions differs. The engine uses the layout
+// exactly into two bfloat16 halves, hi (the value rounded to bf16, to
+// nearest even) and lo (the rest: at most 3 significant bits, and within
+// bf16's range since f16's smallest step is 2^-24, so exact), and
+// |lo| <= 2^-9 |value|. Weight times activation is hi*hi + hi*lo + lo*hi
+// + lo*lo, every product exact in f32; the tiles add the first three, so
+// each product is off by at most 2^-18 of itself, 64 times less than the
+// rounding of the activations to f16 that they share with the f16 row
+// kernels (and with llama.cpp's f16 products). The engine uses the layout
 // for encoders only: a token's result depends on nothing but its own
 // activations (as with MatMul), but differs in its last bits from the row
 // kernels', so every product of an encoder takes it whatever the batch.
@@ -29,24 +30,26 @@ const ActBF16x2 gguf.Type = 1<<16 + 1
 // bytesBF16x2 is one ActBF16x2 block.
 const bytesBF16x2 = 128
 
-// amxRows and amxMaxTok are the AMX f16 layout's group of rows (a tile's
-// 16 columns of f32 results) and the most tokens of one Dot call (two
-// tiles of 16 rows).
+// amxRows and amxMaxTok are the AMX f16 layout's group of rows (two
+// tiles' 16 columns of f32 results) and the most tokens of one Dot call
+// (two tiles of 16 rows).
 const (
-	amxRows   = 16
+	amxRows   = 32
 	amxMaxTok = 32
 )
 
-// amxGroupBlockBytes is one 32-value block of a packed group: the hi tile
-// then the lo tile, each 16 rows (value pairs) of 64 bytes (the group's 16
-// rows' pair, bf16 each): the VNNI order the tiles' dot products read.
-const amxGroupBlockBytes = 2 * 16 * 64
+// amxGroupBlockBytes is one 32-value block of a packed group: for rows
+// 0-15 the hi tile then the lo tile, then for rows 16-31 the same, each
+// tile 16 rows (value pairs) of 64 bytes (the 16 rows' pair, bf16 each):
+// the VNNI order the tiles' dot products read.
+const amxGroupBlockBytes = 4 * 16 * 64
 
 // splitF16 returns the bf16 halves of f16 value h: f32(h) = hi + lo
-// exactly.
+// exactly, hi rounded to nearest even.
 func splitF16(h uint16) (hi, lo uint16) {
 	f := F16ToF32(h)
-	b := math.Float32bits(f) &^ 0xffff
+	u := math.Float32bits(f)
+	b := (u + 0x7fff + (u>>16)&1) &^ 0xffff
 	hi = uint16(b >> 16)
 	lo = uint16(math.Float32bits(f-math.Float32frombits(b)) >> 16)
 	return hi, lo
@@ -67,10 +70,10 @@ func QuantizeBF16x2(src []float32, dst []byte) {
 	}
 }
 
-// packAMXF16 writes 16 f16 rows of cols values (src, GGUF layout) as
-// amxGroupBlockBytes per 32 values: in the hi and the lo tile, row p
-// (value pair p of the block) holds, for each weight row n, values 2p and
-// 2p+1.
+// packAMXF16 writes 32 f16 rows of cols values (src, GGUF layout) as
+// amxGroupBlockBytes per 32 values: in the hi and the lo tile of rows
+// 16h..16h+15, row p (value pair p of the block) holds, for each weight
+// row 16h+n, values 2p and 2p+1.
 func packAMXF16(dst, src []byte, cols int) {
 	nb := cols / qk32
 	rb := 2 * cols
@@ -83,7 +86,7 @@ func packAMXF16(dst, src []byte, cols int) {
 		for n := 0; n < amxRows; n++ {
 			for k := 0; k < qk32; k++ {
 				hi, lo := splitF16(binary.LittleEndian.Uint16(src[n*rb+2*(b*qk32+k):]))
-				off := (k/2)*64 + n*4 + (k%2)*2
+				off := n/16*2048 + (k/2)*64 + n%16*4 + (k%2)*2
 				binary.LittleEndian.PutUint16(g[off:], hi)
 				binary.LittleEndian.PutUint16(g[1024+off:], lo)
 			}
@@ -102,10 +105,10 @@ func amxCheck(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int
 }
 
 // dotAMXF16Generic is the pure-Go twin of the AMX kernel: for each token
-// and row, per 32-value block the hi*hi, hi*lo, lo*hi and lo*lo dot
-// products in turn, each adding its value pairs' two products one after
-// the other into the f32 sum (the order of Intel's description of
-// TDPBF16PS).
+// and row, per 32-value block the activation-weight hi*hi, hi*lo and
+// lo*hi dot products in turn, each adding its value pairs' two
+// products one after the other into the f32 sum (the order of Intel's
+// description of TDPBF16PS).
 func dotAMXF16Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
 	amxCheck(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
@@ -117,12 +120,12 @@ func dotAMXF16Generic(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 		for n := 0; n < amxRows; n++ {
 			var acc float32
 			for b := 0; b < nb; b++ {
-				gb := g[b*amxGroupBlockBytes:]
+				gb := g[b*amxGroupBlockBytes+n/16*2048:]
 				xb := xt[b*bytesBF16x2:]
-				for _, term := range [4][2]int{{0, 0}, {0, 1024}, {64, 0}, {64, 1024}} {
+				for _, term := range [3][2]int{{0, 0}, {0, 1024}, {64, 0}} {
 					for p := 0; p < 16; p++ {
 						for j := 0; j < 2; j++ {
-							acc += bf(xb, term[0]+4*p+2*j) * bf(gb, term[1]+p*64+n*4+2*j)
+							acc += bf(xb, term[0]+4*p+2*j) * bf(gb, term[1]+p*64+n%16*4+2*j)
 						}
 					}
 				}
@@ -156,7 +159,7 @@ func rowsBF16x2(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 // amxF16 is the AMX f16 layout; its Dot is the AMX kernel where the CPU
 // and the OS allow the tiles (amxReady), its twin elsewhere.
 var amxF16 = PackedLayout{
-	Name: "f16.amx-bf16x2.r16.v1", Type: gguf.F16, Rows: amxRows, MaxTok: amxMaxTok,
+	Name: "f16.amx-bf16x3.r32.v1", Type: gguf.F16, Rows: amxRows, MaxTok: amxMaxTok,
 	GroupBytes: func(cols int) int { return cols / qk32 * amxGroupBlockBytes },
 	Pack:       packAMXF16, Dot: dotAMXF16, DotGeneric: dotAMXF16Generic,
 	Act: ActBF16x2,

@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// amxDotF16 (amx_amd64.s) computes one group of 16 rows (nb 32-value
+// amxDotF16 (amx_amd64.s) computes one group of 32 rows (nb 32-value
 // blocks at w, the AMX f16 layout) against two blocks of tokens, x0 and
-// x1 (ActBF16x2, xstride bytes a token), into y0 and y1 (16 f32 a token,
+// x1 (ActBF16x2, xstride bytes a token), into y0 and y1 (32 f32 a token,
 // ystride bytes apart), with the tile configuration at cfg: palette 1,
-// tiles 0, 2, 3 of block 0's token count in rows, tiles 1, 4, 5 of block
+// tiles 0, 1, 4 of block 0's token count in rows, tiles 2, 3, 5 of block
 // 1's, tiles 6 and 7 16 rows, every tile 64 bytes a row. Block 1 may be
 // block 0 again (x1 = x0, y1 = y0), which stores the same results twice.
 //
@@ -44,7 +44,7 @@ func dotAMXF16(cols int, g, x []byte, xStride, nTok int, y []float32, yStride in
 	for i := 0; i < 8; i++ {
 		cfg[16+2*i] = 64
 	}
-	for i, r := range [8]int{n0, n1, n0, n0, n1, n1, 16, 16} {
+	for i, r := range [8]int{n0, n0, n1, n1, n0, n1, 16, 16} {
 		cfg[48+i] = byte(r)
 	}
 	amxDotF16(&cfg[0], &g[0], cols/qk32, &x[0], &x[x1], xStride, &y[0], &y[y1], 4*yStride)
