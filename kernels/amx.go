@@ -162,8 +162,15 @@ var amxF16 = PackedLayout{
 	Name: "f16.amx-bf16x3.r32.v1", Type: gguf.F16, Rows: amxRows, MaxTok: amxMaxTok,
 	GroupBytes: func(cols int) int { return cols / qk32 * amxGroupBlockBytes },
 	Pack:       packAMXF16, Dot: dotAMXF16, DotGeneric: dotAMXF16Generic,
-	Act: ActBF16x2,
+	Act: ActBF16x2, TileBytes: amxTileBytes,
 }
+
+// amxTileBytes bounds the activations of one token tile of an AMX f16
+// matmul: every group of weights streams from memory once per tile, and
+// the layout's weights are twice the f16 file's, so the tile takes most of
+// L2 (bge-base, 2048 tokens on 2 threads: 512 KiB gave the ffn_down
+// product, 3072 columns, tiles of 32 tokens).
+const amxTileBytes = 1 << 20
 
 // EncoderPacked returns the packed layout of the set for an encoder's
 // weights of type t (the tile kernels of a CPU with AMX-BF16 whose OS

@@ -2,6 +2,10 @@ package kernels
 
 import (
 	"encoding/binary"
+	"fmt"
+	"runtime"
+	"syscall"
+	"time"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -217,4 +221,56 @@ func TestQuantizeBF16x2Sets(t *testing.T) {
 		ks.QuantizeAct(ActBF16x2, src, got)
 		assert.Equal(t, want, got, ks.Name())
 	}
+}
+
+// BenchmarkAMXF16MatMul is bge-base's ffn products (768x3072 and
+// 3072x768) for 2048 tokens on one thread, at several token tiles.
+func BenchmarkAMXF16MatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 3))
+	ks := Detect()
+	for _, shape := range [][2]int{{3072, 768}, {768, 3072}} {
+		rows, cols := shape[0], shape[1]
+		const nTok = 2048
+		w := make([]byte, rows*2*cols)
+		for i := 0; i < rows*cols; i++ {
+			binary.LittleEndian.PutUint16(w[2*i:], F32ToF16(float32(r.NormFloat64()*0.05)))
+		}
+		v := make([]float32, cols)
+		ab := cols / qk32 * bytesBF16x2
+		x := make([]byte, nTok*ab)
+		for k := 0; k < nTok; k++ {
+			for i := range v {
+				v[i] = float32(r.NormFloat64())
+			}
+			ks.QuantizeAct(ActBF16x2, v, x[k*ab:])
+		}
+		y := make([]float32, nTok*rows)
+		for _, tb := range []int{512 << 10, 1 << 20, 3 << 19} {
+			l := amxF16
+			l.TileBytes = tb
+			m := Matrix{Type: gguf.F16, Rows: rows, Cols: cols, Data: w, Layout: &l}
+			m.Packed = make([]byte, l.PackedSize(rows, cols))
+			l.PackRows(&m, m.Packed, 0, rows/l.Rows)
+			b.Run(fmt.Sprintf("%dx%d/tile%dK", rows, cols, tb>>10), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				c0 := threadCPU()
+				for b.Loop() {
+					ks.MatMul(&m, x, nTok, y, 0, rows)
+				}
+				b.ReportMetric(float64(b.N)*nTok*float64(rows*cols)*2/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(float64(b.N)*nTok*float64(rows*cols)*2/(threadCPU()-c0).Seconds()/1e9, "GFLOP/cpu-s")
+			})
+		}
+	}
+}
+
+// threadCPU is the calling thread's CPU time (user and system), which the
+// other processes of a busy machine do not inflate as they do wall time.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -44,6 +44,9 @@ type PackedLayout struct {
 	// Act is the activation format Dot reads when it is not
 	// VecDotType(Type) (zero): ActQ8_2 or ActBF16x2.
 	Act gguf.Type
+	// TileBytes, when not zero, bounds the activations of one token tile
+	// of a matmul instead of packedTileBytes.
+	TileBytes int
 }
 
 // ActType returns the activation format m's products read: its layout's
@@ -225,7 +228,11 @@ func matMulPacked(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	ab := ActBytes(m, m.Cols)
 	_ = xq[nTok*ab-1]
 	_ = y[(nTok-1)*m.Rows+r1-1]
-	tile := max(l.MaxTok, min(nTok, packedTileBytes/max(ab, 1)/l.MaxTok*l.MaxTok))
+	tb := packedTileBytes
+	if l.TileBytes != 0 {
+		tb = l.TileBytes
+	}
+	tile := max(l.MaxTok, min(nTok, tb/max(ab, 1)/l.MaxTok*l.MaxTok))
 	var tmp *[maxPackedTile]float32 // for partial groups only
 	for t0 := 0; t0 < nTok; t0 += tile {
 		t1 := min(t0+tile, nTok)
