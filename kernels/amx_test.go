@@ -3,12 +3,12 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
-	"syscall"
-	"time"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
