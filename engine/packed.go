@@ -157,7 +157,9 @@ func (m *Model) packTargets() ([]packTarget, int) {
 		if l == nil && m.encoder && !m.numerics.Reference() {
 			// An encoder's f16 products on AMX tiles, where the CPU has
 			// them; a decoder's stay the row kernels' bit for bit.
-			l = m.kern.EncoderPacked(mt.Type)
+			if l = m.kern.EncoderPacked(mt.Type); l != nil && mt.Rows%l.Rows != 0 {
+				l = nil
+			}
 		}
 		if l == nil || mt.Rows < l.Rows {
 			return

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/moonlm/moonlm/gguf"
@@ -75,12 +74,7 @@ func QuantizeBF16x2(src []float32, dst []byte) {
 // 16h..16h+15, row p (value pair p of the block) holds, for each weight
 // row 16h+n, values 2p and 2p+1.
 func packAMXF16(dst, src []byte, cols int) {
-	nb := cols / qk32
-	rb := 2 * cols
-	if cols%qk32 != 0 || len(src) < amxRows*rb || len(dst) < nb*amxGroupBlockBytes {
-		panic(fmt.Sprintf("kernels: packing f16 for amx: %d cols need %d source and %d packed bytes, have %d and %d",
-			cols, amxRows*rb, nb*amxGroupBlockBytes, len(src), len(dst)))
-	}
+	nb, rb := amxGroup.checkPack(dst, src, cols)
 	for b := 0; b < nb; b++ {
 		g := dst[b*amxGroupBlockBytes : (b+1)*amxGroupBlockBytes]
 		for n := 0; n < amxRows; n++ {
@@ -94,15 +88,8 @@ func packAMXF16(dst, src []byte, cols int) {
 	}
 }
 
-// amxCheck panics unless one Dot call's operands are in bounds.
-func amxCheck(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	nb := cols / qk32
-	if cols%qk32 != 0 || nTok < 1 || nTok > amxMaxTok || len(g) < nb*amxGroupBlockBytes ||
-		(nb > 0 && len(x) < (nTok-1)*xStride+nb*bytesBF16x2) || len(y) < (nTok-1)*yStride+amxRows {
-		panic(fmt.Sprintf("kernels: amx f16 dot: %d cols, %d tokens: group %d bytes, x %d bytes (stride %d), y %d (stride %d) out of bounds",
-			cols, nTok, len(g), len(x), xStride, len(y), yStride))
-	}
-}
+// amxGroup is the AMX f16 layout's geometry, for its bounds checks.
+var amxGroup = packedGroup{name: "f16 (amx)", rows: amxRows, blockBytes: amxGroupBlockBytes, actBytes: bytesBF16x2, maxTok: amxMaxTok, shift: 5, srcBytes: 64}
 
 // dotAMXF16Generic is the pure-Go twin of the AMX kernel: for each token
 // and row, per 32-value block the activation-weight hi*hi, hi*lo and
@@ -110,7 +97,7 @@ func amxCheck(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int
 // products one after the other into the f32 sum (the order of Intel's
 // description of TDPBF16PS).
 func dotAMXF16Generic(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int) {
-	amxCheck(cols, g, x, xStride, nTok, y, yStride)
+	amxGroup.check(cols, g, x, xStride, nTok, y, yStride)
 	nb := cols / qk32
 	bf := func(b []byte, off int) float32 {
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[off:])) << 16)
@@ -135,27 +122,6 @@ func dotAMXF16Generic(cols int, g, x []byte, xStride, nTok int, y []float32, ySt
 	}
 }
 
-// rowsBF16x2 computes rows [r0, r1) of f16 matrix m, in its GGUF layout,
-// for nTok tokens of ActBF16x2 activations (the rows of a layout reading
-// them that are not a whole group): each token's dot in float32, value by
-// value.
-func rowsBF16x2(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
-	ab := m.Cols / qk32 * bytesBF16x2
-	for r := r0; r < r1; r++ {
-		w := m.Row(r)
-		for k := 0; k < nTok; k++ {
-			x := xq[k*ab : (k+1)*ab]
-			var acc float32
-			for c := 0; c < m.Cols; c++ {
-				o := c/qk32*bytesBF16x2 + c%qk32*2
-				v := BF16ToF32(binary.LittleEndian.Uint16(x[o:])) + BF16ToF32(binary.LittleEndian.Uint16(x[o+64:]))
-				acc += F16ToF32(binary.LittleEndian.Uint16(w[2*c:])) * v
-			}
-			y[k*m.Rows+r] = acc
-		}
-	}
-}
-
 // amxF16 is the AMX f16 layout; its Dot is the AMX kernel where the CPU
 // and the OS allow the tiles (amxReady), its twin elsewhere.
 var amxF16 = PackedLayout{
@@ -174,8 +140,10 @@ const amxTileBytes = 1 << 20
 
 // EncoderPacked returns the packed layout of the set for an encoder's
 // weights of type t (the tile kernels of a CPU with AMX-BF16 whose OS
-// grants the tile state), or nil: the encoder then takes Packed(t). The
-// decoders never take it: their products are the row kernels' bit for bit.
+// grants the tile state), or nil: the encoder then takes Packed(t). It
+// serves matrices of whole groups of rows only (the GGUF-layout kernels
+// do not read its activations). The decoders never take it: their
+// products are the row kernels' bit for bit.
 func (s *Set) EncoderPacked(t gguf.Type) *PackedLayout {
 	if !s.amx || t >= numTypes {
 		return nil

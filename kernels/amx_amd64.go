@@ -33,7 +33,7 @@ func dotAMXF16(cols int, g, x []byte, xStride, nTok int, y []float32, yStride in
 		dotAMXF16Generic(cols, g, x, xStride, nTok, y, yStride)
 		return
 	}
-	amxCheck(cols, g, x, xStride, nTok, y, yStride)
+	amxGroup.check(cols, g, x, xStride, nTok, y, yStride)
 	n0 := min(nTok, 16)
 	n1, x1, y1 := n0, 0, 0
 	if nTok > 16 {

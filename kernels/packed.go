@@ -283,11 +283,8 @@ func splitPacked(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) int {
 		matMulPacked(m, xq, nTok, y, r0, e)
 		r0 = e
 	}
-	if m.Layout.Act == ActBF16x2 {
-		// The rows past the whole groups read the layout's activations
-		// too, which the GGUF-layout kernels do not.
-		rowsBF16x2(m, xq, nTok, y, r0, r1)
-		return r1
+	if r0 < r1 && m.Layout.Act == ActBF16x2 {
+		panic("kernels: rows past the whole groups of an ActBF16x2 layout (the GGUF-layout kernels do not read its activations)")
 	}
 	return r0
 }
