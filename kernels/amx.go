@@ -145,15 +145,16 @@ const amxTileBytes = 1 << 20
 // do not read its activations). The decoders never take it: their
 // products are the row kernels' bit for bit.
 func (s *Set) EncoderPacked(t gguf.Type) *PackedLayout {
-	if !s.amx || t >= numTypes {
+	if !s.AMX() || t >= numTypes {
 		return nil
 	}
 	return formats[t].amx
 }
 
 // AMX reports whether the set uses AMX tiles (for encoders' f16
-// products).
-func (s *Set) AMX() bool { return s.amx }
+// products): the CPU has them, the set was not made WithoutAMX, and the OS
+// grants them (asked on the first call).
+func (s *Set) AMX() bool { return s.amx && amxReady() }
 
 // WithoutAMX returns a copy of s that does not use AMX tiles (s itself is
 // unchanged).

@@ -19,12 +19,16 @@ import (
 //go:noescape
 func amxDotF16(cfg *byte, w *byte, nb int, x0, x1 *byte, xstride int, y0, y1 *float32, ystride int)
 
-// amxReady reports, once, whether the AMX kernels may run: the CPU has the
-// tiles and bf16 dot products and the OS grants this process the tile
-// state (amxGrant).
-var amxReady = sync.OnceValue(func() bool {
-	return cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && hasAVX512() && amxGrant()
-})
+// amxCPU reports the AMX tiles and bf16 tile dot products (and the
+// AVX-512 the quantizer of their activations uses).
+func amxCPU() bool { return cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && hasAVX512() }
+
+// amxReady reports, once, whether the AMX kernels may run: the CPU has
+// them and the OS grants this process the tile state (amxGrant). It is
+// asked when an encoder would take them, not when a set is made: once
+// granted, Linux refuses any thread a signal stack too small for the tile
+// state, which a host process need not pay for otherwise.
+var amxReady = sync.OnceValue(func() bool { return amxCPU() && amxGrant() })
 
 // dotAMXF16 is the AMX f16 layout's Dot: the AMX kernel where amxReady,
 // else its twin.

@@ -2,7 +2,8 @@
 
 package kernels
 
-// amxReady is false without amd64's AMX kernels.
+// amxCPU and amxReady are false without amd64's AMX kernels.
+func amxCPU() bool   { return false }
 func amxReady() bool { return false }
 
 // dotAMXF16 is the AMX f16 layout's Dot: its twin without the AMX kernel.
