@@ -11,9 +11,9 @@ import (
 // exactly into two bfloat16 halves, hi (the value rounded to bf16, to
 // nearest even) and lo (the rest: at most 3 significant bits, and within
 // bf16's range since f16's smallest step is 2^-24, so exact), and
-// |lo| <= 2^-9 |value|. Weight times activation is hi*hi + hi*lo + lo*hi
+// |lo| <= 2^-8 |value|. Weight times activation is hi*hi + hi*lo + lo*hi
 // + lo*lo, every product exact in f32; the tiles add the first three, so
-// each product is off by at most 2^-18 of itself, 64 times less than the
+// each product is off by at most 2^-16 of itself, 32 times less than the
 // rounding of the activations to f16 that they share with the f16 row
 // kernels (and with llama.cpp's f16 products). The engine uses the layout
 // for encoders only: a token's result depends on nothing but its own
