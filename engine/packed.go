@@ -154,6 +154,13 @@ func (m *Model) packTargets() ([]packTarget, int) {
 	off := 0
 	m.eachMatrix(func(name string, mt *kernels.Matrix) {
 		l, inPlace := m.numerics.Layout(m.kern, mt)
+		if l == nil && m.encoder && !m.numerics.Reference() {
+			// An encoder's f16 products on AMX tiles, where the CPU has
+			// them; a decoder's stay the row kernels' bit for bit.
+			if l = m.kern.EncoderPacked(mt.Type); l != nil && mt.Rows%l.Rows != 0 {
+				l = nil
+			}
+		}
 		if l == nil || mt.Rows < l.Rows {
 			return
 		}

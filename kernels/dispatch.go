@@ -118,6 +118,9 @@ type Set struct {
 	isa  isa
 	// gfni selects the GFNI forms of the packed q4_1 and q4_K kernels.
 	gfni bool
+	// amx: encoders' f16 products may take the AMX tiles where the OS
+	// grants them (EncoderPacked).
+	amx bool
 
 	// types holds the set's kernels for each weight type.
 	types [numTypes]typeKernels
@@ -215,7 +218,7 @@ func newSet(name string, gfni bool) (*Set, error) {
 // d's, each over the one below (the packed layouts likewise); then d's
 // float helpers.
 func build(d setDef, gfni bool) *Set {
-	s := &Set{name: d.name, isa: d.isa, gfni: gfni && d.isa >= isaAVX512,
+	s := &Set{name: d.name, isa: d.isa, gfni: gfni && d.isa >= isaAVX512, amx: d.isa >= isaAVX512 && amxCPU(),
 		dotF32: dotF32Generic, axpyF32: axpyGeneric, dotF16: dotF16Generic}
 	for t := range formats {
 		f := &formats[t]

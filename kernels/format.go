@@ -37,6 +37,9 @@ type format struct {
 	// vec_dot order; exact8x8 the repacked q4_K_8x8 order, for matrices of
 	// a multiple of 8 rows) and the ik_llama.cpp-order one (PackedIk).
 	exact, exact8x8, ik *PackedLayout
+	// amx is the layout of an encoder's products on a CPU with AMX-BF16
+	// (Set.EncoderPacked; nil: none).
+	amx *PackedLayout
 	// simd are the type's kernels and packed layouts in the SIMD sets, by
 	// instruction-set level: a set takes every level up to its own, each
 	// over the one below (the avx512 set has the avx2 kernels with the avx512 ones over
@@ -50,7 +53,7 @@ type format struct {
 var formats = [numTypes]format{
 	gguf.F32: {dequant: dequantF32, quantize: quantizeF32, dot: dotF32Row,
 		simd: [numISA]simdKernels{isaAVX2: {rows: asmF32RowsAVX2}}},
-	gguf.F16: {vecDot: gguf.F16, dequant: F16RowToF32, quantize: F32RowToF16, dot: dotF16Row, tile: dotF16Tile,
+	gguf.F16: {vecDot: gguf.F16, dequant: F16RowToF32, quantize: F32RowToF16, dot: dotF16Row, tile: dotF16Tile, amx: &amxF16,
 		simd: [numISA]simdKernels{
 			isaAVX2:   {rows: asmF16RowsAVX2, tok4: asmF16Tok4AVX2, tile: asmF16Tile3x4AVX2},
 			isaAVX512: {tok4: asmF16Tok4AVX512, tile: asmF16Tile3x4AVX512}}},

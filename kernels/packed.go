@@ -42,8 +42,11 @@ type PackedLayout struct {
 	// DotGeneric is the pure-Go twin of Dot that tests compare against.
 	DotGeneric func(cols int, g, x []byte, xStride, nTok int, y []float32, yStride int)
 	// Act is the activation format Dot reads when it is not
-	// VecDotType(Type) (zero); ActQ8_2 is the only such format.
+	// VecDotType(Type) (zero): ActQ8_2 or ActBF16x2.
 	Act gguf.Type
+	// TileBytes, when not zero, bounds the activations of one token tile
+	// of a matmul instead of packedTileBytes.
+	TileBytes int
 }
 
 // ActType returns the activation format m's products read: its layout's
@@ -58,8 +61,11 @@ func ActType(m *Matrix) gguf.Type {
 // ActBytes returns the bytes of one token's activations for m (n values
 // converted to ActType(m)).
 func ActBytes(m *Matrix, n int) int {
-	if ActType(m) == ActQ8_2 {
+	switch ActType(m) {
+	case ActQ8_2:
 		return n / qk32 * bytesQ8_2
+	case ActBF16x2:
+		return n / qk32 * bytesBF16x2
 	}
 	return ActivationBytes(m.Type, n)
 }
@@ -67,16 +73,25 @@ func ActBytes(m *Matrix, n int) int {
 // QuantizeAct converts src into activation format at (an ActType), with the
 // fastest quantizer for it.
 func (s *Set) QuantizeAct(at gguf.Type, src []float32, dst []byte) {
-	if at == ActQ8_2 {
+	switch at {
+	case ActQ8_2:
 		QuantizeQ8_2(src, dst)
+		return
+	case ActBF16x2:
+		if !s.quantizeBF16x2Vec(src, dst) {
+			QuantizeBF16x2(src, dst)
+		}
 		return
 	}
 	s.FastQuantizeRow(at, src, dst)
 }
 
 // maxPackedTile bounds Rows*MaxTok of every layout (the scratch tile of a
-// partial group lives on the stack).
-const maxPackedTile = 128
+// partial group, packedScratch).
+const maxPackedTile = amxRows * amxMaxTok
+
+// q4kTile is the tile of the packed q4_K kernels (Rows*MaxTok).
+const q4kTile = 128
 
 // packedGroup is a packed layout's group geometry as its Dot kernels see
 // it: rows per group, values per block (1<<shift, a shift so that the
@@ -213,7 +228,11 @@ func matMulPacked(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) {
 	ab := ActBytes(m, m.Cols)
 	_ = xq[nTok*ab-1]
 	_ = y[(nTok-1)*m.Rows+r1-1]
-	tile := max(l.MaxTok, min(nTok, packedTileBytes/max(ab, 1)/l.MaxTok*l.MaxTok))
+	tb := packedTileBytes
+	if l.TileBytes != 0 {
+		tb = l.TileBytes
+	}
+	tile := max(l.MaxTok, min(nTok, tb/max(ab, 1)/l.MaxTok*l.MaxTok))
 	var tmp *[maxPackedTile]float32 // for partial groups only
 	for t0 := 0; t0 < nTok; t0 += tile {
 		t1 := min(t0+tile, nTok)
@@ -256,10 +275,16 @@ var packedScratch = sync.Pool{New: func() any { return new([maxPackedTile]float3
 // first row left for the GGUF-layout kernels (r1 when all were packed).
 func splitPacked(m *Matrix, xq []byte, nTok int, y []float32, r0, r1 int) int {
 	pr := m.packedRows()
-	if pr == 0 || r0 >= pr {
+	if pr == 0 {
 		return r0
 	}
-	e := min(r1, pr)
-	matMulPacked(m, xq, nTok, y, r0, e)
-	return e
+	if r0 < pr {
+		e := min(r1, pr)
+		matMulPacked(m, xq, nTok, y, r0, e)
+		r0 = e
+	}
+	if r0 < r1 && m.Layout.Act == ActBF16x2 {
+		panic("kernels: rows past the whole groups of an ActBF16x2 layout (the GGUF-layout kernels do not read its activations)")
+	}
+	return r0
 }

@@ -89,7 +89,7 @@ func packQ4K(dst, src []byte, cols int) {
 }
 
 // q4kGroup is the packed q4_K group's geometry (packedGroup.check).
-var q4kGroup = packedGroup{name: "q4_K", rows: q4kPackedRows, shift: blockShift(qkK), blockBytes: q4kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: maxPackedTile / q4kPackedRows, srcBytes: gguf.BytesQ4_K}
+var q4kGroup = packedGroup{name: "q4_K", rows: q4kPackedRows, shift: blockShift(qkK), blockBytes: q4kPackedBlock, actBytes: gguf.BytesQ8_K, maxTok: q4kTile / q4kPackedRows, srcBytes: gguf.BytesQ4_K}
 
 // dotPackedQ4KGeneric is the pure-Go twin of the SIMD packed kernels: per
 // row and token the same integer sums as dotQ4KGeneric, read from the
