@@ -33,6 +33,8 @@ func mapFile(f *os.File, n int64, prefault bool) ([]byte, error) {
 	}
 	if prefault {
 		_ = unix.Madvise(m, unix.MADV_WILLNEED) // a hint; failure changes nothing
+	} else {
+		hugePages(m)
 	}
 	return m, nil
 }
