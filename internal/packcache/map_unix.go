@@ -54,3 +54,13 @@ func fileSize(fd uintptr) (int64, error) {
 	}
 	return st.Size, nil
 }
+
+// readStart reads the start of f into b with one pread (a stamp is one
+// short read) and returns how many bytes it got.
+func readStart(f *os.File, b []byte) int {
+	n, err := unix.Pread(int(f.Fd()), b, 0)
+	if err != nil {
+		return 0
+	}
+	return n
+}

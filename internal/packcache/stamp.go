@@ -83,8 +83,7 @@ func stampMatches(sp string, crc uint32, s fileState) bool {
 	}
 	defer f.Close()
 	var b [stampLen + 1]byte
-	n, _ := f.Read(b[:])
-	if n != stampLen {
+	if n := readStart(f, b[:]); n != stampLen {
 		return false
 	}
 	want := encodeStamp(crc, s)
