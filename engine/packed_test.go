@@ -368,7 +368,9 @@ func cacheEntries(t *testing.T, dir string) []string {
 	require.NoError(t, err)
 	var out []string
 	for _, de := range des {
-		out = append(out, filepath.Join(dir, de.Name()))
+		if !strings.HasSuffix(de.Name(), ".ok") { // an entry's stamp (internal/packcache)
+			out = append(out, filepath.Join(dir, de.Name()))
+		}
 	}
 	return out
 }
@@ -818,4 +820,57 @@ func newWarmEntry(t *testing.T) warmEntry {
 	w.good, err = os.ReadFile(w.entry)
 	require.NoError(t, err)
 	return w
+}
+
+// TestPackedCacheTrusted: an entry stamped as verified (the publish stamps
+// what it wrote) is used without reading its data first; the background
+// prefault of its page tables on or off gives the same logits as the
+// packing that wrote it. A byte changed in place afterwards voids the
+// stamp: the next open verifies, catches it before the first forward pass,
+// repacks and republishes.
+func TestPackedCacheTrusted(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("stamps need the file's change time (Linux)")
+	}
+	w := newWarmEntry(t)
+	for _, prefault := range []bool{true, false} {
+		old := prefaultPacked
+		prefaultPacked = prefault
+		m, err := Open(w.path, cacheIn(w.dir, w.ks))
+		require.NoError(t, err)
+		require.Equal(t, PackSourceCacheHit, m.OpenStats().PackSource)
+		require.True(t, m.packed.entry.Trusted(), "prefault %v: the entry the publish stamped is trusted", prefault)
+		require.True(t, m.packed.verified.Load(), "prefault %v: nothing to wait for", prefault)
+		require.NoError(t, m.Close())
+		toks, logits, st := runLogits(t, w.path, cacheIn(w.dir, w.ks))
+		prefaultPacked = old
+		require.Equal(t, PackSourceCacheHit, st.PackSource)
+		require.Equal(t, w.toks, toks, "prefault %v", prefault)
+		require.Equal(t, w.logits, logits, "prefault %v: the same logits as the packing that wrote the entry", prefault)
+	}
+
+	f, err := os.OpenFile(w.entry, os.O_RDWR, 0)
+	require.NoError(t, err)
+	b := []byte{w.good[len(w.good)-777] ^ 0x20}
+	_, err = f.WriteAt(b, int64(len(w.good)-777))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	m, err := Open(w.path, cacheIn(w.dir, w.ks))
+	require.NoError(t, err)
+	require.False(t, m.packed.entry.Trusted(), "a file changed in place is not trusted")
+	s, err := m.NewSession(SessionParams{NCtx: 64})
+	require.NoError(t, err)
+	logits := make([]float32, m.Info().VocabSize)
+	require.NoError(t, s.Prefill([]int32{1, 403, 407, 261, 300, 11, 29, 75}, logits))
+	require.Equal(t, w.logits[0], logits, "the first logits come from verified weights")
+	require.Equal(t, PackSourceCacheWrite, m.OpenStats().PackSource, "the damaged entry was repacked")
+	s.Close()
+	require.NoError(t, m.Close())
+	got, err := os.ReadFile(w.entry)
+	require.NoError(t, err)
+	require.Equal(t, w.good, got, "the entry was rewritten")
+	m, err = Open(w.path, cacheIn(w.dir, w.ks))
+	require.NoError(t, err)
+	assert.True(t, m.packed.entry.Trusted(), "the rewritten entry is stamped again")
+	require.NoError(t, m.Close())
 }

@@ -458,9 +458,41 @@ func (t *Tokenizer) buildMerges(merges *strs) {
 		prev = e
 	}
 	t.merges = newPairTable(n)
+	total := merges.len()
+	if total < parallelMerges {
+		t.resolveMerges(merges, 0, total, func(key, val uint64) { t.merges.add(key, val) })
+		return
+	}
+	// Resolving a merge's ids (hash lookups that mostly miss the cache)
+	// is most of the work: the second half resolves on its own goroutine
+	// while the first half goes in, then its pairs go in by rank, so the
+	// table is the one a single pass builds.
+	type pair struct{ key, val uint64 }
+	mid := total / 2
+	second := make([]pair, 0, total-mid)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t.resolveMerges(merges, mid, total, func(key, val uint64) { second = append(second, pair{key, val}) })
+	}()
+	t.resolveMerges(merges, 0, mid, func(key, val uint64) { t.merges.add(key, val) })
+	<-done
+	for _, p := range second {
+		t.merges.add(p.key, p.val)
+	}
+}
+
+// parallelMerges is the merge count from which buildMerges resolves the
+// list on two goroutines.
+const parallelMerges = 1 << 16
+
+// resolveMerges calls add with the pair key and the rank and result of
+// every merge of ranks [lo, hi) whose sides are tokens, in rank order. It
+// only reads the tokenizer.
+func (t *Tokenizer) resolveMerges(merges *strs, lo, hi int, add func(key, val uint64)) {
 	var buf []byte
 	guess := int32(-2)
-	for rank := range merges.ends {
+	for rank := lo; rank < hi; rank++ {
 		m := merges.at(rank)
 		if len(m) < 2 {
 			continue
@@ -484,7 +516,7 @@ func (t *Tokenizer) buildMerges(merges *strs) {
 			res = t.ids.getBytes(buf)
 		}
 		guess = res
-		t.merges.add(pairKey(l, r), uint64(rank)<<32|uint64(uint32(res)))
+		add(pairKey(l, r), uint64(rank)<<32|uint64(uint32(res)))
 	}
 }
 

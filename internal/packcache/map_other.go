@@ -18,3 +18,5 @@ func mapFile(*os.File, int64, bool) ([]byte, error) { return nil, errors.ErrUnsu
 func unmap([]byte) error { return nil }
 
 func fileSize(uintptr) (int64, error) { return 0, errors.ErrUnsupported }
+
+func readStart(*os.File, []byte) int { return 0 }

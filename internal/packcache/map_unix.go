@@ -33,6 +33,8 @@ func mapFile(f *os.File, n int64, prefault bool) ([]byte, error) {
 	}
 	if prefault {
 		_ = unix.Madvise(m, unix.MADV_WILLNEED) // a hint; failure changes nothing
+	} else {
+		hugePages(m)
 	}
 	return m, nil
 }
@@ -51,4 +53,14 @@ func fileSize(fd uintptr) (int64, error) {
 		return 0, err
 	}
 	return st.Size, nil
+}
+
+// readStart reads the start of f into b with one pread (a stamp is one
+// short read) and returns how many bytes it got.
+func readStart(f *os.File, b []byte) int {
+	n, err := unix.Pread(int(f.Fd()), b, 0)
+	if err != nil {
+		return 0
+	}
+	return n
 }

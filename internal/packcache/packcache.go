@@ -27,8 +27,11 @@
 // data (populating the page tables as it goes), before trusting Data. Put writes a
 // temporary file in Dir, fsyncs it, renames it over the entry and fsyncs
 // Dir, so concurrent writers in threads or processes never produce a torn
-// or mixed entry. Eviction is least recently used by the entry file's
-// modification time, which Get refreshes.
+// or mixed entry. Put and a successful Verify stamp the entry (stamp.go):
+// a later lazy Get of the unchanged file trusts it (Entry.Trusted) and
+// Verify reads nothing. Eviction is least recently used by the entry
+// file's modification time, which Get refreshes (or its stamp's, which a
+// trusted Get refreshes instead).
 //
 // A mapped file truncated after Get makes a later access to the lost pages
 // raise SIGBUS. The engine reads weights on goroutines that run with
@@ -335,6 +338,15 @@ type Entry struct {
 	st      fs.FileInfo // f's identity, so Verify removes this file only
 	path    string
 	crc     uint32 // the data's checksum as stored in the header
+
+	// trusted: a stamp says the data was verified in the file's present
+	// state (Verify returns at once). Otherwise state, when stateOK, is the
+	// file's state taken before any data was read, which a successful
+	// Verify stamps.
+	trusted bool
+	state   fileState
+	stateOK bool
+	logf    func(format string, args ...any)
 }
 
 // ErrCorrupt says that an entry's data does not match its checksum.
@@ -343,12 +355,17 @@ var ErrCorrupt = errors.New("packcache: entry data does not match its checksum")
 // Verify reads every byte of Data (on up to GOMAXPROCS goroutines,
 // populating the page tables as it goes, so that the first use of a
 // verified entry does not fault page by page) and compares the checksum
-// with the header's. On a mismatch it removes the entry file (unless it
-// was replaced meanwhile), so the next open packs afresh, and returns an
-// error wrapping ErrCorrupt. A fault while reading (the file shrank under
-// the mapping) is an error too, never a crash. Verify must not run
-// concurrently with Close.
+// with the header's. On a match it stamps the entry (see stamp.go), so the
+// next open of the unchanged file trusts it without reading it; an entry
+// that Get found stamped (Trusted) returns at once. On a mismatch it
+// removes the entry file (unless it was replaced meanwhile), so the next
+// open packs afresh, and returns an error wrapping ErrCorrupt. A fault
+// while reading (the file shrank under the mapping) is an error too, never
+// a crash. Verify must not run concurrently with Close.
 func (e *Entry) Verify() (err error) {
+	if e.trusted {
+		return nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("packcache: verify %s: fault while reading (file shrank?): %v", e.path, r)
@@ -357,6 +374,11 @@ func (e *Entry) Verify() (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	got := checksum(e.Data, true)
 	if got == e.crc {
+		if e.stateOK {
+			if err := writeStamp(e.path, e.crc, e.state); err != nil && e.logf != nil {
+				e.logf("%v (the next open verifies again)", err)
+			}
+		}
 		return nil
 	}
 	err = fmt.Errorf("%w: %s: stored %#08x, computed %#08x", ErrCorrupt, e.path, e.crc, got)
@@ -367,8 +389,13 @@ func (e *Entry) Verify() (err error) {
 	case removeErr(os.Remove(e.path)) != nil:
 		return fmt.Errorf("%w (cannot remove it)", err)
 	}
+	_ = removeStamp(e.path)
 	return fmt.Errorf("%w (removed)", err)
 }
+
+// Trusted reports whether Get found the entry stamped as verified in the
+// file's present state, so that Verify does not read the data.
+func (e *Entry) Trusted() bool { return e.trusted }
 
 // removeErr is the error of a removal that did not happen (a file already
 // gone is not one).
@@ -485,13 +512,31 @@ func (c Config) Get(key Key, size int64) (*Entry, error) {
 		c.discard(f, st, path, reason)
 		return nil, nil
 	}
+	off := want - size
+	crc := binary.LittleEndian.Uint32(m[offDataCRC:])
+	e := &Entry{Data: m[off:want:want], mapping: m, f: f, fd: f.Fd(), st: st, path: path, crc: crc, logf: c.Logf}
 	now := time.Now()
+	if c.LazyVerify {
+		if s, ok := statFile(e.fd); ok && stampMatches(stampPathOf(path), crc, s) {
+			// Touching the entry would change its ctime and void the
+			// stamp: the stamp carries the recency instead.
+			e.trusted = true
+			if err := os.Chtimes(stampPathOf(path), now, now); err != nil {
+				c.logf("hit %s: cannot refresh its recency: %v", path, err)
+			}
+			return e, nil
+		}
+	}
 	if err := os.Chtimes(path, now, now); err != nil {
 		c.logf("hit %s: cannot refresh its recency: %v", path, err)
 	}
-	off := want - size
-	crc := binary.LittleEndian.Uint32(m[offDataCRC:])
-	return &Entry{Data: m[off:want:want], mapping: m, f: f, fd: f.Fd(), st: st, path: path, crc: crc}, nil
+	if c.LazyVerify {
+		// The state after the refresh and before Verify reads any data: a
+		// change before this is seen by the checksum, one after it
+		// changes the state.
+		e.state, e.stateOK = statFile(e.fd)
+	}
+	return e, nil
 }
 
 // discard closes f, removes the invalid entry at path (unless another
@@ -507,6 +552,7 @@ func (c Config) discard(f *os.File, st fs.FileInfo, path, reason string) {
 		c.logf("miss %s: invalid entry (%s); cannot remove it: %v", path, reason, err)
 		return
 	}
+	_ = removeStamp(path)
 	c.logf("miss %s: invalid entry (%s); removed", path, reason)
 }
 
@@ -575,6 +621,7 @@ func (c Config) put(key Key, parts [][]byte) error {
 	if err := f.Sync(); err != nil {
 		return fail("fsync", err)
 	}
+	written, stampable := statFile(f.Fd())
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("packcache: put %s: close %s: %w", path, tmp, err)
@@ -595,8 +642,30 @@ func (c Config) put(key Key, parts [][]byte) error {
 	if err := syncDir(c.Dir); err != nil {
 		c.logf("put %s: fsync folder: %v", path, err)
 	}
+	if stampable {
+		c.stampWritten(path, binary.LittleEndian.Uint32(hdr[offDataCRC:]), written)
+	}
 	c.evict(name)
 	return nil
+}
+
+// stampWritten stamps the entry just published at path (see stamp.go) if
+// it is still the file written (inode w.Ino): its checksum was computed
+// over the bytes written, so the next open need not read them back. The
+// state stamped is taken after the rename, which changed the file's ctime.
+func (c Config) stampWritten(path string, crc uint32, w fileState) {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	s, ok := statFile(f.Fd())
+	if !ok || s.Dev != w.Dev || s.Ino != w.Ino {
+		return // replaced meanwhile by another writer: its opens verify it
+	}
+	if err := writeStamp(path, crc, s); err != nil {
+		c.logf("put %s: %v (the next open verifies it)", path, err)
+	}
 }
 
 // createTemp creates a new temporary file for the entry with key hash hx.
@@ -680,11 +749,16 @@ func (c Config) evict(keep string) {
 	type item struct {
 		name  string
 		size  int64
-		mtime time.Time
+		mtime time.Time // the entry file's
+		used  time.Time // the later of mtime and its stamp's
 	}
 	var items []item
 	var total int64
 	for _, d := range ents {
+		if isStampName(d.Name()) && d.Type().IsRegular() {
+			c.removeOrphanStamp(d.Name())
+			continue
+		}
 		if !isEntryName(d.Name()) || !d.Type().IsRegular() {
 			continue
 		}
@@ -692,7 +766,11 @@ func (c Config) evict(keep string) {
 		if err != nil {
 			continue
 		}
-		items = append(items, item{d.Name(), info.Size(), info.ModTime()})
+		used := info.ModTime()
+		if st := stampTime(filepath.Join(c.Dir, d.Name())); st.After(used) {
+			used = st
+		}
+		items = append(items, item{d.Name(), info.Size(), info.ModTime(), used})
 		total += info.Size()
 	}
 	budget := c.maxBytes()
@@ -700,8 +778,8 @@ func (c Config) evict(keep string) {
 		return
 	}
 	sort.Slice(items, func(i, j int) bool {
-		if !items[i].mtime.Equal(items[j].mtime) {
-			return items[i].mtime.Before(items[j].mtime)
+		if !items[i].used.Equal(items[j].used) {
+			return items[i].used.Before(items[j].used)
 		}
 		return items[i].name < items[j].name
 	})
@@ -721,15 +799,17 @@ func (c Config) evict(keep string) {
 			}
 			continue
 		}
-		if !cur.Mode().IsRegular() || !cur.ModTime().Equal(it.mtime) || cur.Size() != it.size {
+		if !cur.Mode().IsRegular() || !cur.ModTime().Equal(it.mtime) || cur.Size() != it.size ||
+			stampTime(p).After(it.used) {
 			continue
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			c.logf("evict %s: %v", p, err)
 			continue
 		}
+		_ = removeStamp(p)
 		total -= it.size
 		c.logf("evicted %s (%d bytes, last used %s); cache now %d bytes, budget %d",
-			p, it.size, it.mtime.Format(time.RFC3339), total, budget)
+			p, it.size, it.used.Format(time.RFC3339), total, budget)
 	}
 }

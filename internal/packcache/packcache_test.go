@@ -169,7 +169,7 @@ func TestRoundTrip(t *testing.T) {
 		assert.Nil(t, e.Data)
 		require.NoError(t, e.Close(), "second Close")
 	}
-	ents, err := os.ReadDir(c.Dir)
+	ents, err := readEntries(c.Dir)
 	require.NoError(t, err)
 	for _, d := range ents {
 		assert.True(t, isEntryName(d.Name()), "only entries remain, found %s", d.Name())
@@ -573,7 +573,7 @@ func TestTwoProcessesPutSameKey(t *testing.T) {
 			overlapped++
 		}
 
-		ents, err := os.ReadDir(c.Dir)
+		ents, err := readEntries(c.Dir)
 		require.NoError(t, err)
 		require.Len(t, ents, 1, "one entry and no temporary files")
 		path := entryPath(t, c, testKey(99))
@@ -613,7 +613,7 @@ func TestPutOutOfRoom(t *testing.T) {
 	assert.Contains(t, string(out), c.Dir, "and where")
 	assert.Contains(t, string(out), syscall.EFBIG.Error())
 
-	ents, err := os.ReadDir(c.Dir)
+	ents, err := readEntries(c.Dir)
 	require.NoError(t, err)
 	require.Len(t, ents, 1, "the temporary file was removed")
 	requireMiss(t, c, testKey(1), 1<<20)
@@ -680,7 +680,7 @@ func TestConcurrentPutGet(t *testing.T) {
 	n := 0
 	hits.Range(func(any, any) bool { n++; return true })
 	t.Logf("keys hit: %d of %d; evictions: %d", n, nKeys, len(lb.matching("evicted")))
-	ents, err := os.ReadDir(c.Dir)
+	ents, err := readEntries(c.Dir)
 	require.NoError(t, err)
 	for _, d := range ents {
 		assert.True(t, isEntryName(d.Name()), "no temporary file left: %s", d.Name())
@@ -732,7 +732,7 @@ func TestEvictionOrder(t *testing.T) {
 	c.MaxBytes = 1
 	big := payload(6, 3*n)
 	require.NoError(t, c.Put(f, big))
-	ents, err := os.ReadDir(c.Dir)
+	ents, err := readEntries(c.Dir)
 	require.NoError(t, err)
 	require.Len(t, ents, 1)
 	en = mustGet(t, c, f, int64(len(big)))
@@ -965,4 +965,17 @@ func BenchmarkValid(b *testing.B) {
 			b.Fatal("not valid")
 		}
 	}
+}
+
+// readEntries lists dir as os.ReadDir does, leaving out stamp files (whose
+// own tests are in stamp_test.go).
+func readEntries(dir string) ([]os.DirEntry, error) {
+	ents, err := os.ReadDir(dir)
+	out := ents[:0]
+	for _, d := range ents {
+		if !isStampName(d.Name()) {
+			out = append(out, d)
+		}
+	}
+	return out, err
 }

@@ -98,8 +98,8 @@ func TestLazyGetChecksHeader(t *testing.T) {
 	assert.Nil(t, e, "a truncated entry is a miss")
 }
 
-// The file shrinks between a lazy Get and Verify: Verify returns an error
-// (the fault on the lost pages), it does not crash.
+// The file of an unstamped entry shrinks between a lazy Get and Verify:
+// Verify returns an error (the fault on the lost pages), it does not crash.
 func TestLazyVerifyTruncated(t *testing.T) {
 	for _, procs := range []int{1, 3} {
 		withParallel(t, 64<<10, procs)
@@ -108,7 +108,9 @@ func TestLazyVerifyTruncated(t *testing.T) {
 		k := testKey(5)
 		data := payload(7, 1<<20)
 		require.NoError(t, c.Put(k, data))
+		require.NoError(t, removeStamp(entryPath(t, c, k))) // else Get trusts it and Verify reads nothing
 		e := mustGet(t, c, k, int64(len(data)))
+		require.False(t, e.Trusted())
 		require.NoError(t, os.Truncate(e.Path(), 70<<10))
 		err := e.Verify()
 		require.Error(t, err, "procs=%d", procs)
