@@ -34,26 +34,38 @@ func TestSplitDecodeMatchesGrouped(t *testing.T) {
 					defer s.Close()
 					require.True(t, s.decScores != nil && s.ops.GroupAttention && !s.ops.GGMLDecode && s.ops.Attend == nil,
 						"the session does not take the split decode")
-					prompt := make([]int32, 37)
-					for i := range prompt {
-						prompt[i] = int32(1 + i*37%(vocab-1))
-					}
-					const steps = 120
-					out := make([]float32, (len(prompt)+steps)*vocab)
-					require.NoError(t, s.PrefillAll(prompt, out))
-					for i := range steps {
-						at := (len(prompt) + i) * vocab
-						require.NoError(t, s.Decode(int32(1+i*101%(vocab-1)), out[at:at+vocab]))
-					}
-					return out
+					return prefillDecodeLogits(t, s, vocab, 120)
 				}
-				split, grouped := run(true), run(false)
-				for i := range split {
-					if split[i] != grouped[i] {
-						require.Failf(t, "logits differ", "position %d, logit %d: split %v, grouped %v", i/vocab, i%vocab, split[i], grouped[i])
-					}
-				}
+				requireIdenticalLogits(t, run(true), run(false), vocab, "split", "grouped")
 			})
+		}
+	}
+}
+
+// prefillDecodeLogits prefills s with a 37-token prompt, then decodes
+// steps tokens, and returns every position's logits.
+func prefillDecodeLogits(t *testing.T, s *Session, vocab, steps int) []float32 {
+	t.Helper()
+	prompt := make([]int32, 37)
+	for i := range prompt {
+		prompt[i] = int32(1 + i*37%(vocab-1))
+	}
+	out := make([]float32, (len(prompt)+steps)*vocab)
+	require.NoError(t, s.PrefillAll(prompt, out))
+	for i := range steps {
+		at := (len(prompt) + i) * vocab
+		require.NoError(t, s.Decode(int32(1+i*101%(vocab-1)), out[at:at+vocab]))
+	}
+	return out
+}
+
+// requireIdenticalLogits fails at the first logit where a and b differ.
+func requireIdenticalLogits(t *testing.T, a, b []float32, vocab int, nameA, nameB string) {
+	t.Helper()
+	require.Len(t, b, len(a))
+	for i := range a {
+		if a[i] != b[i] {
+			require.Failf(t, "logits differ", "position %d, logit %d: %s %v, %s %v", i/vocab, i%vocab, nameA, a[i], nameB, b[i])
 		}
 	}
 }

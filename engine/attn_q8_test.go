@@ -188,25 +188,9 @@ func TestKVQ8GroupMatchesPerHead(t *testing.T) {
 					require.NoError(t, err)
 					defer s.Close()
 					require.NotNil(t, s.decScores, "decode steps do not take decodeQ8")
-					prompt := make([]int32, 37)
-					for i := range prompt {
-						prompt[i] = int32(1 + i*37%(vocab-1))
-					}
-					const steps = 60
-					out := make([]float32, (len(prompt)+steps)*vocab)
-					require.NoError(t, s.PrefillAll(prompt, out))
-					for i := range steps {
-						at := (len(prompt) + i) * vocab
-						require.NoError(t, s.Decode(int32(1+i*101%(vocab-1)), out[at:at+vocab]))
-					}
-					return out
+					return prefillDecodeLogits(t, s, vocab, 60)
 				}
-				group, perHead := run(false), run(true)
-				for i := range group {
-					if group[i] != perHead[i] {
-						require.Failf(t, "logits differ", "position %d, logit %d: grouped %v, per head %v", i/vocab, i%vocab, group[i], perHead[i])
-					}
-				}
+				requireIdenticalLogits(t, run(false), run(true), vocab, "grouped", "per head")
 			})
 		}
 	}

@@ -116,7 +116,8 @@ func TestWhitespaceTokenizer(t *testing.T) {
 	}
 }
 
-// writeVocabVariant writes src's metadata, edited, as a vocabulary file
+// writeVocabVariant writes src's metadata (a vocabulary file has no
+// tensors), edited, as a vocabulary file
 // under the test's temporary folder (and under -vocab-variants), and
 // returns its path.
 func writeVocabVariant(t *testing.T, src, name string, edit func(*gguf.Writer)) string {

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,26 +13,10 @@ import (
 // withPre is the vocabulary file at rel with tokenizer.ggml.pre set to pre.
 func withPre(t *testing.T, rel, pre string) *Tokenizer {
 	t.Helper()
-	f, err := gguf.Open(shareddata.Path(t, rel))
-	require.NoError(t, err)
-	defer f.Close()
-	w := gguf.NewWriter()
-	for _, k := range f.Keys() {
-		v, _ := f.Lookup(k)
-		require.NoError(t, w.Set(k, v))
-	}
-	require.NoError(t, w.Set("tokenizer.ggml.pre", pre))
-	for _, ts := range f.Tensors() {
-		require.NoError(t, w.AddTensor(ts.Name, ts.Type, ts.Shape, ts.Data))
-	}
-	var buf bytes.Buffer
-	_, err = w.WriteTo(&buf)
-	require.NoError(t, err)
-	g, err := gguf.Parse(buf.Bytes())
-	require.NoError(t, err)
-	tok, err := FromGGUF(g)
-	require.NoError(t, err)
-	return tok
+	path := writeVocabVariant(t, shareddata.Path(t, rel), "pre-"+pre+".gguf", func(w *gguf.Writer) {
+		require.NoError(t, w.Set("tokenizer.ggml.pre", pre))
+	})
+	return openGGUFTokenizer(t, path)
 }
 
 // TestPreTokenizerAliases: names llama.cpp maps onto a pre-tokenizer this
