@@ -20,11 +20,12 @@ const PACKABLE = [
   'synth/synth-qwen3-Q4_K_M.gguf',
 ];
 
-/** Regular files below dir (none if it does not exist). */
+/** The cache entries below dir (none if it does not exist): its regular
+ * files without the .ok stamps beside them. */
 function cacheFiles(dir) {
   if (!fs.existsSync(dir)) return [];
   return fs.readdirSync(dir, { recursive: true })
-    .filter((f) => fs.statSync(path.join(dir, f)).isFile()).sort();
+    .filter((f) => !f.endsWith('.ok') && fs.statSync(path.join(dir, f)).isFile()).sort();
 }
 
 async function logitsOf(model) {

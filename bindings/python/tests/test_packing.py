@@ -107,7 +107,10 @@ def packable_model(skip=()):
 
 
 def cache_files(d):
-    return sorted(p for p in d.rglob("*") if p.is_file()) if d.exists() else []
+    """The cache's entries: its files without the .ok stamps beside them."""
+    if not d.exists():
+        return []
+    return sorted(p for p in d.rglob("*") if p.is_file() and p.suffix != ".ok")
 
 
 def logits_of(model):
